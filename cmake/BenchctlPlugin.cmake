@@ -1,0 +1,21 @@
+# benchctl_add_plugin(NAME SOURCES src... [LIBS lib...])
+# Builds one plugin as benchctl-NAME.so in the build tree's plugins/ folder and
+# installs it to ${CMAKE_INSTALL_LIBDIR}/benchctl. Plugins see only the public
+# header (core/include) and never link against benchctl.
+function(benchctl_add_plugin name)
+  cmake_parse_arguments(P "" "" "SOURCES;LIBS" ${ARGN})
+  set(target benchctl-${name})
+  add_library(${target} MODULE ${P_SOURCES})
+  set_target_properties(${target} PROPERTIES PREFIX "" C_VISIBILITY_PRESET hidden
+                        LIBRARY_OUTPUT_DIRECTORY ${BENCHCTL_PLUGIN_BUILD_DIR})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/core/include)
+  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  if(P_LIBS)
+    target_link_libraries(${target} PRIVATE ${P_LIBS})
+  endif()
+  if(BENCHCTL_SANITIZE)
+    # The sanitizer runtime lives in the executable; plugins resolve it there.
+    target_link_options(${target} PRIVATE -Wl,--allow-shlib-undefined)
+  endif()
+  install(TARGETS ${target} LIBRARY DESTINATION ${BENCHCTL_PLUGIN_INSTALL_DIR})
+endfunction()

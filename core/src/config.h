@@ -1,0 +1,72 @@
+/* config.h: bench.cfg (libconfig) parsed into a bc_config, and validated.
+ *
+ * Two steps, both before anything runs:
+ *   1. bc_config_load: reads the file, applies --set overrides, checks the
+ *      harness's own schema (keys, types, ranges) and fills bc_config.
+ *   2. bc_config_resolve_settings: once the loader has a plugin's descriptor,
+ *      checks the plugin's settings group against its settings table and
+ *      produces the resolved values (defaults filled in).
+ * Every error names the file, line, setting and what is allowed, e.g.
+ *   bench.cfg:12: matrix.batch_sizes: must be a non-empty list of integers >= 1
+ * The schema is documented in docs/config.md.
+ */
+#ifndef BENCHCTL_CONFIG_H
+#define BENCHCTL_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "benchctl/plugin.h"
+
+/* One plugin named in bench.cfg, with its settings group (may be NULL). */
+typedef struct bc_plugin_spec {
+    char *name;              /* a plugin name, or a path ending in ".so" */
+    const void *settings;    /* opaque: the config_setting_t of its settings, or NULL */
+    int line;                /* line in the file where it is named (0 if from the CLI) */
+    char *where;             /* the setting's path for messages, e.g. "reporters.[1]" */
+} bc_plugin_spec;
+
+typedef struct bc_config {
+    char *path;          /* file as given */
+    char *sha256;        /* hex digest of the resolved config text (after overrides) */
+
+    char **plugin_paths; /* plugin_path list from the file, in order */
+    size_t n_plugin_paths;
+
+    bc_plugin_spec backend;
+    bc_plugin_spec *precisions; size_t n_precisions;       /* "precisions" list */
+    bc_plugin_spec *cache_policies; size_t n_cache_policies; /* "cache_policies" list */
+    bc_plugin_spec *reporters; size_t n_reporters;          /* "reporters" list */
+
+    uint32_t *batch_sizes; size_t n_batch_sizes;
+    uint32_t *samples_per_prompt; size_t n_samples_per_prompt;
+    uint32_t *prompt_lengths; size_t n_prompt_lengths;
+    uint32_t *response_lengths; size_t n_response_lengths;
+
+    bc_sampling sampling;
+    uint32_t warmup, iterations;
+
+    void *cfg; /* opaque: the libconfig config_t, owned */
+} bc_config;
+
+/* Loads and validates path. overrides are "a.b=value" strings from --set
+ * (value parsed as libconfig would: 3, 0.5, "text", true, [1, 2]).
+ * reporter_override, if non-NULL, is a comma-separated list of reporter names
+ * replacing the file's reporters list (from --reporter).
+ * On error returns non-OK with err->message set; cfg is left empty. */
+bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *overrides, size_t n_overrides,
+                         const char *reporter_override, bc_error *err);
+
+/* Checks spec's settings against desc's table and fills values[desc->n_settings]
+ * (strings point into cfg and live as long as it). Unknown keys get a
+ * "did you mean" hint; type and range errors say what is allowed. */
+bc_status bc_config_resolve_settings(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
+                                     bc_setting_value *values, bc_error *err);
+
+/* Frees everything cfg owns. Safe on a zeroed or partly filled cfg. */
+void bc_config_free(bc_config *cfg);
+
+/* Closest candidate to word by edit distance, or NULL when none is close. */
+const char *bc_suggest(const char *word, const char *const *candidates, size_t n);
+
+#endif

@@ -1,0 +1,1 @@
+/* checkpoint.c: placeholder; its owner fills it in. */

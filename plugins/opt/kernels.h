@@ -1,0 +1,66 @@
+/* kernels.h: the OPT engine's CPU kernels, in three variants chosen at run
+ * time from the CPU's features (highest score that the CPU supports wins):
+ *   portable C (always), AVX2 + F16C + FMA, AVX-512F (+ AVX512-BF16 dot
+ *   products when present).
+ * Activations are fp32; weights and the KV cache are fp32, fp16 or bf16;
+ * accumulation is always fp32. Every SIMD variant is tested against the
+ * portable one (tests/opt/test_kernels.c).
+ */
+#ifndef OPT_KERNELS_H
+#define OPT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum opt_dtype { OPT_F32 = 0, OPT_F16 = 1, OPT_BF16 = 2 } opt_dtype;
+
+static inline size_t opt_dtype_size(opt_dtype t) { return t == OPT_F32 ? 4 : 2; }
+const char *opt_dtype_name(opt_dtype t); /* "float32", "float16", "bfloat16" */
+
+typedef enum opt_isa { OPT_ISA_PORTABLE = 0, OPT_ISA_AVX2 = 1, OPT_ISA_AVX512 = 2, OPT_ISA_AVX512_BF16 = 3 } opt_isa;
+
+/* The best ISA this CPU supports (cpuid + xgetbv). */
+opt_isa opt_isa_detect(void);
+const char *opt_isa_name(opt_isa isa);
+
+/* A table of kernels for one ISA. Shapes in names: x[M, K] row-major fp32,
+ * w[N, K] row-major in dtype, y[M, N] fp32. */
+typedef struct opt_kernels {
+    opt_isa isa;
+    /* y[m, n] = sum_k x[m, k] * w[n, k] + (bias ? bias[n] : 0), then ReLU when
+     * relu != 0. Computes only rows n in [n0, n1) (threads split N). */
+    void (*linear)(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K, int N,
+                   int n0, int n1, int relu);
+    /* Dot product of fp32 a[n] with b[n] in dtype. */
+    float (*dot)(const float *a, const void *b, opt_dtype bt, int n);
+    /* y[n] += alpha * x[n], x in dtype. */
+    void (*axpy)(float *y, float alpha, const void *x, opt_dtype xt, int n);
+    /* Conversions of n values. */
+    void (*to_f32)(float *dst, const void *src, opt_dtype st, size_t n);
+    void (*from_f32)(void *dst, opt_dtype dt, const float *src, size_t n);
+} opt_kernels;
+
+/* The kernel table for isa (must be <= opt_isa_detect()), or NULL. */
+const opt_kernels *opt_kernels_for(opt_isa isa);
+
+/* Scalar conversions (round to nearest even), shared by all variants. */
+float opt_f16_to_f32(uint16_t h);
+uint16_t opt_f32_to_f16(float f);
+float opt_bf16_to_f32(uint16_t h);
+uint16_t opt_f32_to_bf16(float f);
+
+/* A fixed pool of worker threads. opt_pool_run calls fn(ctx, i, n) for i in
+ * [0, n_threads) on n_threads threads (the caller is thread 0) and returns
+ * when all are done. n_threads == 1 runs inline, creating no threads. */
+typedef struct opt_pool opt_pool;
+opt_pool *opt_pool_create(int n_threads);
+int opt_pool_size(const opt_pool *p);
+void opt_pool_run(opt_pool *p, void (*fn)(void *ctx, int i, int n), void *ctx);
+void opt_pool_destroy(opt_pool *p);
+
+/* y = x w^T + b over a pool: splits N into per-thread blocks aligned to 64
+ * bytes of output, so no two threads write the same cache line. */
+void opt_linear_parallel(opt_pool *pool, const opt_kernels *k, float *y, const float *x, const void *w, opt_dtype wt,
+                         const float *bias, int M, int K, int N, int relu);
+
+#endif

@@ -1,0 +1,1 @@
+/* model.c: placeholder; its owner fills it in. */

@@ -1,0 +1,1 @@
+/* opt_plugin.c: placeholder; its owner fills it in. */

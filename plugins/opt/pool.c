@@ -1,0 +1,1 @@
+/* pool.c: placeholder; its owner fills it in. */

@@ -1,0 +1,1 @@
+/* rollout.c: placeholder; its owner fills it in. */

@@ -1,0 +1,1 @@
+/* sampling.c: placeholder; its owner fills it in. */

@@ -1,0 +1,1 @@
+/* synthetic.c: placeholder; its owner fills it in. */
