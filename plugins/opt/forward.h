@@ -45,7 +45,8 @@ bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype 
 size_t opt_kv_cache_bytes(const opt_hparams *hp, opt_dtype dtype, int B, int Smax);
 void opt_kv_cache_free(opt_kv_cache *kv);
 /* Copies the first S cached tokens of src row src_b into dst row dst_b (both
- * caches of the same shape except B; used by shared prefill). */
+ * caches of the same model and dtype; B and Smax may differ; used by shared
+ * prefill). */
 void opt_kv_cache_copy_row(opt_kv_cache *dst, int dst_b, const opt_kv_cache *src, int src_b, int S);
 
 /* Scratch activations for up to max_tokens (B * T) tokens and Smax keys. */

@@ -198,12 +198,12 @@ void opt_kv_cache_free(opt_kv_cache *kv) {
 
 void opt_kv_cache_copy_row(opt_kv_cache *dst, int dst_b, const opt_kv_cache *src, int src_b, int S) {
     const size_t es = opt_dtype_size(dst->dtype);
-    const size_t head = (size_t)dst->Smax * dst->D * es; /* one head's [Smax][D] */
+    const size_t dhead = (size_t)dst->Smax * dst->D * es, shead = (size_t)src->Smax * src->D * es; /* [Smax][D] */
     const size_t n = (size_t)S * dst->D * es;
     for (int l = 0; l < dst->L; l++)
         for (int h = 0; h < dst->H; h++) {
-            size_t od = (((size_t)l * dst->B + dst_b) * dst->H + h) * head;
-            size_t os = (((size_t)l * src->B + src_b) * src->H + h) * head;
+            size_t od = (((size_t)l * dst->B + dst_b) * dst->H + h) * dhead;
+            size_t os = (((size_t)l * src->B + src_b) * src->H + h) * shead;
             memcpy((char *)dst->k + od, (const char *)src->k + os, n);
             memcpy((char *)dst->v + od, (const char *)src->v + os, n);
         }
