@@ -47,6 +47,14 @@ typedef struct bc_config {
     uint32_t warmup, iterations;
 
     void *cfg; /* opaque: the libconfig config_t, owned */
+
+    /* Settings that came from the command line, for error locations: the
+     * setting path each one set (e.g. "run.iterations", "reporters") and the
+     * label messages use instead of file:line (e.g. "--set run.iterations",
+     * "--reporter"). Owned. */
+    char **override_keys;
+    char **override_labels;
+    size_t n_overrides;
 } bc_config;
 
 /* Loads and validates path. overrides are "a.b=value" strings from --set
