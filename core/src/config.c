@@ -140,7 +140,16 @@ static void locate(const bc_config *cfg, const config_setting_t *s, const char *
         snprintf(buf, n, "%s:%u", file ? file : cfg->path, line);
         return;
     }
-    const char *label = path ? override_label(cfg, path) : NULL;
+    /* Not from the file: a --set made it, or a group on the way to one (try
+     * the path, then each parent). */
+    const char *label = NULL;
+    char p[256];
+    snprintf(p, sizeof p, "%s", path ? path : "");
+    while (p[0] && !(label = override_label(cfg, p))) {
+        char *dot = strrchr(p, '.');
+        if (!dot) break;
+        *dot = '\0';
+    }
     snprintf(buf, n, "%s", label ? label : cfg->path);
 }
 
@@ -957,6 +966,39 @@ bc_status bc_config_resolve_settings(const bc_config *cfg, const bc_plugin_spec 
         if (st) return st;
     }
     return BC_OK;
+}
+
+/* The setting at a message path like "reporters.[1]" or "backend", or NULL. */
+static const config_setting_t *find_path(const config_setting_t *cur, const char *path) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *seg = buf; cur && seg;) {
+        char *dot = strchr(seg, '.');
+        if (dot) *dot = '\0';
+        if (seg[0] == '[') {
+            long idx = strtol(seg + 1, NULL, 10);
+            cur = is_list(cur) && idx >= 0 && idx < config_setting_length(cur)
+                      ? config_setting_get_elem(cur, (unsigned)idx)
+                      : NULL;
+        } else {
+            cur = config_setting_type(cur) == CONFIG_TYPE_GROUP ? config_setting_get_member(cur, seg) : NULL;
+        }
+        seg = dot ? dot + 1 : NULL;
+    }
+    return cur;
+}
+
+void bc_config_spec_location(const bc_config *cfg, const bc_plugin_spec *spec, char *buf, size_t n) {
+    const config_setting_t *s = NULL;
+    if (cfg->cfg && spec->where) s = find_path(config_root_setting((const config_t *)cfg->cfg), spec->where);
+    if (s && config_setting_type(s) == CONFIG_TYPE_GROUP && config_setting_get_member(s, "name")) {
+        /* Point at the name itself: it may come from a --set. */
+        char path[256];
+        path_join(path, sizeof path, spec->where, "name");
+        locate(cfg, config_setting_get_member(s, "name"), path, buf, n);
+        return;
+    }
+    locate(cfg, s, spec->where, buf, n);
 }
 
 /* ----------------------------------------------------------------- free */

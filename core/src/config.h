@@ -71,6 +71,11 @@ bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *ov
 bc_status bc_config_resolve_settings(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
                                      bc_setting_value *values, bc_error *err);
 
+/* Writes where spec was named, for messages about it (e.g. a plugin that is
+ * not found): "bench.cfg:5", "--set backend.name", "--reporter", or just the
+ * file's path for a default (e.g. reporters defaulting to console). */
+void bc_config_spec_location(const bc_config *cfg, const bc_plugin_spec *spec, char *buf, size_t n);
+
 /* Frees everything cfg owns. Safe on a zeroed or partly filled cfg. */
 void bc_config_free(bc_config *cfg);
 

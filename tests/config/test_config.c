@@ -482,6 +482,53 @@ static void test_resolve_plugin_without_settings(void **state) {
     assert_contains(f->err.message, "bench.cfg:4: cache_policies.[0].settings.keep: plugin 'retain' has no settings");
 }
 
+static void test_missing_key_in_group_made_by_set(void **state) {
+    fx *f = *state;
+    const char *sets[] = {"matrix.batch_sizes=[1]"};
+    expect_fail(f, "backend = \"opt\";\nprecisions = [ \"bf16\" ];\n", sets, 1, NULL,
+                "--set matrix.batch_sizes: matrix.samples_per_prompt: is required");
+    const char *sets2[] = {"backend.settings.threads=2"};
+    expect_fail(f, "precisions = [ \"bf16\" ];\n", sets2, 1, NULL,
+                "--set backend.settings.threads: backend.name: is required");
+}
+
+static void test_spec_location(void **state) {
+    fx *f = *state;
+    const char *sets[] = {"backend.name=\"other\""};
+    bc_status st = load_text(f, BASE "reporters = ( \"console\",\n  { name = \"json\"; } );\n", sets, 1, NULL);
+    if (st) fail_msg("%s", f->err.message);
+    char buf[256], want[256];
+    bc_config_spec_location(&f->cfg, &f->cfg.backend, buf, sizeof buf);
+    assert_string_equal(buf, "--set backend.name");
+    bc_config_spec_location(&f->cfg, &f->cfg.reporters[1], buf, sizeof buf);
+    snprintf(want, sizeof want, "%s:5", f->path);
+    assert_string_equal(buf, want);
+    bc_config_spec_location(&f->cfg, &f->cfg.precisions[0], buf, sizeof buf);
+    snprintf(want, sizeof want, "%s:2", f->path);
+    assert_string_equal(buf, want);
+    bc_config_spec_location(&f->cfg, &f->cfg.cache_policies[0], buf, sizeof buf); /* a default */
+    assert_string_equal(buf, f->path);
+
+    st = load_text(f, BASE, NULL, 0, "json");
+    if (st) fail_msg("%s", f->err.message);
+    bc_config_spec_location(&f->cfg, &f->cfg.reporters[0], buf, sizeof buf);
+    assert_string_equal(buf, "--reporter");
+}
+
+static void test_include_reports_the_included_file(void **state) {
+    fx *f = *state;
+    char inc[160];
+    snprintf(inc, sizeof inc, "%s/part.cfg", f->dir);
+    write_file(inc, "# part.cfg\nrun = {\n  iterations = 0; };\n");
+    expect_fail(f, BASE "@include \"part.cfg\"\n", NULL, 0, NULL,
+                "part.cfg:3: run.iterations: must be an integer >= 1 (got 0)");
+    write_file(inc, "run = { iterations = 2; };\n");
+    bc_status st = load_text(f, BASE "@include \"part.cfg\"\n", NULL, 0, NULL);
+    if (st) fail_msg("%s", f->err.message);
+    assert_int_equal(f->cfg.iterations, 2);
+    unlink(inc);
+}
+
 /* ------------------------------------------------------ suggest and hash */
 
 static void test_suggest(void **state) {
@@ -559,6 +606,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_resolve_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolve_errors_from_set, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolve_plugin_without_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_key_in_group_made_by_set, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spec_location, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_include_reports_the_included_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_suggest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hash_follows_the_resolved_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shipped_configs_load, setup, teardown),
