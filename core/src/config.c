@@ -268,7 +268,8 @@ static bc_status get_int_in(const bc_config *cfg, const config_setting_t *group,
     describe(s, got, sizeof got);
     if (!is_int(s)) return fail(cfg, err, BC_ERR_INVALID, s, path, "must be %s (got %s)", what, got);
     long long v = config_setting_get_int64(s);
-    if (v < min || v > max) return fail(cfg, err, BC_ERR_INVALID, s, path, "must be %s (got %s)", what, got);
+    if (v < min) return fail(cfg, err, BC_ERR_INVALID, s, path, "must be %s (got %s)", what, got);
+    if (v > max) return fail(cfg, err, BC_ERR_INVALID, s, path, "must be %s and <= %lld (got %s)", what, max, got);
     *out = v;
     return BC_OK;
 }

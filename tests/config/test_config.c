@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -198,6 +199,7 @@ static const char *const k_bad_cases[] = {
     "missing-matrix", "missing-backend", "missing-precisions", "empty-precisions", "precision-number",
     "duplicate-precision", "backend-number", "backend-no-name", "backend-empty-name", "settings-not-group",
     "empty-reporters", "reporter-group-no-name", "plugin-path-number", "syntax-error", "duplicate-key",
+    "iterations-too-large",
 };
 
 /* Every cases/bad-*.cfg fails with the message its first line expects. */
@@ -234,6 +236,17 @@ static void test_bad_files(void **state) {
         }
     }
     assert_int_equal(failures, 0);
+
+    /* Every bad-*.cfg in the folder is in the list above. */
+    DIR *d = opendir(CASES);
+    assert_non_null(d);
+    size_t on_disk = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "bad-", 4) == 0 && len > 4 && strcmp(e->d_name + len - 4, ".cfg") == 0) on_disk++;
+    }
+    closedir(d);
+    assert_int_equal(on_disk, sizeof k_bad_cases / sizeof k_bad_cases[0]);
 }
 
 static void test_syntax_error_is_format(void **state) {
