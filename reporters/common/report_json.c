@@ -224,9 +224,14 @@ static void write_extended(bc_jw *w, const bc_run_report *run, const bc_case_rep
     bc_jw_end_object(w);
 }
 
-void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, int with_profiles) {
+void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, int with_profiles,
+                const char *record) {
     const bc_case *c = cr->c;
     bc_jw_begin_object(w);
+    if (record) {
+        bc_jw_key(w, "record");
+        bc_jw_string(w, record);
+    }
     bc_jw_key(w, "index");
     bc_jw_uint(w, c->index);
     bc_jw_key(w, "batch_size");

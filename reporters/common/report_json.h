@@ -39,7 +39,9 @@ void bc_rj_seed_keys(bc_jw *w, const bc_run_report *run);
 void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run);
 
 /* Writes one case object (see docs/reporters.md). with_profiles = 0 leaves
- * out the per-iteration "profiles" list. */
-void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, int with_profiles);
+ * out the per-iteration "profiles" list. record, if non-NULL, is written
+ * first as "record": record (the journal's record type). */
+void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, int with_profiles,
+                const char *record);
 
 #endif

@@ -105,7 +105,7 @@ static bc_status json_close(void *instance, const bc_run_report *run, bc_error *
     bc_rj_run_metadata(&w, run);
     bc_jw_key(&w, "cases");
     bc_jw_begin_array(&w);
-    for (uint32_t i = 0; i < run->n_cases; i++) bc_rj_case(&w, run, &run->cases[i], 1);
+    for (uint32_t i = 0; i < run->n_cases; i++) bc_rj_case(&w, run, &run->cases[i], 1, NULL);
     bc_jw_end_array(&w);
     bc_jw_end_object(&w);
     if (bc_jw_failed(&w)) {
