@@ -13,7 +13,7 @@
  *   cc $(pkg-config --cflags benchctl-plugin) -std=c11 -shared -fPIC \
  *      -fvisibility=hidden -o benchctl-skeleton.so skeleton_backend.c
  * and name it in bench.cfg by path:
- *   backend = { name = "/path/to/benchctl-skeleton.so"; ns_per_token = 1000; };
+ *   backend = { name = "/path/to/benchctl-skeleton.so"; settings = { ns_per_token = 1000; }; };
  *
  * Dimension legend: R = rows generated at once (batch_size x
  * samples_per_prompt), P = prompt_length, S = response_length (tokens).
