@@ -212,9 +212,10 @@ static bc_status load_file(const char *path, const char *shown_name, bc_plugin *
         return bc_error_set(err, BC_ERR_FORMAT, "%s: %s returned NULL", label, BENCHCTL_PLUGIN_ENTRY);
     }
     if (d->magic != BENCHCTL_PLUGIN_MAGIC) {
-        dlclose(handle);
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: wrong magic 0x%08x (expected 0x%08x); not a benchctl plugin",
-                            label, d->magic, BENCHCTL_PLUGIN_MAGIC);
+        bc_error_set(err, BC_ERR_FORMAT, "%s: wrong magic 0x%08x (expected 0x%08x); not a benchctl plugin", label,
+                     d->magic, BENCHCTL_PLUGIN_MAGIC);
+        dlclose(handle); /* after the last read of d, which lives in the library */
+        return BC_ERR_FORMAT;
     }
     if (d->abi_major != BENCHCTL_ABI_MAJOR) {
         bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: ABI %u.%u, benchctl speaks ABI %d.%d", label, d->abi_major,
