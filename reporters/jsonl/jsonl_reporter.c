@@ -68,7 +68,8 @@ static bc_status make_parent_dirs(const char *path, bc_error *err) {
             if (*p != '/' && *p != '\0') continue;
             char saved = *p;
             *p = '\0';
-            if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            struct stat sb;
+            if (stat(dir, &sb) != 0 && mkdir(dir, 0777) != 0 && errno != EEXIST) {
                 bc_status st = bc_error_set(err, BC_ERR_IO, "jsonl: %s: cannot create folder %s: %s", path, dir,
                                             strerror(errno));
                 free(dir);
