@@ -185,7 +185,10 @@ static bc_status check_settings(const bc_plugin_desc *d, const char *label, bc_e
 static bc_status load_file(const char *path, const char *shown_name, bc_plugin **out, bc_error *err) {
     *out = NULL;
     char label[PATH_MAX + 64];
-    snprintf(label, sizeof label, "plugin '%s' (%s)", shown_name, path);
+    if (strcmp(shown_name, path) == 0)
+        snprintf(label, sizeof label, "plugin %s", path);
+    else
+        snprintf(label, sizeof label, "plugin '%s' (%s)", shown_name, path);
     if (!file_exists(path)) return bc_error_set(err, BC_ERR_IO, "plugin file %s does not exist", path);
     bc_status st = check_elf(label, path, err);
     if (st != BC_OK) return st;
