@@ -193,14 +193,9 @@ static void session_free(session *s) {
  * error and returns non-zero on failure. */
 static int load_spec(session *s, const bc_plugin_spec *spec, bc_plugin_kind want, const bc_plugin **out,
                      bc_setting_value **values) {
-    char wanted_by[PATH_MAX + 64], where[PATH_MAX + 64];
-    if (spec->line > 0) {
-        snprintf(wanted_by, sizeof wanted_by, "%s:%d", s->cfg.path, spec->line);
-        snprintf(where, sizeof where, "%s:%d: %s: ", s->cfg.path, spec->line, spec->where ? spec->where : "");
-    } else {
-        snprintf(wanted_by, sizeof wanted_by, "the command line");
-        where[0] = '\0';
-    }
+    char wanted_by[PATH_MAX + 64], where[2 * PATH_MAX + 160];
+    bc_config_spec_location(&s->cfg, spec, wanted_by, sizeof wanted_by); /* "bench.cfg:5", "--reporter", ... */
+    snprintf(where, sizeof where, "%s: %s: ", wanted_by, spec->where ? spec->where : "");
     bc_error err = {0};
     if (bc_loader_load(&s->loader, spec->name, want, wanted_by, out, &err) != BC_OK) {
         char msg[sizeof err.message + sizeof where];
