@@ -1,12 +1,13 @@
 #!/bin/sh
 # e2e.sh: runs the real benchctl binary on the configs in tests/e2e and checks
 # exit codes, the one-line errors, and what the fixture reporter wrote.
-#   e2e.sh BENCHCTL E2E_SOURCE_DIR LOADER_FIXTURE_DIR WORK_DIR
+#   e2e.sh BENCHCTL E2E_SOURCE_DIR LOADER_FIXTURE_DIR WORK_DIR CHECK_JSON
 set -u
 BENCHCTL=$1
 SRC=$2
 FIX=$3
 WORK=$4
+CHECK_JSON=$5
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
 unset BENCHCTL_PLUGIN_PATH
 failures=0
@@ -87,6 +88,16 @@ has interrupted.txt "run 16 testbackend"
 [ "$(grep -c '^case ' interrupted.txt)" -eq 16 ] || fail "interrupted.txt: expected all 16 cases"
 grep -q '^case .* skipped ' interrupted.txt || fail "interrupted.txt: no skipped case"
 has interrupt.err "(interrupted)"
+
+# --- the product reporters: JSON read back with jansson, CSV rows, console table
+expect 0 json run "$SRC/good.cfg" --reporter json,csv,console \
+    --set 'backend.settings.measure_forwards=false'
+"$CHECK_JSON" benchctl.json 16 2 0 0 || fail "json: check_json failed on benchctl.json"
+[ "$(wc -l <benchctl.csv)" -eq 17 ] || fail "csv: expected a header and 16 rows"
+head -1 benchctl.csv | grep -q '^index,precision,' || fail "csv: unexpected header"
+has json.err "16 cases: 16 ok"
+expect 3 json_fail run "$SRC/fail.cfg" --reporter json
+"$CHECK_JSON" benchctl.json 3 2 1 2 || fail "json_fail: check_json failed on benchctl.json"
 
 # --- loader and config errors: one line, exit 2
 expect 2 missing run "$SRC/missing.cfg"
