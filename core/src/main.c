@@ -66,6 +66,8 @@ static const char *const usage_run =
     "  --reporter a,b    use these reporters instead of FILE's\n"
     "  -v, --verbose     log plugin info messages (twice: debug)\n"
     "  -q, --quiet       only errors\n"
+    "Ctrl-C (SIGINT) or SIGTERM once: the current iteration finishes, the remaining\n"
+    "cases are marked skipped and the reports are still written; a second one stops at once.\n"
     "Exit status: 0 all cases ok, 3 some case failed, 130 interrupted,\n"
     "1 a backend or reporter failed, 2 usage, config or plugin errors.\n";
 
@@ -204,6 +206,9 @@ static int load_spec(session *s, const bc_plugin_spec *spec, bc_plugin_kind want
         print_error(msg, s->loader.hint);
         return EXIT_USAGE;
     }
+    if (bc_host_log_level() >= BC_LOG_INFO)
+        fprintf(stderr, "benchctl: %s: %s plugin %s %s from %s\n", wanted_by, bc_kind_name((*out)->desc->kind),
+                (*out)->desc->name, (*out)->desc->version ? (*out)->desc->version : "?", (*out)->path);
     uint32_t n = (*out)->desc->n_settings;
     *values = calloc(n + 1, sizeof **values);
     if (!*values) {
@@ -479,8 +484,12 @@ static void on_plugin_listed(void *ctx, const char *path, const bc_plugin *p, co
         printf("%-10s %-14s %-8s %s\n%-10s %-14s %-8s   %s\n", bc_kind_name(p->desc->kind), p->desc->name,
                p->desc->version ? p->desc->version : "?", p->desc->description ? p->desc->description : "", "", "",
                "", path);
-    else
-        printf("%-10s %-14s %-8s %s\n%-10s %-14s %-8s   %s\n", "broken", "?", "", error, "", "", "", path);
+    else {
+        /* the name from the file name: benchctl-NAME.so */
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        int len = (int)strlen(base) - (int)strlen("benchctl-.so");
+        printf("%-10s %-14.*s %-8s %s\n", "broken", len > 0 ? len : 0, base + strlen("benchctl-"), "", error);
+    }
 }
 
 static void format_default(const bc_setting_desc *d, char *buf, size_t cap) {
