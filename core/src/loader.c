@@ -404,6 +404,33 @@ void bc_loader_list(bc_loader *l, bc_loader_list_fn fn, void *ctx) {
     free(seen);
 }
 
+size_t bc_loader_names(const bc_loader *l, char ***out) {
+    *out = NULL;
+    size_t n = 0;
+    for (size_t d = 0; d < l->n_dirs; d++) {
+        DIR *dir = opendir(l->dirs[d]);
+        if (!dir) continue;
+        struct dirent *e;
+        while ((e = readdir(dir)) != NULL) {
+            size_t len = strlen(e->d_name);
+            if (len <= strlen("benchctl-.so") || strncmp(e->d_name, "benchctl-", 9) != 0 ||
+                strcmp(e->d_name + len - 3, ".so") != 0)
+                continue;
+            char **grown = realloc(*out, (n + 1) * sizeof *grown);
+            char *name = strndup(e->d_name + 9, len - 12);
+            if (!grown || !name) {
+                free(name);
+                if (grown) *out = grown;
+                break;
+            }
+            *out = grown;
+            (*out)[n++] = name;
+        }
+        closedir(dir);
+    }
+    return n;
+}
+
 void bc_loader_free(bc_loader *l) {
     for (size_t i = 0; i < l->n_plugins; i++) {
         if (l->plugins[i]->handle) dlclose(l->plugins[i]->handle);

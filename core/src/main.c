@@ -52,9 +52,9 @@ static const char *const usage_main =
     "  -h, --help      this help (benchctl COMMAND --help: the command's)\n"
     "  --version       print the version and git commit\n"
     "\n"
-    "Plugins are searched in: plugin_path in FILE, "
-    "BENCHCTL_PLUGIN_PATH (colon-separated), the build tree's plugins/ folder\n"
-    "next to the executable, and " BENCHCTL_PLUGIN_INSTALL_DIR ".\n"
+    "Plugins are searched in: plugin_path in FILE, BENCHCTL_PLUGIN_PATH\n"
+    "(colon-separated), the build tree's plugins/ folder next to the\n"
+    "executable, and " BENCHCTL_PLUGIN_INSTALL_DIR ".\n"
     "A plugin may also be named by the path of its .so file.\n";
 
 static const char *const usage_run =
@@ -203,7 +203,17 @@ static int load_spec(session *s, const bc_plugin_spec *spec, bc_plugin_kind want
         char msg[sizeof err.message + sizeof where];
         /* a wrong-kind message already names where the plugin was wanted */
         snprintf(msg, sizeof msg, "%s%s", strstr(err.message, wanted_by) ? "" : where, err.message);
-        print_error(msg, s->loader.hint);
+        char hint[sizeof s->loader.hint + 128];
+        snprintf(hint, sizeof hint, "%s", s->loader.hint);
+        if (strstr(err.message, "not found")) { /* a near name on the search path? */
+            char **names = NULL;
+            size_t n = bc_loader_names(&s->loader, &names);
+            const char *near = bc_suggest(spec->name, (const char *const *)names, n);
+            if (near) snprintf(hint, sizeof hint, "did you mean '%s'? ('benchctl plugins' lists what is found)", near);
+            for (size_t i = 0; i < n; i++) free(names[i]);
+            free(names);
+        }
+        print_error(msg, hint);
         return EXIT_USAGE;
     }
     if (bc_host_log_level() >= BC_LOG_INFO)

@@ -103,6 +103,9 @@ expect 3 json_fail run "$SRC/fail.cfg" --reporter json
 expect 2 missing run "$SRC/missing.cfg"
 one_error missing
 has missing.err "plugin 'nosuchbackend' not found"
+expect 2 suggest validate "$SRC/good.cfg" --reporter jsn
+one_error suggest
+has suggest.err "did you mean 'json'"
 expect 2 unreadable run "$WORK/does-not-exist.cfg"
 one_error unreadable
 expect 2 dir_config run "$WORK"
