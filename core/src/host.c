@@ -35,7 +35,6 @@ static void host_log(const bc_host *host, bc_log_level level, const char *fmt, .
     fprintf(stderr, "benchctl: %s: %s: %s\n", name, lname, line);
 }
 
-#ifdef BENCHCTL_HAVE_OUTPUT
 static bc_output *host_output_open(const bc_host *host, const char *path, bc_error *err) {
     (void)host;
     return bc_output_open(path, err);
@@ -53,30 +52,6 @@ static bc_status host_output_write(bc_output *out, const void *data, size_t len,
 }
 static bc_status host_output_commit(bc_output *out, bc_error *err) { return bc_output_commit(out, err); }
 static void host_output_abort(bc_output *out) { bc_output_abort(out); }
-#else
-/* output.c has not landed in this branch yet: output services refuse. */
-static bc_output *host_output_open(const bc_host *host, const char *path, bc_error *err) {
-    (void)host;
-    bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: output files are not available in this build", path);
-    return NULL;
-}
-static bc_status host_output_printf(bc_output *out, bc_error *err, const char *fmt, ...) {
-    (void)out;
-    (void)fmt;
-    return bc_error_set(err, BC_ERR_UNSUPPORTED, "output files are not available in this build");
-}
-static bc_status host_output_write(bc_output *out, const void *data, size_t len, bc_error *err) {
-    (void)out;
-    (void)data;
-    (void)len;
-    return bc_error_set(err, BC_ERR_UNSUPPORTED, "output files are not available in this build");
-}
-static bc_status host_output_commit(bc_output *out, bc_error *err) {
-    (void)out;
-    return bc_error_set(err, BC_ERR_UNSUPPORTED, "output files are not available in this build");
-}
-static void host_output_abort(bc_output *out) { (void)out; }
-#endif
 
 void bc_host_init(bc_host *host, const char *name) {
     *host = (bc_host){0};

@@ -185,7 +185,10 @@ static bc_status check_settings(const bc_plugin_desc *d, const char *label, bc_e
 static bc_status load_file(const char *path, const char *shown_name, bc_plugin **out, bc_error *err) {
     *out = NULL;
     char label[PATH_MAX + 64];
-    snprintf(label, sizeof label, "plugin '%s' (%s)", shown_name, path);
+    if (strcmp(shown_name, path) == 0)
+        snprintf(label, sizeof label, "plugin %s", path);
+    else
+        snprintf(label, sizeof label, "plugin '%s' (%s)", shown_name, path);
     if (!file_exists(path)) return bc_error_set(err, BC_ERR_IO, "plugin file %s does not exist", path);
     bc_status st = check_elf(label, path, err);
     if (st != BC_OK) return st;
@@ -399,6 +402,33 @@ void bc_loader_list(bc_loader *l, bc_loader_list_fn fn, void *ctx) {
     }
     for (size_t k = 0; k < n_seen; k++) free(seen[k]);
     free(seen);
+}
+
+size_t bc_loader_names(const bc_loader *l, char ***out) {
+    *out = NULL;
+    size_t n = 0;
+    for (size_t d = 0; d < l->n_dirs; d++) {
+        DIR *dir = opendir(l->dirs[d]);
+        if (!dir) continue;
+        struct dirent *e;
+        while ((e = readdir(dir)) != NULL) {
+            size_t len = strlen(e->d_name);
+            if (len <= strlen("benchctl-.so") || strncmp(e->d_name, "benchctl-", 9) != 0 ||
+                strcmp(e->d_name + len - 3, ".so") != 0)
+                continue;
+            char **grown = realloc(*out, (n + 1) * sizeof *grown);
+            char *name = strndup(e->d_name + 9, len - 12);
+            if (!grown || !name) {
+                free(name);
+                if (grown) *out = grown;
+                break;
+            }
+            *out = grown;
+            (*out)[n++] = name;
+        }
+        closedir(dir);
+    }
+    return n;
 }
 
 void bc_loader_free(bc_loader *l) {

@@ -64,6 +64,11 @@ bc_status bc_loader_load(bc_loader *l, const char *name, bc_plugin_kind want, co
 typedef void (*bc_loader_list_fn)(void *ctx, const char *path, const bc_plugin *plugin, const char *error);
 void bc_loader_list(bc_loader *l, bc_loader_list_fn fn, void *ctx);
 
+/* The NAMEs of every benchctl-NAME.so in the search path, without loading
+ * them (for "did you mean" hints). *out is a malloc'ed array of malloc'ed
+ * strings owned by the caller; returns the count (0 and NULL on no memory). */
+size_t bc_loader_names(const bc_loader *l, char ***out);
+
 /* dlcloses every plugin and frees the loader. Safe on a zeroed loader. */
 void bc_loader_free(bc_loader *l);
 

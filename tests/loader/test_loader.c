@@ -97,6 +97,12 @@ static void test_missing_hooks_named(void **state) {
     expect_error(*state, FIXTURES "/benchctl-nohooks.so", 0, f);
 }
 
+/* Hooks past the ops table's struct_size are not read, so they count as missing. */
+static void test_small_ops_table(void **state) {
+    const char *f[] = {"backend plugin is missing required hooks: generate, post_process, end_case", NULL};
+    expect_error(*state, FIXTURES "/benchctl-smallops.so", 0, f);
+}
+
 static void test_wrong_kind(void **state) {
     const char *f[] = {"'testretain' is a cache plugin, bench.cfg:14 wants a backend", NULL};
     expect_error(*state, "testretain", BC_KIND_BACKEND, f);
@@ -170,6 +176,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_abi_major, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_descriptor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_hooks_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_ops_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_kind, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_minor_loads, setup, teardown),
         cmocka_unit_test(test_search_order),
