@@ -7,18 +7,20 @@
  * r = splitmix64(key + i). The result does not depend on the thread count
  * or the order of generation, and chunks are generated in parallel.
  *
- * Values, like Hugging Face's OPT init (init_std 0.02), with one change:
+ * Values, like Hugging Face's OPT init (init_std 0.02), with two changes
+ * that keep greedy generation from collapsing (docs/opt.md has the numbers):
  *   embeddings and matrices  ~ N(0, 0.02^2), approximated by the sum of the
  *                               four 16-bit uniforms of r (Irwin-Hall, mean
  *                               and variance matched, |x| <= 2 sqrt(3) sigma)
- *   q_proj and k_proj        ~ N(0, (2.5 / sqrt(C))^2), so attention scores
- *                               have a standard deviation near 6 and attention
- *                               is peaked, as in a trained model. With 0.02 it
- *                               is nearly uniform: the context is averaged,
- *                               the residual stream drifts slowly and greedy
- *                               decoding repeats one token for dozens of steps
- *                               (we saw 53 of 64 on a 4-layer, 256-wide model)
- *   biases 0, layer-norm gamma 1, beta 0 (as Hugging Face)
+ *   q_proj and k_proj        ~ N(0, (2.5 / sqrt(C))^2): attention scores get
+ *                               a standard deviation near 6, so attention is
+ *                               peaked as in a trained model instead of
+ *                               averaging the context
+ *   fc2 bias                 -m * (row sums of fc2), m = E[relu(z)] for the
+ *                               fc1 pre-activation z ~ N(0, 0.02^2 C): cancels
+ *                               the constant direction relu's positive mean
+ *                               would add to every position in every layer
+ *   other biases 0, layer-norm gamma 1, beta 0 (as Hugging Face)
  * Values are rounded to the weight dtype (round to nearest even).
  */
 #include "model.h"
@@ -146,5 +148,20 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
         fill_worker(&job, 0, 1);
     }
     free(list);
+    /* fc2 bias: cancel the mean of relu(fc1(x)) (see above) */
+    const double m = std * sqrt((double)C) / sqrt(2.0 * 3.14159265358979323846);
+    for (int l = 0; l < L; l++) {
+        const opt_matrix *w2 = &w->layers[l].fc2; /* [C, F] */
+        for (size_t c = 0; c < C; c++) {
+            double sum = 0.0;
+            for (size_t f = 0; f < F; f++) {
+                size_t i = c * F + f;
+                sum += w2->dtype == OPT_F32 ? ((const float *)w2->data)[i]
+                       : w2->dtype == OPT_F16 ? opt_f16_to_f32(((const uint16_t *)w2->data)[i])
+                                              : opt_bf16_to_f32(((const uint16_t *)w2->data)[i]);
+            }
+            w->layers[l].fc2_bias[c] = (float)(-m * sum);
+        }
+    }
     return BC_OK;
 }
