@@ -75,7 +75,9 @@ matrix = { batch_sizes = [ 2 ]; samples_per_prompt = [ 3 ]; prompt_lengths = [ 4
 run = { warmup = 1; iterations = 2; };
 reporters = ( { name = "json"; settings = { path = "$tmp/report.json"; }; } );
 CFG
-export BENCHCTL_PLUGIN_PATH="$prefix/$libdir/benchctl"
+# No BENCHCTL_PLUGIN_PATH: the installed benchctl must find retain/release
+# relative to itself, although it was configured for another prefix.
+unset BENCHCTL_PLUGIN_PATH
 rc=0
 "$benchctl" run "$tmp/bench.cfg" >"$log" 2>&1 || rc=$?
 [ "$rc" -eq 0 ] || { cat "$log" >&2; fail "benchctl run exited $rc"; }
