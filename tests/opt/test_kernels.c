@@ -1,7 +1,7 @@
 /* test_kernels.c: the OPT kernels. The portable variant against a double
  * precision reference; every SIMD variant this CPU has against the portable
  * one, for fp32, fp16 and bf16 weights, odd shapes (K and N not multiples of
- * 16, M = 1, 3, 17 and one M large enough for the cache-blocked path), bias
+ * 16, M = 1, 3, 4, 17 and M * K large enough for the cache-blocked path), bias
  * and ReLU on and off, and [n0, n1) sub-ranges; the scalar fp16/bf16
  * conversions against known bit patterns (round to nearest even).
  * A variant the CPU lacks is skipped, not passed.
@@ -249,6 +249,7 @@ static void run_linear_suite(const opt_kernels *k)
         check_linear(k, (opt_dtype)wt, 67, 601, 37, 0, 37, 1, 0, tol);
         check_linear(k, (opt_dtype)wt, 130, 1100, 21, 3, 20, 0, 1, tol);
         check_linear(k, (opt_dtype)wt, 9, 4099, 150, 16, 149, 1, 1, tol);
+        check_linear(k, (opt_dtype)wt, 301, 250, 70, 2, 69, 1, 1, tol);
     }
 }
 
