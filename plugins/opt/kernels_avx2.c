@@ -64,10 +64,13 @@ ALWAYS_INLINE __m128 reduce4(__m256 a, __m256 b, __m256 c, __m256 d)
     return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
-/* out[m][n] = sum_{k < K} x[m * ldx + k] * w[n * ldw + k], m < MR <= 4, n < NR <= 3. */
+/* out[m][n] = sum_{k < K} x[m * ldx + k] * w[n * ldw + k], m < MR <= 4, n < NR <= 3.
+ * When wpf is not NULL, the same rows and columns of wpf (the next group of
+ * weight rows) are prefetched. */
 ALWAYS_INLINE void tile(int MR, int NR, opt_dtype dt, const float *x, size_t ldx, const void *w, size_t ldw, int K,
-                        float out[4][4])
+                        const void *wpf, float out[4][4])
 {
+    const size_t es = dt == OPT_F32 ? 4 : 2;
     __m256 acc[4][TR];
 #pragma GCC unroll 4
     for (int m = 0; m < MR; m++)
@@ -77,6 +80,10 @@ ALWAYS_INLINE void tile(int MR, int NR, opt_dtype dt, const float *x, size_t ldx
     int k = 0;
     for (; k + 8 <= K; k += 8) {
         __m256 wv[TR];
+        if (wpf && (((size_t)k * es) & 63) == 0) /* one prefetch per 64-byte line */
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                _mm_prefetch((const char *)wpf + (n * ldw + (size_t)k) * es, _MM_HINT_T0);
 #pragma GCC unroll 4
         for (int n = 0; n < NR; n++)
             wv[n] = load8(w, dt, n * ldw + (size_t)k);
@@ -108,13 +115,14 @@ ALWAYS_INLINE void tile(int MR, int NR, opt_dtype dt, const float *x, size_t ldx
         _mm_storeu_ps(out[m], reduce4(acc[m][0], NR > 1 ? acc[m][1] : zero, NR > 2 ? acc[m][2] : zero, zero));
 }
 
-typedef void (*tile_fn)(const float *x, size_t ldx, const void *w, size_t ldw, int K, float out[4][4]);
+typedef void (*tile_fn)(const float *x, size_t ldx, const void *w, size_t ldw, int K, const void *wpf,
+                        float out[4][4]);
 
 #define TILE_FN(MR, NR, DT, NAME)                                                                                      \
     static void tile_##NAME##_##MR##_##NR(const float *x, size_t ldx, const void *w, size_t ldw, int K,              \
-                                          float out[4][4])                                                             \
+                                          const void *wpf, float out[4][4])                                            \
     {                                                                                                                  \
-        tile(MR, NR, DT, x, ldx, w, ldw, K, out);                                                                      \
+        tile(MR, NR, DT, x, ldx, w, ldw, K, wpf, out);                                                                 \
     }
 #define TILE_ROW(MR, DT, NAME) TILE_FN(MR, 1, DT, NAME) TILE_FN(MR, 2, DT, NAME) TILE_FN(MR, 3, DT, NAME)
 #define TILE_ALL(DT, NAME) TILE_ROW(1, DT, NAME) TILE_ROW(2, DT, NAME) TILE_ROW(3, DT, NAME) TILE_ROW(4, DT, NAME)
@@ -266,7 +274,8 @@ static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt,
         const char *wn = (const char *)w + (size_t)n * K * es;
         for (int m = 0; m < M; m += 4) {
             int mr = M - m < 4 ? M - m : 4;
-            tiles[wt][mr - 1][nr - 1](x + (size_t)m * K, (size_t)K, wn, (size_t)K, K, out);
+            const void *wpf = m == 0 && n + TR < n1 ? wn + (size_t)TR * K * es : NULL;
+            tiles[wt][mr - 1][nr - 1](x + (size_t)m * K, (size_t)K, wn, (size_t)K, K, wpf, out);
             tile_store(y, N, m, mr, n, nr, out, bias, 1, 1, relu);
         }
     }
@@ -281,25 +290,20 @@ static void linear_blocked(float *y, const float *x, const void *w, opt_dtype wt
         int nbn = n1 - nb < NB ? n1 - nb : NB;
         for (int kb = 0; kb < K; kb += KB) {
             int kbn = K - kb < KB ? K - kb : KB;
-            const float *panel;
-            size_t ldp;
-            if (wt == OPT_F32) {
-                panel = (const float *)w + (size_t)nb * K + kb;
-                ldp = (size_t)K;
-            } else {
-                for (int r = 0; r < nbn; r++)
-                    to_f32_avx2(pack + (size_t)r * KB, (const char *)w + ((size_t)(nb + r) * K + kb) * 2, wt,
-                                (size_t)kbn);
-                panel = pack;
-                ldp = KB;
-            }
+            /* the panel in fp32 (also for fp32 weights: a contiguous copy
+             * streams better than rows K floats apart) */
+            const size_t es = opt_dtype_size(wt);
+            for (int r = 0; r < nbn; r++)
+                to_f32_avx2(pack + (size_t)r * KB, (const char *)w + ((size_t)(nb + r) * K + kb) * es, wt, (size_t)kbn);
+            const float *panel = pack;
+            const size_t ldp = KB;
             int first = kb == 0, last = kb + kbn >= K;
             for (int m = 0; m < M; m += 4) {
                 int mr = M - m < 4 ? M - m : 4;
                 const float *xm = x + (size_t)m * K + kb;
                 for (int n = 0; n < nbn; n += TR) {
                     int nr = nbn - n < TR ? nbn - n : TR;
-                    tiles[OPT_F32][mr - 1][nr - 1](xm, (size_t)K, panel + (size_t)n * ldp, ldp, kbn, out);
+                    tiles[OPT_F32][mr - 1][nr - 1](xm, (size_t)K, panel + (size_t)n * ldp, ldp, kbn, NULL, out);
                     tile_store(y, N, m, mr, nb + n, nr, out, bias, first, last, relu);
                 }
             }

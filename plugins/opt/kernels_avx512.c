@@ -80,10 +80,13 @@ ALWAYS_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d)
 /* ---- the register tile -------------------------------------------------- */
 
 /* out[m][n] = sum_{k < K} x[m * ldx + k] * w[n * ldw + k] for m < MR, n < NR
- * (MR, NR <= 4, compile-time constants after inlining). */
+ * (MR, NR <= 4, compile-time constants after inlining). When wpf is not
+ * NULL, the same rows and columns of wpf (the next group of weight rows) are
+ * prefetched, so DRAM streams while this group computes. */
 ALWAYS_INLINE void tile(int MR, int NR, opt_dtype dt, const float *x, size_t ldx, const void *w, size_t ldw, int K,
-                        float out[4][4])
+                        const void *wpf, float out[4][4])
 {
+    const size_t es = dt == OPT_F32 ? 4 : 2;
     __m512 acc[4][4];
 #pragma GCC unroll 4
     for (int m = 0; m < MR; m++)
@@ -93,6 +96,10 @@ ALWAYS_INLINE void tile(int MR, int NR, opt_dtype dt, const float *x, size_t ldx
     int k = 0;
     for (; k + 16 <= K; k += 16) {
         __m512 wv[4];
+        if (wpf && (es == 4 || (k & 31) == 0)) /* one prefetch per 64-byte line */
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                _mm_prefetch((const char *)wpf + (n * ldw + (size_t)k) * es, _MM_HINT_T0);
 #pragma GCC unroll 4
         for (int n = 0; n < NR; n++)
             wv[n] = load16(w, dt, n * ldw + (size_t)k);
@@ -123,13 +130,14 @@ ALWAYS_INLINE void tile(int MR, int NR, opt_dtype dt, const float *x, size_t ldx
         _mm_storeu_ps(out[m], reduce4(acc[m][0], acc[m][1], acc[m][2], acc[m][3]));
 }
 
-typedef void (*tile_fn)(const float *x, size_t ldx, const void *w, size_t ldw, int K, float out[4][4]);
+typedef void (*tile_fn)(const float *x, size_t ldx, const void *w, size_t ldw, int K, const void *wpf,
+                        float out[4][4]);
 
 #define TILE_FN(MR, NR, DT, NAME)                                                                                      \
     static void tile_##NAME##_##MR##_##NR(const float *x, size_t ldx, const void *w, size_t ldw, int K,              \
-                                          float out[4][4])                                                             \
+                                          const void *wpf, float out[4][4])                                            \
     {                                                                                                                  \
-        tile(MR, NR, DT, x, ldx, w, ldw, K, out);                                                                      \
+        tile(MR, NR, DT, x, ldx, w, ldw, K, wpf, out);                                                                 \
     }
 #define TILE_ROW(MR, DT, NAME) TILE_FN(MR, 1, DT, NAME) TILE_FN(MR, 2, DT, NAME) TILE_FN(MR, 3, DT, NAME) TILE_FN(MR, 4, DT, NAME)
 #define TILE_ALL(DT, NAME) TILE_ROW(1, DT, NAME) TILE_ROW(2, DT, NAME) TILE_ROW(3, DT, NAME) TILE_ROW(4, DT, NAME)
@@ -288,7 +296,8 @@ static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt,
         const char *wn = (const char *)w + (size_t)n * K * es;
         for (int m = 0; m < M; m += 4) {
             int mr = M - m < 4 ? M - m : 4;
-            tiles[wt][mr - 1][nr - 1](x + (size_t)m * K, (size_t)K, wn, (size_t)K, K, out);
+            const void *wpf = m == 0 && n + 4 < n1 ? wn + (size_t)4 * K * es : NULL;
+            tiles[wt][mr - 1][nr - 1](x + (size_t)m * K, (size_t)K, wn, (size_t)K, K, wpf, out);
             tile_store(y, N, m, mr, n, nr, out, bias, 1, 1, relu);
         }
     }
@@ -303,25 +312,20 @@ static void linear_blocked(float *y, const float *x, const void *w, opt_dtype wt
         int nbn = n1 - nb < NB ? n1 - nb : NB;
         for (int kb = 0; kb < K; kb += KB) {
             int kbn = K - kb < KB ? K - kb : KB;
-            const float *panel;
-            size_t ldp;
-            if (wt == OPT_F32) { /* already fp32: use the rows in place */
-                panel = (const float *)w + (size_t)nb * K + kb;
-                ldp = (size_t)K;
-            } else {
-                for (int r = 0; r < nbn; r++)
-                    to_f32_avx512(pack + (size_t)r * KB, (const char *)w + ((size_t)(nb + r) * K + kb) * 2, wt,
-                                  (size_t)kbn);
-                panel = pack;
-                ldp = KB;
-            }
+            /* the panel in fp32 (also for fp32 weights: a contiguous copy
+             * streams better than rows K floats apart) */
+            const size_t es = opt_dtype_size(wt);
+            for (int r = 0; r < nbn; r++)
+                to_f32_avx512(pack + (size_t)r * KB, (const char *)w + ((size_t)(nb + r) * K + kb) * es, wt, (size_t)kbn);
+            const float *panel = pack;
+            const size_t ldp = KB;
             int first = kb == 0, last = kb + kbn >= K;
             for (int m = 0; m < M; m += 4) {
                 int mr = M - m < 4 ? M - m : 4;
                 const float *xm = x + (size_t)m * K + kb;
                 for (int n = 0; n < nbn; n += 4) {
                     int nr = nbn - n < 4 ? nbn - n : 4;
-                    tiles[OPT_F32][mr - 1][nr - 1](xm, (size_t)K, panel + (size_t)n * ldp, ldp, kbn, out);
+                    tiles[OPT_F32][mr - 1][nr - 1](xm, (size_t)K, panel + (size_t)n * ldp, ldp, kbn, NULL, out);
                     tile_store(y, N, m, mr, nb + n, nr, out, bias, first, last, relu);
                 }
             }
@@ -343,9 +347,9 @@ static void linear_avx512(float *y, const float *x, const void *w, opt_dtype wt,
 /* ---- AVX512-BF16: linear with bf16 weights through _mm512_dpbf16_ps --------- */
 
 /* out[m][n] = sum_k xb[m * ldx + k] * w[n * K + k] (bf16 x bf16, fp32 sums);
- * xb rows are zero-padded to a multiple of 32. */
+ * xb rows are zero-padded to a multiple of 32. wpf: as in tile(). */
 ALWAYS_INLINE void tile_dp(int MR, int NR, const uint16_t *xb, size_t ldx, const uint16_t *w, size_t ldw, int K,
-                           float out[4][4])
+                           const uint16_t *wpf, float out[4][4])
 {
     __m512 acc[4][4];
 #pragma GCC unroll 4
@@ -355,6 +359,10 @@ ALWAYS_INLINE void tile_dp(int MR, int NR, const uint16_t *xb, size_t ldx, const
             acc[m][n] = _mm512_setzero_ps();
     for (int k = 0; k < K; k += 32) {
         __m512i wv[4];
+        if (wpf)
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                _mm_prefetch((const char *)(wpf + n * ldw + k), _MM_HINT_T0);
         if (k + 32 <= K) {
 #pragma GCC unroll 4
             for (int n = 0; n < NR; n++)
@@ -378,12 +386,13 @@ ALWAYS_INLINE void tile_dp(int MR, int NR, const uint16_t *xb, size_t ldx, const
         _mm_storeu_ps(out[m], reduce4(acc[m][0], acc[m][1], acc[m][2], acc[m][3]));
 }
 
-typedef void (*tile_dp_fn)(const uint16_t *xb, size_t ldx, const uint16_t *w, size_t ldw, int K, float out[4][4]);
+typedef void (*tile_dp_fn)(const uint16_t *xb, size_t ldx, const uint16_t *w, size_t ldw, int K, const uint16_t *wpf,
+                           float out[4][4]);
 #define TILE_DP_FN(MR, NR)                                                                                             \
     static void tile_dp_##MR##_##NR(const uint16_t *xb, size_t ldx, const uint16_t *w, size_t ldw, int K,            \
-                                    float out[4][4])                                                                   \
+                                    const uint16_t *wpf, float out[4][4])                                              \
     {                                                                                                                  \
-        tile_dp(MR, NR, xb, ldx, w, ldw, K, out);                                                                      \
+        tile_dp(MR, NR, xb, ldx, w, ldw, K, wpf, out);                                                                 \
     }
 #define TILE_DP_ROW(MR) TILE_DP_FN(MR, 1) TILE_DP_FN(MR, 2) TILE_DP_FN(MR, 3) TILE_DP_FN(MR, 4)
 TILE_DP_ROW(1)
@@ -422,7 +431,8 @@ static void linear_avx512_bf16(float *y, const float *x, const void *w, opt_dtyp
         const uint16_t *wn = (const uint16_t *)w + (size_t)n * K;
         for (int m = 0; m < M; m += 4) {
             int mr = M - m < 4 ? M - m : 4;
-            tiles_dp[mr - 1][nr - 1](xb + (size_t)m * Kp, (size_t)Kp, wn, (size_t)K, K, out);
+            const uint16_t *wpf = m == 0 && n + 4 < n1 ? wn + (size_t)4 * K : NULL;
+            tiles_dp[mr - 1][nr - 1](xb + (size_t)m * Kp, (size_t)Kp, wn, (size_t)K, K, wpf, out);
             tile_store(y, N, m, mr, n, nr, out, bias, 1, 1, relu);
         }
     }

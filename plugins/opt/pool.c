@@ -50,14 +50,16 @@ typedef struct pool_worker {
 } pool_worker;
 
 struct opt_pool {
+    /* written by the caller once per run, read by every worker: one line, so
+     * a worker's wake-up costs one cache-line transfer */
     alignas(64) atomic_uint generation; /* bumped by the caller per run */
+    void (*fn)(void *ctx, int i, int n);
+    void *ctx;
+    int n_threads;
     alignas(64) atomic_int remaining;   /* workers not yet done with this run */
     alignas(64) atomic_int sleepers;    /* workers in (or entering) cond_wait */
     atomic_int caller_waiting;          /* the caller is in (or entering) cond_wait */
     atomic_int stop;
-    void (*fn)(void *ctx, int i, int n);
-    void *ctx;
-    int n_threads;
     long spin_ns; /* how long to spin before sleeping */
     pthread_mutex_t mu;
     pthread_cond_t wake; /* workers wait here for a new generation */
