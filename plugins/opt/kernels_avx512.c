@@ -15,13 +15,14 @@
  * Each dot product is reduced with the same tree whatever the tile's shape,
  * so a row's result does not depend on how [n0, n1) was split.
  *
- * The AVX512-BF16 variant differs only in linear with bf16 weights on the
- * direct path: x is rounded to bf16 (RNE, denormals treated as zero) once per
- * call and _mm512_dpbf16_ps multiplies bf16 pairs, accumulating in fp32.
+ * The AVX512-BF16 variant differs only in linear with bf16 weights (both
+ * paths): x is rounded to bf16 (RNE, denormals treated as zero) and
+ * _mm512_dpbf16_ps multiplies bf16 pairs, accumulating in fp32; the weights
+ * are used as stored, with no conversion.
  * Accuracy: the products are exact but x carries a relative error up to 2^-9,
  * so |error| <= 2^-9 * sum_k |x_k w_k| (plus fp32 accumulation), about 2^7
  * times the fp32-activation bound. Everything else (dot, axpy, conversions,
- * other dtypes, the blocked path) is the AVX-512F code.
+ * other dtypes) is the AVX-512F code.
  */
 #include "kernels_impl.h"
 
@@ -36,7 +37,7 @@
 enum {
     DIRECT_MAX_XK = 65536, /* M * K floats of x (256 KiB) that the direct path reads per weight group */
     NB = 64,               /* blocked path: rows of w per packed panel */
-    KB = 256,              /* blocked path: columns of w per packed panel (NB * KB * 4 = 64 KiB) */
+    KB = 512,              /* blocked path: columns of w per packed panel (NB * KB * 4 = 128 KiB) */
 };
 
 /* ---- loads of 16 weights as fp32 --------------------------------------- */
@@ -403,37 +404,74 @@ static const tile_dp_fn tiles_dp[4][4] = {
     {tile_dp_1_1, tile_dp_1_2, tile_dp_1_3, tile_dp_1_4}, {tile_dp_2_1, tile_dp_2_2, tile_dp_2_3, tile_dp_2_4},
     {tile_dp_3_1, tile_dp_3_2, tile_dp_3_3, tile_dp_3_4}, {tile_dp_4_1, tile_dp_4_2, tile_dp_4_3, tile_dp_4_4}};
 
+/* Rounds rows [m0, m0 + mr) and columns [k0, k0 + kn) of x to bf16 into
+ * xb[mr, ldb], zero-padded to a multiple of 32 columns. */
+static void x_to_bf16(uint16_t *xb, size_t ldb, const float *x, int K, int m0, int mr, int k0, int kn)
+{
+    int knp = (kn + 31) & ~31;
+    for (int m = 0; m < mr; m++) {
+        const float *xr = x + (size_t)(m0 + m) * K + k0;
+        uint16_t *xbr = xb + (size_t)m * ldb;
+        for (int k = 0; k < knp; k += 32) {
+            __mmask16 lo = k + 16 <= kn ? 0xffff : (k < kn ? tail_mask(kn - k) : 0);
+            __mmask16 hi = k + 32 <= kn ? 0xffff : (k + 16 < kn ? tail_mask(kn - k - 16) : 0);
+            __m512 vlo = _mm512_maskz_loadu_ps(lo, xr + k), vhi = _mm512_maskz_loadu_ps(hi, xr + k + 16);
+            _mm512_storeu_si512(xbr + k, (__m512i)_mm512_cvtne2ps_pbh(vhi, vlo));
+        }
+    }
+}
+
+enum {
+    NB_DP = 128,  /* blocked dpbf16 path: rows of w per block */
+    KB_DP = 1024, /* columns per block (NB_DP * KB_DP * 2 = 256 KiB of L2, read in place) */
+};
+
 static void linear_avx512_bf16(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K,
                                int N, int n0, int n1, int relu)
 {
     if (n0 >= n1 || M <= 0)
         return;
-    int Kp = (K + 31) & ~31;
-    if (wt != OPT_BF16 || (long)M * Kp > DIRECT_MAX_XK) {
+    if (wt != OPT_BF16) {
         linear_avx512(y, x, w, wt, bias, M, K, N, n0, n1, relu);
         return;
     }
-    /* x rounded to bf16 once per call, rows zero-padded to Kp (128 KiB at most) */
-    _Alignas(64) uint16_t xb[DIRECT_MAX_XK];
-    for (int m = 0; m < M; m++) {
-        const float *xr = x + (size_t)m * K;
-        uint16_t *xbr = xb + (size_t)m * Kp;
-        for (int k = 0; k < Kp; k += 32) {
-            __mmask16 lo = k + 16 <= K ? 0xffff : (k < K ? tail_mask(K - k) : 0);
-            __mmask16 hi = k + 32 <= K ? 0xffff : (k + 16 < K ? tail_mask(K - k - 16) : 0);
-            __m512 vlo = _mm512_maskz_loadu_ps(lo, xr + k), vhi = _mm512_maskz_loadu_ps(hi, xr + k + 16);
-            _mm512_storeu_si512(xbr + k, (__m512i)_mm512_cvtne2ps_pbh(vhi, vlo));
-        }
-    }
+    const uint16_t *wb = w;
     float out[4][4];
-    for (int n = n0; n < n1; n += 4) {
-        int nr = n1 - n < 4 ? n1 - n : 4;
-        const uint16_t *wn = (const uint16_t *)w + (size_t)n * K;
-        for (int m = 0; m < M; m += 4) {
-            int mr = M - m < 4 ? M - m : 4;
-            const uint16_t *wpf = m == 0 && n + 4 < n1 ? wn + (size_t)4 * K : NULL;
-            tiles_dp[mr - 1][nr - 1](xb + (size_t)m * Kp, (size_t)Kp, wn, (size_t)K, K, wpf, out);
-            tile_store(y, N, m, mr, n, nr, out, bias, 1, 1, relu);
+    int Kp = (K + 31) & ~31;
+    if ((long)M * Kp <= DIRECT_MAX_XK) {
+        /* direct: x rounded to bf16 once per call (128 KiB at most), weights streamed once */
+        _Alignas(64) uint16_t xb[DIRECT_MAX_XK];
+        x_to_bf16(xb, (size_t)Kp, x, K, 0, M, 0, K);
+        for (int n = n0; n < n1; n += 4) {
+            int nr = n1 - n < 4 ? n1 - n : 4;
+            const uint16_t *wn = wb + (size_t)n * K;
+            for (int m = 0; m < M; m += 4) {
+                int mr = M - m < 4 ? M - m : 4;
+                const uint16_t *wpf = m == 0 && n + 4 < n1 ? wn + (size_t)4 * K : NULL;
+                tiles_dp[mr - 1][nr - 1](xb + (size_t)m * Kp, (size_t)Kp, wn, (size_t)K, K, wpf, out);
+                tile_store(y, N, m, mr, n, nr, out, bias, 1, 1, relu);
+            }
+        }
+        return;
+    }
+    /* blocked: a block of NB_DP x KB bf16 weights stays in L2 while every
+     * 4-row tile of x, rounded to bf16 on the way (cheap next to the dot
+     * products), runs over it */
+    _Alignas(64) uint16_t xb[4 * KB_DP];
+    for (int nb = n0; nb < n1; nb += NB_DP) {
+        int nbn = n1 - nb < NB_DP ? n1 - nb : NB_DP;
+        for (int kb = 0; kb < K; kb += KB_DP) {
+            int kbn = K - kb < KB_DP ? K - kb : KB_DP;
+            int first = kb == 0, last = kb + kbn >= K;
+            for (int m = 0; m < M; m += 4) {
+                int mr = M - m < 4 ? M - m : 4;
+                x_to_bf16(xb, KB_DP, x, K, m, mr, kb, kbn);
+                for (int n = 0; n < nbn; n += 4) {
+                    int nr = nbn - n < 4 ? nbn - n : 4;
+                    tiles_dp[mr - 1][nr - 1](xb, KB_DP, wb + (size_t)(nb + n) * K + kb, (size_t)K, kbn, NULL, out);
+                    tile_store(y, N, m, mr, nb + n, nr, out, bias, first, last, relu);
+                }
+            }
         }
     }
 }
