@@ -365,7 +365,17 @@ static int st_shard_name_ok(const char *n) {
     return n[0] != '\0' && strchr(n, '/') == NULL && strcmp(n, ".") != 0 && strcmp(n, "..") != 0;
 }
 
+static int st_cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static bc_status st_set_open_index(opt_st_set *s, const char *dir, const char *index_path, bc_error *err) {
+    struct stat sb;
+    if (stat(index_path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return bc_error_set(err, BC_ERR_IO, "%s: not a readable regular file", index_path);
+    if ((uint64_t)sb.st_size > OPT_ST_MAX_HEADER_BYTES)
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: %lld bytes is over the %llu-byte limit", index_path,
+                            (long long)sb.st_size, (unsigned long long)OPT_ST_MAX_HEADER_BYTES);
     json_error_t je;
     json_t *root = json_load_file(index_path, JSON_REJECT_DUPLICATES, &je);
     if (!root)
@@ -384,7 +394,7 @@ static bc_status st_set_open_index(opt_st_set *s, const char *dir, const char *i
         st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", index_path);
         goto done;
     }
-    /* The distinct shard names, in order of first appearance. */
+    /* The distinct shard names, sorted (n log n, whatever the index holds). */
     size_t n_shards = 0;
     const char *key;
     json_t *v;
@@ -394,10 +404,17 @@ static bc_status st_set_open_index(opt_st_set *s, const char *dir, const char *i
                               index_path, key, dir);
             goto done;
         }
-        const char *fn = json_string_value(v);
-        size_t j = 0;
-        while (j < n_shards && strcmp(shards[j], fn) != 0) j++;
-        if (j == n_shards) shards[n_shards++] = fn;
+        shards[n_shards++] = json_string_value(v);
+    }
+    qsort(shards, n_shards, sizeof *shards, st_cmp_str);
+    size_t n_unique = 0;
+    for (size_t j = 0; j < n_shards; j++)
+        if (n_unique == 0 || strcmp(shards[n_unique - 1], shards[j]) != 0) shards[n_unique++] = shards[j];
+    n_shards = n_unique;
+    if (n_shards > OPT_ST_MAX_SHARDS) {
+        st = bc_error_set(err, BC_ERR_FORMAT, "%s: weight_map names %zu files (at most %d)", index_path, n_shards,
+                          OPT_ST_MAX_SHARDS);
+        goto done;
     }
     s->files = calloc(n_shards ? n_shards : 1, sizeof *s->files);
     if (!s->files) {

@@ -30,6 +30,7 @@
 
 #define OPT_ST_MAX_HEADER_BYTES ((uint64_t)100 * 1000 * 1000) /* 100 MB */
 #define OPT_ST_MAX_DIMS 8
+#define OPT_ST_MAX_SHARDS 4096 /* files one index may name (each is an mmap) */
 
 /* Every dtype the safetensors format defines, so any valid file parses; the
  * checkpoint loader accepts only F32, F16 and BF16. */
@@ -80,7 +81,9 @@ void opt_st_close(opt_st_file *f);
 
 /* A checkpoint's tensors: model.safetensors, or the shards named by
  * model.safetensors.index.json's weight_map. Every tensor name is unique
- * across the set; each weight_map entry must be in the file it names. */
+ * across the set; each weight_map entry must be in the file it names. The
+ * index file is at most OPT_ST_MAX_HEADER_BYTES and names at most
+ * OPT_ST_MAX_SHARDS files. */
 typedef struct opt_st_set {
     opt_st_file *files;
     size_t n_files;
