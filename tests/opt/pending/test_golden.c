@@ -122,10 +122,11 @@ typedef struct golden_stats {
     int mismatches, argmax_checked, argmax_mismatches;
 } golden_stats;
 
-/* Compares rows of V logits where row_ok[r] (NULL: all). Prints the first
- * mismatches; accumulates into st. Returns the number of bad values. */
-static int compare_rows(const char *label, const float *got, const float *ref, int n_rows, int V, const int *row_ok,
-                        double tol, golden_stats *st) {
+/* Compares rows of V logits where row_ok[r] (NULL: all); row r is batch row
+ * r / per_b, position r % per_b. Prints the first mismatches; accumulates
+ * into st. Returns the number of bad values. */
+static int compare_rows(const char *label, const float *got, const float *ref, int n_rows, int per_b, int V,
+                        const int *row_ok, double tol, golden_stats *st) {
     double scale = 1.0;
     for (int r = 0; r < n_rows; r++)
         if (!row_ok || row_ok[r])
@@ -140,8 +141,8 @@ static int compare_rows(const char *label, const float *got, const float *ref, i
             double d = fabs((double)g[v] - (double)e[v]);
             if (!(d <= tol * scale)) { /* NaN fails too */
                 if (bad < 5)
-                    print_error("  %s row %d token %d: got %.6f want %.6f (|diff| %.3g > %.3g)\n", label, r, v, g[v],
-                                e[v], d, tol * scale);
+                    print_error("  %s row %d pos %d token %d: got %.6f want %.6f (|diff| %.3g > %.3g)\n", label,
+                                r / per_b, r % per_b, v, g[v], e[v], d, tol * scale);
                 bad++;
             }
             if (!(d <= max_diff)) max_diff = d;
@@ -156,7 +157,8 @@ static int compare_rows(const char *label, const float *got, const float *ref, i
         if (e2 >= 0 && (double)e[ea] - (double)e[e2] > 2 * tol * scale) {
             st->argmax_checked++;
             if (ga != ea) {
-                print_error("  %s row %d: argmax %d, want %d (margin %.3g)\n", label, r, ga, ea, e[ea] - e[e2]);
+                print_error("  %s row %d pos %d: argmax %d, want %d (margin %.3g)\n", label, r / per_b, r % per_b, ga,
+                            ea, e[ea] - e[e2]);
                 st->argmax_mismatches++;
             }
         }
@@ -217,7 +219,7 @@ static void run_case(opt_model *m, const opt_weights *w, const golden_file *g, c
         }
     if (opt_forward(m, &kv, id, mbuf, Smax, B, T, OPT_LOGITS_ALL, logits, &err) != BC_OK) fail_msg("%s", err.message);
     snprintf(label, sizeof label, "%s %s %s prefill", cfg->model, opt_dtype_name(cfg->dtype), c);
-    compare_rows(label, logits, pre->data, B * T, V, row_ok, cfg->tol, st);
+    compare_rows(label, logits, pre->data, B * T, T, V, row_ok, cfg->tol, st);
     for (int k = 0; k < K; k++) {
         for (int b = 0; b < B; b++) {
             tok[b] = ((const int32_t *)dids->data)[b * K + k];
@@ -226,7 +228,7 @@ static void run_case(opt_model *m, const opt_weights *w, const golden_file *g, c
         if (opt_forward(m, &kv, tok, mbuf, Smax, B, 1, OPT_LOGITS_LAST, logits, &err) != BC_OK)
             fail_msg("%s", err.message);
         snprintf(label, sizeof label, "%s %s %s decode step %d", cfg->model, opt_dtype_name(cfg->dtype), c, k);
-        compare_rows(label, logits, (const float *)dlog->data + (size_t)k * B * V, B, V, NULL, cfg->tol, st);
+        compare_rows(label, logits, (const float *)dlog->data + (size_t)k * B * V, B, 1, V, NULL, cfg->tol, st);
     }
     opt_kv_cache_free(&kv);
     free(mbuf);
