@@ -91,7 +91,14 @@ __attribute__((target("avx512f"))) static uint64_t bw_read_avx512(const uint64_t
         a2 = _mm512_add_epi64(a2, _mm512_load_si512(v + i + 2));
         a3 = _mm512_add_epi64(a3, _mm512_load_si512(v + i + 3));
     }
-    return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+    __m512i a = _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3));
+    /* Unsigned lane sum: _mm512_reduce_add_epi64 adds as signed and trips UBSan. */
+    uint64_t lanes[8];
+    _mm512_storeu_si512((void *)lanes, a);
+    uint64_t s = 0;
+    for (int i = 0; i < 8; ++i)
+        s += lanes[i];
+    return s;
 }
 #endif
 
