@@ -28,7 +28,8 @@ call is the prefill (B*S x P tokens); the R-1 others are decode steps.
   decode_step_ms       wall time per decode step: (end of generate - end of
                        the prefill forward) / (R - 1), which includes
                        generate's own per-step work (logits processors,
-                       argmax, cache bookkeeping) as well as the forward.
+                       argmax, cache bookkeeping) as well as the forward;
+  first_token_ms       start of generate to the end of the prefill forward.
 
 Usage:
   hf_generate.py --out hf.json [--precision fp32 --precision bf16]
@@ -124,6 +125,7 @@ def run_case(torch, model, index, precision, shape, warmup, iterations, seed):
                 decode_forward_ms=sum(fwd_ms[1:]),
                 num_decode_forwards=n_fwd - 1,
                 decode_step_ms=(t2 - timer.ends[0]) * 1e3 / (R - 1) if R > 1 else None,
+                first_token_ms=(timer.ends[0] - t1) * 1e3,
             ))
     finally:
         timer.remove()
@@ -182,6 +184,7 @@ def main():
             "prefill_forward_ms": "forward hooks: the first forward call of generate",
             "decode_forward_ms": "forward hooks: sum of the R-1 later forward calls",
             "decode_step_ms": "(end of generate - end of prefill forward) / (R-1), wall",
+            "first_token_ms": "start of generate to the end of the prefill forward, wall",
             "prompt_expansion": "repeat_interleave(S) before generate (greedy generate refuses "
                                 "num_return_sequences > 1)",
             "peak_memory_mb": "process VmHWM after reset (/proc/self/clear_refs 5) at the end of warmup",

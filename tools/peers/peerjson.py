@@ -19,9 +19,10 @@ one. Fields an engine cannot measure are null, never invented. Times are
 milliseconds; tokens_per_second = num_generated_tokens / (generation_ms / 1000),
 as benchctl's runner computes it.
 
-Peers add one per-iteration field benchctl does not have, decode_step_ms: the
-wall time of one decode step, measured as the engine's script says in
-peer.method.decode_step_ms.
+Peers add two per-iteration fields benchctl does not have: decode_step_ms,
+the wall time of one decode step, and first_token_ms, the wall time from the
+start of generation to the first generated token (prefill plus one token
+pick), each measured as the engine's script says in peer.method.
 """
 
 import datetime
@@ -49,6 +50,7 @@ FIELDS = [
     "cache_acquire_ms",
     "cache_release_ms",
     "decode_step_ms",
+    "first_token_ms",
 ]
 
 # benchctl precision plugin name -> dtype name written in reports.
@@ -75,7 +77,7 @@ def stats(values):
 
 def profile_record(prompt_expansion_ms, generation_ms, post_processing_ms, num_generated_tokens,
                    prefill_forward_ms=None, decode_forward_ms=None, num_decode_forwards=None,
-                   decode_step_ms=None):
+                   decode_step_ms=None, first_token_ms=None):
     """One measured iteration, with benchctl's derived fields computed the way
     its runner computes them."""
     total_ms = prompt_expansion_ms + generation_ms + post_processing_ms
@@ -96,6 +98,7 @@ def profile_record(prompt_expansion_ms, generation_ms, post_processing_ms, num_g
         "cache_acquire_ms": None,
         "cache_release_ms": None,
         "decode_step_ms": decode_step_ms,
+        "first_token_ms": first_token_ms,
     }
 
 
@@ -278,8 +281,8 @@ def opt_decode_read_bytes(elem_bytes, cfg=OPT125M):
     return n * elem_bytes
 
 
-def add_common_args(ap):
-    ap.add_argument("--precision", action="append", choices=["fp32", "bf16"],
+def add_common_args(ap, precisions=("fp32", "bf16")):
+    ap.add_argument("--precision", action="append", choices=list(precisions),
                     help="benchctl precision name; repeatable (default: fp32 and bf16)")
     ap.add_argument("--shape", action="append", type=parse_shape,
                     help="B,S,P,R: batch, samples per prompt, prompt and response length; repeatable "
