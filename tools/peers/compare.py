@@ -5,9 +5,12 @@ docs/performance.md. Standard library only.
 
 Columns, per engine x precision x shape (B = prompts, S = samples per
 prompt, P -> R = prompt -> response tokens):
-  tok/s         generated tokens per second, mean over the measured
-                iterations: num_generated_tokens / generation time.
-  step ms       wall time of one decode step, mean:
+  tok/s         generated tokens per second, the median (p50) over the
+                measured iterations: num_generated_tokens / generation time.
+                The median, not the mean, because the benchmark machine is
+                shared and one disturbed iteration would move a mean of 3.
+  tok/s range   min - max over the measured iterations: how noisy the run was.
+  step ms       wall time of one decode step, median over iterations:
                   benchctl: (generation_ms - prefill_forward_ms) / num_decode_forwards
                   HF:       decode_step_ms (forward hooks, see hf_generate.py)
                   CT2:      decode_step_ms ((T(R) - T(1)) / (R-1), see ct2_generate.py)
@@ -44,9 +47,12 @@ import peerjson  # noqa: E402
 ELEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
 
 
-def mean(xs):
-    xs = [x for x in xs if x is not None and math.isfinite(x)]
-    return sum(xs) / len(xs) if xs else None
+def median(xs):
+    xs = sorted(x for x in xs if x is not None and math.isfinite(x))
+    n = len(xs)
+    if n == 0:
+        return None
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
 def engine_of(doc):
@@ -57,7 +63,7 @@ def engine_of(doc):
 
 
 def step_ms(engine, profiles):
-    """Mean per-iteration decode-step wall time (see the module doc)."""
+    """Median per-iteration decode-step wall time (see the module doc)."""
     vals = []
     for p in profiles:
         if p.get("decode_step_ms") is not None:
@@ -68,11 +74,11 @@ def step_ms(engine, profiles):
             vals.append((g - pf) / n)
         elif p.get("decode_forward_ms") is not None and n:
             vals.append(p["decode_forward_ms"] / n)
-    return mean(vals)
+    return median(vals)
 
 
 def fwd_ms(profiles):
-    return mean([p["decode_forward_ms"] / p["num_decode_forwards"] for p in profiles
+    return median([p["decode_forward_ms"] / p["num_decode_forwards"] for p in profiles
                  if p.get("decode_forward_ms") is not None and p.get("num_decode_forwards")])
 
 
@@ -85,6 +91,7 @@ def rows_from(path):
         dtype = c.get("dtype") or peerjson.PRECISION_DTYPE.get(c.get("precision"), c.get("precision"))
         profiles = c.get("profiles") or []
         tps = (c.get("summary") or {}).get("tokens_per_second") or {}
+        tps_stats = ((c.get("extended") or {}).get("stats") or {}).get("tokens_per_second") or {}
         note = ""
         if engine == "CT2":
             ct = (c.get("extended") or {}).get("ct2_compute_type")
@@ -96,7 +103,9 @@ def rows_from(path):
             "dtype": dtype,
             "shape": (c["batch_size"], c["samples_per_prompt"], c["prompt_length"], c["requested_response_length"]),
             "ok": c.get("status") == "ok",
-            "tps": tps.get("mean"),
+            "tps": tps.get("p50"),
+            "tps_min": tps_stats.get("min"),
+            "tps_max": tps_stats.get("max"),
             "step": step_ms(engine, profiles) if profiles else None,
             "fwd": fwd_ms(profiles) if profiles else None,
             "note": note,
@@ -153,9 +162,9 @@ def main():
                         peerjson.opt_decode_read_bytes(4) / (gbs * 1e9) * 1e3,
                         peerjson.opt_decode_read_bytes(2) / (gbs * 1e9) * 1e3))
         lines.append("")
-    lines.append("| engine | dtype | B x S, P->R | tok/s | step ms | fwd ms | vs HF | vs CT2 | vs CT2 best "
-                 "| step/bound | note |")
-    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    lines.append("| engine | dtype | B x S, P->R | tok/s | tok/s range | step ms | fwd ms | vs HF | vs CT2 "
+                 "| vs CT2 best | step/bound | note |")
+    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         B, S, P, R = r["shape"]
         hf = ref("HF", r["dtype"], r["shape"])
@@ -169,9 +178,10 @@ def main():
         if B == 1 and S == 1 and gbs and r["step"] and r["dtype"] in ELEM_BYTES:
             bound_ms = peerjson.opt_decode_read_bytes(ELEM_BYTES[r["dtype"]]) / (gbs * 1e9) * 1e3
             ratio = r["step"] / bound_ms
-        lines.append("| %s | %s | %dx%d, %d->%d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        rng = "%.1f-%.1f" % (r["tps_min"], r["tps_max"]) if r["ok"] and r["tps_min"] is not None else "-"
+        lines.append("| %s | %s | %dx%d, %d->%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["engine"], r["dtype"], B, S, P, R,
-            fmt(r["tps"] if r["ok"] else None, ".1f"), fmt(r["step"], ".2f"), fmt(r["fwd"], ".2f"),
+            fmt(r["tps"] if r["ok"] else None, ".1f"), rng, fmt(r["step"], ".2f"), fmt(r["fwd"], ".2f"),
             fmt(vs_hf, ".2f"), fmt(vs_ct, ".2f"), fmt(vs_ct_best, ".2f"), fmt(ratio, ".2f"),
             r["note"].replace("|", "/")))
     text = "\n".join(lines) + "\n"
