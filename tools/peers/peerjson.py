@@ -176,11 +176,15 @@ def utc_now():
 
 def run_document(backend, model, precisions, warmup, iterations, cases, peer, start_time):
     """The whole report. peer: {engine, engine_version, threads, method{...}, ...}."""
-    dtypes = sorted({PRECISION_DTYPE.get(p, p) for p in precisions})
+    dtypes = []
+    for p in precisions:  # requested order, once each
+        if PRECISION_DTYPE.get(p, p) not in dtypes:
+            dtypes.append(PRECISION_DTYPE.get(p, p))
     return {
         "schema_version": SCHEMA_VERSION,
         "model": model,
         "dtype": dtypes[0] if len(dtypes) == 1 else None,
+        "dtypes": dtypes,
         "device": "cpu",
         "warmup": warmup,
         "iterations": iterations,
