@@ -15,6 +15,9 @@
 
 #include "host.h"
 
+#ifndef BENCHCTL_PLUGIN_RELATIVE_DIR
+#define BENCHCTL_PLUGIN_RELATIVE_DIR "../lib/benchctl"
+#endif
 #ifndef BENCHCTL_PLUGIN_INSTALL_DIR
 #define BENCHCTL_PLUGIN_INSTALL_DIR "/usr/local/lib/benchctl"
 #endif
@@ -67,7 +70,14 @@ bc_status bc_loader_init(bc_loader *l, const char *const *explicit_dirs, size_t 
         exe[len] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash && (size_t)(slash - exe) + sizeof "/plugins" < sizeof exe) {
-            strcpy(slash, "/plugins");
+            strcpy(slash, "/plugins"); /* the build tree */
+            st = loader_add_dir(l, exe, err);
+        }
+        /* An installed benchctl finds its plugins relative to itself, so an
+         * install moved to another prefix still works. */
+        if (slash && st == BC_OK &&
+            (size_t)(slash - exe) + 1 + sizeof BENCHCTL_PLUGIN_RELATIVE_DIR < sizeof exe) {
+            strcpy(slash + 1, BENCHCTL_PLUGIN_RELATIVE_DIR);
             st = loader_add_dir(l, exe, err);
         }
     }

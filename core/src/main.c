@@ -54,7 +54,8 @@ static const char *const usage_main =
     "\n"
     "Plugins are searched in: plugin_path in FILE, BENCHCTL_PLUGIN_PATH\n"
     "(colon-separated), the build tree's plugins/ folder next to the\n"
-    "executable, and " BENCHCTL_PLUGIN_INSTALL_DIR ".\n"
+    "executable, " BENCHCTL_PLUGIN_RELATIVE_DIR " relative to the executable,\n"
+    "and " BENCHCTL_PLUGIN_INSTALL_DIR ".\n"
     "A plugin may also be named by the path of its .so file.\n";
 
 static const char *const usage_run =

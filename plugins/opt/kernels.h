@@ -42,6 +42,8 @@ typedef struct opt_kernels {
 
 /* The kernel table for isa (must be <= opt_isa_detect()), or NULL. */
 const opt_kernels *opt_kernels_for(opt_isa isa);
+/* The table of the best ISA this CPU supports (never NULL). */
+const opt_kernels *opt_kernels_best(void);
 
 /* Scalar conversions (round to nearest even), shared by all variants. */
 float opt_f16_to_f32(uint16_t h);

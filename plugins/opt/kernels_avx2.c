@@ -1,1 +1,340 @@
-/* kernels_avx2.c: placeholder; its owner fills it in. */
+/* kernels_avx2.c: the AVX2 + FMA + F16C variant of the OPT kernels (built
+ * with -mavx2 -mfma -mf16c; selected only when cpuid says the CPU has them
+ * and it has no AVX-512).
+ *
+ * Same structure as kernels_avx512.c, 8 floats per vector: linear has a
+ * direct path (weights streamed once, register tile of up to 4 rows of x by
+ * 3 rows of w: 12 ymm accumulators + 3 weight vectors + 1 x vector = the 16
+ * ymm registers) and a cache-blocked path for large M (a panel of NB x KB
+ * weights converted to fp32 once, then reused by every row of x). Every dot
+ * product is reduced with the same tree whatever the tile's shape.
+ * K tails: fp32 through _mm256_maskload_ps, fp16/bf16 through a zero-padded
+ * copy of the last < 8 values.
+ */
+#include "kernels_impl.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+enum {
+    DIRECT_MAX_XK = 65536, /* M * K floats of x (256 KiB) the direct path rereads per weight group */
+    NB = 60,               /* blocked path: rows of w per panel (a multiple of the tile's 3) */
+    KB = 256,              /* blocked path: columns per panel (NB * KB * 4 = 60 KiB) */
+    TR = 3,                /* rows of w per register tile */
+};
+
+ALWAYS_INLINE __m256 bf16x8_to_ps(__m128i h)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+ALWAYS_INLINE __m256 load8(const void *p, opt_dtype dt, size_t off)
+{
+    if (dt == OPT_F32)
+        return _mm256_loadu_ps((const float *)p + off);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + off));
+    return dt == OPT_F16 ? _mm256_cvtph_ps(h) : bf16x8_to_ps(h);
+}
+
+/* mask with the first n (0..8) lanes set */
+ALWAYS_INLINE __m256i lane_mask(int n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* The first n (< 8) values at p + off as fp32, the other lanes 0; reads only
+ * those n values. */
+ALWAYS_INLINE __m256 load8_part(const void *p, opt_dtype dt, size_t off, int n)
+{
+    if (dt == OPT_F32)
+        return _mm256_maskload_ps((const float *)p + off, lane_mask(n));
+    uint16_t tmp[8] = {0};
+    memcpy(tmp, (const uint16_t *)p + off, (size_t)n * 2);
+    return load8(tmp, dt, 0);
+}
+
+/* [sum a, sum b, sum c, sum d], each with the same tree whatever the others. */
+ALWAYS_INLINE __m128 reduce4(__m256 a, __m256 b, __m256 c, __m256 d)
+{
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+/* out[m][n] = sum_{k < K} x[m * ldx + k] * w[n * ldw + k], m < MR <= 4, n < NR <= 3.
+ * When wpf is not NULL, the same rows and columns of wpf (the next group of
+ * weight rows) are prefetched. */
+ALWAYS_INLINE void tile(int MR, int NR, opt_dtype dt, const float *x, size_t ldx, const void *w, size_t ldw, int K,
+                        const void *wpf, float out[4][4])
+{
+    const size_t es = dt == OPT_F32 ? 4 : 2;
+    __m256 acc[4][TR];
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; m++)
+#pragma GCC unroll 4
+        for (int n = 0; n < TR; n++)
+            acc[m][n] = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 8 <= K; k += 8) {
+        __m256 wv[TR];
+        if (wpf && (((size_t)k * es) & 63) == 0) /* one prefetch per 64-byte line */
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                _mm_prefetch((const char *)wpf + (n * ldw + (size_t)k) * es, _MM_HINT_T0);
+#pragma GCC unroll 4
+        for (int n = 0; n < NR; n++)
+            wv[n] = load8(w, dt, n * ldw + (size_t)k);
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; m++) {
+            __m256 xv = _mm256_loadu_ps(x + m * ldx + k);
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                acc[m][n] = _mm256_fmadd_ps(xv, wv[n], acc[m][n]);
+        }
+    }
+    if (k < K) {
+        __m256 wv[TR];
+        __m256i mask = lane_mask(K - k);
+#pragma GCC unroll 4
+        for (int n = 0; n < NR; n++)
+            wv[n] = load8_part(w, dt, n * ldw + (size_t)k, K - k);
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; m++) {
+            __m256 xv = _mm256_maskload_ps(x + m * ldx + k, mask);
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                acc[m][n] = _mm256_fmadd_ps(xv, wv[n], acc[m][n]);
+        }
+    }
+    __m256 zero = _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; m++)
+        _mm_storeu_ps(out[m], reduce4(acc[m][0], NR > 1 ? acc[m][1] : zero, NR > 2 ? acc[m][2] : zero, zero));
+}
+
+typedef void (*tile_fn)(const float *x, size_t ldx, const void *w, size_t ldw, int K, const void *wpf,
+                        float out[4][4]);
+
+#define TILE_FN(MR, NR, DT, NAME)                                                                                      \
+    static void tile_##NAME##_##MR##_##NR(const float *x, size_t ldx, const void *w, size_t ldw, int K,              \
+                                          const void *wpf, float out[4][4])                                            \
+    {                                                                                                                  \
+        tile(MR, NR, DT, x, ldx, w, ldw, K, wpf, out);                                                                 \
+    }
+#define TILE_ROW(MR, DT, NAME) TILE_FN(MR, 1, DT, NAME) TILE_FN(MR, 2, DT, NAME) TILE_FN(MR, 3, DT, NAME)
+#define TILE_ALL(DT, NAME) TILE_ROW(1, DT, NAME) TILE_ROW(2, DT, NAME) TILE_ROW(3, DT, NAME) TILE_ROW(4, DT, NAME)
+TILE_ALL(OPT_F32, f32)
+TILE_ALL(OPT_F16, f16)
+TILE_ALL(OPT_BF16, bf16)
+
+#define TILE_PTRS_ROW(NAME, MR) {tile_##NAME##_##MR##_1, tile_##NAME##_##MR##_2, tile_##NAME##_##MR##_3}
+#define TILE_PTRS(NAME) {TILE_PTRS_ROW(NAME, 1), TILE_PTRS_ROW(NAME, 2), TILE_PTRS_ROW(NAME, 3), TILE_PTRS_ROW(NAME, 4)}
+/* tiles[dtype][MR - 1][NR - 1] */
+static const tile_fn tiles[3][4][TR] = {TILE_PTRS(f32), TILE_PTRS(f16), TILE_PTRS(bf16)};
+
+static void tile_store(float *y, int N, int m0, int mr, int nc, int nr, float out[4][4], const float *bias, int first,
+                       int last, int relu)
+{
+    for (int i = 0; i < mr; i++) {
+        float *yr = y + (size_t)(m0 + i) * N + nc;
+        for (int j = 0; j < nr; j++) {
+            float v = first ? out[i][j] + (bias ? bias[nc + j] : 0.0f) : yr[j] + out[i][j];
+            if (last && relu && v < 0.0f)
+                v = 0.0f;
+            yr[j] = v;
+        }
+    }
+}
+
+/* ---- conversions ---------------------------------------------------------- */
+
+static void to_f32_avx2(float *dst, const void *src, opt_dtype st, size_t n)
+{
+    size_t i = 0;
+    const uint16_t *s = src;
+    switch (st) {
+    case OPT_F32:
+        memmove(dst, src, n * sizeof(float));
+        return;
+    case OPT_F16:
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(dst + i, load8(src, OPT_F16, i));
+        for (; i < n; i++)
+            dst[i] = opt_f16_to_f32(s[i]);
+        return;
+    case OPT_BF16:
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(dst + i, load8(src, OPT_BF16, i));
+        for (; i < n; i++)
+            dst[i] = opt_bf16_to_f32(s[i]);
+        return;
+    }
+}
+
+/* fp32 -> bf16, round to nearest even; NaN made quiet (as opt_f32_to_bf16). */
+ALWAYS_INLINE __m128i ps_to_bf16(__m256 v)
+{
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+    __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    r = _mm256_blendv_epi8(r, q, nan);
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+
+static void from_f32_avx2(void *dst, opt_dtype dt, const float *src, size_t n)
+{
+    size_t i = 0;
+    uint16_t *d = dst;
+    switch (dt) {
+    case OPT_F32:
+        memmove(dst, src, n * sizeof(float));
+        return;
+    case OPT_F16:
+        for (; i + 8 <= n; i += 8)
+            _mm_storeu_si128((__m128i *)(d + i),
+                             _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        for (; i < n; i++)
+            d[i] = opt_f32_to_f16(src[i]);
+        return;
+    case OPT_BF16:
+        for (; i + 8 <= n; i += 8)
+            _mm_storeu_si128((__m128i *)(d + i), ps_to_bf16(_mm256_loadu_ps(src + i)));
+        for (; i < n; i++)
+            d[i] = opt_f32_to_bf16(src[i]);
+        return;
+    }
+}
+
+/* ---- dot, axpy --------------------------------------------------------------- */
+
+ALWAYS_INLINE float dot_dt(const float *a, const void *b, opt_dtype dt, int n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 32 <= n; k += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), load8(b, dt, (size_t)k), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), load8(b, dt, (size_t)k + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 16), load8(b, dt, (size_t)k + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 24), load8(b, dt, (size_t)k + 24), s3);
+    }
+    for (; k + 8 <= n; k += 8)
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), load8(b, dt, (size_t)k), s0);
+    if (k < n)
+        s1 = _mm256_fmadd_ps(_mm256_maskload_ps(a + k, lane_mask(n - k)), load8_part(b, dt, (size_t)k, n - k), s1);
+    __m128 r = reduce4(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)), _mm256_setzero_ps(),
+                       _mm256_setzero_ps(), _mm256_setzero_ps());
+    return _mm_cvtss_f32(r);
+}
+
+static float dot_avx2(const float *a, const void *b, opt_dtype bt, int n)
+{
+    switch (bt) {
+    case OPT_F16: return dot_dt(a, b, OPT_F16, n);
+    case OPT_BF16: return dot_dt(a, b, OPT_BF16, n);
+    default: return dot_dt(a, b, OPT_F32, n);
+    }
+}
+
+ALWAYS_INLINE void axpy_dt(float *y, float alpha, const void *x, opt_dtype dt, int n)
+{
+    __m256 va = _mm256_set1_ps(alpha);
+    int k = 0;
+    for (; k + 8 <= n; k += 8)
+        _mm256_storeu_ps(y + k, _mm256_fmadd_ps(va, load8(x, dt, (size_t)k), _mm256_loadu_ps(y + k)));
+    if (k < n) {
+        __m256i mask = lane_mask(n - k);
+        _mm256_maskstore_ps(y + k, mask,
+                            _mm256_fmadd_ps(va, load8_part(x, dt, (size_t)k, n - k), _mm256_maskload_ps(y + k, mask)));
+    }
+}
+
+static void axpy_avx2(float *y, float alpha, const void *x, opt_dtype xt, int n)
+{
+    switch (xt) {
+    case OPT_F16: axpy_dt(y, alpha, x, OPT_F16, n); break;
+    case OPT_BF16: axpy_dt(y, alpha, x, OPT_BF16, n); break;
+    default: axpy_dt(y, alpha, x, OPT_F32, n); break;
+    }
+}
+
+/* ---- linear ------------------------------------------------------------------ */
+
+static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K, int N,
+                          int n0, int n1, int relu)
+{
+    size_t es = opt_dtype_size(wt);
+    float out[4][4];
+    for (int n = n0; n < n1; n += TR) {
+        int nr = n1 - n < TR ? n1 - n : TR;
+        const char *wn = (const char *)w + (size_t)n * K * es;
+        for (int m = 0; m < M; m += 4) {
+            int mr = M - m < 4 ? M - m : 4;
+            const void *wpf = m == 0 && n + TR < n1 ? wn + (size_t)TR * K * es : NULL;
+            tiles[wt][mr - 1][nr - 1](x + (size_t)m * K, (size_t)K, wn, (size_t)K, K, wpf, out);
+            tile_store(y, N, m, mr, n, nr, out, bias, 1, 1, relu);
+        }
+    }
+}
+
+static void linear_blocked(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K,
+                           int N, int n0, int n1, int relu)
+{
+    _Alignas(64) float pack[NB * KB];
+    float out[4][4];
+    for (int nb = n0; nb < n1; nb += NB) {
+        int nbn = n1 - nb < NB ? n1 - nb : NB;
+        for (int kb = 0; kb < K; kb += KB) {
+            int kbn = K - kb < KB ? K - kb : KB;
+            /* the panel in fp32 (also for fp32 weights: a contiguous copy
+             * streams better than rows K floats apart) */
+            const size_t es = opt_dtype_size(wt);
+            for (int r = 0; r < nbn; r++)
+                to_f32_avx2(pack + (size_t)r * KB, (const char *)w + ((size_t)(nb + r) * K + kb) * es, wt, (size_t)kbn);
+            const float *panel = pack;
+            const size_t ldp = KB;
+            int first = kb == 0, last = kb + kbn >= K;
+            for (int m = 0; m < M; m += 4) {
+                int mr = M - m < 4 ? M - m : 4;
+                const float *xm = x + (size_t)m * K + kb;
+                for (int n = 0; n < nbn; n += TR) {
+                    int nr = nbn - n < TR ? nbn - n : TR;
+                    tiles[OPT_F32][mr - 1][nr - 1](xm, (size_t)K, panel + (size_t)n * ldp, ldp, kbn, NULL, out);
+                    tile_store(y, N, m, mr, nb + n, nr, out, bias, first, last, relu);
+                }
+            }
+        }
+    }
+}
+
+static void linear_avx2(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K, int N,
+                        int n0, int n1, int relu)
+{
+    if (n0 >= n1 || M <= 0)
+        return;
+    if ((long)M * K <= DIRECT_MAX_XK)
+        linear_direct(y, x, w, wt, bias, M, K, N, n0, n1, relu);
+    else
+        linear_blocked(y, x, w, wt, bias, M, K, N, n0, n1, relu);
+}
+
+static const opt_kernels kernels_avx2 = {
+    .isa = OPT_ISA_AVX2,
+    .linear = linear_avx2,
+    .dot = dot_avx2,
+    .axpy = axpy_avx2,
+    .to_f32 = to_f32_avx2,
+    .from_f32 = from_f32_avx2,
+};
+
+const opt_kernels *opt_kernels_avx2(void) { return &kernels_avx2; }
+
+#else /* built without the AVX2 flags: never selected */
+
+const opt_kernels *opt_kernels_avx2(void) { return NULL; }
+
+#endif

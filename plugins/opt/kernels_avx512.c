@@ -1,1 +1,507 @@
-/* kernels_avx512.c: placeholder; its owner fills it in. */
+/* kernels_avx512.c: the AVX-512F variant and the AVX512-BF16 variant of the
+ * OPT kernels (built with -mavx512f -mavx512bw -mavx512vl -mavx512dq
+ * -mavx512bf16 -mfma -mf16c; selected only when cpuid says the CPU has them).
+ *
+ * linear (x[M, K] fp32, w[N, K] in dtype, y[M, N] fp32), two paths:
+ *   direct  (M * K <= DIRECT_MAX_XK: decode and small batches): weights are
+ *           streamed once from memory; a register tile of up to 4 rows of x
+ *           by 4 rows of w holds 16 zmm accumulators, each loaded weight
+ *           vector (converted fp16/bf16 -> fp32 in registers) is reused for
+ *           every row of x in the tile. Memory-bandwidth bound at M = 1.
+ *   blocked (larger M: prefill): a panel of NB rows x KB columns of w is
+ *           converted to fp32 once into a stack buffer (L2-resident) and
+ *           reused by every row of x; the same 4 x 4 register tile runs
+ *           over it. Partial sums over K blocks accumulate in y.
+ * Each dot product is reduced with the same tree whatever the tile's shape,
+ * so a row's result does not depend on how [n0, n1) was split.
+ *
+ * The AVX512-BF16 variant differs only in linear with bf16 weights (both
+ * paths): x is rounded to bf16 (RNE, denormals treated as zero) and
+ * _mm512_dpbf16_ps multiplies bf16 pairs, accumulating in fp32; the weights
+ * are used as stored, with no conversion.
+ * Accuracy: the products are exact but x carries a relative error up to 2^-9,
+ * so |error| <= 2^-9 * sum_k |x_k w_k| (plus fp32 accumulation), about 2^7
+ * times the fp32-activation bound. Everything else (dot, axpy, conversions,
+ * other dtypes) is the AVX-512F code.
+ */
+#include "kernels_impl.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512BF16__) &&           \
+    defined(__F16C__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+enum {
+    DIRECT_MAX_XK = 65536, /* M * K floats of x (256 KiB) that the direct path reads per weight group */
+    NB = 64,               /* blocked path: rows of w per packed panel */
+    KB = 512,              /* blocked path: columns of w per packed panel (NB * KB * 4 = 128 KiB) */
+};
+
+/* ---- loads of 16 weights as fp32 --------------------------------------- */
+
+ALWAYS_INLINE __m512 bf16x16_to_ps(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+ALWAYS_INLINE __m512 load16(const void *p, opt_dtype dt, size_t off)
+{
+    if (dt == OPT_F32)
+        return _mm512_loadu_ps((const float *)p + off);
+    __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + off));
+    return dt == OPT_F16 ? _mm512_cvtph_ps(h) : bf16x16_to_ps(h);
+}
+
+/* Lanes outside mask read nothing (no fault) and are 0. */
+ALWAYS_INLINE __m512 load16_mask(const void *p, opt_dtype dt, size_t off, __mmask16 mask)
+{
+    if (dt == OPT_F32)
+        return _mm512_maskz_loadu_ps(mask, (const float *)p + off);
+    __m256i h = _mm256_maskz_loadu_epi16(mask, (const uint16_t *)p + off);
+    return dt == OPT_F16 ? _mm512_cvtph_ps(h) : bf16x16_to_ps(h);
+}
+
+ALWAYS_INLINE __mmask16 tail_mask(int n) { return (__mmask16)((1u << n) - 1u); }
+
+/* [sum a, sum b, sum c, sum d]; each sum uses the same tree whatever the
+ * other inputs are. */
+ALWAYS_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d)
+{
+    __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+    __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+    __m512 abcd = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))),
+                                _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))));
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+/* ---- the register tile -------------------------------------------------- */
+
+/* out[m][n] = sum_{k < K} x[m * ldx + k] * w[n * ldw + k] for m < MR, n < NR
+ * (MR, NR <= 4, compile-time constants after inlining). When wpf is not
+ * NULL, the same rows and columns of wpf (the next group of weight rows) are
+ * prefetched, so DRAM streams while this group computes. */
+ALWAYS_INLINE void tile(int MR, int NR, opt_dtype dt, const float *x, size_t ldx, const void *w, size_t ldw, int K,
+                        const void *wpf, float out[4][4])
+{
+    const size_t es = dt == OPT_F32 ? 4 : 2;
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; m++)
+#pragma GCC unroll 4
+        for (int n = 0; n < 4; n++)
+            acc[m][n] = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 16 <= K; k += 16) {
+        __m512 wv[4];
+        if (wpf && (es == 4 || (k & 31) == 0)) /* one prefetch per 64-byte line */
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                _mm_prefetch((const char *)wpf + (n * ldw + (size_t)k) * es, _MM_HINT_T0);
+#pragma GCC unroll 4
+        for (int n = 0; n < NR; n++)
+            wv[n] = load16(w, dt, n * ldw + (size_t)k);
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; m++) {
+            __m512 xv = _mm512_loadu_ps(x + m * ldx + k);
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                acc[m][n] = _mm512_fmadd_ps(xv, wv[n], acc[m][n]);
+        }
+    }
+    if (k < K) {
+        __mmask16 mask = tail_mask(K - k);
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int n = 0; n < NR; n++)
+            wv[n] = load16_mask(w, dt, n * ldw + (size_t)k, mask);
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; m++) {
+            __m512 xv = _mm512_maskz_loadu_ps(mask, x + m * ldx + k);
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                acc[m][n] = _mm512_fmadd_ps(xv, wv[n], acc[m][n]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; m++)
+        _mm_storeu_ps(out[m], reduce4(acc[m][0], acc[m][1], acc[m][2], acc[m][3]));
+}
+
+typedef void (*tile_fn)(const float *x, size_t ldx, const void *w, size_t ldw, int K, const void *wpf,
+                        float out[4][4]);
+
+#define TILE_FN(MR, NR, DT, NAME)                                                                                      \
+    static void tile_##NAME##_##MR##_##NR(const float *x, size_t ldx, const void *w, size_t ldw, int K,              \
+                                          const void *wpf, float out[4][4])                                            \
+    {                                                                                                                  \
+        tile(MR, NR, DT, x, ldx, w, ldw, K, wpf, out);                                                                 \
+    }
+#define TILE_ROW(MR, DT, NAME) TILE_FN(MR, 1, DT, NAME) TILE_FN(MR, 2, DT, NAME) TILE_FN(MR, 3, DT, NAME) TILE_FN(MR, 4, DT, NAME)
+#define TILE_ALL(DT, NAME) TILE_ROW(1, DT, NAME) TILE_ROW(2, DT, NAME) TILE_ROW(3, DT, NAME) TILE_ROW(4, DT, NAME)
+TILE_ALL(OPT_F32, f32)
+TILE_ALL(OPT_F16, f16)
+TILE_ALL(OPT_BF16, bf16)
+
+#define TILE_PTRS_ROW(NAME, MR) {tile_##NAME##_##MR##_1, tile_##NAME##_##MR##_2, tile_##NAME##_##MR##_3, tile_##NAME##_##MR##_4}
+#define TILE_PTRS(NAME) {TILE_PTRS_ROW(NAME, 1), TILE_PTRS_ROW(NAME, 2), TILE_PTRS_ROW(NAME, 3), TILE_PTRS_ROW(NAME, 4)}
+/* tiles[dtype][MR - 1][NR - 1] */
+static const tile_fn tiles[3][4][4] = {TILE_PTRS(f32), TILE_PTRS(f16), TILE_PTRS(bf16)};
+
+/* Writes (first) or adds (later K blocks) a tile's sums into y, with bias on
+ * the first block and ReLU after the last. */
+static void tile_store(float *y, int N, int m0, int mr, int nc, int nr, float out[4][4], const float *bias, int first,
+                       int last, int relu)
+{
+    for (int i = 0; i < mr; i++) {
+        float *yr = y + (size_t)(m0 + i) * N + nc;
+        for (int j = 0; j < nr; j++) {
+            float v = first ? out[i][j] + (bias ? bias[nc + j] : 0.0f) : yr[j] + out[i][j];
+            if (last && relu && v < 0.0f)
+                v = 0.0f;
+            yr[j] = v;
+        }
+    }
+}
+
+/* ---- conversions -------------------------------------------------------- */
+
+static void to_f32_avx512(float *dst, const void *src, opt_dtype st, size_t n)
+{
+    size_t i = 0;
+    switch (st) {
+    case OPT_F32:
+        memmove(dst, src, n * sizeof(float));
+        return;
+    case OPT_F16:
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_ps(dst + i, load16(src, OPT_F16, i));
+        if (i < n)
+            _mm512_mask_storeu_ps(dst + i, tail_mask((int)(n - i)), load16_mask(src, OPT_F16, i, tail_mask((int)(n - i))));
+        return;
+    case OPT_BF16:
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_ps(dst + i, load16(src, OPT_BF16, i));
+        if (i < n)
+            _mm512_mask_storeu_ps(dst + i, tail_mask((int)(n - i)), load16_mask(src, OPT_BF16, i, tail_mask((int)(n - i))));
+        return;
+    }
+}
+
+/* fp32 -> bf16 round to nearest even on integers; NaN keeps its sign and top
+ * payload and becomes quiet (as opt_f32_to_bf16). */
+ALWAYS_INLINE __m256i ps_to_bf16(__m512 v)
+{
+    __m512i u = _mm512_castps_si512(v);
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+static void from_f32_avx512(void *dst, opt_dtype dt, const float *src, size_t n)
+{
+    size_t i = 0;
+    uint16_t *d = dst;
+    switch (dt) {
+    case OPT_F32:
+        memmove(dst, src, n * sizeof(float));
+        return;
+    case OPT_F16:
+        for (; i + 16 <= n; i += 16)
+            _mm256_storeu_si256((__m256i *)(d + i),
+                                _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        if (i < n) {
+            __mmask16 mask = tail_mask((int)(n - i));
+            _mm256_mask_storeu_epi16(d + i, mask,
+                                     _mm512_cvtps_ph(_mm512_maskz_loadu_ps(mask, src + i),
+                                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
+        return;
+    case OPT_BF16:
+        for (; i + 16 <= n; i += 16)
+            _mm256_storeu_si256((__m256i *)(d + i), ps_to_bf16(_mm512_loadu_ps(src + i)));
+        if (i < n) {
+            __mmask16 mask = tail_mask((int)(n - i));
+            _mm256_mask_storeu_epi16(d + i, mask, ps_to_bf16(_mm512_maskz_loadu_ps(mask, src + i)));
+        }
+        return;
+    }
+}
+
+/* ---- dot, axpy ----------------------------------------------------------- */
+
+ALWAYS_INLINE float dot_dt(const float *a, const void *b, opt_dtype dt, int n)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+    int k = 0;
+    for (; k + 64 <= n; k += 64) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), load16(b, dt, (size_t)k), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), load16(b, dt, (size_t)k + 16), s1);
+        s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 32), load16(b, dt, (size_t)k + 32), s2);
+        s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 48), load16(b, dt, (size_t)k + 48), s3);
+    }
+    for (; k + 16 <= n; k += 16)
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), load16(b, dt, (size_t)k), s0);
+    if (k < n) {
+        __mmask16 mask = tail_mask(n - k);
+        s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, a + k), load16_mask(b, dt, (size_t)k, mask), s1);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+static float dot_avx512(const float *a, const void *b, opt_dtype bt, int n)
+{
+    switch (bt) {
+    case OPT_F16: return dot_dt(a, b, OPT_F16, n);
+    case OPT_BF16: return dot_dt(a, b, OPT_BF16, n);
+    default: return dot_dt(a, b, OPT_F32, n);
+    }
+}
+
+ALWAYS_INLINE void axpy_dt(float *y, float alpha, const void *x, opt_dtype dt, int n)
+{
+    __m512 va = _mm512_set1_ps(alpha);
+    int k = 0;
+    for (; k + 16 <= n; k += 16)
+        _mm512_storeu_ps(y + k, _mm512_fmadd_ps(va, load16(x, dt, (size_t)k), _mm512_loadu_ps(y + k)));
+    if (k < n) {
+        __mmask16 mask = tail_mask(n - k);
+        _mm512_mask_storeu_ps(y + k, mask,
+                              _mm512_fmadd_ps(va, load16_mask(x, dt, (size_t)k, mask), _mm512_maskz_loadu_ps(mask, y + k)));
+    }
+}
+
+static void axpy_avx512(float *y, float alpha, const void *x, opt_dtype xt, int n)
+{
+    switch (xt) {
+    case OPT_F16: axpy_dt(y, alpha, x, OPT_F16, n); break;
+    case OPT_BF16: axpy_dt(y, alpha, x, OPT_BF16, n); break;
+    default: axpy_dt(y, alpha, x, OPT_F32, n); break;
+    }
+}
+
+/* ---- linear ---------------------------------------------------------------- */
+
+static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K, int N,
+                          int n0, int n1, int relu)
+{
+    size_t es = opt_dtype_size(wt);
+    float out[4][4];
+    for (int n = n0; n < n1; n += 4) {
+        int nr = n1 - n < 4 ? n1 - n : 4;
+        const char *wn = (const char *)w + (size_t)n * K * es;
+        for (int m = 0; m < M; m += 4) {
+            int mr = M - m < 4 ? M - m : 4;
+            const void *wpf = m == 0 && n + 4 < n1 ? wn + (size_t)4 * K * es : NULL;
+            tiles[wt][mr - 1][nr - 1](x + (size_t)m * K, (size_t)K, wn, (size_t)K, K, wpf, out);
+            tile_store(y, N, m, mr, n, nr, out, bias, 1, 1, relu);
+        }
+    }
+}
+
+static void linear_blocked(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K,
+                           int N, int n0, int n1, int relu)
+{
+    _Alignas(64) float pack[NB * KB];
+    float out[4][4];
+    for (int nb = n0; nb < n1; nb += NB) {
+        int nbn = n1 - nb < NB ? n1 - nb : NB;
+        for (int kb = 0; kb < K; kb += KB) {
+            int kbn = K - kb < KB ? K - kb : KB;
+            /* the panel in fp32 (also for fp32 weights: a contiguous copy
+             * streams better than rows K floats apart) */
+            const size_t es = opt_dtype_size(wt);
+            for (int r = 0; r < nbn; r++)
+                to_f32_avx512(pack + (size_t)r * KB, (const char *)w + ((size_t)(nb + r) * K + kb) * es, wt, (size_t)kbn);
+            const float *panel = pack;
+            const size_t ldp = KB;
+            int first = kb == 0, last = kb + kbn >= K;
+            for (int m = 0; m < M; m += 4) {
+                int mr = M - m < 4 ? M - m : 4;
+                const float *xm = x + (size_t)m * K + kb;
+                for (int n = 0; n < nbn; n += 4) {
+                    int nr = nbn - n < 4 ? nbn - n : 4;
+                    tiles[OPT_F32][mr - 1][nr - 1](xm, (size_t)K, panel + (size_t)n * ldp, ldp, kbn, NULL, out);
+                    tile_store(y, N, m, mr, nb + n, nr, out, bias, first, last, relu);
+                }
+            }
+        }
+    }
+}
+
+static void linear_avx512(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K,
+                          int N, int n0, int n1, int relu)
+{
+    if (n0 >= n1 || M <= 0)
+        return;
+    if ((long)M * K <= DIRECT_MAX_XK)
+        linear_direct(y, x, w, wt, bias, M, K, N, n0, n1, relu);
+    else
+        linear_blocked(y, x, w, wt, bias, M, K, N, n0, n1, relu);
+}
+
+/* ---- AVX512-BF16: linear with bf16 weights through _mm512_dpbf16_ps --------- */
+
+/* out[m][n] = sum_k xb[m * ldx + k] * w[n * K + k] (bf16 x bf16, fp32 sums);
+ * xb rows are zero-padded to a multiple of 32. wpf: as in tile(). */
+ALWAYS_INLINE void tile_dp(int MR, int NR, const uint16_t *xb, size_t ldx, const uint16_t *w, size_t ldw, int K,
+                           const uint16_t *wpf, float out[4][4])
+{
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; m++)
+#pragma GCC unroll 4
+        for (int n = 0; n < 4; n++)
+            acc[m][n] = _mm512_setzero_ps();
+    for (int k = 0; k < K; k += 32) {
+        __m512i wv[4];
+        if (wpf)
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                _mm_prefetch((const char *)(wpf + n * ldw + k), _MM_HINT_T0);
+        if (k + 32 <= K) {
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                wv[n] = _mm512_loadu_si512(w + n * ldw + k);
+        } else {
+            __mmask32 mask = (__mmask32)((1ull << (K - k)) - 1u);
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                wv[n] = _mm512_maskz_loadu_epi16(mask, w + n * ldw + k);
+        }
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; m++) {
+            __m512bh xv = (__m512bh)_mm512_loadu_si512(xb + m * ldx + k);
+#pragma GCC unroll 4
+            for (int n = 0; n < NR; n++)
+                acc[m][n] = _mm512_dpbf16_ps(acc[m][n], xv, (__m512bh)wv[n]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; m++)
+        _mm_storeu_ps(out[m], reduce4(acc[m][0], acc[m][1], acc[m][2], acc[m][3]));
+}
+
+typedef void (*tile_dp_fn)(const uint16_t *xb, size_t ldx, const uint16_t *w, size_t ldw, int K, const uint16_t *wpf,
+                           float out[4][4]);
+#define TILE_DP_FN(MR, NR)                                                                                             \
+    static void tile_dp_##MR##_##NR(const uint16_t *xb, size_t ldx, const uint16_t *w, size_t ldw, int K,            \
+                                    const uint16_t *wpf, float out[4][4])                                              \
+    {                                                                                                                  \
+        tile_dp(MR, NR, xb, ldx, w, ldw, K, wpf, out);                                                                 \
+    }
+#define TILE_DP_ROW(MR) TILE_DP_FN(MR, 1) TILE_DP_FN(MR, 2) TILE_DP_FN(MR, 3) TILE_DP_FN(MR, 4)
+TILE_DP_ROW(1)
+TILE_DP_ROW(2)
+TILE_DP_ROW(3)
+TILE_DP_ROW(4)
+static const tile_dp_fn tiles_dp[4][4] = {
+    {tile_dp_1_1, tile_dp_1_2, tile_dp_1_3, tile_dp_1_4}, {tile_dp_2_1, tile_dp_2_2, tile_dp_2_3, tile_dp_2_4},
+    {tile_dp_3_1, tile_dp_3_2, tile_dp_3_3, tile_dp_3_4}, {tile_dp_4_1, tile_dp_4_2, tile_dp_4_3, tile_dp_4_4}};
+
+/* Rounds rows [m0, m0 + mr) and columns [k0, k0 + kn) of x to bf16 into
+ * xb[mr, ldb], zero-padded to a multiple of 32 columns. */
+static void x_to_bf16(uint16_t *xb, size_t ldb, const float *x, int K, int m0, int mr, int k0, int kn)
+{
+    int knp = (kn + 31) & ~31;
+    for (int m = 0; m < mr; m++) {
+        const float *xr = x + (size_t)(m0 + m) * K + k0;
+        uint16_t *xbr = xb + (size_t)m * ldb;
+        for (int k = 0; k < knp; k += 32) {
+            __mmask16 lo = k + 16 <= kn ? 0xffff : (k < kn ? tail_mask(kn - k) : 0);
+            __mmask16 hi = k + 32 <= kn ? 0xffff : (k + 16 < kn ? tail_mask(kn - k - 16) : 0);
+            __m512 vlo = _mm512_maskz_loadu_ps(lo, xr + k), vhi = _mm512_maskz_loadu_ps(hi, xr + k + 16);
+            _mm512_storeu_si512(xbr + k, (__m512i)_mm512_cvtne2ps_pbh(vhi, vlo));
+        }
+    }
+}
+
+enum {
+    NB_DP = 128,  /* blocked dpbf16 path: rows of w per block */
+    KB_DP = 1024, /* columns per block (NB_DP * KB_DP * 2 = 256 KiB of L2, read in place) */
+};
+
+static void linear_avx512_bf16(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K,
+                               int N, int n0, int n1, int relu)
+{
+    if (n0 >= n1 || M <= 0)
+        return;
+    if (wt != OPT_BF16) {
+        linear_avx512(y, x, w, wt, bias, M, K, N, n0, n1, relu);
+        return;
+    }
+    const uint16_t *wb = w;
+    float out[4][4];
+    int Kp = (K + 31) & ~31;
+    if ((long)M * Kp <= DIRECT_MAX_XK) {
+        /* direct: x rounded to bf16 once per call (128 KiB at most), weights streamed once */
+        _Alignas(64) uint16_t xb[DIRECT_MAX_XK];
+        x_to_bf16(xb, (size_t)Kp, x, K, 0, M, 0, K);
+        for (int n = n0; n < n1; n += 4) {
+            int nr = n1 - n < 4 ? n1 - n : 4;
+            const uint16_t *wn = wb + (size_t)n * K;
+            for (int m = 0; m < M; m += 4) {
+                int mr = M - m < 4 ? M - m : 4;
+                const uint16_t *wpf = m == 0 && n + 4 < n1 ? wn + (size_t)4 * K : NULL;
+                tiles_dp[mr - 1][nr - 1](xb + (size_t)m * Kp, (size_t)Kp, wn, (size_t)K, K, wpf, out);
+                tile_store(y, N, m, mr, n, nr, out, bias, 1, 1, relu);
+            }
+        }
+        return;
+    }
+    /* blocked: a block of NB_DP x KB bf16 weights stays in L2 while every
+     * 4-row tile of x, rounded to bf16 on the way (cheap next to the dot
+     * products), runs over it */
+    _Alignas(64) uint16_t xb[4 * KB_DP];
+    for (int nb = n0; nb < n1; nb += NB_DP) {
+        int nbn = n1 - nb < NB_DP ? n1 - nb : NB_DP;
+        for (int kb = 0; kb < K; kb += KB_DP) {
+            int kbn = K - kb < KB_DP ? K - kb : KB_DP;
+            int first = kb == 0, last = kb + kbn >= K;
+            for (int m = 0; m < M; m += 4) {
+                int mr = M - m < 4 ? M - m : 4;
+                x_to_bf16(xb, KB_DP, x, K, m, mr, kb, kbn);
+                for (int n = 0; n < nbn; n += 4) {
+                    int nr = nbn - n < 4 ? nbn - n : 4;
+                    tiles_dp[mr - 1][nr - 1](xb, KB_DP, wb + (size_t)(nb + n) * K + kb, (size_t)K, kbn, NULL, out);
+                    tile_store(y, N, m, mr, nb + n, nr, out, bias, first, last, relu);
+                }
+            }
+        }
+    }
+}
+
+/* ---- tables --------------------------------------------------------------- */
+
+static const opt_kernels kernels_avx512 = {
+    .isa = OPT_ISA_AVX512,
+    .linear = linear_avx512,
+    .dot = dot_avx512,
+    .axpy = axpy_avx512,
+    .to_f32 = to_f32_avx512,
+    .from_f32 = from_f32_avx512,
+};
+
+static const opt_kernels kernels_avx512_bf16 = {
+    .isa = OPT_ISA_AVX512_BF16,
+    .linear = linear_avx512_bf16,
+    .dot = dot_avx512,
+    .axpy = axpy_avx512,
+    .to_f32 = to_f32_avx512,
+    .from_f32 = from_f32_avx512,
+};
+
+const opt_kernels *opt_kernels_avx512(void) { return &kernels_avx512; }
+const opt_kernels *opt_kernels_avx512_bf16(void) { return &kernels_avx512_bf16; }
+
+#else /* built without the AVX-512 flags: never selected */
+
+const opt_kernels *opt_kernels_avx512(void) { return NULL; }
+const opt_kernels *opt_kernels_avx512_bf16(void) { return NULL; }
+
+#endif

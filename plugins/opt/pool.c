@@ -1,1 +1,249 @@
-/* pool.c: placeholder; its owner fills it in. */
+/* pool.c: the OPT engine's thread pool and opt_linear_parallel.
+ *
+ * n_threads - 1 persistent pthreads plus the caller (thread 0). A run:
+ *   1. the caller stores fn/ctx, sets `remaining` and bumps `generation`;
+ *   2. a worker that is spinning on `generation` sees it at once; one that
+ *      has spun for too long sleeps on a condition variable, so the caller
+ *      broadcasts only when `sleepers` > 0;
+ *   3. each thread runs fn(ctx, i, n) and decrements `remaining`; the caller
+ *      runs its share, then spins on `remaining`, then sleeps the same way.
+ * The wake-up handshake is Dekker style on seq_cst atomics: the waiter
+ * publishes itself (sleepers / caller_waiting) before rechecking the
+ * condition under the mutex; the notifier changes the condition before
+ * reading the waiter flag. One of the two always sees the other.
+ *
+ * Every field written by one thread and read by others sits on its own
+ * 64-byte line, and each worker's slot is padded to 64 bytes (no false
+ * sharing). Spinning is bounded (POOL_SPIN_NS) so idle workers do not burn a
+ * core between decode steps on a shared machine.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kernels.h"
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* How long a thread spins before it sleeps, in nanoseconds. Long enough to
+ * bridge the gap between two linears of a decode step (layer norm,
+ * attention: tens of microseconds), short enough not to hog a shared core. */
+#define POOL_SPIN_NS 200000L
+/* With more threads than CPUs a spinning thread only delays the one it waits
+ * for, so an oversubscribed pool barely spins. */
+#define POOL_SPIN_NS_OVERSUBSCRIBED 2000L
+
+typedef struct pool_worker {
+    alignas(64) struct opt_pool *pool;
+    pthread_t thread;
+    int index;
+    int started;
+} pool_worker;
+
+struct opt_pool {
+    /* written by the caller once per run, read by every worker: one line, so
+     * a worker's wake-up costs one cache-line transfer */
+    alignas(64) atomic_uint generation; /* bumped by the caller per run */
+    void (*fn)(void *ctx, int i, int n);
+    void *ctx;
+    int n_threads;
+    alignas(64) atomic_int remaining;   /* workers not yet done with this run */
+    alignas(64) atomic_int sleepers;    /* workers in (or entering) cond_wait */
+    atomic_int caller_waiting;          /* the caller is in (or entering) cond_wait */
+    atomic_int stop;
+    long spin_ns; /* how long to spin before sleeping */
+    pthread_mutex_t mu;
+    pthread_cond_t wake; /* workers wait here for a new generation */
+    pthread_cond_t done; /* the caller waits here for remaining == 0 */
+    pool_worker *workers; /* [n_threads - 1], owned by the pool */
+};
+
+static long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static void *worker_main(void *arg)
+{
+    pool_worker *self = arg;
+    opt_pool *p = self->pool;
+    unsigned seen = 0; /* the generation at creation: a run may come before this thread starts */
+    for (;;) {
+        /* spin, checking the clock only now and then */
+        unsigned g = atomic_load_explicit(&p->generation, memory_order_acquire);
+        if (g == seen) {
+            long t0 = now_ns();
+            for (int it = 1;; it++) {
+                cpu_relax();
+                g = atomic_load_explicit(&p->generation, memory_order_acquire);
+                if (g != seen || ((it & 255) == 0 && now_ns() - t0 > p->spin_ns))
+                    break;
+            }
+        }
+        if (g == seen) {
+            pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->sleepers, 1);
+            while ((g = atomic_load(&p->generation)) == seen && !atomic_load(&p->stop))
+                pthread_cond_wait(&p->wake, &p->mu);
+            atomic_fetch_sub(&p->sleepers, 1);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->stop))
+            return NULL;
+        seen = g;
+        p->fn(p->ctx, self->index, p->n_threads);
+        if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_waiting)) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+}
+
+opt_pool *opt_pool_create(int n_threads)
+{
+    if (n_threads < 1)
+        n_threads = 1;
+    opt_pool *p = aligned_alloc(64, (sizeof(opt_pool) + 63) / 64 * 64);
+    if (!p)
+        return NULL;
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->remaining, 0);
+    atomic_init(&p->sleepers, 0);
+    atomic_init(&p->caller_waiting, 0);
+    atomic_init(&p->stop, 0);
+    p->fn = NULL;
+    p->ctx = NULL;
+    p->n_threads = n_threads;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    p->spin_ns = cpus > 0 && n_threads > cpus ? POOL_SPIN_NS_OVERSUBSCRIBED : POOL_SPIN_NS;
+    p->workers = NULL;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->done, NULL);
+    if (n_threads == 1)
+        return p;
+    size_t wbytes = (size_t)(n_threads - 1) * sizeof(pool_worker);
+    p->workers = aligned_alloc(64, (wbytes + 63) / 64 * 64);
+    if (!p->workers) {
+        opt_pool_destroy(p);
+        return NULL;
+    }
+    for (int i = 0; i < n_threads - 1; i++) {
+        p->workers[i].pool = p;
+        p->workers[i].index = i + 1;
+        p->workers[i].started = 0;
+    }
+    for (int i = 0; i < n_threads - 1; i++) {
+        if (pthread_create(&p->workers[i].thread, NULL, worker_main, &p->workers[i]) != 0) {
+            opt_pool_destroy(p);
+            return NULL;
+        }
+        p->workers[i].started = 1;
+    }
+    return p;
+}
+
+int opt_pool_size(const opt_pool *p) { return p ? p->n_threads : 1; }
+
+void opt_pool_run(opt_pool *p, void (*fn)(void *ctx, int i, int n), void *ctx)
+{
+    if (!p || p->n_threads == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    p->fn = fn;
+    p->ctx = ctx;
+    atomic_store(&p->remaining, p->n_threads - 1);
+    atomic_fetch_add(&p->generation, 1); /* seq_cst: publishes fn, ctx, remaining */
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
+    fn(ctx, 0, p->n_threads);
+    if (atomic_load_explicit(&p->remaining, memory_order_acquire) != 0) {
+        long t0 = now_ns();
+        for (int it = 1; atomic_load_explicit(&p->remaining, memory_order_acquire) != 0; it++) {
+            cpu_relax();
+            if ((it & 255) == 0 && now_ns() - t0 > p->spin_ns)
+                break;
+        }
+    }
+    if (atomic_load(&p->remaining) != 0) {
+        pthread_mutex_lock(&p->mu);
+        atomic_store(&p->caller_waiting, 1);
+        while (atomic_load(&p->remaining) != 0)
+            pthread_cond_wait(&p->done, &p->mu);
+        atomic_store(&p->caller_waiting, 0);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+void opt_pool_destroy(opt_pool *p)
+{
+    if (!p)
+        return;
+    if (p->workers) {
+        pthread_mutex_lock(&p->mu);
+        atomic_store(&p->stop, 1);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < p->n_threads - 1; i++)
+            if (p->workers[i].started)
+                pthread_join(p->workers[i].thread, NULL);
+        free(p->workers);
+    }
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+/* ---- opt_linear_parallel ----------------------------------------------- */
+
+typedef struct linear_job {
+    const opt_kernels *k;
+    float *y;
+    const float *x;
+    const void *w;
+    const float *bias;
+    opt_dtype wt;
+    int M, K, N, relu;
+} linear_job;
+
+#define LINEAR_BLOCK 16 /* outputs per 64-byte line of y */
+
+static void linear_part(void *ctx, int i, int n)
+{
+    const linear_job *j = ctx;
+    int blocks = (j->N + LINEAR_BLOCK - 1) / LINEAR_BLOCK;
+    int b0 = (int)((long)blocks * i / n), b1 = (int)((long)blocks * (i + 1) / n);
+    int n0 = b0 * LINEAR_BLOCK, n1 = b1 * LINEAR_BLOCK;
+    if (n1 > j->N)
+        n1 = j->N;
+    if (n0 < n1)
+        j->k->linear(j->y, j->x, j->w, j->wt, j->bias, j->M, j->K, j->N, n0, n1, j->relu);
+}
+
+void opt_linear_parallel(opt_pool *pool, const opt_kernels *k, float *y, const float *x, const void *w, opt_dtype wt,
+                         const float *bias, int M, int K, int N, int relu)
+{
+    linear_job j = {k, y, x, w, bias, wt, M, K, N, relu};
+    if (!pool || pool->n_threads == 1 || N <= LINEAR_BLOCK) {
+        k->linear(y, x, w, wt, bias, M, K, N, 0, N, relu);
+        return;
+    }
+    opt_pool_run(pool, linear_part, &j);
+}

@@ -176,6 +176,13 @@ int bc_format_double(char *buf, size_t size, double x) {
         return 0;
     }
     int n = 0;
+    /* Integral values (token counts, whole milliseconds) are written as
+     * integers: "%g" would turn 30 into "3e+01", which readers take as a
+     * float. Every integer below 2^53 is exact in a double. */
+    if (x == floor(x) && fabs(x) < 9007199254740992.0) {
+        n = snprintf(buf, size, "%.0f", x);
+        return n;
+    }
     for (int prec = 1; prec <= 17; prec++) {
         n = snprintf(buf, size, "%.*g", prec, x);
         if (strtod(buf, NULL) == x) break;

@@ -31,6 +31,12 @@ static int int_is(json_t *obj, const char *key, json_int_t want) {
     return json_is_integer(v) && json_integer_value(v) == want;
 }
 
+/* Profile fields are numbers (written as reals: 30.0). */
+static int number_is(json_t *obj, const char *key, double want) {
+    json_t *v = json_object_get(obj, key);
+    return json_is_number(v) && json_number_value(v) == want;
+}
+
 int main(int argc, char **argv) {
     if (argc < 7) {
         fprintf(stderr, "usage: check_report REPORT.json MODEL ITERATIONS ROWS RESPONSE_LEN POLICY...\n");
@@ -60,7 +66,7 @@ int main(int argc, char **argv) {
         CHECK(json_is_array(profiles) && json_array_size(profiles) == (size_t)iterations,
               "cases[%zu].profiles is not an array of %lld", i, (long long)iterations);
         for (size_t k = 0; k < json_array_size(profiles); k++)
-            CHECK(int_is(json_array_get(profiles, k), "num_generated_tokens", rows * response_len),
+            CHECK(number_is(json_array_get(profiles, k), "num_generated_tokens", (double)(rows * response_len)),
                   "cases[%zu].profiles[%zu].num_generated_tokens is not %lld", i, k, (long long)(rows * response_len));
     }
 done:

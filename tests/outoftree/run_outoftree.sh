@@ -9,8 +9,8 @@
 #    export only their entry symbol and that asking for a newer benchctl fails.
 # 3. Build the example again with plain cc and pkg-config (benchctl-plugin.pc).
 # 4. Run the installed benchctl on a config naming the example backend by its
-#    .so path; check exit 0 and the JSON report. Exits 77 (skip) here if
-#    benchctl is not built.
+#    .so path; check exit 0 and the JSON report. Then the skeleton: its
+#    settings table through `benchctl plugins PATH`, and a run with a setting.
 set -euo pipefail
 
 bin=$1 src=$2 cmake=$3 cc=$4 libdir=$5 bindir=$6 check_report=$7
@@ -66,10 +66,7 @@ quiet "$cc" -std=c11 -Wall -Wextra -Werror $cflags -shared -fPIC -fvisibility=hi
 
 step "run the installed benchctl on the example backend, by path"
 benchctl=$prefix/$bindir/benchctl
-if [ ! -x "$benchctl" ]; then
-  echo "SKIP: $benchctl is not installed (the benchctl executable is not built yet)"
-  exit 77
-fi
+[ -x "$benchctl" ] || fail "not installed: $bindir/benchctl"
 cat >"$tmp/bench.cfg" <<CFG
 backend = { name = "$example"; };
 precisions = [ "fp32" ];
@@ -78,11 +75,17 @@ matrix = { batch_sizes = [ 2 ]; samples_per_prompt = [ 3 ]; prompt_lengths = [ 4
 run = { warmup = 1; iterations = 2; };
 reporters = ( { name = "json"; settings = { path = "$tmp/report.json"; }; } );
 CFG
-export BENCHCTL_PLUGIN_PATH="$prefix/$libdir/benchctl"
+# No BENCHCTL_PLUGIN_PATH: the installed benchctl must find retain/release
+# relative to itself, although it was configured for another prefix.
+unset BENCHCTL_PLUGIN_PATH
 rc=0
 "$benchctl" run "$tmp/bench.cfg" >"$log" 2>&1 || rc=$?
 [ "$rc" -eq 0 ] || { cat "$log" >&2; fail "benchctl run exited $rc"; }
 "$check_report" "$tmp/report.json" example-outoftree 2 6 5 retain release
+
+step "benchctl plugins PATH prints the skeleton's settings table"
+"$benchctl" plugins "$skeleton" >"$log" 2>&1 || { cat "$log" >&2; fail "benchctl plugins $skeleton"; }
+grep -q "ns_per_token" "$log" || { cat "$log" >&2; fail "benchctl plugins: no ns_per_token in the skeleton's table"; }
 
 step "run the skeleton by path, with a setting"
 sed -e "s|$example\"; }|$skeleton\"; settings = { ns_per_token = 1000; }; }|" "$tmp/bench.cfg" >"$tmp/skeleton.cfg"

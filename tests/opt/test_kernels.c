@@ -1,0 +1,377 @@
+/* test_kernels.c: the OPT kernels. The portable variant against a double
+ * precision reference; every SIMD variant this CPU has against the portable
+ * one, for fp32, fp16 and bf16 weights, odd shapes (K and N not multiples of
+ * 16, M = 1, 3, 4, 17 and M * K large enough for the cache-blocked path), bias
+ * and ReLU on and off, and [n0, n1) sub-ranges; the scalar fp16/bf16
+ * conversions against known bit patterns (round to nearest even).
+ * A variant the CPU lacks is skipped, not passed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+static uint32_t bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float fbits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* ---- conversions ------------------------------------------------------- */
+
+static void test_f16_known(void **state)
+{
+    (void)state;
+    struct { float f; uint16_t h; } enc[] = {
+        {0.0f, 0x0000}, {-0.0f, 0x8000}, {1.0f, 0x3c00}, {-2.0f, 0xc000}, {0.1f, 0x2e66},
+        {65504.0f, 0x7bff}, {65519.0f, 0x7bff}, {65520.0f, 0x7c00}, {1e10f, 0x7c00}, {-1e10f, 0xfc00},
+        {INFINITY, 0x7c00}, {-INFINITY, 0xfc00},
+        {0x1p-14f, 0x0400},                       /* smallest normal */
+        {0x1p-24f, 0x0001},                       /* smallest subnormal */
+        {0x1p-25f, 0x0000},                       /* tie between 0 and 2^-24: even is 0 */
+        {0x1.8p-25f, 0x0001},                     /* above the tie */
+        {0x1.4p-23f, 0x0002},                     /* 2.5 * 2^-24: tie, to even 2 */
+        {0x1.cp-22f, 0x0007},                     /* 7 * 2^-24 exactly */
+        {0x1.ffcp-15f, 0x0400},                   /* 1023.5 * 2^-24: tie, rounds up into the normals */
+        {1.0f + 0x1p-11f, 0x3c00},                /* tie between 0x3c00 and 0x3c01: even */
+        {1.0f + 0x3p-11f, 0x3c02},                /* tie between 0x3c01 and 0x3c02: even */
+        {1.0f + 0x1p-11f + 0x1p-20f, 0x3c01},     /* just above the tie */
+        {1e-10f, 0x0000}, {-1e-10f, 0x8000},
+    };
+    for (size_t i = 0; i < sizeof enc / sizeof enc[0]; i++) {
+        uint16_t h = opt_f32_to_f16(enc[i].f);
+        if (h != enc[i].h)
+            print_error("f32_to_f16(%a) = 0x%04x, want 0x%04x\n", (double)enc[i].f, h, enc[i].h);
+        assert_int_equal(h, enc[i].h);
+    }
+    struct { uint16_t h; float f; } dec[] = {
+        {0x0001, 0x1p-24f}, {0x03ff, 0x1.ff8p-15f}, {0x0400, 0x1p-14f}, {0x7bff, 65504.0f},
+        {0x3c00, 1.0f}, {0xc000, -2.0f}, {0x3555, 0x1.554p-2f}, {0x8000, -0.0f},
+    };
+    for (size_t i = 0; i < sizeof dec / sizeof dec[0]; i++)
+        assert_int_equal(bits(opt_f16_to_f32(dec[i].h)), bits(dec[i].f));
+    assert_true(isinf(opt_f16_to_f32(0x7c00)) && opt_f16_to_f32(0x7c00) > 0);
+    assert_true(isinf(opt_f16_to_f32(0xfc00)) && opt_f16_to_f32(0xfc00) < 0);
+    assert_true(isnan(opt_f16_to_f32(0x7e00)));
+    uint16_t hn = opt_f32_to_f16(NAN);
+    assert_int_equal(hn & 0x7c00, 0x7c00);
+    assert_int_not_equal(hn & 0x03ff, 0);
+    /* a signalling NaN stays a NaN (and becomes quiet) */
+    hn = opt_f32_to_f16(fbits(0x7f800001u));
+    assert_int_equal(hn & 0x7e00, 0x7e00);
+    /* every finite fp16 survives a round trip through fp32 */
+    for (uint32_t h = 0; h < 0x10000u; h++) {
+        if ((h & 0x7c00u) == 0x7c00u)
+            continue;
+        assert_int_equal(opt_f32_to_f16(opt_f16_to_f32((uint16_t)h)), h);
+    }
+}
+
+static void test_bf16_known(void **state)
+{
+    (void)state;
+    struct { float f; uint16_t h; } enc[] = {
+        {0.0f, 0x0000}, {-0.0f, 0x8000}, {1.0f, 0x3f80}, {-2.0f, 0xc000},
+        {1.0f + 0x1p-8f, 0x3f80},                 /* tie: even */
+        {1.0f + 0x3p-8f, 0x3f82},                 /* tie: even (up) */
+        {1.0f + 0x1p-8f + 0x1p-20f, 0x3f81},      /* above the tie */
+        {3.14159265f, 0x4049}, {INFINITY, 0x7f80}, {-INFINITY, 0xff80},
+        {fbits(0x7f7fffffu), 0x7f80},             /* FLT_MAX rounds to inf */
+        {fbits(0x00000001u), 0x0000},             /* the smallest subnormal rounds to 0 */
+        {fbits(0x00018000u), 0x0002},             /* subnormal tie, odd below: up */
+    };
+    for (size_t i = 0; i < sizeof enc / sizeof enc[0]; i++) {
+        uint16_t h = opt_f32_to_bf16(enc[i].f);
+        if (h != enc[i].h)
+            print_error("f32_to_bf16(%a) = 0x%04x, want 0x%04x\n", (double)enc[i].f, h, enc[i].h);
+        assert_int_equal(h, enc[i].h);
+    }
+    assert_int_equal(opt_f32_to_bf16(fbits(0x7fc00001u)), 0x7fc0);
+    assert_int_equal(opt_f32_to_bf16(fbits(0x7f800001u)), 0x7fc0); /* sNaN made quiet, not inf */
+    assert_int_equal(opt_f32_to_bf16(fbits(0xff810000u)), 0xffc1);
+    assert_int_equal(bits(opt_bf16_to_f32(0x3f80)), bits(1.0f));
+    assert_int_equal(bits(opt_bf16_to_f32(0x4049)), 0x40490000u);
+    for (uint32_t h = 0; h < 0x10000u; h++) {
+        if ((h & 0x7f80u) == 0x7f80u && (h & 0x7fu))
+            continue; /* NaN */
+        assert_int_equal(opt_f32_to_bf16(opt_bf16_to_f32((uint16_t)h)), h);
+    }
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    assert_string_equal(opt_dtype_name(OPT_F32), "float32");
+    assert_string_equal(opt_dtype_name(OPT_F16), "float16");
+    assert_string_equal(opt_dtype_name(OPT_BF16), "bfloat16");
+    assert_int_equal(opt_dtype_size(OPT_F32), 4);
+    assert_int_equal(opt_dtype_size(OPT_BF16), 2);
+    opt_isa best = opt_isa_detect();
+    print_message("detected ISA: %s\n", opt_isa_name(best));
+    assert_non_null(opt_kernels_for(OPT_ISA_PORTABLE));
+    assert_null(opt_kernels_for((opt_isa)(best + 1)));
+    assert_non_null(opt_kernels_best());
+}
+
+/* ---- data -------------------------------------------------------------- */
+
+static uint64_t rng_state;
+static float frand(void) /* uniform in [-1, 1) */
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(rng_state >> 40) / (double)(1ull << 23) - 1.0);
+}
+
+/* Weights w[N, K] in dtype wt from fp32 values; wf gets the values the dtype
+ * actually holds (rounded). */
+static void *make_weights(opt_dtype wt, int N, int K, float *wf)
+{
+    size_t n = (size_t)N * K;
+    void *w = malloc(n * opt_dtype_size(wt));
+    assert_non_null(w);
+    for (size_t i = 0; i < n; i++) {
+        float v = frand();
+        if (wt == OPT_F32) {
+            ((float *)w)[i] = v;
+        } else if (wt == OPT_F16) {
+            ((uint16_t *)w)[i] = opt_f32_to_f16(v);
+            v = opt_f16_to_f32(((uint16_t *)w)[i]);
+        } else {
+            ((uint16_t *)w)[i] = opt_f32_to_bf16(v);
+            v = opt_bf16_to_f32(((uint16_t *)w)[i]);
+        }
+        wf[i] = v;
+    }
+    return w;
+}
+
+#define SENTINEL 12345.0f
+
+/* Runs k->linear on one shape and checks it against a double reference:
+ * |y - ref| <= tol * (sum_k |x w| + |b|). Outputs outside [n0, n1) must keep
+ * their sentinel. */
+static void check_linear(const opt_kernels *k, opt_dtype wt, int M, int K, int N, int n0, int n1, int use_bias,
+                         int relu, double tol)
+{
+    float *x = malloc(sizeof(float) * (size_t)M * K);
+    float *wf = malloc(sizeof(float) * (size_t)N * K);
+    float *bias = malloc(sizeof(float) * (size_t)N);
+    float *y = malloc(sizeof(float) * (size_t)M * N);
+    assert_true(x && wf && bias && y);
+    for (size_t i = 0; i < (size_t)M * K; i++)
+        x[i] = frand();
+    for (int i = 0; i < N; i++)
+        bias[i] = frand();
+    void *w = make_weights(wt, N, K, wf);
+    for (size_t i = 0; i < (size_t)M * N; i++)
+        y[i] = SENTINEL;
+    k->linear(y, x, w, wt, use_bias ? bias : NULL, M, K, N, n0, n1, relu);
+    double worst = 0;
+    for (int m = 0; m < M; m++) {
+        for (int n = 0; n < N; n++) {
+            float got = y[(size_t)m * N + n];
+            if (n < n0 || n >= n1) {
+                if (got != SENTINEL)
+                    print_error("%s %s M=%d K=%d N=%d: y[%d,%d] outside [%d,%d) was written\n",
+                                opt_isa_name(k->isa), opt_dtype_name(wt), M, K, N, m, n, n0, n1);
+                assert_true(got == SENTINEL);
+                continue;
+            }
+            double s = use_bias ? bias[n] : 0.0, mag = use_bias ? fabs(bias[n]) : 0.0;
+            for (int kk = 0; kk < K; kk++) {
+                double p = (double)x[(size_t)m * K + kk] * wf[(size_t)n * K + kk];
+                s += p;
+                mag += fabs(p);
+            }
+            if (relu && s < 0)
+                s = 0;
+            double err = fabs((double)got - s) / (mag + 1e-30);
+            if (err > worst)
+                worst = err;
+            if (!(err <= tol))
+                print_error("%s %s M=%d K=%d N=%d [%d,%d) bias=%d relu=%d: y[%d,%d] = %.9g, want %.9g "
+                            "(rel err %.3g > %.3g)\n",
+                            opt_isa_name(k->isa), opt_dtype_name(wt), M, K, N, n0, n1, use_bias, relu, m, n,
+                            (double)got, s, err, tol);
+            assert_true(err <= tol);
+        }
+    }
+    free(w);
+    free(y);
+    free(bias);
+    free(wf);
+    free(x);
+}
+
+/* The tolerance of a variant, relative to sum |x w|: fp32 accumulation in a
+ * different order, or (AVX512-BF16 with bf16 weights) x rounded to bf16. */
+static double variant_tol(const opt_kernels *k, opt_dtype wt)
+{
+    if (k->isa == OPT_ISA_AVX512_BF16 && wt == OPT_BF16)
+        return 1.0 / 256.0; /* 2^-9 per rounded x, doubled for the margin */
+    return 4e-6 * 16;
+}
+
+static void run_linear_suite(const opt_kernels *k)
+{
+    static const int Ms[] = {1, 3, 4, 17};
+    static const int Ks[] = {1, 15, 16, 33, 100, 773};
+    static const int Ns[] = {1, 5, 19, 64};
+    rng_state = 42;
+    for (int wt = 0; wt < 3; wt++) {
+        double tol = variant_tol(k, (opt_dtype)wt);
+        for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+            for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
+                for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++) {
+                    int M = Ms[mi], K = Ks[ki], N = Ns[ni];
+                    int opt = (int)(mi + ki + ni);
+                    check_linear(k, (opt_dtype)wt, M, K, N, 0, N, opt & 1, (opt >> 1) & 1, tol);
+                    if (N > 2)
+                        check_linear(k, (opt_dtype)wt, M, K, N, 1, N - 1, (opt >> 1) & 1, opt & 1, tol);
+                }
+        /* M * K large enough for the cache-blocked (packed) path, odd everything */
+        check_linear(k, (opt_dtype)wt, 67, 601, 37, 0, 37, 1, 0, tol);
+        check_linear(k, (opt_dtype)wt, 130, 1100, 21, 3, 20, 0, 1, tol);
+        check_linear(k, (opt_dtype)wt, 9, 4099, 150, 16, 149, 1, 1, tol);
+        check_linear(k, (opt_dtype)wt, 301, 250, 70, 2, 69, 1, 1, tol);
+    }
+}
+
+/* dot, axpy, to_f32 and from_f32 of k against the portable variant. */
+static void run_vector_suite(const opt_kernels *k)
+{
+    const opt_kernels *ref = opt_kernels_for(OPT_ISA_PORTABLE);
+    static const int ns[] = {1, 7, 16, 31, 64, 100, 1000, 1027};
+    rng_state = 7;
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        int n = ns[i];
+        float *a = malloc(sizeof(float) * n), *wf = malloc(sizeof(float) * n);
+        float *y1 = malloc(sizeof(float) * n), *y2 = malloc(sizeof(float) * n);
+        assert_true(a && wf && y1 && y2);
+        for (int j = 0; j < n; j++)
+            a[j] = frand();
+        for (int wt = 0; wt < 3; wt++) {
+            void *b = make_weights((opt_dtype)wt, 1, n, wf);
+            double s = 0, mag = 0;
+            for (int j = 0; j < n; j++) {
+                s += (double)a[j] * wf[j];
+                mag += fabs((double)a[j] * wf[j]);
+            }
+            float got = k->dot(a, b, (opt_dtype)wt, n);
+            assert_true(fabs(got - s) <= variant_tol(k, (opt_dtype)wt) * mag + 1e-30);
+            for (int j = 0; j < n; j++)
+                y1[j] = y2[j] = a[j];
+            k->axpy(y1, 0.37f, b, (opt_dtype)wt, n);
+            ref->axpy(y2, 0.37f, b, (opt_dtype)wt, n);
+            for (int j = 0; j < n; j++)
+                assert_true(fabsf(y1[j] - y2[j]) <= 1e-6f * (fabsf(y2[j]) + 1.0f));
+            k->to_f32(y1, b, (opt_dtype)wt, (size_t)n);
+            assert_memory_equal(y1, wf, sizeof(float) * n);
+            free(b);
+        }
+        free(y2);
+        free(y1);
+        free(wf);
+        free(a);
+    }
+    /* from_f32 must agree bit for bit, including ties, subnormals, inf, NaN */
+    enum { NV = 4096 + 12 };
+    float *src = malloc(sizeof(float) * NV);
+    uint16_t *h1 = malloc(2 * NV), *h2 = malloc(2 * NV);
+    float *f1 = malloc(sizeof(float) * NV);
+    assert_true(src && h1 && h2 && f1);
+    for (int j = 0; j < 4096; j++) {
+        rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t u = (uint32_t)(rng_state >> 32);
+        /* mix wide random bit patterns with ties of both formats */
+        if (j % 4 == 1)
+            u = (u & 0xffff0000u) | 0x8000u;
+        else if (j % 4 == 2)
+            u = (u & 0xffffe000u) | 0x1000u;
+        else if (j % 4 == 3) /* magnitudes around fp16's range, incl. subnormals */
+            u = (u & 0x81ffffffu) | 0x36000000u;
+        src[j] = fbits(u);
+    }
+    float specials[12] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 65520.0f, 65504.0f, 0x1p-25f, 0x1p-24f,
+                          fbits(0x00000001u), fbits(0x7f7fffffu), fbits(0xff810000u)};
+    memcpy(src + 4096, specials, sizeof specials);
+    for (int dt = 1; dt < 3; dt++) {
+        for (int cut = NV - 5; cut <= NV; cut += 5) { /* a tail and a full length */
+            memset(h1, 0xab, 2 * NV);
+            memset(h2, 0xab, 2 * NV);
+            k->from_f32(h1, (opt_dtype)dt, src, (size_t)cut);
+            ref->from_f32(h2, (opt_dtype)dt, src, (size_t)cut);
+            for (int j = 0; j < NV; j++) {
+                if (h1[j] != h2[j])
+                    print_error("%s from_f32 %s: src %a (0x%08x) -> 0x%04x, portable 0x%04x\n",
+                                opt_isa_name(k->isa), opt_dtype_name((opt_dtype)dt), (double)src[j], bits(src[j]),
+                                h1[j], h2[j]);
+                assert_int_equal(h1[j], h2[j]);
+            }
+        }
+    }
+    k->from_f32(f1, OPT_F32, src, NV);
+    assert_memory_equal(f1, src, sizeof(float) * NV);
+    free(f1);
+    free(h2);
+    free(h1);
+    free(src);
+}
+
+static void test_portable(void **state)
+{
+    (void)state;
+    const opt_kernels *k = opt_kernels_for(OPT_ISA_PORTABLE);
+    assert_non_null(k);
+    run_linear_suite(k);
+    run_vector_suite(k);
+}
+
+static void test_variant(opt_isa isa)
+{
+    if (isa > opt_isa_detect()) {
+        print_message("this CPU lacks %s: skipped\n", opt_isa_name(isa));
+        skip();
+    }
+    const opt_kernels *k = opt_kernels_for(isa);
+    if (!k)
+        print_error("the CPU has %s but the build has no kernels for it\n", opt_isa_name(isa));
+    assert_non_null(k);
+    assert_int_equal(k->isa, isa);
+    run_linear_suite(k);
+    run_vector_suite(k);
+}
+
+static void test_avx2(void **state) { (void)state; test_variant(OPT_ISA_AVX2); }
+static void test_avx512(void **state) { (void)state; test_variant(OPT_ISA_AVX512); }
+static void test_avx512_bf16(void **state) { (void)state; test_variant(OPT_ISA_AVX512_BF16); }
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_f16_known),
+        cmocka_unit_test(test_bf16_known),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_portable),
+        cmocka_unit_test(test_avx2),
+        cmocka_unit_test(test_avx512),
+        cmocka_unit_test(test_avx512_bf16),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

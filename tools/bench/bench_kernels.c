@@ -1,0 +1,253 @@
+/* bench_kernels.c: micro-benchmark of the OPT engine's CPU kernels and thread
+ * pool, on OPT-125m's shapes (C = 768, F = 3072, V = 50272).
+ *
+ *   bench_kernels [--threads N] [--isa NAME] [--quick]
+ *
+ * Prints, for every kernel variant this CPU has (or just --isa), and 1..N
+ * threads:
+ *   - the read bandwidth of a plain streaming sum (the memory bound);
+ *   - linear at M = 1 (decode, B = 1) and M = 16 (decode, B = 16): the
+ *     weight bytes streamed per second (GB/s) and GFLOP/s;
+ *   - linear at M = 512 (prefill): GFLOP/s;
+ *   - opt_pool_run's per-call overhead with an empty task.
+ * Each figure is the median of several timed repetitions (the machine may be
+ * shared). GB = 1e9 bytes; one multiply-add is 2 flops.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int g_quick;
+
+/* Median seconds per call of fn(ctx), over reps timed batches that each take
+ * at least min_s. */
+static double time_median(void (*fn)(void *), void *ctx, double min_s)
+{
+    enum { REPS = 7 };
+    double t[REPS];
+    int reps = g_quick ? 3 : REPS;
+    fn(ctx); /* warm up */
+    int calls = 1;
+    for (;;) { /* calls per batch so a batch takes min_s */
+        double t0 = now_s();
+        for (int i = 0; i < calls; i++)
+            fn(ctx);
+        double dt = now_s() - t0;
+        if (dt >= min_s || calls >= (1 << 24))
+            break;
+        calls = dt <= 0 ? calls * 16 : (int)(calls * (min_s / dt) * 1.2) + 1;
+    }
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < calls; i++)
+            fn(ctx);
+        t[r] = (now_s() - t0) / calls;
+    }
+    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+    return t[reps / 2];
+}
+
+/* ---- bandwidth: a streaming sum over a buffer far larger than the caches --- */
+
+typedef struct bw_ctx {
+    opt_pool *pool;
+    const float *buf;
+    size_t n;      /* floats */
+    float sums[64 * 16]; /* one 64-byte line per thread */
+} bw_ctx;
+
+static void bw_part(void *vctx, int i, int nt)
+{
+    bw_ctx *c = vctx;
+    size_t per = (c->n / (size_t)nt) & ~(size_t)63;
+    const float *p = c->buf + per * (size_t)i;
+    size_t n = i == nt - 1 ? c->n - per * (size_t)i : per;
+    float s[64] = {0}; /* 64 independent sums: enough chains to saturate memory even with SSE2 */
+    for (size_t k = 0; k + 64 <= n; k += 64)
+        for (int j = 0; j < 64; j++)
+            s[j] += p[k + j];
+    float t = 0;
+    for (int j = 0; j < 64; j++)
+        t += s[j];
+    c->sums[i * 16] = t;
+}
+
+static void bw_run(void *vctx)
+{
+    bw_ctx *c = vctx;
+    opt_pool_run(c->pool, bw_part, c);
+}
+
+/* ---- linear -------------------------------------------------------------------- */
+
+typedef struct lin_ctx {
+    opt_pool *pool;
+    const opt_kernels *k;
+    float *y;
+    const float *x;
+    const void *w;
+    const float *bias;
+    opt_dtype wt;
+    int M, K, N;
+} lin_ctx;
+
+static void lin_run(void *vctx)
+{
+    lin_ctx *c = vctx;
+    opt_linear_parallel(c->pool, c->k, c->y, c->x, c->w, c->wt, c->bias, c->M, c->K, c->N, 0);
+}
+
+static void *make_weights(opt_dtype wt, size_t n)
+{
+    void *w = malloc(n * opt_dtype_size(wt));
+    if (!w)
+        return NULL;
+    uint64_t s = 12345;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        float v = (float)((double)(s >> 40) / (double)(1ull << 24) - 0.5) * 0.1f;
+        if (wt == OPT_F32)
+            ((float *)w)[i] = v;
+        else if (wt == OPT_F16)
+            ((uint16_t *)w)[i] = opt_f32_to_f16(v);
+        else
+            ((uint16_t *)w)[i] = opt_f32_to_bf16(v);
+    }
+    return w;
+}
+
+/* ---- pool overhead --------------------------------------------------------------- */
+
+static void empty_task(void *ctx, int i, int n)
+{
+    (void)ctx;
+    (void)i;
+    (void)n;
+}
+
+typedef struct pool_ctx {
+    opt_pool *pool;
+} pool_ctx;
+
+static void pool_run_empty(void *vctx)
+{
+    pool_ctx *c = vctx;
+    opt_pool_run(c->pool, empty_task, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    int max_threads = 2;
+    const char *isa_only = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            max_threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc)
+            isa_only = argv[++i];
+        else if (!strcmp(argv[i], "--quick"))
+            g_quick = 1;
+        else {
+            fprintf(stderr, "usage: %s [--threads N] [--isa portable|avx2|avx512|avx512_bf16] [--quick]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (max_threads < 1 || max_threads > 64)
+        max_threads = 2;
+    double min_s = g_quick ? 0.02 : 0.1;
+    printf("detected ISA: %s; threads 1..%d; medians of %d batches of >= %.0f ms\n", opt_isa_name(opt_isa_detect()),
+           max_threads, g_quick ? 3 : 7, min_s * 1e3);
+
+    /* pool overhead */
+    for (int nt = 1; nt <= max_threads; nt++) {
+        pool_ctx pc = {opt_pool_create(nt)};
+        if (!pc.pool)
+            return 1;
+        double t = time_median(pool_run_empty, &pc, min_s);
+        printf("pool   threads=%d  empty opt_pool_run: %8.0f ns/call (back to back)\n", nt, t * 1e9);
+        opt_pool_destroy(pc.pool);
+    }
+
+    /* memory bandwidth */
+    size_t bw_n = (size_t)(g_quick ? 64 : 256) << 18; /* 64 or 256 MiB of floats */
+    float *bw_buf = malloc(bw_n * sizeof(float));
+    if (!bw_buf)
+        return 1;
+    for (size_t i = 0; i < bw_n; i++)
+        bw_buf[i] = (float)(i & 7);
+    for (int nt = 1; nt <= max_threads; nt++) {
+        bw_ctx bc = {.pool = opt_pool_create(nt), .buf = bw_buf, .n = bw_n};
+        if (!bc.pool)
+            return 1;
+        double t = time_median(bw_run, &bc, min_s);
+        printf("stream threads=%d  read sum of %zu MiB: %7.1f GB/s\n", nt, bw_n * 4 >> 20,
+               (double)bw_n * 4 / t * 1e-9);
+        opt_pool_destroy(bc.pool);
+    }
+    free(bw_buf);
+
+    /* linear */
+    static const struct { const char *name; int M, K, N; } shapes[] = {
+        {"q_proj  M=1   ", 1, 768, 768},     {"fc1     M=1   ", 1, 768, 3072},
+        {"fc2     M=1   ", 1, 3072, 768},    {"lm_head M=1   ", 1, 768, 50272},
+        {"fc1     M=16  ", 16, 768, 3072},   {"lm_head M=16  ", 16, 768, 50272},
+        {"fc1     M=512 ", 512, 768, 3072},  {"fc2     M=512 ", 512, 3072, 768},
+    };
+    int max_m = 512, max_k = 3072;
+    float *x = malloc(sizeof(float) * (size_t)max_m * max_k);
+    float *y = malloc(sizeof(float) * (size_t)max_m * 50272);
+    float *bias = calloc(50272, sizeof(float));
+    if (!x || !y || !bias)
+        return 1;
+    for (size_t i = 0; i < (size_t)max_m * max_k; i++)
+        x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    for (int isa = 0; isa <= (int)opt_isa_detect(); isa++) {
+        const opt_kernels *k = opt_kernels_for((opt_isa)isa);
+        if (!k || (isa_only && strcmp(isa_only, opt_isa_name((opt_isa)isa))))
+            continue;
+        for (int wt = 0; wt < 3; wt++) {
+            void *w = make_weights((opt_dtype)wt, (size_t)50272 * 768);
+            if (!w)
+                return 1;
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                if (g_quick && shapes[s].M == 512 && isa == 0)
+                    continue;
+                for (int nt = 1; nt <= max_threads; nt++) {
+                    lin_ctx lc = {opt_pool_create(nt), k, y, x, w, bias, (opt_dtype)wt, shapes[s].M, shapes[s].K,
+                                  shapes[s].N};
+                    if (!lc.pool)
+                        return 1;
+                    double t = time_median(lin_run, &lc, min_s);
+                    double bytes = (double)shapes[s].N * shapes[s].K * opt_dtype_size((opt_dtype)wt);
+                    double flops = 2.0 * shapes[s].M * shapes[s].N * shapes[s].K;
+                    printf("linear %-11s %-8s %s[%5d x %4d] threads=%d: %9.1f us  %7.1f GB/s  %7.1f GFLOP/s\n",
+                           opt_isa_name((opt_isa)isa), opt_dtype_name((opt_dtype)wt), shapes[s].name, shapes[s].N,
+                           shapes[s].K, nt, t * 1e6, bytes / t * 1e-9, flops / t * 1e-9);
+                    fflush(stdout);
+                    opt_pool_destroy(lc.pool);
+                }
+            }
+            free(w);
+        }
+    }
+    free(bias);
+    free(y);
+    free(x);
+    return 0;
+}
