@@ -73,7 +73,7 @@ static int64_t cache_bytes_now(const opt_backend *s, int64_t *kv, int64_t *ws) {
         *kv = (int64_t)(s->ro.kv.bytes + s->ro.kv_shared.bytes);
         if (s->ro.logits) *ws += (int64_t)s->ro.R * s->ro.V * (int64_t)sizeof(float);
         if (s->ro.logits_shared) *ws += (int64_t)s->ro.Bp * s->ro.V * (int64_t)sizeof(float);
-        if (s->ro.sampler.pairs) *ws += (int64_t)s->ro.V * (int64_t)sizeof(opt_sample_pair);
+        *ws += (int64_t)s->ro.n_samplers * ((int64_t)s->ro.V * (int64_t)sizeof(opt_sample_pair) + (int64_t)sizeof(opt_sampler));
     }
     if (s->have_model) *ws += (int64_t)s->m.ws.bytes;
     return *kv + *ws;

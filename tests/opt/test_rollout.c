@@ -23,7 +23,7 @@ typedef struct fixture {
     opt_model m;
 } fixture;
 
-static fixture *make(int V, int pad_id) {
+static fixture *make_threads(int V, int pad_id, int threads) {
     fixture *f = calloc(1, sizeof *f);
     bc_error err = {0};
     f->hp = (opt_hparams){.vocab_size = V, .hidden_size = 32, .num_hidden_layers = 2, .num_attention_heads = 4,
@@ -31,9 +31,11 @@ static fixture *make(int V, int pad_id) {
                           .do_layer_norm_before = 1, .pad_token_id = pad_id, .bos_token_id = 2, .eos_token_id = 2};
     assert_int_equal(opt_weights_alloc(&f->w, &f->hp, OPT_F32, &err), BC_OK);
     assert_int_equal(opt_weights_init_synthetic(&f->w, 11, &err), BC_OK);
-    assert_int_equal(opt_model_init(&f->m, &f->w, 2, &err), BC_OK);
+    assert_int_equal(opt_model_init(&f->m, &f->w, threads, &err), BC_OK);
     return f;
 }
+
+static fixture *make(int V, int pad_id) { return make_threads(V, pad_id, 2); }
 
 static void destroy(fixture *f) {
     opt_model_free(&f->m);
@@ -156,6 +158,25 @@ static void test_seeded_determinism(void **state) {
     destroy(f);
 }
 
+/* Rows are sampled in parallel, each with its own generator: the tokens do
+ * not depend on the thread count. */
+static void test_threads_same_tokens(void **state) {
+    (void)state;
+    fixture *f1 = make_threads(64, 1, 1), *f3 = make_threads(64, 1, 3);
+    opt_rollout a, b;
+    opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 3, .prompt_length = 5, .response_length = 12,
+                            .sampling = {1.0, 0.9, 20, 5}, .stop_at_eos = 1};
+    run(f1, &p, &a);
+    run(f3, &p, &b);
+    assert_int_equal(a.returned_len, b.returned_len);
+    assert_int_equal(a.n_generated, b.n_generated);
+    assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+    opt_rollout_free(&a, &f1->m);
+    opt_rollout_free(&b, &f3->m);
+    destroy(f1);
+    destroy(f3);
+}
+
 static char *write_tmp(const char *text) {
     char *path = malloc(64);
     snprintf(path, 64, "/tmp/bc_prompts_XXXXXX");
@@ -219,6 +240,7 @@ int main(void) {
         cmocka_unit_test(test_expansion_and_exact_length), cmocka_unit_test(test_stop_at_eos),
         cmocka_unit_test(test_shared_prefill_same_tokens), cmocka_unit_test(test_seeded_determinism),
         cmocka_unit_test(test_prompts_file),               cmocka_unit_test(test_too_long),
+        cmocka_unit_test(test_threads_same_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
