@@ -9,7 +9,8 @@
  *   - linear at M = 1 (decode, B = 1) and M = 16 (decode, B = 16): the
  *     weight bytes streamed per second (GB/s) and GFLOP/s;
  *   - linear at M = 512 (prefill): GFLOP/s;
- *   - opt_pool_run's per-call overhead with an empty task.
+ *   - opt_pool_run's per-call overhead with an empty task, and with a task
+ *     that is busy for 5 us per index (ideal: 5 us per call at any count).
  * Each figure is the median of several timed repetitions (the machine may be
  * shared). GB = 1e9 bytes; one multiply-add is 2 flops.
  */
@@ -142,9 +143,29 @@ static void empty_task(void *ctx, int i, int n)
     (void)n;
 }
 
+/* Busy for 5 us of wall time: a stand-in for one thread's share of a
+ * decode-step linear. */
+static void busy_task(void *ctx, int i, int n)
+{
+    (void)ctx;
+    (void)i;
+    (void)n;
+    double t0 = now_s();
+    while (now_s() - t0 < 5e-6)
+        ;
+}
+
+static void pool_run_busy(void *vctx);
+
 typedef struct pool_ctx {
     opt_pool *pool;
 } pool_ctx;
+
+static void pool_run_busy(void *vctx)
+{
+    pool_ctx *c = vctx;
+    opt_pool_run(c->pool, busy_task, NULL);
+}
 
 static void pool_run_empty(void *vctx)
 {
@@ -181,6 +202,9 @@ int main(int argc, char **argv)
             return 1;
         double t = time_median(pool_run_empty, &pc, min_s);
         printf("pool   threads=%d  empty opt_pool_run: %8.0f ns/call (back to back)\n", nt, t * 1e9);
+        double tb = time_median(pool_run_busy, &pc, min_s);
+        printf("pool   threads=%d  5 us per index:     %8.0f ns/call (%.0f ns over 5 us)\n", nt, tb * 1e9,
+               tb * 1e9 - 5000.0);
         opt_pool_destroy(pc.pool);
     }
 
