@@ -24,12 +24,16 @@
  * Every field written by one thread and read by others sits on its own
  * 64-byte line, and each worker's slot is padded to 64 bytes (no false
  * sharing). Spinning is bounded (POOL_SPIN_NS) so idle workers do not burn a
- * core between decode steps on a shared machine.
+ * core between decode steps on a shared machine, and a spinning thread calls
+ * sched_yield every 256 pauses: when another process holds the second core
+ * and the caller and a worker share one, the spinner must not hold the core
+ * for its whole time slice while the other has the work.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kernels.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -115,8 +119,13 @@ static void *worker_main(void *arg)
             for (int it = 1;; it++) {
                 cpu_relax();
                 g = atomic_load_explicit(&p->generation, memory_order_acquire);
-                if (g != seen || ((it & 255) == 0 && now_ns() - t0 > p->spin_ns))
+                if (g != seen)
                     break;
+                if ((it & 255) == 0) {
+                    if (now_ns() - t0 > p->spin_ns)
+                        break;
+                    sched_yield(); /* lets a thread that shares this core (the caller) run */
+                }
             }
         }
         if (g == seen) {
@@ -203,8 +212,11 @@ void opt_pool_run(opt_pool *p, void (*fn)(void *ctx, int i, int n), void *ctx)
         long t0 = now_ns();
         for (int it = 1; atomic_load_explicit(&p->remaining, memory_order_acquire) != 0; it++) {
             cpu_relax();
-            if ((it & 255) == 0 && now_ns() - t0 > p->spin_ns)
-                break;
+            if ((it & 255) == 0) {
+                if (now_ns() - t0 > p->spin_ns)
+                    break;
+                sched_yield(); /* lets a worker that shares this core finish */
+            }
         }
     }
     if (atomic_load(&p->remaining) != 0) {
