@@ -1,9 +1,10 @@
-# benchctl_add_plugin(NAME SOURCES src... [LIBS lib...])
+# benchctl_add_plugin(NAME SOURCES src... [LIBS lib...] [NO_INSTALL])
 # Builds one plugin as benchctl-NAME.so in the build tree's plugins/ folder and
 # installs it to ${CMAKE_INSTALL_LIBDIR}/benchctl. Plugins see only the public
-# header (core/include) and never link against benchctl.
+# header (core/include) and never link against benchctl. NO_INSTALL is for
+# test fixtures, which live only in the build tree.
 function(benchctl_add_plugin name)
-  cmake_parse_arguments(P "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(P "NO_INSTALL" "" "SOURCES;LIBS" ${ARGN})
   set(target benchctl-${name})
   add_library(${target} MODULE ${P_SOURCES})
   set_target_properties(${target} PROPERTIES PREFIX "" C_VISIBILITY_PRESET hidden
@@ -17,5 +18,7 @@ function(benchctl_add_plugin name)
     # The sanitizer runtime lives in the executable; plugins resolve it there.
     target_link_options(${target} PRIVATE -Wl,--allow-shlib-undefined)
   endif()
-  install(TARGETS ${target} LIBRARY DESTINATION ${BENCHCTL_PLUGIN_INSTALL_DIR})
+  if(NOT P_NO_INSTALL)
+    install(TARGETS ${target} LIBRARY DESTINATION ${BENCHCTL_PLUGIN_INSTALL_DIR})
+  endif()
 endfunction()

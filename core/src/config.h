@@ -22,8 +22,9 @@
 typedef struct bc_plugin_spec {
     char *name;              /* a plugin name, or a path ending in ".so" */
     const void *settings;    /* opaque: the config_setting_t of its settings, or NULL */
-    int line;                /* line in the file where it is named (0 if from the CLI) */
-    char *where;             /* the setting's path for messages, e.g. "reporters.[1]" */
+    int line;                /* line in the file where it is named (0 if from the CLI or a default) */
+    char *where;             /* the setting's path for messages, e.g. "reporters.[1]";
+                                "<key> (default)" for a default entry */
 } bc_plugin_spec;
 
 typedef struct bc_config {
@@ -34,19 +35,28 @@ typedef struct bc_config {
     size_t n_plugin_paths;
 
     bc_plugin_spec backend;
-    bc_plugin_spec *precisions; size_t n_precisions;       /* "precisions" list */
-    bc_plugin_spec *cache_policies; size_t n_cache_policies; /* "cache_policies" list */
-    bc_plugin_spec *reporters; size_t n_reporters;          /* "reporters" list */
+    bc_plugin_spec *precisions; size_t n_precisions;       /* "precisions" list, names distinct */
+    bc_plugin_spec *cache_policies; size_t n_cache_policies; /* default [ "retain" ], names distinct */
+    bc_plugin_spec *reporters; size_t n_reporters;          /* default [ "console" ], may repeat */
 
+    /* The matrix, in file order; each list non-empty, values >= 1 and distinct. */
     uint32_t *batch_sizes; size_t n_batch_sizes;
     uint32_t *samples_per_prompt; size_t n_samples_per_prompt;
     uint32_t *prompt_lengths; size_t n_prompt_lengths;
     uint32_t *response_lengths; size_t n_response_lengths;
 
-    bc_sampling sampling;
-    uint32_t warmup, iterations;
+    bc_sampling sampling;        /* defaults 0.0, 1.0, 0, 1234 */
+    uint32_t warmup, iterations; /* defaults 1, 5; iterations >= 1 */
 
     void *cfg; /* opaque: the libconfig config_t, owned */
+
+    /* Settings that came from the command line, for error locations: the
+     * setting path each one set (e.g. "run.iterations", "reporters") and the
+     * label messages use instead of file:line (e.g. "--set run.iterations",
+     * "--reporter"). Owned. */
+    char **override_keys;
+    char **override_labels;
+    size_t n_overrides;
 } bc_config;
 
 /* Loads and validates path. overrides are "a.b=value" strings from --set
@@ -62,6 +72,11 @@ bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *ov
  * "did you mean" hint; type and range errors say what is allowed. */
 bc_status bc_config_resolve_settings(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
                                      bc_setting_value *values, bc_error *err);
+
+/* Writes where spec was named, for messages about it (e.g. a plugin that is
+ * not found): "bench.cfg:5", "--set backend.name", "--reporter", or just the
+ * file's path for a default (e.g. reporters defaulting to console). */
+void bc_config_spec_location(const bc_config *cfg, const bc_plugin_spec *spec, char *buf, size_t n);
 
 /* Frees everything cfg owns. Safe on a zeroed or partly filled cfg. */
 void bc_config_free(bc_config *cfg);

@@ -1,2 +1,321 @@
-/* output.c: placeholder until the atomic output writer lands (see output.h). */
+/* output.c: atomic, optionally gzip'ed output files (see output.h).
+ *
+ * Life of a file output:
+ *   open    mkdir -p the parent folder, create "<path>.tmp.<pid>" with
+ *           O_EXCL (two open outputs to one path are refused, not mixed);
+ *           wrap it in a FILE (plain) or a gzFile on a dup of the fd (.gz).
+ *   write   buffered; the first failure is kept and reported again at commit.
+ *   commit  flush (gzclose finishes the gzip trailer), fsync the file,
+ *           rename onto path, fsync the folder. On any failure the temporary
+ *           file is removed and path is left as it was.
+ *   abort   close and remove the temporary file; path is untouched.
+ * "-" is standard output: writes go straight to stdout, commit flushes it,
+ * nothing is atomic or compressed.
+ *
+ * Ownership: bc_output_open allocates the handle; commit or abort frees it.
+ */
+#define _POSIX_C_SOURCE 200809L
+
 #include "output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <zlib.h>
+
+struct bc_output {
+    char *path;     /* final path, owned */
+    char *tmp_path; /* temporary path next to it, owned; NULL for stdout */
+    int is_stdout;
+    int fd;         /* the temporary file's descriptor, -1 for stdout */
+    FILE *fp;       /* plain file (owns fd's buffering) or stdout; NULL for gz */
+    gzFile gz;      /* gzip stream on dup(fd), NULL when not gz */
+    bc_status failed;  /* first write error, BC_OK if none */
+    char failed_msg[400];
+};
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t ls = strlen(s), lx = strlen(suffix);
+    return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
+}
+
+static char *dup_string(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* Creates every missing folder above path (like mkdir -p on its dirname). */
+static bc_status make_parent_dirs(const char *path, bc_error *err) {
+    char *dir = dup_string(path);
+    if (!dir) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) { /* no folder part, or the root */
+        free(dir);
+        return BC_OK;
+    }
+    *slash = '\0';
+    /* Walk each prefix "a", "a/b", ... and create it when missing. */
+    for (char *p = dir + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char saved = *p;
+            *p = '\0';
+            struct stat sb;
+            /* stat first: mkdir on an existing folder we may not write
+             * into can fail with EACCES rather than EEXIST. */
+            if (stat(dir, &sb) != 0 && mkdir(dir, 0777) != 0 && errno != EEXIST) {
+                bc_status st = bc_error_set(err, BC_ERR_IO, "%s: cannot create folder %s: %s", path, dir,
+                                            strerror(errno));
+                free(dir);
+                return st;
+            }
+            *p = saved;
+            if (saved == '\0') break;
+        }
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        bc_status st = bc_error_set(err, BC_ERR_IO, "%s: %s is not a folder", path, dir);
+        free(dir);
+        return st;
+    }
+    free(dir);
+    return BC_OK;
+}
+
+/* fsyncs the folder holding path, so the rename itself is durable. Best
+ * effort: some file systems refuse fsync on a folder. */
+static void sync_parent_dir(const char *path) {
+    char *dir = dup_string(path);
+    if (!dir) return;
+    char *slash = strrchr(dir, '/');
+    const char *d = ".";
+    if (slash == dir) {
+        d = "/";
+    } else if (slash) {
+        *slash = '\0';
+        d = dir;
+    }
+    int fd = open(d, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+static void free_output(bc_output *out) {
+    free(out->path);
+    free(out->tmp_path);
+    free(out);
+}
+
+bc_output *bc_output_open(const char *path, bc_error *err) {
+    if (!path || !*path) {
+        bc_error_set(err, BC_ERR_INVALID, "output path is empty");
+        return NULL;
+    }
+    bc_output *out = calloc(1, sizeof *out);
+    if (!out) {
+        bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+        return NULL;
+    }
+    out->fd = -1;
+    out->failed = BC_OK;
+    out->path = dup_string(path);
+    if (!out->path) goto nomem;
+
+    if (strcmp(path, "-") == 0) {
+        out->is_stdout = 1;
+        out->fp = stdout;
+        return out;
+    }
+
+    if (make_parent_dirs(path, err) != BC_OK) goto fail;
+
+    size_t n = strlen(path) + 32;
+    out->tmp_path = malloc(n);
+    if (!out->tmp_path) goto nomem;
+    snprintf(out->tmp_path, n, "%s.tmp.%ld", path, (long)getpid());
+
+    out->fd = open(out->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (out->fd < 0) {
+        if (errno == EEXIST)
+            bc_error_set(err, BC_ERR_IO, "%s: temporary file %s already exists (is this path opened twice?)",
+                         path, out->tmp_path);
+        else
+            bc_error_set(err, BC_ERR_IO, "%s: cannot create %s: %s", path, out->tmp_path, strerror(errno));
+        goto fail;
+    }
+
+    if (ends_with(path, ".gz")) {
+        /* gzclose closes its descriptor; give it a duplicate so commit can
+         * still fsync the original after the gzip trailer is written. */
+        int gfd = dup(out->fd);
+        if (gfd < 0) {
+            bc_error_set(err, BC_ERR_IO, "%s: dup: %s", path, strerror(errno));
+            goto fail_unlink;
+        }
+        out->gz = gzdopen(gfd, "wb");
+        if (!out->gz) {
+            close(gfd);
+            bc_error_set(err, BC_ERR_NOMEM, "%s: cannot start gzip stream", path);
+            goto fail_unlink;
+        }
+    } else {
+        out->fp = fdopen(out->fd, "wb");
+        if (!out->fp) {
+            bc_error_set(err, BC_ERR_IO, "%s: fdopen: %s", path, strerror(errno));
+            goto fail_unlink;
+        }
+    }
+    return out;
+
+fail_unlink:
+    close(out->fd);
+    unlink(out->tmp_path);
+    goto fail;
+nomem:
+    bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+fail:
+    free_output(out);
+    return NULL;
+}
+
+/* Remembers the first failure so commit reports it; returns it too. */
+static bc_status note_failure(bc_output *out, bc_error *err, bc_status code, const char *what) {
+    if (out->failed == BC_OK) {
+        out->failed = code;
+        snprintf(out->failed_msg, sizeof out->failed_msg, "%s", what);
+    }
+    return bc_error_set(err, code, "%s: %s", out->path, what);
+}
+
+bc_status bc_output_write(bc_output *out, const void *data, size_t len, bc_error *err) {
+    if (!out) return bc_error_set(err, BC_ERR_INVALID, "bc_output_write: no output");
+    if (out->failed != BC_OK) return bc_error_set(err, out->failed, "%s: %s", out->path, out->failed_msg);
+    if (len == 0) return BC_OK;
+    if (out->gz) {
+        const unsigned char *p = data;
+        while (len > 0) { /* gzwrite takes an unsigned int length */
+            unsigned chunk = len > (1u << 30) ? (1u << 30) : (unsigned)len;
+            int wrote = gzwrite(out->gz, p, chunk);
+            if (wrote <= 0) {
+                int zerr = 0;
+                const char *msg = gzerror(out->gz, &zerr);
+                char what[300];
+                snprintf(what, sizeof what, "gzip write failed: %s",
+                         zerr == Z_ERRNO ? strerror(errno) : (msg ? msg : "unknown"));
+                return note_failure(out, err, BC_ERR_IO, what);
+            }
+            p += wrote;
+            len -= (size_t)wrote;
+        }
+        return BC_OK;
+    }
+    if (fwrite(data, 1, len, out->fp) != len) {
+        char what[300];
+        snprintf(what, sizeof what, "write failed: %s", strerror(errno));
+        return note_failure(out, err, BC_ERR_IO, what);
+    }
+    return BC_OK;
+}
+
+bc_status bc_output_vprintf(bc_output *out, bc_error *err, const char *fmt, va_list ap) {
+    if (!out) return bc_error_set(err, BC_ERR_INVALID, "bc_output_vprintf: no output");
+    char small[1024];
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap2);
+    va_end(ap2);
+    if (n < 0) return note_failure(out, err, BC_ERR_INVALID, "bad format string");
+    if ((size_t)n < sizeof small) return bc_output_write(out, small, (size_t)n, err);
+    char *big = malloc((size_t)n + 1);
+    if (!big) return note_failure(out, err, BC_ERR_NOMEM, "out of memory formatting output");
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    bc_status st = bc_output_write(out, big, (size_t)n, err);
+    free(big);
+    return st;
+}
+
+bc_status bc_output_commit(bc_output *out, bc_error *err) {
+    if (!out) return bc_error_set(err, BC_ERR_INVALID, "bc_output_commit: no output");
+    if (out->is_stdout) {
+        bc_status st = out->failed;
+        if (st != BC_OK) {
+            bc_error_set(err, st, "%s: %s", out->path, out->failed_msg);
+        } else if (fflush(stdout) != 0) {
+            st = bc_error_set(err, BC_ERR_IO, "standard output: %s", strerror(errno));
+        }
+        free_output(out);
+        return st;
+    }
+
+    bc_status st = out->failed;
+    char what[400];
+    snprintf(what, sizeof what, "%s", out->failed_msg);
+    if (out->gz) {
+        int zrc = gzclose(out->gz); /* writes the trailer, closes the dup */
+        out->gz = NULL;
+        if (st == BC_OK && zrc != Z_OK) {
+            st = BC_ERR_IO;
+            snprintf(what, sizeof what, "gzip close failed (zlib code %d)", zrc);
+        }
+    } else if (out->fp) {
+        if (st == BC_OK && fflush(out->fp) != 0) {
+            st = BC_ERR_IO;
+            snprintf(what, sizeof what, "flush failed: %s", strerror(errno));
+        }
+    }
+    if (st == BC_OK && fsync(out->fd) != 0) {
+        st = BC_ERR_IO;
+        snprintf(what, sizeof what, "fsync failed: %s", strerror(errno));
+    }
+    if (out->fp) {
+        if (fclose(out->fp) != 0 && st == BC_OK) { /* also closes fd */
+            st = BC_ERR_IO;
+            snprintf(what, sizeof what, "close failed: %s", strerror(errno));
+        }
+        out->fp = NULL;
+    } else if (close(out->fd) != 0 && st == BC_OK) {
+        st = BC_ERR_IO;
+        snprintf(what, sizeof what, "close failed: %s", strerror(errno));
+    }
+    out->fd = -1;
+    if (st == BC_OK && rename(out->tmp_path, out->path) != 0) {
+        st = BC_ERR_IO;
+        snprintf(what, sizeof what, "cannot rename %s into place: %s", out->tmp_path, strerror(errno));
+    }
+    if (st != BC_OK) {
+        unlink(out->tmp_path);
+        bc_error_set(err, st, "%s: %s", out->path, what);
+    } else {
+        sync_parent_dir(out->path);
+    }
+    free_output(out);
+    return st;
+}
+
+void bc_output_abort(bc_output *out) {
+    if (!out) return;
+    if (out->is_stdout) {
+        fflush(stdout);
+        free_output(out);
+        return;
+    }
+    if (out->gz) gzclose(out->gz);
+    if (out->fp) {
+        fclose(out->fp);
+    } else if (out->fd >= 0) {
+        close(out->fd);
+    }
+    unlink(out->tmp_path);
+    free_output(out);
+}

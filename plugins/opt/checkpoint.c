@@ -1,1 +1,368 @@
-/* checkpoint.c: placeholder; its owner fills it in. */
+/* checkpoint.c: loads a local Hugging Face OPT checkpoint directory
+ * (config.json + model.safetensors, single or sharded) into opt_weights,
+ * converting every tensor to the run's dtype (docs/checkpoints.md).
+ *
+ * Tensor names (X = "model.decoder." or "decoder.", whichever the file uses):
+ *   X embed_tokens.weight [V, P]        X embed_positions.weight [Tmax + 2, C]
+ *   X project_in.weight [C, P]          X project_out.weight [P, C]   (P != C)
+ *   X final_layer_norm.{weight,bias} [C]                              (pre-LN)
+ *   X layers.i.self_attn.{q,k,v,out}_proj.{weight [C, C], bias [C]}
+ *   X layers.i.self_attn_layer_norm.{weight,bias} [C]
+ *   X layers.i.fc1.{weight [F, C], bias [F]}   X layers.i.fc2.{weight [C, F], bias [C]}
+ *   X layers.i.final_layer_norm.{weight,bias} [C]
+ *   lm_head.weight [V, P]: optional; when present it must equal embed_tokens
+ *   (OPT ties them; an untied head is refused).
+ * Matrices are converted to the run's dtype; biases and layer norms to fp32.
+ * Every error names the file and the tensor (or config key).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "safetensors.h"
+
+/* Upper bound on any one dimension in config.json: refuses absurd shapes
+ * before anything is allocated. */
+#define CK_MAX_DIM (1 << 20)
+
+/* ------------------------------------------------------------ config.json */
+
+/* An int from config.json: required (def < 0 means required) and in
+ * [lo, CK_MAX_DIM]. */
+static bc_status ck_int(json_t *cfg, const char *path, const char *key, int def, int lo, int *out, bc_error *err) {
+    json_t *v = json_object_get(cfg, key);
+    if (!v || json_is_null(v)) {
+        if (def < 0) return bc_error_set(err, BC_ERR_FORMAT, "%s: \"%s\" is missing", path, key);
+        *out = def;
+        return BC_OK;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > CK_MAX_DIM)
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: \"%s\" must be an integer in [%d, %d]", path, key, lo, CK_MAX_DIM);
+    *out = (int)json_integer_value(v);
+    return BC_OK;
+}
+
+static bc_status ck_bool(json_t *cfg, const char *path, const char *key, int def, int *out, bc_error *err) {
+    json_t *v = json_object_get(cfg, key);
+    if (!v || json_is_null(v)) {
+        *out = def;
+        return BC_OK;
+    }
+    if (!json_is_boolean(v)) return bc_error_set(err, BC_ERR_FORMAT, "%s: \"%s\" must be true or false", path, key);
+    *out = json_is_true(v);
+    return BC_OK;
+}
+
+/* Reads dir/config.json into hp. */
+static bc_status ck_read_config(const char *dir, opt_hparams *hp, bc_error *err) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
+        return bc_error_set(err, BC_ERR_INVALID, "checkpoint directory path is too long: %.200s", dir);
+    json_error_t je;
+    json_t *cfg = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!cfg) {
+        if (je.line < 0 || strstr(je.text, "unable to open"))
+            return bc_error_set(err, BC_ERR_IO, "%s: cannot read: %s", path, je.text);
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: not valid JSON (line %d, column %d: %s)", path, je.line,
+                            je.column, je.text);
+    }
+    bc_status st = BC_OK;
+    memset(hp, 0, sizeof *hp);
+    if (!json_is_object(cfg)) {
+        st = bc_error_set(err, BC_ERR_FORMAT, "%s: not a JSON object", path);
+        goto done;
+    }
+    json_t *mt = json_object_get(cfg, "model_type");
+    if (mt && !(json_is_string(mt) && strcmp(json_string_value(mt), "opt") == 0)) {
+        st = bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: \"model_type\" is %s%.40s%s, not \"opt\"", path,
+                          json_is_string(mt) ? "\"" : "", json_is_string(mt) ? json_string_value(mt) : "not a string",
+                          json_is_string(mt) ? "\"" : "");
+        goto done;
+    }
+    json_t *act = json_object_get(cfg, "activation_function");
+    if (act && !(json_is_string(act) && strcmp(json_string_value(act), "relu") == 0)) {
+        st = bc_error_set(err, BC_ERR_UNSUPPORTED,
+                          "%s: \"activation_function\" is %s%.40s%s; the OPT engine implements only \"relu\"", path,
+                          json_is_string(act) ? "\"" : "", json_is_string(act) ? json_string_value(act) : "not a string",
+                          json_is_string(act) ? "\"" : "");
+        goto done;
+    }
+    if ((st = ck_int(cfg, path, "vocab_size", -1, 1, &hp->vocab_size, err)) ||
+        (st = ck_int(cfg, path, "hidden_size", -1, 1, &hp->hidden_size, err)) ||
+        (st = ck_int(cfg, path, "num_hidden_layers", -1, 1, &hp->num_hidden_layers, err)) ||
+        (st = ck_int(cfg, path, "num_attention_heads", -1, 1, &hp->num_attention_heads, err)) ||
+        (st = ck_int(cfg, path, "ffn_dim", -1, 1, &hp->ffn_dim, err)) ||
+        (st = ck_int(cfg, path, "max_position_embeddings", -1, 1, &hp->max_position_embeddings, err)) ||
+        (st = ck_int(cfg, path, "word_embed_proj_dim", hp->hidden_size, 1, &hp->word_embed_proj_dim, err)) ||
+        (st = ck_bool(cfg, path, "do_layer_norm_before", 1, &hp->do_layer_norm_before, err)) ||
+        (st = ck_int(cfg, path, "pad_token_id", 1, 0, &hp->pad_token_id, err)) ||
+        (st = ck_int(cfg, path, "bos_token_id", 2, 0, &hp->bos_token_id, err)) ||
+        (st = ck_int(cfg, path, "eos_token_id", 2, 0, &hp->eos_token_id, err)))
+        goto done;
+    if (hp->hidden_size % hp->num_attention_heads != 0) {
+        st = bc_error_set(err, BC_ERR_FORMAT, "%s: hidden_size %d is not a multiple of num_attention_heads %d", path,
+                          hp->hidden_size, hp->num_attention_heads);
+        goto done;
+    }
+    int enable_bias, ln_affine, remove_final_ln;
+    if ((st = ck_bool(cfg, path, "enable_bias", 1, &enable_bias, err)) ||
+        (st = ck_bool(cfg, path, "layer_norm_elementwise_affine", 1, &ln_affine, err)) ||
+        (st = ck_bool(cfg, path, "_remove_final_layer_norm", 0, &remove_final_ln, err)))
+        goto done;
+    if (!enable_bias || !ln_affine || (remove_final_ln && hp->do_layer_norm_before)) {
+        st = bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: \"%s\" is not supported by the OPT engine", path,
+                          !enable_bias ? "enable_bias: false"
+                          : !ln_affine ? "layer_norm_elementwise_affine: false"
+                                       : "_remove_final_layer_norm: true");
+        goto done;
+    }
+    if (hp->pad_token_id >= hp->vocab_size || hp->bos_token_id >= hp->vocab_size ||
+        hp->eos_token_id >= hp->vocab_size) {
+        st = bc_error_set(err, BC_ERR_FORMAT, "%s: pad/bos/eos token ids (%d/%d/%d) must be < vocab_size %d", path,
+                          hp->pad_token_id, hp->bos_token_id, hp->eos_token_id, hp->vocab_size);
+        goto done;
+    }
+    const char *base = strrchr(dir, '/');
+    base = base && base[1] ? base + 1 : dir;
+    snprintf(hp->name, sizeof hp->name, "%s", base);
+done:
+    json_decref(cfg);
+    return st;
+}
+
+/* ------------------------------------------------------------- tensors */
+
+typedef struct ck_loader {
+    const opt_st_set *set;
+    const char *prefix; /* "model.decoder." or "decoder." */
+    opt_dtype dtype;    /* the run's dtype for matrices */
+    unsigned char *used; /* [set->n_tensors]: 1 once loaded, to find unexpected ones */
+} ck_loader;
+
+static int ck_cmp_name(const void *key, const void *elem) {
+    return strcmp((const char *)key, (*(const opt_st_tensor *const *)elem)->name);
+}
+
+/* The tensor called name, marked used; NULL if absent. */
+static const opt_st_tensor *ck_find(ck_loader *c, const char *name) {
+    const opt_st_tensor *const *hit =
+        bsearch(name, c->set->by_name, c->set->n_tensors, sizeof *c->set->by_name, ck_cmp_name);
+    if (!hit) return NULL;
+    c->used[hit - c->set->by_name] = 1;
+    return *hit;
+}
+
+static const char *ck_st_dtype_ok(opt_st_dtype t, opt_dtype *out) {
+    switch (t) {
+    case OPT_ST_F32: *out = OPT_F32; return "F32";
+    case OPT_ST_F16: *out = OPT_F16; return "F16";
+    case OPT_ST_BF16: *out = OPT_BF16; return "BF16";
+    default: return NULL;
+    }
+}
+
+static float ck_read_f32(const unsigned char *src, opt_dtype t, size_t i) {
+    if (t == OPT_F32) {
+        float f;
+        memcpy(&f, src + 4 * i, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, src + 2 * i, 2);
+    return t == OPT_F16 ? opt_f16_to_f32(h) : opt_bf16_to_f32(h);
+}
+
+/* Converts n elements src (type st, maybe unaligned) into dst (type dt). */
+static void ck_convert(void *dst, opt_dtype dt, const void *src, opt_dtype st, size_t n) {
+    if (dt == st) {
+        memcpy(dst, src, n * opt_dtype_size(dt));
+        return;
+    }
+    const unsigned char *s = src;
+    for (size_t i = 0; i < n; i++) {
+        float f = ck_read_f32(s, st, i);
+        if (dt == OPT_F32) {
+            ((float *)dst)[i] = f;
+        } else {
+            uint16_t h = dt == OPT_F16 ? opt_f32_to_f16(f) : opt_f32_to_bf16(f);
+            memcpy((unsigned char *)dst + 2 * i, &h, 2);
+        }
+    }
+}
+
+static void ck_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) {
+    size_t at = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < ndim && at < cap; d++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (at < cap) snprintf(buf + at, cap - at, "]");
+}
+
+/* Finds prefix + suffix, checks dtype and shape [d0] or [d0, d1] (d1 < 0:
+ * a vector), and returns it in *out. */
+static bc_status ck_get(ck_loader *c, const char *prefix, const char *suffix, int d0, int d1, const opt_st_tensor **out,
+                        opt_dtype *src_dtype, bc_error *err) {
+    char name[256];
+    snprintf(name, sizeof name, "%s%s", prefix, suffix);
+    const opt_st_tensor *t = ck_find(c, name);
+    if (!t) return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' is missing", c->set->source, name);
+    if (!ck_st_dtype_ok(t->dtype, src_dtype))
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", t->path, name,
+                            opt_st_dtype_name(t->dtype));
+    int64_t want[2] = {d0, d1};
+    int want_nd = d1 < 0 ? 1 : 2;
+    if (t->ndim != want_nd || t->shape[0] != want[0] || (want_nd == 2 && t->shape[1] != want[1])) {
+        char got_s[128], want_s[64];
+        ck_shape_str(got_s, sizeof got_s, t->ndim, t->shape);
+        ck_shape_str(want_s, sizeof want_s, want_nd, want);
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' has shape %s; config.json needs %s", t->path, name,
+                            got_s, want_s);
+    }
+    *out = t;
+    return BC_OK;
+}
+
+static bc_status ck_matrix(ck_loader *c, const char *suffix, opt_matrix *m, int rows, int cols, bc_error *err) {
+    const opt_st_tensor *t;
+    opt_dtype sd;
+    bc_status st = ck_get(c, c->prefix, suffix, rows, cols, &t, &sd, err);
+    if (st != BC_OK) return st;
+    if (!m->data || m->rows != rows || m->cols != cols || m->dtype != c->dtype)
+        return bc_error_set(err, BC_ERR_INTERNAL, "%s: tensor '%s%s': opt_weights_alloc gave a [%d, %d] %s matrix",
+                            t->path, c->prefix, suffix, m->rows, m->cols, opt_dtype_name(m->dtype));
+    ck_convert(m->data, c->dtype, t->data, sd, (size_t)rows * (size_t)cols);
+    return BC_OK;
+}
+
+static bc_status ck_vector(ck_loader *c, const char *suffix, float *v, int n, bc_error *err) {
+    const opt_st_tensor *t;
+    opt_dtype sd;
+    bc_status st = ck_get(c, c->prefix, suffix, n, -1, &t, &sd, err);
+    if (st != BC_OK) return st;
+    if (!v) return bc_error_set(err, BC_ERR_INTERNAL, "%s: tensor '%s%s': no fp32 slot in opt_weights", t->path,
+                                c->prefix, suffix);
+    ck_convert(v, OPT_F32, t->data, sd, (size_t)n);
+    return BC_OK;
+}
+
+/* lm_head.weight, when present, must be embed_tokens (OPT ties them). */
+static bc_status ck_lm_head(ck_loader *c, const opt_hparams *hp, bc_error *err) {
+    if (!opt_st_set_find(c->set, "lm_head.weight")) return BC_OK;
+    const opt_st_tensor *h, *e;
+    opt_dtype hd, ed;
+    bc_status st;
+    if ((st = ck_get(c, "", "lm_head.weight", hp->vocab_size, hp->word_embed_proj_dim, &h, &hd, err)) != BC_OK)
+        return st;
+    if ((st = ck_get(c, c->prefix, "embed_tokens.weight", hp->vocab_size, hp->word_embed_proj_dim, &e, &ed, err)) !=
+        BC_OK)
+        return st;
+    for (size_t i = 0; i < h->numel; i++) {
+        if (ck_read_f32(h->data, hd, i) != ck_read_f32(e->data, ed, i))
+            return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                                "%s: tensor 'lm_head.weight' differs from '%sembed_tokens.weight' (element %zu); "
+                                "the OPT engine ties them and does not support an untied head",
+                                h->path, c->prefix, i);
+    }
+    return BC_OK;
+}
+
+static bc_status ck_load_all(ck_loader *c, opt_weights *w, bc_error *err) {
+    const opt_hparams *hp = &w->hp;
+    int V = hp->vocab_size, C = hp->hidden_size, F = hp->ffn_dim, P = hp->word_embed_proj_dim;
+    bc_status st;
+    if ((st = ck_matrix(c, "embed_tokens.weight", &w->embed_tokens, V, P, err)) ||
+        (st = ck_matrix(c, "embed_positions.weight", &w->embed_positions, hp->max_position_embeddings + 2, C, err)))
+        return st;
+    if (P != C) {
+        if ((st = ck_matrix(c, "project_in.weight", &w->project_in, C, P, err)) ||
+            (st = ck_matrix(c, "project_out.weight", &w->project_out, P, C, err)))
+            return st;
+    }
+    if (hp->do_layer_norm_before) {
+        if ((st = ck_vector(c, "final_layer_norm.weight", w->final_ln_gamma, C, err)) ||
+            (st = ck_vector(c, "final_layer_norm.bias", w->final_ln_beta, C, err)))
+            return st;
+    } else {
+        /* Post-LN OPT has no final layer norm; transformers ignores one that
+         * a file carries anyway, and so do we. */
+        char n[64];
+        snprintf(n, sizeof n, "%sfinal_layer_norm.weight", c->prefix);
+        (void)ck_find(c, n);
+        snprintf(n, sizeof n, "%sfinal_layer_norm.bias", c->prefix);
+        (void)ck_find(c, n);
+    }
+    for (int l = 0; l < hp->num_hidden_layers; l++) {
+        opt_layer_weights *lw = &w->layers[l];
+        struct {
+            const char *name;
+            opt_matrix *m;
+            float *bias;
+            int rows, cols;
+        } lin[] = {
+            {"self_attn.q_proj", &lw->q_proj, lw->q_bias, C, C},
+            {"self_attn.k_proj", &lw->k_proj, lw->k_bias, C, C},
+            {"self_attn.v_proj", &lw->v_proj, lw->v_bias, C, C},
+            {"self_attn.out_proj", &lw->out_proj, lw->out_bias, C, C},
+            {"fc1", &lw->fc1, lw->fc1_bias, F, C},
+            {"fc2", &lw->fc2, lw->fc2_bias, C, F},
+        };
+        char s[128];
+        for (size_t k = 0; k < sizeof lin / sizeof lin[0]; k++) {
+            snprintf(s, sizeof s, "layers.%d.%s.weight", l, lin[k].name);
+            if ((st = ck_matrix(c, s, lin[k].m, lin[k].rows, lin[k].cols, err))) return st;
+            snprintf(s, sizeof s, "layers.%d.%s.bias", l, lin[k].name);
+            if ((st = ck_vector(c, s, lin[k].bias, lin[k].rows, err))) return st;
+        }
+        struct {
+            const char *name;
+            float *gamma, *beta;
+        } ln[] = {{"self_attn_layer_norm", lw->ln1_gamma, lw->ln1_beta}, {"final_layer_norm", lw->ln2_gamma, lw->ln2_beta}};
+        for (size_t k = 0; k < 2; k++) {
+            snprintf(s, sizeof s, "layers.%d.%s.weight", l, ln[k].name);
+            if ((st = ck_vector(c, s, ln[k].gamma, C, err))) return st;
+            snprintf(s, sizeof s, "layers.%d.%s.bias", l, ln[k].name);
+            if ((st = ck_vector(c, s, ln[k].beta, C, err))) return st;
+        }
+    }
+    if ((st = ck_lm_head(c, hp, err))) return st;
+    /* A tensor we did not use usually means a config.json that does not
+     * match the weights (more layers, say): refuse rather than ignore it. */
+    for (size_t i = 0; i < c->set->n_tensors; i++)
+        if (!c->used[i])
+            return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' is not part of the OPT model config.json describes",
+                                c->set->by_name[i]->path, c->set->by_name[i]->name);
+    return BC_OK;
+}
+
+bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, opt_dtype dtype, bc_error *err) {
+    memset(w, 0, sizeof *w);
+    opt_hparams hp;
+    bc_status st = ck_read_config(dir, &hp, err);
+    if (st != BC_OK) return st;
+    opt_st_set set;
+    if ((st = opt_st_set_open_dir(&set, dir, err)) != BC_OK) return st;
+    ck_loader c = {.set = &set, .dtype = dtype, .used = calloc(set.n_tensors ? set.n_tensors : 1, 1)};
+    if (!c.used) {
+        st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", set.source);
+        goto done;
+    }
+    if (opt_st_set_find(&set, "model.decoder.embed_tokens.weight"))
+        c.prefix = "model.decoder.";
+    else if (opt_st_set_find(&set, "decoder.embed_tokens.weight"))
+        c.prefix = "decoder.";
+    else {
+        st = bc_error_set(err, BC_ERR_FORMAT,
+                          "%s: tensor 'model.decoder.embed_tokens.weight' (or 'decoder.embed_tokens.weight') is missing",
+                          set.source);
+        goto done;
+    }
+    if ((st = opt_weights_alloc(w, &hp, dtype, err)) != BC_OK) goto done;
+    st = ck_load_all(&c, w, err);
+done:
+    free(c.used);
+    opt_st_set_close(&set);
+    if (st != BC_OK) opt_weights_free(w);
+    return st;
+}

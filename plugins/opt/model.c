@@ -1,1 +1,536 @@
-/* model.c: placeholder; its owner fills it in. */
+/* model.c: the OPT decoder forward pass on the CPU, as transformers'
+ * modeling_opt.py computes it (see model.h for the dimension legend and
+ * forward.h for the API). Presets, the weight arena, the KV cache, the
+ * workspace and one flat function per layer. Kernels come from kernels.h;
+ * nothing here knows about SIMD.
+ */
+#include "forward.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define OPT_ALIGN 64
+
+static size_t align_up(size_t n) { return (n + OPT_ALIGN - 1) / OPT_ALIGN * OPT_ALIGN; }
+
+/* ------------------------------------------------------------------ presets */
+
+typedef struct opt_preset {
+    const char *name;
+    int C, L, H, F, P;
+} opt_preset;
+
+/* From the Hugging Face configs of facebook/opt-*. */
+static const opt_preset presets[] = {
+    {"125m", 768, 12, 12, 3072, 768},      {"350m", 1024, 24, 16, 4096, 512},
+    {"1.3b", 2048, 24, 32, 8192, 2048},    {"2.7b", 2560, 32, 32, 10240, 2560},
+    {"6.7b", 4096, 32, 32, 16384, 4096},   {"13b", 5120, 40, 40, 20480, 5120},
+    {"30b", 7168, 48, 56, 28672, 7168},    {"66b", 9216, 64, 72, 36864, 9216},
+};
+
+bc_status opt_hparams_preset(const char *preset, opt_hparams *hp, bc_error *err) {
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        const opt_preset *p = &presets[i];
+        if (strcmp(preset, p->name) != 0) continue;
+        memset(hp, 0, sizeof *hp);
+        hp->vocab_size = 50272;
+        hp->hidden_size = p->C;
+        hp->num_hidden_layers = p->L;
+        hp->num_attention_heads = p->H;
+        hp->ffn_dim = p->F;
+        hp->max_position_embeddings = 2048;
+        hp->word_embed_proj_dim = p->P;
+        hp->do_layer_norm_before = strcmp(p->name, "350m") != 0;
+        hp->pad_token_id = 1;
+        hp->bos_token_id = 2;
+        hp->eos_token_id = 2;
+        snprintf(hp->name, sizeof hp->name, "opt-%s", p->name);
+        return BC_OK;
+    }
+    return bc_error_set(err, BC_ERR_INVALID,
+                        "unknown OPT preset \"%s\" (125m, 350m, 1.3b, 2.7b, 6.7b, 13b, 30b, 66b)", preset);
+}
+
+/* ------------------------------------------------------------ weight arena */
+
+/* Walks every tensor in a fixed order, either sizing (base == NULL) or
+ * pointing the tensors into base. Returns the arena size in bytes. */
+static size_t weights_layout(opt_weights *w, char *base) {
+    const opt_hparams *hp = &w->hp;
+    const int V = hp->vocab_size, C = hp->hidden_size, L = hp->num_hidden_layers, F = hp->ffn_dim;
+    const int P = hp->word_embed_proj_dim, Tp = hp->max_position_embeddings + 2;
+    size_t off = 0;
+#define MAT(m, r, c)                                                               \
+    do {                                                                           \
+        (m).dtype = w->dtype; (m).rows = (r); (m).cols = (c);                      \
+        (m).data = base ? base + off : NULL;                                       \
+        off += align_up((size_t)(r) * (size_t)(c) * opt_dtype_size(w->dtype));     \
+    } while (0)
+#define VEC(p, n)                                                                  \
+    do {                                                                           \
+        (p) = base ? (float *)(void *)(base + off) : NULL;                         \
+        off += align_up((size_t)(n) * sizeof(float));                              \
+    } while (0)
+    MAT(w->embed_tokens, V, P);
+    MAT(w->embed_positions, Tp, C);
+    if (P != C) {
+        MAT(w->project_in, C, P);
+        MAT(w->project_out, P, C);
+    } else {
+        memset(&w->project_in, 0, sizeof w->project_in);
+        memset(&w->project_out, 0, sizeof w->project_out);
+    }
+    if (hp->do_layer_norm_before) {
+        VEC(w->final_ln_gamma, C);
+        VEC(w->final_ln_beta, C);
+    } else {
+        w->final_ln_gamma = w->final_ln_beta = NULL;
+    }
+    for (int l = 0; l < L; l++) {
+        opt_layer_weights *lw = &w->layers[l];
+        MAT(lw->q_proj, C, C); MAT(lw->k_proj, C, C); MAT(lw->v_proj, C, C); MAT(lw->out_proj, C, C);
+        VEC(lw->q_bias, C); VEC(lw->k_bias, C); VEC(lw->v_bias, C); VEC(lw->out_bias, C);
+        VEC(lw->ln1_gamma, C); VEC(lw->ln1_beta, C);
+        MAT(lw->fc1, F, C); VEC(lw->fc1_bias, F);
+        MAT(lw->fc2, C, F); VEC(lw->fc2_bias, C);
+        VEC(lw->ln2_gamma, C); VEC(lw->ln2_beta, C);
+    }
+#undef MAT
+#undef VEC
+    return off;
+}
+
+static bc_status check_hparams(const opt_hparams *hp, bc_error *err) {
+    if (hp->vocab_size < 4 || hp->hidden_size < 1 || hp->num_hidden_layers < 1 || hp->num_attention_heads < 1 ||
+        hp->ffn_dim < 1 || hp->max_position_embeddings < 1 || hp->word_embed_proj_dim < 1)
+        return bc_error_set(err, BC_ERR_INVALID, "OPT shape %s: every dimension must be positive (V >= 4)", hp->name);
+    if (hp->hidden_size % hp->num_attention_heads != 0)
+        return bc_error_set(err, BC_ERR_INVALID, "OPT shape %s: hidden_size %d is not a multiple of %d heads",
+                            hp->name, hp->hidden_size, hp->num_attention_heads);
+    return BC_OK;
+}
+
+size_t opt_weights_bytes(const opt_hparams *hp, opt_dtype dtype) {
+    opt_weights w;
+    memset(&w, 0, sizeof w);
+    w.hp = *hp;
+    w.dtype = dtype;
+    opt_layer_weights *layers = calloc((size_t)hp->num_hidden_layers, sizeof *layers);
+    if (!layers) return 0;
+    w.layers = layers;
+    size_t n = weights_layout(&w, NULL);
+    free(layers);
+    return n;
+}
+
+bc_status opt_weights_alloc(opt_weights *w, const opt_hparams *hp, opt_dtype dtype, bc_error *err) {
+    memset(w, 0, sizeof *w);
+    bc_status st = check_hparams(hp, err);
+    if (st != BC_OK) return st;
+    w->hp = *hp;
+    w->dtype = dtype;
+    w->layers = calloc((size_t)hp->num_hidden_layers, sizeof *w->layers);
+    if (!w->layers) return bc_error_set(err, BC_ERR_NOMEM, "OPT weights: no memory for %d layers", hp->num_hidden_layers);
+    size_t bytes = weights_layout(w, NULL);
+    w->arena = aligned_alloc(OPT_ALIGN, bytes);
+    if (!w->arena) {
+        free(w->layers);
+        w->layers = NULL;
+        return bc_error_set(err, BC_ERR_NOMEM, "OPT weights %s (%s): cannot allocate %zu bytes", hp->name,
+                            opt_dtype_name(dtype), bytes);
+    }
+    w->arena_bytes = bytes;
+    weights_layout(w, w->arena);
+    return BC_OK;
+}
+
+void opt_weights_free(opt_weights *w) {
+    if (!w) return;
+    free(w->arena);
+    free(w->layers);
+    w->arena = NULL;
+    w->layers = NULL;
+    w->arena_bytes = 0;
+}
+
+/* ---------------------------------------------------------------- KV cache */
+
+size_t opt_kv_cache_bytes(const opt_hparams *hp, opt_dtype dtype, int B, int Smax) {
+    return 2 * align_up((size_t)hp->num_hidden_layers * (size_t)B * (size_t)Smax * (size_t)hp->hidden_size *
+                        opt_dtype_size(dtype));
+}
+
+bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+                             bc_error *err) {
+    memset(kv, 0, sizeof *kv);
+    if (B < 1 || Smax < 1)
+        return bc_error_set(err, BC_ERR_INVALID, "KV cache: B %d and Smax %d must be >= 1", B, Smax);
+    kv->dtype = dtype;
+    kv->L = hp->num_hidden_layers;
+    kv->B = B;
+    kv->H = hp->num_attention_heads;
+    kv->D = hp->hidden_size / hp->num_attention_heads;
+    kv->Smax = Smax;
+    size_t half = opt_kv_cache_bytes(hp, dtype, B, Smax) / 2;
+    kv->k = aligned_alloc(OPT_ALIGN, half);
+    kv->v = aligned_alloc(OPT_ALIGN, half);
+    if (!kv->k || !kv->v) {
+        free(kv->k);
+        free(kv->v);
+        kv->k = kv->v = NULL;
+        return bc_error_set(err, BC_ERR_NOMEM, "KV cache: cannot allocate 2 x %zu bytes (B %d, Smax %d)", half, B,
+                            Smax);
+    }
+    kv->bytes = 2 * half;
+    return BC_OK;
+}
+
+void opt_kv_cache_free(opt_kv_cache *kv) {
+    if (!kv) return;
+    free(kv->k);
+    free(kv->v);
+    kv->k = kv->v = NULL;
+    kv->bytes = 0;
+    kv->len = 0;
+}
+
+void opt_kv_cache_copy_row(opt_kv_cache *dst, int dst_b, const opt_kv_cache *src, int src_b, int S) {
+    const size_t es = opt_dtype_size(dst->dtype);
+    const size_t dhead = (size_t)dst->Smax * dst->D * es, shead = (size_t)src->Smax * src->D * es; /* [Smax][D] */
+    const size_t n = (size_t)S * dst->D * es;
+    for (int l = 0; l < dst->L; l++)
+        for (int h = 0; h < dst->H; h++) {
+            size_t od = (((size_t)l * dst->B + dst_b) * dst->H + h) * dhead;
+            size_t os = (((size_t)l * src->B + src_b) * src->H + h) * shead;
+            memcpy((char *)dst->k + od, (const char *)src->k + os, n);
+            memcpy((char *)dst->v + od, (const char *)src->v + os, n);
+        }
+}
+
+/* --------------------------------------------------------------- workspace */
+
+static int round16(int n) { return (n + 15) / 16 * 16; }
+
+/* Sizes (base == NULL) or points (base != NULL) the workspace buffers. */
+static size_t workspace_layout(opt_workspace *ws, const opt_hparams *hp, int N, int Smax, int n_threads, char *base) {
+    const size_t C = (size_t)hp->hidden_size, P = (size_t)hp->word_embed_proj_dim, F = (size_t)hp->ffn_dim;
+    const size_t Cm = C > P ? C : P;
+    size_t off = 0;
+#define BUF(p, type, n)                                                    \
+    do {                                                                   \
+        (p) = base ? (type *)(void *)(base + off) : NULL;                  \
+        off += align_up((size_t)(n) * sizeof(type));                       \
+    } while (0)
+    BUF(ws->x, float, N * Cm);
+    BUF(ws->xn, float, N * Cm);
+    BUF(ws->q, float, N * Cm);
+    BUF(ws->kk, float, N * Cm);
+    BUF(ws->vv, float, N * Cm);
+    BUF(ws->att, float, N * Cm);
+    BUF(ws->ff, float, N * F);
+    BUF(ws->emb, float, N * Cm);
+    BUF(ws->scores, float, (size_t)n_threads * round16(Smax));
+    BUF(ws->pos, int, N);
+#undef BUF
+    return off;
+}
+
+size_t opt_workspace_bytes(const opt_hparams *hp, int max_tokens, int Smax, int n_threads) {
+    opt_workspace ws;
+    return workspace_layout(&ws, hp, max_tokens, Smax, n_threads, NULL);
+}
+
+/* ------------------------------------------------------------------- model */
+
+static int online_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+bc_status opt_model_init_isa(opt_model *m, const opt_weights *w, int n_threads, int isa, bc_error *err) {
+    memset(m, 0, sizeof *m);
+    opt_isa best = opt_isa_detect();
+    if (isa < 0) isa = (int)best;
+    if (isa > (int)best)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "kernels for %s requested, but this CPU supports at most %s",
+                            opt_isa_name((opt_isa)isa), opt_isa_name(best));
+    m->k = opt_kernels_for((opt_isa)isa);
+    if (!m->k) return bc_error_set(err, BC_ERR_INTERNAL, "no kernel table for %s", opt_isa_name((opt_isa)isa));
+    if (n_threads <= 0) n_threads = online_cores();
+    m->pool = opt_pool_create(n_threads);
+    if (!m->pool) return bc_error_set(err, BC_ERR_NOMEM, "cannot create a pool of %d threads", n_threads);
+    m->w = w;
+    return BC_OK;
+}
+
+bc_status opt_model_init(opt_model *m, const opt_weights *w, int n_threads, bc_error *err) {
+    return opt_model_init_isa(m, w, n_threads, -1, err);
+}
+
+bc_status opt_model_reserve(opt_model *m, int max_tokens, int Smax, bc_error *err) {
+    opt_workspace *ws = &m->ws;
+    int nt = opt_pool_size(m->pool);
+    if (ws->arena && ws->max_tokens >= max_tokens && ws->Smax >= Smax && ws->n_threads >= nt) return BC_OK;
+    if (ws->arena) {
+        if (ws->max_tokens > max_tokens) max_tokens = ws->max_tokens;
+        if (ws->Smax > Smax) Smax = ws->Smax;
+    }
+    opt_model_release_workspace(m);
+    size_t bytes = workspace_layout(ws, &m->w->hp, max_tokens, Smax, nt, NULL);
+    char *base = aligned_alloc(OPT_ALIGN, bytes);
+    if (!base)
+        return bc_error_set(err, BC_ERR_NOMEM, "OPT workspace: cannot allocate %zu bytes (%d tokens, %d keys)", bytes,
+                            max_tokens, Smax);
+    workspace_layout(ws, &m->w->hp, max_tokens, Smax, nt, base);
+    ws->arena = base;
+    ws->bytes = bytes;
+    ws->max_tokens = max_tokens;
+    ws->Smax = Smax;
+    ws->n_threads = nt;
+    return BC_OK;
+}
+
+void opt_model_release_workspace(opt_model *m) {
+    free(m->ws.arena);
+    memset(&m->ws, 0, sizeof m->ws);
+}
+
+void opt_model_free(opt_model *m) {
+    if (!m) return;
+    opt_model_release_workspace(m);
+    if (m->pool) opt_pool_destroy(m->pool);
+    m->pool = NULL;
+}
+
+/* ------------------------------------------------------------------ layers */
+
+/* out[N, C] = layernorm(inp[N, C]) * gamma[C] + beta[C], eps 1e-5, in fp32
+ * with a two-pass variance like torch. out may equal inp. */
+static void layernorm_forward(float *out, const float *inp, const float *gamma, const float *beta, int N, int C) {
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float *y = out + (size_t)n * C;
+        double mean = 0.0;
+        for (int i = 0; i < C; i++) mean += x[i];
+        mean /= C;
+        double var = 0.0;
+        for (int i = 0; i < C; i++) {
+            double d = x[i] - mean;
+            var += d * d;
+        }
+        var /= C;
+        float rstd = (float)(1.0 / sqrt(var + 1e-5));
+        float m = (float)mean;
+        for (int i = 0; i < C; i++) y[i] = (x[i] - m) * rstd * gamma[i] + beta[i];
+    }
+}
+
+/* x[N, C] += y[N, C] */
+static void residual_forward(float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+/* x[N, C] = embed_tokens[tokens] (projected by project_in when P != C)
+ *           + embed_positions[pos]. emb[N, P] is scratch. */
+static void embedding_forward(opt_model *m, float *x, float *emb, float *tmp, const int32_t *tokens, const int *pos,
+                              int N) {
+    const opt_weights *w = m->w;
+    const int C = w->hp.hidden_size, P = w->hp.word_embed_proj_dim;
+    const size_t es = opt_dtype_size(w->dtype);
+    float *e = P != C ? emb : x;
+    for (int n = 0; n < N; n++)
+        m->k->to_f32(e + (size_t)n * P, (const char *)w->embed_tokens.data + (size_t)tokens[n] * P * es, w->dtype,
+                     (size_t)P);
+    if (P != C)
+        opt_linear_parallel(m->pool, m->k, x, emb, w->project_in.data, w->dtype, NULL, N, P, C, 0);
+    for (int n = 0; n < N; n++) {
+        m->k->to_f32(tmp, (const char *)w->embed_positions.data + (size_t)pos[n] * C * es, w->dtype, (size_t)C);
+        residual_forward(x + (size_t)n * C, tmp, (size_t)C);
+    }
+}
+
+/* One attention job: the heads x batch rows of a forward, split across the pool. */
+typedef struct attention_job {
+    const opt_kernels *k;
+    float *att;              /* [B, T, C] out */
+    const float *q;          /* [B, T, C], already scaled by D^-0.5 */
+    const void *kc, *vc;     /* this layer's cache [B][H][Smax][D] in dtype */
+    opt_dtype dt;
+    const uint8_t *mask;     /* [B, mask_stride] */
+    int mask_stride;
+    float *scores;           /* [n_threads][Sr] */
+    int Sr;
+    int B, T, H, D, Smax, S0;
+} attention_job;
+
+/* For rows (b, h) in this thread's share:
+ *   att[b, t, h*D:(h+1)*D] = softmax_s(q . k_s, s <= S0 + t, mask[b, s]) . v_s */
+static void attention_worker(void *ctx, int i, int n) {
+    const attention_job *j = ctx;
+    const int pairs = j->B * j->H;
+    const int lo = (int)((long)pairs * i / n), hi = (int)((long)pairs * (i + 1) / n);
+    const int C = j->H * j->D, D = j->D;
+    const size_t es = opt_dtype_size(j->dt);
+    float *sc = j->scores + (size_t)i * j->Sr;
+    for (int p = lo; p < hi; p++) {
+        const int b = p / j->H, h = p % j->H;
+        const size_t head = ((size_t)b * j->H + h) * (size_t)j->Smax * D * es;
+        const char *K = (const char *)j->kc + head, *Vv = (const char *)j->vc + head;
+        const uint8_t *mk = j->mask + (size_t)b * j->mask_stride;
+        for (int t = 0; t < j->T; t++) {
+            const float *qv = j->q + ((size_t)b * j->T + t) * C + (size_t)h * D;
+            float *out = j->att + ((size_t)b * j->T + t) * C + (size_t)h * D;
+            const int sq = j->S0 + t; /* keys 0..sq */
+            float mx = -INFINITY;
+            int any = 0;
+            for (int s = 0; s <= sq; s++) {
+                if (!mk[s]) { sc[s] = -INFINITY; continue; }
+                sc[s] = j->k->dot(qv, K + (size_t)s * D * es, j->dt, D);
+                if (sc[s] > mx) mx = sc[s];
+                any = 1;
+            }
+            float sum = 0.0f;
+            for (int s = 0; s <= sq; s++) {
+                if (!any) sc[s] = 1.0f; /* a pad query with no visible key: uniform */
+                else sc[s] = mk[s] ? expf(sc[s] - mx) : 0.0f;
+                sum += sc[s];
+            }
+            const float inv = 1.0f / sum;
+            memset(out, 0, (size_t)D * sizeof(float));
+            for (int s = 0; s <= sq; s++)
+                if (sc[s] != 0.0f) j->k->axpy(out, sc[s] * inv, Vv + (size_t)s * D * es, j->dt, D);
+        }
+    }
+}
+
+/* Appends the new keys and values kk, vv [B, T, C] (fp32) to the layer's
+ * cache [B][H][Smax][D] at positions S0..S0+T-1, in the cache's dtype. */
+static void kv_store(const opt_kernels *k, void *kc, void *vc, opt_dtype dt, const float *kk, const float *vv, int B,
+                     int T, int H, int D, int Smax, int S0) {
+    const size_t es = opt_dtype_size(dt);
+    const int C = H * D;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            size_t head = ((size_t)b * H + h) * (size_t)Smax * D;
+            for (int t = 0; t < T; t++) {
+                size_t src = ((size_t)b * T + t) * C + (size_t)h * D;
+                size_t dst = (head + (size_t)(S0 + t) * D) * es;
+                k->from_f32((char *)kc + dst, dt, kk + src, (size_t)D);
+                k->from_f32((char *)vc + dst, dt, vv + src, (size_t)D);
+            }
+        }
+}
+
+/* One decoder layer on x[B, T, C] in place. */
+static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const uint8_t *mask, int mask_stride, int B,
+                                  int T) {
+    const opt_hparams *hp = &m->w->hp;
+    const opt_layer_weights *lw = &m->w->layers[l];
+    const opt_dtype dt = m->w->dtype;
+    const int C = hp->hidden_size, F = hp->ffn_dim, H = hp->num_attention_heads, D = C / H, N = B * T;
+    opt_workspace *ws = &m->ws;
+    float *x = ws->x;     /* [N, C] residual stream */
+    float *xn = ws->xn;   /* [N, C] normalized input */
+    float *q = ws->q;     /* [N, C] */
+    float *kk = ws->kk;   /* [N, C] */
+    float *vv = ws->vv;   /* [N, C] */
+    float *att = ws->att; /* [N, C] */
+    float *ff = ws->ff;   /* [N, F] */
+    const size_t layer_kv = (size_t)kv->B * H * kv->Smax * D * opt_dtype_size(kv->dtype);
+    void *kc = (char *)kv->k + (size_t)l * layer_kv, *vc = (char *)kv->v + (size_t)l * layer_kv;
+
+    /* self-attention block */
+    const float *a_in = x;
+    if (hp->do_layer_norm_before) {
+        layernorm_forward(xn, x, lw->ln1_gamma, lw->ln1_beta, N, C);
+        a_in = xn;
+    }
+    opt_linear_parallel(m->pool, m->k, q, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, C, 0);
+    opt_linear_parallel(m->pool, m->k, kk, a_in, lw->k_proj.data, dt, lw->k_bias, N, C, C, 0);
+    opt_linear_parallel(m->pool, m->k, vv, a_in, lw->v_proj.data, dt, lw->v_bias, N, C, C, 0);
+    const float scale = 1.0f / sqrtf((float)D);
+    for (size_t i = 0; i < (size_t)N * C; i++) q[i] *= scale;
+    kv_store(m->k, kc, vc, kv->dtype, kk, vv, B, T, H, D, kv->Smax, kv->len);
+    attention_job job = {m->k, att, q, kc, vc, kv->dtype, mask, mask_stride,
+                         ws->scores, round16(ws->Smax), B, T, H, D, kv->Smax, kv->len};
+    opt_pool_run(m->pool, attention_worker, &job);
+    opt_linear_parallel(m->pool, m->k, q, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
+    residual_forward(x, q, (size_t)N * C);
+    if (!hp->do_layer_norm_before) layernorm_forward(x, x, lw->ln1_gamma, lw->ln1_beta, N, C);
+
+    /* feed-forward block */
+    const float *f_in = x;
+    if (hp->do_layer_norm_before) {
+        layernorm_forward(xn, x, lw->ln2_gamma, lw->ln2_beta, N, C);
+        f_in = xn;
+    }
+    opt_linear_parallel(m->pool, m->k, ff, f_in, lw->fc1.data, dt, lw->fc1_bias, N, C, F, 1);
+    opt_linear_parallel(m->pool, m->k, q, ff, lw->fc2.data, dt, lw->fc2_bias, N, F, C, 0);
+    residual_forward(x, q, (size_t)N * C);
+    if (!hp->do_layer_norm_before) layernorm_forward(x, x, lw->ln2_gamma, lw->ln2_beta, N, C);
+}
+
+bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
+                      int B, int T, opt_logits_mode mode, float *logits, bc_error *err) {
+    const opt_weights *w = m->w;
+    const opt_hparams *hp = &w->hp;
+    const int C = hp->hidden_size, P = hp->word_embed_proj_dim, V = hp->vocab_size, L = hp->num_hidden_layers;
+    const int S0 = kv->len, S1 = kv->len + T, N = B * T;
+    if (B != kv->B || T < 1)
+        return bc_error_set(err, BC_ERR_INVALID, "opt_forward: B %d (cache has %d), T %d", B, kv->B, T);
+    if (S1 > kv->Smax || S1 > hp->max_position_embeddings)
+        return bc_error_set(err, BC_ERR_INVALID, "opt_forward: %d tokens exceed the cache (%d) or the positions (%d)",
+                            S1, kv->Smax, hp->max_position_embeddings);
+    if (mask_stride < S1)
+        return bc_error_set(err, BC_ERR_INVALID, "opt_forward: mask stride %d < %d tokens", mask_stride, S1);
+    if (kv->dtype != w->dtype || kv->L != L || kv->H != hp->num_attention_heads)
+        return bc_error_set(err, BC_ERR_INVALID, "opt_forward: KV cache shape or dtype does not match the model");
+    if (mode != OPT_LOGITS_NONE && !logits)
+        return bc_error_set(err, BC_ERR_INVALID, "opt_forward: logits is NULL");
+    for (int n = 0; n < N; n++)
+        if (tokens[n] < 0 || tokens[n] >= V)
+            return bc_error_set(err, BC_ERR_INVALID, "opt_forward: token %d at %d outside [0, %d)", tokens[n], n, V);
+    bc_status st = opt_model_reserve(m, N, kv->Smax, err);
+    if (st != BC_OK) return st;
+    opt_workspace *ws = &m->ws;
+
+    /* positions: cumsum(mask) * mask - 1, plus the offset 2 */
+    for (int b = 0; b < B; b++) {
+        const uint8_t *mk = mask + (size_t)b * mask_stride;
+        int cum = 0;
+        for (int s = 0; s < S1; s++) {
+            cum += mk[s] ? 1 : 0;
+            if (s >= S0) ws->pos[b * T + (s - S0)] = (mk[s] ? cum : 0) - 1 + 2;
+        }
+    }
+
+    embedding_forward(m, ws->x, ws->emb, ws->xn, tokens, ws->pos, N);
+    for (int l = 0; l < L; l++) decoder_layer_forward(m, kv, l, mask, mask_stride, B, T);
+    kv->len = S1;
+    if (mode == OPT_LOGITS_NONE) return BC_OK;
+
+    /* rows whose logits we want, gathered into h[M, C] */
+    int M = N;
+    float *h = ws->x;
+    if (mode == OPT_LOGITS_LAST && T > 1) {
+        M = B;
+        for (int b = 0; b < B; b++)
+            memcpy(ws->kk + (size_t)b * C, ws->x + ((size_t)b * T + T - 1) * C, (size_t)C * sizeof(float));
+        h = ws->kk;
+    } else if (mode == OPT_LOGITS_LAST) {
+        M = B;
+    }
+    if (w->final_ln_gamma) {
+        layernorm_forward(ws->xn, h, w->final_ln_gamma, w->final_ln_beta, M, C);
+        h = ws->xn;
+    }
+    if (P != C) {
+        opt_linear_parallel(m->pool, m->k, ws->emb, h, w->project_out.data, w->dtype, NULL, M, C, P, 0);
+        h = ws->emb;
+    }
+    /* lm_head tied to embed_tokens: logits[M, V] = h[M, P] embed_tokens[V, P]^T */
+    opt_linear_parallel(m->pool, m->k, logits, h, w->embed_tokens.data, w->dtype, NULL, M, P, V, 0);
+    return BC_OK;
+}

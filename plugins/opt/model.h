@@ -70,7 +70,8 @@ typedef struct opt_weights {
     size_t arena_bytes;
 } opt_weights;
 
-/* Allocates the arena for hp in dtype and points every tensor into it. */
+/* Allocates the arena for hp in dtype and points every tensor into it
+ * (contents uninitialised). */
 bc_status opt_weights_alloc(opt_weights *w, const opt_hparams *hp, opt_dtype dtype, bc_error *err);
 /* Seeded synthetic weights; see docs/opt.md for the scaling. */
 bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *err);
@@ -78,5 +79,7 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
  * converts to dtype. Implemented in checkpoint.c. */
 bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, opt_dtype dtype, bc_error *err);
 void opt_weights_free(opt_weights *w);
+/* Bytes of the arena opt_weights_alloc would allocate (0 if out of memory). */
+size_t opt_weights_bytes(const opt_hparams *hp, opt_dtype dtype);
 
 #endif

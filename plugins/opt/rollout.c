@@ -1,1 +1,353 @@
-/* rollout.c: placeholder; its owner fills it in. */
+/* rollout.c: expand prompts, generate with the KV cache, post-process
+ * (see rollout.h for the shapes and the row order).
+ *
+ * Generation, like transformers' generate() with use_cache:
+ *   prefill   one forward over the Tp prompt tokens of every row (or, with
+ *             shared_prefill, of every prompt once, its KV rows then copied
+ *             to its Sp samples), logits of the last position only;
+ *   step k    sample token k of every row from the last logits; then, unless
+ *             it was the last, one decode forward of that token (T = 1).
+ * Default: exactly Tr tokens, EOS suppressed at every step (its logit set to
+ * -inf, like min_new_tokens = max_new_tokens). stop_at_eos: a row that
+ * emitted EOS is finished and emits the pad id afterwards (still fed with
+ * mask 1, as transformers does); generation stops when every row is
+ * finished, so returned_len can be < Tr.
+ * No allocation happens between the first prefill and the last decode step.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "rollout.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---------------------------------------------------------------- prompts */
+
+/* Reads one prompt per non-empty line (space-separated ids in [0, V)); '#'
+ * starts a comment line. Fills lines[] (owned by the caller) with up to cap
+ * prompts. */
+typedef struct prompt_line {
+    int32_t *ids;
+    int n;
+} prompt_line;
+
+static bc_status read_prompts(const char *path, int V, prompt_line **out, int *n_out, bc_error *err) {
+    FILE *f = fopen(path, "r");
+    if (!f) return bc_error_set(err, BC_ERR_IO, "prompts_file %s: %s", path, strerror(errno));
+    prompt_line *lines = NULL;
+    int n = 0, cap = 0, lineno = 0;
+    char *buf = NULL;
+    size_t bufcap = 0;
+    bc_status st = BC_OK;
+    for (;;) {
+        /* read one whole line, however long */
+        size_t len = 0;
+        int c;
+        while ((c = fgetc(f)) != EOF && c != '\n') {
+            if (len + 2 > bufcap) {
+                size_t nc = bufcap ? bufcap * 2 : 256;
+                char *nb = realloc(buf, nc);
+                if (!nb) { st = bc_error_set(err, BC_ERR_NOMEM, "prompts_file %s: line too long", path); goto done; }
+                buf = nb;
+                bufcap = nc;
+            }
+            buf[len++] = (char)c;
+        }
+        if (c == EOF && len == 0) break;
+        lineno++;
+        if (!buf) continue;
+        buf[len] = '\0';
+        char *p = buf;
+        while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+        if (*p == '\0' || *p == '#') continue;
+        int32_t *ids = NULL;
+        int k = 0, kcap = 0;
+        while (*p) {
+            char *end;
+            errno = 0;
+            long v = strtol(p, &end, 10);
+            if (end == p || errno || v < 0 || v >= V) {
+                free(ids);
+                st = bc_error_set(err, BC_ERR_FORMAT, "prompts_file %s:%d: \"%.20s\" is not a token id in [0, %d)",
+                                  path, lineno, p, V);
+                goto done;
+            }
+            if (k == kcap) {
+                kcap = kcap ? kcap * 2 : 32;
+                int32_t *ni = realloc(ids, (size_t)kcap * sizeof *ids);
+                if (!ni) { free(ids); st = bc_error_set(err, BC_ERR_NOMEM, "prompts_file %s: no memory", path); goto done; }
+                ids = ni;
+            }
+            ids[k++] = (int32_t)v;
+            p = end;
+            while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            prompt_line *nl = realloc(lines, (size_t)cap * sizeof *lines);
+            if (!nl) { free(ids); st = bc_error_set(err, BC_ERR_NOMEM, "prompts_file %s: no memory", path); goto done; }
+            lines = nl;
+        }
+        lines[n].ids = ids;
+        lines[n].n = k;
+        n++;
+    }
+    if (n == 0) st = bc_error_set(err, BC_ERR_FORMAT, "prompts_file %s: no prompts (one line of token ids each)", path);
+done:
+    free(buf);
+    fclose(f);
+    if (st != BC_OK) {
+        for (int i = 0; i < n; i++) free(lines[i].ids);
+        free(lines);
+        return st;
+    }
+    *out = lines;
+    *n_out = n;
+    return BC_OK;
+}
+
+bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rollout_params *p, bc_error *err) {
+    memset(ro, 0, sizeof *ro);
+    ro->p = *p;
+    ro->V = hp->vocab_size;
+    ro->pad_id = hp->pad_token_id;
+    ro->eos_id = hp->eos_token_id;
+    ro->Bp = p->batch_size;
+    ro->Sp = p->samples_per_prompt;
+    ro->R = ro->Bp * ro->Sp;
+    ro->Tr = p->response_length;
+    if (ro->Bp < 1 || ro->Sp < 1 || ro->Tr < 1)
+        return bc_error_set(err, BC_ERR_INVALID, "rollout: batch_size %d, samples_per_prompt %d, response_length %d must be >= 1",
+                            ro->Bp, ro->Sp, ro->Tr);
+    prompt_line *lines = NULL;
+    int n_lines = 0;
+    const int from_file = p->prompts_file && p->prompts_file[0];
+    if (from_file) {
+        bc_status st = read_prompts(p->prompts_file, ro->V, &lines, &n_lines, err);
+        if (st != BC_OK) return st;
+        ro->Tp = 0;
+        for (int i = 0; i < ro->Bp; i++)
+            if (lines[i % n_lines].n > ro->Tp) ro->Tp = lines[i % n_lines].n;
+    } else {
+        ro->Tp = p->prompt_length;
+    }
+    ro->Stot = ro->Tp + ro->Tr;
+    bc_status st = BC_OK;
+    if (ro->Tp < 1) {
+        st = bc_error_set(err, BC_ERR_INVALID, "rollout: prompt length %d must be >= 1", ro->Tp);
+    } else if (ro->Stot > hp->max_position_embeddings) {
+        st = bc_error_set(err, BC_ERR_INVALID, "rollout: prompt %d + response %d tokens exceed %s's %d positions", ro->Tp,
+                          ro->Tr, hp->name, hp->max_position_embeddings);
+    } else {
+        const size_t R = (size_t)ro->R, Bp = (size_t)ro->Bp;
+        ro->prompt_ids = malloc(Bp * ro->Tp * sizeof *ro->prompt_ids);
+        ro->prompt_mask = malloc(Bp * ro->Tp);
+        ro->seq = malloc(R * ro->Stot * sizeof *ro->seq);
+        ro->mask = malloc(R * ro->Stot);
+        ro->prefill_ids = malloc(R * ro->Tp * sizeof *ro->prefill_ids);
+        ro->step_tokens = malloc(R * sizeof *ro->step_tokens);
+        ro->eos_at = malloc(R * sizeof *ro->eos_at);
+        ro->rngs = malloc(R * sizeof *ro->rngs);
+        if (!ro->prompt_ids || !ro->prompt_mask || !ro->seq || !ro->mask || !ro->prefill_ids || !ro->step_tokens || !ro->eos_at || !ro->rngs)
+            st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d rows x %d tokens", ro->R, ro->Stot);
+    }
+    if (st == BC_OK) {
+        for (int b = 0; b < ro->Bp; b++) {
+            int32_t *ids = ro->prompt_ids + (size_t)b * ro->Tp;
+            uint8_t *mk = ro->prompt_mask + (size_t)b * ro->Tp;
+            if (from_file) {
+                const prompt_line *ln = &lines[b % n_lines];
+                int pad = ro->Tp - ln->n;
+                for (int t = 0; t < pad; t++) ids[t] = ro->pad_id, mk[t] = 0;
+                for (int t = 0; t < ln->n; t++) ids[pad + t] = ln->ids[t], mk[pad + t] = 1;
+            } else {
+                /* uniform in [3, V), one generator per prompt */
+                opt_rng g = opt_rng_for_row(p->sampling.seed ^ 0x70726f6d7074ull, (uint64_t)b);
+                for (int t = 0; t < ro->Tp; t++) {
+                    ids[t] = 3 + (int32_t)(opt_rng_next(&g) % (uint64_t)(ro->V - 3));
+                    mk[t] = 1;
+                }
+            }
+        }
+    }
+    for (int i = 0; i < n_lines; i++) free(lines[i].ids);
+    free(lines);
+    if (st != BC_OK) opt_rollout_free(ro, NULL);
+    return st;
+}
+
+/* ------------------------------------------------------------------ cache */
+
+static int shared(const opt_rollout *ro) { return ro->p.shared_prefill && ro->Sp > 1; }
+
+opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype, int n_threads) {
+    opt_rollout_bytes b;
+    const int prefill_rows = shared(ro) ? ro->Bp : ro->R;
+    b.kv_cache = opt_kv_cache_bytes(hp, dtype, ro->R, ro->Stot);
+    if (shared(ro)) b.kv_cache += opt_kv_cache_bytes(hp, dtype, ro->Bp, ro->Tp);
+    int max_tokens = prefill_rows * ro->Tp > ro->R ? prefill_rows * ro->Tp : ro->R;
+    b.workspace = opt_workspace_bytes(hp, max_tokens, ro->Stot, n_threads);
+    b.workspace += (size_t)ro->R * ro->V * sizeof(float);
+    if (shared(ro)) b.workspace += (size_t)ro->Bp * ro->V * sizeof(float);
+    b.workspace += (size_t)ro->V * sizeof(opt_sample_pair);
+    b.buffers = (size_t)ro->Bp * ro->Tp * 5 + (size_t)ro->R * ro->Stot * 5 + (size_t)ro->R * ro->Tp * sizeof(int32_t) +
+                (size_t)ro->R * (sizeof(int32_t) + sizeof(int) + sizeof(opt_rng));
+    return b;
+}
+
+bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
+    if (ro->have_cache) return BC_OK;
+    const opt_hparams *hp = &m->w->hp;
+    const int prefill_rows = shared(ro) ? ro->Bp : ro->R;
+    int max_tokens = prefill_rows * ro->Tp > ro->R ? prefill_rows * ro->Tp : ro->R;
+    bc_status st = opt_kv_cache_alloc(&ro->kv, hp, m->w->dtype, ro->R, ro->Stot, err);
+    if (st == BC_OK && shared(ro)) st = opt_kv_cache_alloc(&ro->kv_shared, hp, m->w->dtype, ro->Bp, ro->Tp, err);
+    if (st == BC_OK) st = opt_model_reserve(m, max_tokens, ro->Stot, err);
+    if (st == BC_OK) st = opt_sampler_init(&ro->sampler, ro->V, &ro->p.sampling, err);
+    if (st == BC_OK) {
+        ro->logits = malloc((size_t)ro->R * ro->V * sizeof(float));
+        if (shared(ro)) ro->logits_shared = malloc((size_t)ro->Bp * ro->V * sizeof(float));
+        if (!ro->logits || (shared(ro) && !ro->logits_shared))
+            st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d x %d logits", ro->R, ro->V);
+    }
+    ro->have_cache = 1;
+    if (st != BC_OK) opt_rollout_release(ro, m);
+    return st;
+}
+
+void opt_rollout_release(opt_rollout *ro, opt_model *m) {
+    opt_kv_cache_free(&ro->kv);
+    opt_kv_cache_free(&ro->kv_shared);
+    opt_sampler_free(&ro->sampler);
+    free(ro->logits);
+    free(ro->logits_shared);
+    ro->logits = ro->logits_shared = NULL;
+    if (m) opt_model_release_workspace(m);
+    ro->have_cache = 0;
+}
+
+/* ----------------------------------------------------------------- stages */
+
+bc_status opt_rollout_expand(opt_rollout *ro, bc_error *err) {
+    (void)err;
+    for (int r = 0; r < ro->R; r++) {
+        int b = r / ro->Sp;
+        int32_t *seq = ro->seq + (size_t)r * ro->Stot;
+        uint8_t *mk = ro->mask + (size_t)r * ro->Stot;
+        memcpy(seq, ro->prompt_ids + (size_t)b * ro->Tp, (size_t)ro->Tp * sizeof *seq);
+        memcpy(ro->prefill_ids + (size_t)r * ro->Tp, seq, (size_t)ro->Tp * sizeof *seq);
+        memcpy(mk, ro->prompt_mask + (size_t)b * ro->Tp, (size_t)ro->Tp);
+        for (int t = ro->Tp; t < ro->Stot; t++) seq[t] = ro->pad_id, mk[t] = 0;
+    }
+    return BC_OK;
+}
+
+/* Samples token k of every row from ro->logits [R, V] into seq. Returns the
+ * number of rows still running. */
+static int sample_step(opt_rollout *ro, int k) {
+    int running = 0;
+    for (int r = 0; r < ro->R; r++) {
+        int32_t *seq = ro->seq + (size_t)r * ro->Stot;
+        float *lg = ro->logits + (size_t)r * ro->V;
+        if (ro->eos_at[r] >= 0) {
+            seq[ro->Tp + k] = ro->pad_id;
+            continue;
+        }
+        if (!ro->p.stop_at_eos && ro->eos_id >= 0 && ro->eos_id < ro->V) lg[ro->eos_id] = -INFINITY;
+        int32_t tok = opt_sample(&ro->sampler, lg, &ro->rngs[r]);
+        seq[ro->Tp + k] = tok;
+        ro->n_generated++;
+        if (ro->p.stop_at_eos && tok == ro->eos_id) ro->eos_at[r] = k;
+        else running++;
+    }
+    return running;
+}
+
+bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err) {
+    bc_status st = opt_rollout_acquire(ro, m, err);
+    if (st != BC_OK) return st;
+    const int R = ro->R, Tp = ro->Tp, V = ro->V;
+    for (int r = 0; r < R; r++) {
+        ro->rngs[r] = opt_rng_for_row(ro->p.sampling.seed, (uint64_t)r);
+        ro->eos_at[r] = -1;
+    }
+    ro->n_generated = 0;
+    ro->n_decode_forwards = 0;
+    ro->decode_ms = 0.0;
+    ro->returned_len = 0;
+    ro->response_start = Tp;
+
+    /* prefill */
+    double t0 = now_ms();
+    ro->kv.len = 0;
+    if (shared(ro)) {
+        ro->kv_shared.len = 0;
+        st = opt_forward(m, &ro->kv_shared, ro->prompt_ids, ro->prompt_mask, Tp, ro->Bp, Tp, OPT_LOGITS_LAST,
+                         ro->logits_shared, err);
+        if (st != BC_OK) return st;
+        for (int r = 0; r < R; r++) {
+            opt_kv_cache_copy_row(&ro->kv, r, &ro->kv_shared, r / ro->Sp, Tp);
+            memcpy(ro->logits + (size_t)r * V, ro->logits_shared + (size_t)(r / ro->Sp) * V, (size_t)V * sizeof(float));
+        }
+        ro->kv.len = Tp;
+    } else {
+        st = opt_forward(m, &ro->kv, ro->prefill_ids, ro->mask, ro->Stot, R, Tp, OPT_LOGITS_LAST, ro->logits, err);
+        if (st != BC_OK) return st;
+    }
+    ro->prefill_ms = now_ms() - t0;
+
+    /* decode */
+    int running = sample_step(ro, 0);
+    int k = 1;
+    for (; k < ro->Tr; k++) {
+        if (ro->p.stop_at_eos && running == 0) break;
+        for (int r = 0; r < R; r++) {
+            ro->step_tokens[r] = ro->seq[(size_t)r * ro->Stot + Tp + k - 1];
+            ro->mask[(size_t)r * ro->Stot + Tp + k - 1] = 1;
+        }
+        double t1 = now_ms();
+        st = opt_forward(m, &ro->kv, ro->step_tokens, ro->mask, ro->Stot, R, 1, OPT_LOGITS_LAST, ro->logits, err);
+        ro->decode_ms += now_ms() - t1;
+        if (st != BC_OK) return st;
+        ro->n_decode_forwards++;
+        running = sample_step(ro, k);
+    }
+    ro->returned_len = k;
+    return BC_OK;
+}
+
+bc_status opt_rollout_post_process(opt_rollout *ro, bc_error *err) {
+    (void)err;
+    /* the attention mask of prompt + response: 1 up to and including a row's
+     * EOS, 0 after it (pad id 0 is legal: the mask comes from the structure,
+     * never from comparing tokens with the pad id) */
+    for (int r = 0; r < ro->R; r++) {
+        uint8_t *mk = ro->mask + (size_t)r * ro->Stot + ro->Tp;
+        for (int k = 0; k < ro->Tr; k++)
+            mk[k] = k < ro->returned_len && (ro->eos_at[r] < 0 || k <= ro->eos_at[r]);
+    }
+    ro->response_start = ro->Tp;
+    return BC_OK;
+}
+
+void opt_rollout_free(opt_rollout *ro, opt_model *m) {
+    opt_rollout_release(ro, m);
+    free(ro->prompt_ids);
+    free(ro->prompt_mask);
+    free(ro->seq);
+    free(ro->mask);
+    free(ro->prefill_ids);
+    free(ro->step_tokens);
+    free(ro->eos_at);
+    free(ro->rngs);
+    memset(ro, 0, sizeof *ro);
+}

@@ -1,1 +1,171 @@
-/* sampling.c: placeholder; its owner fills it in. */
+/* sampling.c: greedy, temperature, top-k and top-p sampling (see sampling.h).
+ *
+ * Order and rules follow transformers' logits warpers:
+ *   temperature  logits / T
+ *   top-k        remove logits < the k-th largest (ties with it are kept)
+ *   top-p        softmax, sort descending, keep a token while the probability
+ *                of the tokens above it is < top_p (so the smallest set whose
+ *                mass reaches top_p, and always at least one token)
+ *   draw         one uniform u in [0, 1), walk the kept tokens in descending
+ *                probability until their cumulative mass exceeds u * total.
+ * Only the tokens that can be kept are sorted: the top M by quickselect, with
+ * M doubling until the kept set is complete, so a 50k vocabulary is not
+ * sorted at every step.
+ */
+#include "sampling.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+opt_rng opt_rng_for_row(uint64_t seed, uint64_t row) {
+    opt_rng r = {splitmix64(seed ^ splitmix64(row + 0x5eed))};
+    return r;
+}
+
+uint64_t opt_rng_next(opt_rng *r) {
+    r->state += 0x9e3779b97f4a7c15ull;
+    uint64_t z = r->state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double opt_rng_uniform(opt_rng *r) { return (double)(opt_rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+
+bc_status opt_sampler_init(opt_sampler *s, int V, const bc_sampling *p, bc_error *err) {
+    memset(s, 0, sizeof *s);
+    if (V < 1) return bc_error_set(err, BC_ERR_INVALID, "sampler: vocabulary size %d", V);
+    if (!(p->temperature >= 0.0) || !(p->top_p > 0.0 && p->top_p <= 1.0) || p->top_k < 0)
+        return bc_error_set(err, BC_ERR_INVALID, "sampler: temperature %g must be >= 0, top_p %g in (0, 1], top_k %lld >= 0",
+                            p->temperature, p->top_p, (long long)p->top_k);
+    s->pairs = malloc((size_t)V * sizeof *s->pairs);
+    if (!s->pairs) return bc_error_set(err, BC_ERR_NOMEM, "sampler: no memory for %d candidates", V);
+    s->V = V;
+    s->p = *p;
+    s->kept = s->pairs;
+    return BC_OK;
+}
+
+void opt_sampler_free(opt_sampler *s) {
+    if (!s) return;
+    free(s->pairs);
+    s->pairs = s->kept = NULL;
+}
+
+static void swap(opt_sample_pair *a, opt_sample_pair *b) {
+    opt_sample_pair t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Reorders p[0..n) so the m largest values (ties broken by lower token id)
+ * come first, in no particular order. */
+static int pair_greater(const opt_sample_pair *a, const opt_sample_pair *b) {
+    return a->v > b->v || (a->v == b->v && a->i < b->i);
+}
+
+static void select_top(opt_sample_pair *p, int n, int m) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        opt_sample_pair pivot = p[lo + (hi - lo) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (pair_greater(&p[i], &pivot)) i++;
+            while (pair_greater(&pivot, &p[j])) j--;
+            if (i <= j) swap(&p[i++], &p[j--]);
+        }
+        if (m - 1 <= j) hi = j;
+        else if (m - 1 >= i) lo = i;
+        else break;
+    }
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    const opt_sample_pair *x = a, *y = b;
+    return pair_greater(x, y) ? -1 : pair_greater(y, x) ? 1 : 0;
+}
+
+void opt_sampler_filter(opt_sampler *s, float *logits) {
+    const int V = s->V;
+    const float inv_t = (float)(1.0 / s->p.temperature);
+    int n = 0;
+    for (int v = 0; v < V; v++) {
+        if (isinf(logits[v]) && logits[v] < 0) continue;
+        logits[v] *= inv_t;
+        s->pairs[n++] = (opt_sample_pair){logits[v], v};
+    }
+    s->kept = s->pairs;
+    s->n_kept = 0;
+    if (n == 0) return;
+    /* top-k: keep every logit >= the k-th largest */
+    if (s->p.top_k > 0 && s->p.top_k < n) {
+        int k = (int)s->p.top_k;
+        select_top(s->pairs, n, k);
+        float kth = s->pairs[0].v;
+        for (int i = 1; i < k; i++) kth = fminf(kth, s->pairs[i].v);
+        int m = k;
+        for (int i = k; i < n; i++)
+            if (s->pairs[i].v >= kth) swap(&s->pairs[m++], &s->pairs[i]);
+        n = m;
+    }
+    /* softmax over the survivors */
+    float mx = s->pairs[0].v;
+    for (int i = 1; i < n; i++) mx = fmaxf(mx, s->pairs[i].v);
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        s->pairs[i].v = expf(s->pairs[i].v - mx);
+        sum += s->pairs[i].v;
+    }
+    for (int i = 0; i < n; i++) s->pairs[i].v = (float)(s->pairs[i].v / sum);
+    /* top-p over the top m, m doubling until the kept set ends inside it */
+    if (s->p.top_p < 1.0) {
+        int m = n < 64 ? n : 64;
+        int sorted = 0;
+        for (;;) {
+            select_top(s->pairs + sorted, n - sorted, m - sorted);
+            qsort(s->pairs + sorted, (size_t)(m - sorted), sizeof *s->pairs, cmp_desc);
+            sorted = m;
+            double cum = 0.0;
+            int keep = 0;
+            while (keep < m && cum < s->p.top_p) cum += s->pairs[keep++].v;
+            if (cum >= s->p.top_p || m == n) {
+                n = keep;
+                break;
+            }
+            m = m * 2 < n ? m * 2 : n;
+        }
+    }
+    /* renormalise the kept set */
+    sum = 0.0;
+    for (int i = 0; i < n; i++) sum += s->pairs[i].v;
+    for (int i = 0; i < n; i++) s->pairs[i].v = (float)(s->pairs[i].v / sum);
+    s->n_kept = n;
+}
+
+int32_t opt_sample(opt_sampler *s, float *logits, opt_rng *rng) {
+    if (s->p.temperature == 0.0) {
+        int best = 0;
+        for (int v = 1; v < s->V; v++)
+            if (logits[v] > logits[best]) best = v;
+        return best;
+    }
+    opt_sampler_filter(s, logits);
+    double u = opt_rng_uniform(rng);
+    if (s->n_kept == 0) return 0;
+    double total = 0.0;
+    for (int i = 0; i < s->n_kept; i++) total += s->kept[i].v;
+    double target = u * total, cum = 0.0;
+    for (int i = 0; i < s->n_kept; i++) {
+        cum += s->kept[i].v;
+        if (target < cum) return s->kept[i].i;
+    }
+    return s->kept[s->n_kept - 1].i;
+}

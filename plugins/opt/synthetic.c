@@ -1,1 +1,167 @@
-/* synthetic.c: placeholder; its owner fills it in. */
+/* synthetic.c: seeded, deterministic synthetic OPT weights, so any preset runs
+ * with no download (docs/opt.md, "Synthetic weights").
+ *
+ * Every tensor has a fixed id (its place in the list below) and every element
+ * its index i in the tensor, so element i of tensor t is a pure function of
+ * (seed, t, i): key = splitmix64(seed ^ splitmix64(t + 1)), then
+ * r = splitmix64(key + i). The result does not depend on the thread count
+ * or the order of generation, and chunks are generated in parallel.
+ *
+ * Values, like Hugging Face's OPT init (init_std 0.02), with two changes
+ * that keep greedy generation from collapsing (docs/opt.md has the numbers):
+ *   embeddings and matrices  ~ N(0, 0.02^2), approximated by the sum of the
+ *                               four 16-bit uniforms of r (Irwin-Hall, mean
+ *                               and variance matched, |x| <= 2 sqrt(3) sigma)
+ *   q_proj and k_proj        ~ N(0, (2.5 / sqrt(C))^2): attention scores get
+ *                               a standard deviation near 6, so attention is
+ *                               peaked as in a trained model instead of
+ *                               averaging the context
+ *   fc2 bias                 -m * (row sums of fc2), m = E[relu(z)] for the
+ *                               fc1 pre-activation z ~ N(0, 0.02^2 C): cancels
+ *                               the constant direction relu's positive mean
+ *                               would add to every position in every layer
+ *   other biases 0, layer-norm gamma 1, beta 0 (as Hugging Face)
+ * Values are rounded to the weight dtype (round to nearest even).
+ */
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Approximately N(0, 1): four 16-bit uniforms summed, centered and scaled to
+ * unit variance (each uniform has variance 1/12). */
+static float unit_normal(uint64_t r) {
+    float s = 0.0f;
+    for (int j = 0; j < 4; j++) s += (float)((r >> (16 * j)) & 0xffff) + 0.5f;
+    return (s / 65536.0f - 2.0f) * 1.7320508f;
+}
+
+typedef enum fill_kind { FILL_NORMAL, FILL_ONES, FILL_ZEROS } fill_kind;
+
+typedef struct fill_tensor {
+    void *data;
+    opt_dtype dtype; /* fp32 for vectors */
+    size_t n;
+    uint64_t key;
+    fill_kind kind;
+    float std;
+} fill_tensor;
+
+typedef struct fill_job {
+    const fill_tensor *t;
+    size_t n_tensors;
+    size_t chunk; /* elements per chunk */
+} fill_job;
+
+#define CHUNK (1u << 16)
+
+static void fill_chunk(const fill_tensor *t, size_t i0, size_t i1) {
+    float buf[256];
+    for (size_t i = i0; i < i1; i += 256) {
+        size_t n = i1 - i < 256 ? i1 - i : 256;
+        for (size_t j = 0; j < n; j++) {
+            if (t->kind == FILL_ONES) buf[j] = 1.0f;
+            else if (t->kind == FILL_ZEROS) buf[j] = 0.0f;
+            else buf[j] = t->std * unit_normal(splitmix64(t->key + i + j));
+        }
+        for (size_t j = 0; j < n; j++) {
+            if (t->dtype == OPT_F32) ((float *)t->data)[i + j] = buf[j];
+            else if (t->dtype == OPT_F16) ((uint16_t *)t->data)[i + j] = opt_f32_to_f16(buf[j]);
+            else ((uint16_t *)t->data)[i + j] = opt_f32_to_bf16(buf[j]);
+        }
+    }
+}
+
+/* Thread i of n fills chunks i, i + n, i + 2n, ... of the whole list. */
+static void fill_worker(void *ctx, int i, int n) {
+    const fill_job *job = ctx;
+    size_t c = 0;
+    for (size_t k = 0; k < job->n_tensors; k++) {
+        const fill_tensor *t = &job->t[k];
+        for (size_t i0 = 0; i0 < t->n; i0 += job->chunk, c++) {
+            if ((int)(c % (size_t)n) != i) continue;
+            size_t i1 = i0 + job->chunk < t->n ? i0 + job->chunk : t->n;
+            fill_chunk(t, i0, i1);
+        }
+    }
+}
+
+bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *err) {
+    const opt_hparams *hp = &w->hp;
+    const int L = hp->num_hidden_layers;
+    const float std = 0.02f;
+    size_t cap = 8 + (size_t)L * 16, n = 0;
+    fill_tensor *list = calloc(cap, sizeof *list);
+    if (!list) return bc_error_set(err, BC_ERR_NOMEM, "synthetic weights: no memory for the tensor list");
+    uint64_t tid = 0;
+#define ADD(ptr, dt, count, kd)                                                               \
+    do {                                                                                      \
+        uint64_t id_ = tid++;                                                                 \
+        if (ptr) {                                                                            \
+            list[n] = (fill_tensor){(void *)(ptr), (dt), (size_t)(count),                     \
+                                    splitmix64(seed ^ splitmix64(id_ + 1)), (kd), std};        \
+            n++;                                                                              \
+        }                                                                                     \
+    } while (0)
+#define ADD_MAT(m) ADD((m).data, (m).dtype, (size_t)(m).rows * (size_t)(m).cols, FILL_NORMAL)
+    const size_t C = (size_t)hp->hidden_size, F = (size_t)hp->ffn_dim;
+    const float qk_std = (float)(2.5 / sqrt((double)C));
+    ADD_MAT(w->embed_tokens);
+    ADD_MAT(w->embed_positions);
+    ADD_MAT(w->project_in);
+    ADD_MAT(w->project_out);
+    ADD(w->final_ln_gamma, OPT_F32, C, FILL_ONES);
+    ADD(w->final_ln_beta, OPT_F32, C, FILL_ZEROS);
+    for (int l = 0; l < L; l++) {
+        opt_layer_weights *lw = &w->layers[l];
+        tid = 16 + (uint64_t)l * 16;
+        ADD_MAT(lw->q_proj);
+        list[n - 1].std = qk_std;
+        ADD_MAT(lw->k_proj);
+        list[n - 1].std = qk_std;
+        ADD_MAT(lw->v_proj); ADD_MAT(lw->out_proj);
+        ADD(lw->q_bias, OPT_F32, C, FILL_ZEROS); ADD(lw->k_bias, OPT_F32, C, FILL_ZEROS);
+        ADD(lw->v_bias, OPT_F32, C, FILL_ZEROS); ADD(lw->out_bias, OPT_F32, C, FILL_ZEROS);
+        ADD(lw->ln1_gamma, OPT_F32, C, FILL_ONES); ADD(lw->ln1_beta, OPT_F32, C, FILL_ZEROS);
+        ADD_MAT(lw->fc1); ADD(lw->fc1_bias, OPT_F32, F, FILL_ZEROS);
+        ADD_MAT(lw->fc2); ADD(lw->fc2_bias, OPT_F32, C, FILL_ZEROS);
+        ADD(lw->ln2_gamma, OPT_F32, C, FILL_ONES); ADD(lw->ln2_beta, OPT_F32, C, FILL_ZEROS);
+    }
+#undef ADD_MAT
+#undef ADD
+    fill_job job = {list, n, CHUNK};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    opt_pool *pool = opt_pool_create(cores > 0 ? (int)cores : 1);
+    if (pool) {
+        opt_pool_run(pool, fill_worker, &job);
+        opt_pool_destroy(pool);
+    } else {
+        fill_worker(&job, 0, 1);
+    }
+    free(list);
+    /* fc2 bias: cancel the mean of relu(fc1(x)) (see above) */
+    const double m = std * sqrt((double)C) / sqrt(2.0 * 3.14159265358979323846);
+    for (int l = 0; l < L; l++) {
+        const opt_matrix *w2 = &w->layers[l].fc2; /* [C, F] */
+        for (size_t c = 0; c < C; c++) {
+            double sum = 0.0;
+            for (size_t f = 0; f < F; f++) {
+                size_t i = c * F + f;
+                sum += w2->dtype == OPT_F32 ? ((const float *)w2->data)[i]
+                       : w2->dtype == OPT_F16 ? opt_f16_to_f32(((const uint16_t *)w2->data)[i])
+                                              : opt_bf16_to_f32(((const uint16_t *)w2->data)[i]);
+            }
+            w->layers[l].fc2_bias[c] = (float)(-m * sum);
+        }
+    }
+    return BC_OK;
+}

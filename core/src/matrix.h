@@ -1,0 +1,46 @@
+/* matrix.h: the case matrix and its schedule.
+ *
+ * Requested order: the Cartesian product of the axes, outermost first:
+ *   precision, cache_policy, batch_size, samples_per_prompt, prompt_length,
+ *   response_length
+ * (so response_length varies fastest). case.index is the position in this
+ * order, and reports list cases in it.
+ *
+ * Execution order: a stable sort of the requested order by effective batch
+ * (batch_size x samples_per_prompt), largest first; ties keep the requested
+ * order. Running the largest case first sizes workspaces once.
+ */
+#ifndef BENCHCTL_MATRIX_H
+#define BENCHCTL_MATRIX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "benchctl/plugin.h"
+
+/* The axes; every list must be non-empty. Strings and ops are borrowed: the
+ * cases point at them, so they must outlive the cases. precision_ops and
+ * cache_ops may be NULL (then case.precision_ops is NULL and release_cache 0). */
+typedef struct bc_matrix_axes {
+    const char *const *precisions;
+    const bc_precision_ops *const *precision_ops; /* n_precisions, or NULL */
+    size_t n_precisions;
+    const char *const *cache_policies;
+    const bc_cache_ops *const *cache_ops; /* n_cache_policies, or NULL */
+    size_t n_cache_policies;
+    const uint32_t *batch_sizes; size_t n_batch_sizes;
+    const uint32_t *samples_per_prompt; size_t n_samples_per_prompt;
+    const uint32_t *prompt_lengths; size_t n_prompt_lengths;
+    const uint32_t *response_lengths; size_t n_response_lengths;
+    bc_sampling sampling;
+} bc_matrix_axes;
+
+/* Builds every case in requested order into *out_cases (malloc'ed, owned by
+ * the caller, freed with free()). release_cache is what the cache policy's
+ * release_after_rollout says for the case. */
+bc_status bc_matrix_build(const bc_matrix_axes *axes, bc_case **out_cases, size_t *out_n, bc_error *err);
+
+/* Fills order[n] with indices into cases[] in execution order. */
+void bc_matrix_execution_order(const bc_case *cases, size_t n, size_t *order);
+
+#endif

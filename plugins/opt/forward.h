@@ -1,0 +1,104 @@
+/* forward.h: the OPT forward pass over a KV cache (implemented in model.c).
+ *
+ * Uses the dimension legend of model.h (V C L H D F P Tmax B T S).
+ *
+ * Usage:
+ *   opt_model m;        opt_model_init(&m, &weights, n_threads, &err);
+ *   opt_kv_cache kv;    opt_kv_cache_alloc(&kv, &weights.hp, weights.dtype, B, Smax, &err);
+ *   opt_model_reserve(&m, B * T_max, Smax, &err);   // optional: sizes the workspace up front
+ *   opt_forward(&m, &kv, tokens, mask, S, B, T, OPT_LOGITS_ALL, logits, &err);  // prefill
+ *   opt_forward(&m, &kv, next,   mask, S, B, 1, OPT_LOGITS_LAST, logits, &err); // decode
+ *   ...
+ *   opt_kv_cache_free(&kv); opt_model_free(&m);
+ *
+ * All rows of a batch share one cache length kv.len (left padding keeps them
+ * aligned). A forward appends T tokens to every row: after it, kv.len grows
+ * by T. The attention mask covers the cached tokens and the new ones, like
+ * transformers' attention_mask in generate(): mask[b * mask_stride + s] for
+ * s in [0, kv.len + T), 1 = real token, 0 = padding. Positions are computed
+ * from it exactly as OPTLearnedPositionalEmbedding does:
+ *   pos[b, s] = cumsum(mask[b, 0..s]) * mask[b, s] - 1, embedding row pos + 2
+ * so a pad token sits at row 1. Real tokens never attend to pad tokens.
+ * A pad query (which may see no real key) attends uniformly to the keys it
+ * can see causally; its logits are not meaningful and tests compare only real
+ * positions.
+ */
+#ifndef OPT_FORWARD_H
+#define OPT_FORWARD_H
+
+#include "model.h"
+
+/* The KV cache of one batch: K and V per layer in the run's precision,
+ * laid out [L][B][H][Smax][D] so decode attention streams one head's keys
+ * contiguously. */
+typedef struct opt_kv_cache {
+    opt_dtype dtype;
+    int L, B, H, D, Smax;
+    int len;       /* S: tokens cached so far in every row */
+    void *k, *v;   /* [L][B][H][Smax][D] each, in dtype; owned */
+    size_t bytes;  /* both buffers together */
+} opt_kv_cache;
+
+bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+                             bc_error *err);
+/* Bytes opt_kv_cache_alloc would allocate. */
+size_t opt_kv_cache_bytes(const opt_hparams *hp, opt_dtype dtype, int B, int Smax);
+void opt_kv_cache_free(opt_kv_cache *kv);
+/* Copies the first S cached tokens of src row src_b into dst row dst_b (both
+ * caches of the same model and dtype; B and Smax may differ; used by shared
+ * prefill). */
+void opt_kv_cache_copy_row(opt_kv_cache *dst, int dst_b, const opt_kv_cache *src, int src_b, int S);
+
+/* Scratch activations for up to max_tokens (B * T) tokens and Smax keys. */
+typedef struct opt_workspace {
+    int max_tokens, Smax, n_threads;
+    float *x;       /* [max_tokens, C]  residual stream */
+    float *xn;      /* [max_tokens, max(C, P)] layer-norm output / GEMM input */
+    float *q;       /* [max_tokens, C] */
+    float *kk, *vv; /* [max_tokens, C]  new keys and values in fp32 */
+    float *att;     /* [max_tokens, C]  attention output */
+    float *ff;      /* [max_tokens, F] */
+    float *emb;     /* [max_tokens, P] */
+    float *scores;  /* [n_threads][Smax rounded to 16] softmax scratch */
+    int *pos;       /* [max_tokens] embedding rows */
+    void *arena;    /* one allocation behind every pointer above */
+    size_t bytes;
+} opt_workspace;
+
+/* The model as the forward pass uses it: weights (borrowed), the kernel table
+ * for the best ISA this CPU has, a thread pool, and the workspace. */
+typedef struct opt_model {
+    const opt_weights *w;  /* borrowed */
+    const opt_kernels *k;  /* static */
+    opt_pool *pool;        /* owned */
+    opt_workspace ws;      /* owned; grows in opt_model_reserve or opt_forward */
+} opt_model;
+
+/* n_threads <= 0: all online cores. isa: OPT_ISA_* or -1 for the best one. */
+bc_status opt_model_init(opt_model *m, const opt_weights *w, int n_threads, bc_error *err);
+bc_status opt_model_init_isa(opt_model *m, const opt_weights *w, int n_threads, int isa, bc_error *err);
+/* Makes sure the workspace holds max_tokens tokens and Smax keys. */
+bc_status opt_model_reserve(opt_model *m, int max_tokens, int Smax, bc_error *err);
+/* Bytes of a workspace for these sizes. */
+size_t opt_workspace_bytes(const opt_hparams *hp, int max_tokens, int Smax, int n_threads);
+/* Frees the workspace only (cache-release policy); the next reserve or
+ * forward allocates it again. */
+void opt_model_release_workspace(opt_model *m);
+void opt_model_free(opt_model *m);
+
+typedef enum opt_logits_mode {
+    OPT_LOGITS_ALL = 0,  /* logits[B, T, V] */
+    OPT_LOGITS_LAST = 1, /* logits[B, V] for the last of the T tokens */
+    OPT_LOGITS_NONE = 2  /* logits unused (may be NULL) */
+} opt_logits_mode;
+
+/* Runs T new tokens of each of B rows through the model and appends their
+ * keys and values to kv (kv->len += T).
+ *   tokens    [B, T]             token ids in [0, V)
+ *   mask      [B, mask_stride]   1 real / 0 pad for s in [0, kv->len + T)
+ *   logits    see mode; fp32
+ * B must equal kv->B and kv->len + T <= min(kv->Smax, Tmax). */
+bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
+                      int B, int T, opt_logits_mode mode, float *logits, bc_error *err);
+
+#endif

@@ -1,0 +1,78 @@
+/* rollout.h: one rollout of the OPT engine, as DeepSpeed's
+ * HybridEngineRollout does it: expand prompts, generate (prefill, then decode
+ * with the KV cache), post-process. Knows nothing about kernels or the plugin
+ * ABI beyond bc_status, so a CUDA path can reuse it with its own forward.
+ *
+ * Shapes (legend of model.h): Bp prompts, Sp samples per prompt, R = Bp * Sp
+ * rows, Tp padded prompt length, Tr requested response length, Stot = Tp + Tr.
+ * Row r = p * Sp + s (grouped by prompt: p0s0, p0s1, ..., p1s0, ...).
+ */
+#ifndef OPT_ROLLOUT_H
+#define OPT_ROLLOUT_H
+
+#include "forward.h"
+#include "sampling.h"
+
+typedef struct opt_rollout_params {
+    int batch_size;          /* Bp prompts */
+    int samples_per_prompt;  /* Sp */
+    int prompt_length;       /* Tp of synthetic prompts (ignored with a prompts file) */
+    int response_length;     /* Tr */
+    bc_sampling sampling;    /* temperature, top_p, top_k, seed (rows and prompts) */
+    int stop_at_eos;         /* 0: exactly Tr tokens, EOS suppressed; 1: stop at EOS */
+    int shared_prefill;      /* 1: prefill each prompt once, copy its KV rows to its samples */
+    const char *prompts_file;/* NULL or "": synthetic prompts */
+} opt_rollout_params;
+
+typedef struct opt_rollout {
+    opt_rollout_params p;
+    int V, pad_id, eos_id;
+    int Bp, Sp, R, Tp, Tr, Stot;
+    int32_t *prompt_ids;     /* [Bp, Tp] left-padded with pad_id; owned */
+    uint8_t *prompt_mask;    /* [Bp, Tp] 1 real / 0 pad; owned */
+    int32_t *seq;            /* [R, Stot] prompt then response; owned */
+    uint8_t *mask;           /* [R, Stot] attention mask; owned */
+    int32_t *prefill_ids;    /* [R, Tp] the expanded prompts, contiguous for the prefill; owned */
+    int32_t *step_tokens;    /* [R] tokens fed to one decode step; owned */
+    int *eos_at;             /* [R] response index of the row's EOS, -1 if none; owned */
+    opt_rng *rngs;           /* [R] per-row generators; owned */
+    /* results of the last rollout */
+    int returned_len;        /* response tokens per row actually returned */
+    int response_start;      /* index in seq of the first response token (= Tp) */
+    int64_t n_generated;     /* tokens produced, all rows (up to and including EOS) */
+    double prefill_ms, decode_ms;
+    int64_t n_decode_forwards;
+    /* the cache: freed by opt_rollout_release, taken back by opt_rollout_acquire */
+    int have_cache;
+    opt_kv_cache kv;         /* R rows x Stot */
+    opt_kv_cache kv_shared;  /* Bp rows x Tp (shared prefill only) */
+    float *logits;           /* [R, V]; owned */
+    float *logits_shared;    /* [Bp, V] (shared prefill only); owned */
+    opt_sampler sampler;
+} opt_rollout;
+
+/* Bytes the cache of a rollout takes (for planning and accounting). */
+typedef struct opt_rollout_bytes {
+    size_t kv_cache;   /* KV caches */
+    size_t workspace;  /* the model's workspace + logits + sampler scratch */
+    size_t buffers;    /* prompts, sequences, masks, generators */
+} opt_rollout_bytes;
+
+/* Reads the prompts (or makes synthetic ones) and allocates the sequence
+ * buffers; no cache yet. hp gives V, pad, eos and Tmax. */
+bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rollout_params *p, bc_error *err);
+/* The byte sizes for a model and thread count, before or after acquire. */
+opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype, int n_threads);
+/* Allocates the KV cache(s), logits, sampler scratch and m's workspace. */
+bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err);
+/* Frees them (the model keeps its weights and pool). */
+void opt_rollout_release(opt_rollout *ro, opt_model *m);
+
+/* The three stages. generate acquires the cache first if it is released. */
+bc_status opt_rollout_expand(opt_rollout *ro, bc_error *err);
+bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err);
+bc_status opt_rollout_post_process(opt_rollout *ro, bc_error *err);
+
+void opt_rollout_free(opt_rollout *ro, opt_model *m);
+
+#endif

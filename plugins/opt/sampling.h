@@ -1,0 +1,56 @@
+/* sampling.h: next-token selection from one row's logits[V], as transformers'
+ * generate() does it: greedy when temperature == 0, else temperature, then
+ * top-k, then top-p, then a draw from the renormalised distribution. Every
+ * row has its own generator (opt_rng_for_row), so a run is reproducible
+ * whatever the batch composition or thread count. Device-independent: a CUDA
+ * path copies logits back and reuses this.
+ */
+#ifndef OPT_SAMPLING_H
+#define OPT_SAMPLING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "benchctl/plugin.h"
+
+/* A row's generator: splitmix64 over a 64-bit state. */
+typedef struct opt_rng {
+    uint64_t state;
+} opt_rng;
+
+/* The generator of row `row` of a run seeded with seed. */
+opt_rng opt_rng_for_row(uint64_t seed, uint64_t row);
+uint64_t opt_rng_next(opt_rng *r);
+/* Uniform in [0, 1), 53 bits. */
+double opt_rng_uniform(opt_rng *r);
+
+typedef struct opt_sample_pair {
+    float v;
+    int32_t i;
+} opt_sample_pair;
+
+/* Sampling parameters and scratch for one vocabulary size. Not thread-safe:
+ * one sampler per thread. */
+typedef struct opt_sampler {
+    int V;
+    bc_sampling p;           /* temperature, top_p, top_k (seed unused here) */
+    opt_sample_pair *pairs;  /* [V] scratch, owned */
+    int n_kept;              /* after opt_sampler_filter: kept tokens ... */
+    opt_sample_pair *kept;   /* ... pairs[0..n_kept): token and probability */
+} opt_sampler;
+
+bc_status opt_sampler_init(opt_sampler *s, int V, const bc_sampling *p, bc_error *err);
+void opt_sampler_free(opt_sampler *s);
+
+/* Applies temperature, top-k and top-p to logits[V] (which it rescales in
+ * place) and leaves the allowed tokens with their renormalised probabilities
+ * in s->kept[0..n_kept). Tokens whose logit is -inf are never kept; when all
+ * are -inf, the result is empty. Not used for greedy. */
+void opt_sampler_filter(opt_sampler *s, float *logits);
+
+/* The next token of one row: argmax (first maximum) when temperature == 0,
+ * else a draw after opt_sampler_filter with one uniform from rng. logits[V]
+ * may be modified. */
+int32_t opt_sample(opt_sampler *s, float *logits, opt_rng *rng);
+
+#endif

@@ -1,0 +1,61 @@
+/* jsonw.h: a small streaming JSON writer into a growable memory buffer,
+ * shared by the json and jsonl reporters (static library
+ * benchctl_reporter_common, compiled into each plugin; not part of the ABI).
+ *
+ * Always produces valid JSON: strings are escaped (control characters as
+ * \uXXXX, invalid UTF-8 bytes as U+FFFD), non-finite doubles become null,
+ * doubles are written in the shortest form that reads back to the same value.
+ * Commas, colons and indentation are placed by the writer; callers only say
+ * begin/end, key and value. Out of memory is sticky: every later call is a
+ * no-op and bc_jw_failed() says so.
+ *
+ * Ownership: the caller owns the bc_jw (usually on its stack); bc_jw_free
+ * releases the buffer.
+ */
+#ifndef BENCHCTL_REPORTERS_JSONW_H
+#define BENCHCTL_REPORTERS_JSONW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BC_JW_MAX_DEPTH 32
+
+typedef struct bc_jw {
+    char *buf;         /* NUL-terminated text written so far, owned */
+    size_t len, cap;   /* bytes used (without the NUL), bytes allocated */
+    int indent;        /* spaces per level; 0 = everything on one line */
+    int depth;         /* open objects/arrays */
+    int count[BC_JW_MAX_DEPTH]; /* values written so far at each depth */
+    int after_key;     /* a key was written and waits for its value */
+    int failed;        /* out of memory or misuse; sticky */
+} bc_jw;
+
+void bc_jw_init(bc_jw *w, int indent);
+void bc_jw_free(bc_jw *w);
+/* Forgets the text but keeps the buffer (for one-line-at-a-time writers). */
+void bc_jw_reset(bc_jw *w);
+int bc_jw_failed(const bc_jw *w);
+
+void bc_jw_begin_object(bc_jw *w);
+void bc_jw_end_object(bc_jw *w);
+void bc_jw_begin_array(bc_jw *w);
+void bc_jw_end_array(bc_jw *w);
+void bc_jw_key(bc_jw *w, const char *key);
+
+void bc_jw_string(bc_jw *w, const char *s); /* NULL writes null */
+void bc_jw_double(bc_jw *w, double x);      /* NaN and inf write null */
+void bc_jw_int(bc_jw *w, int64_t x);
+void bc_jw_uint(bc_jw *w, uint64_t x);
+void bc_jw_bool(bc_jw *w, int b);
+void bc_jw_null(bc_jw *w);
+
+/* An integer where negative means unknown: writes null when x < 0. */
+void bc_jw_int_or_null(bc_jw *w, int64_t x);
+
+/* Formats x in the shortest "%.*g" form that strtod reads back exactly
+ * (at most 17 significant digits), always with '.' as the decimal point.
+ * Writes "" and returns 0 when x is NaN or infinite; else returns the length.
+ * size must be at least 32. */
+int bc_format_double(char *buf, size_t size, double x);
+
+#endif

@@ -1,0 +1,229 @@
+/* csv_reporter.c: the "csv" reporter plugin. At close it writes one row per
+ * case (requested order) with flat summary columns, through the host's
+ * atomic output (so ".gz" and "-" work). The header is documented in
+ * docs/reporters.md:
+ *
+ *   index,precision,dtype,cache_policy,release_inference_cache,batch_size,
+ *   samples_per_prompt,prompt_length,requested_response_length,
+ *   returned_response_length,status,n_iterations,
+ *   then for each field F of run->field_names, in order:
+ *     F_mean,F_p50,F_p95,F_min,F_max,F_stddev,
+ *   peak_memory_mb,peak_rss_mb,message
+ *
+ * Unknown or unmeasured values are empty cells. Cells are quoted per
+ * RFC 4180 when they hold a comma, a double quote or a line break; lines end
+ * in CRLF as RFC 4180 says. Numbers use the shortest exact form.
+ *
+ * Settings:
+ *   path   output file, default "benchctl.csv" ("-" = stdout, "*.gz" = gzip)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "benchctl/plugin.h"
+#include "jsonw.h"
+#include "report_json.h"
+
+enum { SET_PATH = 0, SET_COUNT };
+
+static const bc_setting_desc csv_settings[SET_COUNT] = {
+    [SET_PATH] = {.name = "path", .type = BC_SETTING_STRING, .default_string = "benchctl.csv",
+                  .help = "output file; \"-\" is stdout, a .gz suffix means gzip"},
+};
+
+typedef struct csv_reporter {
+    const bc_host *host; /* not owned */
+    const char *path;    /* host-owned setting, lives until destroy */
+} csv_reporter;
+
+/* The statistics each field gets, in column order. */
+static const char *const stat_names[] = {"mean", "p50", "p95", "min", "max", "stddev"};
+#define N_STATS (sizeof stat_names / sizeof stat_names[0])
+
+/* A growable text buffer for the whole file (the caller frees buf). */
+typedef struct text {
+    char *buf;
+    size_t len, cap;
+    int failed; /* out of memory; sticky */
+} text;
+
+static void put(text *t, const char *s, size_t n) {
+    if (t->failed) return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (t->len + n + 1 > cap) cap *= 2;
+        char *nb = realloc(t->buf, cap);
+        if (!nb) {
+            t->failed = 1;
+            return;
+        }
+        t->buf = nb;
+        t->cap = cap;
+    }
+    memcpy(t->buf + t->len, s, n);
+    t->len += n;
+    t->buf[t->len] = '\0';
+}
+
+static void put_str(text *t, const char *s) { put(t, s, strlen(s)); }
+
+/* One cell, quoted when RFC 4180 requires it; preceded by a comma unless it
+ * is the first of its row. */
+static void cell(text *t, int *first, const char *s) {
+    if (!*first) put(t, ",", 1);
+    *first = 0;
+    if (!s) return;
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        put_str(t, s);
+        return;
+    }
+    put(t, "\"", 1);
+    for (const char *p = s; *p; p++) {
+        if (*p == '"') put(t, "\"", 1); /* "" inside quotes */
+        put(t, p, 1);
+    }
+    put(t, "\"", 1);
+}
+
+static void cell_double(text *t, int *first, double x) {
+    char num[40];
+    bc_format_double(num, sizeof num, x); /* "" for NaN */
+    cell(t, first, num);
+}
+
+static void cell_uint(text *t, int *first, uint64_t x) {
+    char num[32];
+    snprintf(num, sizeof num, "%llu", (unsigned long long)x);
+    cell(t, first, num);
+}
+
+/* Negative = unknown = empty. */
+static void cell_int_or_empty(text *t, int *first, int64_t x) {
+    char num[32] = "";
+    if (x >= 0) snprintf(num, sizeof num, "%lld", (long long)x);
+    cell(t, first, num);
+}
+
+static void end_row(text *t) { put(t, "\r\n", 2); }
+
+static void write_header(text *t, const bc_run_report *run) {
+    static const char *const identity[] = {"index",
+                                           "precision",
+                                           "dtype",
+                                           "cache_policy",
+                                           "release_inference_cache",
+                                           "batch_size",
+                                           "samples_per_prompt",
+                                           "prompt_length",
+                                           "requested_response_length",
+                                           "returned_response_length",
+                                           "status",
+                                           "n_iterations"};
+    int first = 1;
+    for (size_t i = 0; i < sizeof identity / sizeof identity[0]; i++) cell(t, &first, identity[i]);
+    for (uint32_t f = 0; f < run->n_fields; f++) {
+        for (size_t s = 0; s < N_STATS; s++) {
+            char name[160];
+            snprintf(name, sizeof name, "%s_%s", run->field_names[f], stat_names[s]);
+            cell(t, &first, name);
+        }
+    }
+    cell(t, &first, "peak_memory_mb");
+    cell(t, &first, "peak_rss_mb");
+    cell(t, &first, "message");
+    end_row(t);
+}
+
+static void write_row(text *t, const bc_run_report *run, const bc_case_report *cr) {
+    const bc_case *c = cr->c;
+    int first = 1;
+    cell_uint(t, &first, c->index);
+    cell(t, &first, c->precision);
+    cell(t, &first, bc_case_dtype(c));
+    cell(t, &first, c->cache_policy);
+    cell(t, &first, c->release_cache ? "true" : "false");
+    cell_uint(t, &first, c->batch_size);
+    cell_uint(t, &first, c->samples_per_prompt);
+    cell_uint(t, &first, c->prompt_length);
+    cell_uint(t, &first, c->response_length);
+    cell_int_or_empty(t, &first, cr->returned_response_length);
+    cell(t, &first, bc_case_status_name(cr->status));
+    cell_uint(t, &first, cr->n_iterations);
+    for (uint32_t f = 0; f < run->n_fields; f++) {
+        const bc_stats *s = cr->stats ? &cr->stats[f] : NULL;
+        double v[N_STATS] = {NAN, NAN, NAN, NAN, NAN, NAN};
+        if (s) {
+            v[0] = s->mean;
+            v[1] = s->p50;
+            v[2] = s->p95;
+            v[3] = s->min;
+            v[4] = s->max;
+            v[5] = s->stddev;
+        }
+        for (size_t k = 0; k < N_STATS; k++) cell_double(t, &first, v[k]);
+    }
+    cell_double(t, &first, cr->peak_memory_mb);
+    cell_double(t, &first, cr->peak_rss_bytes >= 0 ? (double)cr->peak_rss_bytes / (1024.0 * 1024.0) : NAN);
+    cell(t, &first, cr->message ? cr->message : "");
+    end_row(t);
+}
+
+static bc_status csv_open(const bc_host *host, const bc_setting_value *settings, const bc_run_report *run,
+                          void **out_instance, bc_error *err) {
+    (void)run;
+    const char *path = settings[SET_PATH].s;
+    if (!path || !*path) return bc_error_set(err, BC_ERR_INVALID, "csv: setting path is empty");
+    csv_reporter *r = calloc(1, sizeof *r);
+    if (!r) return bc_error_set(err, BC_ERR_NOMEM, "csv: out of memory");
+    r->host = host;
+    r->path = path;
+    *out_instance = r;
+    return BC_OK;
+}
+
+static bc_status csv_close(void *instance, const bc_run_report *run, bc_error *err) {
+    csv_reporter *r = instance;
+    text t = {0};
+    write_header(&t, run);
+    for (uint32_t i = 0; i < run->n_cases; i++) write_row(&t, run, &run->cases[i]);
+    if (t.failed) {
+        free(t.buf);
+        return bc_error_set(err, BC_ERR_NOMEM, "csv: %s: out of memory building the table", r->path);
+    }
+    bc_output *out = r->host->output_open(r->host, r->path, err);
+    if (!out) {
+        free(t.buf);
+        return err ? err->code : BC_ERR_IO;
+    }
+    bc_status st = r->host->output_write(out, t.buf, t.len, err);
+    free(t.buf);
+    if (st != BC_OK) {
+        r->host->output_abort(out);
+        return st;
+    }
+    return r->host->output_commit(out, err);
+}
+
+static void csv_destroy(void *instance) { free(instance); }
+
+static const bc_reporter_ops csv_ops = {
+    .struct_size = sizeof(bc_reporter_ops),
+    .open = csv_open,
+    .case_started = NULL,
+    .case_finished = NULL,
+    .close = csv_close,
+    .destroy = csv_destroy,
+};
+
+static const bc_plugin_desc csv_desc = {
+    BC_PLUGIN_DESC_HEADER,
+    .kind = BC_KIND_REPORTER,
+    .name = "csv",
+    .version = "0.1.0",
+    .description = "one row per case with flat summary columns (RFC 4180)",
+    .settings = csv_settings,
+    .n_settings = SET_COUNT,
+    .ops = &csv_ops,
+};
+
+BC_PLUGIN_DEFINE(csv_desc)

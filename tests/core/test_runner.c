@@ -1,0 +1,514 @@
+/* test_runner.c: the measurement loop with the fixture backend (testbackend).
+ *
+ * The backend is loaded from the build tree; its hooks are wrapped with
+ * counters so the tests see exactly what the runner called. A recording
+ * reporter (built in this file) checks what reporters receive. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "bc_test_assert.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader.h"
+#include "matrix.h"
+#include "runner.h"
+
+/* ----------------------------------------------------- wrapped backend */
+
+static bc_backend_ops real;  /* testbackend's hooks */
+static struct {
+    int begin, end, generate, acquire, release;
+    int stop_at_generate;    /* sets *stop_flag on this generate call (0: never) */
+} calls;
+static volatile sig_atomic_t stop_flag;
+
+static bc_status w_begin(void *i, const bc_case *c, bc_error *e) { calls.begin++; return real.begin_case(i, c, e); }
+static void w_end(void *i) { calls.end++; real.end_case(i); }
+static bc_status w_generate(void *i, bc_generation_stats *out, bc_error *e) {
+    calls.generate++;
+    bc_status st = real.generate(i, out, e);
+    if (calls.stop_at_generate && calls.generate == calls.stop_at_generate) stop_flag = 1;
+    return st;
+}
+static bc_status w_acquire(void *i, bc_error *e) { calls.acquire++; return real.cache_acquire(i, e); }
+static bc_status w_release(void *i, bc_error *e) { calls.release++; return real.cache_release(i, e); }
+
+typedef struct fixture {
+    bc_loader loader;
+    bc_plugin backend;               /* copy of testbackend's bc_plugin with wrapped hooks */
+    bc_setting_value settings[16];   /* testbackend's settings, defaults then overrides */
+} fixture;
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    const char *dirs[] = {BENCHCTL_TEST_PLUGIN_DIR};
+    bc_error err = {0};
+    if (bc_loader_init(&f->loader, dirs, 1, NULL, 0, &err) != BC_OK) return -1;
+    const bc_plugin *p;
+    if (bc_loader_load(&f->loader, "testbackend", BC_KIND_BACKEND, NULL, &p, &err) != BC_OK) {
+        fprintf(stderr, "%s\n", err.message);
+        return -1;
+    }
+    f->backend = *p;
+    real = p->backend;
+    f->backend.backend.begin_case = w_begin;
+    f->backend.backend.end_case = w_end;
+    f->backend.backend.generate = w_generate;
+    f->backend.backend.cache_acquire = w_acquire;
+    f->backend.backend.cache_release = w_release;
+    for (uint32_t i = 0; i < p->desc->n_settings; i++) {
+        const bc_setting_desc *d = &p->desc->settings[i];
+        f->settings[i].i = d->default_int;
+        f->settings[i].f = d->default_float;
+        f->settings[i].s = d->default_string;
+    }
+    memset(&calls, 0, sizeof calls);
+    stop_flag = 0;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    bc_loader_free(&f->loader);
+    free(f);
+    return 0;
+}
+
+static void set_int(fixture *f, const char *name, int64_t v) {
+    for (uint32_t i = 0; i < f->backend.desc->n_settings; i++)
+        if (strcmp(f->backend.desc->settings[i].name, name) == 0) {
+            f->settings[i].i = v;
+            return;
+        }
+    fail_msg("testbackend has no setting %s", name);
+}
+
+static void set_str(fixture *f, const char *name, const char *v) {
+    for (uint32_t i = 0; i < f->backend.desc->n_settings; i++)
+        if (strcmp(f->backend.desc->settings[i].name, name) == 0) {
+            f->settings[i].s = v;
+            return;
+        }
+    fail_msg("testbackend has no setting %s", name);
+}
+
+/* ---------------------------------------------------- recording reporter */
+
+typedef struct rec {
+    int opened, closed, destroyed, fail_open;
+    uint32_t started_index[64]; /* case.index per case_started, in call order */
+    uint32_t n_started;
+    double started_eta[64];
+    uint32_t finished_index[64];
+    uint32_t n_finished;
+    int finished_sorted;        /* run->cases in case_finished was in requested order */
+    uint32_t closed_index[64];
+    uint32_t closed_n;
+    bc_case_status closed_status[64];
+} rec;
+
+static rec recs[2];
+
+static bc_status r_open(const bc_host *h, const bc_setting_value *v, const bc_run_report *run, void **out, bc_error *e) {
+    (void)h;
+    rec *r = &recs[v[0].i];
+    assert_int_equal(run->n_cases, 0);
+    assert_int_equal(run->n_fields, BC_FIELD_COUNT_V1_0);
+    assert_string_equal(run->backend.device, "cpu");
+    if (r->fail_open) return bc_error_set(e, BC_ERR_IO, "cannot write /nonexistent/out.json");
+    r->opened++;
+    r->finished_sorted = 1;
+    *out = r;
+    return BC_OK;
+}
+static void r_started(void *inst, const bc_case *c, uint32_t i, uint32_t n, double eta_s) {
+    rec *r = inst;
+    assert_int_equal(i, r->n_started);
+    assert_true(i < n);
+    r->started_eta[r->n_started] = eta_s;
+    r->started_index[r->n_started++] = c->index;
+}
+static bc_status r_finished(void *inst, const bc_run_report *run, const bc_case_report *cr, bc_error *e) {
+    (void)e;
+    rec *r = inst;
+    r->finished_index[r->n_finished++] = cr->c->index;
+    assert_int_equal(run->n_cases, r->n_finished);
+    for (uint32_t k = 1; k < run->n_cases; k++)
+        if (run->cases[k - 1].c->index >= run->cases[k].c->index) r->finished_sorted = 0;
+    return BC_OK;
+}
+static bc_status r_close(void *inst, const bc_run_report *run, bc_error *e) {
+    (void)e;
+    rec *r = inst;
+    r->closed++;
+    r->closed_n = run->n_cases;
+    for (uint32_t k = 0; k < run->n_cases; k++) {
+        r->closed_index[k] = run->cases[k].c->index;
+        r->closed_status[k] = run->cases[k].status;
+    }
+    return BC_OK;
+}
+static void r_destroy(void *inst) { ((rec *)inst)->destroyed++; }
+
+static const bc_plugin_desc rec_desc = {BC_PLUGIN_DESC_HEADER, .kind = BC_KIND_REPORTER, .name = "recorder",
+                                        .version = "0"};
+
+static bc_plugin make_recorder(void) {
+    bc_plugin p = {0};
+    p.desc = &rec_desc;
+    p.reporter = (bc_reporter_ops){sizeof(bc_reporter_ops), r_open, r_started, r_finished, r_close, r_destroy};
+    return p;
+}
+
+static char last_error[700];
+static int n_errors;
+static void on_error(void *ctx, const char *msg) {
+    (void)ctx;
+    n_errors++;
+    snprintf(last_error, sizeof last_error, "%s", msg);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+typedef struct matrix {
+    bc_case *cases;
+    size_t n;
+} matrix;
+
+static int release_yes(const bc_case *c) { (void)c; return 1; }
+static int release_no(const bc_case *c) { (void)c; return 0; }
+static const bc_cache_ops release_ops = {sizeof(bc_cache_ops), release_yes};
+static const bc_cache_ops retain_ops = {sizeof(bc_cache_ops), release_no};
+
+static matrix build(const uint32_t *batches, size_t nb, int with_release) {
+    static const char *const precisions[] = {"fp32"};
+    static const char *const policies[] = {"retain", "release"};
+    static const bc_cache_ops *const ops[] = {&retain_ops, &release_ops};
+    static const uint32_t samples[] = {1, 2};
+    static const uint32_t prompts[] = {8};
+    static const uint32_t responses[] = {4};
+    bc_matrix_axes a = {.precisions = precisions, .n_precisions = 1, .cache_policies = policies,
+                        .cache_ops = ops, .n_cache_policies = with_release ? 2 : 1,
+                        .batch_sizes = batches, .n_batch_sizes = nb, .samples_per_prompt = samples,
+                        .n_samples_per_prompt = 2, .prompt_lengths = prompts, .n_prompt_lengths = 1,
+                        .response_lengths = responses, .n_response_lengths = 1};
+    matrix m;
+    bc_error err = {0};
+    assert_int_equal(bc_matrix_build(&a, &m.cases, &m.n, &err), BC_OK);
+    return m;
+}
+
+static bc_runner_config config(fixture *f, const matrix *m, uint32_t warmup, uint32_t iterations) {
+    bc_runner_config c = {0};
+    c.backend = &f->backend;
+    c.backend_settings = f->settings;
+    c.cases = m->cases;
+    c.n_cases = m->n;
+    c.warmup = warmup;
+    c.iterations = iterations;
+    c.stop = &stop_flag;
+    c.on_error = on_error;
+    return c;
+}
+
+static double value(const bc_case_report *cr, uint32_t it, bc_field f) {
+    return cr->values[(size_t)it * BC_FIELD_COUNT_V1_0 + f];
+}
+
+/* --------------------------------------------------------------- tests */
+
+/* Warmup iterations run but are not recorded; every measured one is. */
+static void test_warmup_and_iterations(void **state) {
+    fixture *f = *state;
+    set_int(f, "generate_us", 1);
+    const uint32_t batches[] = {1, 3};
+    matrix m = build(batches, 2, 0);
+    bc_runner_config c = config(f, &m, 2, 3);
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(bc_run_exit_status(&res), 0);
+    assert_int_equal(calls.generate, (int)m.n * (2 + 3));
+    assert_int_equal(calls.begin, (int)m.n);
+    assert_int_equal(calls.end, (int)m.n);
+    for (size_t k = 0; k < m.n; k++) {
+        const bc_case_report *cr = &res.cases[k];
+        assert_int_equal(cr->status, BC_CASE_OK);
+        assert_string_equal(cr->message, "");
+        assert_int_equal(cr->n_iterations, 3);
+        assert_int_equal(cr->stats[BC_FIELD_TOTAL_MS].n, 3);
+        uint64_t rows = bc_case_effective_batch(cr->c);
+        for (uint32_t it = 0; it < 3; it++) {
+            assert_double_equal(value(cr, it, BC_FIELD_NUM_GENERATED_TOKENS), (double)(rows * 4), 0);
+            double sum = value(cr, it, BC_FIELD_PROMPT_EXPANSION_MS) + value(cr, it, BC_FIELD_GENERATION_MS) +
+                         value(cr, it, BC_FIELD_POST_PROCESSING_MS);
+            assert_double_equal(value(cr, it, BC_FIELD_TOTAL_MS), sum, 1e-9);
+            assert_double_equal(value(cr, it, BC_FIELD_TOKENS_PER_SECOND),
+                                rows * 4 / (value(cr, it, BC_FIELD_GENERATION_MS) / 1000.0), 1e-6);
+            assert_double_equal(value(cr, it, BC_FIELD_NUM_DECODE_FORWARDS), 3, 0);
+            double overhead = value(cr, it, BC_FIELD_GENERATION_MS) - value(cr, it, BC_FIELD_PREFILL_FORWARD_MS) -
+                              value(cr, it, BC_FIELD_DECODE_FORWARD_MS);
+            assert_double_equal(value(cr, it, BC_FIELD_GENERATION_OVERHEAD_MS), overhead, 1e-9);
+            assert_true(isnan(value(cr, it, BC_FIELD_CACHE_ACQUIRE_MS)));
+            assert_true(isnan(value(cr, it, BC_FIELD_CACHE_RELEASE_MS)));
+        }
+        assert_int_equal(cr->returned_response_length, 4);
+        /* testbackend's host peak: weights + KV + workspace, which grow with the effective batch */
+        int64_t expect = (1 << 20) + (int64_t)rows * (8 + 4) * 256 + (int64_t)rows * 8 * 4;
+        assert_int_equal(cr->memory.host_peak_bytes, expect);
+        assert_double_equal(cr->peak_memory_mb, (double)expect / (1024.0 * 1024.0), 1e-12);
+        assert_true(cr->peak_rss_bytes != 0);
+        assert_true(cr->wall_ms > 0);
+    }
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* Fields the backend does not measure stay NaN, in values and stats. */
+static void test_unmeasured_fields_stay_nan(void **state) {
+    fixture *f = *state;
+    set_int(f, "measure_forwards", 0);
+    const uint32_t batches[] = {2};
+    matrix m = build(batches, 1, 0);
+    bc_runner_config c = config(f, &m, 1, 2);
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    const bc_field unmeasured[] = {BC_FIELD_PREFILL_FORWARD_MS, BC_FIELD_DECODE_FORWARD_MS,
+                                   BC_FIELD_GENERATION_OVERHEAD_MS, BC_FIELD_NUM_DECODE_FORWARDS,
+                                   BC_FIELD_CACHE_ACQUIRE_MS, BC_FIELD_CACHE_RELEASE_MS};
+    for (size_t k = 0; k < m.n; k++) {
+        const bc_case_report *cr = &res.cases[k];
+        assert_int_equal(cr->n_iterations, 2);
+        for (size_t u = 0; u < sizeof unmeasured / sizeof *unmeasured; u++) {
+            for (uint32_t it = 0; it < 2; it++) assert_true(isnan(value(cr, it, unmeasured[u])));
+            assert_int_equal(cr->stats[unmeasured[u]].n, 0);
+            assert_true(isnan(cr->stats[unmeasured[u]].mean));
+        }
+        assert_int_equal(cr->stats[BC_FIELD_GENERATION_MS].n, 2);
+    }
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* A failing case is reported and the run goes on; exit status 3. */
+static void test_failed_case_continues(void **state) {
+    fixture *f = *state;
+    set_int(f, "fail_on_batch", 2);
+    const uint32_t batches[] = {1, 2, 4};
+    matrix m = build(batches, 3, 0);
+    bc_runner_config c = config(f, &m, 1, 2);
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(res.n_failed, 2); /* batch 2 with samples 1 and 2 */
+    assert_int_equal(bc_run_exit_status(&res), 3);
+    assert_int_equal(calls.begin, (int)m.n);
+    assert_int_equal(calls.end, (int)m.n);
+    for (size_t k = 0; k < m.n; k++) {
+        const bc_case_report *cr = &res.cases[k];
+        if (cr->c->batch_size == 2) {
+            assert_int_equal(cr->status, BC_CASE_FAILED);
+            assert_non_null(strstr(cr->message, "generate: "));
+            assert_non_null(strstr(cr->message, "batch_size 2"));
+            assert_int_equal(cr->n_iterations, 0);
+        } else {
+            assert_int_equal(cr->status, BC_CASE_OK);
+            assert_int_equal(cr->n_iterations, 2);
+        }
+    }
+    bc_run_result_free(&res);
+
+    /* failing in begin_case: end_case is still called */
+    memset(&calls, 0, sizeof calls);
+    set_str(f, "fail_in", "begin_case");
+    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(res.n_failed, 2);
+    assert_int_equal(calls.end, (int)m.n);
+    for (size_t k = 0; k < m.n; k++)
+        if (res.cases[k].c->batch_size == 2) assert_non_null(strstr(res.cases[k].message, "begin_case: "));
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* case_started in execution order, case_finished with finished cases in
+ * requested order, close with every case in requested order. */
+static void test_reporter_order(void **state) {
+    fixture *f = *state;
+    memset(recs, 0, sizeof recs);
+    const uint32_t batches[] = {1, 4, 2};
+    matrix m = build(batches, 3, 1); /* 2 policies x 3 batches x 2 samples = 12 cases */
+    bc_plugin rp = make_recorder();
+    bc_setting_value which[2][1] = {{{.i = 0}}, {{.i = 1}}};
+    bc_runner_reporter reps[2] = {{&rp, which[0]}, {&rp, which[1]}};
+    bc_runner_config c = config(f, &m, 0, 1);
+    c.reporters = reps;
+    c.n_reporters = 2;
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    size_t order[12];
+    bc_matrix_execution_order(m.cases, m.n, order);
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(recs[r].opened, 1);
+        assert_int_equal(recs[r].closed, 1);
+        assert_int_equal(recs[r].destroyed, 1);
+        assert_int_equal(recs[r].n_started, m.n);
+        assert_int_equal(recs[r].n_finished, m.n);
+        assert_true(recs[r].finished_sorted);
+        assert_true(isnan(recs[r].started_eta[0]));
+        assert_true(recs[r].started_eta[1] >= 0);
+        for (size_t i = 0; i < m.n; i++) {
+            assert_int_equal(recs[r].started_index[i], order[i]);
+            assert_int_equal(recs[r].finished_index[i], order[i]);
+            assert_int_equal(recs[r].closed_index[i], i);
+        }
+    }
+    /* the first executed case has the largest effective batch */
+    assert_int_equal(bc_case_effective_batch(&m.cases[order[0]]), 8);
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* release: cache_release timed every iteration, cache_acquire timed whenever
+ * the previous iteration released; retain: both NaN. */
+static void test_cache_policy_timings(void **state) {
+    fixture *f = *state;
+    const uint32_t batches[] = {2};
+    matrix m = build(batches, 1, 1); /* retain x2, release x2 */
+    bc_runner_config c = config(f, &m, 0, 3);
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(bc_run_exit_status(&res), 0);
+    for (size_t k = 0; k < m.n; k++) {
+        const bc_case_report *cr = &res.cases[k];
+        assert_int_equal(cr->status, BC_CASE_OK);
+        for (uint32_t it = 0; it < 3; it++) {
+            double acq = value(cr, it, BC_FIELD_CACHE_ACQUIRE_MS), rel = value(cr, it, BC_FIELD_CACHE_RELEASE_MS);
+            if (cr->c->release_cache) {
+                assert_true(rel >= 0);
+                if (it == 0) assert_true(isnan(acq)); /* no warmup: nothing released before it */
+                else assert_true(acq >= 0);
+            } else {
+                assert_true(isnan(acq) && isnan(rel));
+            }
+        }
+    }
+    assert_int_equal(calls.release, 2 * 3);
+    assert_int_equal(calls.acquire, 2 * 2);
+    bc_run_result_free(&res);
+
+    /* with warmup the first measured iteration acquires too */
+    memset(&calls, 0, sizeof calls);
+    c.warmup = 1;
+    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    for (size_t k = 0; k < m.n; k++)
+        if (res.cases[k].c->release_cache) assert_true(value(&res.cases[k], 0, BC_FIELD_CACHE_ACQUIRE_MS) >= 0);
+    assert_int_equal(calls.acquire, 2 * 3);
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* A stop request finishes the iteration, skips the rest, and still closes
+ * the reporters with every case. */
+static void test_interrupt(void **state) {
+    fixture *f = *state;
+    memset(recs, 0, sizeof recs);
+    const uint32_t batches[] = {1, 2, 3};
+    matrix m = build(batches, 3, 0); /* 6 cases */
+    calls.stop_at_generate = 4;      /* case 2 (execution order), measured iteration 2 */
+    bc_plugin rp = make_recorder();
+    bc_setting_value which[1] = {{.i = 0}};
+    bc_runner_reporter rep = {&rp, which};
+    bc_runner_config c = config(f, &m, 0, 3);
+    c.reporters = &rep;
+    c.n_reporters = 1;
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(bc_run_exit_status(&res), 130);
+    assert_int_equal(calls.generate, 4);
+    size_t order[6];
+    bc_matrix_execution_order(m.cases, m.n, order);
+    assert_int_equal(res.cases[order[0]].status, BC_CASE_OK);
+    assert_int_equal(res.cases[order[0]].n_iterations, 3);
+    assert_int_equal(res.cases[order[1]].status, BC_CASE_SKIPPED);
+    assert_int_equal(res.cases[order[1]].n_iterations, 1);
+    assert_non_null(strstr(res.cases[order[1]].message, "interrupted"));
+    for (size_t i = 2; i < 6; i++) {
+        assert_int_equal(res.cases[order[i]].status, BC_CASE_SKIPPED);
+        assert_int_equal(res.cases[order[i]].n_iterations, 0);
+    }
+    assert_int_equal(recs[0].closed, 1);
+    assert_int_equal(recs[0].closed_n, 6);
+    assert_int_equal(recs[0].n_finished, 2);
+    assert_int_equal(res.n_skipped, 5);
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* One reporter failing to open is reported; the other still gets everything. */
+static void test_reporter_failure_isolated(void **state) {
+    fixture *f = *state;
+    memset(recs, 0, sizeof recs);
+    n_errors = 0;
+    recs[0].fail_open = 1;
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0);
+    bc_plugin rp = make_recorder();
+    bc_setting_value which[2][1] = {{{.i = 0}}, {{.i = 1}}};
+    bc_runner_reporter reps[2] = {{&rp, which[0]}, {&rp, which[1]}};
+    bc_runner_config c = config(f, &m, 0, 1);
+    c.reporters = reps;
+    c.n_reporters = 2;
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(n_errors, 1);
+    assert_non_null(strstr(last_error, "reporter 'recorder': open: cannot write"));
+    assert_int_equal(recs[0].closed, 0);
+    assert_int_equal(recs[1].closed, 1);
+    assert_int_equal(recs[1].closed_n, m.n);
+    assert_int_equal(bc_run_exit_status(&res), 1);
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* A precision the backend has no kernels for fails that case only. */
+static void test_unsupported_precision(void **state) {
+    fixture *f = *state;
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0);
+    m.cases[1].precision = "int3";
+    bc_runner_config c = config(f, &m, 0, 1);
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(res.cases[0].status, BC_CASE_OK);
+    assert_int_equal(res.cases[1].status, BC_CASE_FAILED);
+    assert_non_null(strstr(res.cases[1].message, "begin_case: testbackend has no kernels for precision 'int3'"));
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_warmup_and_iterations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unmeasured_fields_stay_nan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_case_continues, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reporter_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cache_policy_timings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_interrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reporter_failure_isolated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsupported_precision, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

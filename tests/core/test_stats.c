@@ -1,0 +1,117 @@
+/* test_stats.c: bc_stats_compute against hand-computed reference values. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "bc_test_assert.h"
+
+#include <math.h>
+
+#include "stats.h"
+
+static bc_stats compute(const double *v, size_t n, size_t stride) {
+    bc_stats s;
+    bc_error err = {0};
+    assert_int_equal(bc_stats_compute(v, n, stride, &s, &err), BC_OK);
+    return s;
+}
+
+/* The seed's reference: 1..20 gives mean 10.5, p50 10.5, p95 19. */
+static void test_one_to_twenty(void **state) {
+    (void)state;
+    double v[20];
+    for (int i = 0; i < 20; i++) v[i] = 20 - i; /* unsorted on purpose */
+    bc_stats s = compute(v, 20, 1);
+    assert_int_equal(s.n, 20);
+    assert_double_equal(s.mean, 10.5, 1e-12);
+    assert_double_equal(s.p50, 10.5, 1e-12);
+    assert_double_equal(s.p95, 19.0, 1e-12);
+    assert_double_equal(s.min, 1.0, 0);
+    assert_double_equal(s.max, 20.0, 0);
+    /* population variance of 1..n is (n^2 - 1) / 12 */
+    assert_double_equal(s.stddev, sqrt((400.0 - 1.0) / 12.0), 1e-12);
+}
+
+static void test_single_value(void **state) {
+    (void)state;
+    double v = 7.25;
+    bc_stats s = compute(&v, 1, 1);
+    assert_int_equal(s.n, 1);
+    assert_double_equal(s.mean, 7.25, 0);
+    assert_double_equal(s.p50, 7.25, 0);
+    assert_double_equal(s.p95, 7.25, 0);
+    assert_double_equal(s.min, 7.25, 0);
+    assert_double_equal(s.max, 7.25, 0);
+    assert_double_equal(s.stddev, 0.0, 0);
+}
+
+static void test_odd_and_even(void **state) {
+    (void)state;
+    double odd[] = {5, 1, 3};
+    bc_stats s = compute(odd, 3, 1);
+    assert_double_equal(s.p50, 3.0, 0);
+    /* ceil(0.95 * 3) = 3 -> sorted[2] */
+    assert_double_equal(s.p95, 5.0, 0);
+    double even[] = {4, 1, 3, 2};
+    s = compute(even, 4, 1);
+    assert_double_equal(s.p50, 2.5, 0);
+    assert_double_equal(s.p95, 4.0, 0);
+    assert_double_equal(s.stddev, sqrt(1.25), 1e-12);
+}
+
+static void test_p95_rank_boundaries(void **state) {
+    (void)state;
+    /* n = 21: ceil(19.95) = 20 -> sorted[19] = 20 (values 1..21) */
+    double v[21];
+    for (int i = 0; i < 21; i++) v[i] = i + 1;
+    assert_double_equal(compute(v, 21, 1).p95, 20.0, 0);
+    /* n = 40: ceil(38) = 38 -> sorted[37] = 38 */
+    double w[40];
+    for (int i = 0; i < 40; i++) w[i] = i + 1;
+    assert_double_equal(compute(w, 40, 1).p95, 38.0, 0);
+}
+
+static void test_nan_skipped(void **state) {
+    (void)state;
+    double v[] = {NAN, 2.0, NAN, 4.0};
+    bc_stats s = compute(v, 4, 1);
+    assert_int_equal(s.n, 2);
+    assert_double_equal(s.mean, 3.0, 0);
+    assert_double_equal(s.p50, 3.0, 0);
+    assert_double_equal(s.min, 2.0, 0);
+    assert_double_equal(s.max, 4.0, 0);
+}
+
+static void test_all_nan_and_empty(void **state) {
+    (void)state;
+    double v[] = {NAN, NAN};
+    bc_stats s = compute(v, 2, 1);
+    assert_int_equal(s.n, 0);
+    assert_true(isnan(s.mean) && isnan(s.p50) && isnan(s.p95) && isnan(s.min) && isnan(s.max) && isnan(s.stddev));
+    s = compute(NULL, 0, 1);
+    assert_int_equal(s.n, 0);
+    assert_true(isnan(s.mean));
+}
+
+static void test_stride(void **state) {
+    (void)state;
+    /* a 3 x 2 row-major table; column 1 is {10, 30, 20} */
+    double t[] = {1, 10, 2, 30, 3, 20};
+    bc_stats s = compute(t + 1, 3, 2);
+    assert_int_equal(s.n, 3);
+    assert_double_equal(s.mean, 20.0, 0);
+    assert_double_equal(s.p50, 20.0, 0);
+    assert_double_equal(s.max, 30.0, 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_to_twenty),   cmocka_unit_test(test_single_value),
+        cmocka_unit_test(test_odd_and_even),    cmocka_unit_test(test_p95_rank_boundaries),
+        cmocka_unit_test(test_nan_skipped),     cmocka_unit_test(test_all_nan_and_empty),
+        cmocka_unit_test(test_stride),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

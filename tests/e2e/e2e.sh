@@ -1,0 +1,140 @@
+#!/bin/sh
+# e2e.sh: runs the real benchctl binary on the configs in tests/e2e and checks
+# exit codes, the one-line errors, and what the fixture reporter wrote.
+#   e2e.sh BENCHCTL E2E_SOURCE_DIR LOADER_FIXTURE_DIR WORK_DIR CHECK_JSON
+set -u
+BENCHCTL=$1
+SRC=$2
+FIX=$3
+WORK=$4
+CHECK_JSON=$5
+rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+unset BENCHCTL_PLUGIN_PATH
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# expect CODE NAME ARGS...: runs benchctl, keeps stdout/stderr in NAME.out/NAME.err
+expect() {
+    want=$1
+    name=$2
+    shift 2
+    "$BENCHCTL" "$@" >"$name.out" 2>"$name.err"
+    got=$?
+    if [ "$got" -ne "$want" ]; then
+        fail "$name: benchctl $* exited $got, expected $want"
+        sed 's/^/    /' "$name.err"
+    else
+        echo "ok: $name (exit $got)"
+    fi
+}
+
+# has FILE TEXT: FILE contains TEXT
+has() {
+    grep -qF -- "$2" "$1" || { fail "$1 lacks '$2'"; sed 's/^/    /' "$1"; }
+}
+
+# one_error NAME: stderr has exactly one "benchctl: " error line (plus hints), and no crash
+one_error() {
+    n=$(grep -v '^benchctl: hint: ' "$1.err" | grep -c '^benchctl: ')
+    [ "$n" -eq 1 ] || { fail "$1: expected one error line, got $n"; sed 's/^/    /' "$1.err"; }
+}
+
+# --- a good run: every case ok, reported in requested order
+expect 0 validate validate "$SRC/good.cfg"
+has validate.out "16 cases"
+expect 0 good run "$SRC/good.cfg"
+has good.txt "run 16 testbackend"
+[ "$(grep -c '^case .* ok 2 ' good.txt)" -eq 16 ] || fail "good.txt: expected 16 ok cases with 2 iterations"
+grep '^case ' good.txt | awk '{ if ($2 != NR - 1) exit 1 }' || fail "good.txt: cases not in requested order"
+# first case: testfp32 testretain batch 1 x 1 -> 4 tokens; last: testbf16 testrelease 2 x 3 -> 24 tokens
+has good.txt "case 0 ok 2 testfp32 testretain 1 1 8 4 4"
+has good.txt "case 15 ok 2 testbf16 testrelease 2 3 8 4 24"
+
+# --- plan: execution order, largest effective batch first, with memory
+expect 0 plan plan "$SRC/good.cfg"
+first=$(awk 'NR > 2 && $1 == 1 { print $9 }' plan.out)
+[ "$first" = "6" ] || fail "plan: first case has effective batch '$first', expected 6"
+last=$(awk 'NR > 2 && $1 == 16 { print $9 }' plan.out)
+[ "$last" = "1" ] || fail "plan: last case has effective batch '$last', expected 1"
+
+# --- plugins: lists the fixtures; settings table of one
+expect 0 plugins plugins
+has plugins.out "testbackend"
+expect 0 plugins_one plugins testbackend
+has plugins_one.out "fail_on_batch"
+has plugins_one.out "spin|sleep"
+
+# --- a failing case: the run goes on, exit 3
+expect 3 fail run "$SRC/fail.cfg"
+has fail.txt "case 0 ok 2"
+has fail.txt "case 1 failed 0"
+has fail.txt "case 2 ok 2"
+has fail.err "generate: injected failure for batch_size 2"
+
+# --- SIGINT: the current iteration finishes, the rest is skipped, the report is still written, exit 130
+"$BENCHCTL" run "$SRC/good.cfg" --set 'backend.settings.mode="sleep"' --set 'backend.settings.post_us=200000' \
+    --set 'reporters.[0].settings.path="interrupted.txt"' >interrupt.out 2>interrupt.err &
+pid=$!
+sleep 1
+kill -INT "$pid"
+wait "$pid"
+got=$?
+[ "$got" -eq 130 ] || fail "interrupt: exited $got, expected 130"
+has interrupted.txt "run 16 testbackend"
+[ "$(grep -c '^case ' interrupted.txt)" -eq 16 ] || fail "interrupted.txt: expected all 16 cases"
+grep -q '^case .* skipped ' interrupted.txt || fail "interrupted.txt: no skipped case"
+has interrupt.err "(interrupted)"
+
+# --- the product reporters: JSON read back with jansson, CSV rows, console table
+expect 0 json run "$SRC/good.cfg" --reporter json,csv,console \
+    --set 'backend.settings.measure_forwards=false'
+"$CHECK_JSON" benchctl.json 16 2 0 0 || fail "json: check_json failed on benchctl.json"
+[ "$(wc -l <benchctl.csv)" -eq 17 ] || fail "csv: expected a header and 16 rows"
+head -1 benchctl.csv | grep -q '^index,precision,' || fail "csv: unexpected header"
+has json.err "16 cases: 16 ok"
+expect 3 json_fail run "$SRC/fail.cfg" --reporter json
+"$CHECK_JSON" benchctl.json 3 2 1 2 || fail "json_fail: check_json failed on benchctl.json"
+
+# --- loader and config errors: one line, exit 2
+expect 2 missing run "$SRC/missing.cfg"
+one_error missing
+has missing.err "plugin 'nosuchbackend' not found"
+expect 2 suggest validate "$SRC/good.cfg" --reporter jsn
+one_error suggest
+has suggest.err "did you mean 'json'"
+expect 2 unreadable run "$WORK/does-not-exist.cfg"
+one_error unreadable
+expect 2 dir_config run "$WORK"
+one_error dir_config
+expect 2 abi run "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-abi2.so\""
+one_error abi
+has abi.err "ABI 2.0, benchctl speaks ABI 1.0"
+expect 2 notelf validate "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-notelf.so\""
+one_error notelf
+has notelf.err "not an ELF file"
+expect 2 noentry validate "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-noentry.so\""
+has noentry.err "no benchctl_plugin_entry symbol"
+expect 2 magic validate "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-badmagic.so\""
+has magic.err "wrong magic"
+expect 2 wrongkind validate "$SRC/good.cfg" --set 'backend.name="testretain"'
+one_error wrongkind
+has wrongkind.err "'testretain' is a cache plugin"
+expect 2 badsetting validate "$SRC/good.cfg" --set 'backend.settings.mode="dance"'
+one_error badsetting
+expect 2 usage frobnicate
+one_error usage
+expect 0 help --help
+has help.out "usage: benchctl"
+expect 0 run_help run --help
+expect 0 version --version
+has version.out "benchctl "
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures e2e check(s) failed"
+    exit 1
+fi
+echo "all e2e checks passed"

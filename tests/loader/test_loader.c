@@ -1,0 +1,186 @@
+/* test_loader.c: every loader failure gives its one clear line; a plugin
+ * from a newer ABI minor loads; the search path order and listing work. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader.h"
+
+#define FIXTURES BENCHCTL_BINARY_DIR "/tests/fixtures/loader"
+
+static int setup(void **state) {
+    bc_loader *l = calloc(1, sizeof *l);
+    const char *dirs[] = {BENCHCTL_TEST_PLUGIN_DIR};
+    bc_error err = {0};
+    unsetenv("BENCHCTL_PLUGIN_PATH");
+    if (bc_loader_init(l, dirs, 1, NULL, 0, &err) != BC_OK) return -1;
+    *state = l;
+    return 0;
+}
+
+static int teardown(void **state) {
+    bc_loader_free(*state);
+    free(*state);
+    return 0;
+}
+
+/* Loads name and expects failure with every fragment in the message, on one line. */
+static void expect_error(bc_loader *l, const char *name, bc_plugin_kind want, const char *const *fragments) {
+    const bc_plugin *p = (const bc_plugin *)1;
+    bc_error err = {0};
+    assert_int_not_equal(bc_loader_load(l, name, want, "bench.cfg:14", &p, &err), BC_OK);
+    assert_null(p);
+    assert_null(strchr(err.message, '\n'));
+    for (const char *const *f = fragments; *f; f++)
+        if (!strstr(err.message, *f)) fail_msg("message \"%s\" lacks \"%s\"", err.message, *f);
+}
+
+static void test_loads_by_name_and_path(void **state) {
+    bc_loader *l = *state;
+    const bc_plugin *p = NULL, *q = NULL;
+    bc_error err = {0};
+    assert_int_equal(bc_loader_load(l, "testbackend", BC_KIND_BACKEND, NULL, &p, &err), BC_OK);
+    assert_string_equal(p->desc->name, "testbackend");
+    assert_non_null(p->backend.generate);
+    assert_string_equal((const char *)p->host.host_private, "testbackend");
+    assert_int_equal(bc_loader_load(l, BENCHCTL_TEST_PLUGIN_DIR "/benchctl-testbackend.so", 0, NULL, &q, &err), BC_OK);
+    assert_ptr_equal(p, q); /* one bc_plugin per file */
+}
+
+static void test_missing_plugin_lists_places(void **state) {
+    bc_loader *l = *state;
+    const char *f[] = {"plugin 'nosuch' not found", BENCHCTL_TEST_PLUGIN_DIR "/benchctl-nosuch.so",
+                       BENCHCTL_PLUGIN_INSTALL_DIR "/benchctl-nosuch.so", NULL};
+    expect_error(l, "nosuch", BC_KIND_BACKEND, f);
+    assert_true(strlen(l->hint) > 0);
+    const char *g[] = {"does not exist", "/no/such/benchctl-x.so", NULL};
+    expect_error(l, "/no/such/benchctl-x.so", 0, g);
+}
+
+static void test_not_elf(void **state) {
+    const char *f[] = {"not a shared object (not an ELF file)", "benchctl-notelf.so", NULL};
+    expect_error(*state, FIXTURES "/benchctl-notelf.so", 0, f);
+}
+
+static void test_no_entry_symbol(void **state) {
+    const char *f[] = {"no benchctl_plugin_entry symbol", "benchctl-noentry.so", NULL};
+    expect_error(*state, FIXTURES "/benchctl-noentry.so", 0, f);
+}
+
+static void test_wrong_magic(void **state) {
+    const char *f[] = {"wrong magic 0xdeadbeef", "benchctl-badmagic.so", NULL};
+    expect_error(*state, FIXTURES "/benchctl-badmagic.so", 0, f);
+}
+
+static void test_abi_major(void **state) {
+    bc_loader *l = *state;
+    const char *f[] = {"ABI 2.0, benchctl speaks ABI 1.0", "benchctl-abi2.so", NULL};
+    expect_error(l, FIXTURES "/benchctl-abi2.so", 0, f);
+    assert_non_null(strstr(l->hint, "rebuild"));
+}
+
+static void test_small_descriptor(void **state) {
+    const char *f[] = {"descriptor is", "needs at least", NULL};
+    expect_error(*state, FIXTURES "/benchctl-smalldesc.so", 0, f);
+}
+
+static void test_missing_hooks_named(void **state) {
+    const char *f[] = {"backend plugin is missing required hooks: describe, begin_case, expand_prompts, generate, "
+                       "post_process, end_case",
+                       NULL};
+    expect_error(*state, FIXTURES "/benchctl-nohooks.so", 0, f);
+}
+
+/* Hooks past the ops table's struct_size are not read, so they count as missing. */
+static void test_small_ops_table(void **state) {
+    const char *f[] = {"backend plugin is missing required hooks: generate, post_process, end_case", NULL};
+    expect_error(*state, FIXTURES "/benchctl-smallops.so", 0, f);
+}
+
+static void test_wrong_kind(void **state) {
+    const char *f[] = {"'testretain' is a cache plugin, bench.cfg:14 wants a backend", NULL};
+    expect_error(*state, "testretain", BC_KIND_BACKEND, f);
+}
+
+static void test_newer_minor_loads(void **state) {
+    bc_loader *l = *state;
+    const bc_plugin *p = NULL;
+    bc_error err = {0};
+    assert_int_equal(bc_loader_load(l, FIXTURES "/benchctl-newminor.so", BC_KIND_CACHE, NULL, &p, &err), BC_OK);
+    assert_int_equal(p->desc->abi_minor, BENCHCTL_ABI_MINOR + 1);
+    assert_true(p->desc->struct_size > sizeof(bc_plugin_desc));
+    assert_non_null(p->cache.release_after_rollout);
+    assert_int_equal(p->cache.struct_size, sizeof(bc_cache_ops) + sizeof(void *));
+}
+
+static void test_search_order(void **state) {
+    (void)state;
+    setenv("BENCHCTL_PLUGIN_PATH", "/env/one::/env/two", 1);
+    const char *expl[] = {"/explicit"};
+    const char *cfg[] = {"/from/cfg"};
+    bc_loader l;
+    bc_error err = {0};
+    assert_int_equal(bc_loader_init(&l, expl, 1, cfg, 1, &err), BC_OK);
+    unsetenv("BENCHCTL_PLUGIN_PATH");
+    assert_true(l.n_dirs >= 5);
+    assert_string_equal(l.dirs[0], "/explicit");
+    assert_string_equal(l.dirs[1], "/from/cfg");
+    assert_string_equal(l.dirs[2], "/env/one");
+    assert_string_equal(l.dirs[3], "/env/two");
+    assert_non_null(strstr(l.dirs[4], "/plugins")); /* next to this executable */
+    assert_string_equal(l.dirs[l.n_dirs - 1], BENCHCTL_PLUGIN_INSTALL_DIR);
+    bc_loader_free(&l);
+}
+
+typedef struct listing {
+    int testbackend, notelf_error, abi2_error, newminor;
+} listing;
+
+static void on_listed(void *ctx, const char *path, const bc_plugin *p, const char *error) {
+    listing *ls = ctx;
+    assert_true((p == NULL) != (error == NULL));
+    if (p && strcmp(p->desc->name, "testbackend") == 0) ls->testbackend++;
+    if (p && strcmp(p->desc->name, "newminor") == 0) ls->newminor++;
+    if (error && strstr(path, "benchctl-notelf.so") && strstr(error, "not an ELF")) ls->notelf_error++;
+    if (error && strstr(path, "benchctl-abi2.so") && strstr(error, "ABI 2.0")) ls->abi2_error++;
+}
+
+static void test_list(void **state) {
+    (void)state;
+    const char *dirs[] = {BENCHCTL_TEST_PLUGIN_DIR, FIXTURES, BENCHCTL_TEST_PLUGIN_DIR};
+    bc_loader l;
+    bc_error err = {0};
+    assert_int_equal(bc_loader_init(&l, dirs, 3, NULL, 0, &err), BC_OK);
+    listing ls = {0};
+    bc_loader_list(&l, on_listed, &ls);
+    assert_int_equal(ls.testbackend, 1);
+    assert_int_equal(ls.newminor, 1);
+    assert_int_equal(ls.notelf_error, 1);
+    assert_int_equal(ls.abi2_error, 1);
+    bc_loader_free(&l);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_loads_by_name_and_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_plugin_lists_places, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_elf, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_entry_symbol, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_magic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abi_major, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_descriptor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_hooks_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_ops_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_kind, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newer_minor_loads, setup, teardown),
+        cmocka_unit_test(test_search_order),
+        cmocka_unit_test(test_list),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,450 @@
+/* test_golden.c: the OPT engine against Hugging Face transformers.
+ *
+ * tools/golden/make_golden.py wrote, for tiny random OPT models, the
+ * checkpoint (tests/opt/golden/<model>/) and golden.bin: for each prompt case
+ * (one unpadded prompt; a left-padded batch of three), the prefill logits, the
+ * logits of K KV-cached decode steps, and the greedy tokens of generate()
+ * with each prompt expanded R times (p0s0, p0s1, ...). This test loads each
+ * checkpoint with opt_weights_load_checkpoint, runs opt_forward and checks:
+ *   - logits at every real (mask == 1) position: |ours - ref| <= tol * scale,
+ *     scale = max(1, max |ref|), tol = the precision plugins' rel_tolerance
+ *     (fp32 1e-4, fp16 1e-2, bf16 5e-2; docs/plugins.md);
+ *   - the argmax agrees wherever the reference's top-2 margin exceeds
+ *     2 * tol * scale (so a tie-breaking difference cannot fail it);
+ *   - fp32 only: the greedy tokens (EOS suppressed, min_new_tokens ==
+ *     max_new_tokens) equal generate()'s, every row: once from a greedy loop
+ *     over opt_forward here, once from the engine's own rollout
+ *     (opt_rollout_*: prompts file, expansion, generate, post-process), with
+ *     and without shared prefill.
+ * On failure it prints the first mismatches and the max difference.
+ *
+ * golden.bin format (tools/golden/README.md): "BCGOLDEN", u32 version (1),
+ * u32 n_arrays, then per array: u32 name_len, name, u32 dtype (0 f32, 1 i32),
+ * u32 ndim, i64 dims[ndim], data (little-endian, row-major).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "forward.h"
+#include "model.h"
+#include "rollout.h"
+
+#define GOLDEN BENCHCTL_SOURCE_DIR "/tests/opt/golden/"
+
+/* ------------------------------------------------------- golden reader */
+
+enum { G_F32 = 0, G_I32 = 1 };
+
+typedef struct golden_array {
+    char name[96];
+    int dtype, ndim;
+    int64_t dims[4];
+    size_t numel;
+    void *data; /* owned; float or int32_t */
+} golden_array;
+
+typedef struct golden_file {
+    golden_array *a;
+    int n;
+} golden_file;
+
+static void golden_free(golden_file *g) {
+    for (int i = 0; i < g->n; i++) free(g->a[i].data);
+    free(g->a);
+    memset(g, 0, sizeof *g);
+}
+
+static int rd(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
+
+/* Reads path into g; on failure prints why and returns 0. */
+static int golden_read(golden_file *g, const char *path) {
+    memset(g, 0, sizeof *g);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        print_error("%s: cannot open\n", path);
+        return 0;
+    }
+    char magic[8];
+    uint32_t version, n;
+    int ok = rd(f, magic, 8) && memcmp(magic, "BCGOLDEN", 8) == 0 && rd(f, &version, 4) && version == 1 &&
+             rd(f, &n, 4) && n > 0 && n < 1000;
+    if (ok) ok = (g->a = calloc(n, sizeof *g->a)) != NULL;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        golden_array *a = &g->a[i];
+        uint32_t nl, dt, nd;
+        ok = rd(f, &nl, 4) && nl < sizeof a->name && rd(f, a->name, nl) && rd(f, &dt, 4) && dt <= 1 &&
+             rd(f, &nd, 4) && nd <= 4 && rd(f, a->dims, 8 * nd);
+        if (!ok) break;
+        g->n = (int)i + 1;
+        a->dtype = (int)dt;
+        a->ndim = (int)nd;
+        a->numel = 1;
+        for (uint32_t d = 0; d < nd; d++) {
+            ok = ok && a->dims[d] >= 0 && a->dims[d] < (1 << 24);
+            a->numel *= (size_t)a->dims[d];
+        }
+        ok = ok && a->numel < (1u << 26) && (a->data = malloc(4 * a->numel + 4)) != NULL && rd(f, a->data, 4 * a->numel);
+    }
+    if (ok) { /* nothing may follow the last array */
+        char extra;
+        ok = fread(&extra, 1, 1, f) == 0;
+    }
+    fclose(f);
+    if (!ok) {
+        print_error("%s: not a version-1 golden file, or truncated\n", path);
+        golden_free(g);
+    }
+    return ok;
+}
+
+static const golden_array *golden_get(const golden_file *g, const char *c, const char *what, int dtype, int ndim) {
+    char name[96];
+    snprintf(name, sizeof name, "%s.%s", c, what);
+    for (int i = 0; i < g->n; i++)
+        if (strcmp(g->a[i].name, name) == 0) {
+            if (g->a[i].dtype != dtype || g->a[i].ndim != ndim) fail_msg("golden array %s: dtype/ndim mismatch", name);
+            return &g->a[i];
+        }
+    fail_msg("golden file lacks %s", name);
+    return NULL;
+}
+
+/* ------------------------------------------------------------- checks */
+
+typedef struct golden_stats {
+    double max_diff, scale;
+    int mismatches, argmax_checked, argmax_mismatches;
+} golden_stats;
+
+/* Compares rows of V logits where row_ok[r] (NULL: all); row r is batch row
+ * r / per_b, position r % per_b. Prints the first mismatches; accumulates
+ * into st. Returns the number of bad values. */
+static int compare_rows(const char *label, const float *got, const float *ref, int n_rows, int per_b, int V,
+                        const int *row_ok, double tol, golden_stats *st) {
+    double scale = 1.0;
+    for (int r = 0; r < n_rows; r++)
+        if (!row_ok || row_ok[r])
+            for (int v = 0; v < V; v++) scale = fmax(scale, fabs((double)ref[(size_t)r * V + v]));
+    int bad = 0;
+    double max_diff = 0;
+    for (int r = 0; r < n_rows; r++) {
+        if (row_ok && !row_ok[r]) continue;
+        const float *g = got + (size_t)r * V, *e = ref + (size_t)r * V;
+        int ga = 0, ea = 0, e2 = -1;
+        for (int v = 0; v < V; v++) {
+            double d = fabs((double)g[v] - (double)e[v]);
+            if (!(d <= tol * scale)) { /* NaN fails too */
+                if (bad < 5)
+                    print_error("  %s row %d pos %d token %d: got %.6f want %.6f (|diff| %.3g > %.3g)\n", label,
+                                r / per_b, r % per_b, v, g[v], e[v], d, tol * scale);
+                bad++;
+            }
+            if (!(d <= max_diff)) max_diff = d;
+            if (g[v] > g[ga]) ga = v;
+            if (e[v] > e[ea]) {
+                e2 = ea;
+                ea = v;
+            } else if (v != ea && (e2 < 0 || e[v] > e[e2])) {
+                e2 = v;
+            }
+        }
+        if (e2 >= 0 && (double)e[ea] - (double)e[e2] > 2 * tol * scale) {
+            st->argmax_checked++;
+            if (ga != ea) {
+                print_error("  %s row %d pos %d: argmax %d, want %d (margin %.3g)\n", label, r / per_b, r % per_b, ga,
+                            ea, e[ea] - e[e2]);
+                st->argmax_mismatches++;
+            }
+        }
+    }
+    st->max_diff = fmax(st->max_diff, max_diff / scale);
+    st->scale = fmax(st->scale, scale);
+    st->mismatches += bad;
+    return bad;
+}
+
+/* ------------------------------------------------------------- the test */
+
+typedef struct golden_case_cfg {
+    const char *model;  /* checkpoint directory under tests/opt/golden */
+    const char *golden; /* whose golden.bin */
+    opt_dtype dtype;
+    double tol;
+} golden_case_cfg;
+
+static int argmax_no_eos(const float *x, int V, int eos) {
+    int best = eos == 0 ? 1 : 0;
+    for (int v = 0; v < V; v++)
+        if (v != eos && x[v] > x[best]) best = v;
+    return best;
+}
+
+static void run_case(opt_model *m, const opt_weights *w, const golden_file *g, const char *c,
+                     const golden_case_cfg *cfg, golden_stats *st) {
+    const int V = w->hp.vocab_size;
+    const golden_array *ids = golden_get(g, c, "input_ids", G_I32, 2);
+    const golden_array *mask = golden_get(g, c, "attention_mask", G_I32, 2);
+    const golden_array *pre = golden_get(g, c, "prefill_logits", G_F32, 3);
+    const golden_array *dids = golden_get(g, c, "decode_input_ids", G_I32, 2);
+    const golden_array *dlog = golden_get(g, c, "decode_logits", G_F32, 3);
+    const golden_array *nrs = golden_get(g, c, "num_return_sequences", G_I32, 1);
+    const golden_array *gen = golden_get(g, c, "generate_tokens", G_I32, 2);
+    const int B = (int)ids->dims[0], T = (int)ids->dims[1], K = (int)dids->dims[1];
+    const int R = ((const int32_t *)nrs->data)[0], N = (int)gen->dims[1];
+    assert_int_equal(pre->dims[2], V);
+    assert_int_equal(gen->dims[0], B * R);
+    const int32_t *id = ids->data, *mk = mask->data;
+    bc_error err = {0};
+    char label[128];
+
+    /* Prefill + K decode steps on the B rows. */
+    const int Smax = T + K;
+    opt_kv_cache kv;
+    if (opt_kv_cache_alloc(&kv, &w->hp, cfg->dtype, B, Smax, &err) != BC_OK) fail_msg("%s", err.message);
+    uint8_t *mbuf = calloc((size_t)B * Smax, 1);
+    float *logits = malloc(sizeof(float) * (size_t)B * T * V);
+    int *row_ok = malloc(sizeof(int) * (size_t)B * T);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)B * R);
+    assert_true(mbuf && logits && row_ok && tok);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            mbuf[(size_t)b * Smax + t] = (uint8_t)mk[b * T + t];
+            row_ok[b * T + t] = mk[b * T + t];
+        }
+    if (opt_forward(m, &kv, id, mbuf, Smax, B, T, OPT_LOGITS_ALL, logits, &err) != BC_OK) fail_msg("%s", err.message);
+    snprintf(label, sizeof label, "%s %s %s prefill", cfg->model, opt_dtype_name(cfg->dtype), c);
+    compare_rows(label, logits, pre->data, B * T, T, V, row_ok, cfg->tol, st);
+    for (int k = 0; k < K; k++) {
+        for (int b = 0; b < B; b++) {
+            tok[b] = ((const int32_t *)dids->data)[b * K + k];
+            mbuf[(size_t)b * Smax + T + k] = 1;
+        }
+        if (opt_forward(m, &kv, tok, mbuf, Smax, B, 1, OPT_LOGITS_LAST, logits, &err) != BC_OK)
+            fail_msg("%s", err.message);
+        snprintf(label, sizeof label, "%s %s %s decode step %d", cfg->model, opt_dtype_name(cfg->dtype), c, k);
+        compare_rows(label, logits, (const float *)dlog->data + (size_t)k * B * V, B, 1, V, NULL, cfg->tol, st);
+    }
+    opt_kv_cache_free(&kv);
+    free(mbuf);
+
+    /* Greedy generation on the expanded rows (p0s0, p0s1, ...), EOS
+     * suppressed for all N steps, as generate() with min_new_tokens == N. */
+    const int BR = B * R, SR = T + N;
+    if (opt_kv_cache_alloc(&kv, &w->hp, cfg->dtype, BR, SR, &err) != BC_OK) fail_msg("%s", err.message);
+    int32_t *xids = malloc(sizeof(int32_t) * (size_t)BR * T), *out = malloc(sizeof(int32_t) * (size_t)BR * N);
+    mbuf = calloc((size_t)BR * SR, 1);
+    float *lg = malloc(sizeof(float) * (size_t)BR * V);
+    assert_true(xids && out && mbuf && lg);
+    for (int r = 0; r < BR; r++)
+        for (int t = 0; t < T; t++) {
+            xids[r * T + t] = id[(r / R) * T + t];
+            mbuf[(size_t)r * SR + t] = (uint8_t)mk[(r / R) * T + t];
+        }
+    if (opt_forward(m, &kv, xids, mbuf, SR, BR, T, OPT_LOGITS_LAST, lg, &err) != BC_OK) fail_msg("%s", err.message);
+    for (int n = 0; n < N; n++) {
+        for (int r = 0; r < BR; r++) {
+            out[r * N + n] = argmax_no_eos(lg + (size_t)r * V, V, w->hp.eos_token_id);
+            tok[r] = out[r * N + n];
+            mbuf[(size_t)r * SR + T + n] = 1;
+        }
+        if (n + 1 < N && opt_forward(m, &kv, tok, mbuf, SR, BR, 1, OPT_LOGITS_LAST, lg, &err) != BC_OK)
+            fail_msg("%s", err.message);
+    }
+    int tok_bad = 0;
+    const int32_t *want = gen->data;
+    for (int i = 0; i < BR * N; i++)
+        if (out[i] != want[i] && tok_bad++ < 5 && cfg->dtype == OPT_F32)
+            print_error("  %s %s %s greedy: row %d step %d: token %d, generate() gave %d\n", cfg->model,
+                        opt_dtype_name(cfg->dtype), c, i / N, i % N, out[i], want[i]);
+    if (cfg->dtype == OPT_F32) {
+        if (tok_bad) print_error("  %s %s: %d of %d greedy tokens differ\n", cfg->model, c, tok_bad, BR * N);
+        st->mismatches += tok_bad;
+    } else if (tok_bad) {
+        print_message("  (%s %s %s: %d of %d greedy tokens differ from fp32 transformers; not asserted)\n",
+                      cfg->model, opt_dtype_name(cfg->dtype), c, tok_bad, BR * N);
+    }
+    opt_kv_cache_free(&kv);
+    free(mbuf);
+    free(lg);
+    free(xids);
+    free(out);
+    free(tok);
+    free(logits);
+    free(row_ok);
+}
+
+static void test_golden(void **state) {
+    const golden_case_cfg *cfg = *state;
+    char dir[512], gpath[512];
+    snprintf(dir, sizeof dir, GOLDEN "%s", cfg->model);
+    snprintf(gpath, sizeof gpath, GOLDEN "%s/golden.bin", cfg->golden);
+    golden_file g;
+    assert_true(golden_read(&g, gpath));
+    opt_weights w;
+    opt_model m;
+    bc_error err = {0};
+    if (opt_weights_load_checkpoint(&w, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
+    if (opt_model_init(&m, &w, 2, &err) != BC_OK) fail_msg("%s", err.message);
+    golden_stats st = {0};
+    run_case(&m, &w, &g, "single", cfg, &st);
+    run_case(&m, &w, &g, "padded", cfg, &st);
+    print_message("  %s %s: max |diff| / scale %.3g (tolerance %.0e, logit scale %.3g), %d argmax checks, "
+                  "%d mismatches\n",
+                  cfg->model, opt_dtype_name(cfg->dtype), st.max_diff, cfg->tol, st.scale, st.argmax_checked,
+                  st.mismatches + st.argmax_mismatches);
+    opt_model_free(&m);
+    opt_weights_free(&w);
+    golden_free(&g);
+    assert_int_equal(st.mismatches, 0);
+    assert_int_equal(st.argmax_mismatches, 0);
+    assert_true(st.argmax_checked > 0); /* the argmax check did something */
+}
+
+/* The engine's rollout (rollout.h) on the golden prompts: the prompts go
+ * through a prompts file (left-padded by the rollout), expansion makes R rows
+ * per prompt, greedy generation with EOS suppressed must give generate()'s
+ * tokens, and post-processing must leave prompt, response and mask in place. */
+static int rollout_case(opt_model *m, const opt_weights *w, const golden_file *g, const char *c, const char *model,
+                        int shared_prefill) {
+    const golden_array *ids = golden_get(g, c, "input_ids", G_I32, 2);
+    const golden_array *mask = golden_get(g, c, "attention_mask", G_I32, 2);
+    const golden_array *nrs = golden_get(g, c, "num_return_sequences", G_I32, 1);
+    const golden_array *gen = golden_get(g, c, "generate_tokens", G_I32, 2);
+    const int B = (int)ids->dims[0], T = (int)ids->dims[1], R = ((const int32_t *)nrs->data)[0];
+    const int N = (int)gen->dims[1];
+    const int32_t *id = ids->data, *mk = mask->data, *want = gen->data;
+
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/bc_golden_prompts_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++)
+            if (mk[b * T + t]) fprintf(f, "%d ", id[b * T + t]);
+        fputc('\n', f);
+    }
+    fclose(f);
+
+    opt_rollout_params p = {.batch_size = B, .samples_per_prompt = R, .response_length = N,
+                            .sampling = {.temperature = 0, .top_p = 1, .top_k = 0, .seed = 1},
+                            .stop_at_eos = 0, .shared_prefill = shared_prefill, .prompts_file = path};
+    opt_rollout ro;
+    bc_error err = {0};
+    bc_status st = opt_rollout_init(&ro, &w->hp, &p, &err);
+    if (st == BC_OK) st = opt_rollout_acquire(&ro, m, &err);
+    if (st == BC_OK) st = opt_rollout_expand(&ro, &err);
+    if (st == BC_OK) st = opt_rollout_generate(&ro, m, &err);
+    if (st == BC_OK) st = opt_rollout_post_process(&ro, &err);
+    unlink(path);
+    if (st != BC_OK) fail_msg("rollout %s %s: %s", model, c, err.message);
+
+    int bad = 0;
+    assert_int_equal(ro.R, B * R);
+    assert_int_equal(ro.Tp, T);
+    assert_int_equal(ro.returned_len, N);
+    assert_int_equal(ro.response_start, T);
+    for (int r = 0; r < B * R; r++) {
+        const int32_t *row = ro.seq + (size_t)r * ro.Stot;
+        const uint8_t *rm = ro.mask + (size_t)r * ro.Stot;
+        for (int t = 0; t < T; t++) {
+            int real = mk[(r / R) * T + t];
+            if (rm[t] != real || (real && row[t] != id[(r / R) * T + t])) {
+                if (bad++ < 5) print_error("  rollout %s %s: row %d prompt pos %d: token %d mask %d, want %d mask %d\n",
+                                           model, c, r, t, row[t], rm[t], id[(r / R) * T + t], real);
+            }
+        }
+        for (int k = 0; k < N; k++) {
+            if (row[T + k] != want[r * N + k] || rm[T + k] != 1) {
+                if (bad++ < 5)
+                    print_error("  rollout %s %s%s: row %d step %d: token %d, generate() gave %d\n", model, c,
+                                shared_prefill ? " (shared prefill)" : "", r, k, row[T + k], want[r * N + k]);
+            }
+        }
+    }
+    opt_rollout_free(&ro, m);
+    return bad;
+}
+
+static void test_rollout_golden(void **state) {
+    const golden_case_cfg *cfg = *state;
+    char dir[512], gpath[512];
+    snprintf(dir, sizeof dir, GOLDEN "%s", cfg->model);
+    snprintf(gpath, sizeof gpath, GOLDEN "%s/golden.bin", cfg->golden);
+    golden_file g;
+    assert_true(golden_read(&g, gpath));
+    opt_weights w;
+    opt_model m;
+    bc_error err = {0};
+    if (opt_weights_load_checkpoint(&w, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
+    if (opt_model_init(&m, &w, 2, &err) != BC_OK) fail_msg("%s", err.message);
+    int bad = 0;
+    for (int shared_prefill = 0; shared_prefill <= 1; shared_prefill++) {
+        bad += rollout_case(&m, &w, &g, "single", cfg->model, shared_prefill);
+        bad += rollout_case(&m, &w, &g, "padded", cfg->model, shared_prefill);
+    }
+    opt_model_free(&m);
+    opt_weights_free(&w);
+    golden_free(&g);
+    assert_int_equal(bad, 0);
+}
+
+/* The golden file reader refuses a file that is not one. */
+static void test_golden_reader(void **state) {
+    (void)state;
+    golden_file g;
+    assert_false(golden_read(&g, GOLDEN "preln/config.json"));
+    assert_false(golden_read(&g, GOLDEN "does-not-exist.bin"));
+    assert_true(golden_read(&g, GOLDEN "preln/golden.bin"));
+    assert_true(g.n >= 14);
+    golden_free(&g);
+}
+
+#define TOL_F32 1e-4 /* precision plugin fp32 rel_tolerance */
+#define TOL_F16 1e-2 /* fp16 */
+#define TOL_BF16 5e-2 /* bf16 */
+
+static golden_case_cfg cfgs[] = {
+    {"preln", "preln", OPT_F32, TOL_F32},
+    {"preln_sharded", "preln", OPT_F32, TOL_F32},
+    {"postln_proj", "postln_proj", OPT_F32, TOL_F32},
+    {"hd80", "hd80", OPT_F32, TOL_F32},
+    {"preln", "preln", OPT_F16, TOL_F16},
+    {"postln_proj", "postln_proj", OPT_F16, TOL_F16},
+    {"hd80", "hd80", OPT_F16, TOL_F16},
+    {"preln", "preln", OPT_BF16, TOL_BF16},
+    {"postln_proj", "postln_proj", OPT_BF16, TOL_BF16},
+    {"hd80", "hd80", OPT_BF16, TOL_BF16},
+};
+
+#define N_CFGS (sizeof cfgs / sizeof cfgs[0])
+#define N_ROLLOUT 4 /* the fp32 entries of cfgs come first */
+
+int main(void) {
+    struct CMUnitTest tests[1 + N_CFGS + N_ROLLOUT];
+    static char names[N_CFGS + N_ROLLOUT][64];
+    size_t n = 0;
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_golden_reader);
+    for (size_t i = 0; i < N_CFGS; i++) {
+        snprintf(names[i], sizeof names[i], "golden_%s_%s", cfgs[i].model, opt_dtype_name(cfgs[i].dtype));
+        tests[n++] = (struct CMUnitTest){names[i], test_golden, NULL, NULL, &cfgs[i]};
+    }
+    for (size_t i = 0; i < N_ROLLOUT; i++) {
+        if (cfgs[i].dtype != OPT_F32) return 1; /* cfgs out of order */
+        snprintf(names[N_CFGS + i], sizeof names[0], "rollout_golden_%s", cfgs[i].model);
+        tests[n++] = (struct CMUnitTest){names[N_CFGS + i], test_rollout_golden, NULL, NULL, &cfgs[i]};
+    }
+    return _cmocka_run_group_tests("test_golden", tests, n, NULL, NULL);
+}

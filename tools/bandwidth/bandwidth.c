@@ -1,0 +1,349 @@
+/* bandwidth: measures this machine's main-memory read bandwidth, in GB/s.
+ *
+ * It stream-reads a buffer much larger than the last-level cache (default
+ * 1024 MiB; the LLC of the benchmark machine is 32 MiB) with 1 thread and
+ * with T threads (default 2), each thread summing its own contiguous slice
+ * with the widest loads this CPU has (AVX-512, else AVX2, else a plain
+ * 64-bit loop the compiler may vectorize). The kernel is chosen at run time
+ * from the CPU's features, so one build runs anywhere.
+ *
+ * It is the denominator of docs/performance.md's bandwidth bound: a B=1
+ * decode step of a model must read every weight once, so
+ *     bound_ms = weight_bytes / (GB/s * 1e9) * 1e3.
+ *
+ * Build (no Makefile needed; tools/bench/run_performance.sh does this):
+ *     cc -O2 -std=c11 -Wall -Wextra -Werror -pthread \
+ *        -o build/bandwidth tools/bandwidth/bandwidth.c
+ * or through tools/bandwidth/CMakeLists.txt (target `bandwidth`).
+ *
+ * Usage: bandwidth [--mib N] [--threads T] [--reps R] [--thp 0|1] [--json PATH]
+ *   Each thread count is measured R times (default 5) after one untimed pass;
+ *   the best and the median pass are reported. GB = 1e9 bytes. --thp 1
+ *   (default) asks for transparent huge pages with madvise.
+ *   --json writes {"buffer_bytes", "kernel", "results": [{"threads",
+ *   "best_gb_per_s", "median_gb_per_s", "passes_gb_per_s": [...]}]}.
+ *
+ * A pass's time runs from a barrier all threads leave together to the last
+ * thread's end, so a slow thread counts. This is a standalone tool, not part
+ * of benchctl: it prints, and exits non-zero on a bad argument or failure.
+ */
+#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define BW_X86 1
+#else
+#define BW_X86 0
+#endif
+
+enum { BW_MAX_THREADS = 64, BW_MAX_REPS = 100, BW_ALIGN = 4096 };
+
+/* Sums n_bytes at p (n_bytes a multiple of 256, p 64-byte aligned). The
+ * result only keeps the loads from being optimized away. */
+typedef uint64_t (*bw_read_fn)(const uint64_t *p, size_t n_bytes);
+
+static uint64_t bw_read_plain(const uint64_t *p, size_t n_bytes) {
+    size_t n = n_bytes / sizeof(uint64_t);
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        s0 += p[i];
+        s1 += p[i + 1];
+        s2 += p[i + 2];
+        s3 += p[i + 3];
+    }
+    return s0 + s1 + s2 + s3;
+}
+
+#if BW_X86
+__attribute__((target("avx2"))) static uint64_t bw_read_avx2(const uint64_t *p, size_t n_bytes) {
+    const __m256i *v = (const __m256i *)p;
+    size_t n = n_bytes / sizeof(__m256i);
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i < n; i += 8) {
+        a0 = _mm256_add_epi64(a0, _mm256_load_si256(v + i));
+        a1 = _mm256_add_epi64(a1, _mm256_load_si256(v + i + 1));
+        a2 = _mm256_add_epi64(a2, _mm256_load_si256(v + i + 2));
+        a3 = _mm256_add_epi64(a3, _mm256_load_si256(v + i + 3));
+        a0 = _mm256_add_epi64(a0, _mm256_load_si256(v + i + 4));
+        a1 = _mm256_add_epi64(a1, _mm256_load_si256(v + i + 5));
+        a2 = _mm256_add_epi64(a2, _mm256_load_si256(v + i + 6));
+        a3 = _mm256_add_epi64(a3, _mm256_load_si256(v + i + 7));
+    }
+    __m256i a = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+    uint64_t lanes[4];
+    _mm256_storeu_si256((__m256i *)lanes, a);
+    return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+
+__attribute__((target("avx512f"))) static uint64_t bw_read_avx512(const uint64_t *p, size_t n_bytes) {
+    const __m512i *v = (const __m512i *)p;
+    size_t n = n_bytes / sizeof(__m512i);
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i < n; i += 4) {
+        a0 = _mm512_add_epi64(a0, _mm512_load_si512(v + i));
+        a1 = _mm512_add_epi64(a1, _mm512_load_si512(v + i + 1));
+        a2 = _mm512_add_epi64(a2, _mm512_load_si512(v + i + 2));
+        a3 = _mm512_add_epi64(a3, _mm512_load_si512(v + i + 3));
+    }
+    __m512i a = _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3));
+    /* Unsigned lane sum: _mm512_reduce_add_epi64 adds as signed and trips UBSan. */
+    uint64_t lanes[8];
+    _mm512_storeu_si512((void *)lanes, a);
+    uint64_t s = 0;
+    for (int i = 0; i < 8; ++i)
+        s += lanes[i];
+    return s;
+}
+#endif
+
+/* Picks the widest kernel the CPU supports; *name gets its static name. */
+static bw_read_fn bw_pick_kernel(const char **name) {
+#if BW_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) {
+        *name = "avx512";
+        return bw_read_avx512;
+    }
+    if (__builtin_cpu_supports("avx2")) {
+        *name = "avx2";
+        return bw_read_avx2;
+    }
+#endif
+    *name = "plain";
+    return bw_read_plain;
+}
+
+static double bw_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Shared by the threads of one pass. Owned by bw_pass's stack. */
+typedef struct bw_pass_ctx {
+    const unsigned char *buf;
+    size_t slice_bytes; /* per thread, a multiple of 256 */
+    bw_read_fn read;
+    pthread_barrier_t start;
+    double t_start;                 /* written by thread 0 after the barrier */
+    double t_end[BW_MAX_THREADS];   /* each thread's end time */
+    uint64_t sink[BW_MAX_THREADS];  /* keeps the sums alive */
+} bw_pass_ctx;
+
+typedef struct bw_thread_arg {
+    bw_pass_ctx *ctx;
+    unsigned index;
+} bw_thread_arg;
+
+static void *bw_thread_main(void *opaque) {
+    bw_thread_arg *arg = opaque;
+    bw_pass_ctx *ctx = arg->ctx;
+    const uint64_t *slice = (const uint64_t *)(ctx->buf + (size_t)arg->index * ctx->slice_bytes);
+    pthread_barrier_wait(&ctx->start);
+    if (arg->index == 0)
+        ctx->t_start = bw_now_s();
+    ctx->sink[arg->index] = ctx->read(slice, ctx->slice_bytes);
+    ctx->t_end[arg->index] = bw_now_s();
+    return NULL;
+}
+
+/* One pass over n_threads * slice_bytes bytes; returns GB/s, or -1 on error. */
+static double bw_pass(const unsigned char *buf, size_t slice_bytes, unsigned n_threads, bw_read_fn read,
+                      uint64_t *sink) {
+    bw_pass_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.buf = buf;
+    ctx.slice_bytes = slice_bytes;
+    ctx.read = read;
+    if (pthread_barrier_init(&ctx.start, NULL, n_threads) != 0)
+        return -1.0;
+    pthread_t tids[BW_MAX_THREADS];
+    bw_thread_arg args[BW_MAX_THREADS];
+    unsigned started = 0;
+    int failed = 0;
+    /* Thread 0 runs on the calling thread, the others are spawned. */
+    for (unsigned t = 1; t < n_threads; ++t) {
+        args[t] = (bw_thread_arg){&ctx, t};
+        if (pthread_create(&tids[t], NULL, bw_thread_main, &args[t]) != 0) {
+            failed = 1;
+            break;
+        }
+        started = t;
+    }
+    if (failed) {
+        /* The started threads wait at the barrier forever; we cannot recover
+         * cleanly, so give up the whole program. */
+        fprintf(stderr, "bandwidth: pthread_create failed after %u threads\n", started);
+        exit(1);
+    }
+    args[0] = (bw_thread_arg){&ctx, 0};
+    bw_thread_main(&args[0]);
+    for (unsigned t = 1; t < n_threads; ++t)
+        pthread_join(tids[t], NULL);
+    pthread_barrier_destroy(&ctx.start);
+    double t_end = ctx.t_end[0];
+    for (unsigned t = 0; t < n_threads; ++t) {
+        if (ctx.t_end[t] > t_end)
+            t_end = ctx.t_end[t];
+        *sink += ctx.sink[t];
+    }
+    double seconds = t_end - ctx.t_start;
+    if (seconds <= 0.0)
+        return -1.0;
+    return (double)slice_bytes * n_threads / seconds / 1e9;
+}
+
+static int bw_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int bw_parse_uint(const char *flag, const char *text, unsigned long min, unsigned long max,
+                         unsigned long *out) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+        fprintf(stderr, "bandwidth: %s wants an integer in [%lu, %lu], got '%s'\n", flag, min, max, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static void bw_usage(FILE *f) {
+    fprintf(f, "usage: bandwidth [--mib N] [--threads T] [--reps R] [--thp 0|1] [--json PATH]\n"
+               "  Stream-reads an N MiB buffer (default 1024) with 1 and T threads (default 2),\n"
+               "  R timed passes each (default 5), and prints the read bandwidth in GB/s.\n"
+               "  --thp 1 (default) asks for transparent huge pages (madvise).\n");
+}
+
+int main(int argc, char **argv) {
+    unsigned long mib = 1024, max_threads = 2, reps = 5, use_thp = 1;
+    const char *json_path = NULL;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            bw_usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "bandwidth: %s needs a value\n", a);
+            bw_usage(stderr);
+            return 2;
+        }
+        const char *v = argv[++i];
+        int rc = 0;
+        if (strcmp(a, "--mib") == 0)
+            rc = bw_parse_uint(a, v, 64, 1UL << 20, &mib);
+        else if (strcmp(a, "--threads") == 0)
+            rc = bw_parse_uint(a, v, 1, BW_MAX_THREADS, &max_threads);
+        else if (strcmp(a, "--reps") == 0)
+            rc = bw_parse_uint(a, v, 1, BW_MAX_REPS, &reps);
+        else if (strcmp(a, "--thp") == 0)
+            rc = bw_parse_uint(a, v, 0, 1, &use_thp);
+        else if (strcmp(a, "--json") == 0)
+            json_path = v;
+        else {
+            fprintf(stderr, "bandwidth: unknown option '%s'\n", a);
+            bw_usage(stderr);
+            return 2;
+        }
+        if (rc != 0)
+            return 2;
+    }
+
+    const char *kernel_name = NULL;
+    bw_read_fn read = bw_pick_kernel(&kernel_name);
+
+    /* One buffer, owned by main, freed at the end. Every slice is a multiple
+     * of 256 bytes so the unrolled kernels need no tail. */
+    size_t buf_bytes = (size_t)mib << 20;
+    unsigned char *buf = NULL;
+    if (posix_memalign((void **)&buf, BW_ALIGN, buf_bytes) != 0) {
+        fprintf(stderr, "bandwidth: cannot allocate %lu MiB\n", mib);
+        return 1;
+    }
+#ifdef MADV_HUGEPAGE
+    /* Ask for transparent huge pages where THP is in "madvise" mode, so TLB
+     * misses do not cap the stream; harmless where THP is off. */
+    if (use_thp)
+        (void)madvise(buf, buf_bytes, MADV_HUGEPAGE);
+#endif
+    /* Touch every page with non-zero data so reads hit real memory. */
+    for (size_t i = 0; i < buf_bytes; i += sizeof(uint64_t)) {
+        uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ULL;
+        memcpy(buf + i, &x, sizeof x);
+    }
+
+    unsigned thread_counts[2] = {1, (unsigned)max_threads};
+    unsigned n_counts = max_threads > 1 ? 2 : 1;
+    double best[2] = {0}, median[2] = {0};
+    double passes[2][BW_MAX_REPS];
+    uint64_t sink = 0;
+
+    printf("bandwidth: %lu MiB buffer, kernel %s, thp %s, %lu passes per thread count (GB = 1e9 B)\n", mib,
+           kernel_name, use_thp ? "madvise" : "off", reps);
+    for (unsigned k = 0; k < n_counts; ++k) {
+        unsigned nt = thread_counts[k];
+        size_t slice = (buf_bytes / nt) & ~(size_t)255;
+        if (bw_pass(buf, slice, nt, read, &sink) < 0) { /* untimed warm pass */
+            fprintf(stderr, "bandwidth: timing failed\n");
+            free(buf);
+            return 1;
+        }
+        double sorted[BW_MAX_REPS];
+        for (unsigned long r = 0; r < reps; ++r) {
+            double gbs = bw_pass(buf, slice, nt, read, &sink);
+            if (gbs < 0) {
+                fprintf(stderr, "bandwidth: timing failed\n");
+                free(buf);
+                return 1;
+            }
+            passes[k][r] = gbs;
+            sorted[r] = gbs;
+        }
+        qsort(sorted, reps, sizeof sorted[0], bw_cmp_double);
+        best[k] = sorted[reps - 1];
+        median[k] = (reps % 2) ? sorted[reps / 2] : 0.5 * (sorted[reps / 2 - 1] + sorted[reps / 2]);
+        printf("  threads %2u: best %7.2f GB/s, median %7.2f GB/s\n", nt, best[k], median[k]);
+    }
+    /* Printing the sink keeps every load observable. */
+    printf("  (checksum %016llx)\n", (unsigned long long)sink);
+
+    int status = 0;
+    if (json_path) {
+        FILE *f = fopen(json_path, "w");
+        if (!f) {
+            fprintf(stderr, "bandwidth: cannot write %s: %s\n", json_path, strerror(errno));
+            status = 1;
+        } else {
+            fprintf(f, "{\n  \"tool\": \"bandwidth\",\n  \"buffer_bytes\": %zu,\n  \"kernel\": \"%s\",\n", buf_bytes,
+                    kernel_name);
+            fprintf(f, "  \"thp_madvise\": %s,\n", use_thp ? "true" : "false");
+            fprintf(f, "  \"results\": [\n");
+            for (unsigned k = 0; k < n_counts; ++k) {
+                fprintf(f, "    {\"threads\": %u, \"best_gb_per_s\": %.3f, \"median_gb_per_s\": %.3f, \"passes_gb_per_s\": [",
+                        thread_counts[k], best[k], median[k]);
+                for (unsigned long r = 0; r < reps; ++r)
+                    fprintf(f, "%s%.3f", r ? ", " : "", passes[k][r]);
+                fprintf(f, "]}%s\n", k + 1 < n_counts ? "," : "");
+            }
+            fprintf(f, "  ]\n}\n");
+            if (fclose(f) != 0) {
+                fprintf(stderr, "bandwidth: error writing %s\n", json_path);
+                status = 1;
+            }
+        }
+    }
+    free(buf);
+    return status;
+}
