@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h> /* malloc_trim */
+#endif
 
 #include "benchctl/plugin.h"
 #include "rollout.h"
@@ -318,6 +321,11 @@ static bc_status opt_cache_release(void *inst, bc_error *err) {
     (void)err;
     opt_backend *s = inst;
     if (s->have_rollout) opt_rollout_release(&s->ro, &s->m);
+#if defined(__GLIBC__)
+    /* glibc keeps freed blocks below its (adaptive) mmap threshold in the
+     * heap; give them back to the system, so release really releases */
+    malloc_trim(0);
+#endif
     return BC_OK;
 }
 

@@ -228,8 +228,22 @@ bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
             st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d x %d logits", ro->R, ro->V);
     }
     ro->have_cache = 1;
-    if (st != BC_OK) opt_rollout_release(ro, m);
-    return st;
+    if (st != BC_OK) {
+        opt_rollout_release(ro, m);
+        return st;
+    }
+    /* touch every page now, so taking the cache back costs what it costs
+     * here (cache_acquire_ms) and not as page faults inside the prefill */
+    memset(ro->kv.k, 0, ro->kv.bytes / 2);
+    memset(ro->kv.v, 0, ro->kv.bytes / 2);
+    if (ro->kv_shared.k) {
+        memset(ro->kv_shared.k, 0, ro->kv_shared.bytes / 2);
+        memset(ro->kv_shared.v, 0, ro->kv_shared.bytes / 2);
+    }
+    memset(ro->logits, 0, (size_t)ro->R * ro->V * sizeof(float));
+    if (ro->logits_shared) memset(ro->logits_shared, 0, (size_t)ro->Bp * ro->V * sizeof(float));
+    memset(m->ws.arena, 0, m->ws.bytes);
+    return BC_OK;
 }
 
 void opt_rollout_release(opt_rollout *ro, opt_model *m) {
