@@ -206,6 +206,13 @@ static bc_status opt_plan_memory(void *inst, const bc_case *c, bc_memory_stats *
     opt_dtype dt;
     bc_status st = case_dtype(c, &dt, err);
     if (st != BC_OK) return st;
+    if (s->checkpoint[0] && !s->have_weights) {
+        /* the shape is in the checkpoint's config.json, read when the weights
+         * load; until then the plan is unknown rather than the preset's */
+        out->weights_bytes = out->kv_cache_bytes = out->workspace_bytes = out->host_peak_bytes = -1;
+        out->device_peak_bytes = out->device_free_bytes = out->device_total_bytes = -1;
+        return BC_OK;
+    }
     const opt_hparams *hp = s->have_weights ? &s->w.hp : &s->hp;
     opt_rollout ro;
     opt_rollout_params p = rollout_params(s, c);
