@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # run_performance.sh: the side-by-side performance benchmark of
 # docs/performance.md (issue 3, section 8), in one run:
-#   1. builds the bandwidth probe (one cc line) and benchctl (CMake, Release,
-#      tests off, in $BUILD_DIR);
+#   1. builds the bandwidth probe (one cc line) and benchctl (CMake, the
+#      project's default RelWithDebInfo (-O2 -g), tests off, in $BUILD_DIR);
 #   2. measures memory read bandwidth (tools/bandwidth), before the engines;
 #   3. benchctl: tools/bench/performance.cfg, once per shape;
 #   4. Hugging Face transformers generate (tools/peers/hf_generate.py);
@@ -22,7 +22,7 @@
 #       transformers, ctranslate2 and numpy from PyPI, made with:
 #         python3 -m venv /work/venv-peers
 #         /work/venv-peers/bin/pip install torch transformers ctranslate2 numpy
-#   BUILD_DIR [build-perf]  CC [cc]
+#   BUILD_DIR [build-perf]  BUILD_TYPE [RelWithDebInfo]  CC [cc]
 #   SKIP_BENCHCTL=1 / SKIP_PEERS=1 leave those rows out.
 # Exit status: 0 when every step ran; 1 when one failed (the table is still
 # printed with what was measured).
@@ -37,6 +37,7 @@ ITERATIONS=${ITERATIONS:-3}
 SHAPES=${SHAPES:-4,4,128,128 1,1,128,128}
 PEERS_PYTHON=${PEERS_PYTHON:-/work/venv-peers/bin/python}
 BUILD_DIR=${BUILD_DIR:-build-perf}
+BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 CC=${CC:-cc}
 OUT=${1:-out/performance/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT" || exit 1
@@ -51,6 +52,7 @@ fail() { printf 'run_performance: %s\n' "$*" >&2; failed+=("$1"); }
     echo "git: $(git rev-parse --short=12 HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | grep -q . && echo '(dirty)')"
     echo "uname: $(uname -srm)"
     echo "loadavg_start: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "build: $BUILD_TYPE, $("$CC" --version | head -n 1)"
     echo "threads: $THREADS  warmup: $WARMUP  iterations: $ITERATIONS  shapes (B,S,P,R): $SHAPES"
     lscpu
 } >"$OUT/machine.txt" 2>&1
@@ -64,8 +66,8 @@ fi
 
 BENCHCTL=""
 if [[ "${SKIP_BENCHCTL:-0}" != 1 ]]; then
-    say "building benchctl in $BUILD_DIR (Release, tests off)"
-    if cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DBENCHCTL_TESTS=OFF >"$OUT/build.log" 2>&1 &&
+    say "building benchctl in $BUILD_DIR ($BUILD_TYPE, tests off)"
+    if cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DBENCHCTL_TESTS=OFF >"$OUT/build.log" 2>&1 &&
         cmake --build "$BUILD_DIR" -j2 >>"$OUT/build.log" 2>&1; then
         BENCHCTL=$(find "$BUILD_DIR" -maxdepth 3 -type f -name benchctl -perm -u+x | head -n 1)
         [[ -n "$BENCHCTL" ]] || fail "benchctl-build (no benchctl executable in $BUILD_DIR)"
