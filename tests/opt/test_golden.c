@@ -12,7 +12,10 @@
  *   - the argmax agrees wherever the reference's top-2 margin exceeds
  *     2 * tol * scale (so a tie-breaking difference cannot fail it);
  *   - fp32 only: the greedy tokens (EOS suppressed, min_new_tokens ==
- *     max_new_tokens) equal generate()'s, every row.
+ *     max_new_tokens) equal generate()'s, every row: once from a greedy loop
+ *     over opt_forward here, once from the engine's own rollout
+ *     (opt_rollout_*: prompts file, expansion, generate, post-process), with
+ *     and without shared prefill.
  * On failure it prints the first mismatches and the max difference.
  *
  * golden.bin format (tools/golden/README.md): "BCGOLDEN", u32 version (1),
@@ -29,11 +32,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "forward.h"
 #include "model.h"
+#include "rollout.h"
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/opt/golden/"
 
@@ -306,6 +311,96 @@ static void test_golden(void **state) {
     assert_true(st.argmax_checked > 0); /* the argmax check did something */
 }
 
+/* The engine's rollout (rollout.h) on the golden prompts: the prompts go
+ * through a prompts file (left-padded by the rollout), expansion makes R rows
+ * per prompt, greedy generation with EOS suppressed must give generate()'s
+ * tokens, and post-processing must leave prompt, response and mask in place. */
+static int rollout_case(opt_model *m, const opt_weights *w, const golden_file *g, const char *c, const char *model,
+                        int shared_prefill) {
+    const golden_array *ids = golden_get(g, c, "input_ids", G_I32, 2);
+    const golden_array *mask = golden_get(g, c, "attention_mask", G_I32, 2);
+    const golden_array *nrs = golden_get(g, c, "num_return_sequences", G_I32, 1);
+    const golden_array *gen = golden_get(g, c, "generate_tokens", G_I32, 2);
+    const int B = (int)ids->dims[0], T = (int)ids->dims[1], R = ((const int32_t *)nrs->data)[0];
+    const int N = (int)gen->dims[1];
+    const int32_t *id = ids->data, *mk = mask->data, *want = gen->data;
+
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/bc_golden_prompts_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++)
+            if (mk[b * T + t]) fprintf(f, "%d ", id[b * T + t]);
+        fputc('\n', f);
+    }
+    fclose(f);
+
+    opt_rollout_params p = {.batch_size = B, .samples_per_prompt = R, .response_length = N,
+                            .sampling = {.temperature = 0, .top_p = 1, .top_k = 0, .seed = 1},
+                            .stop_at_eos = 0, .shared_prefill = shared_prefill, .prompts_file = path};
+    opt_rollout ro;
+    bc_error err = {0};
+    bc_status st = opt_rollout_init(&ro, &w->hp, &p, &err);
+    if (st == BC_OK) st = opt_rollout_acquire(&ro, m, &err);
+    if (st == BC_OK) st = opt_rollout_expand(&ro, &err);
+    if (st == BC_OK) st = opt_rollout_generate(&ro, m, &err);
+    if (st == BC_OK) st = opt_rollout_post_process(&ro, &err);
+    unlink(path);
+    if (st != BC_OK) fail_msg("rollout %s %s: %s", model, c, err.message);
+
+    int bad = 0;
+    assert_int_equal(ro.R, B * R);
+    assert_int_equal(ro.Tp, T);
+    assert_int_equal(ro.returned_len, N);
+    assert_int_equal(ro.response_start, T);
+    for (int r = 0; r < B * R; r++) {
+        const int32_t *row = ro.seq + (size_t)r * ro.Stot;
+        const uint8_t *rm = ro.mask + (size_t)r * ro.Stot;
+        for (int t = 0; t < T; t++) {
+            int real = mk[(r / R) * T + t];
+            if (rm[t] != real || (real && row[t] != id[(r / R) * T + t])) {
+                if (bad++ < 5) print_error("  rollout %s %s: row %d prompt pos %d: token %d mask %d, want %d mask %d\n",
+                                           model, c, r, t, row[t], rm[t], id[(r / R) * T + t], real);
+            }
+        }
+        for (int k = 0; k < N; k++) {
+            if (row[T + k] != want[r * N + k] || rm[T + k] != 1) {
+                if (bad++ < 5)
+                    print_error("  rollout %s %s%s: row %d step %d: token %d, generate() gave %d\n", model, c,
+                                shared_prefill ? " (shared prefill)" : "", r, k, row[T + k], want[r * N + k]);
+            }
+        }
+    }
+    opt_rollout_free(&ro, m);
+    return bad;
+}
+
+static void test_rollout_golden(void **state) {
+    const golden_case_cfg *cfg = *state;
+    char dir[512], gpath[512];
+    snprintf(dir, sizeof dir, GOLDEN "%s", cfg->model);
+    snprintf(gpath, sizeof gpath, GOLDEN "%s/golden.bin", cfg->golden);
+    golden_file g;
+    assert_true(golden_read(&g, gpath));
+    opt_weights w;
+    opt_model m;
+    bc_error err = {0};
+    if (opt_weights_load_checkpoint(&w, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
+    if (opt_model_init(&m, &w, 2, &err) != BC_OK) fail_msg("%s", err.message);
+    int bad = 0;
+    for (int shared_prefill = 0; shared_prefill <= 1; shared_prefill++) {
+        bad += rollout_case(&m, &w, &g, "single", cfg->model, shared_prefill);
+        bad += rollout_case(&m, &w, &g, "padded", cfg->model, shared_prefill);
+    }
+    opt_model_free(&m);
+    opt_weights_free(&w);
+    golden_free(&g);
+    assert_int_equal(bad, 0);
+}
+
 /* The golden file reader refuses a file that is not one. */
 static void test_golden_reader(void **state) {
     (void)state;
@@ -334,13 +429,22 @@ static golden_case_cfg cfgs[] = {
     {"hd80", "hd80", OPT_BF16, TOL_BF16},
 };
 
+#define N_CFGS (sizeof cfgs / sizeof cfgs[0])
+#define N_ROLLOUT 4 /* the fp32 entries of cfgs come first */
+
 int main(void) {
-    struct CMUnitTest tests[1 + sizeof cfgs / sizeof cfgs[0]];
-    static char names[sizeof cfgs / sizeof cfgs[0]][64];
-    tests[0] = (struct CMUnitTest)cmocka_unit_test(test_golden_reader);
-    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+    struct CMUnitTest tests[1 + N_CFGS + N_ROLLOUT];
+    static char names[N_CFGS + N_ROLLOUT][64];
+    size_t n = 0;
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_golden_reader);
+    for (size_t i = 0; i < N_CFGS; i++) {
         snprintf(names[i], sizeof names[i], "golden_%s_%s", cfgs[i].model, opt_dtype_name(cfgs[i].dtype));
-        tests[i + 1] = (struct CMUnitTest){names[i], test_golden, NULL, NULL, &cfgs[i]};
+        tests[n++] = (struct CMUnitTest){names[i], test_golden, NULL, NULL, &cfgs[i]};
     }
-    return _cmocka_run_group_tests("test_golden", tests, sizeof tests / sizeof tests[0], NULL, NULL);
+    for (size_t i = 0; i < N_ROLLOUT; i++) {
+        if (cfgs[i].dtype != OPT_F32) return 1; /* cfgs out of order */
+        snprintf(names[N_CFGS + i], sizeof names[0], "rollout_golden_%s", cfgs[i].model);
+        tests[n++] = (struct CMUnitTest){names[N_CFGS + i], test_rollout_golden, NULL, NULL, &cfgs[i]};
+    }
+    return _cmocka_run_group_tests("test_golden", tests, n, NULL, NULL);
 }
