@@ -195,7 +195,7 @@ __global__ void attention_kernel(E *att, const float *q, const E *kc, const E *v
             if (d < D) dot += qv[i] * to_f(kr[d]);
         }
         dot = warp_sum(dot);
-        const float mn = fmaxf(m, dot), corr = __expf(m - mn), p = __expf(dot - mn);
+        const float mn = fmaxf(m, dot), corr = expf(m - mn), p = expf(dot - mn);
         l = l * corr + p;
         const E *vr = Vv + (size_t)s * D;
         for (int i = 0; i < DPL; i++) {
@@ -230,7 +230,7 @@ __global__ void attention_kernel(E *att, const float *q, const E *kc, const E *v
     }
     float L = 0.0f, f[ATT_WARPS];
     for (int j = 0; j < ATT_WARPS; j++) {
-        f[j] = sm[j] == -INFINITY ? 0.0f : __expf(sm[j] - M);
+        f[j] = sm[j] == -INFINITY ? 0.0f : expf(sm[j] - M);
         L += sl[j] * f[j];
     }
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
@@ -415,6 +415,13 @@ static bc_status gemm(opt_cuda_model *m, float *y, const void *x, const void *W,
         LT(cublasLtMatmulPreferenceCreate(&pref));
         size_t wsb = OPT_CUDA_LT_WORKSPACE;
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+        /* alignment the heuristic may assume: weights sit on 64-byte boundaries of the arena
+         * (model.c); activations and logits on 256 (cuda_plan.h), but callers may pass others */
+        uint32_t al_a = 64, al_other = 16;
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_other, sizeof al_other);
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_other, sizeof al_other);
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_other, sizeof al_other);
         cublasLtMatmulHeuristicResult_t res;
         int nres = 0;
         s = cublasLtMatmulAlgoGetHeuristic(m->dev->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &nres);

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh: everything of the CUDA path that needs a GPU, in one call
+# (budget: 5 minutes on an H200). From the repository root:
+#   tests/gpu/run.sh [build-dir]        (default build-gpu)
+# 1. builds with CUDA (sm_80/sm_90 + PTX), Release;
+# 2. runs the host-side tests (ctest -L cuda_host) and the CUDA-vs-CPU
+#    comparison on the golden models (cuda_vs_cpu: logits, greedy tokens,
+#    graphs on/off, both cache policies, shared prefill, EOS stop, exact
+#    device accounting);
+# 3. runs a short benchmark matrix on device "cuda" (tests/gpu/bench-cuda.cfg)
+#    and prints its JSON.
+# Exits non-zero on the first failure; every step is timed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${1:-build-gpu}
+JOBS=$(nproc 2>/dev/null || echo 4)
+t0=$(date +%s)
+step() { echo; echo "=== [$(( $(date +%s) - t0 ))s] $*"; }
+
+step "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "(nvidia-smi unavailable)"
+nvcc --version | tail -1
+
+step "configure + build ($BUILD, $JOBS jobs)"
+cmake -S . -B "$BUILD" -DBENCHCTL_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+make -C "$BUILD" -j"$JOBS" --no-print-directory 2>&1 | grep -E "error|warning|Error" || true
+test -x "$BUILD/benchctl"
+test -x "$BUILD/tests/cuda_host/cuda_vs_cpu"
+
+step "host-side tests"
+(cd "$BUILD" && ctest -L cuda_host --output-on-failure)
+
+step "CUDA vs CPU on the golden models"
+timeout 180 "$BUILD/tests/cuda_host/cuda_vs_cpu" tests/opt/golden
+
+step "benchmark matrix on device cuda"
+mkdir -p out/gpu
+rm -f out/gpu/bench-cuda.json
+timeout 150 "$BUILD/benchctl" run tests/gpu/bench-cuda.cfg
+step "JSON (out/gpu/bench-cuda.json)"
+cat out/gpu/bench-cuda.json
+echo
+if grep -q '"status": *"failed"' out/gpu/bench-cuda.json; then
+  echo "a benchmark case failed"; exit 1
+fi
+
+step "done: all GPU checks passed"
