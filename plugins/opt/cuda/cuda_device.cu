@@ -90,6 +90,14 @@ void opt_cuda_device_close(opt_cuda_device *d) {
     free(d);
 }
 
+void opt_cuda_driver_version(char *buf, size_t len) {
+    int drv = 0, rt = 0;
+    if (cudaDriverGetVersion(&drv) != cudaSuccess) drv = 0;
+    if (cudaRuntimeGetVersion(&rt) != cudaSuccess) rt = 0;
+    (void)cudaGetLastError();
+    snprintf(buf, len, "CUDA driver %d.%d, runtime %d.%d", drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+}
+
 const char *opt_cuda_device_name(const opt_cuda_device *d) { return d->name; }
 opt_cuda_mem *opt_cuda_device_mem(opt_cuda_device *d) { return &d->mem; }
 

@@ -46,6 +46,8 @@ int opt_cuda_device_count(void);
  * usable device: BC_ERR_DEVICE, "no CUDA device: <reason>" (one line). */
 bc_status opt_cuda_device_open(opt_cuda_device **out, int index, bc_error *err);
 void opt_cuda_device_close(opt_cuda_device *d);
+/* "CUDA driver 13.0, runtime 13.0" into buf (never fails). */
+void opt_cuda_driver_version(char *buf, size_t len);
 /* "NVIDIA H200 (sm_90, 139.8 GiB)" */
 const char *opt_cuda_device_name(const opt_cuda_device *d);
 /* The allocator's accounting (bytes per kind, high-water mark). */
