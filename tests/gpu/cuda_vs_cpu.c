@@ -15,6 +15,8 @@
  *                 sampled (temperature, top-k, top-p): graphs on and off and
  *                 a second run identical, tokens in range;
  *   3. memory     the device bytes held after acquire equal the plan.
+ * Head dims: 16 (preln, postln_proj), 80 (hd80), and 64 and 128 on small
+ * synthetic-weight models.
  * Usage: cuda_vs_cpu [golden_dir]   (default: the source tree's tests/opt/golden)
  */
 #define _POSIX_C_SOURCE 200809L
@@ -343,6 +345,31 @@ int main(int argc, char **argv) {
             }
             check_logits(dev, &w, models[mi]);
             check_rollouts(dev, &w, models[mi]);
+            opt_weights_free(&w);
+        }
+    /* head dims 64 and 128 (the golden models have 16 and 80): synthetic weights */
+    const int heads[2] = {4, 2};
+    for (int hi = 0; hi < 2; hi++)
+        for (int di = 0; di < 3; di++) {
+            opt_hparams hp;
+            opt_weights w;
+            char name[32];
+            if (opt_hparams_preset("125m", &hp, &err) != BC_OK) break;
+            hp.vocab_size = 512;
+            hp.hidden_size = 256;
+            hp.num_hidden_layers = 2;
+            hp.num_attention_heads = heads[hi];
+            hp.ffn_dim = 512;
+            hp.word_embed_proj_dim = 256;
+            hp.max_position_embeddings = 64;
+            snprintf(name, sizeof name, "synth-d%d", 256 / heads[hi]);
+            if (opt_weights_alloc(&w, &hp, dts[di], &err) != BC_OK || opt_weights_init_synthetic(&w, 7, &err) != BC_OK) {
+                printf("  FAIL synthetic weights %s: %s\n", name, err.message);
+                failures++;
+                continue;
+            }
+            check_logits(dev, &w, name);
+            check_rollouts(dev, &w, name);
             opt_weights_free(&w);
         }
     opt_cuda_mem *m = opt_cuda_device_mem(dev);
