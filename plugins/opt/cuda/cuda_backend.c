@@ -6,11 +6,25 @@
 
 static int shared(const opt_rollout *ro) { return ro->p.shared_prefill && ro->Sp > 1; }
 
+/* Opens the device once; on failure keeps the reason as the device name. */
+static bc_status open_device(opt_cuda_backend *b, bc_error *err) {
+    if (b->dev) return BC_OK;
+    bc_status st = opt_cuda_device_open(&b->dev, b->index, err);
+    if (st != BC_OK) {
+        snprintf(b->name, sizeof b->name, "%s", err->message);
+        return st;
+    }
+    snprintf(b->name, sizeof b->name, "%s", opt_cuda_device_name(b->dev));
+    opt_cuda_driver_version(b->driver, sizeof b->driver);
+    return BC_OK;
+}
+
 void opt_cuda_backend_init(opt_cuda_backend *b, int device_index, int use_graphs) {
     memset(b, 0, sizeof *b);
     b->index = device_index;
     b->use_graphs = use_graphs;
-    snprintf(b->name, sizeof b->name, "CUDA device %d (not opened yet)", device_index);
+    bc_error err = {0};
+    (void)open_device(b, &err); /* a failure is reported by each case */
 }
 
 void opt_cuda_backend_end_case(opt_cuda_backend *b) {
@@ -20,21 +34,14 @@ void opt_cuda_backend_end_case(opt_cuda_backend *b) {
 
 bc_status opt_cuda_backend_begin_case(opt_cuda_backend *b, const opt_weights *w, opt_rollout *ro, bc_error *err) {
     opt_cuda_backend_end_case(b);
-    if (!b->dev) {
-        bc_status st = opt_cuda_device_open(&b->dev, b->index, err);
-        if (st != BC_OK) {
-            snprintf(b->name, sizeof b->name, "%s", err->message);
-            return st;
-        }
-        snprintf(b->name, sizeof b->name, "%s", opt_cuda_device_name(b->dev));
-        opt_cuda_driver_version(b->driver, sizeof b->driver);
-    }
+    bc_status st = open_device(b, err);
+    if (st != BC_OK) return st;
     if (b->m && (b->uploaded != w->arena || b->uploaded_dtype != w->dtype)) {
         opt_cuda_model_destroy(b->m);
         b->m = NULL;
     }
     if (!b->m) {
-        bc_status st = opt_cuda_model_create(&b->m, b->dev, w, err);
+        st = opt_cuda_model_create(&b->m, b->dev, w, err);
         if (st != BC_OK) return st;
         b->uploaded = w->arena;
         b->uploaded_dtype = w->dtype;

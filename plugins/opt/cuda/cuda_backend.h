@@ -4,9 +4,9 @@
  * device-independent (settings, host weights, prompts, expansion,
  * post-processing, save_tokens) and forwards the rest here.
  *
- * The device is opened at the first case, not at create, so a machine
- * without a GPU fails each case with one line ("no CUDA device: ...") and
- * the run goes on and reports them as failed.
+ * The device is opened at init (for the run report's device name), but a
+ * failure there is not fatal: each case retries and fails with one line
+ * ("no CUDA device: ..."), so the run goes on and reports them as failed.
  */
 #ifndef OPT_CUDA_BACKEND_H
 #define OPT_CUDA_BACKEND_H
@@ -27,7 +27,7 @@ typedef struct opt_cuda_backend {
     char driver[64];
 } opt_cuda_backend;
 
-/* Fills b from the settings; opens nothing. */
+/* Fills b from the settings and tries to open the device (never fails). */
 void opt_cuda_backend_init(opt_cuda_backend *b, int device_index, int use_graphs);
 /* Opens the device if needed, uploads w when it is not the one on the
  * device, and acquires ro's device cache. */
