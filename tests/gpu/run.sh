@@ -7,7 +7,9 @@
 #    comparison on the golden models (cuda_vs_cpu: logits, greedy tokens,
 #    graphs on/off, both cache policies, shared prefill, EOS stop, exact
 #    device accounting);
-# 3. runs a short benchmark matrix on device "cuda" (tests/gpu/bench-cuda.cfg)
+# 3. times the decode step of OPT-125m and OPT-1.3b (fp16, B=1, graphs on
+#    and off) against the HBM bound (decode_bench; prints figures);
+# 4. runs a short benchmark matrix on device "cuda" (tests/gpu/bench-cuda.cfg)
 #    and prints its JSON.
 # Exits non-zero on the first failure; every step is timed.
 set -euo pipefail
@@ -26,12 +28,16 @@ cmake -S . -B "$BUILD" -DBENCHCTL_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 make -C "$BUILD" -j"$JOBS" --no-print-directory 2>&1 | grep -E "error|warning|Error" || true
 test -x "$BUILD/benchctl"
 test -x "$BUILD/tests/cuda_host/cuda_vs_cpu"
+test -x "$BUILD/tests/cuda_host/decode_bench"
 
 step "host-side tests"
 (cd "$BUILD" && ctest -L cuda_host --output-on-failure)
 
 step "CUDA vs CPU on the golden models"
 timeout 180 "$BUILD/tests/cuda_host/cuda_vs_cpu" tests/opt/golden
+
+step "decode step vs the HBM bound (figures only)"
+timeout 120 "$BUILD/tests/cuda_host/decode_bench"
 
 step "benchmark matrix on device cuda"
 mkdir -p out/gpu
