@@ -27,17 +27,10 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "cuda_sample_math.h"
 
 #define SAMPLE_THREADS 512
 
-/* Order-preserving key of a float (larger float, larger key). */
-__device__ __forceinline__ unsigned fkey(float f) {
-    unsigned u = __float_as_uint(f);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-__device__ __forceinline__ float keyf(unsigned k) {
-    return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
-}
 
 template <typename T> __device__ T bsum(T v, T *sh) {
     __syncthreads();
@@ -77,14 +70,6 @@ __device__ void bargmax(float *v, int *i, float *shv, int *shi) {
     *i = bi;
 }
 
-__device__ __forceinline__ uint64_t splitmix_next(uint64_t *state) {
-    *state += 0x9e3779b97f4a7c15ull;
-    uint64_t z = *state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 __global__ void sample_kernel(opt_cuda_sample_args a, float inv_t) {
     __shared__ double shd[32];
     __shared__ float shf[32];
@@ -114,7 +99,7 @@ __global__ void sample_kernel(opt_cuda_sample_args a, float inv_t) {
     {
         /* one uniform per sampled step, drawn like opt_sample does */
         __shared__ double u_sh;
-        if (tid == 0) u_sh = (double)(splitmix_next(&a.d_rng[r]) >> 11) * (1.0 / 9007199254740992.0);
+        if (tid == 0) u_sh = opt_uniform_from(opt_splitmix_next(&a.d_rng[r]));
         /* temperature; -inf stays out */
         int n = 0;
         for (int v = tid; v < V; v += nt) {
@@ -136,10 +121,10 @@ __global__ void sample_kernel(opt_cuda_sample_args a, float inv_t) {
             for (int bit = 31; bit >= 0; bit--) {
                 const unsigned cand = t | (1u << bit);
                 int c = 0;
-                for (int v = tid; v < V; v += nt) c += lg[v] != -INFINITY && fkey(lg[v]) >= cand;
+                for (int v = tid; v < V; v += nt) c += lg[v] != -INFINITY && opt_fkey(lg[v]) >= cand;
                 if (bsum(c, shi) >= k) t = cand;
             }
-            kth = keyf(t);
+            kth = opt_keyf(t);
         }
         /* softmax over the kept */
         float mx = -INFINITY;
@@ -157,17 +142,17 @@ __global__ void sample_kernel(opt_cuda_sample_args a, float inv_t) {
             if (pr[v] >= 0.0f) pr[v] = (float)(pr[v] / s);
         /* top-p: the smallest key t with mass(p > t) < top_p; keep p >= t */
         if (a.p.top_p < 1.0) {
-            unsigned lo = 0x80000000u, hi = 0xff800000u; /* keys of +0 and +inf: pred(hi) holds */
+            unsigned lo = OPT_KEY_POS_ZERO, hi = OPT_KEY_POS_INF; /* pred(hi) holds: no mass above +inf */
             while (lo < hi) {
                 const unsigned mid = lo + (hi - lo) / 2;
-                const float th = keyf(mid);
+                const float th = opt_keyf(mid);
                 double mass = 0.0;
                 for (int v = tid; v < V; v += nt)
                     if (pr[v] > th) mass += pr[v];
                 if (bsum(mass, shd) < a.p.top_p) hi = mid;
                 else lo = mid + 1;
             }
-            const float th = keyf(lo);
+            const float th = opt_keyf(lo);
             for (int v = tid; v < V; v += nt)
                 if (pr[v] >= 0.0f && pr[v] < th) pr[v] = -1.0f;
         }
