@@ -267,6 +267,7 @@ __global__ void kv_copy_row_kernel(char *dk, char *dv, const char *sk, const cha
 
 typedef struct lt_plan {
     int M, N, K, epi; /* epi: 0 none, 1 bias, 2 bias + ReLU */
+    int lt_epi;       /* the epilogue cuBLASLt applies (epi, or 0 when bias_act_kernel does it) */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
@@ -284,7 +285,11 @@ struct opt_cuda_model {
     opt_cuda_ws_layout wl;
     lt_plan plans[LT_PLANS];
     int n_plans;
+    int64_t n_epilogue_fallbacks; /* GEMMs whose bias/ReLU ran in bias_act_kernel */
     opt_cuda_graph_cache graphs;
+    struct { int batch; uint64_t binding; } warmed[OPT_CUDA_GRAPHS_MAX]; /* eager first steps done */
+    int next_warm;
+    char graph_error[400];        /* why graphs were turned off; "" while they work */
 };
 
 /* The device address of a host pointer into the weight arena. */
@@ -302,14 +307,10 @@ static void graph_destroy(void *ctx, void *exec) {
     cudaGraphExecDestroy((cudaGraphExec_t)exec);
 }
 
+static void plan_destroy(lt_plan *p);
+
 static void plans_clear(opt_cuda_model *m) {
-    for (int i = 0; i < m->n_plans; i++) {
-        lt_plan *p = &m->plans[i];
-        cublasLtMatrixLayoutDestroy(p->a);
-        cublasLtMatrixLayoutDestroy(p->b);
-        cublasLtMatrixLayoutDestroy(p->c);
-        cublasLtMatmulDescDestroy(p->op);
-    }
+    for (int i = 0; i < m->n_plans; i++) plan_destroy(&m->plans[i]);
     m->n_plans = 0;
 }
 
@@ -375,75 +376,118 @@ bc_status opt_cuda_model_reserve(opt_cuda_model *m, int max_tokens, bc_error *er
     return BC_OK;
 }
 
+/* y[M, N] += bias[N], then ReLU when relu: the fallback when cuBLASLt has
+ * no algorithm with the epilogue for a shape. */
+__global__ void bias_act_kernel(float *y, const float *bias, int M, int N, int relu) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (size_t)M * N) return;
+    float v = y[i] + bias[i % N];
+    y[i] = relu && v < 0.0f ? 0.0f : v;
+}
+
+static void plan_destroy(lt_plan *p) {
+    if (p->a) cublasLtMatrixLayoutDestroy(p->a);
+    if (p->b) cublasLtMatrixLayoutDestroy(p->b);
+    if (p->c) cublasLtMatrixLayoutDestroy(p->c);
+    if (p->op) cublasLtMatmulDescDestroy(p->op);
+    memset(p, 0, sizeof *p);
+}
+
+/* Descriptors and the heuristic's first algorithm for y^T[N, M] = op(W) x^T
+ * with cuBLASLt epilogue lt_epi (0 none, 1 bias, 2 bias + ReLU). Returns the
+ * cuBLASLt status; *found = 0 when no algorithm fits. */
+static cublasStatus_t plan_make(opt_cuda_model *m, lt_plan *p, int M, int K, int N, int lt_epi, const float *bias,
+                                int *found) {
+    *found = 0;
+    memset(p, 0, sizeof *p);
+    const cudaDataType_t ab = cuda_type(m->dt);
+    cublasStatus_t s;
+#define LTP(call)                                    \
+    do {                                             \
+        if ((s = (call)) != CUBLAS_STATUS_SUCCESS) { \
+            plan_destroy(p);                         \
+            return s;                                \
+        }                                            \
+    } while (0)
+    LTP(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    LTP(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LTP(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    cublasLtEpilogue_t e = lt_epi == 2 ? CUBLASLT_EPILOGUE_RELU_BIAS : lt_epi == 1 ? CUBLASLT_EPILOGUE_BIAS
+                                                                                   : CUBLASLT_EPILOGUE_DEFAULT;
+    LTP(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
+    if (lt_epi) {
+        cudaDataType_t bt = CUDA_R_32F;
+        LTP(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+        LTP(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
+    LTP(cublasLtMatrixLayoutCreate(&p->a, ab, K, N, K));
+    LTP(cublasLtMatrixLayoutCreate(&p->b, ab, K, M, K));
+    LTP(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, N, M, N));
+    cublasLtMatmulPreference_t pref;
+    LTP(cublasLtMatmulPreferenceCreate(&pref));
+    size_t wsb = OPT_CUDA_LT_WORKSPACE;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+    /* alignment the heuristic may assume: weights sit on 64-byte boundaries of the arena
+     * (model.c); activations and logits on 256 (cuda_plan.h), but callers may pass others */
+    uint32_t al_a = 64, al_other = 16;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_other, sizeof al_other);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_other, sizeof al_other);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_other, sizeof al_other);
+    cublasLtMatmulHeuristicResult_t res;
+    int nres = 0;
+    s = cublasLtMatmulAlgoGetHeuristic(m->dev->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &nres);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (s == CUBLAS_STATUS_NOT_SUPPORTED) s = CUBLAS_STATUS_SUCCESS, nres = 0;
+    if (s != CUBLAS_STATUS_SUCCESS || nres == 0) {
+        plan_destroy(p);
+        return s;
+    }
+#undef LTP
+    p->algo = res.algo;
+    p->M = M, p->N = N, p->K = K, p->lt_epi = lt_epi;
+    *found = 1;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 /* y[M, N] fp32 = x[M, K] (dt) W[N, K]^T (dt) (+ bias[N] fp32) (ReLU when relu).
- * Column-major view for cuBLASLt: y^T[N, M] = op(W)[N, K] x^T[K, M]. */
+ * Column-major view for cuBLASLt: y^T[N, M] = op(W)[N, K] x^T[K, M].
+ * The bias (+ ReLU) is cuBLASLt's epilogue; where cuBLASLt has no algorithm
+ * with it for a shape, a plain GEMM and bias_act_kernel (same fp32 math). */
 static bc_status gemm(opt_cuda_model *m, float *y, const void *x, const void *W, const float *bias, int M, int K, int N,
                       int relu, bc_error *err) {
     const int epi = bias ? (relu ? 2 : 1) : 0;
     lt_plan *p = NULL;
-    for (int i = 0; i < m->n_plans; i++)
+    for (int i = 0; i < m->n_plans && !p; i++)
         if (m->plans[i].M == M && m->plans[i].N == N && m->plans[i].K == K && m->plans[i].epi == epi) p = &m->plans[i];
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
-#define LT(call)                                                                                                    \
-    do {                                                                                                            \
-        s = (call);                                                                                                 \
-        if (s != CUBLAS_STATUS_SUCCESS)                                                                             \
-            return bc_error_set(err, BC_ERR_DEVICE, "cuBLASLt %s (M %d, K %d, N %d, %s): %s", #call, M, K, N,        \
-                                opt_dtype_name(m->dt), cublasLtGetStatusString(s));                                 \
-    } while (0)
     if (!p) {
         if (m->n_plans == LT_PLANS) plans_clear(m);
         p = &m->plans[m->n_plans];
-        memset(p, 0, sizeof *p);
-        const cudaDataType_t ab = cuda_type(m->dt);
-        LT(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-        cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-        LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-        LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-        cublasLtEpilogue_t e = epi == 2 ? CUBLASLT_EPILOGUE_RELU_BIAS : epi == 1 ? CUBLASLT_EPILOGUE_BIAS
-                                                                                 : CUBLASLT_EPILOGUE_DEFAULT;
-        LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
-        if (epi) {
-            cudaDataType_t bt = CUDA_R_32F;
-            LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
-            LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-        }
-        LT(cublasLtMatrixLayoutCreate(&p->a, ab, K, N, K));
-        LT(cublasLtMatrixLayoutCreate(&p->b, ab, K, M, K));
-        LT(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, N, M, N));
-        cublasLtMatmulPreference_t pref;
-        LT(cublasLtMatmulPreferenceCreate(&pref));
-        size_t wsb = OPT_CUDA_LT_WORKSPACE;
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
-        /* alignment the heuristic may assume: weights sit on 64-byte boundaries of the arena
-         * (model.c); activations and logits on 256 (cuda_plan.h), but callers may pass others */
-        uint32_t al_a = 64, al_other = 16;
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_other, sizeof al_other);
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_other, sizeof al_other);
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_other, sizeof al_other);
-        cublasLtMatmulHeuristicResult_t res;
-        int nres = 0;
-        s = cublasLtMatmulAlgoGetHeuristic(m->dev->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &nres);
-        cublasLtMatmulPreferenceDestroy(pref);
-        if (s != CUBLAS_STATUS_SUCCESS || nres == 0) {
-            cublasLtMatrixLayoutDestroy(p->a);
-            cublasLtMatrixLayoutDestroy(p->b);
-            cublasLtMatrixLayoutDestroy(p->c);
-            cublasLtMatmulDescDestroy(p->op);
+        int found = 0;
+        s = plan_make(m, p, M, K, N, epi, bias, &found);
+        if (s == CUBLAS_STATUS_SUCCESS && !found && epi) s = plan_make(m, p, M, K, N, 0, NULL, &found);
+        if (s != CUBLAS_STATUS_SUCCESS || !found)
             return bc_error_set(err, BC_ERR_DEVICE, "cuBLASLt has no algorithm for M %d, K %d, N %d in %s: %s", M, K,
                                 N, opt_dtype_name(m->dt), cublasLtGetStatusString(s));
-        }
-        p->algo = res.algo;
-        p->M = M, p->N = N, p->K = K, p->epi = epi;
+        p->epi = epi;
         m->n_plans++;
-    } else if (epi) {
-        LT(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    } else if (p->lt_epi) {
+        s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
     }
     const float alpha = 1.0f, beta = 0.0f;
-    LT(cublasLtMatmul(m->dev->lt, p->op, &alpha, W, p->a, x, p->b, &beta, y, p->c, y, p->c, &p->algo,
-                      m->d_ws + m->wl.lt, OPT_CUDA_LT_WORKSPACE, m->dev->stream));
-#undef LT
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmul(m->dev->lt, p->op, &alpha, W, p->a, x, p->b, &beta, y, p->c, y, p->c, &p->algo,
+                           m->d_ws + m->wl.lt, OPT_CUDA_LT_WORKSPACE, m->dev->stream);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return bc_error_set(err, BC_ERR_DEVICE, "cuBLASLt matmul (M %d, K %d, N %d, %s): %s", M, K, N,
+                            opt_dtype_name(m->dt), cublasLtGetStatusString(s));
+    if (p->epi && !p->lt_epi) {
+        const size_t n = (size_t)M * N;
+        bias_act_kernel<<<(unsigned)((n + 255) / 256), 256, 0, m->dev->stream>>>(y, bias, M, N, p->epi == 2);
+        m->n_epilogue_fallbacks++;
+    }
     return BC_OK;
 }
 
@@ -648,10 +692,40 @@ bc_status opt_cuda_forward(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32
     return BC_OK;
 }
 
+/* Captures forward_body (T = 1) into *exec; any failure leaves *exec NULL
+ * and says why in m->graph_error. */
+static void capture_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32_t *d_tokens, const uint8_t *d_mask,
+                         int mask_stride, int B, float *d_logits, cudaGraphExec_t *exec) {
+    *exec = NULL;
+    cudaStream_t st = m->dev->stream;
+    bc_error cerr = {BC_OK, ""};
+    cudaError_t e = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(m->graph_error, sizeof m->graph_error, "begin capture (B %d): %s", B, cudaGetErrorString(e));
+        return;
+    }
+    bc_status s = forward_body(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, &cerr);
+    cudaGraph_t g = NULL;
+    e = cudaStreamEndCapture(st, &g);
+    if (s == BC_OK && e == cudaSuccess) {
+        e = cudaGraphInstantiate(exec, g, 0);
+        if (e != cudaSuccess) *exec = NULL;
+    }
+    if (g) cudaGraphDestroy(g);
+    if (s != BC_OK)
+        snprintf(m->graph_error, sizeof m->graph_error, "capture (B %d): %s", B, cerr.message);
+    else if (e != cudaSuccess)
+        snprintf(m->graph_error, sizeof m->graph_error, "capture or instantiate (B %d): %s", B,
+                 cudaGetErrorString(e));
+    (void)cudaGetLastError();
+}
+
 bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32_t *d_tokens,
                                const uint8_t *d_mask, int mask_stride, int B, float *d_logits, int use_graph,
                                bc_error *err) {
-    if (!use_graph) return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);
+    if (!use_graph || m->graph_error[0])
+        return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);
     TRY(check_forward(m, kv, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err));
     TRY(opt_cuda_model_reserve(m, B, err));
     const void *ptrs[] = {kv->k, kv->d_len, d_tokens, d_mask, d_logits, m->d_ws};
@@ -659,33 +733,29 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
                                                                   (uint64_t)(unsigned)kv->Smax);
     cudaGraphExec_t exec = (cudaGraphExec_t)opt_cuda_graphs_get(&m->graphs, B, binding);
     if (!exec) {
-        /* capture: the GEMM plans (host-side heuristic queries) are made during the capture if new */
-        cudaStream_t st = m->dev->stream;
-        CU_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "graph capture begin");
-        bc_status s = forward_body(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);
-        cudaGraph_t g = NULL;
-        cudaError_t e = cudaStreamEndCapture(st, &g);
-        if (s != BC_OK) {
-            if (g) cudaGraphDestroy(g);
-            return s;
+        /* the first step with these buffers runs eagerly: it makes the GEMM plans
+         * and loads every kernel, so the capture that follows only records */
+        int warm = 0;
+        for (int i = 0; i < OPT_CUDA_GRAPHS_MAX; i++)
+            warm |= m->warmed[i].batch == B && m->warmed[i].binding == binding;
+        if (!warm) {
+            m->warmed[m->next_warm].batch = B;
+            m->warmed[m->next_warm].binding = binding;
+            m->next_warm = (m->next_warm + 1) % OPT_CUDA_GRAPHS_MAX;
+            return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);
         }
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            return bc_error_set(err, BC_ERR_DEVICE, "CUDA graph capture of the decode step (B %d): %s", B,
-                                cudaGetErrorString(e));
-        }
-        e = cudaGraphInstantiate(&exec, g, 0);
-        cudaGraphDestroy(g);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            return bc_error_set(err, BC_ERR_DEVICE, "CUDA graph instantiate (B %d): %s", B, cudaGetErrorString(e));
-        }
+        capture_step(m, kv, d_tokens, d_mask, mask_stride, B, d_logits, &exec);
+        if (!exec) /* graphs off from now on (opt_cuda_graph_error says why); same results */
+            return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);
         opt_cuda_graphs_put(&m->graphs, B, binding, (void *)exec);
     }
     CU_CHECK(cudaGraphLaunch(exec, m->dev->stream), "graph launch");
     kv->len += 1;
     return BC_OK;
 }
+
+const char *opt_cuda_graph_error(const opt_cuda_model *m) { return m->graph_error; }
+int64_t opt_cuda_epilogue_fallbacks(const opt_cuda_model *m) { return m->n_epilogue_fallbacks; }
 
 void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures, int64_t *replays,
                           int64_t *invalidations) {

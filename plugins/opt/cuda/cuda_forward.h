@@ -122,11 +122,19 @@ bc_status opt_cuda_forward(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32
                            int mask_stride, int B, int T, opt_logits_mode mode, float *d_logits, bc_error *err);
 
 /* One decode step (T = 1, logits of that token), replayed from a CUDA graph
- * captured for this B when use_graph (captured at the first call per B and
- * buffer binding). Same results as opt_cuda_forward. */
+ * for this B when use_graph: the first step with a batch B and its buffers
+ * runs eagerly (GEMM plans, kernel loading), the second is captured, later
+ * ones replay. If a capture fails, graphs are turned off for the model
+ * (opt_cuda_graph_error says why) and steps run eagerly. Same results as
+ * opt_cuda_forward either way. */
 bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32_t *d_tokens,
                                const uint8_t *d_mask, int mask_stride, int B, float *d_logits, int use_graph,
                                bc_error *err);
+/* Why graphs were turned off ("" while they work). */
+const char *opt_cuda_graph_error(const opt_cuda_model *m);
+/* GEMM calls whose bias (+ ReLU) ran in a separate kernel because cuBLASLt
+ * had no algorithm with that epilogue for the shape (0 when all fused). */
+int64_t opt_cuda_epilogue_fallbacks(const opt_cuda_model *m);
 /* Graph statistics of the model: held, captures, replays, invalidations. */
 void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures, int64_t *replays,
                           int64_t *invalidations);
