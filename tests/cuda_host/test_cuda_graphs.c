@@ -99,12 +99,44 @@ static void binding_depends_on_every_pointer(void **state) {
     assert_true(h1 != opt_cuda_graphs_binding(p1, 2, 1)); /* Smax / stride */
 }
 
+/* The decode loop's decisions: eager warm-up, capture, then replays; new
+ * buffers (a release policy) start over for that batch. */
+static void warmup_capture_replay(void **state) {
+    (void)state;
+    destroyed d = {0, NULL};
+    opt_cuda_graph_cache g;
+    opt_cuda_graphs_init(&g, on_destroy, &d);
+    void *exec = FAKE(0);
+    assert_int_equal(opt_cuda_graphs_next(&g, 4, 10, &exec), OPT_CUDA_GRAPH_WARMUP);
+    assert_null(exec);
+    assert_int_equal(opt_cuda_graphs_next(&g, 4, 10, &exec), OPT_CUDA_GRAPH_CAPTURE);
+    opt_cuda_graphs_put(&g, 4, 10, FAKE(40));
+    for (int step = 0; step < 3; step++) {
+        assert_int_equal(opt_cuda_graphs_next(&g, 4, 10, &exec), OPT_CUDA_GRAPH_REPLAY);
+        assert_ptr_equal(exec, FAKE(40));
+    }
+    /* another batch has its own warm-up */
+    assert_int_equal(opt_cuda_graphs_next(&g, 1, 10, &exec), OPT_CUDA_GRAPH_WARMUP);
+    /* released and re-acquired at other addresses: the old graph goes, warm-up again */
+    assert_int_equal(opt_cuda_graphs_next(&g, 4, 11, &exec), OPT_CUDA_GRAPH_WARMUP);
+    assert_int_equal(d.n, 1);
+    assert_int_equal(opt_cuda_graphs_next(&g, 4, 11, &exec), OPT_CUDA_GRAPH_CAPTURE);
+    /* a clear (release) keeps the warm-up memory: same buffers capture at once */
+    opt_cuda_graphs_put(&g, 4, 11, FAKE(41));
+    opt_cuda_graphs_clear(&g);
+    assert_int_equal(opt_cuda_graphs_next(&g, 4, 11, &exec), OPT_CUDA_GRAPH_CAPTURE);
+    assert_int_equal(g.captures, 2);
+    assert_int_equal(g.replays, 3);
+    opt_cuda_graphs_clear(&g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_graph_per_batch),
         cmocka_unit_test(moved_buffers_invalidate),
         cmocka_unit_test(lru_eviction),
         cmocka_unit_test(binding_depends_on_every_pointer),
+        cmocka_unit_test(warmup_capture_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

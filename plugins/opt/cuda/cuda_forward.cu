@@ -287,8 +287,6 @@ struct opt_cuda_model {
     int n_plans;
     int64_t n_epilogue_fallbacks; /* GEMMs whose bias/ReLU ran in bias_act_kernel */
     opt_cuda_graph_cache graphs;
-    struct { int batch; uint64_t binding; } warmed[OPT_CUDA_GRAPHS_MAX]; /* eager first steps done */
-    int next_warm;
     char graph_error[400];        /* why graphs were turned off; "" while they work */
 };
 
@@ -731,19 +729,14 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
     const void *ptrs[] = {kv->k, kv->d_len, d_tokens, d_mask, d_logits, m->d_ws};
     const uint64_t binding = opt_cuda_graphs_binding(ptrs, 6, ((uint64_t)(unsigned)mask_stride << 32) |
                                                                   (uint64_t)(unsigned)kv->Smax);
-    cudaGraphExec_t exec = (cudaGraphExec_t)opt_cuda_graphs_get(&m->graphs, B, binding);
-    if (!exec) {
-        /* the first step with these buffers runs eagerly: it makes the GEMM plans
-         * and loads every kernel, so the capture that follows only records */
-        int warm = 0;
-        for (int i = 0; i < OPT_CUDA_GRAPHS_MAX; i++)
-            warm |= m->warmed[i].batch == B && m->warmed[i].binding == binding;
-        if (!warm) {
-            m->warmed[m->next_warm].batch = B;
-            m->warmed[m->next_warm].binding = binding;
-            m->next_warm = (m->next_warm + 1) % OPT_CUDA_GRAPHS_MAX;
-            return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);
-        }
+    void *found = NULL;
+    const opt_cuda_graph_action act = opt_cuda_graphs_next(&m->graphs, B, binding, &found);
+    /* the first step with these buffers runs eagerly: it makes the GEMM plans
+     * and loads every kernel, so the capture that follows only records */
+    if (act == OPT_CUDA_GRAPH_WARMUP)
+        return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);
+    cudaGraphExec_t exec = (cudaGraphExec_t)found;
+    if (act == OPT_CUDA_GRAPH_CAPTURE) {
         capture_step(m, kv, d_tokens, d_mask, mask_stride, B, d_logits, &exec);
         if (!exec) /* graphs off from now on (opt_cuda_graph_error says why); same results */
             return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);

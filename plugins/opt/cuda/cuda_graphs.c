@@ -55,6 +55,17 @@ void opt_cuda_graphs_put(opt_cuda_graph_cache *g, int batch, uint64_t binding, v
     g->captures++;
 }
 
+opt_cuda_graph_action opt_cuda_graphs_next(opt_cuda_graph_cache *g, int batch, uint64_t binding, void **exec) {
+    *exec = opt_cuda_graphs_get(g, batch, binding);
+    if (*exec) return OPT_CUDA_GRAPH_REPLAY;
+    for (int i = 0; i < OPT_CUDA_GRAPHS_MAX; i++)
+        if (g->warmed[i].batch == batch && g->warmed[i].binding == binding) return OPT_CUDA_GRAPH_CAPTURE;
+    g->warmed[g->next_warm].batch = batch;
+    g->warmed[g->next_warm].binding = binding;
+    g->next_warm = (g->next_warm + 1) % OPT_CUDA_GRAPHS_MAX;
+    return OPT_CUDA_GRAPH_WARMUP;
+}
+
 void opt_cuda_graphs_clear(opt_cuda_graph_cache *g) {
     for (int i = 0; i < OPT_CUDA_GRAPHS_MAX; i++)
         if (g->e[i].batch) drop(g, &g->e[i]);

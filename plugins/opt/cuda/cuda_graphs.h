@@ -26,6 +26,11 @@ typedef struct opt_cuda_graph_entry {
 
 typedef struct opt_cuda_graph_cache {
     opt_cuda_graph_entry e[OPT_CUDA_GRAPHS_MAX];
+    struct {
+        int batch;
+        uint64_t binding;
+    } warmed[OPT_CUDA_GRAPHS_MAX]; /* (batch, binding) that already ran one eager step */
+    int next_warm;
     uint64_t clock;
     void (*destroy)(void *ctx, void *exec); /* required */
     void *ctx;
@@ -40,6 +45,17 @@ void *opt_cuda_graphs_get(opt_cuda_graph_cache *g, int batch, uint64_t binding);
 /* Stores a freshly captured graph for batch; when every slot is used, the
  * least recently used graph is destroyed (eviction). */
 void opt_cuda_graphs_put(opt_cuda_graph_cache *g, int batch, uint64_t binding, void *exec);
+/* What to do for a decode step with batch and binding:
+ *   REPLAY   *exec is the graph to launch;
+ *   WARMUP   the first step with these buffers: run it eagerly (it makes
+ *            the GEMM plans and loads the kernels, so a capture only records);
+ *   CAPTURE  capture this step, then _put the graph and launch it. */
+typedef enum opt_cuda_graph_action {
+    OPT_CUDA_GRAPH_WARMUP = 0,
+    OPT_CUDA_GRAPH_CAPTURE = 1,
+    OPT_CUDA_GRAPH_REPLAY = 2
+} opt_cuda_graph_action;
+opt_cuda_graph_action opt_cuda_graphs_next(opt_cuda_graph_cache *g, int batch, uint64_t binding, void **exec);
 /* Destroys every graph (buffers released, or the model freed). */
 void opt_cuda_graphs_clear(opt_cuda_graph_cache *g);
 /* Graphs held now. */
