@@ -9,6 +9,7 @@
 #include "kernels.h"
 #include "kernels_impl.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -274,12 +275,12 @@ static opt_isa detect_once(void)
 opt_isa opt_isa_detect(void)
 {
     /* cpuid is cheap but not free; the answer never changes, so cache it.
-     * A racy first call only computes the same value twice. */
-    static volatile int cached = -1;
-    int v = cached;
+     * Two threads racing on the first call both compute the same value. */
+    static atomic_int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
     if (v < 0) {
         v = (int)detect_once();
-        cached = v;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
     }
     return (opt_isa)v;
 }

@@ -51,9 +51,12 @@ uint16_t opt_f32_to_f16(float f);
 float opt_bf16_to_f32(uint16_t h);
 uint16_t opt_f32_to_bf16(float f);
 
-/* A fixed pool of worker threads. opt_pool_run calls fn(ctx, i, n) for i in
- * [0, n_threads) on n_threads threads (the caller is thread 0) and returns
- * when all are done. n_threads == 1 runs inline, creating no threads. */
+/* A fixed pool of worker threads. opt_pool_run calls fn(ctx, i, n) once for
+ * every i in [0, n), n = n_threads, on the pool's n_threads threads (the
+ * caller is one of them) and returns when all are done. i is a unit of work,
+ * not a thread identity: the caller runs i = 0 and may also run an index
+ * whose worker is not scheduled yet; no index runs twice. n_threads == 1 runs
+ * inline, creating no threads. */
 typedef struct opt_pool opt_pool;
 opt_pool *opt_pool_create(int n_threads);
 int opt_pool_size(const opt_pool *p);

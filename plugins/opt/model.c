@@ -252,11 +252,14 @@ static int online_cores(void) {
 bc_status opt_model_init_isa(opt_model *m, const opt_weights *w, int n_threads, int isa, bc_error *err) {
     memset(m, 0, sizeof *m);
     opt_isa best = opt_isa_detect();
+    const int requested_best = isa < 0;
     if (isa < 0) isa = (int)best;
     if (isa > (int)best)
         return bc_error_set(err, BC_ERR_UNSUPPORTED, "kernels for %s requested, but this CPU supports at most %s",
                             opt_isa_name((opt_isa)isa), opt_isa_name(best));
     m->k = opt_kernels_for((opt_isa)isa);
+    /* asked for the best: fall back to the best ISA that has a kernel table */
+    for (int i = isa - 1; !m->k && i >= 0 && requested_best; i--) m->k = opt_kernels_for((opt_isa)i);
     if (!m->k) return bc_error_set(err, BC_ERR_INTERNAL, "no kernel table for %s", opt_isa_name((opt_isa)isa));
     if (n_threads <= 0) n_threads = online_cores();
     m->pool = opt_pool_create(n_threads);

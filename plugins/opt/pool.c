@@ -1,12 +1,21 @@
 /* pool.c: the OPT engine's thread pool and opt_linear_parallel.
  *
- * n_threads - 1 persistent pthreads plus the caller (thread 0). A run:
- *   1. the caller stores fn/ctx, sets `remaining` and bumps `generation`;
+ * n_threads - 1 persistent pthreads plus the caller. A run of n indices:
+ *   1. the caller stores fn/ctx, sets `remaining` = n - 1 and `next` = 1, and
+ *      bumps `generation`;
  *   2. a worker that is spinning on `generation` sees it at once; one that
  *      has spun for too long sleeps on a condition variable, so the caller
  *      broadcasts only when `sleepers` > 0;
- *   3. each thread runs fn(ctx, i, n) and decrements `remaining`; the caller
- *      runs its share, then spins on `remaining`, then sleeps the same way.
+ *   3. the caller runs index 0; every thread, the caller included, then
+ *      claims indices from `next` (fetch_add) until they run out, runs each
+ *      and decrements `remaining`; the caller spins on `remaining`, then
+ *      sleeps the same way. Claiming means that when a worker is not
+ *      scheduled (a 2-core machine shared with other processes) the caller
+ *      runs its index instead of waiting a whole time slice for it.
+ * So an index is a unit of work, not a thread identity: it runs exactly once,
+ * on some pool thread. A worker that wakes late may claim an index of the
+ * next run; that is safe because the caller resets `next` only after the
+ * previous run's indices are all done, and fn/ctx are published before it.
  * The wake-up handshake is Dekker style on seq_cst atomics: the waiter
  * publishes itself (sleepers / caller_waiting) before rechecking the
  * condition under the mutex; the notifier changes the condition before
@@ -15,12 +24,16 @@
  * Every field written by one thread and read by others sits on its own
  * 64-byte line, and each worker's slot is padded to 64 bytes (no false
  * sharing). Spinning is bounded (POOL_SPIN_NS) so idle workers do not burn a
- * core between decode steps on a shared machine.
+ * core between decode steps on a shared machine, and a spinning thread calls
+ * sched_yield every 256 pauses: when another process holds the second core
+ * and the caller and a worker share one, the spinner must not hold the core
+ * for its whole time slice while the other has the work.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kernels.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -56,7 +69,8 @@ struct opt_pool {
     void (*fn)(void *ctx, int i, int n);
     void *ctx;
     int n_threads;
-    alignas(64) atomic_int remaining;   /* workers not yet done with this run */
+    alignas(64) atomic_int next;        /* the next index to claim */
+    alignas(64) atomic_int remaining;   /* indices 1..n-1 not yet done */
     alignas(64) atomic_int sleepers;    /* workers in (or entering) cond_wait */
     atomic_int caller_waiting;          /* the caller is in (or entering) cond_wait */
     atomic_int stop;
@@ -74,6 +88,24 @@ static long now_ns(void)
     return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
+/* Claims and runs indices until none are left. fn/ctx are read after the
+ * claim, which synchronises with the caller's store of `next`. */
+static void run_claimed(opt_pool *p, int notify)
+{
+    const int n = p->n_threads;
+    for (;;) {
+        int i = atomic_fetch_add(&p->next, 1);
+        if (i >= n)
+            return;
+        p->fn(p->ctx, i, n);
+        if (atomic_fetch_sub(&p->remaining, 1) == 1 && notify && atomic_load(&p->caller_waiting)) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+}
+
 static void *worker_main(void *arg)
 {
     pool_worker *self = arg;
@@ -87,8 +119,13 @@ static void *worker_main(void *arg)
             for (int it = 1;; it++) {
                 cpu_relax();
                 g = atomic_load_explicit(&p->generation, memory_order_acquire);
-                if (g != seen || ((it & 255) == 0 && now_ns() - t0 > p->spin_ns))
+                if (g != seen)
                     break;
+                if ((it & 255) == 0) {
+                    if (now_ns() - t0 > p->spin_ns)
+                        break;
+                    sched_yield(); /* lets a thread that shares this core (the caller) run */
+                }
             }
         }
         if (g == seen) {
@@ -102,12 +139,7 @@ static void *worker_main(void *arg)
         if (atomic_load(&p->stop))
             return NULL;
         seen = g;
-        p->fn(p->ctx, self->index, p->n_threads);
-        if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_waiting)) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->done);
-            pthread_mutex_unlock(&p->mu);
-        }
+        run_claimed(p, 1);
     }
 }
 
@@ -119,6 +151,7 @@ opt_pool *opt_pool_create(int n_threads)
     if (!p)
         return NULL;
     atomic_init(&p->generation, 0);
+    atomic_init(&p->next, n_threads);
     atomic_init(&p->remaining, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_waiting, 0);
@@ -166,19 +199,24 @@ void opt_pool_run(opt_pool *p, void (*fn)(void *ctx, int i, int n), void *ctx)
     p->fn = fn;
     p->ctx = ctx;
     atomic_store(&p->remaining, p->n_threads - 1);
-    atomic_fetch_add(&p->generation, 1); /* seq_cst: publishes fn, ctx, remaining */
+    atomic_store(&p->next, 1);           /* seq_cst: publishes fn, ctx, remaining to claimers */
+    atomic_fetch_add(&p->generation, 1); /* seq_cst: wakes the spinning workers */
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
     }
     fn(ctx, 0, p->n_threads);
+    run_claimed(p, 0);
     if (atomic_load_explicit(&p->remaining, memory_order_acquire) != 0) {
         long t0 = now_ns();
         for (int it = 1; atomic_load_explicit(&p->remaining, memory_order_acquire) != 0; it++) {
             cpu_relax();
-            if ((it & 255) == 0 && now_ns() - t0 > p->spin_ns)
-                break;
+            if ((it & 255) == 0) {
+                if (now_ns() - t0 > p->spin_ns)
+                    break;
+                sched_yield(); /* lets a worker that shares this core finish */
+            }
         }
     }
     if (atomic_load(&p->remaining) != 0) {

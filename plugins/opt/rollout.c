@@ -198,7 +198,7 @@ opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp,
     b.workspace = opt_workspace_bytes(hp, max_tokens, ro->Stot, n_threads);
     b.workspace += (size_t)ro->R * ro->V * sizeof(float);
     if (shared(ro)) b.workspace += (size_t)ro->Bp * ro->V * sizeof(float);
-    b.workspace += (size_t)ro->V * sizeof(opt_sample_pair);
+    b.workspace += (size_t)n_threads * ((size_t)ro->V * sizeof(opt_sample_pair) + sizeof(opt_sampler));
     b.buffers = (size_t)ro->Bp * ro->Tp * 5 + (size_t)ro->R * ro->Stot * 5 + (size_t)ro->R * ro->Tp * sizeof(int32_t) +
                 (size_t)ro->R * (sizeof(int32_t) + sizeof(int) + sizeof(opt_rng));
     return b;
@@ -212,7 +212,15 @@ bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
     bc_status st = opt_kv_cache_alloc(&ro->kv, hp, m->w->dtype, ro->R, ro->Stot, err);
     if (st == BC_OK && shared(ro)) st = opt_kv_cache_alloc(&ro->kv_shared, hp, m->w->dtype, ro->Bp, ro->Tp, err);
     if (st == BC_OK) st = opt_model_reserve(m, max_tokens, ro->Stot, err);
-    if (st == BC_OK) st = opt_sampler_init(&ro->sampler, ro->V, &ro->p.sampling, err);
+    if (st == BC_OK) {
+        int n = opt_pool_size(m->pool);
+        ro->samplers = calloc((size_t)n, sizeof *ro->samplers);
+        if (!ro->samplers) st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d samplers", n);
+        for (int i = 0; i < n && st == BC_OK; i++) {
+            st = opt_sampler_init(&ro->samplers[i], ro->V, &ro->p.sampling, err);
+            if (st == BC_OK) ro->n_samplers = i + 1;
+        }
+    }
     if (st == BC_OK) {
         ro->logits = malloc((size_t)ro->R * ro->V * sizeof(float));
         if (shared(ro)) ro->logits_shared = malloc((size_t)ro->Bp * ro->V * sizeof(float));
@@ -220,14 +228,31 @@ bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
             st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d x %d logits", ro->R, ro->V);
     }
     ro->have_cache = 1;
-    if (st != BC_OK) opt_rollout_release(ro, m);
-    return st;
+    if (st != BC_OK) {
+        opt_rollout_release(ro, m);
+        return st;
+    }
+    /* touch every page now, so taking the cache back costs what it costs
+     * here (cache_acquire_ms) and not as page faults inside the prefill */
+    memset(ro->kv.k, 0, ro->kv.bytes / 2);
+    memset(ro->kv.v, 0, ro->kv.bytes / 2);
+    if (ro->kv_shared.k) {
+        memset(ro->kv_shared.k, 0, ro->kv_shared.bytes / 2);
+        memset(ro->kv_shared.v, 0, ro->kv_shared.bytes / 2);
+    }
+    memset(ro->logits, 0, (size_t)ro->R * ro->V * sizeof(float));
+    if (ro->logits_shared) memset(ro->logits_shared, 0, (size_t)ro->Bp * ro->V * sizeof(float));
+    memset(m->ws.arena, 0, m->ws.bytes);
+    return BC_OK;
 }
 
 void opt_rollout_release(opt_rollout *ro, opt_model *m) {
     opt_kv_cache_free(&ro->kv);
     opt_kv_cache_free(&ro->kv_shared);
-    opt_sampler_free(&ro->sampler);
+    for (int i = 0; i < ro->n_samplers; i++) opt_sampler_free(&ro->samplers[i]);
+    free(ro->samplers);
+    ro->samplers = NULL;
+    ro->n_samplers = 0;
     free(ro->logits);
     free(ro->logits_shared);
     ro->logits = ro->logits_shared = NULL;
@@ -251,11 +276,25 @@ bc_status opt_rollout_expand(opt_rollout *ro, bc_error *err) {
     return BC_OK;
 }
 
-/* Samples token k of every row from ro->logits [R, V] into seq. Returns the
- * number of rows still running. */
-static int sample_step(opt_rollout *ro, int k) {
+/* One sampling step split across the pool: thread i samples rows
+ * [R i / n, R (i + 1) / n) with its own sampler; every row has its own
+ * generator, so the tokens do not depend on the split. */
+typedef struct sample_job {
+    opt_rollout *ro;
+    int k;                     /* response index being sampled */
+    int64_t generated[64][8];  /* per thread (first 64), padded to a cache line */
+    int running[64][16];
+} sample_job;
+
+static void sample_worker(void *ctx, int i, int n) {
+    sample_job *j = ctx;
+    opt_rollout *ro = j->ro;
+    const int k = j->k;
+    const int lo = (int)((long)ro->R * i / n), hi = (int)((long)ro->R * (i + 1) / n);
+    opt_sampler *smp = &ro->samplers[i < ro->n_samplers ? i : 0];
+    int64_t generated = 0;
     int running = 0;
-    for (int r = 0; r < ro->R; r++) {
+    for (int r = lo; r < hi; r++) {
         int32_t *seq = ro->seq + (size_t)r * ro->Stot;
         float *lg = ro->logits + (size_t)r * ro->V;
         if (ro->eos_at[r] >= 0) {
@@ -263,11 +302,28 @@ static int sample_step(opt_rollout *ro, int k) {
             continue;
         }
         if (!ro->p.stop_at_eos && ro->eos_id >= 0 && ro->eos_id < ro->V) lg[ro->eos_id] = -INFINITY;
-        int32_t tok = opt_sample(&ro->sampler, lg, &ro->rngs[r]);
+        int32_t tok = opt_sample(smp, lg, &ro->rngs[r]);
         seq[ro->Tp + k] = tok;
-        ro->n_generated++;
+        generated++;
         if (ro->p.stop_at_eos && tok == ro->eos_id) ro->eos_at[r] = k;
         else running++;
+    }
+    j->generated[i % 64][0] += generated;
+    j->running[i % 64][0] += running;
+}
+
+/* Samples token k of every row from ro->logits [R, V] into seq. Returns the
+ * number of rows still running. */
+static int sample_step(opt_rollout *ro, opt_model *m, sample_job *job, int k) {
+    memset(job, 0, sizeof *job);
+    job->ro = ro;
+    job->k = k;
+    if (ro->n_samplers > 1 && ro->R > 1 && opt_pool_size(m->pool) <= 64) opt_pool_run(m->pool, sample_worker, job);
+    else sample_worker(job, 0, 1);
+    int running = 0;
+    for (int i = 0; i < 64; i++) {
+        ro->n_generated += job->generated[i][0];
+        running += job->running[i][0];
     }
     return running;
 }
@@ -306,7 +362,8 @@ bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err) {
     ro->prefill_ms = now_ms() - t0;
 
     /* decode */
-    int running = sample_step(ro, 0);
+    sample_job job;
+    int running = sample_step(ro, m, &job, 0);
     int k = 1;
     for (; k < ro->Tr; k++) {
         if (ro->p.stop_at_eos && running == 0) break;
@@ -319,7 +376,7 @@ bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err) {
         ro->decode_ms += now_ms() - t1;
         if (st != BC_OK) return st;
         ro->n_decode_forwards++;
-        running = sample_step(ro, k);
+        running = sample_step(ro, m, &job, k);
     }
     ro->returned_len = k;
     return BC_OK;

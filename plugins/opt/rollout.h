@@ -48,13 +48,14 @@ typedef struct opt_rollout {
     opt_kv_cache kv_shared;  /* Bp rows x Tp (shared prefill only) */
     float *logits;           /* [R, V]; owned */
     float *logits_shared;    /* [Bp, V] (shared prefill only); owned */
-    opt_sampler sampler;
+    opt_sampler *samplers;   /* [n_samplers], one per pool thread (rows are sampled in parallel); owned */
+    int n_samplers;
 } opt_rollout;
 
 /* Bytes the cache of a rollout takes (for planning and accounting). */
 typedef struct opt_rollout_bytes {
     size_t kv_cache;   /* KV caches */
-    size_t workspace;  /* the model's workspace + logits + sampler scratch */
+    size_t workspace;  /* the model's workspace + logits + the samplers' scratch */
     size_t buffers;    /* prompts, sequences, masks, generators */
 } opt_rollout_bytes;
 
@@ -63,7 +64,7 @@ typedef struct opt_rollout_bytes {
 bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rollout_params *p, bc_error *err);
 /* The byte sizes for a model and thread count, before or after acquire. */
 opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype, int n_threads);
-/* Allocates the KV cache(s), logits, sampler scratch and m's workspace. */
+/* Allocates the KV cache(s), logits, the samplers (one per pool thread) and m's workspace. */
 bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err);
 /* Frees them (the model keeps its weights and pool). */
 void opt_rollout_release(opt_rollout *ro, opt_model *m);

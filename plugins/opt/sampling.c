@@ -93,29 +93,73 @@ static int cmp_desc(const void *a, const void *b) {
     return pair_greater(x, y) ? -1 : pair_greater(y, x) ? 1 : 0;
 }
 
+/* The k-th largest of the finite-or-+inf values of x[V] (k >= 1), by a
+ * min-heap of the k largest seen so far in heap[k]; returns -inf when fewer
+ * than k values are not -inf. */
+static float kth_largest(const float *x, int V, int k, float *heap) {
+    int n = 0;
+    for (int v = 0; v < V; v++) {
+        float a = x[v];
+        if (a == -INFINITY) continue;
+        if (n < k) { /* sift up */
+            int i = n++;
+            while (i > 0 && heap[(i - 1) / 2] > a) {
+                heap[i] = heap[(i - 1) / 2];
+                i = (i - 1) / 2;
+            }
+            heap[i] = a;
+        } else if (a > heap[0]) { /* replace the minimum, sift down */
+            int i = 0;
+            for (;;) {
+                int c = 2 * i + 1;
+                if (c >= k) break;
+                if (c + 1 < k && heap[c + 1] < heap[c]) c++;
+                if (heap[c] >= a) break;
+                heap[i] = heap[c];
+                i = c;
+            }
+            heap[i] = a;
+        }
+    }
+    return n < k ? -INFINITY : heap[0];
+}
+
 void opt_sampler_filter(opt_sampler *s, float *logits) {
     const int V = s->V;
     const float inv_t = (float)(1.0 / s->p.temperature);
     int n = 0;
-    for (int v = 0; v < V; v++) {
-        if (isinf(logits[v]) && logits[v] < 0) continue;
-        logits[v] *= inv_t;
-        s->pairs[n++] = (opt_sample_pair){logits[v], v};
-    }
     s->kept = s->pairs;
     s->n_kept = 0;
-    if (n == 0) return;
-    /* top-k: keep every logit >= the k-th largest */
-    if (s->p.top_k > 0 && s->p.top_k < n) {
-        int k = (int)s->p.top_k;
-        select_top(s->pairs, n, k);
-        float kth = s->pairs[0].v;
-        for (int i = 1; i < k; i++) kth = fminf(kth, s->pairs[i].v);
-        int m = k;
-        for (int i = k; i < n; i++)
-            if (s->pairs[i].v >= kth) swap(&s->pairs[m++], &s->pairs[i]);
-        n = m;
+    if (s->p.top_k > 0 && s->p.top_k < V) {
+        /* top-k: keep every logit >= the k-th largest (scaling by 1/T > 0
+         * keeps the order, so only the survivors are scaled) */
+        float *heap = (float *)(void *)(s->pairs + V / 2); /* scratch: k floats in the upper half */
+        const int k = (int)s->p.top_k;
+        float kth = k <= V / 2 ? kth_largest(logits, V, k, heap) : -INFINITY;
+        if (k > V / 2) {
+            /* rare: k above half the vocabulary; fall back to sorting all */
+            for (int v = 0; v < V; v++)
+                if (logits[v] != -INFINITY) s->pairs[n++] = (opt_sample_pair){logits[v], v};
+            if (n > k) {
+                select_top(s->pairs, n, k);
+                kth = s->pairs[0].v;
+                for (int i = 1; i < k; i++) kth = fminf(kth, s->pairs[i].v);
+            }
+            n = 0;
+        }
+        for (int v = 0; v < V; v++)
+            if (logits[v] != -INFINITY && logits[v] >= kth) {
+                logits[v] *= inv_t;
+                s->pairs[n++] = (opt_sample_pair){logits[v], v};
+            }
+    } else {
+        for (int v = 0; v < V; v++) {
+            if (logits[v] == -INFINITY) continue;
+            logits[v] *= inv_t;
+            s->pairs[n++] = (opt_sample_pair){logits[v], v};
+        }
     }
+    if (n == 0) return;
     /* softmax over the survivors */
     float mx = s->pairs[0].v;
     for (int i = 1; i < n; i++) mx = fmaxf(mx, s->pairs[i].v);

@@ -42,7 +42,7 @@ typedef struct opt_sampler {
 bc_status opt_sampler_init(opt_sampler *s, int V, const bc_sampling *p, bc_error *err);
 void opt_sampler_free(opt_sampler *s);
 
-/* Applies temperature, top-k and top-p to logits[V] (which it rescales in
+/* Applies temperature, top-k and top-p to logits[V] (which it may rescale in
  * place) and leaves the allowed tokens with their renormalised probabilities
  * in s->kept[0..n_kept). Tokens whose logit is -inf are never kept; when all
  * are -inf, the result is empty. Not used for greedy. */

@@ -163,9 +163,9 @@ static void *make_weights(opt_dtype wt, int N, int K, float *wf)
 
 #define SENTINEL 12345.0f
 
-/* Runs k->linear on one shape and checks it against a double reference:
- * |y - ref| <= tol * (sum_k |x w| + |b|). Outputs outside [n0, n1) must keep
- * their sentinel. */
+/* Runs k->linear on one shape and checks it against a double reference and
+ * against the portable variant: |y - ref| <= tol * (sum_k |x w| + |b|).
+ * Outputs outside [n0, n1) must keep their sentinel. */
 static void check_linear(const opt_kernels *k, opt_dtype wt, int M, int K, int N, int n0, int n1, int use_bias,
                          int relu, double tol)
 {
@@ -182,7 +182,10 @@ static void check_linear(const opt_kernels *k, opt_dtype wt, int M, int K, int N
     for (size_t i = 0; i < (size_t)M * N; i++)
         y[i] = SENTINEL;
     k->linear(y, x, w, wt, use_bias ? bias : NULL, M, K, N, n0, n1, relu);
-    double worst = 0;
+    /* the portable variant on the same inputs, for the direct comparison */
+    float *yp = malloc(sizeof(float) * (size_t)M * N);
+    assert_non_null(yp);
+    opt_kernels_for(OPT_ISA_PORTABLE)->linear(yp, x, w, wt, use_bias ? bias : NULL, M, K, N, n0, n1, relu);
     for (int m = 0; m < M; m++) {
         for (int n = 0; n < N; n++) {
             float got = y[(size_t)m * N + n];
@@ -202,8 +205,11 @@ static void check_linear(const opt_kernels *k, opt_dtype wt, int M, int K, int N
             if (relu && s < 0)
                 s = 0;
             double err = fabs((double)got - s) / (mag + 1e-30);
-            if (err > worst)
-                worst = err;
+            double errp = fabs((double)got - yp[(size_t)m * N + n]) / (mag + 1e-30);
+            if (!(errp <= tol))
+                print_error("%s %s M=%d K=%d N=%d: y[%d,%d] = %.9g, portable %.9g\n", opt_isa_name(k->isa),
+                            opt_dtype_name(wt), M, K, N, m, n, (double)got, (double)yp[(size_t)m * N + n]);
+            assert_true(errp <= tol);
             if (!(err <= tol))
                 print_error("%s %s M=%d K=%d N=%d [%d,%d) bias=%d relu=%d: y[%d,%d] = %.9g, want %.9g "
                             "(rel err %.3g > %.3g)\n",
@@ -212,6 +218,7 @@ static void check_linear(const opt_kernels *k, opt_dtype wt, int M, int K, int N
             assert_true(err <= tol);
         }
     }
+    free(yp);
     free(w);
     free(y);
     free(bias);

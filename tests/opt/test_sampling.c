@@ -79,6 +79,23 @@ static void check_never_outside(double temp, int top_k, double top_p) {
 static void test_top_k(void **state) { (void)state; check_never_outside(1.0, 5, 1.0); }
 static void test_top_p(void **state) { (void)state; check_never_outside(0.8, 0, 0.6); }
 static void test_top_k_then_top_p(void **state) { (void)state; check_never_outside(1.3, 20, 0.5); }
+static void test_top_k_large(void **state) { (void)state; check_never_outside(1.0, 150, 1.0); }
+static void test_top_k_all(void **state) { (void)state; check_never_outside(1.0, 200, 1.0); }
+
+/* Ties with the k-th largest are kept, as transformers' top-k does. */
+static void test_top_k_ties(void **state) {
+    (void)state;
+    float logits[10] = {1, 5, 3, 3, 3, 0, 2, 3, -1, 4};
+    bc_sampling p = {1.0, 1.0, 3, 1};
+    opt_sampler s;
+    bc_error err = {0};
+    assert_int_equal(opt_sampler_init(&s, 10, &p, &err), BC_OK);
+    opt_sampler_filter(&s, logits);
+    assert_int_equal(s.n_kept, 6); /* 5, 4 and the four 3s */
+    for (int i = 0; i < s.n_kept; i++) assert_true(s.kept[i].i == 1 || s.kept[i].i == 9 || (s.kept[i].i >= 2 && s.kept[i].i <= 4) || s.kept[i].i == 7);
+    opt_sampler_free(&s);
+}
+
 static void test_top_p_tiny(void **state) { (void)state; check_never_outside(1.0, 0, 1e-6); }
 
 /* Chi-square goodness of fit, 10^4 draws, 6 categories (5 degrees of
@@ -206,6 +223,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_top_k),           cmocka_unit_test(test_top_p),
         cmocka_unit_test(test_top_k_then_top_p), cmocka_unit_test(test_top_p_tiny),
+        cmocka_unit_test(test_top_k_large),     cmocka_unit_test(test_top_k_all),
+        cmocka_unit_test(test_top_k_ties),
         cmocka_unit_test(test_chi_square),      cmocka_unit_test(test_chi_square_top_p),
         cmocka_unit_test(test_top_p_large_vocab), cmocka_unit_test(test_greedy_and_eos),
         cmocka_unit_test(test_rng_per_row),

@@ -5,11 +5,12 @@
  *
  * Prints, for every kernel variant this CPU has (or just --isa), and 1..N
  * threads:
- *   - the read bandwidth of a plain streaming sum (the memory bound);
+ *   - the read bandwidth of a streaming dot product (the memory bound);
  *   - linear at M = 1 (decode, B = 1) and M = 16 (decode, B = 16): the
  *     weight bytes streamed per second (GB/s) and GFLOP/s;
  *   - linear at M = 512 (prefill): GFLOP/s;
- *   - opt_pool_run's per-call overhead with an empty task.
+ *   - opt_pool_run's per-call overhead with an empty task, and with a task
+ *     that is busy for 5 us per index (ideal: 5 us per call at any count).
  * Each figure is the median of several timed repetitions (the machine may be
  * shared). GB = 1e9 bytes; one multiply-add is 2 flops.
  */
@@ -64,7 +65,7 @@ static double time_median(void (*fn)(void *), void *ctx, double min_s)
     return t[reps / 2];
 }
 
-/* ---- bandwidth: a streaming sum over a buffer far larger than the caches --- */
+/* ---- bandwidth: one pass over a buffer far larger than the caches ---------- */
 
 typedef struct bw_ctx {
     opt_pool *pool;
@@ -73,20 +74,16 @@ typedef struct bw_ctx {
     float sums[64 * 16]; /* one 64-byte line per thread */
 } bw_ctx;
 
+/* Each thread reads its slice once through the best kernel's dot product
+ * with itself (both operands are the same address, so each line is loaded
+ * once): the same SIMD loads the linear kernels use. */
 static void bw_part(void *vctx, int i, int nt)
 {
     bw_ctx *c = vctx;
     size_t per = (c->n / (size_t)nt) & ~(size_t)63;
     const float *p = c->buf + per * (size_t)i;
     size_t n = i == nt - 1 ? c->n - per * (size_t)i : per;
-    float s[64] = {0}; /* 64 independent sums: enough chains to saturate memory even with SSE2 */
-    for (size_t k = 0; k + 64 <= n; k += 64)
-        for (int j = 0; j < 64; j++)
-            s[j] += p[k + j];
-    float t = 0;
-    for (int j = 0; j < 64; j++)
-        t += s[j];
-    c->sums[i * 16] = t;
+    c->sums[i * 16] = opt_kernels_best()->dot(p, p, OPT_F32, (int)n);
 }
 
 static void bw_run(void *vctx)
@@ -142,9 +139,29 @@ static void empty_task(void *ctx, int i, int n)
     (void)n;
 }
 
+/* Busy for 5 us of wall time: a stand-in for one thread's share of a
+ * decode-step linear. */
+static void busy_task(void *ctx, int i, int n)
+{
+    (void)ctx;
+    (void)i;
+    (void)n;
+    double t0 = now_s();
+    while (now_s() - t0 < 5e-6)
+        ;
+}
+
+static void pool_run_busy(void *vctx);
+
 typedef struct pool_ctx {
     opt_pool *pool;
 } pool_ctx;
+
+static void pool_run_busy(void *vctx)
+{
+    pool_ctx *c = vctx;
+    opt_pool_run(c->pool, busy_task, NULL);
+}
 
 static void pool_run_empty(void *vctx)
 {
@@ -181,6 +198,9 @@ int main(int argc, char **argv)
             return 1;
         double t = time_median(pool_run_empty, &pc, min_s);
         printf("pool   threads=%d  empty opt_pool_run: %8.0f ns/call (back to back)\n", nt, t * 1e9);
+        double tb = time_median(pool_run_busy, &pc, min_s);
+        printf("pool   threads=%d  5 us per index:     %8.0f ns/call (%.0f ns over 5 us)\n", nt, tb * 1e9,
+               tb * 1e9 - 5000.0);
         opt_pool_destroy(pc.pool);
     }
 
@@ -196,7 +216,7 @@ int main(int argc, char **argv)
         if (!bc.pool)
             return 1;
         double t = time_median(bw_run, &bc, min_s);
-        printf("stream threads=%d  read sum of %zu MiB: %7.1f GB/s\n", nt, bw_n * 4 >> 20,
+        printf("stream threads=%d  read %zu MiB once: %7.1f GB/s\n", nt, bw_n * 4 >> 20,
                (double)bw_n * 4 / t * 1e-9);
         opt_pool_destroy(bc.pool);
     }

@@ -1,0 +1,246 @@
+/* test_rollout.c: prompt expansion order, exact response length with EOS
+ * suppressed, the stop-at-EOS mode, shared prefill (same greedy tokens as
+ * per-row prefill), prompts files (left padding gives the same tokens as the
+ * prompt alone; pad id 0 is legal), determinism, and cache release/acquire.
+ * A tiny synthetic model; a vocabulary of 8 makes EOS frequent.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rollout.h"
+
+typedef struct fixture {
+    opt_hparams hp;
+    opt_weights w;
+    opt_model m;
+} fixture;
+
+static fixture *make_threads(int V, int pad_id, int threads) {
+    fixture *f = calloc(1, sizeof *f);
+    bc_error err = {0};
+    f->hp = (opt_hparams){.vocab_size = V, .hidden_size = 32, .num_hidden_layers = 2, .num_attention_heads = 4,
+                          .ffn_dim = 64, .max_position_embeddings = 96, .word_embed_proj_dim = 32,
+                          .do_layer_norm_before = 1, .pad_token_id = pad_id, .bos_token_id = 2, .eos_token_id = 2};
+    assert_int_equal(opt_weights_alloc(&f->w, &f->hp, OPT_F32, &err), BC_OK);
+    assert_int_equal(opt_weights_init_synthetic(&f->w, 11, &err), BC_OK);
+    assert_int_equal(opt_model_init(&f->m, &f->w, threads, &err), BC_OK);
+    return f;
+}
+
+static fixture *make(int V, int pad_id) { return make_threads(V, pad_id, 2); }
+
+static void destroy(fixture *f) {
+    opt_model_free(&f->m);
+    opt_weights_free(&f->w);
+    free(f);
+}
+
+static void run(fixture *f, const opt_rollout_params *p, opt_rollout *ro) {
+    bc_error err = {0};
+    assert_int_equal(opt_rollout_init(ro, &f->hp, p, &err), BC_OK);
+    assert_int_equal(opt_rollout_expand(ro, &err), BC_OK);
+    if (opt_rollout_generate(ro, &f->m, &err) != BC_OK) {
+        print_error("generate: %s\n", err.message);
+        fail();
+    }
+    assert_int_equal(opt_rollout_post_process(ro, &err), BC_OK);
+}
+
+static const int32_t *response(const opt_rollout *ro, int r) { return ro->seq + (size_t)r * ro->Stot + ro->Tp; }
+
+static void test_expansion_and_exact_length(void **state) {
+    (void)state;
+    fixture *f = make(64, 1);
+    opt_rollout ro;
+    opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5, .response_length = 12,
+                            .sampling = {5.0, 1.0, 0, 9}}; /* hot: EOS would come often if allowed */
+    run(f, &p, &ro);
+    assert_int_equal(ro.R, 6);
+    for (int r = 0; r < ro.R; r++) {
+        const int32_t *prompt = ro.seq + (size_t)r * ro.Stot;
+        assert_memory_equal(prompt, ro.prompt_ids + (size_t)(r / 2) * ro.Tp, 5 * sizeof(int32_t));
+        for (int t = 0; t < 5; t++) assert_in_range(prompt[t], 3, 63);
+        for (int k = 0; k < 12; k++) {
+            assert_int_not_equal(response(&ro, r)[k], f->hp.eos_token_id);
+            assert_int_equal(ro.mask[(size_t)r * ro.Stot + ro.Tp + k], 1);
+        }
+    }
+    assert_memory_not_equal(ro.prompt_ids, ro.prompt_ids + 5, 5 * sizeof(int32_t));
+    assert_int_equal(ro.returned_len, 12);
+    assert_int_equal(ro.response_start, 5);
+    assert_int_equal(ro.n_generated, 6 * 12);
+    assert_int_equal(ro.n_decode_forwards, 11);
+    opt_rollout_free(&ro, &f->m);
+    destroy(f);
+}
+
+static void test_stop_at_eos(void **state) {
+    (void)state;
+    fixture *f = make(8, 1);
+    opt_rollout ro;
+    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 2, .prompt_length = 4, .response_length = 80,
+                            .sampling = {50.0, 1.0, 0, 4}, .stop_at_eos = 1};
+    run(f, &p, &ro);
+    int longest = 0;
+    int64_t produced = 0;
+    for (int r = 0; r < ro.R; r++) {
+        int at = ro.eos_at[r];
+        assert_true(at >= 0); /* 1/8 per step over 80 steps: all rows finish with this seed */
+        assert_int_equal(response(&ro, r)[at], f->hp.eos_token_id);
+        for (int k = 0; k < at; k++) assert_int_not_equal(response(&ro, r)[k], f->hp.eos_token_id);
+        for (int k = at + 1; k < ro.returned_len; k++) assert_int_equal(response(&ro, r)[k], f->hp.pad_token_id);
+        for (int k = 0; k < ro.returned_len; k++)
+            assert_int_equal(ro.mask[(size_t)r * ro.Stot + ro.Tp + k], k <= at);
+        if (at + 1 > longest) longest = at + 1;
+        produced += at + 1;
+    }
+    assert_int_equal(ro.returned_len, longest);
+    assert_true(ro.returned_len < 80);
+    assert_int_equal(ro.n_generated, produced);
+    assert_int_equal(ro.n_decode_forwards, longest - 1);
+    opt_rollout_free(&ro, &f->m);
+    destroy(f);
+}
+
+static void test_shared_prefill_same_tokens(void **state) {
+    (void)state;
+    fixture *f = make(64, 1);
+    opt_rollout a, b;
+    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 3, .prompt_length = 6, .response_length = 10,
+                            .sampling = {0.0, 1.0, 0, 1}};
+    run(f, &p, &a);
+    p.shared_prefill = 1;
+    run(f, &p, &b);
+    assert_int_equal(a.returned_len, b.returned_len);
+    assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+    /* greedy: every sample of a prompt is the same */
+    assert_memory_equal(response(&b, 0), response(&b, 2), 10 * sizeof(int32_t));
+    opt_rollout_free(&a, &f->m);
+    opt_rollout_free(&b, &f->m);
+    destroy(f);
+}
+
+static void test_seeded_determinism(void **state) {
+    (void)state;
+    fixture *f = make(64, 1);
+    opt_rollout a, b, c;
+    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 2, .prompt_length = 4, .response_length = 16,
+                            .sampling = {1.0, 0.9, 20, 77}, .shared_prefill = 1};
+    run(f, &p, &a);
+    run(f, &p, &b);
+    assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+    /* samples of one prompt differ (own generators) */
+    assert_memory_not_equal(response(&a, 0), response(&a, 1), 16 * sizeof(int32_t));
+    p.sampling.seed = 78;
+    run(f, &p, &c);
+    assert_memory_not_equal(response(&a, 0), response(&c, 0), 16 * sizeof(int32_t));
+    /* release and acquire: the next rollout is the same */
+    bc_error err = {0};
+    opt_rollout_release(&a, &f->m);
+    assert_null(a.kv.k);
+    int32_t *before = malloc((size_t)a.R * a.Stot * sizeof(int32_t));
+    memcpy(before, a.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+    assert_int_equal(opt_rollout_expand(&a, &err), BC_OK);
+    assert_int_equal(opt_rollout_generate(&a, &f->m, &err), BC_OK);
+    assert_memory_equal(before, a.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+    free(before);
+    opt_rollout_free(&a, &f->m);
+    opt_rollout_free(&b, &f->m);
+    opt_rollout_free(&c, &f->m);
+    destroy(f);
+}
+
+/* Rows are sampled in parallel, each with its own generator: the tokens do
+ * not depend on the thread count. */
+static void test_threads_same_tokens(void **state) {
+    (void)state;
+    fixture *f1 = make_threads(64, 1, 1), *f3 = make_threads(64, 1, 3);
+    opt_rollout a, b;
+    opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 3, .prompt_length = 5, .response_length = 12,
+                            .sampling = {1.0, 0.9, 20, 5}, .stop_at_eos = 1};
+    run(f1, &p, &a);
+    run(f3, &p, &b);
+    assert_int_equal(a.returned_len, b.returned_len);
+    assert_int_equal(a.n_generated, b.n_generated);
+    assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+    opt_rollout_free(&a, &f1->m);
+    opt_rollout_free(&b, &f3->m);
+    destroy(f1);
+    destroy(f3);
+}
+
+static char *write_tmp(const char *text) {
+    char *path = malloc(64);
+    snprintf(path, 64, "/tmp/bc_prompts_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fputs(text, fp);
+    fclose(fp);
+    return path;
+}
+
+/* A left-padded prompt generates what it generates alone; pad id 0 is a
+ * legal pad id and a real token 0 keeps mask 1. */
+static void test_prompts_file(void **state) {
+    (void)state;
+    fixture *f = make(64, 0);
+    char *both = write_tmp("# two prompts\n0 7 9\n\n10 11 12 13 14 15\n"), *alone = write_tmp("0 7 9\n");
+    opt_rollout a, b;
+    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 1, .response_length = 8,
+                            .sampling = {0.0, 1.0, 0, 1}, .prompts_file = both};
+    run(f, &p, &a);
+    assert_int_equal(a.Tp, 6);
+    const int32_t want_ids[6] = {0, 0, 0, 0, 7, 9};
+    const uint8_t want_mask[6] = {0, 0, 0, 1, 1, 1};
+    assert_memory_equal(a.seq, want_ids, sizeof want_ids);
+    assert_memory_equal(a.mask, want_mask, sizeof want_mask);
+    p.batch_size = 1;
+    p.prompts_file = alone;
+    run(f, &p, &b);
+    assert_int_equal(b.Tp, 3);
+    assert_memory_equal(response(&a, 0), response(&b, 0), 8 * sizeof(int32_t));
+    opt_rollout_free(&a, &f->m);
+    opt_rollout_free(&b, &f->m);
+    /* bad files are refused with the file and line */
+    char *bad = write_tmp("3 4\n5 x 6\n");
+    bc_error err = {0};
+    p.prompts_file = bad;
+    assert_int_equal(opt_rollout_init(&a, &f->hp, &p, &err), BC_ERR_FORMAT);
+    assert_non_null(strstr(err.message, ":2:"));
+    p.prompts_file = "/nonexistent/prompts.txt";
+    assert_int_equal(opt_rollout_init(&a, &f->hp, &p, &err), BC_ERR_IO);
+    remove(both), remove(alone), remove(bad);
+    free(both), free(alone), free(bad);
+    destroy(f);
+}
+
+static void test_too_long(void **state) {
+    (void)state;
+    fixture *f = make(64, 1);
+    opt_rollout ro;
+    bc_error err = {0};
+    opt_rollout_params p = {.batch_size = 1, .samples_per_prompt = 1, .prompt_length = 90, .response_length = 10,
+                            .sampling = {0.0, 1.0, 0, 1}};
+    assert_int_equal(opt_rollout_init(&ro, &f->hp, &p, &err), BC_ERR_INVALID);
+    assert_non_null(strstr(err.message, "positions"));
+    destroy(f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_expansion_and_exact_length), cmocka_unit_test(test_stop_at_eos),
+        cmocka_unit_test(test_shared_prefill_same_tokens), cmocka_unit_test(test_seeded_determinism),
+        cmocka_unit_test(test_prompts_file),               cmocka_unit_test(test_too_long),
+        cmocka_unit_test(test_threads_same_tokens),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
