@@ -7,7 +7,7 @@
 static int shared(const opt_rollout *ro) { return ro->p.shared_prefill && ro->Sp > 1; }
 
 /* Opens the device once; on failure keeps the reason as the device name. */
-static bc_status open_device(opt_cuda_backend *b, bc_error *err) {
+bc_status opt_cuda_backend_open(opt_cuda_backend *b, bc_error *err) {
     if (b->dev) return BC_OK;
     bc_status st = opt_cuda_device_open(&b->dev, b->index, err);
     if (st != BC_OK) {
@@ -24,7 +24,7 @@ void opt_cuda_backend_init(opt_cuda_backend *b, int device_index, int use_graphs
     b->index = device_index;
     b->use_graphs = use_graphs;
     bc_error err = {0};
-    (void)open_device(b, &err); /* a failure is reported by each case */
+    (void)opt_cuda_backend_open(b, &err); /* a failure is reported by each case */
 }
 
 void opt_cuda_backend_end_case(opt_cuda_backend *b) {
@@ -34,7 +34,7 @@ void opt_cuda_backend_end_case(opt_cuda_backend *b) {
 
 bc_status opt_cuda_backend_begin_case(opt_cuda_backend *b, const opt_weights *w, opt_rollout *ro, bc_error *err) {
     opt_cuda_backend_end_case(b);
-    bc_status st = open_device(b, err);
+    bc_status st = opt_cuda_backend_open(b, err);
     if (st != BC_OK) return st;
     if (b->m && (b->uploaded != w->arena || b->uploaded_dtype != w->dtype)) {
         opt_cuda_model_destroy(b->m);

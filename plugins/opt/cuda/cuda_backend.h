@@ -29,6 +29,9 @@ typedef struct opt_cuda_backend {
 
 /* Fills b from the settings and tries to open the device (never fails). */
 void opt_cuda_backend_init(opt_cuda_backend *b, int device_index, int use_graphs);
+/* Opens the device if it is not open yet: BC_ERR_DEVICE, "no CUDA device: ..."
+ * without one (the plugin asks before it builds the host weights). */
+bc_status opt_cuda_backend_open(opt_cuda_backend *b, bc_error *err);
 /* Opens the device if needed, uploads w when it is not the one on the
  * device, and acquires ro's device cache. */
 bc_status opt_cuda_backend_begin_case(opt_cuda_backend *b, const opt_weights *w, opt_rollout *ro, bc_error *err);
