@@ -17,7 +17,8 @@
  *   3. memory     the device bytes held after acquire equal the plan.
  * Head dims: 16 (preln, postln_proj), 80 (hd80), and 64 and 128 on small
  * synthetic-weight models.
- * Usage: cuda_vs_cpu [golden_dir]   (default: the source tree's tests/opt/golden)
+ * Usage: cuda_vs_cpu [--quick] [golden_dir]   (default: the source tree's tests/opt/golden)
+ *   --quick: preln in fp16 and hd80 in bf16 only (for compute-sanitizer runs)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -325,6 +326,8 @@ out:
 }
 
 int main(int argc, char **argv) {
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    if (quick) argc--, argv++;
     const char *golden = argc > 1 ? argv[1] : BENCHCTL_SOURCE_DIR "/tests/opt/golden";
     bc_error err = {0};
     opt_cuda_device *dev = NULL;
@@ -337,6 +340,7 @@ int main(int argc, char **argv) {
     const opt_dtype dts[] = {OPT_F32, OPT_F16, OPT_BF16};
     for (int mi = 0; mi < 3; mi++)
         for (int di = 0; di < 3; di++) {
+            if (quick && !((mi == 0 && dts[di] == OPT_F16) || (mi == 2 && dts[di] == OPT_BF16))) continue;
             char dir[1024];
             snprintf(dir, sizeof dir, "%s/%s", golden, models[mi]);
             opt_weights w;
@@ -351,7 +355,7 @@ int main(int argc, char **argv) {
         }
     /* head dims 64 and 128 (the golden models have 16 and 80): synthetic weights */
     const int heads[2] = {4, 2};
-    for (int hi = 0; hi < 2; hi++)
+    for (int hi = 0; hi < 2 && !quick; hi++)
         for (int di = 0; di < 3; di++) {
             opt_hparams hp;
             opt_weights w;

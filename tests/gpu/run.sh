@@ -7,6 +7,7 @@
 #    comparison on the golden models (cuda_vs_cpu: logits, greedy tokens,
 #    graphs on/off, both cache policies, shared prefill, EOS stop, exact
 #    device accounting);
+#    then, if compute-sanitizer is there, a quick comparison under memcheck;
 # 3. times the decode step of OPT-125m and OPT-1.3b (fp16, B=1, graphs on
 #    and off) against the HBM bound (decode_bench; prints figures);
 # 4. runs a short benchmark matrix on device "cuda" (tests/gpu/bench-cuda.cfg)
@@ -35,6 +36,16 @@ step "host-side tests"
 
 step "CUDA vs CPU on the golden models"
 timeout 180 "$BUILD/tests/cuda_host/cuda_vs_cpu" tests/opt/golden
+
+if command -v compute-sanitizer >/dev/null; then
+  step "compute-sanitizer memcheck (quick comparison)"
+  src=0
+  timeout 100 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tests/cuda_host/cuda_vs_cpu" --quick tests/opt/golden \
+    | tail -25 || src=$?
+  if [ "$src" -eq 124 ]; then echo "(memcheck timed out: not a failure)"; elif [ "$src" -ne 0 ]; then exit "$src"; fi
+else
+  step "compute-sanitizer not found: memcheck skipped"
+fi
 
 step "decode step vs the HBM bound (figures only)"
 timeout 120 "$BUILD/tests/cuda_host/decode_bench"
