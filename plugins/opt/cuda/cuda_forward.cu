@@ -161,16 +161,19 @@ __global__ void kv_store_kernel(E *kc, E *vc, const float *kk, const float *vv, 
     vc[dst] = from_f<E>(vv[i]);
 }
 
-#define ATT_WARPS 4
+#define ATT_CHUNK 4 /* consecutive keys a warp loads before it reduces them */
 
 /* att[b, t, h*D:(h+1)*D] = softmax_s(scale q . k_s ; s <= S0 + t, mask[b, s]) . v_s
- * One block (ATT_WARPS warps) per (b, t, h), blockIdx.x = (b * T + t) * H + h.
- * Warp w takes keys w, w + ATT_WARPS, ...; lane l holds dims l + 32 i
- * (i < DPL, DPL = ceil(D / 32)). Each warp keeps an online softmax (max m,
- * sum l, acc[D]) in one pass over its keys; the warps merge at the end. A
+ * One block of WARPS warps per (b, t, h), blockIdx.x = (b * T + t) * H + h
+ * (decode uses 16 warps so one head's keys are split 16 ways; prefill 4).
+ * Warp w takes the chunks of ATT_CHUNK consecutive keys starting at
+ * ATT_CHUNK * (w + WARPS * i): it loads a chunk's keys and values first (the
+ * loads overlap), reduces the dot products, then updates its online softmax
+ * (max m, sum l, acc[D]) key by key: one pass over the cache. Lane l holds
+ * dims l + 32 i (i < DPL = ceil(D / 32)). The warps merge at the end. A
  * query with no visible key (a pad query) averages v over s <= S0 + t, as
  * the CPU path does. */
-template <typename E, int DPL>
+template <typename E, int DPL, int WARPS>
 __global__ void attention_kernel(E *att, const float *q, const E *kc, const E *vc, const uint8_t *mask,
                                  int mask_stride, const int *d_len, int T, int H, int D, int Smax, float scale) {
     const int h = blockIdx.x % H, n = blockIdx.x / H, b = n / T, t = n % T;
@@ -186,35 +189,53 @@ __global__ void attention_kernel(E *att, const float *q, const E *kc, const E *v
         acc[i] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
-    for (int s = w; s <= sq; s += ATT_WARPS) {
-        if (!mk[s]) continue;
-        const E *kr = K + (size_t)s * D;
-        float dot = 0.0f;
-        for (int i = 0; i < DPL; i++) {
-            const int d = lane + 32 * i;
-            if (d < D) dot += qv[i] * to_f(kr[d]);
+    for (int s0 = ATT_CHUNK * w; s0 <= sq; s0 += ATT_CHUNK * WARPS) {
+        float kx[ATT_CHUNK][DPL], vx[ATT_CHUNK][DPL], dot[ATT_CHUNK];
+        bool ok[ATT_CHUNK];
+#pragma unroll
+        for (int j = 0; j < ATT_CHUNK; j++) {
+            const int s = s0 + j;
+            ok[j] = s <= sq && mk[s];
+#pragma unroll
+            for (int i = 0; i < DPL; i++) {
+                const int d = lane + 32 * i;
+                const bool in = ok[j] && d < D;
+                kx[j][i] = in ? to_f(K[(size_t)s * D + d]) : 0.0f;
+                vx[j][i] = in ? to_f(Vv[(size_t)s * D + d]) : 0.0f;
+            }
         }
-        dot = warp_sum(dot);
-        const float mn = fmaxf(m, dot), corr = expf(m - mn), p = expf(dot - mn);
-        l = l * corr + p;
-        const E *vr = Vv + (size_t)s * D;
-        for (int i = 0; i < DPL; i++) {
-            const int d = lane + 32 * i;
-            acc[i] = acc[i] * corr + (d < D ? p * to_f(vr[d]) : 0.0f);
+#pragma unroll
+        for (int j = 0; j < ATT_CHUNK; j++) {
+            float p = 0.0f;
+#pragma unroll
+            for (int i = 0; i < DPL; i++) p += qv[i] * kx[j][i];
+            dot[j] = p;
         }
-        m = mn;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+            for (int j = 0; j < ATT_CHUNK; j++) dot[j] += __shfl_xor_sync(0xffffffffu, dot[j], o);
+#pragma unroll
+        for (int j = 0; j < ATT_CHUNK; j++) {
+            if (!ok[j]) continue;
+            const float mn = fmaxf(m, dot[j]), corr = expf(m - mn), p = expf(dot[j] - mn);
+            l = l * corr + p;
+#pragma unroll
+            for (int i = 0; i < DPL; i++) acc[i] = acc[i] * corr + p * vx[j][i];
+            m = mn;
+        }
     }
-    __shared__ float sm[ATT_WARPS], sl[ATT_WARPS], sacc[ATT_WARPS][32 * DPL];
+    __shared__ float sm[WARPS], sl[WARPS], sacc[WARPS][32 * DPL];
     if (lane == 0) sm[w] = m, sl[w] = l;
     for (int i = 0; i < DPL; i++) sacc[w][lane + 32 * i] = acc[i];
     __syncthreads();
     float M = sm[0];
-    for (int i = 1; i < ATT_WARPS; i++) M = fmaxf(M, sm[i]);
+    for (int i = 1; i < WARPS; i++) M = fmaxf(M, sm[i]);
     E *out = att + (size_t)n * C + (size_t)h * D;
     if (M == -INFINITY) { /* no visible key: uniform over s <= sq */
         __syncthreads();
         for (int i = 0; i < DPL; i++) acc[i] = 0.0f;
-        for (int s = w; s <= sq; s += ATT_WARPS)
+        for (int s = w; s <= sq; s += WARPS)
             for (int i = 0; i < DPL; i++) {
                 const int d = lane + 32 * i;
                 if (d < D) acc[i] += to_f(Vv[(size_t)s * D + d]);
@@ -223,19 +244,17 @@ __global__ void attention_kernel(E *att, const float *q, const E *kc, const E *v
         __syncthreads();
         for (int d = threadIdx.x; d < D; d += blockDim.x) {
             float v = 0.0f;
-            for (int j = 0; j < ATT_WARPS; j++) v += sacc[j][d];
+            for (int j = 0; j < WARPS; j++) v += sacc[j][d];
             out[d] = from_f<E>(v / (float)(sq + 1));
         }
         return;
     }
-    float L = 0.0f, f[ATT_WARPS];
-    for (int j = 0; j < ATT_WARPS; j++) {
-        f[j] = sm[j] == -INFINITY ? 0.0f : expf(sm[j] - M);
-        L += sl[j] * f[j];
-    }
+    float L = 0.0f;
+    for (int j = 0; j < WARPS; j++) L += sm[j] == -INFINITY ? 0.0f : sl[j] * expf(sm[j] - M);
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
         float v = 0.0f;
-        for (int j = 0; j < ATT_WARPS; j++) v += sacc[j][d] * f[j];
+        for (int j = 0; j < WARPS; j++)
+            if (sm[j] != -INFINITY) v += sacc[j][d] * expf(sm[j] - M);
         out[d] = from_f<E>(v / L);
     }
 }
@@ -567,13 +586,19 @@ static void launch_attention(cudaStream_t st, void *att, const float *q, const v
                              const uint8_t *mask, int stride, const int *d_len, int B, int T, int H, int D, int Smax) {
     const float scale = 1.0f / sqrtf((float)D);
     const int blocks = B * T * H, dpl = (D + 31) / 32;
-#define ATT(n)                                                                                                  \
-    attention_kernel<E, n><<<blocks, 32 * ATT_WARPS, 0, st>>>((E *)att, q, (const E *)kc, (const E *)vc, mask, \
-                                                              stride, d_len, T, H, D, Smax, scale)
-    if (dpl == 1) ATT(1);
-    else if (dpl == 2) ATT(2);
-    else if (dpl == 3) ATT(3);
-    else ATT(4);
+#define ATT(n, w)                                                                                              \
+    attention_kernel<E, n, w><<<blocks, 32 * (w), 0, st>>>((E *)att, q, (const E *)kc, (const E *)vc, mask, \
+                                                           stride, d_len, T, H, D, Smax, scale)
+#define ATT_W(w)                  \
+    do {                          \
+        if (dpl == 1) ATT(1, w);  \
+        else if (dpl == 2) ATT(2, w); \
+        else if (dpl == 3) ATT(3, w); \
+        else ATT(4, w);           \
+    } while (0)
+    if (T == 1) ATT_W(16); /* decode: one head's keys over 16 warps */
+    else ATT_W(4);
+#undef ATT_W
 #undef ATT
 }
 
