@@ -50,6 +50,11 @@ static void workspace_layout(void **state) {
                         {l.v, N * C * 4},   {l.att, N * C * es}, {l.y, N * Cm * 4},   {l.ff, N * F * 4},
                         {l.embh, N * Cm * es}, {l.lt, OPT_CUDA_LT_WORKSPACE}};
             check_spans(s, 10, total);
+            /* the fused q/k/v GEMM writes [N, 3C] from q on: over q, k, v and nothing else */
+            assert_true(l.q < l.k && l.k < l.v && l.v + N * C * 4 >= l.q + 3 * N * C * 4);
+            for (int i = 0; i < 10; i++)
+                if (s[i].off != l.q && s[i].off != l.k && s[i].off != l.v)
+                    assert_true(s[i].off + s[i].bytes <= l.q || s[i].off >= l.q + 3 * N * C * 4);
             if (dt == OPT_F32) assert_int_equal(l.ffh, l.ff); /* fc2 reads fc1's fp32 output */
             else {
                 span s2[] = {{l.ffh, N * F * es}, {l.ff, N * F * 4}, {l.embh, N * Cm * es}};

@@ -147,18 +147,19 @@ __global__ void residual_ln_kernel(float *x, const float *y, const float *gamma,
     }
 }
 
-/* Appends kk, vv [B, T, C] (fp32) to the layer's cache [B][H][Smax][D] at
- * positions S0 + t (S0 = *d_len). One thread per value. */
+/* Appends kk, vv [B, T, C] (fp32, rows ld apart) to the layer's cache
+ * [B][H][Smax][D] at positions S0 + t (S0 = *d_len). One thread per value. */
 template <typename E>
-__global__ void kv_store_kernel(E *kc, E *vc, const float *kk, const float *vv, const int *d_len, int B, int T,
+__global__ void kv_store_kernel(E *kc, E *vc, const float *kk, const float *vv, int ld, const int *d_len, int B, int T,
                                 int H, int D, int Smax) {
     const size_t C = (size_t)H * D, total = (size_t)B * T * C;
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= total) return;
     const int c = (int)(i % C), n = (int)(i / C), b = n / T, t = n % T, h = c / D, d = c % D;
     const size_t dst = (((size_t)b * H + h) * Smax + (size_t)(*d_len + t)) * D + d;
-    kc[dst] = from_f<E>(kk[i]);
-    vc[dst] = from_f<E>(vv[i]);
+    const size_t src = (size_t)n * ld + c;
+    kc[dst] = from_f<E>(kk[src]);
+    vc[dst] = from_f<E>(vv[src]);
 }
 
 #define ATT_CHUNK 4 /* consecutive keys a warp loads before it reduces them */
@@ -174,7 +175,7 @@ __global__ void kv_store_kernel(E *kc, E *vc, const float *kk, const float *vv, 
  * query with no visible key (a pad query) averages v over s <= S0 + t, as
  * the CPU path does. */
 template <typename E, int DPL, int WARPS>
-__global__ void attention_kernel(E *att, const float *q, const E *kc, const E *vc, const uint8_t *mask,
+__global__ void attention_kernel(E *att, const float *q, int ldq, const E *kc, const E *vc, const uint8_t *mask,
                                  int mask_stride, const int *d_len, int T, int H, int D, int Smax, float scale) {
     const int h = blockIdx.x % H, n = blockIdx.x / H, b = n / T, t = n % T;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -185,7 +186,7 @@ __global__ void attention_kernel(E *att, const float *q, const E *kc, const E *v
     float qv[DPL], acc[DPL];
     for (int i = 0; i < DPL; i++) {
         const int d = lane + 32 * i;
-        qv[i] = d < D ? q[(size_t)n * C + (size_t)h * D + d] * scale : 0.0f;
+        qv[i] = d < D ? q[(size_t)n * ldq + (size_t)h * D + d] * scale : 0.0f;
         acc[i] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
@@ -574,20 +575,20 @@ static void launch_rln(cudaStream_t st, int rows, float *x, const float *y, cons
 }
 
 template <typename E>
-static void launch_kv_store(cudaStream_t st, void *kc, void *vc, const float *kk, const float *vv, const int *d_len,
-                            int B, int T, int H, int D, int Smax) {
+static void launch_kv_store(cudaStream_t st, void *kc, void *vc, const float *kk, const float *vv, int ld,
+                            const int *d_len, int B, int T, int H, int D, int Smax) {
     const size_t total = (size_t)B * T * H * D;
-    kv_store_kernel<E><<<(unsigned)((total + 255) / 256), 256, 0, st>>>((E *)kc, (E *)vc, kk, vv, d_len, B, T, H, D,
-                                                                        Smax);
+    kv_store_kernel<E><<<(unsigned)((total + 255) / 256), 256, 0, st>>>((E *)kc, (E *)vc, kk, vv, ld, d_len, B, T, H,
+                                                                        D, Smax);
 }
 
 template <typename E>
-static void launch_attention(cudaStream_t st, void *att, const float *q, const void *kc, const void *vc,
+static void launch_attention(cudaStream_t st, void *att, const float *q, int ldq, const void *kc, const void *vc,
                              const uint8_t *mask, int stride, const int *d_len, int B, int T, int H, int D, int Smax) {
     const float scale = 1.0f / sqrtf((float)D);
     const int blocks = B * T * H, dpl = (D + 31) / 32;
 #define ATT(n, w)                                                                                              \
-    attention_kernel<E, n, w><<<blocks, 32 * (w), 0, st>>>((E *)att, q, (const E *)kc, (const E *)vc, mask, \
+    attention_kernel<E, n, w><<<blocks, 32 * (w), 0, st>>>((E *)att, q, ldq, (const E *)kc, (const E *)vc, mask, \
                                                            stride, d_len, T, H, D, Smax, scale)
 #define ATT_W(w)                  \
     do {                          \
@@ -647,11 +648,26 @@ static bc_status forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const in
     for (int l = 0; l < L; l++) {
         const opt_layer_weights *lw = &w->layers[l];
         void *kc = (char *)kv->k + (size_t)l * layer_kv, *vc = (char *)kv->v + (size_t)l * layer_kv;
-        TRY(gemm(m, q, xh, dw(m, lw->q_proj.data), dw(m, lw->q_bias), N, C, C, 0, err));
-        TRY(gemm(m, kk, xh, dw(m, lw->k_proj.data), dw(m, lw->k_bias), N, C, C, 0, err));
-        TRY(gemm(m, vv, xh, dw(m, lw->v_proj.data), dw(m, lw->v_bias), N, C, C, 0, err));
-        DISPATCH_DT(dt, launch_kv_store, st, kc, vc, kk, vv, kv->d_len, B, T, H, D, kv->Smax);
-        DISPATCH_DT(dt, launch_attention, st, att, q, kc, vc, d_mask, stride, kv->d_len, B, T, H, D, kv->Smax);
+        /* q, k, v: one GEMM [N, 3C] when the arena holds q_proj, k_proj, v_proj
+         * (and their biases) back to back, as model.c lays them out; rows of
+         * the result are 3C apart (the q, k, v buffers are adjacent in the
+         * workspace, cuda_plan.h). Else three GEMMs. */
+        const size_t mat = (size_t)C * C * es;
+        const int fused = (const char *)lw->k_proj.data == (const char *)lw->q_proj.data + mat &&
+                          (const char *)lw->v_proj.data == (const char *)lw->k_proj.data + mat &&
+                          lw->k_bias == lw->q_bias + C && lw->v_bias == lw->k_bias + C;
+        const float *qp = q, *kp = kk, *vp = vv;
+        int ld = C;
+        if (fused) {
+            TRY(gemm(m, q, xh, dw(m, lw->q_proj.data), dw(m, lw->q_bias), N, C, 3 * C, 0, err));
+            kp = q + C, vp = q + 2 * C, ld = 3 * C;
+        } else {
+            TRY(gemm(m, q, xh, dw(m, lw->q_proj.data), dw(m, lw->q_bias), N, C, C, 0, err));
+            TRY(gemm(m, kk, xh, dw(m, lw->k_proj.data), dw(m, lw->k_bias), N, C, C, 0, err));
+            TRY(gemm(m, vv, xh, dw(m, lw->v_proj.data), dw(m, lw->v_bias), N, C, C, 0, err));
+        }
+        DISPATCH_DT(dt, launch_kv_store, st, kc, vc, kp, vp, ld, kv->d_len, B, T, H, D, kv->Smax);
+        DISPATCH_DT(dt, launch_attention, st, att, qp, ld, kc, vc, d_mask, stride, kv->d_len, B, T, H, D, kv->Smax);
         TRY(gemm(m, y, att, dw(m, lw->out_proj.data), dw(m, lw->out_bias), N, C, C, 0, err));
         if (pre)
             DISPATCH_DT(dt, launch_rln, st, N, x, y, dw(m, lw->ln2_gamma), dw(m, lw->ln2_beta), xh, C, 1, 0, 0);

@@ -29,9 +29,9 @@ typedef struct opt_cuda_ws_layout {
     int N;
     size_t x;    /* f32 [N, Cm] residual stream */
     size_t xh;   /* dt  [N, Cm] layer-norm output: GEMM input */
-    size_t q;    /* f32 [N, C] */
-    size_t k;    /* f32 [N, C] */
-    size_t v;    /* f32 [N, C] */
+    size_t q;    /* f32 [N, C]   q, k, v are adjacent: from q on they also */
+    size_t k;    /* f32 [N, C]   hold the [N, 3C] output of the fused */
+    size_t v;    /* f32 [N, C]   q/k/v GEMM */
     size_t att;  /* dt  [N, C] attention output: out_proj input */
     size_t y;    /* f32 [N, Cm] out_proj / fc2 / project_out output */
     size_t ff;   /* f32 [N, F] fc1 output */
