@@ -4,6 +4,7 @@
  *   embed_kernel        token (+ position) embeddings; positions from the mask
  *   residual_ln_kernel  x += y, then layer norm of x into the next GEMM input
  *   kv_store_kernel     new keys/values [N, C] fp32 -> cache [L][B][H][Smax][D]
+ *                       (prefill; a decode step's attention stores its own)
  *   attention_kernel    one block per (row, query, head): the keys it sees in
  *                       one pass with an online softmax (decode and prefill)
  *   gemm()              cuBLASLt, y fp32 = x W^T (+ bias) (+ ReLU epilogue)
@@ -175,14 +176,23 @@ __global__ void kv_store_kernel(E *kc, E *vc, const float *kk, const float *vv, 
  * query with no visible key (a pad query) averages v over s <= S0 + t, as
  * the CPU path does. */
 template <typename E, int DPL, int WARPS>
-__global__ void attention_kernel(E *att, const float *q, int ldq, const E *kc, const E *vc, const uint8_t *mask,
-                                 int mask_stride, const int *d_len, int T, int H, int D, int Smax, float scale) {
+__global__ void attention_kernel(E *att, const float *q, int ldq, E *kc, E *vc, const float *knew, const float *vnew,
+                                 const uint8_t *mask, int mask_stride, const int *d_len, int T, int H, int D, int Smax,
+                                 float scale) {
     const int h = blockIdx.x % H, n = blockIdx.x / H, b = n / T, t = n % T;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const int C = H * D, sq = *d_len + t;
     const uint8_t *mk = mask + (size_t)b * mask_stride;
     const size_t head = ((size_t)b * H + h) * (size_t)Smax * D;
     const E *K = kc + head, *Vv = vc + head;
+    if (knew) { /* decode (T == 1): this block is the only reader of (b, h), so it appends the new key and value itself */
+        for (int d = threadIdx.x; d < D; d += blockDim.x) {
+            const size_t src = (size_t)n * ldq + (size_t)h * D + d, dst = head + (size_t)sq * D + d;
+            kc[dst] = from_f<E>(knew[src]);
+            vc[dst] = from_f<E>(vnew[src]);
+        }
+        __syncthreads();
+    }
     float qv[DPL], acc[DPL];
     for (int i = 0; i < DPL; i++) {
         const int d = lane + 32 * i;
@@ -583,12 +593,13 @@ static void launch_kv_store(cudaStream_t st, void *kc, void *vc, const float *kk
 }
 
 template <typename E>
-static void launch_attention(cudaStream_t st, void *att, const float *q, int ldq, const void *kc, const void *vc,
-                             const uint8_t *mask, int stride, const int *d_len, int B, int T, int H, int D, int Smax) {
+static void launch_attention(cudaStream_t st, void *att, const float *q, int ldq, void *kc, void *vc,
+                             const float *knew, const float *vnew, const uint8_t *mask, int stride, const int *d_len,
+                             int B, int T, int H, int D, int Smax) {
     const float scale = 1.0f / sqrtf((float)D);
     const int blocks = B * T * H, dpl = (D + 31) / 32;
 #define ATT(n, w)                                                                                              \
-    attention_kernel<E, n, w><<<blocks, 32 * (w), 0, st>>>((E *)att, q, ldq, (const E *)kc, (const E *)vc, mask, \
+    attention_kernel<E, n, w><<<blocks, 32 * (w), 0, st>>>((E *)att, q, ldq, (E *)kc, (E *)vc, knew, vnew, mask, \
                                                            stride, d_len, T, H, D, Smax, scale)
 #define ATT_W(w)                  \
     do {                          \
@@ -666,8 +677,11 @@ static bc_status forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const in
             TRY(gemm(m, kk, xh, dw(m, lw->k_proj.data), dw(m, lw->k_bias), N, C, C, 0, err));
             TRY(gemm(m, vv, xh, dw(m, lw->v_proj.data), dw(m, lw->v_bias), N, C, C, 0, err));
         }
-        DISPATCH_DT(dt, launch_kv_store, st, kc, vc, kp, vp, ld, kv->d_len, B, T, H, D, kv->Smax);
-        DISPATCH_DT(dt, launch_attention, st, att, qp, ld, kc, vc, d_mask, stride, kv->d_len, B, T, H, D, kv->Smax);
+        /* the new keys and values go to the cache: by the attention kernel
+         * itself in a decode step (T == 1), else by kv_store_kernel first */
+        if (T > 1) DISPATCH_DT(dt, launch_kv_store, st, kc, vc, kp, vp, ld, kv->d_len, B, T, H, D, kv->Smax);
+        DISPATCH_DT(dt, launch_attention, st, att, qp, ld, kc, vc, T == 1 ? kp : (const float *)NULL,
+                    T == 1 ? vp : (const float *)NULL, d_mask, stride, kv->d_len, B, T, H, D, kv->Smax);
         TRY(gemm(m, y, att, dw(m, lw->out_proj.data), dw(m, lw->out_bias), N, C, C, 0, err));
         if (pre)
             DISPATCH_DT(dt, launch_rln, st, N, x, y, dw(m, lw->ln2_gamma), dw(m, lw->ln2_beta), xh, C, 1, 0, 0);
