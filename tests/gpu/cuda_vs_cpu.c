@@ -316,10 +316,11 @@ static void check_rollouts(opt_cuda_device *dev, const opt_weights *w, const cha
     int held;
     int64_t captures, replays, inval;
     opt_cuda_graph_stats(gm, &held, &captures, &replays, &inval);
-    printf("  %-12s %-9s rollouts: graphs captured %lld, replayed %lld, invalidated %lld; epilogue fallbacks %lld%s%s\n",
+    printf("  %-12s %-9s rollouts: graphs captured %lld, replayed %lld, invalidated %lld; epilogue fallbacks %lld, "
+           "fc1 via fp32 %lld%s%s\n",
            name, opt_dtype_name(w->dtype), (long long)captures, (long long)replays, (long long)inval,
-           (long long)opt_cuda_epilogue_fallbacks(gm), opt_cuda_graph_error(gm)[0] ? "; graphs off: " : "",
-           opt_cuda_graph_error(gm));
+           (long long)opt_cuda_epilogue_fallbacks(gm), (long long)opt_cuda_fc1_converts(gm),
+           opt_cuda_graph_error(gm)[0] ? "; graphs off: " : "", opt_cuda_graph_error(gm));
     CHECK(captures > 0 && replays > 0, "graphs were not used: %s", opt_cuda_graph_error(gm));
 out:
     opt_cuda_model_destroy(gm);

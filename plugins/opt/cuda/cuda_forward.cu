@@ -298,6 +298,8 @@ __global__ void kv_copy_row_kernel(char *dk, char *dv, const char *sk, const cha
 typedef struct lt_plan {
     int M, N, K, epi; /* epi: 0 none, 1 bias, 2 bias + ReLU */
     int lt_epi;       /* the epilogue cuBLASLt applies (epi, or 0 when bias_act_kernel does it) */
+    int y_dt;         /* output in the run's dtype (1) or fp32 (0) */
+    int none;         /* 1: cuBLASLt has no algorithm for this (a remembered miss; no descriptors) */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
@@ -316,6 +318,7 @@ struct opt_cuda_model {
     lt_plan plans[LT_PLANS];
     int n_plans;
     int64_t n_epilogue_fallbacks; /* GEMMs whose bias/ReLU ran in bias_act_kernel */
+    int64_t n_fc1_converts;       /* fc1 outputs in fp32 (+ a convert kernel in 16-bit) */
     opt_cuda_graph_cache graphs;
     char graph_error[400];        /* why graphs were turned off; "" while they work */
 };
@@ -425,9 +428,10 @@ static void plan_destroy(lt_plan *p) {
  * with cuBLASLt epilogue lt_epi (0 none, 1 bias, 2 bias + ReLU). Returns the
  * cuBLASLt status; *found = 0 when no algorithm fits. */
 static cublasStatus_t plan_make(opt_cuda_model *m, lt_plan *p, int M, int K, int N, int lt_epi, const float *bias,
-                                int *found) {
+                                int y_dt, int *found) {
     *found = 0;
     memset(p, 0, sizeof *p);
+    const cudaDataType_t yt = y_dt ? cuda_type(m->dt) : CUDA_R_32F;
     const cudaDataType_t ab = cuda_type(m->dt);
     cublasStatus_t s;
 #define LTP(call)                                    \
@@ -451,7 +455,7 @@ static cublasStatus_t plan_make(opt_cuda_model *m, lt_plan *p, int M, int K, int
     }
     LTP(cublasLtMatrixLayoutCreate(&p->a, ab, K, N, K));
     LTP(cublasLtMatrixLayoutCreate(&p->b, ab, K, M, K));
-    LTP(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, N, M, N));
+    LTP(cublasLtMatrixLayoutCreate(&p->c, yt, N, M, N));
     cublasLtMatmulPreference_t pref;
     LTP(cublasLtMatmulPreferenceCreate(&pref));
     size_t wsb = OPT_CUDA_LT_WORKSPACE;
@@ -474,36 +478,48 @@ static cublasStatus_t plan_make(opt_cuda_model *m, lt_plan *p, int M, int K, int
     }
 #undef LTP
     p->algo = res.algo;
-    p->M = M, p->N = N, p->K = K, p->lt_epi = lt_epi;
+    p->M = M, p->N = N, p->K = K, p->lt_epi = lt_epi, p->y_dt = y_dt;
     *found = 1;
     return CUBLAS_STATUS_SUCCESS;
 }
 
-/* y[M, N] fp32 = x[M, K] (dt) W[N, K]^T (dt) (+ bias[N] fp32) (ReLU when relu).
+/* y[M, N] = x[M, K] (dt) W[N, K]^T (dt) (+ bias[N] fp32) (ReLU when relu),
+ * y in fp32, or in the run's dtype when y_dt (rounded from the fp32 result).
  * Column-major view for cuBLASLt: y^T[N, M] = op(W)[N, K] x^T[K, M].
- * The bias (+ ReLU) is cuBLASLt's epilogue; where cuBLASLt has no algorithm
- * with it for a shape, a plain GEMM and bias_act_kernel (same fp32 math). */
-static bc_status gemm(opt_cuda_model *m, float *y, const void *x, const void *W, const float *bias, int M, int K, int N,
-                      int relu, bc_error *err) {
+ * The bias (+ ReLU) is cuBLASLt's epilogue. For an fp32 y, where cuBLASLt has
+ * no algorithm with that epilogue, a plain GEMM and bias_act_kernel (same
+ * fp32 math). For a dtype y with no algorithm: *done = 0 and nothing runs
+ * (the caller takes the fp32 route); done may be NULL for fp32. */
+static bc_status gemm_ex(opt_cuda_model *m, void *y, const void *x, const void *W, const float *bias, int M, int K,
+                         int N, int relu, int y_dt, int *done, bc_error *err) {
     const int epi = bias ? (relu ? 2 : 1) : 0;
+    if (done) *done = 0;
     lt_plan *p = NULL;
-    for (int i = 0; i < m->n_plans && !p; i++)
-        if (m->plans[i].M == M && m->plans[i].N == N && m->plans[i].K == K && m->plans[i].epi == epi) p = &m->plans[i];
+    for (int i = 0; i < m->n_plans && !p; i++) {
+        lt_plan *c = &m->plans[i];
+        if (c->M == M && c->N == N && c->K == K && c->epi == epi && c->y_dt == y_dt) p = c;
+    }
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
     if (!p) {
         if (m->n_plans == LT_PLANS) plans_clear(m);
         p = &m->plans[m->n_plans];
         int found = 0;
-        s = plan_make(m, p, M, K, N, epi, bias, &found);
-        if (s == CUBLAS_STATUS_SUCCESS && !found && epi) s = plan_make(m, p, M, K, N, 0, NULL, &found);
-        if (s != CUBLAS_STATUS_SUCCESS || !found)
+        s = plan_make(m, p, M, K, N, epi, bias, y_dt, &found);
+        if (y_dt && s != CUBLAS_STATUS_SUCCESS) s = CUBLAS_STATUS_SUCCESS, found = 0; /* any refusal: the fp32 route */
+        if (s == CUBLAS_STATUS_SUCCESS && !found && epi && !y_dt) s = plan_make(m, p, M, K, N, 0, NULL, 0, &found);
+        if (s != CUBLAS_STATUS_SUCCESS || (!found && !y_dt))
             return bc_error_set(err, BC_ERR_DEVICE, "cuBLASLt has no algorithm for M %d, K %d, N %d in %s: %s", M, K,
                                 N, opt_dtype_name(m->dt), cublasLtGetStatusString(s));
+        if (!found) { /* remember the miss for a dtype output */
+            memset(p, 0, sizeof *p);
+            p->M = M, p->N = N, p->K = K, p->y_dt = y_dt, p->none = 1;
+        }
         p->epi = epi;
         m->n_plans++;
     } else if (p->lt_epi) {
         s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
     }
+    if (p->none) return BC_OK; /* *done stays 0 */
     const float alpha = 1.0f, beta = 0.0f;
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmul(m->dev->lt, p->op, &alpha, W, p->a, x, p->b, &beta, y, p->c, y, p->c, &p->algo,
@@ -513,10 +529,16 @@ static bc_status gemm(opt_cuda_model *m, float *y, const void *x, const void *W,
                             opt_dtype_name(m->dt), cublasLtGetStatusString(s));
     if (p->epi && !p->lt_epi) {
         const size_t n = (size_t)M * N;
-        bias_act_kernel<<<(unsigned)((n + 255) / 256), 256, 0, m->dev->stream>>>(y, bias, M, N, p->epi == 2);
+        bias_act_kernel<<<(unsigned)((n + 255) / 256), 256, 0, m->dev->stream>>>((float *)y, bias, M, N, p->epi == 2);
         m->n_epilogue_fallbacks++;
     }
+    if (done) *done = 1;
     return BC_OK;
+}
+
+static bc_status gemm(opt_cuda_model *m, float *y, const void *x, const void *W, const float *bias, int M, int K, int N,
+                      int relu, bc_error *err) {
+    return gemm_ex(m, y, x, W, bias, M, K, N, relu, 0, NULL, err);
 }
 
 /* ----------------------------------------------------------------- KV cache */
@@ -687,8 +709,16 @@ static bc_status forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const in
             DISPATCH_DT(dt, launch_rln, st, N, x, y, dw(m, lw->ln2_gamma), dw(m, lw->ln2_beta), xh, C, 1, 0, 0);
         else
             DISPATCH_DT(dt, launch_rln, st, N, x, y, dw(m, lw->ln1_gamma), dw(m, lw->ln1_beta), xh, C, 1, 0, 1);
-        TRY(gemm(m, ff, xh, dw(m, lw->fc1.data), dw(m, lw->fc1_bias), N, C, F, 1, err));
-        if (dt != OPT_F32) DISPATCH_DT(dt, launch_convert, st, ffh, ff, (size_t)N * F);
+        /* fc1 + bias + ReLU; in 16-bit straight to the dtype fc2 reads when
+         * cuBLASLt has that epilogue with a 16-bit output, else fp32 + convert */
+        int direct = 0;
+        if (dt != OPT_F32)
+            TRY(gemm_ex(m, ffh, xh, dw(m, lw->fc1.data), dw(m, lw->fc1_bias), N, C, F, 1, 1, &direct, err));
+        if (!direct) {
+            TRY(gemm(m, ff, xh, dw(m, lw->fc1.data), dw(m, lw->fc1_bias), N, C, F, 1, err));
+            if (dt != OPT_F32) DISPATCH_DT(dt, launch_convert, st, ffh, ff, (size_t)N * F);
+            m->n_fc1_converts++;
+        }
         TRY(gemm(m, y, ffh, dw(m, lw->fc2.data), dw(m, lw->fc2_bias), N, F, C, 0, err));
         if (pre && l + 1 < L)
             DISPATCH_DT(dt, launch_rln, st, N, x, y, dw(m, w->layers[l + 1].ln1_gamma), dw(m, w->layers[l + 1].ln1_beta),
@@ -804,6 +834,7 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
 
 const char *opt_cuda_graph_error(const opt_cuda_model *m) { return m->graph_error; }
 int64_t opt_cuda_epilogue_fallbacks(const opt_cuda_model *m) { return m->n_epilogue_fallbacks; }
+int64_t opt_cuda_fc1_converts(const opt_cuda_model *m) { return m->n_fc1_converts; }
 
 void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures, int64_t *replays,
                           int64_t *invalidations) {

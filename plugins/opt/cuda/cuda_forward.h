@@ -135,6 +135,9 @@ const char *opt_cuda_graph_error(const opt_cuda_model *m);
 /* GEMM calls whose bias (+ ReLU) ran in a separate kernel because cuBLASLt
  * had no algorithm with that epilogue for the shape (0 when all fused). */
 int64_t opt_cuda_epilogue_fallbacks(const opt_cuda_model *m);
+/* fc1 calls whose output went through fp32 (and, in 16-bit, a convert
+ * kernel) because cuBLASLt had no bias + ReLU algorithm with a 16-bit output. */
+int64_t opt_cuda_fc1_converts(const opt_cuda_model *m);
 /* Graph statistics of the model: held, captures, replays, invalidations. */
 void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures, int64_t *replays,
                           int64_t *invalidations);
