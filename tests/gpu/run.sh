@@ -26,7 +26,9 @@ nvcc --version | tail -1
 
 step "configure + build ($BUILD, $JOBS jobs)"
 cmake -S . -B "$BUILD" -DBENCHCTL_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-make -C "$BUILD" -j"$JOBS" --no-print-directory 2>&1 | grep -E "error|warning|Error" || true
+if ! make -C "$BUILD" -j"$JOBS" --no-print-directory > "$BUILD/build.log" 2>&1; then
+  grep -E "error|Error" "$BUILD/build.log" | head -30; tail -20 "$BUILD/build.log"; exit 1
+fi
 test -x "$BUILD/benchctl"
 test -x "$BUILD/tests/cuda_host/cuda_vs_cpu"
 test -x "$BUILD/tests/cuda_host/decode_bench"
