@@ -233,7 +233,7 @@ static opt_rollout_params rollout_params(const opt_backend *s, const bc_case *c)
 
 static bc_status opt_plan_memory(void *inst, const bc_case *c, bc_memory_stats *out, bc_error *err) {
     opt_backend *s = inst;
-    opt_dtype dt;
+    opt_dtype dt = OPT_F32;
     bc_status st = case_dtype(c, &dt, err);
     if (st != BC_OK) return st;
     if (s->checkpoint[0] && !s->have_weights) {
@@ -290,7 +290,7 @@ static bc_status build_weights(opt_backend *s, opt_dtype dt, bc_error *err) {
 
 static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     opt_backend *s = inst;
-    opt_dtype dt;
+    opt_dtype dt = OPT_F32;
     bc_status st = case_dtype(c, &dt, err);
     if (st != BC_OK) return st;
     end_rollout(s);
