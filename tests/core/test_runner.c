@@ -47,7 +47,7 @@ typedef struct fixture {
 
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
-    const char *dirs[] = {BENCHCTL_TEST_PLUGIN_DIR};
+    const char *dirs[] = {BENCHCTL_TEST_FIXTURE_DIR};
     bc_error err = {0};
     if (bc_loader_init(&f->loader, dirs, 1, NULL, 0, &err) != BC_OK) return -1;
     const bc_plugin *p;

@@ -1,15 +1,19 @@
 #!/bin/sh
 # e2e.sh: runs the real benchctl binary on the configs in tests/e2e and checks
 # exit codes, the one-line errors, and what the fixture reporter wrote.
-#   e2e.sh BENCHCTL E2E_SOURCE_DIR LOADER_FIXTURE_DIR WORK_DIR CHECK_JSON
+#   e2e.sh BENCHCTL E2E_SOURCE_DIR LOADER_FIXTURE_DIR WORK_DIR CHECK_JSON FIXTURE_PLUGIN_DIR
+# The fixture plugins (testbackend, ...) are not in the build tree's plugins/
+# folder; BENCHCTL_PLUGIN_PATH points at theirs.
 set -u
 BENCHCTL=$1
 SRC=$2
 FIX=$3
 WORK=$4
 CHECK_JSON=$5
+FIXTURE_PLUGINS=$6
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
-unset BENCHCTL_PLUGIN_PATH
+BENCHCTL_PLUGIN_PATH=$FIXTURE_PLUGINS
+export BENCHCTL_PLUGIN_PATH
 failures=0
 
 fail() {
@@ -61,9 +65,18 @@ first=$(awk 'NR > 2 && $1 == 1 { print $9 }' plan.out)
 last=$(awk 'NR > 2 && $1 == 16 { print $9 }' plan.out)
 [ "$last" = "1" ] || fail "plan: last case has effective batch '$last', expected 1"
 
-# --- plugins: lists the fixtures; settings table of one
+# --- plugins: lists the fixtures (on BENCHCTL_PLUGIN_PATH); settings table of one
 expect 0 plugins plugins
 has plugins.out "testbackend"
+has plugins.out "$FIXTURE_PLUGINS/benchctl-testbackend.so"
+# without BENCHCTL_PLUGIN_PATH the build tree lists its product plugins only
+env -u BENCHCTL_PLUGIN_PATH "$BENCHCTL" plugins >plugins_product.out 2>plugins_product.err ||
+    fail "plugins without BENCHCTL_PLUGIN_PATH exited non-zero"
+has plugins_product.out "json"
+if grep -q 'benchctl-test' plugins_product.out; then
+    fail "plugins without BENCHCTL_PLUGIN_PATH lists test fixtures"
+    sed 's/^/    /' plugins_product.out
+fi
 expect 0 plugins_one plugins testbackend
 has plugins_one.out "fail_on_batch"
 has plugins_one.out "spin|sleep"
