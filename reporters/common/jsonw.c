@@ -227,6 +227,8 @@ void bc_jw_null(bc_jw *w) {
     puts_(w, "null");
 }
 
+void bc_jw_newline(bc_jw *w) { put(w, "\n", 1); }
+
 void bc_jw_int_or_null(bc_jw *w, int64_t x) {
     if (x < 0)
         bc_jw_null(w);

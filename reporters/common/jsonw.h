@@ -49,6 +49,9 @@ void bc_jw_uint(bc_jw *w, uint64_t x);
 void bc_jw_bool(bc_jw *w, int b);
 void bc_jw_null(bc_jw *w);
 
+/* Ends a finished document with a newline (for files and journal lines). */
+void bc_jw_newline(bc_jw *w);
+
 /* An integer where negative means unknown: writes null when x < 0. */
 void bc_jw_int_or_null(bc_jw *w, int64_t x);
 
