@@ -341,10 +341,11 @@ static int cmd_run(const args *a) {
     size_t np = 1 + s.cfg.n_precisions + s.cfg.n_cache_policies + s.cfg.n_reporters;
     const bc_plugin **all = calloc(np, sizeof *all);
     bc_runner_reporter *reps = calloc(s.cfg.n_reporters + 1, sizeof *reps);
+    char (*wheres)[PATH_MAX + 128] = calloc(s.cfg.n_reporters + 1, sizeof *wheres); /* [0] backend, [1 + i] reporter i */
     bc_run_meta meta = {0};
     bc_error err = {0};
-    if (!all || !reps) {
-        free(all), free(reps), session_free(&s);
+    if (!all || !reps || !wheres) {
+        free(all), free(reps), free(wheres), session_free(&s);
         return print_error("out of memory", NULL), EXIT_RUNTIME;
     }
     size_t k = 0;
@@ -355,14 +356,18 @@ static int cmd_run(const args *a) {
         all[k++] = s.reporters[i];
         reps[i].plugin = s.reporters[i];
         reps[i].settings = s.reporter_settings[i];
+        bc_config_spec_location(&s.cfg, &s.cfg.reporters[i], wheres[1 + i], sizeof wheres[1 + i]);
+        reps[i].where = wheres[1 + i];
     }
+    bc_config_spec_location(&s.cfg, &s.cfg.backend, wheres[0], sizeof wheres[0]);
     if (bc_run_meta_init(&meta, all, np, &err) != BC_OK) {
-        free(all), free(reps), session_free(&s);
+        free(all), free(reps), free(wheres), session_free(&s);
         return print_error(err.message, NULL), EXIT_RUNTIME;
     }
     bc_runner_config rc_cfg = {
         .backend = s.backend,
         .backend_settings = s.backend_settings,
+        .backend_where = wheres[0],
         .cases = s.cases,
         .n_cases = s.n_cases,
         .warmup = s.cfg.warmup,
@@ -415,6 +420,7 @@ static int cmd_run(const args *a) {
     bc_run_meta_free(&meta);
     free(all);
     free(reps);
+    free(wheres);
     session_free(&s);
     return exit_code;
 }
