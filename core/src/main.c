@@ -327,6 +327,36 @@ static void describe_case(const bc_case *c, char *buf, size_t cap) {
              c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length);
 }
 
+/* Prints one line per distinct failure message: "case 3 (shape) failed: msg",
+ * or "cases 2, 3, 6 failed: msg" when several cases failed the same way. */
+static void print_failures(const bc_run_result *res) {
+    for (size_t i = 0; i < res->n_cases; i++) {
+        const bc_case_report *cr = &res->cases[i];
+        if (cr->status != BC_CASE_FAILED) continue;
+        int seen = 0; /* an earlier case already printed this message */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = res->cases[j].status == BC_CASE_FAILED && strcmp(res->cases[j].message, cr->message) == 0;
+        if (seen) continue;
+        char msg[2048];
+        size_t used = 0, n_same = 0;
+        for (size_t j = i; j < res->n_cases; j++)
+            n_same += res->cases[j].status == BC_CASE_FAILED && strcmp(res->cases[j].message, cr->message) == 0;
+        if (n_same == 1) {
+            char desc[256];
+            describe_case(cr->c, desc, sizeof desc);
+            snprintf(msg, sizeof msg, "case %u (%s) failed: %s", cr->c->index, desc, cr->message);
+        } else {
+            used = (size_t)snprintf(msg, sizeof msg, "cases");
+            for (size_t j = i; j < res->n_cases && used < 512; j++)
+                if (res->cases[j].status == BC_CASE_FAILED && strcmp(res->cases[j].message, cr->message) == 0)
+                    used += (size_t)snprintf(msg + used, sizeof msg - used, "%s %u", j == i ? "" : ",",
+                                             res->cases[j].c->index);
+            snprintf(msg + used, sizeof msg - used, "%s failed: %s", used >= 512 ? ", ..." : "", cr->message);
+        }
+        print_error(msg, NULL);
+    }
+}
+
 static int cmd_run(const args *a) {
     session s = {0};
     int rc = session_open(&s, a);
@@ -401,14 +431,7 @@ static int cmd_run(const args *a) {
         exit_code = EXIT_RUNTIME;
     } else {
         exit_code = bc_run_exit_status(&res);
-        for (size_t i = 0; i < res.n_cases; i++) {
-            const bc_case_report *cr = &res.cases[i];
-            if (cr->status != BC_CASE_FAILED) continue;
-            char desc[256], msg[1024];
-            describe_case(cr->c, desc, sizeof desc);
-            snprintf(msg, sizeof msg, "case %u (%s) failed: %s", cr->c->index, desc, cr->message);
-            print_error(msg, NULL);
-        }
+        print_failures(&res);
         if (!a->quiet || exit_code)
             fprintf(stderr, "benchctl: %zu cases: %zu ok, %u failed, %u skipped%s\n", res.n_cases,
                     res.n_cases - res.n_failed - res.n_skipped, res.n_failed, res.n_skipped,

@@ -166,6 +166,37 @@ static void put_row(bc_text *t, char (*row)[CELL_LEN], const size_t *width) {
     bc_text_put(t, "\n", 1);
 }
 
+/* Same status and message: such cases share one line under the table. */
+static int same_outcome(const bc_case_report *a, const bc_case_report *b) {
+    return a->status == b->status && a->message && b->message && strcmp(a->message, b->message) == 0;
+}
+
+/* One line per distinct (status, message) of the cases that did not finish
+ * ok: "case 3 failed: ..." or "cases 0-2, 5 skipped: ...". */
+static void put_outcomes(bc_text *t, const bc_run_report *run) {
+    for (uint32_t i = 0; i < run->n_cases; i++) {
+        const bc_case_report *cr = &run->cases[i];
+        if (cr->status == BC_CASE_OK || !cr->message || !*cr->message) continue;
+        int seen = 0; /* an earlier case with this outcome already printed the line */
+        for (uint32_t j = 0; j < i && !seen; j++) seen = same_outcome(&run->cases[j], cr);
+        if (seen) continue;
+        uint32_t n_same = 0;
+        for (uint32_t j = i; j < run->n_cases; j++) n_same += same_outcome(&run->cases[j], cr);
+        bc_text_puts(t, n_same > 1 ? "cases " : "case ");
+        int listed = 0;
+        for (uint32_t j = i; j < run->n_cases; j++) {
+            if (!same_outcome(&run->cases[j], cr)) continue;
+            uint32_t end = j; /* a run of consecutive cases with this outcome: j..end */
+            while (end + 1 < run->n_cases && same_outcome(&run->cases[end + 1], cr)) end++;
+            bc_text_printf(t, "%s%u", listed ? ", " : "", run->cases[j].c->index);
+            if (end > j) bc_text_printf(t, "%s%u", end > j + 1 ? "-" : ", ", run->cases[end].c->index);
+            listed = 1;
+            j = end;
+        }
+        bc_text_printf(t, " %s: %s\n", bc_case_status_name(cr->status), cr->message);
+    }
+}
+
 static bc_status build_table(bc_text *t, const bc_run_report *run) {
     char (*cells)[N_COLS][CELL_LEN] = calloc((size_t)run->n_cases + 1, sizeof *cells); /* owned here */
     if (!cells) return BC_ERR_NOMEM;
@@ -199,11 +230,7 @@ static bc_status build_table(bc_text *t, const bc_run_report *run) {
     bc_text_printf(t, "%u cases: %u ok, %u failed, %u skipped. Times in ms (mean, p50, p95 of total_ms; prefill/decode means), "
             "tok/s = generated tokens per second (mean), peak_MB = peak_memory_mb.\n",
          run->n_cases, n_ok, n_failed, n_skipped);
-    for (uint32_t i = 0; i < run->n_cases; i++) {
-        const bc_case_report *cr = &run->cases[i];
-        if (cr->status != BC_CASE_OK && cr->message && *cr->message)
-            bc_text_printf(t, "case %u %s: %s\n", cr->c->index, bc_case_status_name(cr->status), cr->message);
-    }
+    put_outcomes(t, run);
     return t->failed ? BC_ERR_NOMEM : BC_OK;
 }
 

@@ -88,6 +88,12 @@ has fail.txt "case 1 failed 0"
 has fail.txt "case 2 ok 2"
 has fail.err "generate: injected failure for batch_size 2"
 
+# --- the same failure in many cases: one line on stderr, one under the console table
+expect 3 fail_many run "$SRC/good.cfg" --reporter console --set 'backend.settings.fail_on_batch=2'
+[ "$(grep -c 'injected failure' fail_many.err)" -eq 1 ] || { fail "fail_many.err: expected one failure line"; cat fail_many.err; }
+has fail_many.err "cases 2, 3, 6, 7, 10, 11, 14, 15 failed: generate: injected failure for batch_size 2"
+has fail_many.out "cases 2, 3, 6, 7, 10, 11, 14, 15 failed: generate: injected failure for batch_size 2"
+
 # --- SIGINT: the current iteration finishes, the rest is skipped, the report is still written, exit 130
 "$BENCHCTL" run "$SRC/good.cfg" --set 'backend.settings.mode="sleep"' --set 'backend.settings.post_us=200000' \
     --set 'reporters.[0].settings.path="interrupted.txt"' >interrupt.out 2>interrupt.err &
@@ -111,6 +117,19 @@ head -1 benchctl.csv | grep -q '^index,precision,' || fail "csv: unexpected head
 has json.err "16 cases: 16 ok"
 expect 3 json_fail run "$SRC/fail.cfg" --reporter json
 "$CHECK_JSON" benchctl.json 3 2 1 2 || fail "json_fail: check_json failed on benchctl.json"
+
+# --- --set reaches a --reporter's reporter; a .gz path is gzip
+expect 0 gz run "$SRC/good.cfg" --reporter json --set 'reporters.[0].settings.path="r.json.gz"' \
+    --set 'backend.settings.measure_forwards=false'
+gzip -dc r.json.gz >r.json || fail "gz: r.json.gz is not gzip"
+"$CHECK_JSON" r.json 16 2 0 0 || fail "gz: check_json failed on r.json"
+
+# --- an output path that cannot be written: said at open, before the cases, with where it was named
+: >notafolder
+expect 1 badpath run "$SRC/good.cfg" --reporter csv,json --set 'reporters.[1].settings.path="notafolder/x.json"'
+has badpath.err "benchctl: --reporter: reporter 'json': open: notafolder/x.json: notafolder is not a folder"
+[ "$(head -1 badpath.err | grep -c "reporter 'json': open")" -eq 1 ] || fail "badpath: the error is not the first line"
+[ -f benchctl.csv ] || fail "badpath: the other reporter (csv) wrote nothing"
 
 # --- loader and config errors: one line, exit 2
 expect 2 missing run "$SRC/missing.cfg"
