@@ -229,7 +229,7 @@ static int load_spec(session *s, const bc_plugin_spec *spec, bc_plugin_kind want
     if (bc_config_resolve_settings(&s->cfg, spec, (*out)->desc, *values, &err) != BC_OK) {
         char hint[300];
         snprintf(hint, sizeof hint, "'benchctl plugins %.200s' lists its settings", (*out)->desc->name);
-        print_error(err.message, hint);
+        print_error(err.message, strstr(err.message, "benchctl plugins") ? NULL : hint);
         return EXIT_USAGE;
     }
     return 0;
@@ -433,9 +433,10 @@ static int cmd_run(const args *a) {
         exit_code = bc_run_exit_status(&res);
         print_failures(&res);
         if (!a->quiet || exit_code)
-            fprintf(stderr, "benchctl: %zu cases: %zu ok, %u failed, %u skipped%s\n", res.n_cases,
+            fprintf(stderr, "benchctl: %zu cases: %zu ok, %u failed, %u skipped%s%s\n", res.n_cases,
                     res.n_cases - res.n_failed - res.n_skipped, res.n_failed, res.n_skipped,
-                    res.interrupted ? " (interrupted)" : "");
+                    res.interrupted ? " (interrupted)" : "",
+                    res.reporter_failed ? "; a reporter failed (see above), its report is missing" : "");
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
@@ -452,8 +453,10 @@ static int cmd_validate(const args *a) {
     session s = {0};
     int rc = session_open(&s, a);
     if (!rc)
-        printf("%s: ok: %zu cases; backend %s, %zu precisions, %zu cache policies, %zu reporters\n", s.cfg.path,
-               s.n_cases, s.backend->desc->name, s.cfg.n_precisions, s.cfg.n_cache_policies, s.cfg.n_reporters);
+        printf("%s: ok: %zu case%s; backend %s, %zu precision%s, %zu cache polic%s, %zu reporter%s\n", s.cfg.path,
+               s.n_cases, s.n_cases == 1 ? "" : "s", s.backend->desc->name, s.cfg.n_precisions,
+               s.cfg.n_precisions == 1 ? "" : "s", s.cfg.n_cache_policies, s.cfg.n_cache_policies == 1 ? "y" : "ies",
+               s.cfg.n_reporters, s.cfg.n_reporters == 1 ? "" : "s");
     session_free(&s);
     return rc;
 }
@@ -493,6 +496,7 @@ static int cmd_plan(const args *a) {
            s.backend->desc->name, s.cfg.warmup, s.cfg.iterations);
     printf("%4s %5s %-10s %-10s %6s %7s %7s %8s %9s %10s %10s %10s\n", "run", "case", "precision", "cache", "batch",
            "samples", "prompt", "response", "eff_batch", "weights_MiB", "kv_MiB", "work_MiB");
+    char last_plan_error[sizeof err.message] = ""; /* printed once, not per case */
     for (size_t i = 0; i < s.n_cases; i++) {
         const bc_case *c = &s.cases[order[i]];
         printf("%4zu %5u %-10s %-10s %6u %7u %7u %8u %9llu", i + 1, c->index, c->precision, c->cache_policy,
@@ -505,7 +509,14 @@ static int cmd_plan(const args *a) {
             print_mib(m.workspace_bytes);
             printf("\n");
         } else if (can_plan) {
-            printf("  (%s)\n", err.message);
+            printf(" %10s %10s %10s\n", "?", "?", "?");
+            if (strcmp(err.message, last_plan_error) != 0) {
+                char msg[sizeof err.message + 64];
+                snprintf(msg, sizeof msg, "warning: case %u: memory unknown: %s", c->index, err.message);
+                fflush(stdout);
+                print_error(msg, NULL);
+                snprintf(last_plan_error, sizeof last_plan_error, "%s", err.message);
+            }
         } else {
             printf(" %10s %10s %10s\n", "-", "-", "-");
         }
@@ -587,14 +598,34 @@ static int cmd_plugins(const args *a) {
         printf("no settings\n");
     } else {
         static const char *const types[] = {"", "int", "float", "bool", "string", "enum"};
-        printf("\n%-20s %-7s %-12s %-24s %s\n", "SETTING", "TYPE", "DEFAULT", "ALLOWED", "HELP");
+        int w_name = 7, w_def = 7, w_allowed = 7; /* columns as wide as their widest cell */
         for (uint32_t i = 0; i < d->n_settings; i++) {
             const bc_setting_desc *s = &d->settings[i];
             char def[64], allowed[256];
             format_default(s, def, sizeof def);
             format_allowed(s, allowed, sizeof allowed);
-            printf("%-20s %-7s %-12s %-24s %s\n", s->name, types[s->type], def, allowed, s->help ? s->help : "");
+            if ((int)strlen(s->name) > w_name) w_name = (int)strlen(s->name);
+            if ((int)strlen(def) > w_def) w_def = (int)strlen(def);
+            if ((int)strlen(allowed) > w_allowed) w_allowed = (int)strlen(allowed);
         }
+        printf("\n%-*s  %-6s  %-*s  %-*s  %s\n", w_name, "SETTING", "TYPE", w_def, "DEFAULT", w_allowed, "ALLOWED",
+               "HELP");
+        for (uint32_t i = 0; i < d->n_settings; i++) {
+            const bc_setting_desc *s = &d->settings[i];
+            char def[64], allowed[256];
+            format_default(s, def, sizeof def);
+            format_allowed(s, allowed, sizeof allowed);
+            printf("%-*s  %-6s  %-*s  %-*s  %s\n", w_name, s->name, types[s->type], w_def, def, w_allowed, allowed,
+                   s->help ? s->help : "");
+        }
+        if (d->kind == BC_KIND_BACKEND)
+            printf("\nin bench.cfg: backend = { name = \"%s\"; settings = { %s = ...; }; };\n"
+                   "on the command line: --set backend.settings.%s=...\n",
+                   d->name, d->settings[0].name, d->settings[0].name);
+        else
+            printf("\nin bench.cfg, in the %s list: { name = \"%s\"; settings = { %s = ...; }; }\n",
+                   d->kind == BC_KIND_PRECISION ? "precisions" : d->kind == BC_KIND_CACHE ? "cache_policies" : "reporters",
+                   d->name, d->settings[0].name);
     }
     bc_loader_free(&l);
     return 0;
