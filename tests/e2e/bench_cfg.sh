@@ -28,6 +28,17 @@ grep -q '^benchctl .*facebook/opt-125m' bench.out || fail "console: no title lin
 [ "$(grep -c ' ok ' bench.out)" -eq "$n" ] || fail "console: expected $n ok rows"
 grep -q "$n cases: $n ok" bench.err || fail "stderr lacks the summary line"
 
+# plan with a checkpoint: sizes from its config.json (tests/opt/golden), not "?"
+"$BENCHCTL" plan "$SRC/configs/bench.cfg" --set "backend.settings.checkpoint=\"$SRC/tests/opt/golden/preln\"" \
+    >plan_ck.out 2>plan_ck.err || fail "plan with a checkpoint exited non-zero"
+[ "$(awk 'NR > 2 && $10 ~ /^[0-9.]+$/' plan_ck.out | wc -l)" -eq "$n" ] ||
+    { fail "plan with a checkpoint: no weights_MiB figure in every row"; cat plan_ck.out plan_ck.err; }
+# a checkpoint that is not there: one warning naming the file, "?" in the rows
+"$BENCHCTL" plan "$SRC/configs/bench.cfg" --set 'backend.settings.checkpoint="/nonexistent/ck"' \
+    >plan_bad.out 2>plan_bad.err
+[ "$(grep -c '/nonexistent/ck/config.json' plan_bad.err)" -eq 1 ] || { fail "plan_bad: expected one warning"; cat plan_bad.err; }
+grep -q '/nonexistent' plan_bad.out && fail "plan_bad: the error is in the table on stdout"
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures bench.cfg check(s) failed"
     exit 1
