@@ -528,9 +528,39 @@ static int cmd_plan(const args *a) {
     return 0;
 }
 
+/* What `benchctl plugins` found, kept so it prints grouped by kind. */
+typedef struct listed {
+    char *path, *error;   /* owned copies */
+    const bc_plugin *p;   /* owned by the loader; NULL when broken */
+} listed;
+
+typedef struct listing {
+    listed *items; /* owned */
+    size_t n;
+    int nomem;
+} listing;
+
 static void on_plugin_listed(void *ctx, const char *path, const bc_plugin *p, const char *error) {
-    int *count = ctx;
-    (*count)++;
+    listing *ls = ctx;
+    listed *items = realloc(ls->items, (ls->n + 1) * sizeof *items);
+    if (!items) {
+        ls->nomem = 1;
+        return;
+    }
+    ls->items = items;
+    listed *it = &items[ls->n];
+    it->p = p;
+    it->path = strdup(path);
+    it->error = error ? strdup(error) : NULL;
+    if (!it->path || (error && !it->error)) {
+        free(it->path), free(it->error);
+        ls->nomem = 1;
+        return;
+    }
+    ls->n++;
+}
+
+static void print_listed(const char *path, const bc_plugin *p, const char *error) {
     if (p)
         printf("%-10s %-14s %-8s %s\n%-10s %-14s %-8s   %s\n", bc_kind_name(p->desc->kind), p->desc->name,
                p->desc->version ? p->desc->version : "?", p->desc->description ? p->desc->description : "", "", "",
@@ -575,8 +605,18 @@ static int cmd_plugins(const args *a) {
     if (bc_loader_init(&l, NULL, 0, NULL, 0, &err) != BC_OK) return print_error(err.message, NULL), EXIT_USAGE;
     if (!a->file) {
         printf("%-10s %-14s %-8s %s\n", "KIND", "NAME", "VERSION", "DESCRIPTION / FILE");
-        int count = 0;
-        bc_loader_list(&l, on_plugin_listed, &count);
+        listing ls = {0};
+        bc_loader_list(&l, on_plugin_listed, &ls);
+        /* backends, precisions, cache policies, reporters, then the broken ones */
+        static const int order[] = {BC_KIND_BACKEND, BC_KIND_PRECISION, BC_KIND_CACHE, BC_KIND_REPORTER, -1};
+        for (size_t k = 0; k < sizeof order / sizeof *order; k++)
+            for (size_t i = 0; i < ls.n; i++)
+                if ((ls.items[i].p ? (int)ls.items[i].p->desc->kind : -1) == order[k])
+                    print_listed(ls.items[i].path, ls.items[i].p, ls.items[i].error);
+        size_t count = ls.n;
+        for (size_t i = 0; i < ls.n; i++) free(ls.items[i].path), free(ls.items[i].error);
+        free(ls.items);
+        if (ls.nomem) print_error("warning: out of memory; the list is incomplete", NULL);
         if (count == 0) {
             printf("(none found; searched:");
             for (size_t i = 0; i < l.n_dirs; i++) printf(" %s", l.dirs[i]);

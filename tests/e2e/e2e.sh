@@ -73,6 +73,8 @@ has plugins.out "$FIXTURE_PLUGINS/benchctl-testbackend.so"
 env -u BENCHCTL_PLUGIN_PATH "$BENCHCTL" plugins >plugins_product.out 2>plugins_product.err ||
     fail "plugins without BENCHCTL_PLUGIN_PATH exited non-zero"
 has plugins_product.out "json"
+kinds=$(awk 'NR > 1 && $1 !~ /^\// { print $1 }' plugins_product.out | uniq | tr '\n' ' ')
+[ "$kinds" = "backend precision cache reporter " ] || fail "plugins: not grouped by kind: '$kinds'"
 if grep -q 'benchctl-test' plugins_product.out; then
     fail "plugins without BENCHCTL_PLUGIN_PATH lists test fixtures"
     sed 's/^/    /' plugins_product.out
