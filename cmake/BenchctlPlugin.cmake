@@ -1,18 +1,18 @@
-# benchctl_add_plugin(NAME SOURCES src... [LIBS lib...] [NO_INSTALL] [OUTPUT_DIR dir])
+# benchctl_add_plugin(NAME SOURCES src... [LIBS lib...] [NO_INSTALL] [OUTPUT_DIRECTORY dir])
 # Builds one plugin as benchctl-NAME.so in the build tree's plugins/ folder (or
-# OUTPUT_DIR) and installs it to ${CMAKE_INSTALL_LIBDIR}/benchctl. Plugins see
+# OUTPUT_DIRECTORY) and installs it to ${CMAKE_INSTALL_LIBDIR}/benchctl. Plugins see
 # only the public header (core/include) and never link against benchctl.
 # NO_INSTALL is for test fixtures, which live only in the build tree, in their
-# own OUTPUT_DIR so that `benchctl plugins` does not list them.
+# own OUTPUT_DIRECTORY so that `benchctl plugins` does not list them.
 function(benchctl_add_plugin name)
-  cmake_parse_arguments(P "NO_INSTALL" "OUTPUT_DIR" "SOURCES;LIBS" ${ARGN})
-  if(NOT P_OUTPUT_DIR)
-    set(P_OUTPUT_DIR ${BENCHCTL_PLUGIN_BUILD_DIR})
+  cmake_parse_arguments(P "NO_INSTALL" "OUTPUT_DIRECTORY" "SOURCES;LIBS" ${ARGN})
+  if(NOT P_OUTPUT_DIRECTORY)
+    set(P_OUTPUT_DIRECTORY ${BENCHCTL_PLUGIN_BUILD_DIR})
   endif()
   set(target benchctl-${name})
   add_library(${target} MODULE ${P_SOURCES})
   set_target_properties(${target} PROPERTIES PREFIX "" C_VISIBILITY_PRESET hidden
-                        LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIR})
+                        LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIRECTORY})
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/core/include)
   target_link_options(${target} PRIVATE -Wl,--no-undefined)
   if(P_LIBS)
