@@ -229,7 +229,8 @@ static int load_spec(session *s, const bc_plugin_spec *spec, bc_plugin_kind want
     if (bc_config_resolve_settings(&s->cfg, spec, (*out)->desc, *values, &err) != BC_OK) {
         char hint[300];
         snprintf(hint, sizeof hint, "'benchctl plugins %.200s' lists its settings", (*out)->desc->name);
-        print_error(err.message, strstr(err.message, "benchctl plugins") ? NULL : hint);
+        int hinted = strstr(err.message, "benchctl plugins") || strstr(err.message, "has no settings");
+        print_error(err.message, hinted ? NULL : hint);
         return EXIT_USAGE;
     }
     return 0;
@@ -492,7 +493,8 @@ static int cmd_plan(const args *a) {
         inst = NULL;
         can_plan = 0;
     }
-    printf("%zu cases in execution order (backend %s, %u warmup + %u measured iterations each)\n", s.n_cases,
+    printf("%zu case%s in execution order (backend %s, %u warmup + %u measured iterations each)\n", s.n_cases,
+           s.n_cases == 1 ? "" : "s",
            s.backend->desc->name, s.cfg.warmup, s.cfg.iterations);
     printf("%4s %5s %-10s %-10s %6s %7s %7s %8s %9s %10s %10s %10s\n", "run", "case", "precision", "cache", "batch",
            "samples", "prompt", "response", "eff_batch", "weights_MiB", "kv_MiB", "work_MiB");
