@@ -77,7 +77,19 @@ bc_status bc_loader_init(bc_loader *l, const char *const *explicit_dirs, size_t 
          * install moved to another prefix still works. */
         if (slash && st == BC_OK &&
             (size_t)(slash - exe) + 1 + sizeof BENCHCTL_PLUGIN_RELATIVE_DIR < sizeof exe) {
-            strcpy(slash + 1, BENCHCTL_PLUGIN_RELATIVE_DIR);
+            /* each leading "../" takes one folder off the executable's, so
+             * the path reads /prefix/lib/benchctl, not /prefix/bin/../lib/benchctl */
+            const char *rel = BENCHCTL_PLUGIN_RELATIVE_DIR;
+            char *end = slash; /* exe[0, end) is the folder rel is relative to */
+            while (strncmp(rel, "../", 3) == 0 && end > exe) {
+                *end = '\0';
+                char *up = strrchr(exe, '/');
+                if (!up || up == exe) break;
+                end = up;
+                rel += 3;
+            }
+            strcpy(end, "/");
+            strcpy(end + 1, rel);
             st = loader_add_dir(l, exe, err);
         }
     }

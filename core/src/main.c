@@ -192,6 +192,19 @@ static void session_free(session *s) {
     bc_config_free(&s->cfg);
 }
 
+/* The hint for a plugin that did not load: the loader's, or "did you mean"
+ * when a near name is on the search path. */
+static void load_hint(const bc_loader *l, const char *name, const bc_error *err, char *hint, size_t cap) {
+    snprintf(hint, cap, "%s", l->hint);
+    if (!strstr(err->message, "not found")) return;
+    char **names = NULL;
+    size_t n = bc_loader_names(l, &names);
+    const char *near = bc_suggest(name, (const char *const *)names, n);
+    if (near) snprintf(hint, cap, "did you mean '%s'? ('benchctl plugins' lists what is found)", near);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
 /* Loads one plugin spec of kind want and resolves its settings. Prints the
  * error and returns non-zero on failure. */
 static int load_spec(session *s, const bc_plugin_spec *spec, bc_plugin_kind want, const bc_plugin **out,
@@ -205,15 +218,7 @@ static int load_spec(session *s, const bc_plugin_spec *spec, bc_plugin_kind want
         /* a wrong-kind message already names where the plugin was wanted */
         snprintf(msg, sizeof msg, "%s%s", strstr(err.message, wanted_by) ? "" : where, err.message);
         char hint[sizeof s->loader.hint + 128];
-        snprintf(hint, sizeof hint, "%s", s->loader.hint);
-        if (strstr(err.message, "not found")) { /* a near name on the search path? */
-            char **names = NULL;
-            size_t n = bc_loader_names(&s->loader, &names);
-            const char *near = bc_suggest(spec->name, (const char *const *)names, n);
-            if (near) snprintf(hint, sizeof hint, "did you mean '%s'? ('benchctl plugins' lists what is found)", near);
-            for (size_t i = 0; i < n; i++) free(names[i]);
-            free(names);
-        }
+        load_hint(&s->loader, spec->name, &err, hint, sizeof hint);
         print_error(msg, hint);
         return EXIT_USAGE;
     }
@@ -629,7 +634,9 @@ static int cmd_plugins(const args *a) {
     }
     const bc_plugin *p;
     if (bc_loader_load(&l, a->file, 0, NULL, &p, &err) != BC_OK) {
-        print_error(err.message, l.hint);
+        char hint[sizeof l.hint + 128];
+        load_hint(&l, a->file, &err, hint, sizeof hint);
+        print_error(err.message, hint);
         bc_loader_free(&l);
         return EXIT_USAGE;
     }
