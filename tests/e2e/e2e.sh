@@ -82,6 +82,9 @@ fi
 expect 0 plugins_one plugins testbackend
 has plugins_one.out "fail_on_batch"
 has plugins_one.out "spin|sleep"
+expect 2 plugins_near plugins testbackendd
+one_error plugins_near
+has plugins_near.err "did you mean 'testbackend'"
 
 # --- a failing case: the run goes on, exit 3
 expect 3 fail run "$SRC/fail.cfg"
