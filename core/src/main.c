@@ -439,8 +439,8 @@ static int cmd_run(const args *a) {
         exit_code = bc_run_exit_status(&res);
         print_failures(&res);
         if (!a->quiet || exit_code)
-            fprintf(stderr, "benchctl: %zu cases: %zu ok, %u failed, %u skipped%s%s\n", res.n_cases,
-                    res.n_cases - res.n_failed - res.n_skipped, res.n_failed, res.n_skipped,
+            fprintf(stderr, "benchctl: %zu case%s: %zu ok, %u failed, %u skipped%s%s\n", res.n_cases,
+                    res.n_cases == 1 ? "" : "s", res.n_cases - res.n_failed - res.n_skipped, res.n_failed, res.n_skipped,
                     res.interrupted ? " (interrupted)" : "",
                     res.reporter_failed ? "; a reporter failed (see above), its report is missing" : "");
     }

@@ -229,9 +229,12 @@ static void report_error(const bc_runner_config *cfg, bc_run_result *res, const 
                          const bc_error *err) {
     res->reporter_failed = 1;
     if (!cfg->on_error) return;
+    const char *name = s->r->plugin->desc->name, *msg = err->message[0] ? err->message : "failed";
+    size_t n = strlen(name);
+    if (strncmp(msg, name, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2; /* named once is enough */
     char line[1400];
     snprintf(line, sizeof line, "%.500s%sreporter '%s': %s: %s", s->r->where ? s->r->where : "",
-             s->r->where ? ": " : "", s->r->plugin->desc->name, hook, err->message[0] ? err->message : "failed");
+             s->r->where ? ": " : "", name, hook, msg);
     cfg->on_error(cfg->on_error_ctx, line);
 }
 
