@@ -227,9 +227,9 @@ static bc_status build_table(bc_text *t, const bc_run_report *run) {
         }
     }
     free(cells);
-    bc_text_printf(t, "%u cases: %u ok, %u failed, %u skipped. Times in ms (mean, p50, p95 of total_ms; prefill/decode means), "
+    bc_text_printf(t, "%u case%s: %u ok, %u failed, %u skipped. Times in ms (mean, p50, p95 of total_ms; prefill/decode means), "
             "tok/s = generated tokens per second (mean), peak_MB = peak_memory_mb.\n",
-         run->n_cases, n_ok, n_failed, n_skipped);
+         run->n_cases, run->n_cases == 1 ? "" : "s", n_ok, n_failed, n_skipped);
     put_outcomes(t, run);
     return t->failed ? BC_ERR_NOMEM : BC_OK;
 }
