@@ -93,6 +93,20 @@ has fail.txt "case 1 failed 0"
 has fail.txt "case 2 ok 2"
 has fail.err "generate: injected failure for batch_size 2"
 
+# --- the console's progress line: on a terminal (a pty from script(1)) yes, in a pipe no
+expect 0 notty run "$SRC/good.cfg" --reporter console
+grep -q '\[1/16\]' notty.err && fail "notty: a progress line on stderr that is not a terminal"
+has notty.out "16 cases: 16 ok"
+if command -v script >/dev/null 2>&1; then
+    script -qec "'$BENCHCTL' run '$SRC/good.cfg' --reporter console" /dev/null >tty.log 2>&1 ||
+        fail "tty: benchctl under script(1) exited non-zero"
+    has tty.log "[1/16] B=2 x3 prompt=8 resp=4"
+    has tty.log "[16/16] "
+    has tty.log "16 cases: 16 ok"
+else
+    echo "skip: tty (no script(1))"
+fi
+
 # --- the same failure in many cases: one line on stderr, one under the console table
 expect 3 fail_many run "$SRC/good.cfg" --reporter console --set 'backend.settings.fail_on_batch=2'
 [ "$(grep -c 'injected failure' fail_many.err)" -eq 1 ] || { fail "fail_many.err: expected one failure line"; cat fail_many.err; }
