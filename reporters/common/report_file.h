@@ -1,5 +1,6 @@
 /* report_file.h: what the reporters that write one file at close (json, csv,
- * console) share: a growable text buffer, a check at open that the output
+ * console) share: a growable text buffer (also the JSON writer's, jsonw.h),
+ * a check at open that the output
  * path can be written (so a bad path is reported before the run, not after
  * it), and writing the finished text through the host's atomic output.
  * Part of benchctl_reporter_common (compiled into each plugin; not the ABI).

@@ -114,7 +114,7 @@ static bc_status json_close(void *instance, const bc_run_report *run, bc_error *
     bc_jw_newline(&w);
     bc_status st = bc_jw_failed(&w)
                        ? bc_error_set(err, BC_ERR_NOMEM, "json: %s: out of memory building the report", r->path)
-                       : bc_report_write_file(r->host, r->path, w.buf, w.len, err);
+                       : bc_report_write_file(r->host, r->path, w.text.buf, w.text.len, err);
     bc_jw_free(&w);
     return st;
 }
