@@ -21,6 +21,7 @@
 #endif
 
 #include "benchctl/plugin.h"
+#include "checkpoint.h"
 #include "rollout.h"
 #ifdef OPT_HAVE_CUDA
 #include "cuda_backend.h" /* CUDA path: plugins/opt/cuda, docs/cuda.md */
@@ -63,7 +64,8 @@ typedef struct opt_backend {
     const char *preset, *checkpoint, *prompts_file, *save_tokens; /* host-owned settings */
     uint64_t weights_seed;
     int threads, stop_at_eos, shared_prefill;
-    opt_hparams hp;        /* the preset's shape, or the checkpoint's after loading */
+    opt_hparams hp;        /* the preset's shape, or the checkpoint's once read */
+    int have_checkpoint_hp;/* hp is the checkpoint's config.json (read by a plan or the load) */
     int have_weights;
     opt_weights w;         /* owned; rebuilt when the precision changes */
     int have_model;
@@ -113,18 +115,6 @@ static void account(opt_backend *s) {
 }
 
 /* -------------------------------------------------------------- lifecycle */
-
-/* Declared in model.h, implemented in checkpoint.c once it lands; until then
- * CMake defines OPT_NO_CHECKPOINT_LOADER and this plugin refuses checkpoints. */
-static bc_status load_checkpoint(opt_weights *w, const char *dir, opt_dtype dtype, bc_error *err) {
-#ifdef OPT_NO_CHECKPOINT_LOADER
-    (void)w;
-    (void)dtype;
-    return bc_error_set(err, BC_ERR_UNSUPPORTED, "opt: checkpoint %s: this build has no checkpoint loader yet", dir);
-#else
-    return opt_weights_load_checkpoint(w, dir, dtype, err);
-#endif
-}
 
 static int online_cores(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -236,12 +226,11 @@ static bc_status opt_plan_memory(void *inst, const bc_case *c, bc_memory_stats *
     opt_dtype dt = OPT_F32;
     bc_status st = case_dtype(c, &dt, err);
     if (st != BC_OK) return st;
-    if (s->checkpoint[0] && !s->have_weights) {
-        /* the shape is in the checkpoint's config.json, read when the weights
-         * load; until then the plan is unknown rather than the preset's */
-        out->weights_bytes = out->kv_cache_bytes = out->workspace_bytes = out->host_peak_bytes = -1;
-        out->device_peak_bytes = out->device_free_bytes = out->device_total_bytes = -1;
-        return BC_OK;
+    if (s->checkpoint[0] && !s->have_checkpoint_hp) {
+        /* the shape is the checkpoint's config.json, not the preset's; read
+         * it once, without the weights */
+        if ((st = opt_hparams_from_checkpoint(s->checkpoint, &s->hp, err)) != BC_OK) return st;
+        s->have_checkpoint_hp = 1;
     }
     const opt_hparams *hp = s->have_weights ? &s->w.hp : &s->hp;
     opt_rollout ro;
@@ -275,7 +264,7 @@ static bc_status build_weights(opt_backend *s, opt_dtype dt, bc_error *err) {
     s->have_weights = 0;
     bc_status st;
     if (s->checkpoint[0]) {
-        st = load_checkpoint(&s->w, s->checkpoint, dt, err);
+        st = opt_weights_load_checkpoint(&s->w, s->checkpoint, dt, err);
     } else {
         st = opt_weights_alloc(&s->w, &s->hp, dt, err);
         if (st == BC_OK && (st = opt_weights_init_synthetic(&s->w, s->weights_seed, err)) != BC_OK)
@@ -284,6 +273,7 @@ static bc_status build_weights(opt_backend *s, opt_dtype dt, bc_error *err) {
     if (st != BC_OK) return st;
     s->have_weights = 1;
     s->hp = s->w.hp;
+    s->have_checkpoint_hp = s->checkpoint[0] != 0;
     account(s);
     return BC_OK;
 }
