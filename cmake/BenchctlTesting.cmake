@@ -1,7 +1,8 @@
 # bc_add_cmocka_test(NAME SOURCES src... [LIBS lib...] [LABELS label...])
 # One cmocka executable per unit, registered with ctest. Tests find the build
-# tree's plugins through BENCHCTL_TEST_PLUGIN_DIR and the source tree through
-# BENCHCTL_SOURCE_DIR (both compile definitions).
+# tree's product plugins through BENCHCTL_TEST_PLUGIN_DIR, the fixture plugins
+# (tests/fixtures) through BENCHCTL_TEST_FIXTURE_DIR and the source tree
+# through BENCHCTL_SOURCE_DIR (all compile definitions).
 function(bc_add_cmocka_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
@@ -9,6 +10,7 @@ function(bc_add_cmocka_test name)
   target_link_libraries(${name} PRIVATE PkgConfig::CMOCKA ${T_LIBS})
   target_compile_definitions(${name} PRIVATE
     BENCHCTL_TEST_PLUGIN_DIR="${BENCHCTL_PLUGIN_BUILD_DIR}"
+    BENCHCTL_TEST_FIXTURE_DIR="${BENCHCTL_FIXTURE_PLUGIN_DIR}"
     BENCHCTL_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     BENCHCTL_BINARY_DIR="${PROJECT_BINARY_DIR}")
   add_test(NAME ${name} COMMAND ${name})

@@ -1,8 +1,9 @@
 /* config.c: bench.cfg (libconfig) parsed into a bc_config and validated.
  *
  * Order of work in bc_config_load:
- *   read the file (I/O and syntax errors) -> apply --set overrides to the tree
- *   -> apply --reporter -> walk the tree against the schema, filling bc_config
+ *   read the file (I/O and syntax errors) -> apply --reporter -> apply --set
+ *   overrides to the tree (so --set reporters.[0].settings.path=... reaches a
+ *   --reporter's) -> walk the tree against the schema, filling bc_config
  *   -> hash the tree as libconfig writes it back (config_sha256).
  * Every error is "<where>: <setting>: <what is allowed> (got <value>)", where
  * <where> is "file:line" for settings read from the file and "--set KEY" or
@@ -716,11 +717,12 @@ static bc_status apply_set(bc_config *cfg, config_t *c, const char *text, bc_err
     return st;
 }
 
-/* Replaces the reporters list with the names in "json,csv". */
+/* Replaces the reporters list with the names in "json,csv", each as a group
+ * { name = "json"; } so that a later --set can add its settings. */
 static bc_status apply_reporters(bc_config *cfg, config_t *c, const char *names, bc_error *err) {
     config_setting_t *root = config_root_setting(c);
     if (config_setting_get_member(root, "reporters")) config_setting_remove(root, "reporters");
-    config_setting_t *list = config_setting_add(root, "reporters", CONFIG_TYPE_ARRAY);
+    config_setting_t *list = config_setting_add(root, "reporters", CONFIG_TYPE_LIST);
     if (!list) return nomem(err);
     bc_status st = note_override(cfg, "reporters", strlen("reporters"), "--reporter", err);
     if (st) return st;
@@ -739,8 +741,9 @@ static bc_status apply_reporters(bc_config *cfg, config_t *c, const char *names,
         if (!name) return nomem(err);
         memcpy(name, a, (size_t)(b - a));
         name[b - a] = '\0';
-        config_setting_t *e = config_setting_add(list, NULL, CONFIG_TYPE_STRING);
-        int ok = e && config_setting_set_string(e, name);
+        config_setting_t *e = config_setting_add(list, NULL, CONFIG_TYPE_GROUP);
+        config_setting_t *n = e ? config_setting_add(e, "name", CONFIG_TYPE_STRING) : NULL;
+        int ok = n && config_setting_set_string(n, name);
         free(name);
         if (!ok) return nomem(err);
         if (!*end) break;
@@ -820,8 +823,8 @@ bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *ov
     cfg->cfg = c;
 
     bc_status st = read_file(c, path, err);
-    for (size_t i = 0; !st && i < n_overrides; i++) st = apply_set(cfg, c, overrides[i], err);
     if (!st && reporter_override) st = apply_reporters(cfg, c, reporter_override, err);
+    for (size_t i = 0; !st && i < n_overrides; i++) st = apply_set(cfg, c, overrides[i], err);
     if (!st) st = validate(cfg, config_root_setting(c), err);
     if (!st) st = hash_tree(cfg, c, err);
     if (st) bc_config_free(cfg);

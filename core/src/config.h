@@ -62,7 +62,8 @@ typedef struct bc_config {
 /* Loads and validates path. overrides are "a.b=value" strings from --set
  * (value parsed as libconfig would: 3, 0.5, "text", true, [1, 2]).
  * reporter_override, if non-NULL, is a comma-separated list of reporter names
- * replacing the file's reporters list (from --reporter).
+ * replacing the file's reporters list (from --reporter); it applies before
+ * the overrides, so "reporters.[0].settings.path=..." sets its first one's.
  * On error returns non-OK with err->message set; cfg is left empty. */
 bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *overrides, size_t n_overrides,
                          const char *reporter_override, bc_error *err);

@@ -77,7 +77,19 @@ bc_status bc_loader_init(bc_loader *l, const char *const *explicit_dirs, size_t 
          * install moved to another prefix still works. */
         if (slash && st == BC_OK &&
             (size_t)(slash - exe) + 1 + sizeof BENCHCTL_PLUGIN_RELATIVE_DIR < sizeof exe) {
-            strcpy(slash + 1, BENCHCTL_PLUGIN_RELATIVE_DIR);
+            /* each leading "../" takes one folder off the executable's, so
+             * the path reads /prefix/lib/benchctl, not /prefix/bin/../lib/benchctl */
+            const char *rel = BENCHCTL_PLUGIN_RELATIVE_DIR;
+            char *end = slash; /* exe[0, end) is the folder rel is relative to */
+            while (strncmp(rel, "../", 3) == 0 && end > exe) {
+                *end = '\0';
+                char *up = strrchr(exe, '/');
+                if (!up || up == exe) break;
+                end = up;
+                rel += 3;
+            }
+            strcpy(end, "/");
+            strcpy(end + 1, rel);
             st = loader_add_dir(l, exe, err);
         }
     }
@@ -130,11 +142,12 @@ static bc_status check_ops(bc_plugin *p, const char *label, bc_error *err) {
     const bc_plugin_desc *d = p->desc;
     if (!d->ops) return bc_error_set(err, BC_ERR_FORMAT, "%s: %s plugin has no ops table", label, bc_kind_name(d->kind));
     uint32_t size = *(const uint32_t *)d->ops; /* every ops table starts with struct_size */
+    if (size < sizeof(uint32_t))
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: %s ops table has struct_size %u", label, bc_kind_name(d->kind),
+                            size);
     char missing[256] = "";
     switch (d->kind) {
     case BC_KIND_BACKEND:
-        if (size < sizeof(uint32_t))
-            return bc_error_set(err, BC_ERR_FORMAT, "%s: backend ops table has struct_size %u", label, size);
         copy_ops(&p->backend, sizeof p->backend, d->ops, size);
         REQUIRE_HOOK(p->backend, create, missing);
         REQUIRE_HOOK(p->backend, destroy, missing);
@@ -146,8 +159,6 @@ static bc_status check_ops(bc_plugin *p, const char *label, bc_error *err) {
         REQUIRE_HOOK(p->backend, end_case, missing);
         break;
     case BC_KIND_PRECISION:
-        if (size < sizeof(uint32_t))
-            return bc_error_set(err, BC_ERR_FORMAT, "%s: precision ops table has struct_size %u", label, size);
         copy_ops(&p->precision, sizeof p->precision, d->ops, size);
         if (!p->precision.dtype) note_missing(missing, sizeof missing, "dtype");
         REQUIRE_HOOK(p->precision, to_f32, missing);
@@ -156,14 +167,10 @@ static bc_status check_ops(bc_plugin *p, const char *label, bc_error *err) {
             return bc_error_set(err, BC_ERR_FORMAT, "%s: precision element_size is 0", label);
         break;
     case BC_KIND_CACHE:
-        if (size < sizeof(uint32_t))
-            return bc_error_set(err, BC_ERR_FORMAT, "%s: cache ops table has struct_size %u", label, size);
         copy_ops(&p->cache, sizeof p->cache, d->ops, size);
         REQUIRE_HOOK(p->cache, release_after_rollout, missing);
         break;
     case BC_KIND_REPORTER:
-        if (size < sizeof(uint32_t))
-            return bc_error_set(err, BC_ERR_FORMAT, "%s: reporter ops table has struct_size %u", label, size);
         copy_ops(&p->reporter, sizeof p->reporter, d->ops, size);
         REQUIRE_HOOK(p->reporter, open, missing);
         REQUIRE_HOOK(p->reporter, close, missing);

@@ -192,6 +192,19 @@ static void session_free(session *s) {
     bc_config_free(&s->cfg);
 }
 
+/* The hint for a plugin that did not load: the loader's, or "did you mean"
+ * when a near name is on the search path. */
+static void load_hint(const bc_loader *l, const char *name, const bc_error *err, char *hint, size_t cap) {
+    snprintf(hint, cap, "%s", l->hint);
+    if (!strstr(err->message, "not found")) return;
+    char **names = NULL;
+    size_t n = bc_loader_names(l, &names);
+    const char *near = bc_suggest(name, (const char *const *)names, n);
+    if (near) snprintf(hint, cap, "did you mean '%s'? ('benchctl plugins' lists what is found)", near);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
 /* Loads one plugin spec of kind want and resolves its settings. Prints the
  * error and returns non-zero on failure. */
 static int load_spec(session *s, const bc_plugin_spec *spec, bc_plugin_kind want, const bc_plugin **out,
@@ -205,15 +218,7 @@ static int load_spec(session *s, const bc_plugin_spec *spec, bc_plugin_kind want
         /* a wrong-kind message already names where the plugin was wanted */
         snprintf(msg, sizeof msg, "%s%s", strstr(err.message, wanted_by) ? "" : where, err.message);
         char hint[sizeof s->loader.hint + 128];
-        snprintf(hint, sizeof hint, "%s", s->loader.hint);
-        if (strstr(err.message, "not found")) { /* a near name on the search path? */
-            char **names = NULL;
-            size_t n = bc_loader_names(&s->loader, &names);
-            const char *near = bc_suggest(spec->name, (const char *const *)names, n);
-            if (near) snprintf(hint, sizeof hint, "did you mean '%s'? ('benchctl plugins' lists what is found)", near);
-            for (size_t i = 0; i < n; i++) free(names[i]);
-            free(names);
-        }
+        load_hint(&s->loader, spec->name, &err, hint, sizeof hint);
         print_error(msg, hint);
         return EXIT_USAGE;
     }
@@ -229,7 +234,8 @@ static int load_spec(session *s, const bc_plugin_spec *spec, bc_plugin_kind want
     if (bc_config_resolve_settings(&s->cfg, spec, (*out)->desc, *values, &err) != BC_OK) {
         char hint[300];
         snprintf(hint, sizeof hint, "'benchctl plugins %.200s' lists its settings", (*out)->desc->name);
-        print_error(err.message, hint);
+        int hinted = strstr(err.message, "benchctl plugins") || strstr(err.message, "has no settings");
+        print_error(err.message, hinted ? NULL : hint);
         return EXIT_USAGE;
     }
     return 0;
@@ -327,6 +333,36 @@ static void describe_case(const bc_case *c, char *buf, size_t cap) {
              c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length);
 }
 
+/* Prints one line per distinct failure message: "case 3 (shape) failed: msg",
+ * or "cases 2, 3, 6 failed: msg" when several cases failed the same way. */
+static void print_failures(const bc_run_result *res) {
+    for (size_t i = 0; i < res->n_cases; i++) {
+        const bc_case_report *cr = &res->cases[i];
+        if (cr->status != BC_CASE_FAILED) continue;
+        int seen = 0; /* an earlier case already printed this message */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = res->cases[j].status == BC_CASE_FAILED && strcmp(res->cases[j].message, cr->message) == 0;
+        if (seen) continue;
+        char msg[2048];
+        size_t used = 0, n_same = 0;
+        for (size_t j = i; j < res->n_cases; j++)
+            n_same += res->cases[j].status == BC_CASE_FAILED && strcmp(res->cases[j].message, cr->message) == 0;
+        if (n_same == 1) {
+            char desc[256];
+            describe_case(cr->c, desc, sizeof desc);
+            snprintf(msg, sizeof msg, "case %u (%s) failed: %s", cr->c->index, desc, cr->message);
+        } else {
+            used = (size_t)snprintf(msg, sizeof msg, "cases");
+            for (size_t j = i; j < res->n_cases && used < 512; j++)
+                if (res->cases[j].status == BC_CASE_FAILED && strcmp(res->cases[j].message, cr->message) == 0)
+                    used += (size_t)snprintf(msg + used, sizeof msg - used, "%s %u", j == i ? "" : ",",
+                                             res->cases[j].c->index);
+            snprintf(msg + used, sizeof msg - used, "%s failed: %s", used >= 512 ? ", ..." : "", cr->message);
+        }
+        print_error(msg, NULL);
+    }
+}
+
 static int cmd_run(const args *a) {
     session s = {0};
     int rc = session_open(&s, a);
@@ -341,10 +377,11 @@ static int cmd_run(const args *a) {
     size_t np = 1 + s.cfg.n_precisions + s.cfg.n_cache_policies + s.cfg.n_reporters;
     const bc_plugin **all = calloc(np, sizeof *all);
     bc_runner_reporter *reps = calloc(s.cfg.n_reporters + 1, sizeof *reps);
+    char (*wheres)[PATH_MAX + 128] = calloc(s.cfg.n_reporters + 1, sizeof *wheres); /* [0] backend, [1 + i] reporter i */
     bc_run_meta meta = {0};
     bc_error err = {0};
-    if (!all || !reps) {
-        free(all), free(reps), session_free(&s);
+    if (!all || !reps || !wheres) {
+        free(all), free(reps), free(wheres), session_free(&s);
         return print_error("out of memory", NULL), EXIT_RUNTIME;
     }
     size_t k = 0;
@@ -355,14 +392,18 @@ static int cmd_run(const args *a) {
         all[k++] = s.reporters[i];
         reps[i].plugin = s.reporters[i];
         reps[i].settings = s.reporter_settings[i];
+        bc_config_spec_location(&s.cfg, &s.cfg.reporters[i], wheres[1 + i], sizeof wheres[1 + i]);
+        reps[i].where = wheres[1 + i];
     }
+    bc_config_spec_location(&s.cfg, &s.cfg.backend, wheres[0], sizeof wheres[0]);
     if (bc_run_meta_init(&meta, all, np, &err) != BC_OK) {
-        free(all), free(reps), session_free(&s);
+        free(all), free(reps), free(wheres), session_free(&s);
         return print_error(err.message, NULL), EXIT_RUNTIME;
     }
     bc_runner_config rc_cfg = {
         .backend = s.backend,
         .backend_settings = s.backend_settings,
+        .backend_where = wheres[0],
         .cases = s.cases,
         .n_cases = s.n_cases,
         .warmup = s.cfg.warmup,
@@ -396,18 +437,12 @@ static int cmd_run(const args *a) {
         exit_code = EXIT_RUNTIME;
     } else {
         exit_code = bc_run_exit_status(&res);
-        for (size_t i = 0; i < res.n_cases; i++) {
-            const bc_case_report *cr = &res.cases[i];
-            if (cr->status != BC_CASE_FAILED) continue;
-            char desc[256], msg[1024];
-            describe_case(cr->c, desc, sizeof desc);
-            snprintf(msg, sizeof msg, "case %u (%s) failed: %s", cr->c->index, desc, cr->message);
-            print_error(msg, NULL);
-        }
+        print_failures(&res);
         if (!a->quiet || exit_code)
-            fprintf(stderr, "benchctl: %zu cases: %zu ok, %u failed, %u skipped%s\n", res.n_cases,
-                    res.n_cases - res.n_failed - res.n_skipped, res.n_failed, res.n_skipped,
-                    res.interrupted ? " (interrupted)" : "");
+            fprintf(stderr, "benchctl: %zu case%s: %zu ok, %u failed, %u skipped%s%s\n", res.n_cases,
+                    res.n_cases == 1 ? "" : "s", res.n_cases - res.n_failed - res.n_skipped, res.n_failed, res.n_skipped,
+                    res.interrupted ? " (interrupted)" : "",
+                    res.reporter_failed ? "; a reporter failed (see above), its report is missing" : "");
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
@@ -415,6 +450,7 @@ static int cmd_run(const args *a) {
     bc_run_meta_free(&meta);
     free(all);
     free(reps);
+    free(wheres);
     session_free(&s);
     return exit_code;
 }
@@ -423,8 +459,10 @@ static int cmd_validate(const args *a) {
     session s = {0};
     int rc = session_open(&s, a);
     if (!rc)
-        printf("%s: ok: %zu cases; backend %s, %zu precisions, %zu cache policies, %zu reporters\n", s.cfg.path,
-               s.n_cases, s.backend->desc->name, s.cfg.n_precisions, s.cfg.n_cache_policies, s.cfg.n_reporters);
+        printf("%s: ok: %zu case%s; backend %s, %zu precision%s, %zu cache polic%s, %zu reporter%s\n", s.cfg.path,
+               s.n_cases, s.n_cases == 1 ? "" : "s", s.backend->desc->name, s.cfg.n_precisions,
+               s.cfg.n_precisions == 1 ? "" : "s", s.cfg.n_cache_policies, s.cfg.n_cache_policies == 1 ? "y" : "ies",
+               s.cfg.n_reporters, s.cfg.n_reporters == 1 ? "" : "s");
     session_free(&s);
     return rc;
 }
@@ -460,10 +498,12 @@ static int cmd_plan(const args *a) {
         inst = NULL;
         can_plan = 0;
     }
-    printf("%zu cases in execution order (backend %s, %u warmup + %u measured iterations each)\n", s.n_cases,
+    printf("%zu case%s in execution order (backend %s, %u warmup + %u measured iterations each)\n", s.n_cases,
+           s.n_cases == 1 ? "" : "s",
            s.backend->desc->name, s.cfg.warmup, s.cfg.iterations);
     printf("%4s %5s %-10s %-10s %6s %7s %7s %8s %9s %10s %10s %10s\n", "run", "case", "precision", "cache", "batch",
            "samples", "prompt", "response", "eff_batch", "weights_MiB", "kv_MiB", "work_MiB");
+    char last_plan_error[sizeof err.message] = ""; /* printed once, not per case */
     for (size_t i = 0; i < s.n_cases; i++) {
         const bc_case *c = &s.cases[order[i]];
         printf("%4zu %5u %-10s %-10s %6u %7u %7u %8u %9llu", i + 1, c->index, c->precision, c->cache_policy,
@@ -476,7 +516,14 @@ static int cmd_plan(const args *a) {
             print_mib(m.workspace_bytes);
             printf("\n");
         } else if (can_plan) {
-            printf("  (%s)\n", err.message);
+            printf(" %10s %10s %10s\n", "?", "?", "?");
+            if (strcmp(err.message, last_plan_error) != 0) {
+                char msg[sizeof err.message + 64];
+                snprintf(msg, sizeof msg, "warning: case %u: memory unknown: %s", c->index, err.message);
+                fflush(stdout);
+                print_error(msg, NULL);
+                snprintf(last_plan_error, sizeof last_plan_error, "%s", err.message);
+            }
         } else {
             printf(" %10s %10s %10s\n", "-", "-", "-");
         }
@@ -488,9 +535,39 @@ static int cmd_plan(const args *a) {
     return 0;
 }
 
+/* What `benchctl plugins` found, kept so it prints grouped by kind. */
+typedef struct listed {
+    char *path, *error;   /* owned copies */
+    const bc_plugin *p;   /* owned by the loader; NULL when broken */
+} listed;
+
+typedef struct listing {
+    listed *items; /* owned */
+    size_t n;
+    int nomem;
+} listing;
+
 static void on_plugin_listed(void *ctx, const char *path, const bc_plugin *p, const char *error) {
-    int *count = ctx;
-    (*count)++;
+    listing *ls = ctx;
+    listed *items = realloc(ls->items, (ls->n + 1) * sizeof *items);
+    if (!items) {
+        ls->nomem = 1;
+        return;
+    }
+    ls->items = items;
+    listed *it = &items[ls->n];
+    it->p = p;
+    it->path = strdup(path);
+    it->error = error ? strdup(error) : NULL;
+    if (!it->path || (error && !it->error)) {
+        free(it->path), free(it->error);
+        ls->nomem = 1;
+        return;
+    }
+    ls->n++;
+}
+
+static void print_listed(const char *path, const bc_plugin *p, const char *error) {
     if (p)
         printf("%-10s %-14s %-8s %s\n%-10s %-14s %-8s   %s\n", bc_kind_name(p->desc->kind), p->desc->name,
                p->desc->version ? p->desc->version : "?", p->desc->description ? p->desc->description : "", "", "",
@@ -535,8 +612,18 @@ static int cmd_plugins(const args *a) {
     if (bc_loader_init(&l, NULL, 0, NULL, 0, &err) != BC_OK) return print_error(err.message, NULL), EXIT_USAGE;
     if (!a->file) {
         printf("%-10s %-14s %-8s %s\n", "KIND", "NAME", "VERSION", "DESCRIPTION / FILE");
-        int count = 0;
-        bc_loader_list(&l, on_plugin_listed, &count);
+        listing ls = {0};
+        bc_loader_list(&l, on_plugin_listed, &ls);
+        /* backends, precisions, cache policies, reporters, then the broken ones */
+        static const int order[] = {BC_KIND_BACKEND, BC_KIND_PRECISION, BC_KIND_CACHE, BC_KIND_REPORTER, -1};
+        for (size_t k = 0; k < sizeof order / sizeof *order; k++)
+            for (size_t i = 0; i < ls.n; i++)
+                if ((ls.items[i].p ? (int)ls.items[i].p->desc->kind : -1) == order[k])
+                    print_listed(ls.items[i].path, ls.items[i].p, ls.items[i].error);
+        size_t count = ls.n;
+        for (size_t i = 0; i < ls.n; i++) free(ls.items[i].path), free(ls.items[i].error);
+        free(ls.items);
+        if (ls.nomem) print_error("warning: out of memory; the list is incomplete", NULL);
         if (count == 0) {
             printf("(none found; searched:");
             for (size_t i = 0; i < l.n_dirs; i++) printf(" %s", l.dirs[i]);
@@ -547,7 +634,9 @@ static int cmd_plugins(const args *a) {
     }
     const bc_plugin *p;
     if (bc_loader_load(&l, a->file, 0, NULL, &p, &err) != BC_OK) {
-        print_error(err.message, l.hint);
+        char hint[sizeof l.hint + 128];
+        load_hint(&l, a->file, &err, hint, sizeof hint);
+        print_error(err.message, hint);
         bc_loader_free(&l);
         return EXIT_USAGE;
     }
@@ -558,14 +647,34 @@ static int cmd_plugins(const args *a) {
         printf("no settings\n");
     } else {
         static const char *const types[] = {"", "int", "float", "bool", "string", "enum"};
-        printf("\n%-20s %-7s %-12s %-24s %s\n", "SETTING", "TYPE", "DEFAULT", "ALLOWED", "HELP");
+        int w_name = 7, w_def = 7, w_allowed = 7; /* columns as wide as their widest cell */
         for (uint32_t i = 0; i < d->n_settings; i++) {
             const bc_setting_desc *s = &d->settings[i];
             char def[64], allowed[256];
             format_default(s, def, sizeof def);
             format_allowed(s, allowed, sizeof allowed);
-            printf("%-20s %-7s %-12s %-24s %s\n", s->name, types[s->type], def, allowed, s->help ? s->help : "");
+            if ((int)strlen(s->name) > w_name) w_name = (int)strlen(s->name);
+            if ((int)strlen(def) > w_def) w_def = (int)strlen(def);
+            if ((int)strlen(allowed) > w_allowed) w_allowed = (int)strlen(allowed);
         }
+        printf("\n%-*s  %-6s  %-*s  %-*s  %s\n", w_name, "SETTING", "TYPE", w_def, "DEFAULT", w_allowed, "ALLOWED",
+               "HELP");
+        for (uint32_t i = 0; i < d->n_settings; i++) {
+            const bc_setting_desc *s = &d->settings[i];
+            char def[64], allowed[256];
+            format_default(s, def, sizeof def);
+            format_allowed(s, allowed, sizeof allowed);
+            printf("%-*s  %-6s  %-*s  %-*s  %s\n", w_name, s->name, types[s->type], w_def, def, w_allowed, allowed,
+                   s->help ? s->help : "");
+        }
+        if (d->kind == BC_KIND_BACKEND)
+            printf("\nin bench.cfg: backend = { name = \"%s\"; settings = { %s = ...; }; };\n"
+                   "on the command line: --set backend.settings.%s=...\n",
+                   d->name, d->settings[0].name, d->settings[0].name);
+        else
+            printf("\nin bench.cfg, in the %s list: { name = \"%s\"; settings = { %s = ...; }; }\n",
+                   d->kind == BC_KIND_PRECISION ? "precisions" : d->kind == BC_KIND_CACHE ? "cache_policies" : "reporters",
+                   d->name, d->settings[0].name);
     }
     bc_loader_free(&l);
     return 0;

@@ -151,7 +151,8 @@ bc_output *bc_output_open(const char *path, bc_error *err) {
             bc_error_set(err, BC_ERR_IO, "%s: temporary file %s already exists (is this path opened twice?)",
                          path, out->tmp_path);
         else
-            bc_error_set(err, BC_ERR_IO, "%s: cannot create %s: %s", path, out->tmp_path, strerror(errno));
+            bc_error_set(err, BC_ERR_IO, "%s: cannot create the file: %s (temporary file %s)", path, strerror(errno),
+                         out->tmp_path);
         goto fail;
     }
 

@@ -229,9 +229,12 @@ static void report_error(const bc_runner_config *cfg, bc_run_result *res, const 
                          const bc_error *err) {
     res->reporter_failed = 1;
     if (!cfg->on_error) return;
-    char line[700];
-    snprintf(line, sizeof line, "reporter '%s': %s: %s", s->r->plugin->desc->name, hook,
-             err->message[0] ? err->message : "failed");
+    const char *name = s->r->plugin->desc->name, *msg = err->message[0] ? err->message : "failed";
+    size_t n = strlen(name);
+    if (strncmp(msg, name, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2; /* named once is enough */
+    char line[1400];
+    snprintf(line, sizeof line, "%.500s%sreporter '%s': %s: %s", s->r->where ? s->r->where : "",
+             s->r->where ? ": " : "", name, hook, msg);
     cfg->on_error(cfg->on_error_ctx, line);
 }
 
@@ -285,8 +288,9 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     const bc_plugin *be = cfg->backend;
     void *inst = NULL;
     if ((st = be->backend.create(&be->host, cfg->backend_settings, &inst, err)) != BC_OK) {
-        char msg[sizeof err->message + 128];
-        snprintf(msg, sizeof msg, "backend '%s': create: %s", be->desc->name, err->message);
+        char msg[sizeof err->message + 512];
+        snprintf(msg, sizeof msg, "%.300s%sbackend '%s': create: %s", cfg->backend_where ? cfg->backend_where : "",
+                 cfg->backend_where ? ": " : "", be->desc->name, err->message);
         bc_error_set(err, st, "%s", msg);
         if (inst) be->backend.destroy(inst);
         free(order), free(finished), free(done), free(slots);
@@ -296,8 +300,9 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.struct_size = sizeof run;
     run.backend = (bc_backend_info){.struct_size = sizeof run.backend};
     if ((st = be->backend.describe(inst, &run.backend, err)) != BC_OK) {
-        char msg[sizeof err->message + 128];
-        snprintf(msg, sizeof msg, "backend '%s': describe: %s", be->desc->name, err->message);
+        char msg[sizeof err->message + 512];
+        snprintf(msg, sizeof msg, "%.300s%sbackend '%s': describe: %s", cfg->backend_where ? cfg->backend_where : "",
+                 cfg->backend_where ? ": " : "", be->desc->name, err->message);
         bc_error_set(err, st, "%s", msg);
         be->backend.destroy(inst);
         free(order), free(finished), free(done), free(slots);

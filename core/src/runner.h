@@ -42,11 +42,15 @@ extern const char *const bc_field_names[BC_FIELD_COUNT_V1_0];
 typedef struct bc_runner_reporter {
     const bc_plugin *plugin;           /* a reporter */
     const bc_setting_value *settings;  /* resolved, plugin->desc->n_settings; live for the run */
+    const char *where;                 /* where the config names it ("bench.cfg:28", "--reporter"),
+                                          prefixed to its errors; may be NULL */
 } bc_runner_reporter;
 
 typedef struct bc_runner_config {
     const bc_plugin *backend;
     const bc_setting_value *backend_settings; /* resolved; live for the run */
+    const char *backend_where;                /* "bench.cfg:7" (where the config names it), prefixed to create and
+                                                 describe errors; may be NULL */
     const bc_case *cases;                     /* requested order (case.index == position) */
     size_t n_cases;
     uint32_t warmup, iterations;

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "checkpoint.h"
 #include "safetensors.h"
 
 /* Upper bound on any one dimension in config.json: refuses absurd shapes
@@ -56,8 +56,7 @@ static bc_status ck_bool(json_t *cfg, const char *path, const char *key, int def
     return BC_OK;
 }
 
-/* Reads dir/config.json into hp. */
-static bc_status ck_read_config(const char *dir, opt_hparams *hp, bc_error *err) {
+bc_status opt_hparams_from_checkpoint(const char *dir, opt_hparams *hp, bc_error *err) {
     char path[4096];
     if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
         return bc_error_set(err, BC_ERR_INVALID, "checkpoint directory path is too long: %.200s", dir);
@@ -339,7 +338,7 @@ static bc_status ck_load_all(ck_loader *c, opt_weights *w, bc_error *err) {
 bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, opt_dtype dtype, bc_error *err) {
     memset(w, 0, sizeof *w);
     opt_hparams hp;
-    bc_status st = ck_read_config(dir, &hp, err);
+    bc_status st = opt_hparams_from_checkpoint(dir, &hp, err);
     if (st != BC_OK) return st;
     opt_st_set set;
     if ((st = opt_st_set_open_dir(&set, dir, err)) != BC_OK) return st;

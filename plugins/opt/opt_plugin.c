@@ -21,10 +21,14 @@
 #endif
 
 #include "benchctl/plugin.h"
+#include "checkpoint.h"
 #include "rollout.h"
+#ifdef OPT_HAVE_CUDA
+#include "cuda_backend.h" /* CUDA path: plugins/opt/cuda, docs/cuda.md */
+#endif
 
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
-       S_SAVE_TOKENS, S_COUNT };
+       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_COUNT };
 
 static const char *const model_choices[] = {"125m", "350m", "1.3b", "2.7b", "6.7b", "13b", "30b", "66b", NULL};
 static const char *const device_choices[] = {"cpu", "cuda", NULL};
@@ -48,6 +52,11 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
                         .help = "prompts, one line of space-separated token ids each (\"\" = synthetic)"},
     [S_SAVE_TOKENS] = {.name = "save_tokens", .type = BC_SETTING_STRING, .default_string = "",
                        .help = "write each rollout's generated ids here, one line per row ({case} = case index)"},
+    /* CUDA path (docs/cuda.md) */
+    [S_DEVICE_INDEX] = {.name = "device_index", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1, .min = 0,
+                        .max = 1024, .help = "CUDA device index (device = \"cuda\")"},
+    [S_CUDA_GRAPHS] = {.name = "cuda_graphs", .type = BC_SETTING_BOOL, .default_int = 1,
+                       .help = "capture the decode step in a CUDA graph per batch and replay it (device = \"cuda\")"},
 };
 
 typedef struct opt_backend {
@@ -55,7 +64,8 @@ typedef struct opt_backend {
     const char *preset, *checkpoint, *prompts_file, *save_tokens; /* host-owned settings */
     uint64_t weights_seed;
     int threads, stop_at_eos, shared_prefill;
-    opt_hparams hp;        /* the preset's shape, or the checkpoint's after loading */
+    opt_hparams hp;        /* the preset's shape, or the checkpoint's once read */
+    int have_checkpoint_hp;/* hp is the checkpoint's config.json (read by a plan or the load) */
     int have_weights;
     opt_weights w;         /* owned; rebuilt when the precision changes */
     int have_model;
@@ -66,6 +76,11 @@ typedef struct opt_backend {
     int64_t case_kv_bytes, case_ws_bytes; /* what the case holds while generating */
     int64_t peak_bytes;    /* high-water mark of current_bytes() */
     char model_desc[600], device_name[160];
+    int cuda;              /* device = "cuda": generation runs in cu */
+#ifdef OPT_HAVE_CUDA
+    opt_cuda_backend cu;   /* owned: device, device weights, the case's device cache */
+    char device_str[32];   /* "cuda:N" */
+#endif
 } opt_backend;
 
 /* ------------------------------------------------------------- accounting */
@@ -101,26 +116,16 @@ static void account(opt_backend *s) {
 
 /* -------------------------------------------------------------- lifecycle */
 
-/* Declared in model.h, implemented in checkpoint.c once it lands; until then
- * CMake defines OPT_NO_CHECKPOINT_LOADER and this plugin refuses checkpoints. */
-static bc_status load_checkpoint(opt_weights *w, const char *dir, opt_dtype dtype, bc_error *err) {
-#ifdef OPT_NO_CHECKPOINT_LOADER
-    (void)w;
-    (void)dtype;
-    return bc_error_set(err, BC_ERR_UNSUPPORTED, "opt: checkpoint %s: this build has no checkpoint loader yet", dir);
-#else
-    return opt_weights_load_checkpoint(w, dir, dtype, err);
-#endif
-}
-
 static int online_cores(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
 }
 
 static bc_status opt_create(const bc_host *host, const bc_setting_value *v, void **out, bc_error *err) {
+#ifndef OPT_HAVE_CUDA
     if (strcmp(v[S_DEVICE].s, "cuda") == 0)
         return bc_error_set(err, BC_ERR_DEVICE, "no CUDA device: this build of the opt plugin has no CUDA path");
+#endif
     opt_backend *s = calloc(1, sizeof *s);
     if (!s) return bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
     s->host = host;
@@ -147,11 +152,20 @@ static bc_status opt_create(const bc_host *host, const bc_setting_value *v, void
     for (int i = (int)opt_isa_detect(); !k && i >= 0; i--) k = opt_kernels_for((opt_isa)i);
     snprintf(s->device_name, sizeof s->device_name, "CPU, %s kernels, %d threads",
              k ? opt_isa_name(k->isa) : "no", s->threads);
+#ifdef OPT_HAVE_CUDA
+    /* CUDA: the device is opened now for describe; without one, every case
+     * fails with "no CUDA device: ..." and the run goes on */
+    s->cuda = strcmp(v[S_DEVICE].s, "cuda") == 0;
+    if (s->cuda) opt_cuda_backend_init(&s->cu, (int)v[S_DEVICE_INDEX].i, v[S_CUDA_GRAPHS].i != 0);
+#endif
     *out = s;
     return BC_OK;
 }
 
 static void end_rollout(opt_backend *s) {
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda) opt_cuda_backend_end_case(&s->cu); /* borrows s->ro */
+#endif
     if (s->have_rollout) opt_rollout_free(&s->ro, s->have_model ? &s->m : NULL);
     s->have_rollout = 0;
 }
@@ -160,6 +174,9 @@ static void opt_destroy(void *inst) {
     opt_backend *s = inst;
     if (!s) return;
     end_rollout(s);
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda) opt_cuda_backend_free(&s->cu);
+#endif
     if (s->have_model) opt_model_free(&s->m);
     if (s->have_weights) opt_weights_free(&s->w);
     free(s);
@@ -172,6 +189,9 @@ static bc_status opt_describe(void *inst, bc_backend_info *info, bc_error *err) 
     info->device = "cpu";
     info->device_name = s->device_name;
     info->driver = NULL;
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda) opt_cuda_backend_describe(&s->cu, info, s->device_str, sizeof s->device_str);
+#endif
     return BC_OK;
 }
 
@@ -203,15 +223,14 @@ static opt_rollout_params rollout_params(const opt_backend *s, const bc_case *c)
 
 static bc_status opt_plan_memory(void *inst, const bc_case *c, bc_memory_stats *out, bc_error *err) {
     opt_backend *s = inst;
-    opt_dtype dt;
+    opt_dtype dt = OPT_F32;
     bc_status st = case_dtype(c, &dt, err);
     if (st != BC_OK) return st;
-    if (s->checkpoint[0] && !s->have_weights) {
-        /* the shape is in the checkpoint's config.json, read when the weights
-         * load; until then the plan is unknown rather than the preset's */
-        out->weights_bytes = out->kv_cache_bytes = out->workspace_bytes = out->host_peak_bytes = -1;
-        out->device_peak_bytes = out->device_free_bytes = out->device_total_bytes = -1;
-        return BC_OK;
+    if (s->checkpoint[0] && !s->have_checkpoint_hp) {
+        /* the shape is the checkpoint's config.json, not the preset's; read
+         * it once, without the weights */
+        if ((st = opt_hparams_from_checkpoint(s->checkpoint, &s->hp, err)) != BC_OK) return st;
+        s->have_checkpoint_hp = 1;
     }
     const opt_hparams *hp = s->have_weights ? &s->w.hp : &s->hp;
     opt_rollout ro;
@@ -226,6 +245,15 @@ static bc_status opt_plan_memory(void *inst, const bc_case *c, bc_memory_stats *
     out->host_peak_bytes = weights + (int64_t)hp->num_hidden_layers * (int64_t)sizeof(opt_layer_weights) +
                            (int64_t)(b.kv_cache + b.workspace + b.buffers);
     out->device_peak_bytes = out->device_free_bytes = out->device_total_bytes = -1;
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda) { /* device bytes; the host keeps weights and the rollout's buffers */
+        if ((st = opt_rollout_init(&ro, hp, &p, err)) != BC_OK) return st;
+        opt_cuda_backend_plan_memory(hp, dt, &ro, out);
+        opt_rollout_free(&ro, NULL);
+        out->host_peak_bytes = weights + (int64_t)hp->num_hidden_layers * (int64_t)sizeof(opt_layer_weights) +
+                               (int64_t)b.buffers;
+    }
+#endif
     return BC_OK;
 }
 
@@ -236,7 +264,7 @@ static bc_status build_weights(opt_backend *s, opt_dtype dt, bc_error *err) {
     s->have_weights = 0;
     bc_status st;
     if (s->checkpoint[0]) {
-        st = load_checkpoint(&s->w, s->checkpoint, dt, err);
+        st = opt_weights_load_checkpoint(&s->w, s->checkpoint, dt, err);
     } else {
         st = opt_weights_alloc(&s->w, &s->hp, dt, err);
         if (st == BC_OK && (st = opt_weights_init_synthetic(&s->w, s->weights_seed, err)) != BC_OK)
@@ -245,17 +273,32 @@ static bc_status build_weights(opt_backend *s, opt_dtype dt, bc_error *err) {
     if (st != BC_OK) return st;
     s->have_weights = 1;
     s->hp = s->w.hp;
+    s->have_checkpoint_hp = s->checkpoint[0] != 0;
     account(s);
     return BC_OK;
 }
 
 static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     opt_backend *s = inst;
-    opt_dtype dt;
+    opt_dtype dt = OPT_F32;
     bc_status st = case_dtype(c, &dt, err);
     if (st != BC_OK) return st;
     end_rollout(s);
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda && (st = opt_cuda_backend_open(&s->cu, err)) != BC_OK) return st; /* before building weights */
+#endif
     if ((st = build_weights(s, dt, err)) != BC_OK) return st;
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda) { /* no CPU model: prompts and buffers here, the cache on the device */
+        s->c = *c;
+        opt_rollout_params cp = rollout_params(s, c);
+        if ((st = opt_rollout_init(&s->ro, &s->w.hp, &cp, err)) != BC_OK) return st;
+        s->have_rollout = 1;
+        st = opt_cuda_backend_begin_case(&s->cu, &s->w, &s->ro, err);
+        account(s);
+        return st;
+    }
+#endif
     if (!s->have_model) {
         if ((st = opt_model_init(&s->m, &s->w, s->threads, err)) != BC_OK) return st;
         s->have_model = 1;
@@ -279,6 +322,9 @@ static bc_status opt_expand_prompts(void *inst, bc_error *err) {
 static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *err) {
     opt_backend *s = inst;
     if (!s->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt: generate outside a case");
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda) return opt_cuda_backend_generate(&s->cu, out, err);
+#endif
     bc_status st = opt_rollout_generate(&s->ro, &s->m, err);
     account(s);
     if (st != BC_OK) return st;
@@ -327,6 +373,12 @@ static bc_status opt_post_process(void *inst, bc_error *err) {
 static bc_status opt_cache_release(void *inst, bc_error *err) {
     (void)err;
     opt_backend *s = inst;
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda) {
+        opt_cuda_backend_cache_release(&s->cu);
+        return BC_OK;
+    }
+#endif
     if (s->have_rollout) opt_rollout_release(&s->ro, &s->m);
 #if defined(__GLIBC__)
     /* glibc keeps freed blocks below its (adaptive) mmap threshold in the
@@ -339,6 +391,9 @@ static bc_status opt_cache_release(void *inst, bc_error *err) {
 static bc_status opt_cache_acquire(void *inst, bc_error *err) {
     opt_backend *s = inst;
     if (!s->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt: cache_acquire outside a case");
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda) return opt_cuda_backend_cache_acquire(&s->cu, err);
+#endif
     bc_status st = opt_rollout_acquire(&s->ro, &s->m, err);
     account(s);
     return st;
@@ -347,6 +402,9 @@ static bc_status opt_cache_acquire(void *inst, bc_error *err) {
 static void opt_reset_peak_memory(void *inst) {
     opt_backend *s = inst;
     s->peak_bytes = current_bytes(s);
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda) opt_cuda_backend_reset_peak(&s->cu);
+#endif
 }
 
 static bc_status opt_read_memory(void *inst, bc_memory_stats *out, bc_error *err) {
@@ -358,6 +416,9 @@ static bc_status opt_read_memory(void *inst, bc_memory_stats *out, bc_error *err
     out->workspace_bytes = s->have_rollout ? s->case_ws_bytes : 0;
     out->host_peak_bytes = s->peak_bytes;
     out->device_peak_bytes = out->device_free_bytes = out->device_total_bytes = -1;
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda) return opt_cuda_backend_read_memory(&s->cu, out, err); /* device bytes */
+#endif
     return BC_OK;
 }
 

@@ -12,41 +12,24 @@ void bc_jw_init(bc_jw *w, int indent) {
 }
 
 void bc_jw_free(bc_jw *w) {
-    free(w->buf);
-    w->buf = NULL;
-    w->len = w->cap = 0;
+    free(w->text.buf);
+    w->text = (bc_text){0};
 }
 
 void bc_jw_reset(bc_jw *w) {
     int indent = w->indent;
-    char *buf = w->buf;
-    size_t cap = w->cap;
+    char *buf = w->text.buf;
+    size_t cap = w->text.cap;
     memset(w, 0, sizeof *w);
     w->indent = indent;
-    w->buf = buf;
-    w->cap = cap;
+    w->text.buf = buf;
+    w->text.cap = cap;
     if (buf) buf[0] = '\0';
 }
 
-int bc_jw_failed(const bc_jw *w) { return w->failed; }
+int bc_jw_failed(const bc_jw *w) { return w->text.failed; }
 
-static void put(bc_jw *w, const char *s, size_t n) {
-    if (w->failed) return;
-    if (w->len + n + 1 > w->cap) {
-        size_t cap = w->cap ? w->cap : 4096;
-        while (w->len + n + 1 > cap) cap *= 2;
-        char *nb = realloc(w->buf, cap);
-        if (!nb) {
-            w->failed = 1;
-            return;
-        }
-        w->buf = nb;
-        w->cap = cap;
-    }
-    memcpy(w->buf + w->len, s, n);
-    w->len += n;
-    w->buf[w->len] = '\0';
-}
+static void put(bc_jw *w, const char *s, size_t n) { bc_text_put(&w->text, s, n); }
 
 static void puts_(bc_jw *w, const char *s) { put(w, s, strlen(s)); }
 
@@ -73,7 +56,7 @@ static void before_value(bc_jw *w) {
 static void begin(bc_jw *w, char open) {
     before_value(w);
     if (w->depth >= BC_JW_MAX_DEPTH) {
-        w->failed = 1;
+        w->text.failed = 1;
         return;
     }
     put(w, &open, 1);
@@ -82,7 +65,7 @@ static void begin(bc_jw *w, char open) {
 
 static void end(bc_jw *w, char close) {
     if (w->depth <= 0) {
-        w->failed = 1;
+        w->text.failed = 1;
         return;
     }
     w->depth--;
@@ -152,7 +135,7 @@ static void put_escaped(bc_jw *w, const char *s) {
 
 void bc_jw_key(bc_jw *w, const char *key) {
     if (w->depth <= 0 || w->after_key) {
-        w->failed = 1;
+        w->text.failed = 1;
         return;
     }
     before_value(w);
@@ -226,6 +209,8 @@ void bc_jw_null(bc_jw *w) {
     before_value(w);
     puts_(w, "null");
 }
+
+void bc_jw_newline(bc_jw *w) { put(w, "\n", 1); }
 
 void bc_jw_int_or_null(bc_jw *w, int64_t x) {
     if (x < 0)

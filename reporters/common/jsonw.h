@@ -18,16 +18,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "report_file.h"
+
 #define BC_JW_MAX_DEPTH 32
 
 typedef struct bc_jw {
-    char *buf;         /* NUL-terminated text written so far, owned */
-    size_t len, cap;   /* bytes used (without the NUL), bytes allocated */
+    bc_text text;      /* the JSON written so far (text.buf, NUL-terminated, owned; text.len bytes);
+                          text.failed: out of memory or misuse, sticky */
     int indent;        /* spaces per level; 0 = everything on one line */
     int depth;         /* open objects/arrays */
     int count[BC_JW_MAX_DEPTH]; /* values written so far at each depth */
     int after_key;     /* a key was written and waits for its value */
-    int failed;        /* out of memory or misuse; sticky */
 } bc_jw;
 
 void bc_jw_init(bc_jw *w, int indent);
@@ -48,6 +49,9 @@ void bc_jw_int(bc_jw *w, int64_t x);
 void bc_jw_uint(bc_jw *w, uint64_t x);
 void bc_jw_bool(bc_jw *w, int b);
 void bc_jw_null(bc_jw *w);
+
+/* Ends a finished document with a newline (for files and journal lines). */
+void bc_jw_newline(bc_jw *w);
 
 /* An integer where negative means unknown: writes null when x < 0. */
 void bc_jw_int_or_null(bc_jw *w, int64_t x);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "benchctl/plugin.h"
+#include "report_file.h"
 #include "report_json.h"
 
 enum { SET_PROGRESS = 0, SET_VERBOSE, SET_PATH, SET_COUNT };
@@ -43,6 +44,8 @@ static bc_status console_open(const bc_host *host, const bc_setting_value *setti
     (void)run;
     const char *path = settings[SET_PATH].s;
     if (!path || !*path) return bc_error_set(err, BC_ERR_INVALID, "console: setting path is empty");
+    bc_status st = bc_report_check_path(host, path, err);
+    if (st != BC_OK) return st;
     console_reporter *r = calloc(1, sizeof *r);
     if (!r) return bc_error_set(err, BC_ERR_NOMEM, "console: out of memory");
     r->host = host;
@@ -148,62 +151,53 @@ static void fill_row(char (*row)[CELL_LEN], const bc_run_report *run, const bc_c
     fmt_num(row[14], cr->peak_memory_mb, 1);
 }
 
-typedef struct text {
-    char *buf;
-    size_t len, cap;
-    int failed;
-} text;
-
-static void put(text *t, const char *s, size_t n) {
-    if (t->failed) return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (t->len + n + 1 > cap) cap *= 2;
-        char *nb = realloc(t->buf, cap);
-        if (!nb) {
-            t->failed = 1;
-            return;
-        }
-        t->buf = nb;
-        t->cap = cap;
-    }
-    memcpy(t->buf + t->len, s, n);
-    t->len += n;
-    t->buf[t->len] = '\0';
+static void pad(bc_text *t, size_t n) {
+    for (size_t i = 0; i < n; i++) bc_text_put(t, " ", 1);
 }
 
-static void putf(text *t, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void putf(text *t, const char *fmt, ...) {
-    char small[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n >= sizeof small) n = (int)sizeof small - 1; /* lines here are short */
-    put(t, small, (size_t)n);
-}
-
-static void pad(text *t, size_t n) {
-    for (size_t i = 0; i < n; i++) put(t, " ", 1);
-}
-
-static void put_row(text *t, char (*row)[CELL_LEN], const size_t *width) {
+static void put_row(bc_text *t, char (*row)[CELL_LEN], const size_t *width) {
     for (size_t k = 0; k < N_COLS; k++) {
         size_t len = strlen(row[k]);
-        if (k > 0) put(t, "  ", 2);
+        if (k > 0) bc_text_put(t, "  ", 2);
         if (columns[k].right) pad(t, width[k] - len);
-        put(t, row[k], len);
+        bc_text_put(t, row[k], len);
         if (!columns[k].right && k + 1 < N_COLS) pad(t, width[k] - len);
     }
-    put(t, "\n", 1);
+    bc_text_put(t, "\n", 1);
 }
 
-static bc_status build_table(text *t, const bc_run_report *run) {
+/* Same status and message: such cases share one line under the table. */
+static int same_outcome(const bc_case_report *a, const bc_case_report *b) {
+    return a->status == b->status && a->message && b->message && strcmp(a->message, b->message) == 0;
+}
+
+/* One line per distinct (status, message) of the cases that did not finish
+ * ok: "case 3 failed: ..." or "cases 0-2, 5 skipped: ...". */
+static void put_outcomes(bc_text *t, const bc_run_report *run) {
+    for (uint32_t i = 0; i < run->n_cases; i++) {
+        const bc_case_report *cr = &run->cases[i];
+        if (cr->status == BC_CASE_OK || !cr->message || !*cr->message) continue;
+        int seen = 0; /* an earlier case with this outcome already printed the line */
+        for (uint32_t j = 0; j < i && !seen; j++) seen = same_outcome(&run->cases[j], cr);
+        if (seen) continue;
+        uint32_t n_same = 0;
+        for (uint32_t j = i; j < run->n_cases; j++) n_same += same_outcome(&run->cases[j], cr);
+        bc_text_puts(t, n_same > 1 ? "cases " : "case ");
+        int listed = 0;
+        for (uint32_t j = i; j < run->n_cases; j++) {
+            if (!same_outcome(&run->cases[j], cr)) continue;
+            uint32_t end = j; /* a run of consecutive cases with this outcome: j..end */
+            while (end + 1 < run->n_cases && same_outcome(&run->cases[end + 1], cr)) end++;
+            bc_text_printf(t, "%s%u", listed ? ", " : "", run->cases[j].c->index);
+            if (end > j) bc_text_printf(t, "%s%u", end > j + 1 ? "-" : ", ", run->cases[end].c->index);
+            listed = 1;
+            j = end;
+        }
+        bc_text_printf(t, " %s: %s\n", bc_case_status_name(cr->status), cr->message);
+    }
+}
+
+static bc_status build_table(bc_text *t, const bc_run_report *run) {
     char (*cells)[N_COLS][CELL_LEN] = calloc((size_t)run->n_cases + 1, sizeof *cells); /* owned here */
     if (!cells) return BC_ERR_NOMEM;
     for (size_t k = 0; k < N_COLS; k++) snprintf(cells[0][k], CELL_LEN, "%s", columns[k].header);
@@ -215,14 +209,14 @@ static bc_status build_table(text *t, const bc_run_report *run) {
             if (len > width[k]) width[k] = len;
         }
 
-    putf(t, "benchctl %s: %s on %s, %u warmup + %u measured iterations per case\n",
+    bc_text_printf(t, "benchctl %s: %s on %s, %u warmup + %u measured iterations per case\n",
          run->benchctl_version ? run->benchctl_version : "", run->backend.model ? run->backend.model : "?",
          run->backend.device ? run->backend.device : "?", run->warmup, run->iterations);
     put_row(t, cells[0], width);
     size_t total = 0;
     for (size_t k = 0; k < N_COLS; k++) total += width[k] + (k > 0 ? 2 : 0);
-    for (size_t i = 0; i < total; i++) put(t, "-", 1);
-    put(t, "\n", 1);
+    for (size_t i = 0; i < total; i++) bc_text_put(t, "-", 1);
+    bc_text_put(t, "\n", 1);
     uint32_t n_ok = 0, n_failed = 0, n_skipped = 0;
     for (uint32_t i = 0; i < run->n_cases; i++) {
         put_row(t, cells[i + 1], width);
@@ -233,37 +227,24 @@ static bc_status build_table(text *t, const bc_run_report *run) {
         }
     }
     free(cells);
-    putf(t, "%u cases: %u ok, %u failed, %u skipped. Times in ms (mean, p50, p95 of total_ms; prefill/decode means), "
+    bc_text_printf(t, "%u case%s: %u ok, %u failed, %u skipped. Times in ms (mean, p50, p95 of total_ms; prefill/decode means), "
             "tok/s = generated tokens per second (mean), peak_MB = peak_memory_mb.\n",
-         run->n_cases, n_ok, n_failed, n_skipped);
-    for (uint32_t i = 0; i < run->n_cases; i++) {
-        const bc_case_report *cr = &run->cases[i];
-        if (cr->status != BC_CASE_OK && cr->message && *cr->message)
-            putf(t, "case %u %s: %s\n", cr->c->index, bc_case_status_name(cr->status), cr->message);
-    }
+         run->n_cases, run->n_cases == 1 ? "" : "s", n_ok, n_failed, n_skipped);
+    put_outcomes(t, run);
     return t->failed ? BC_ERR_NOMEM : BC_OK;
 }
 
 static bc_status console_close(void *instance, const bc_run_report *run, bc_error *err) {
     console_reporter *r = instance;
     clear_line(r);
-    text t = {0};
+    bc_text t = {0};
     if (build_table(&t, run) != BC_OK) {
         free(t.buf);
         return bc_error_set(err, BC_ERR_NOMEM, "console: out of memory building the table");
     }
-    bc_output *out = r->host->output_open(r->host, r->path, err);
-    if (!out) {
-        free(t.buf);
-        return err ? err->code : BC_ERR_IO;
-    }
-    bc_status st = r->host->output_write(out, t.buf, t.len, err);
+    bc_status st = bc_report_write_file(r->host, r->path, t.buf, t.len, err);
     free(t.buf);
-    if (st != BC_OK) {
-        r->host->output_abort(out);
-        return st;
-    }
-    return r->host->output_commit(out, err);
+    return st;
 }
 
 static void console_destroy(void *instance) {

@@ -22,6 +22,7 @@
 
 #include "benchctl/plugin.h"
 #include "jsonw.h"
+#include "report_file.h"
 #include "report_json.h"
 
 enum { SET_PATH = 0, SET_COUNT };
@@ -40,73 +41,46 @@ typedef struct csv_reporter {
 static const char *const stat_names[] = {"mean", "p50", "p95", "min", "max", "stddev"};
 #define N_STATS (sizeof stat_names / sizeof stat_names[0])
 
-/* A growable text buffer for the whole file (the caller frees buf). */
-typedef struct text {
-    char *buf;
-    size_t len, cap;
-    int failed; /* out of memory; sticky */
-} text;
-
-static void put(text *t, const char *s, size_t n) {
-    if (t->failed) return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (t->len + n + 1 > cap) cap *= 2;
-        char *nb = realloc(t->buf, cap);
-        if (!nb) {
-            t->failed = 1;
-            return;
-        }
-        t->buf = nb;
-        t->cap = cap;
-    }
-    memcpy(t->buf + t->len, s, n);
-    t->len += n;
-    t->buf[t->len] = '\0';
-}
-
-static void put_str(text *t, const char *s) { put(t, s, strlen(s)); }
-
 /* One cell, quoted when RFC 4180 requires it; preceded by a comma unless it
  * is the first of its row. */
-static void cell(text *t, int *first, const char *s) {
-    if (!*first) put(t, ",", 1);
+static void cell(bc_text *t, int *first, const char *s) {
+    if (!*first) bc_text_put(t, ",", 1);
     *first = 0;
     if (!s) return;
     if (strpbrk(s, ",\"\r\n") == NULL) {
-        put_str(t, s);
+        bc_text_puts(t, s);
         return;
     }
-    put(t, "\"", 1);
+    bc_text_put(t, "\"", 1);
     for (const char *p = s; *p; p++) {
-        if (*p == '"') put(t, "\"", 1); /* "" inside quotes */
-        put(t, p, 1);
+        if (*p == '"') bc_text_put(t, "\"", 1); /* "" inside quotes */
+        bc_text_put(t, p, 1);
     }
-    put(t, "\"", 1);
+    bc_text_put(t, "\"", 1);
 }
 
-static void cell_double(text *t, int *first, double x) {
+static void cell_double(bc_text *t, int *first, double x) {
     char num[40];
     bc_format_double(num, sizeof num, x); /* "" for NaN */
     cell(t, first, num);
 }
 
-static void cell_uint(text *t, int *first, uint64_t x) {
+static void cell_uint(bc_text *t, int *first, uint64_t x) {
     char num[32];
     snprintf(num, sizeof num, "%llu", (unsigned long long)x);
     cell(t, first, num);
 }
 
 /* Negative = unknown = empty. */
-static void cell_int_or_empty(text *t, int *first, int64_t x) {
+static void cell_int_or_empty(bc_text *t, int *first, int64_t x) {
     char num[32] = "";
     if (x >= 0) snprintf(num, sizeof num, "%lld", (long long)x);
     cell(t, first, num);
 }
 
-static void end_row(text *t) { put(t, "\r\n", 2); }
+static void end_row(bc_text *t) { bc_text_put(t, "\r\n", 2); }
 
-static void write_header(text *t, const bc_run_report *run) {
+static void write_header(bc_text *t, const bc_run_report *run) {
     static const char *const identity[] = {"index",
                                            "precision",
                                            "dtype",
@@ -134,7 +108,7 @@ static void write_header(text *t, const bc_run_report *run) {
     end_row(t);
 }
 
-static void write_row(text *t, const bc_run_report *run, const bc_case_report *cr) {
+static void write_row(bc_text *t, const bc_run_report *run, const bc_case_report *cr) {
     const bc_case *c = cr->c;
     int first = 1;
     cell_uint(t, &first, c->index);
@@ -173,6 +147,8 @@ static bc_status csv_open(const bc_host *host, const bc_setting_value *settings,
     (void)run;
     const char *path = settings[SET_PATH].s;
     if (!path || !*path) return bc_error_set(err, BC_ERR_INVALID, "csv: setting path is empty");
+    bc_status st = bc_report_check_path(host, path, err);
+    if (st != BC_OK) return st;
     csv_reporter *r = calloc(1, sizeof *r);
     if (!r) return bc_error_set(err, BC_ERR_NOMEM, "csv: out of memory");
     r->host = host;
@@ -183,25 +159,16 @@ static bc_status csv_open(const bc_host *host, const bc_setting_value *settings,
 
 static bc_status csv_close(void *instance, const bc_run_report *run, bc_error *err) {
     csv_reporter *r = instance;
-    text t = {0};
+    bc_text t = {0};
     write_header(&t, run);
     for (uint32_t i = 0; i < run->n_cases; i++) write_row(&t, run, &run->cases[i]);
     if (t.failed) {
         free(t.buf);
         return bc_error_set(err, BC_ERR_NOMEM, "csv: %s: out of memory building the table", r->path);
     }
-    bc_output *out = r->host->output_open(r->host, r->path, err);
-    if (!out) {
-        free(t.buf);
-        return err ? err->code : BC_ERR_IO;
-    }
-    bc_status st = r->host->output_write(out, t.buf, t.len, err);
+    bc_status st = bc_report_write_file(r->host, r->path, t.buf, t.len, err);
     free(t.buf);
-    if (st != BC_OK) {
-        r->host->output_abort(out);
-        return st;
-    }
-    return r->host->output_commit(out, err);
+    return st;
 }
 
 static void csv_destroy(void *instance) { free(instance); }

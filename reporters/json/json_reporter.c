@@ -12,6 +12,7 @@
 
 #include "benchctl/plugin.h"
 #include "jsonw.h"
+#include "report_file.h"
 #include "report_json.h"
 
 enum { SET_PATH = 0, SET_INDENT, SET_COUNT };
@@ -34,6 +35,8 @@ static bc_status json_open(const bc_host *host, const bc_setting_value *settings
     (void)run;
     const char *path = settings[SET_PATH].s;
     if (!path || !*path) return bc_error_set(err, BC_ERR_INVALID, "json: setting path is empty");
+    bc_status st = bc_report_check_path(host, path, err);
+    if (st != BC_OK) return st;
     json_reporter *r = calloc(1, sizeof *r);
     if (!r) return bc_error_set(err, BC_ERR_NOMEM, "json: out of memory");
     r->host = host;
@@ -108,24 +111,12 @@ static bc_status json_close(void *instance, const bc_run_report *run, bc_error *
     for (uint32_t i = 0; i < run->n_cases; i++) bc_rj_case(&w, run, &run->cases[i], 1, NULL);
     bc_jw_end_array(&w);
     bc_jw_end_object(&w);
-    if (bc_jw_failed(&w)) {
-        bc_jw_free(&w);
-        return bc_error_set(err, BC_ERR_NOMEM, "json: %s: out of memory building the report", r->path);
-    }
-
-    bc_output *out = r->host->output_open(r->host, r->path, err);
-    if (!out) {
-        bc_jw_free(&w);
-        return err ? err->code : BC_ERR_IO;
-    }
-    bc_status st = r->host->output_write(out, w.buf, w.len, err);
-    if (st == BC_OK) st = r->host->output_write(out, "\n", 1, err);
+    bc_jw_newline(&w);
+    bc_status st = bc_jw_failed(&w)
+                       ? bc_error_set(err, BC_ERR_NOMEM, "json: %s: out of memory building the report", r->path)
+                       : bc_report_write_file(r->host, r->path, w.text.buf, w.text.len, err);
     bc_jw_free(&w);
-    if (st != BC_OK) {
-        r->host->output_abort(out);
-        return st;
-    }
-    return r->host->output_commit(out, err);
+    return st;
 }
 
 static void json_destroy(void *instance) { free(instance); }

@@ -86,7 +86,7 @@ static bc_status make_parent_dirs(const char *path, bc_error *err) {
 /* Writes the buffered record as one line, then flushes it to the disk. */
 static bc_status write_line(jsonl_reporter *r, bc_error *err) {
     if (bc_jw_failed(&r->w)) return bc_error_set(err, BC_ERR_NOMEM, "jsonl: %s: out of memory", r->path);
-    if (fwrite(r->w.buf, 1, r->w.len, r->fp) != r->w.len || fputc('\n', r->fp) == EOF || fflush(r->fp) != 0)
+    if (fwrite(r->w.text.buf, 1, r->w.text.len, r->fp) != r->w.text.len || fputc('\n', r->fp) == EOF || fflush(r->fp) != 0)
         return bc_error_set(err, BC_ERR_IO, "jsonl: %s: write failed: %s", r->path, strerror(errno));
     if (fsync(fileno(r->fp)) != 0 && errno != EINVAL) /* EINVAL: a pipe or device, nothing to sync */
         return bc_error_set(err, BC_ERR_IO, "jsonl: %s: fsync failed: %s", r->path, strerror(errno));

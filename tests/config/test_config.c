@@ -366,6 +366,20 @@ static void test_reporter_override(void **state) {
     assert_string_equal(f->cfg.reporters[1].where, "reporters.[1]");
     assert_int_equal(f->cfg.reporters[1].line, 0);
 
+    /* --set applies after --reporter, so it reaches the reporters --reporter names */
+    const char *sets[] = {"reporters.[1].settings.path=\"b.csv\""};
+    st = load_text(f, BASE "reporters = ( { name = \"json\"; settings = { path = \"a\"; }; } );\n", sets, 1,
+                   "json,csv");
+    if (st) fail_msg("%s", f->err.message);
+    assert_string_equal(f->cfg.reporters[1].name, "csv");
+    static const bc_setting_desc table[] = {
+        {"path", BC_SETTING_STRING, 0, 0, "benchctl.csv", 0, 0, 0, NULL, "output file"},
+    };
+    static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, BC_KIND_REPORTER, "csv", "0", "test", table, 1, NULL};
+    bc_setting_value v[1];
+    st = bc_config_resolve_settings(&f->cfg, &f->cfg.reporters[1], &desc, v, &f->err);
+    if (st) fail_msg("%s", f->err.message);
+    assert_string_equal(v[0].s, "b.csv");
     expect_fail(f, BASE, NULL, 0, "json,,csv", "--reporter 'json,,csv': expected a comma-separated list");
     expect_fail(f, BASE, NULL, 0, "", "--reporter '': expected a comma-separated list");
 }

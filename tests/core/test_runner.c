@@ -47,7 +47,7 @@ typedef struct fixture {
 
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
-    const char *dirs[] = {BENCHCTL_TEST_PLUGIN_DIR};
+    const char *dirs[] = {BENCHCTL_TEST_FIXTURE_DIR};
     bc_error err = {0};
     if (bc_loader_init(&f->loader, dirs, 1, NULL, 0, &err) != BC_OK) return -1;
     const bc_plugin *p;
@@ -347,7 +347,7 @@ static void test_reporter_order(void **state) {
     matrix m = build(batches, 3, 1); /* 2 policies x 3 batches x 2 samples = 12 cases */
     bc_plugin rp = make_recorder();
     bc_setting_value which[2][1] = {{{.i = 0}}, {{.i = 1}}};
-    bc_runner_reporter reps[2] = {{&rp, which[0]}, {&rp, which[1]}};
+    bc_runner_reporter reps[2] = {{&rp, which[0], NULL}, {&rp, which[1], NULL}};
     bc_runner_config c = config(f, &m, 0, 1);
     c.reporters = reps;
     c.n_reporters = 2;
@@ -427,7 +427,7 @@ static void test_interrupt(void **state) {
     calls.stop_at_generate = 4;      /* case 2 (execution order), measured iteration 2 */
     bc_plugin rp = make_recorder();
     bc_setting_value which[1] = {{.i = 0}};
-    bc_runner_reporter rep = {&rp, which};
+    bc_runner_reporter rep = {&rp, which, NULL};
     bc_runner_config c = config(f, &m, 0, 3);
     c.reporters = &rep;
     c.n_reporters = 1;
@@ -455,7 +455,8 @@ static void test_interrupt(void **state) {
     free(m.cases);
 }
 
-/* One reporter failing to open is reported; the other still gets everything. */
+/* One reporter failing to open is reported, with where the config names it;
+ * the other still gets everything. */
 static void test_reporter_failure_isolated(void **state) {
     fixture *f = *state;
     memset(recs, 0, sizeof recs);
@@ -465,7 +466,7 @@ static void test_reporter_failure_isolated(void **state) {
     matrix m = build(batches, 1, 0);
     bc_plugin rp = make_recorder();
     bc_setting_value which[2][1] = {{{.i = 0}}, {{.i = 1}}};
-    bc_runner_reporter reps[2] = {{&rp, which[0]}, {&rp, which[1]}};
+    bc_runner_reporter reps[2] = {{&rp, which[0], "bench.cfg:9"}, {&rp, which[1], NULL}};
     bc_runner_config c = config(f, &m, 0, 1);
     c.reporters = reps;
     c.n_reporters = 2;
@@ -473,7 +474,7 @@ static void test_reporter_failure_isolated(void **state) {
     bc_error err = {0};
     assert_int_equal(bc_run(&c, &res, &err), BC_OK);
     assert_int_equal(n_errors, 1);
-    assert_non_null(strstr(last_error, "reporter 'recorder': open: cannot write"));
+    assert_non_null(strstr(last_error, "bench.cfg:9: reporter 'recorder': open: cannot write"));
     assert_int_equal(recs[0].closed, 0);
     assert_int_equal(recs[1].closed, 1);
     assert_int_equal(recs[1].closed_n, m.n);

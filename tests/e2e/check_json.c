@@ -1,7 +1,9 @@
 /* check_json.c: reads back the JSON report of an e2e run with jansson and
  * checks what the harness promised:
  *   check_json REPORT.json N_CASES ITERATIONS MEASURED FAILED_BATCH
- * - top-level seed keys; cases has N_CASES entries in requested order (index 0..N-1);
+ * - top-level seed keys and the extended ones (schema version, run metadata);
+ *   every case has the seed's case keys and precision, cache_policy, status;
+ * - cases has N_CASES entries in requested order (index 0..N-1);
  * - each ok case has ITERATIONS profiles whose num_generated_tokens =
  *   batch x samples x response_length and total_ms = the sum of its stages;
  * - prefill/decode fields are numbers when MEASURED is 1, null when 0;
@@ -47,11 +49,23 @@ int main(int argc, char **argv) {
                                             "top_p", "release_inference_cache", "cases"};
     for (size_t i = 0; i < sizeof seed_keys / sizeof *seed_keys; i++)
         CHECK(json_object_get(root, seed_keys[i]) != NULL, "top level lacks \"%s\"", seed_keys[i]);
+    static const char *const run_keys[] = {"schema_version", "benchctl_version", "git_commit", "cpu_model", "gpu",
+                                           "driver", "config_sha256", "plugins", "start_time"};
+    for (size_t i = 0; i < sizeof run_keys / sizeof *run_keys; i++)
+        CHECK(json_object_get(root, run_keys[i]) != NULL, "top level lacks \"%s\"", run_keys[i]);
+    CHECK(json_is_array(json_object_get(root, "plugins")) && json_array_size(json_object_get(root, "plugins")) > 0,
+          "plugins is not a non-empty array");
     CHECK(num(root, "iterations") == iterations, "iterations is not %d", iterations);
     json_t *cases = json_object_get(root, "cases");
     CHECK(json_is_array(cases) && json_array_size(cases) == n_cases, "cases is not an array of %zu", n_cases);
     for (size_t i = 0; json_is_array(cases) && i < json_array_size(cases); i++) {
         json_t *c = json_array_get(cases, i);
+        static const char *const case_keys[] = {"batch_size", "samples_per_prompt", "prompt_length",
+                                                "requested_response_length", "returned_response_length",
+                                                "peak_memory_mb", "summary", "profiles", "precision",
+                                                "cache_policy", "status"};
+        for (size_t k = 0; k < sizeof case_keys / sizeof *case_keys; k++)
+            CHECK(json_object_get(c, case_keys[k]) != NULL, "cases[%zu] lacks \"%s\"", i, case_keys[k]);
         CHECK(num(c, "index") == (double)i, "cases[%zu].index is %g: not requested order", i, num(c, "index"));
         const char *status = json_string_value(json_object_get(c, "status"));
         double batch = num(c, "batch_size"), samples = num(c, "samples_per_prompt");

@@ -1,15 +1,19 @@
 #!/bin/sh
 # e2e.sh: runs the real benchctl binary on the configs in tests/e2e and checks
 # exit codes, the one-line errors, and what the fixture reporter wrote.
-#   e2e.sh BENCHCTL E2E_SOURCE_DIR LOADER_FIXTURE_DIR WORK_DIR CHECK_JSON
+#   e2e.sh BENCHCTL E2E_SOURCE_DIR LOADER_FIXTURE_DIR WORK_DIR CHECK_JSON FIXTURE_PLUGIN_DIR
+# The fixture plugins (testbackend, ...) are not in the build tree's plugins/
+# folder; BENCHCTL_PLUGIN_PATH points at theirs.
 set -u
 BENCHCTL=$1
 SRC=$2
 FIX=$3
 WORK=$4
 CHECK_JSON=$5
+FIXTURE_PLUGINS=$6
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
-unset BENCHCTL_PLUGIN_PATH
+BENCHCTL_PLUGIN_PATH=$FIXTURE_PLUGINS
+export BENCHCTL_PLUGIN_PATH
 failures=0
 
 fail() {
@@ -61,12 +65,26 @@ first=$(awk 'NR > 2 && $1 == 1 { print $9 }' plan.out)
 last=$(awk 'NR > 2 && $1 == 16 { print $9 }' plan.out)
 [ "$last" = "1" ] || fail "plan: last case has effective batch '$last', expected 1"
 
-# --- plugins: lists the fixtures; settings table of one
+# --- plugins: lists the fixtures (on BENCHCTL_PLUGIN_PATH); settings table of one
 expect 0 plugins plugins
 has plugins.out "testbackend"
+has plugins.out "$FIXTURE_PLUGINS/benchctl-testbackend.so"
+# without BENCHCTL_PLUGIN_PATH the build tree lists its product plugins only
+env -u BENCHCTL_PLUGIN_PATH "$BENCHCTL" plugins >plugins_product.out 2>plugins_product.err ||
+    fail "plugins without BENCHCTL_PLUGIN_PATH exited non-zero"
+has plugins_product.out "json"
+kinds=$(awk 'NR > 1 && $1 !~ /^\// { print $1 }' plugins_product.out | uniq | tr '\n' ' ')
+[ "$kinds" = "backend precision cache reporter " ] || fail "plugins: not grouped by kind: '$kinds'"
+if grep -q 'benchctl-test' plugins_product.out; then
+    fail "plugins without BENCHCTL_PLUGIN_PATH lists test fixtures"
+    sed 's/^/    /' plugins_product.out
+fi
 expect 0 plugins_one plugins testbackend
 has plugins_one.out "fail_on_batch"
 has plugins_one.out "spin|sleep"
+expect 2 plugins_near plugins testbackendd
+one_error plugins_near
+has plugins_near.err "did you mean 'testbackend'"
 
 # --- a failing case: the run goes on, exit 3
 expect 3 fail run "$SRC/fail.cfg"
@@ -74,6 +92,26 @@ has fail.txt "case 0 ok 2"
 has fail.txt "case 1 failed 0"
 has fail.txt "case 2 ok 2"
 has fail.err "generate: injected failure for batch_size 2"
+
+# --- the console's progress line: on a terminal (a pty from script(1)) yes, in a pipe no
+expect 0 notty run "$SRC/good.cfg" --reporter console
+grep -q '\[1/16\]' notty.err && fail "notty: a progress line on stderr that is not a terminal"
+has notty.out "16 cases: 16 ok"
+if command -v script >/dev/null 2>&1; then
+    script -qec "'$BENCHCTL' run '$SRC/good.cfg' --reporter console" /dev/null >tty.log 2>&1 ||
+        fail "tty: benchctl under script(1) exited non-zero"
+    has tty.log "[1/16] B=2 x3 prompt=8 resp=4"
+    has tty.log "[16/16] "
+    has tty.log "16 cases: 16 ok"
+else
+    echo "skip: tty (no script(1))"
+fi
+
+# --- the same failure in many cases: one line on stderr, one under the console table
+expect 3 fail_many run "$SRC/good.cfg" --reporter console --set 'backend.settings.fail_on_batch=2'
+[ "$(grep -c 'injected failure' fail_many.err)" -eq 1 ] || { fail "fail_many.err: expected one failure line"; cat fail_many.err; }
+has fail_many.err "cases 2, 3, 6, 7, 10, 11, 14, 15 failed: generate: injected failure for batch_size 2"
+has fail_many.out "cases 2, 3, 6, 7, 10, 11, 14, 15 failed: generate: injected failure for batch_size 2"
 
 # --- SIGINT: the current iteration finishes, the rest is skipped, the report is still written, exit 130
 "$BENCHCTL" run "$SRC/good.cfg" --set 'backend.settings.mode="sleep"' --set 'backend.settings.post_us=200000' \
@@ -98,6 +136,19 @@ head -1 benchctl.csv | grep -q '^index,precision,' || fail "csv: unexpected head
 has json.err "16 cases: 16 ok"
 expect 3 json_fail run "$SRC/fail.cfg" --reporter json
 "$CHECK_JSON" benchctl.json 3 2 1 2 || fail "json_fail: check_json failed on benchctl.json"
+
+# --- --set reaches a --reporter's reporter; a .gz path is gzip
+expect 0 gz run "$SRC/good.cfg" --reporter json --set 'reporters.[0].settings.path="r.json.gz"' \
+    --set 'backend.settings.measure_forwards=false'
+gzip -dc r.json.gz >r.json || fail "gz: r.json.gz is not gzip"
+"$CHECK_JSON" r.json 16 2 0 0 || fail "gz: check_json failed on r.json"
+
+# --- an output path that cannot be written: said at open, before the cases, with where it was named
+: >notafolder
+expect 1 badpath run "$SRC/good.cfg" --reporter csv,json --set 'reporters.[1].settings.path="notafolder/x.json"'
+has badpath.err "benchctl: --reporter: reporter 'json': open: notafolder/x.json: notafolder is not a folder"
+[ "$(head -1 badpath.err | grep -c "reporter 'json': open")" -eq 1 ] || fail "badpath: the error is not the first line"
+[ -f benchctl.csv ] || fail "badpath: the other reporter (csv) wrote nothing"
 
 # --- loader and config errors: one line, exit 2
 expect 2 missing run "$SRC/missing.cfg"

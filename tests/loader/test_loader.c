@@ -16,10 +16,10 @@
 
 static int setup(void **state) {
     bc_loader *l = calloc(1, sizeof *l);
-    const char *dirs[] = {BENCHCTL_TEST_PLUGIN_DIR};
+    const char *dirs[] = {BENCHCTL_TEST_FIXTURE_DIR, BENCHCTL_TEST_PLUGIN_DIR};
     bc_error err = {0};
     unsetenv("BENCHCTL_PLUGIN_PATH");
-    if (bc_loader_init(l, dirs, 1, NULL, 0, &err) != BC_OK) return -1;
+    if (bc_loader_init(l, dirs, 2, NULL, 0, &err) != BC_OK) return -1;
     *state = l;
     return 0;
 }
@@ -49,13 +49,14 @@ static void test_loads_by_name_and_path(void **state) {
     assert_string_equal(p->desc->name, "testbackend");
     assert_non_null(p->backend.generate);
     assert_string_equal((const char *)p->host.host_private, "testbackend");
-    assert_int_equal(bc_loader_load(l, BENCHCTL_TEST_PLUGIN_DIR "/benchctl-testbackend.so", 0, NULL, &q, &err), BC_OK);
+    assert_int_equal(bc_loader_load(l, BENCHCTL_TEST_FIXTURE_DIR "/benchctl-testbackend.so", 0, NULL, &q, &err), BC_OK);
     assert_ptr_equal(p, q); /* one bc_plugin per file */
 }
 
 static void test_missing_plugin_lists_places(void **state) {
     bc_loader *l = *state;
-    const char *f[] = {"plugin 'nosuch' not found", BENCHCTL_TEST_PLUGIN_DIR "/benchctl-nosuch.so",
+    const char *f[] = {"plugin 'nosuch' not found", BENCHCTL_TEST_FIXTURE_DIR "/benchctl-nosuch.so",
+                       BENCHCTL_TEST_PLUGIN_DIR "/benchctl-nosuch.so",
                        BENCHCTL_PLUGIN_INSTALL_DIR "/benchctl-nosuch.so", NULL};
     expect_error(l, "nosuch", BC_KIND_BACKEND, f);
     assert_true(strlen(l->hint) > 0);
@@ -153,7 +154,7 @@ static void on_listed(void *ctx, const char *path, const bc_plugin *p, const cha
 
 static void test_list(void **state) {
     (void)state;
-    const char *dirs[] = {BENCHCTL_TEST_PLUGIN_DIR, FIXTURES, BENCHCTL_TEST_PLUGIN_DIR};
+    const char *dirs[] = {BENCHCTL_TEST_FIXTURE_DIR, FIXTURES, BENCHCTL_TEST_FIXTURE_DIR};
     bc_loader l;
     bc_error err = {0};
     assert_int_equal(bc_loader_init(&l, dirs, 3, NULL, 0, &err), BC_OK);

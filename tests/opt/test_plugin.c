@@ -1,8 +1,9 @@
 /* test_plugin.c: the `opt` backend through the plugin ABI, as benchctl uses
  * it: dlopen build/plugins/benchctl-opt.so, create with settings, begin_case,
  * the three stages, memory accounting (plan == what is held), save_tokens,
- * cache release/acquire, precision switches, and the errors (bad precision,
- * cuda, checkpoint). A minimal host (stdio output) stands in for benchctl's.
+ * cache release/acquire, precision switches, the plan of a checkpoint (its
+ * config.json's shape, before the weights load), and the errors (bad
+ * precision, cuda, checkpoint). A minimal host (stdio output) stands in for benchctl's.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 #include <time.h>
 
 #include "../plugins/plugin_dl.h"
+#include "checkpoint.h"
 
 /* ------------------------------------------------------------ a tiny host */
 
@@ -235,8 +237,21 @@ static void test_errors(void **state) {
     void *inst = NULL;
     bc_error err = {0};
     setting(f, "device")->s = "cuda";
-    assert_int_equal(f->ops->create(&host, f->v, &inst, &err), BC_ERR_DEVICE);
-    assert_non_null(strstr(err.message, "no CUDA device"));
+    bc_status cs = f->ops->create(&host, f->v, &inst, &err);
+    if (cs == BC_OK) { /* a CUDA build: a case fails without a GPU, not the run (docs/cuda.md) */
+        bc_case cc = make_case(&p_bf16, "bf16");
+        bc_status bs = f->ops->begin_case(inst, &cc, &err);
+        if (bs != BC_OK) {
+            assert_int_equal(bs, BC_ERR_DEVICE);
+            assert_non_null(strstr(err.message, "no CUDA device"));
+        }
+        f->ops->end_case(inst);
+        f->ops->destroy(inst);
+        inst = NULL;
+    } else {
+        assert_int_equal(cs, BC_ERR_DEVICE);
+        assert_non_null(strstr(err.message, "no CUDA device"));
+    }
     setting(f, "device")->s = "cpu";
     setting(f, "checkpoint")->s = "/nonexistent/opt-dir";
     assert_int_equal(f->ops->create(&host, f->v, &inst, &err), BC_OK);
@@ -250,11 +265,49 @@ static void test_errors(void **state) {
     f->ops->destroy(inst);
 }
 
+/* A checkpoint's plan comes from its config.json before any weight loads,
+ * and equals what the loaded case holds. */
+static void test_checkpoint_plan(void **state) {
+    fixture *f = *state;
+    const char *dir = BENCHCTL_SOURCE_DIR "/tests/opt/golden/postln_proj";
+    opt_hparams hp;
+    bc_error err = {0};
+    assert_int_equal(opt_hparams_from_checkpoint(dir, &hp, &err), BC_OK);
+    assert_true(hp.word_embed_proj_dim != hp.hidden_size); /* the post-LN model with project_in/out */
+    setting(f, "checkpoint")->s = dir;
+    setting(f, "threads")->i = 1;
+    void *inst = NULL;
+    assert_int_equal(f->ops->create(&host, f->v, &inst, &err), BC_OK);
+    bc_case c = make_case(&p_fp32, "fp32");
+    bc_memory_stats plan = {.struct_size = sizeof plan}, mem = {.struct_size = sizeof mem};
+    assert_int_equal(f->ops->plan_memory(inst, &c, &plan, &err), BC_OK);
+    /* L layers x 2 rows x 7 tokens x C x 4 bytes, for K and for V */
+    assert_int_equal(plan.kv_cache_bytes, 2ll * hp.num_hidden_layers * 2 * 7 * hp.hidden_size * 4);
+    assert_true(plan.weights_bytes >= 4ll * hp.vocab_size * hp.word_embed_proj_dim);
+    assert_true(plan.host_peak_bytes > plan.weights_bytes + plan.kv_cache_bytes);
+    assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
+    assert_int_equal(f->ops->read_memory(inst, &mem, &err), BC_OK);
+    assert_int_equal(mem.weights_bytes, plan.weights_bytes);
+    assert_int_equal(mem.kv_cache_bytes, plan.kv_cache_bytes);
+    assert_int_equal(mem.workspace_bytes, plan.workspace_bytes);
+    assert_int_equal(mem.host_peak_bytes, plan.host_peak_bytes);
+    f->ops->end_case(inst);
+    f->ops->destroy(inst);
+
+    /* a checkpoint without config.json: the plan says which file */
+    setting(f, "checkpoint")->s = "/nonexistent/opt-dir";
+    assert_int_equal(f->ops->create(&host, f->v, &inst, &err), BC_OK);
+    assert_int_not_equal(f->ops->plan_memory(inst, &c, &plan, &err), BC_OK);
+    assert_non_null(strstr(err.message, "/nonexistent/opt-dir/config.json"));
+    f->ops->destroy(inst);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_descriptor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollout_and_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_plan, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,8 +19,8 @@
 static json_t *parse(const bc_jw *w) {
     assert_false(bc_jw_failed(w));
     json_error_t jerr;
-    json_t *v = json_loads(w->buf, JSON_DECODE_ANY, &jerr);
-    if (!v) fprintf(stderr, "not JSON (%s): %s\n", jerr.text, w->buf);
+    json_t *v = json_loads(w->text.buf, JSON_DECODE_ANY, &jerr);
+    if (!v) fprintf(stderr, "not JSON (%s): %s\n", jerr.text, w->text.buf);
     assert_non_null(v);
     return v;
 }
@@ -38,7 +38,7 @@ static void test_strings(void **state) {
     bc_jw_string(&w, "\xed\xa0\x80");                             /* a UTF-16 surrogate is not UTF-8 */
     bc_jw_string(&w, NULL);
     bc_jw_end_array(&w);
-    assert_null(strchr(w.buf, '\n'));
+    assert_null(strchr(w.text.buf, '\n'));
     json_t *v = parse(&w);
     assert_string_equal(json_string_value(json_array_get(v, 0)), "plain");
     assert_string_equal(json_string_value(json_array_get(v, 1)), "quote \" backslash \\ slash /");
@@ -85,7 +85,7 @@ static void test_numbers(void **state) {
     /* jansson's integers are signed and refuse UINT64_MAX, so check the text. */
     bc_jw_init(&w, 0);
     bc_jw_uint(&w, UINT64_MAX);
-    assert_string_equal(w.buf, "18446744073709551615");
+    assert_string_equal(w.text.buf, "18446744073709551615");
     bc_jw_free(&w);
 
     char buf[40];
@@ -131,12 +131,12 @@ static void test_nesting(void **state) {
         assert_true(json_is_true(json_object_get(json_array_get(list, 0), "a")));
         assert_true(json_is_false(json_object_get(json_array_get(list, 0), "b")));
         assert_string_equal(json_string_value(json_object_get(v, "k\"ey")), "v");
-        if (indent == 0) assert_null(strchr(w.buf, '\n'));
+        if (indent == 0) assert_null(strchr(w.text.buf, '\n'));
         json_decref(v);
         bc_jw_reset(&w); /* reuse keeps working */
         bc_jw_begin_array(&w);
         bc_jw_end_array(&w);
-        assert_string_equal(w.buf, "[]");
+        assert_string_equal(w.text.buf, "[]");
         bc_jw_free(&w);
     }
 }

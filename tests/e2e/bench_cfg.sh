@@ -1,0 +1,46 @@
+#!/bin/sh
+# bench_cfg.sh: runs the main job exactly as README.md says (configs/bench.cfg,
+# the OPT engine on synthetic OPT-125m weights) with one measured iteration,
+# and checks it writes the JSON, CSV and console reports: the JSON read back
+# with jansson (check_json), one CSV row per case, the console table on stdout.
+#   bench_cfg.sh BENCHCTL SOURCE_DIR WORK_DIR CHECK_JSON
+set -u
+BENCHCTL=$1
+SRC=$2
+WORK=$3
+CHECK_JSON=$4
+rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+unset BENCHCTL_PLUGIN_PATH
+failures=0
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+"$BENCHCTL" run "$SRC/configs/bench.cfg" --set run.iterations=1 --set run.warmup=0 >bench.out 2>bench.err
+rc=$?
+[ "$rc" -eq 0 ] || { fail "benchctl run configs/bench.cfg exited $rc"; sed 's/^/    /' bench.err; }
+n=$("$BENCHCTL" plan "$SRC/configs/bench.cfg" | awk 'NR == 1 { print $1 }')
+[ -n "$n" ] && [ "$n" -gt 0 ] || fail "plan: no case count"
+"$CHECK_JSON" out/bench.json "$n" 1 1 0 || fail "out/bench.json: check_json failed"
+[ "$(wc -l <out/bench.csv)" -eq $((n + 1)) ] || fail "out/bench.csv: expected a header and $n rows"
+grep -q '^benchctl .*facebook/opt-125m' bench.out || fail "console: no title line on stdout"
+[ "$(grep -c ' ok ' bench.out)" -eq "$n" ] || fail "console: expected $n ok rows"
+grep -q "$n cases: $n ok" bench.err || fail "stderr lacks the summary line"
+
+# plan with a checkpoint: sizes from its config.json (tests/opt/golden), not "?"
+"$BENCHCTL" plan "$SRC/configs/bench.cfg" --set "backend.settings.checkpoint=\"$SRC/tests/opt/golden/preln\"" \
+    >plan_ck.out 2>plan_ck.err || fail "plan with a checkpoint exited non-zero"
+[ "$(awk 'NR > 2 && $10 ~ /^[0-9.]+$/' plan_ck.out | wc -l)" -eq "$n" ] ||
+    { fail "plan with a checkpoint: no weights_MiB figure in every row"; cat plan_ck.out plan_ck.err; }
+# a checkpoint that is not there: one warning naming the file, "?" in the rows
+"$BENCHCTL" plan "$SRC/configs/bench.cfg" --set 'backend.settings.checkpoint="/nonexistent/ck"' \
+    >plan_bad.out 2>plan_bad.err
+[ "$(grep -c '/nonexistent/ck/config.json' plan_bad.err)" -eq 1 ] || { fail "plan_bad: expected one warning"; cat plan_bad.err; }
+grep -q '/nonexistent' plan_bad.out && fail "plan_bad: the error is in the table on stdout"
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures bench.cfg check(s) failed"
+    exit 1
+fi
+echo "configs/bench.cfg: $n cases, JSON, CSV and console reports checked"
