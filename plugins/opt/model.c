@@ -385,25 +385,7 @@ static void attention_worker(void *ctx, int i, int n) {
         for (int t = 0; t < j->T; t++) {
             const float *qv = j->q + ((size_t)b * j->T + t) * C + (size_t)h * D;
             float *out = j->att + ((size_t)b * j->T + t) * C + (size_t)h * D;
-            const int sq = j->S0 + t; /* keys 0..sq */
-            float mx = -INFINITY;
-            int any = 0;
-            for (int s = 0; s <= sq; s++) {
-                if (!mk[s]) { sc[s] = -INFINITY; continue; }
-                sc[s] = j->k->dot(qv, K + (size_t)s * D * es, j->dt, D);
-                if (sc[s] > mx) mx = sc[s];
-                any = 1;
-            }
-            float sum = 0.0f;
-            for (int s = 0; s <= sq; s++) {
-                if (!any) sc[s] = 1.0f; /* a pad query with no visible key: uniform */
-                else sc[s] = mk[s] ? expf(sc[s] - mx) : 0.0f;
-                sum += sc[s];
-            }
-            const float inv = 1.0f / sum;
-            memset(out, 0, (size_t)D * sizeof(float));
-            for (int s = 0; s <= sq; s++)
-                if (sc[s] != 0.0f) j->k->axpy(out, sc[s] * inv, Vv + (size_t)s * D * es, j->dt, D);
+            j->k->attend(out, qv, K, Vv, j->dt, mk, j->S0 + t + 1, D, sc); /* keys 0..S0+t */
         }
     }
 }
