@@ -358,7 +358,8 @@ static void embedding_forward(opt_model *m, float *x, float *emb, float *tmp, co
 typedef struct attention_job {
     const opt_kernels *k;
     float *att;              /* [B, T, C] out */
-    const float *q;          /* [B, T, C], already scaled by D^-0.5 */
+    const float *q;          /* [B, T, ldq], the first C of each row; already scaled by D^-0.5 */
+    int ldq;                 /* floats between rows of q */
     const void *kc, *vc;     /* this layer's cache [B][H][Smax][D] in dtype */
     opt_dtype dt;
     const uint8_t *mask;     /* [B, mask_stride] */
@@ -383,24 +384,24 @@ static void attention_worker(void *ctx, int i, int n) {
         const char *K = (const char *)j->kc + head, *Vv = (const char *)j->vc + head;
         const uint8_t *mk = j->mask + (size_t)b * j->mask_stride;
         for (int t = 0; t < j->T; t++) {
-            const float *qv = j->q + ((size_t)b * j->T + t) * C + (size_t)h * D;
+            const float *qv = j->q + ((size_t)b * j->T + t) * j->ldq + (size_t)h * D;
             float *out = j->att + ((size_t)b * j->T + t) * C + (size_t)h * D;
             j->k->attend(out, qv, K, Vv, j->dt, mk, j->S0 + t + 1, D, sc); /* keys 0..S0+t */
         }
     }
 }
 
-/* Appends the new keys and values kk, vv [B, T, C] (fp32) to the layer's
- * cache [B][H][Smax][D] at positions S0..S0+T-1, in the cache's dtype. */
-static void kv_store(const opt_kernels *k, void *kc, void *vc, opt_dtype dt, const float *kk, const float *vv, int B,
-                     int T, int H, int D, int Smax, int S0) {
+/* Appends the new keys and values kk, vv [B, T, ld] (fp32, the first C of
+ * each row) to the layer's cache [B][H][Smax][D] at positions S0..S0+T-1, in
+ * the cache's dtype. */
+static void kv_store(const opt_kernels *k, void *kc, void *vc, opt_dtype dt, const float *kk, const float *vv, int ld,
+                     int B, int T, int H, int D, int Smax, int S0) {
     const size_t es = opt_dtype_size(dt);
-    const int C = H * D;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             size_t head = ((size_t)b * H + h) * (size_t)Smax * D;
             for (int t = 0; t < T; t++) {
-                size_t src = ((size_t)b * T + t) * C + (size_t)h * D;
+                size_t src = ((size_t)b * T + t) * ld + (size_t)h * D;
                 size_t dst = (head + (size_t)(S0 + t) * D) * es;
                 k->from_f32((char *)kc + dst, dt, kk + src, (size_t)D);
                 k->from_f32((char *)vc + dst, dt, vv + src, (size_t)D);
@@ -432,13 +433,31 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
         layernorm_forward(xn, x, lw->ln1_gamma, lw->ln1_beta, N, C);
         a_in = xn;
     }
-    opt_linear_parallel(m->pool, m->k, q, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, C, 0);
-    opt_linear_parallel(m->pool, m->k, kk, a_in, lw->k_proj.data, dt, lw->k_bias, N, C, C, 0);
-    opt_linear_parallel(m->pool, m->k, vv, a_in, lw->v_proj.data, dt, lw->v_bias, N, C, C, 0);
+    /* q, k, v: one GEMM over the [3C, C] weight when q_proj, k_proj, v_proj
+     * (and their biases) lie back to back in the arena, as weights_layout puts
+     * them whenever C * C * dtype size is a multiple of 64; the outputs are
+     * then rows [q | k | v] of ff [N, 3C]. */
+    const size_t wqkv = (size_t)C * C * opt_dtype_size(dt);
+    float *qa = q; /* q rows, ldq floats apart */
+    int ldq = C;
+    if (3 * C <= F && (const char *)lw->k_proj.data == (const char *)lw->q_proj.data + wqkv &&
+        (const char *)lw->v_proj.data == (const char *)lw->k_proj.data + wqkv && lw->k_bias == lw->q_bias + C &&
+        lw->v_bias == lw->k_bias + C) {
+        opt_linear_parallel(m->pool, m->k, ff, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, 3 * C, 0);
+        qa = ff;
+        kk = ff + C;
+        vv = ff + 2 * C;
+        ldq = 3 * C;
+    } else {
+        opt_linear_parallel(m->pool, m->k, q, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, C, 0);
+        opt_linear_parallel(m->pool, m->k, kk, a_in, lw->k_proj.data, dt, lw->k_bias, N, C, C, 0);
+        opt_linear_parallel(m->pool, m->k, vv, a_in, lw->v_proj.data, dt, lw->v_bias, N, C, C, 0);
+    }
     const float scale = 1.0f / sqrtf((float)D);
-    for (size_t i = 0; i < (size_t)N * C; i++) q[i] *= scale;
-    kv_store(m->k, kc, vc, kv->dtype, kk, vv, B, T, H, D, kv->Smax, kv->len);
-    attention_job job = {m->k, att, q, kc, vc, kv->dtype, mask, mask_stride,
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < C; i++) qa[(size_t)n * ldq + i] *= scale;
+    kv_store(m->k, kc, vc, kv->dtype, kk, vv, ldq, B, T, H, D, kv->Smax, kv->len);
+    attention_job job = {m->k, att, qa, ldq, kc, vc, kv->dtype, mask, mask_stride,
                          ws->scores, round16(ws->Smax), B, T, H, D, kv->Smax, kv->len};
     opt_pool_run(m->pool, attention_worker, &job);
     opt_linear_parallel(m->pool, m->k, q, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
