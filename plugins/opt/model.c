@@ -246,7 +246,7 @@ static size_t workspace_layout(opt_workspace *ws, const opt_hparams *hp, int N, 
     } while (0)
     BUF(ws->x, float, N * Cm);
     BUF(ws->xn, float, N * Cm);
-    BUF(ws->q, float, N * Cm);
+    BUF(ws->q, float, N * 3 * Cm); /* [N, 3C]: the fused q | k | v output (decoder_layer_forward) */
     BUF(ws->kk, float, N * Cm);
     BUF(ws->vv, float, N * Cm);
     BUF(ws->att, float, N * Cm);
@@ -457,17 +457,15 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
     /* q, k, v: one GEMM over the [3C, C] weight when q_proj, k_proj, v_proj
      * (and their biases) lie back to back in the arena, as weights_layout puts
      * them whenever C * C * dtype size is a multiple of 64; the outputs are
-     * then rows [q | k | v] of ff [N, 3C]. */
+     * then rows [q | k | v] of the q buffer, [N, 3C]. */
     const size_t wqkv = (size_t)C * C * opt_dtype_size(dt);
-    float *qa = q; /* q rows, ldq floats apart */
     int ldq = C;
-    if (3 * C <= F && (const char *)lw->k_proj.data == (const char *)lw->q_proj.data + wqkv &&
+    if ((const char *)lw->k_proj.data == (const char *)lw->q_proj.data + wqkv &&
         (const char *)lw->v_proj.data == (const char *)lw->k_proj.data + wqkv && lw->k_bias == lw->q_bias + C &&
         lw->v_bias == lw->k_bias + C) {
-        opt_linear_parallel(m->pool, m->k, ff, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, 3 * C, 0);
-        qa = ff;
-        kk = ff + C;
-        vv = ff + 2 * C;
+        opt_linear_parallel(m->pool, m->k, q, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, 3 * C, 0);
+        kk = q + C;
+        vv = q + 2 * C;
         ldq = 3 * C;
     } else {
         opt_linear_parallel(m->pool, m->k, q, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, C, 0);
@@ -476,13 +474,13 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
     }
     const float scale = 1.0f / sqrtf((float)D);
     for (int n = 0; n < N; n++)
-        for (int i = 0; i < C; i++) qa[(size_t)n * ldq + i] *= scale;
+        for (int i = 0; i < C; i++) q[(size_t)n * ldq + i] *= scale;
     kv_store(m->k, kc, vc, kv->dtype, kk, vv, ldq, B, T, H, D, kv->Smax, kv->len);
-    attention_job job = {m->k, att, qa, ldq, kc, vc, kv->dtype, mask, mask_stride,
+    attention_job job = {m->k, att, q, ldq, kc, vc, kv->dtype, mask, mask_stride,
                          ws->scores, round16(ws->Smax), B, T, H, D, kv->Smax, kv->len};
     opt_pool_run(m->pool, attention_worker, &job);
-    opt_linear_parallel(m->pool, m->k, q, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
-    residual_forward(x, q, (size_t)N * C);
+    opt_linear_parallel(m->pool, m->k, ws->kk, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
+    residual_forward(x, ws->kk, (size_t)N * C);
     if (!hp->do_layer_norm_before) layernorm_forward(x, x, lw->ln1_gamma, lw->ln1_beta, N, C);
 
     /* feed-forward block */
