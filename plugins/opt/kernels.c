@@ -9,6 +9,7 @@
 #include "kernels.h"
 #include "kernels_impl.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -217,6 +218,37 @@ static void from_f32_portable(void *dst, opt_dtype dt, const float *src, size_t 
     }
 }
 
+/* The reference attention: one dot product per kept key, a max-subtracted
+ * expf softmax, then the V rows in key order (y += p_s * v_s). */
+static void attend_portable(float *out, const float *q, const void *k, const void *v, opt_dtype dt,
+                            const uint8_t *keep, int S, int D, float *scores)
+{
+    const size_t es = opt_dtype_size(dt);
+    float mx = -INFINITY;
+    for (int s = 0; s < S; s++) {
+        if (keep && !keep[s]) {
+            scores[s] = -INFINITY;
+            continue;
+        }
+        scores[s] = dot_portable(q, (const char *)k + (size_t)s * D * es, dt, D);
+        if (scores[s] > mx)
+            mx = scores[s];
+    }
+    float sum = 0.0f;
+    for (int s = 0; s < S; s++) {
+        if (mx == -INFINITY) /* nothing kept: uniform */
+            scores[s] = 1.0f;
+        else
+            scores[s] = scores[s] == -INFINITY ? 0.0f : expf(scores[s] - mx);
+        sum += scores[s];
+    }
+    const float inv = 1.0f / sum;
+    memset(out, 0, (size_t)D * sizeof(float));
+    for (int s = 0; s < S; s++)
+        if (scores[s] != 0.0f)
+            axpy_portable(out, scores[s] * inv, (const char *)v + (size_t)s * D * es, dt, D);
+}
+
 static const opt_kernels kernels_portable = {
     .isa = OPT_ISA_PORTABLE,
     .linear = linear_portable,
@@ -224,6 +256,7 @@ static const opt_kernels kernels_portable = {
     .axpy = axpy_portable,
     .to_f32 = to_f32_portable,
     .from_f32 = from_f32_portable,
+    .attend = attend_portable,
 };
 
 /* ---- detection and dispatch --------------------------------------------- */

@@ -38,6 +38,15 @@ typedef struct opt_kernels {
     /* Conversions of n values. */
     void (*to_f32)(float *dst, const void *src, opt_dtype st, size_t n);
     void (*from_f32)(void *dst, opt_dtype dt, const float *src, size_t n);
+    /* Attention of one query against the S keys of one head (decode and
+     * prefill both call it once per (row, head, query)):
+     *   out[D] = sum_s p_s * v[s, :],   p = softmax_s(q . k[s, :]) in fp32
+     * over the keys with keep[s] != 0 (keep NULL: all); a dropped key has
+     * p_s = 0 and its K and V rows are not used. When no key is kept (a pad
+     * query), p is uniform over all S keys. q[D] fp32 (already scaled),
+     * k[S, D] and v[S, D] row-major in dt, scores[S] fp32 scratch. */
+    void (*attend)(float *out, const float *q, const void *k, const void *v, opt_dtype dt, const uint8_t *keep, int S,
+                   int D, float *scores);
 } opt_kernels;
 
 /* The kernel table for isa (must be <= opt_isa_detect()), or NULL. */

@@ -16,6 +16,7 @@
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -262,6 +263,109 @@ static void axpy_avx2(float *y, float alpha, const void *x, opt_dtype xt, int n)
     }
 }
 
+/* ---- attention ------------------------------------------------------------------ */
+
+/* e^x for x <= 0, 0 below -87 and for -inf: the same reduction and polynomial
+ * as the AVX-512 exp_neg512, with 2^n built in the exponent field (n >= -126). */
+ALWAYS_INLINE __m256 exp_neg256(__m256 x)
+{
+    const __m256 lo = _mm256_set1_ps(-87.0f);
+    __m256 keep = _mm256_cmp_ps(x, lo, _CMP_GE_OQ);
+    x = _mm256_max_ps(x, lo);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(keep, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+
+/* Fused attention (see kernels.h): scores four keys at a time with SIMD over
+ * D, the softmax eight scores per vector, then the V rows added into out. */
+ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *k, const void *v, opt_dtype dt,
+                             const uint8_t *keep, int S, int D, float *sc)
+{
+    const int Dv = D / 8 * 8;
+    int s = 0;
+    for (; s + 4 <= S; s += 4) {
+        const size_t r0 = (size_t)s * D;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        int d = 0;
+        for (; d < Dv; d += 8) {
+            __m256 qv = _mm256_loadu_ps(q + d);
+            a0 = _mm256_fmadd_ps(qv, load8(k, dt, r0 + d), a0);
+            a1 = _mm256_fmadd_ps(qv, load8(k, dt, r0 + (size_t)D + d), a1);
+            a2 = _mm256_fmadd_ps(qv, load8(k, dt, r0 + 2 * (size_t)D + d), a2);
+            a3 = _mm256_fmadd_ps(qv, load8(k, dt, r0 + 3 * (size_t)D + d), a3);
+        }
+        if (d < D) {
+            __m256 qv = _mm256_maskload_ps(q + d, lane_mask(D - d));
+            a0 = _mm256_fmadd_ps(qv, load8_part(k, dt, r0 + d, D - d), a0);
+            a1 = _mm256_fmadd_ps(qv, load8_part(k, dt, r0 + (size_t)D + d, D - d), a1);
+            a2 = _mm256_fmadd_ps(qv, load8_part(k, dt, r0 + 2 * (size_t)D + d, D - d), a2);
+            a3 = _mm256_fmadd_ps(qv, load8_part(k, dt, r0 + 3 * (size_t)D + d, D - d), a3);
+        }
+        _mm_storeu_ps(sc + s, reduce4(a0, a1, a2, a3));
+    }
+    for (; s < S; s++)
+        sc[s] = dot_dt(q, (const char *)k + (size_t)s * D * opt_dtype_size(dt), dt, D);
+
+    float mx = -INFINITY;
+    for (s = 0; s < S; s++) {
+        if (keep && !keep[s])
+            sc[s] = -INFINITY;
+        else if (sc[s] > mx)
+            mx = sc[s];
+    }
+    float sum = 0.0f;
+    if (mx == -INFINITY) { /* nothing kept: uniform */
+        for (s = 0; s < S; s++)
+            sc[s] = 1.0f;
+        sum = (float)S;
+    } else {
+        const __m256 vm = _mm256_set1_ps(mx);
+        __m256 acc = _mm256_setzero_ps();
+        for (s = 0; s + 8 <= S; s += 8) {
+            __m256 e = exp_neg256(_mm256_sub_ps(_mm256_loadu_ps(sc + s), vm));
+            _mm256_storeu_ps(sc + s, e);
+            acc = _mm256_add_ps(acc, e);
+        }
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_movehdup_ps(h));
+        sum = _mm_cvtss_f32(h);
+        for (; s < S; s++) {
+            float x = sc[s] - mx;
+            float tmp[8] = {x};
+            _mm256_storeu_ps(tmp, exp_neg256(_mm256_loadu_ps(tmp)));
+            sc[s] = tmp[0];
+            sum += sc[s];
+        }
+    }
+    const float inv = 1.0f / sum;
+    memset(out, 0, (size_t)D * sizeof(float));
+    for (s = 0; s < S; s++)
+        if (sc[s] != 0.0f)
+            axpy_dt(out, sc[s] * inv, (const char *)v + (size_t)s * D * opt_dtype_size(dt), dt, D);
+}
+
+static void attend_avx2(float *out, const float *q, const void *k, const void *v, opt_dtype dt, const uint8_t *keep,
+                        int S, int D, float *scores)
+{
+    switch (dt) {
+    case OPT_F16: attend_dt(out, q, k, v, OPT_F16, keep, S, D, scores); break;
+    case OPT_BF16: attend_dt(out, q, k, v, OPT_BF16, keep, S, D, scores); break;
+    default: attend_dt(out, q, k, v, OPT_F32, keep, S, D, scores); break;
+    }
+}
+
 /* ---- linear ------------------------------------------------------------------ */
 
 static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K, int N,
@@ -327,6 +431,7 @@ static const opt_kernels kernels_avx2 = {
     .linear = linear_avx2,
     .dot = dot_avx2,
     .axpy = axpy_avx2,
+    .attend = attend_avx2,
     .to_f32 = to_f32_avx2,
     .from_f32 = from_f32_avx2,
 };

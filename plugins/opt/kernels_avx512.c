@@ -30,6 +30,7 @@
     defined(__F16C__)
 
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -285,6 +286,148 @@ static void axpy_avx512(float *y, float alpha, const void *x, opt_dtype xt, int 
     }
 }
 
+/* ---- attention ----------------------------------------------------------------- */
+
+/* e^x for x <= 0 (scores minus their max), 0 below -87 and for -inf: Cody-Waite
+ * reduction x = n ln2 + r, |r| <= ln2 / 2, a degree-7 polynomial for e^r (the
+ * published Cephes expf coefficients) and scalef for 2^n. test_kernels checks
+ * the attention outputs against the portable expf version. */
+ALWAYS_INLINE __m512 exp_neg512(__m512 x)
+{
+    const __m512 lo = _mm512_set1_ps(-87.0f);
+    __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ);
+    x = _mm512_max_ps(x, lo);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
+}
+
+/* Fused attention (see kernels.h): scores four keys at a time (each key's
+ * D-long dot product with SIMD over D, four reduced together), the softmax
+ * over 16 scores per vector, then the weighted V sum with the output held in
+ * registers, 64 columns of D at a time. */
+ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *k, const void *v, opt_dtype dt,
+                             const uint8_t *keep, int S, int D, float *sc)
+{
+    const int Dv = D / 16 * 16;
+    const __mmask16 dmask = tail_mask(D - Dv);
+    int s = 0;
+    for (; s + 4 <= S; s += 4) {
+        const size_t r0 = (size_t)s * D;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        int d = 0;
+        for (; d < Dv; d += 16) {
+            __m512 qv = _mm512_loadu_ps(q + d);
+            a0 = _mm512_fmadd_ps(qv, load16(k, dt, r0 + d), a0);
+            a1 = _mm512_fmadd_ps(qv, load16(k, dt, r0 + (size_t)D + d), a1);
+            a2 = _mm512_fmadd_ps(qv, load16(k, dt, r0 + 2 * (size_t)D + d), a2);
+            a3 = _mm512_fmadd_ps(qv, load16(k, dt, r0 + 3 * (size_t)D + d), a3);
+        }
+        if (d < D) {
+            __m512 qv = _mm512_maskz_loadu_ps(dmask, q + d);
+            a0 = _mm512_fmadd_ps(qv, load16_mask(k, dt, r0 + d, dmask), a0);
+            a1 = _mm512_fmadd_ps(qv, load16_mask(k, dt, r0 + (size_t)D + d, dmask), a1);
+            a2 = _mm512_fmadd_ps(qv, load16_mask(k, dt, r0 + 2 * (size_t)D + d, dmask), a2);
+            a3 = _mm512_fmadd_ps(qv, load16_mask(k, dt, r0 + 3 * (size_t)D + d, dmask), a3);
+        }
+        _mm_storeu_ps(sc + s, reduce4(a0, a1, a2, a3));
+    }
+    for (; s < S; s++) {
+        const size_t r0 = (size_t)s * D;
+        __m512 a0 = _mm512_setzero_ps();
+        int d = 0;
+        for (; d < Dv; d += 16)
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), load16(k, dt, r0 + d), a0);
+        if (d < D)
+            a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(dmask, q + d), load16_mask(k, dt, r0 + d, dmask), a0);
+        sc[s] = _mm512_reduce_add_ps(a0);
+    }
+
+    /* softmax over the kept keys */
+    float mx = -INFINITY;
+    if (keep) {
+        for (s = 0; s < S; s++) {
+            if (!keep[s])
+                sc[s] = -INFINITY;
+            else if (sc[s] > mx)
+                mx = sc[s];
+        }
+    } else {
+        __m512 m = _mm512_set1_ps(-INFINITY);
+        for (s = 0; s + 16 <= S; s += 16)
+            m = _mm512_max_ps(m, _mm512_loadu_ps(sc + s));
+        if (s < S)
+            m = _mm512_mask_max_ps(m, tail_mask(S - s), m, _mm512_maskz_loadu_ps(tail_mask(S - s), sc + s));
+        mx = _mm512_reduce_max_ps(m);
+    }
+    float sum;
+    if (mx == -INFINITY) { /* nothing kept: uniform */
+        for (s = 0; s < S; s++)
+            sc[s] = 1.0f;
+        sum = (float)S;
+    } else {
+        const __m512 vm = _mm512_set1_ps(mx);
+        __m512 acc = _mm512_setzero_ps();
+        for (s = 0; s + 16 <= S; s += 16) {
+            __m512 e = exp_neg512(_mm512_sub_ps(_mm512_loadu_ps(sc + s), vm));
+            _mm512_storeu_ps(sc + s, e);
+            acc = _mm512_add_ps(acc, e);
+        }
+        if (s < S) {
+            __mmask16 m = tail_mask(S - s);
+            __m512 e = exp_neg512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sc + s), vm));
+            e = _mm512_maskz_mov_ps(m, e);
+            _mm512_mask_storeu_ps(sc + s, m, e);
+            acc = _mm512_add_ps(acc, e);
+        }
+        sum = _mm512_reduce_add_ps(acc);
+    }
+    const float inv = 1.0f / sum;
+
+    /* out = sum_s p_s v_s, 64 columns at a time in four registers */
+    for (int d0 = 0; d0 < D; d0 += 64) {
+        __mmask16 m[4];
+        for (int i = 0; i < 4; i++) {
+            int n = D - d0 - 16 * i;
+            m[i] = n >= 16 ? (__mmask16)0xffff : n > 0 ? tail_mask(n) : (__mmask16)0;
+        }
+        __m512 o0 = _mm512_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+        for (s = 0; s < S; s++) {
+            if (sc[s] == 0.0f)
+                continue;
+            const __m512 p = _mm512_set1_ps(sc[s] * inv);
+            const size_t r0 = (size_t)s * D + (size_t)d0;
+            o0 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0, m[0]), o0);
+            o1 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0 + 16, m[1]), o1);
+            o2 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0 + 32, m[2]), o2);
+            o3 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0 + 48, m[3]), o3);
+        }
+        _mm512_mask_storeu_ps(out + d0, m[0], o0);
+        _mm512_mask_storeu_ps(out + d0 + 16, m[1], o1);
+        _mm512_mask_storeu_ps(out + d0 + 32, m[2], o2);
+        _mm512_mask_storeu_ps(out + d0 + 48, m[3], o3);
+    }
+}
+
+static void attend_avx512(float *out, const float *q, const void *k, const void *v, opt_dtype dt, const uint8_t *keep,
+                          int S, int D, float *scores)
+{
+    switch (dt) {
+    case OPT_F16: attend_dt(out, q, k, v, OPT_F16, keep, S, D, scores); break;
+    case OPT_BF16: attend_dt(out, q, k, v, OPT_BF16, keep, S, D, scores); break;
+    default: attend_dt(out, q, k, v, OPT_F32, keep, S, D, scores); break;
+    }
+}
+
 /* ---- linear ---------------------------------------------------------------- */
 
 static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K, int N,
@@ -483,6 +626,7 @@ static const opt_kernels kernels_avx512 = {
     .linear = linear_avx512,
     .dot = dot_avx512,
     .axpy = axpy_avx512,
+    .attend = attend_avx512,
     .to_f32 = to_f32_avx512,
     .from_f32 = from_f32_avx512,
 };
@@ -492,6 +636,7 @@ static const opt_kernels kernels_avx512_bf16 = {
     .linear = linear_avx512_bf16,
     .dot = dot_avx512,
     .axpy = axpy_avx512,
+    .attend = attend_avx512,
     .to_f32 = to_f32_avx512,
     .from_f32 = from_f32_avx512,
 };

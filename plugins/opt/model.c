@@ -4,16 +4,37 @@
  * workspace and one flat function per layer. Kernels come from kernels.h;
  * nothing here knows about SIMD.
  */
+#define _DEFAULT_SOURCE /* madvise */
 #include "forward.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #define OPT_ALIGN 64
 
 static size_t align_up(size_t n) { return (n + OPT_ALIGN - 1) / OPT_ALIGN * OPT_ALIGN; }
+
+/* A buffer the decode loop streams every step (weights, KV cache): aligned to
+ * 2 MiB and, on Linux, advised as transparent huge pages (this machine's THP
+ * mode is "madvise"), so streaming it costs one TLB entry per 2 MiB and the
+ * hardware prefetchers do not stop at every 4 KiB page. Sizes under 2 MiB
+ * get plain 64-byte alignment. Free with free(). The advice is a hint: when
+ * the kernel has no huge page, 4 KiB pages are used as before. */
+#define OPT_HUGE (2u << 20)
+static void *stream_alloc(size_t bytes) {
+    if (bytes < OPT_HUGE) return aligned_alloc(OPT_ALIGN, align_up(bytes));
+    size_t n = (bytes + OPT_HUGE - 1) / OPT_HUGE * OPT_HUGE;
+    void *p = aligned_alloc(OPT_HUGE, n);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (p) (void)madvise(p, n, MADV_HUGEPAGE);
+#endif
+    return p;
+}
 
 /* ------------------------------------------------------------------ presets */
 
@@ -134,7 +155,7 @@ bc_status opt_weights_alloc(opt_weights *w, const opt_hparams *hp, opt_dtype dty
     w->layers = calloc((size_t)hp->num_hidden_layers, sizeof *w->layers);
     if (!w->layers) return bc_error_set(err, BC_ERR_NOMEM, "OPT weights: no memory for %d layers", hp->num_hidden_layers);
     size_t bytes = weights_layout(w, NULL);
-    w->arena = aligned_alloc(OPT_ALIGN, bytes);
+    w->arena = stream_alloc(bytes);
     if (!w->arena) {
         free(w->layers);
         w->layers = NULL;
@@ -174,8 +195,8 @@ bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype 
     kv->D = hp->hidden_size / hp->num_attention_heads;
     kv->Smax = Smax;
     size_t half = opt_kv_cache_bytes(hp, dtype, B, Smax) / 2;
-    kv->k = aligned_alloc(OPT_ALIGN, half);
-    kv->v = aligned_alloc(OPT_ALIGN, half);
+    kv->k = stream_alloc(half);
+    kv->v = stream_alloc(half);
     if (!kv->k || !kv->v) {
         free(kv->k);
         free(kv->v);
@@ -225,7 +246,7 @@ static size_t workspace_layout(opt_workspace *ws, const opt_hparams *hp, int N, 
     } while (0)
     BUF(ws->x, float, N * Cm);
     BUF(ws->xn, float, N * Cm);
-    BUF(ws->q, float, N * Cm);
+    BUF(ws->q, float, N * 3 * Cm); /* [N, 3C]: the fused q | k | v output (decoder_layer_forward) */
     BUF(ws->kk, float, N * Cm);
     BUF(ws->vv, float, N * Cm);
     BUF(ws->att, float, N * Cm);
@@ -358,7 +379,8 @@ static void embedding_forward(opt_model *m, float *x, float *emb, float *tmp, co
 typedef struct attention_job {
     const opt_kernels *k;
     float *att;              /* [B, T, C] out */
-    const float *q;          /* [B, T, C], already scaled by D^-0.5 */
+    const float *q;          /* [B, T, ldq], the first C of each row; already scaled by D^-0.5 */
+    int ldq;                 /* floats between rows of q */
     const void *kc, *vc;     /* this layer's cache [B][H][Smax][D] in dtype */
     opt_dtype dt;
     const uint8_t *mask;     /* [B, mask_stride] */
@@ -383,42 +405,24 @@ static void attention_worker(void *ctx, int i, int n) {
         const char *K = (const char *)j->kc + head, *Vv = (const char *)j->vc + head;
         const uint8_t *mk = j->mask + (size_t)b * j->mask_stride;
         for (int t = 0; t < j->T; t++) {
-            const float *qv = j->q + ((size_t)b * j->T + t) * C + (size_t)h * D;
+            const float *qv = j->q + ((size_t)b * j->T + t) * j->ldq + (size_t)h * D;
             float *out = j->att + ((size_t)b * j->T + t) * C + (size_t)h * D;
-            const int sq = j->S0 + t; /* keys 0..sq */
-            float mx = -INFINITY;
-            int any = 0;
-            for (int s = 0; s <= sq; s++) {
-                if (!mk[s]) { sc[s] = -INFINITY; continue; }
-                sc[s] = j->k->dot(qv, K + (size_t)s * D * es, j->dt, D);
-                if (sc[s] > mx) mx = sc[s];
-                any = 1;
-            }
-            float sum = 0.0f;
-            for (int s = 0; s <= sq; s++) {
-                if (!any) sc[s] = 1.0f; /* a pad query with no visible key: uniform */
-                else sc[s] = mk[s] ? expf(sc[s] - mx) : 0.0f;
-                sum += sc[s];
-            }
-            const float inv = 1.0f / sum;
-            memset(out, 0, (size_t)D * sizeof(float));
-            for (int s = 0; s <= sq; s++)
-                if (sc[s] != 0.0f) j->k->axpy(out, sc[s] * inv, Vv + (size_t)s * D * es, j->dt, D);
+            j->k->attend(out, qv, K, Vv, j->dt, mk, j->S0 + t + 1, D, sc); /* keys 0..S0+t */
         }
     }
 }
 
-/* Appends the new keys and values kk, vv [B, T, C] (fp32) to the layer's
- * cache [B][H][Smax][D] at positions S0..S0+T-1, in the cache's dtype. */
-static void kv_store(const opt_kernels *k, void *kc, void *vc, opt_dtype dt, const float *kk, const float *vv, int B,
-                     int T, int H, int D, int Smax, int S0) {
+/* Appends the new keys and values kk, vv [B, T, ld] (fp32, the first C of
+ * each row) to the layer's cache [B][H][Smax][D] at positions S0..S0+T-1, in
+ * the cache's dtype. */
+static void kv_store(const opt_kernels *k, void *kc, void *vc, opt_dtype dt, const float *kk, const float *vv, int ld,
+                     int B, int T, int H, int D, int Smax, int S0) {
     const size_t es = opt_dtype_size(dt);
-    const int C = H * D;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             size_t head = ((size_t)b * H + h) * (size_t)Smax * D;
             for (int t = 0; t < T; t++) {
-                size_t src = ((size_t)b * T + t) * C + (size_t)h * D;
+                size_t src = ((size_t)b * T + t) * ld + (size_t)h * D;
                 size_t dst = (head + (size_t)(S0 + t) * D) * es;
                 k->from_f32((char *)kc + dst, dt, kk + src, (size_t)D);
                 k->from_f32((char *)vc + dst, dt, vv + src, (size_t)D);
@@ -450,17 +454,33 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
         layernorm_forward(xn, x, lw->ln1_gamma, lw->ln1_beta, N, C);
         a_in = xn;
     }
-    opt_linear_parallel(m->pool, m->k, q, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, C, 0);
-    opt_linear_parallel(m->pool, m->k, kk, a_in, lw->k_proj.data, dt, lw->k_bias, N, C, C, 0);
-    opt_linear_parallel(m->pool, m->k, vv, a_in, lw->v_proj.data, dt, lw->v_bias, N, C, C, 0);
+    /* q, k, v: one GEMM over the [3C, C] weight when q_proj, k_proj, v_proj
+     * (and their biases) lie back to back in the arena, as weights_layout puts
+     * them whenever C * C * dtype size is a multiple of 64; the outputs are
+     * then rows [q | k | v] of the q buffer, [N, 3C]. */
+    const size_t wqkv = (size_t)C * C * opt_dtype_size(dt);
+    int ldq = C;
+    if ((const char *)lw->k_proj.data == (const char *)lw->q_proj.data + wqkv &&
+        (const char *)lw->v_proj.data == (const char *)lw->k_proj.data + wqkv && lw->k_bias == lw->q_bias + C &&
+        lw->v_bias == lw->k_bias + C) {
+        opt_linear_parallel(m->pool, m->k, q, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, 3 * C, 0);
+        kk = q + C;
+        vv = q + 2 * C;
+        ldq = 3 * C;
+    } else {
+        opt_linear_parallel(m->pool, m->k, q, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, C, 0);
+        opt_linear_parallel(m->pool, m->k, kk, a_in, lw->k_proj.data, dt, lw->k_bias, N, C, C, 0);
+        opt_linear_parallel(m->pool, m->k, vv, a_in, lw->v_proj.data, dt, lw->v_bias, N, C, C, 0);
+    }
     const float scale = 1.0f / sqrtf((float)D);
-    for (size_t i = 0; i < (size_t)N * C; i++) q[i] *= scale;
-    kv_store(m->k, kc, vc, kv->dtype, kk, vv, B, T, H, D, kv->Smax, kv->len);
-    attention_job job = {m->k, att, q, kc, vc, kv->dtype, mask, mask_stride,
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < C; i++) q[(size_t)n * ldq + i] *= scale;
+    kv_store(m->k, kc, vc, kv->dtype, kk, vv, ldq, B, T, H, D, kv->Smax, kv->len);
+    attention_job job = {m->k, att, q, ldq, kc, vc, kv->dtype, mask, mask_stride,
                          ws->scores, round16(ws->Smax), B, T, H, D, kv->Smax, kv->len};
     opt_pool_run(m->pool, attention_worker, &job);
-    opt_linear_parallel(m->pool, m->k, q, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
-    residual_forward(x, q, (size_t)N * C);
+    opt_linear_parallel(m->pool, m->k, ws->kk, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
+    residual_forward(x, ws->kk, (size_t)N * C);
     if (!hp->do_layer_norm_before) layernorm_forward(x, x, lw->ln1_gamma, lw->ln1_beta, N, C);
 
     /* feed-forward block */

@@ -194,13 +194,27 @@ void opt_sampler_filter(opt_sampler *s, float *logits) {
     s->n_kept = n;
 }
 
+/* The first index of the largest of x[0, n), NaNs ignored (and 0 when x[0]
+ * is NaN): what `for v: if (x[v] > x[best]) best = v` returns, but the max
+ * runs in 16 independent lanes (vectorisable, no chain through a load of
+ * x[best]), then one pass finds its first index. */
+static int argmax_first(const float *x, int n) {
+    if (x[0] != x[0]) return 0; /* nothing compares greater than a NaN x[0] */
+    float m[16];
+    for (int i = 0; i < 16; i++) m[i] = x[0];
+    int v = 0;
+    for (; v + 16 <= n; v += 16)
+        for (int i = 0; i < 16; i++) m[i] = x[v + i] > m[i] ? x[v + i] : m[i];
+    for (; v < n; v++) m[0] = x[v] > m[0] ? x[v] : m[0];
+    float mx = m[0];
+    for (int i = 1; i < 16; i++) mx = m[i] > mx ? m[i] : mx;
+    for (v = 0; v < n; v++)
+        if (x[v] == mx) return v;
+    return 0;
+}
+
 int32_t opt_sample(opt_sampler *s, float *logits, opt_rng *rng) {
-    if (s->p.temperature == 0.0) {
-        int best = 0;
-        for (int v = 1; v < s->V; v++)
-            if (logits[v] > logits[best]) best = v;
-        return best;
-    }
+    if (s->p.temperature == 0.0) return argmax_first(logits, s->V);
     opt_sampler_filter(s, logits);
     double u = opt_rng_uniform(rng);
     if (s->n_kept == 0) return 0;

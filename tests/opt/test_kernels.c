@@ -3,7 +3,8 @@
  * one, for fp32, fp16 and bf16 weights, odd shapes (K and N not multiples of
  * 16, M = 1, 3, 4, 17 and M * K large enough for the cache-blocked path), bias
  * and ReLU on and off, and [n0, n1) sub-ranges; the scalar fp16/bf16
- * conversions against known bit patterns (round to nearest even).
+ * conversions against known bit patterns (round to nearest even); the fused
+ * attention (portable against a double reference, SIMD against portable).
  * A variant the CPU lacks is skipped, not passed.
  */
 #include <setjmp.h>
@@ -341,6 +342,105 @@ static void run_vector_suite(const opt_kernels *k)
     free(src);
 }
 
+/* ---- attention ----------------------------------------------------------------- */
+
+/* out[D] = softmax(q . k_s over kept keys) . v in double, from the values as
+ * stored in dt (what every variant must compute). */
+static void attend_ref(double *out, const float *q, const float *kf, const float *vf, const uint8_t *keep, int S, int D)
+{
+    double *p = malloc(sizeof(double) * (size_t)S);
+    double mx = -INFINITY, sum = 0.0;
+    int any = 0;
+    for (int s = 0; s < S; s++) {
+        if (keep && !keep[s])
+            continue;
+        double d = 0.0;
+        for (int i = 0; i < D; i++)
+            d += (double)q[i] * kf[(size_t)s * D + i];
+        p[s] = d;
+        if (d > mx)
+            mx = d;
+        any = 1;
+    }
+    for (int s = 0; s < S; s++) {
+        p[s] = !any ? 1.0 : (keep && !keep[s]) ? 0.0 : exp(p[s] - mx);
+        sum += p[s];
+    }
+    for (int i = 0; i < D; i++) {
+        double o = 0.0;
+        for (int s = 0; s < S; s++)
+            o += p[s] / sum * vf[(size_t)s * D + i];
+        out[i] = o;
+    }
+    free(p);
+}
+
+/* k's attend against the double reference (portable) or against the portable
+ * variant (SIMD), for every dtype, D with and without SIMD tails, S from 1 to
+ * past a vector of scores, and masks: none, some keys dropped, none kept.
+ * Tolerance: the outputs are convex combinations of V rows (|v| < 1), so an
+ * absolute bound: 2e-6 for fp32 scores and weights. */
+static void run_attend_suite(const opt_kernels *k)
+{
+    const opt_kernels *ref = opt_kernels_for(OPT_ISA_PORTABLE);
+    const int Ds[] = {64, 80, 13, 128, 1};
+    const int Ss[] = {1, 3, 4, 7, 16, 17, 33, 300};
+    rng_state = 99;
+    for (int dt = 0; dt < 3; dt++)
+        for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++)
+            for (size_t si = 0; si < sizeof Ss / sizeof Ss[0]; si++)
+                for (int mode = 0; mode < 3; mode++) {
+                    const int D = Ds[di], S = Ss[si];
+                    const size_t es = opt_dtype_size((opt_dtype)dt), n = (size_t)S * D;
+                    float *q = malloc(sizeof(float) * (size_t)D), *kf = malloc(sizeof(float) * n),
+                          *vf = malloc(sizeof(float) * n), *sc = malloc(sizeof(float) * (size_t)S),
+                          *o1 = malloc(sizeof(float) * (size_t)D), *o2 = malloc(sizeof(float) * (size_t)D);
+                    void *kc = malloc(es * n), *vc = malloc(es * n);
+                    uint8_t *keep = malloc((size_t)S);
+                    double *oref = malloc(sizeof(double) * (size_t)D);
+                    for (int i = 0; i < D; i++)
+                        q[i] = 0.5f * frand(); /* scores up to ~|D|/4: exercises the softmax range */
+                    for (size_t i = 0; i < n; i++) {
+                        kf[i] = frand();
+                        vf[i] = frand();
+                    }
+                    for (int s = 0; s < S; s++)
+                        keep[s] = mode == 0 ? 1 : mode == 1 ? (s % 3 != 1) : 0;
+                    if (mode == 1 && S > 1)
+                        keep[S - 1] = 0;
+                    ref->from_f32(kc, (opt_dtype)dt, kf, n);
+                    ref->from_f32(vc, (opt_dtype)dt, vf, n);
+                    ref->to_f32(kf, kc, (opt_dtype)dt, n); /* the values as stored */
+                    ref->to_f32(vf, vc, (opt_dtype)dt, n);
+                    const uint8_t *km = mode == 0 && (si % 2) ? NULL : keep;
+                    k->attend(o1, q, kc, vc, (opt_dtype)dt, km, S, D, sc);
+                    if (k == ref) {
+                        attend_ref(oref, q, kf, vf, km, S, D);
+                    } else {
+                        ref->attend(o2, q, kc, vc, (opt_dtype)dt, km, S, D, sc);
+                        for (int i = 0; i < D; i++)
+                            oref[i] = o2[i];
+                    }
+                    for (int i = 0; i < D; i++)
+                        if (!(fabs(o1[i] - oref[i]) <= 2e-6)) {
+                            print_error("%s attend %s D %d S %d mask %d: out[%d] = %.9g, want %.9g\n",
+                                        opt_isa_name(k->isa), opt_dtype_name((opt_dtype)dt), D, S, mode, i,
+                                        (double)o1[i], oref[i]);
+                            fail();
+                        }
+                    free(oref);
+                    free(keep);
+                    free(vc);
+                    free(kc);
+                    free(o2);
+                    free(o1);
+                    free(sc);
+                    free(vf);
+                    free(kf);
+                    free(q);
+                }
+}
+
 static void test_portable(void **state)
 {
     (void)state;
@@ -348,6 +448,7 @@ static void test_portable(void **state)
     assert_non_null(k);
     run_linear_suite(k);
     run_vector_suite(k);
+    run_attend_suite(k);
 }
 
 static void test_variant(opt_isa isa)
@@ -363,6 +464,7 @@ static void test_variant(opt_isa isa)
     assert_int_equal(k->isa, isa);
     run_linear_suite(k);
     run_vector_suite(k);
+    run_attend_suite(k);
 }
 
 static void test_avx2(void **state) { (void)state; test_variant(OPT_ISA_AVX2); }

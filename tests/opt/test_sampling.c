@@ -200,6 +200,39 @@ static void test_greedy_and_eos(void **state) {
     assert_int_equal(opt_sampler_init(&s, 5, &bad, &err), BC_ERR_INVALID);
 }
 
+/* Greedy over a large vocabulary (many 16-lane blocks and a tail) against
+ * the plain first-maximum loop: random logits with many ties (few distinct
+ * values), the maximum in the tail, at 0, NaNs in between, a NaN first. */
+static void test_greedy_large(void **state) {
+    (void)state;
+    const int V = 50272 + 7;
+    float *l = malloc(sizeof(float) * V);
+    assert_non_null(l);
+    bc_sampling p = {0.0, 1.0, 0, 0};
+    opt_sampler s;
+    bc_error err = {0};
+    assert_int_equal(opt_sampler_init(&s, V, &p, &err), BC_OK);
+    opt_rng r = opt_rng_for_row(0, 0);
+    unsigned seed = 5;
+    for (int trial = 0; trial < 40; trial++) {
+        for (int v = 0; v < V; v++) {
+            seed = seed * 1103515245u + 12345u;
+            l[v] = (float)((seed >> 16) % 50) - 25.0f; /* ties everywhere */
+        }
+        if (trial % 4 == 1) l[V - 1] = 100.0f;
+        if (trial % 4 == 2) l[0] = 100.0f;
+        if (trial % 4 == 3)
+            for (int v = 3; v < V; v += 1000) l[v] = NAN;
+        if (trial == 39) l[0] = NAN;
+        int want = 0;
+        for (int v = 1; v < V; v++)
+            if (l[v] > l[want]) want = v;
+        assert_int_equal(opt_sample(&s, l, &r), want);
+    }
+    opt_sampler_free(&s);
+    free(l);
+}
+
 static void test_rng_per_row(void **state) {
     (void)state;
     opt_rng a = opt_rng_for_row(42, 1), b = opt_rng_for_row(42, 1), c = opt_rng_for_row(42, 2),
@@ -227,6 +260,7 @@ int main(void) {
         cmocka_unit_test(test_top_k_ties),
         cmocka_unit_test(test_chi_square),      cmocka_unit_test(test_chi_square_top_p),
         cmocka_unit_test(test_top_p_large_vocab), cmocka_unit_test(test_greedy_and_eos),
+        cmocka_unit_test(test_greedy_large),
         cmocka_unit_test(test_rng_per_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
