@@ -54,7 +54,7 @@ typedef struct opt_workspace {
     int max_tokens, Smax, n_threads;
     float *x;       /* [max_tokens, C]  residual stream */
     float *xn;      /* [max_tokens, max(C, P)] layer-norm output / GEMM input */
-    float *q;       /* [max_tokens, C] */
+    float *q;       /* [max_tokens, 3C]: q, k, v side by side (fused GEMM) */
     float *kk, *vv; /* [max_tokens, C]  new keys and values in fp32 */
     float *att;     /* [max_tokens, C]  attention output */
     float *ff;      /* [max_tokens, F] */
