@@ -488,8 +488,9 @@ static cublasStatus_t plan_make(opt_cuda_model *m, lt_plan *p, int M, int K, int
  * Column-major view for cuBLASLt: y^T[N, M] = op(W)[N, K] x^T[K, M].
  * The bias (+ ReLU) is cuBLASLt's epilogue. For an fp32 y, where cuBLASLt has
  * no algorithm with that epilogue, a plain GEMM and bias_act_kernel (same
- * fp32 math). For a dtype y with no algorithm: *done = 0 and nothing runs
- * (the caller takes the fp32 route); done may be NULL for fp32. */
+ * fp32 math). For a dtype y with no algorithm (or a call cuBLASLt refuses):
+ * *done = 0 and nothing runs (the caller takes the fp32 route); done may be
+ * NULL for fp32. */
 static bc_status gemm_ex(opt_cuda_model *m, void *y, const void *x, const void *W, const float *bias, int M, int K,
                          int N, int relu, int y_dt, int *done, bc_error *err) {
     const int epi = bias ? (relu ? 2 : 1) : 0;
@@ -524,6 +525,14 @@ static bc_status gemm_ex(opt_cuda_model *m, void *y, const void *x, const void *
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmul(m->dev->lt, p->op, &alpha, W, p->a, x, p->b, &beta, y, p->c, y, p->c, &p->algo,
                            m->d_ws + m->wl.lt, OPT_CUDA_LT_WORKSPACE, m->dev->stream);
+    if (s != CUBLAS_STATUS_SUCCESS && y_dt) {
+        /* a dtype output with an fp32 bias is outside cuBLASLt's documented
+         * bias types (bias type = D's type): a refusal at run time is a miss
+         * like the heuristic's, remembered; the caller takes the fp32 route */
+        plan_destroy(p);
+        p->M = M, p->N = N, p->K = K, p->epi = epi, p->y_dt = y_dt, p->none = 1;
+        return BC_OK;
+    }
     if (s != CUBLAS_STATUS_SUCCESS)
         return bc_error_set(err, BC_ERR_DEVICE, "cuBLASLt matmul (M %d, K %d, N %d, %s): %s", M, K, N,
                             opt_dtype_name(m->dt), cublasLtGetStatusString(s));
