@@ -191,14 +191,21 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(opt_cuda_sample_
         double cum = chunk[tid];
         const double next = tid + 1 < nt ? chunk[tid + 1] : INFINITY;
         if (target >= cum && target < next) {
+            /* the chunk's sum was taken from 0, this walk from its prefix:
+             * rounding may keep cum <= target to the end, then the chunk's
+             * last kept token (not the vocabulary's) is the one; a chunk
+             * with none (the last thread's, when target rounds to total)
+             * leaves the fallback */
+            int pick = last;
             for (int v = c0; v < c1; v++) {
                 if (pr[v] < 0.0f) continue;
                 cum += pr[v];
                 if (target < cum) {
-                    chosen = v;
+                    pick = v;
                     break;
                 }
             }
+            if (pick >= 0) chosen = pick;
         }
         __syncthreads();
         tok = chosen;
