@@ -13,7 +13,9 @@
 #    and off) against the HBM bound (decode_bench; prints figures);
 # 4. runs a short benchmark matrix on device "cuda" (tests/gpu/bench-cuda.cfg)
 #    and prints its JSON.
-# Exits non-zero on the first failure; every step is timed.
+# A build failure stops it; after the build every step runs and a failing one
+# is recorded; exits non-zero if any failed (77: no usable GPU). Every step
+# is timed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build-gpu}
@@ -42,8 +44,18 @@ test -x "$BUILD/benchctl"
 test -x "$BUILD/tests/cuda_host/cuda_vs_cpu"
 test -x "$BUILD/tests/cuda_host/decode_bench"
 
+# From here on a failing step is recorded and the next one still runs: one
+# GPU session should bring back every figure and every failure at once.
+failed=""
+check() { # name command...: runs it, records a non-zero exit
+  local name=$1 rc=0; shift
+  "$@" || rc=$?
+  if [ "$rc" -ne 0 ]; then echo "--- FAILED (exit $rc): $name"; failed="$failed $name"; fi
+  return 0
+}
+
 step "host-side tests"
-(cd "$BUILD" && ctest -L cuda_host --output-on-failure)
+check host-tests bash -c "cd '$BUILD' && ctest -L cuda_host --output-on-failure"
 
 step "CUDA vs CPU on the golden models"
 rc=0
@@ -52,20 +64,21 @@ if [ "$rc" -eq 77 ]; then
   echo "no usable GPU (the SKIP line above says why; a driver older than the toolkit's runtime is the usual one):"
   echo "nothing on the device was checked"; exit 77
 fi
-[ "$rc" -eq 0 ] || exit "$rc"
+if [ "$rc" -ne 0 ]; then echo "--- FAILED (exit $rc): cuda_vs_cpu"; failed="$failed cuda_vs_cpu"; fi
 
 if command -v compute-sanitizer >/dev/null; then
   step "compute-sanitizer memcheck (quick comparison)"
   src=0
   timeout 100 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tests/cuda_host/cuda_vs_cpu" --quick tests/opt/golden \
     | tail -25 || src=$?
-  if [ "$src" -eq 124 ]; then echo "(memcheck timed out: not a failure)"; elif [ "$src" -ne 0 ]; then exit "$src"; fi
+  if [ "$src" -eq 124 ]; then echo "(memcheck timed out: not a failure)"
+  elif [ "$src" -ne 0 ]; then echo "--- FAILED (exit $src): memcheck"; failed="$failed memcheck"; fi
 else
   step "compute-sanitizer not found: memcheck skipped"
 fi
 
 step "decode step vs the HBM bound (figures only)"
-timeout 120 "$BUILD/tests/cuda_host/decode_bench"
+check decode_bench timeout 120 "$BUILD/tests/cuda_host/decode_bench"
 
 step "benchmark matrix on device cuda"
 mkdir -p out/gpu
@@ -76,7 +89,8 @@ step "JSON (out/gpu/bench-cuda.json)"
 cat out/gpu/bench-cuda.json 2>/dev/null || echo "(no JSON written)"
 echo
 if [ "$rc" -ne 0 ]; then
-  echo "benchctl exited with $rc (3 = some case failed)"; exit "$rc"
+  echo "--- FAILED: benchctl exited with $rc (3 = some case failed)"; failed="$failed bench-cuda"
 fi
 
+if [ -n "$failed" ]; then step "FAILED:$failed"; exit 1; fi
 step "done: all GPU checks passed"
