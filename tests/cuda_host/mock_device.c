@@ -245,7 +245,6 @@ static int32_t sample_row(const opt_cuda_sample_args *a, float *lg, float *pr, u
     int n = 0;
     for (int v = 0; v < V; v++) {
         if (isinf(lg[v]) && lg[v] < 0) continue;
-        lg[v] *= inv_t;
         n++;
     }
     if (n == 0) return 0;
@@ -260,12 +259,13 @@ static int32_t sample_row(const opt_cuda_sample_args *a, float *lg, float *pr, u
         }
         kth = opt_keyf(t);
     }
+    for (int v = 0; v < V; v++) lg[v] = lg[v] != -INFINITY && lg[v] >= kth ? lg[v] * inv_t : -INFINITY;
     float mx = -INFINITY;
     for (int v = 0; v < V; v++)
-        if (lg[v] != -INFINITY && lg[v] >= kth) mx = fmaxf(mx, lg[v]);
+        if (lg[v] != -INFINITY) mx = fmaxf(mx, lg[v]);
     double s = 0.0;
     for (int v = 0; v < V; v++) {
-        pr[v] = (lg[v] != -INFINITY && lg[v] >= kth) ? expf(lg[v] - mx) : -1.0f;
+        pr[v] = (lg[v] != -INFINITY) ? expf(lg[v] - mx) : -1.0f;
         if (pr[v] >= 0.0f) s += pr[v];
     }
     for (int v = 0; v < V; v++)
