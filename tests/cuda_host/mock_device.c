@@ -223,6 +223,7 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
 const char *opt_cuda_graph_error(const opt_cuda_model *m) { return (void)m, ""; }
 int64_t opt_cuda_epilogue_fallbacks(const opt_cuda_model *m) { return (void)m, 0; }
 int64_t opt_cuda_fc1_converts(const opt_cuda_model *m) { return (void)m, 0; }
+void opt_cuda_model_force_fc1_fp32(opt_cuda_model *m, int on) { (void)m, (void)on; }
 void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures, int64_t *replays,
                           int64_t *invalidations) {
     if (held) *held = opt_cuda_graphs_count(&m->graphs);

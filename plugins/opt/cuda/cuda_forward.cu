@@ -319,6 +319,7 @@ struct opt_cuda_model {
     int n_plans;
     int64_t n_epilogue_fallbacks; /* GEMMs whose bias/ReLU ran in bias_act_kernel */
     int64_t n_fc1_converts;       /* fc1 outputs in fp32 (+ a convert kernel in 16-bit) */
+    int fc1_fp32_only;            /* 1: fc1 never takes the 16-bit-output route (tests) */
     opt_cuda_graph_cache graphs;
     char graph_error[400];        /* why graphs were turned off; "" while they work */
 };
@@ -721,7 +722,7 @@ static bc_status forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const in
         /* fc1 + bias + ReLU; in 16-bit straight to the dtype fc2 reads when
          * cuBLASLt has that epilogue with a 16-bit output, else fp32 + convert */
         int direct = 0;
-        if (dt != OPT_F32)
+        if (dt != OPT_F32 && !m->fc1_fp32_only)
             TRY(gemm_ex(m, ffh, xh, dw(m, lw->fc1.data), dw(m, lw->fc1_bias), N, C, F, 1, 1, &direct, err));
         if (!direct) {
             TRY(gemm(m, ff, xh, dw(m, lw->fc1.data), dw(m, lw->fc1_bias), N, C, F, 1, err));
@@ -844,6 +845,7 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
 const char *opt_cuda_graph_error(const opt_cuda_model *m) { return m->graph_error; }
 int64_t opt_cuda_epilogue_fallbacks(const opt_cuda_model *m) { return m->n_epilogue_fallbacks; }
 int64_t opt_cuda_fc1_converts(const opt_cuda_model *m) { return m->n_fc1_converts; }
+void opt_cuda_model_force_fc1_fp32(opt_cuda_model *m, int on) { m->fc1_fp32_only = on != 0; }
 
 void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures, int64_t *replays,
                           int64_t *invalidations) {
