@@ -176,7 +176,7 @@ __global__ void kv_store_kernel(E *kc, E *vc, const float *kk, const float *vv, 
  * query with no visible key (a pad query) averages v over s <= S0 + t, as
  * the CPU path does. */
 template <typename E, int DPL, int WARPS>
-__global__ void __launch_bounds__(32 * WARPS) attention_kernel(E *att, const float *q, int ldq, E *kc, E *vc, const float *knew, const float *vnew,
+__global__ void __launch_bounds__(32 * WARPS, 1) attention_kernel(E *att, const float *q, int ldq, E *kc, E *vc, const float *knew, const float *vnew,
                                  const uint8_t *mask, int mask_stride, const int *d_len, int T, int H, int D, int Smax,
                                  float scale) {
     const int h = blockIdx.x % H, n = blockIdx.x / H, b = n / T, t = n % T;

@@ -70,7 +70,7 @@ __device__ void bargmax(float *v, int *i, float *shv, int *shi) {
     *i = bi;
 }
 
-__global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(opt_cuda_sample_args a, float inv_t) {
+__global__ void __launch_bounds__(SAMPLE_THREADS, 1) sample_kernel(opt_cuda_sample_args a, float inv_t) {
     __shared__ double shd[32];
     __shared__ float shf[32];
     __shared__ int shi[32];
