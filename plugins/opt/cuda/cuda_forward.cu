@@ -496,6 +496,12 @@ static bc_status gemm_ex(opt_cuda_model *m, void *y, const void *x, const void *
                          int N, int relu, int y_dt, int *done, bc_error *err) {
     const int epi = bias ? (relu ? 2 : 1) : 0;
     if (done) *done = 0;
+    /* the kernels queued since the last check: their launch errors are ours
+     * to report, before a cuBLASLt call can take them (host side, no sync) */
+    const cudaError_t le = cudaGetLastError();
+    if (le != cudaSuccess)
+        return bc_error_set(err, BC_ERR_DEVICE, "CUDA kernel launch before the GEMM M %d, K %d, N %d: %s", M, K, N,
+                            cudaGetErrorString(le));
     lt_plan *p = NULL;
     for (int i = 0; i < m->n_plans && !p; i++) {
         lt_plan *c = &m->plans[i];
