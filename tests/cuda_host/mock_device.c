@@ -223,6 +223,7 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
 const char *opt_cuda_graph_error(const opt_cuda_model *m) { return (void)m, ""; }
 int64_t opt_cuda_epilogue_fallbacks(const opt_cuda_model *m) { return (void)m, 0; }
 int64_t opt_cuda_fc1_converts(const opt_cuda_model *m) { return (void)m, 0; }
+void opt_cuda_model_force_fc1_fp32(opt_cuda_model *m, int on) { (void)m, (void)on; }
 void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures, int64_t *replays,
                           int64_t *invalidations) {
     if (held) *held = opt_cuda_graphs_count(&m->graphs);
@@ -245,7 +246,6 @@ static int32_t sample_row(const opt_cuda_sample_args *a, float *lg, float *pr, u
     int n = 0;
     for (int v = 0; v < V; v++) {
         if (isinf(lg[v]) && lg[v] < 0) continue;
-        lg[v] *= inv_t;
         n++;
     }
     if (n == 0) return 0;
@@ -260,12 +260,13 @@ static int32_t sample_row(const opt_cuda_sample_args *a, float *lg, float *pr, u
         }
         kth = opt_keyf(t);
     }
+    for (int v = 0; v < V; v++) lg[v] = lg[v] != -INFINITY && lg[v] >= kth ? lg[v] * inv_t : -INFINITY;
     float mx = -INFINITY;
     for (int v = 0; v < V; v++)
-        if (lg[v] != -INFINITY && lg[v] >= kth) mx = fmaxf(mx, lg[v]);
+        if (lg[v] != -INFINITY) mx = fmaxf(mx, lg[v]);
     double s = 0.0;
     for (int v = 0; v < V; v++) {
-        pr[v] = (lg[v] != -INFINITY && lg[v] >= kth) ? expf(lg[v] - mx) : -1.0f;
+        pr[v] = (lg[v] != -INFINITY) ? expf(lg[v] - mx) : -1.0f;
         if (pr[v] >= 0.0f) s += pr[v];
     }
     for (int v = 0; v < V; v++)

@@ -57,7 +57,6 @@ static void device_select(const float *logits, int V, double temperature, int to
     for (int v = 0; v < V; v++) {
         lg[v] = logits[v];
         if (isinf(lg[v]) && lg[v] < 0) continue;
-        lg[v] *= inv_t;
         n++;
     }
     float kth = -INFINITY;
@@ -71,12 +70,13 @@ static void device_select(const float *logits, int V, double temperature, int to
         }
         kth = opt_keyf(t);
     }
+    for (int v = 0; v < V; v++) lg[v] = lg[v] != -INFINITY && lg[v] >= kth ? lg[v] * inv_t : -INFINITY;
     float mx = -INFINITY;
     for (int v = 0; v < V; v++)
-        if (lg[v] != -INFINITY && lg[v] >= kth) mx = fmaxf(mx, lg[v]);
+        if (lg[v] != -INFINITY) mx = fmaxf(mx, lg[v]);
     double s = 0.0;
     for (int v = 0; v < V; v++) {
-        float e = (lg[v] != -INFINITY && lg[v] >= kth) ? expf(lg[v] - mx) : -1.0f;
+        float e = (lg[v] != -INFINITY) ? expf(lg[v] - mx) : -1.0f;
         pr[v] = e;
         if (e >= 0.0f) s += e;
     }
@@ -142,11 +142,41 @@ static void selection_matches_cpu(void **state) {
     free(logits), free(work), free(kept), free(cpu);
 }
 
+/* top-k compares the raw logits, as the CPU does: two logits one ulp apart
+ * that the temperature scaling rounds to one float (1.5 and its predecessor
+ * times (float)(1 / 0.7)) must not both be kept when only the larger is the
+ * k-th largest. */
+static void top_k_on_raw_logits(void **state) {
+    (void)state;
+    const float below = nextafterf(1.5f, 0.0f), inv_t = (float)(1.0 / 0.7);
+    volatile float sa = below * inv_t, sb = 1.5f * inv_t;
+    assert_true(sa == sb); /* the premise: scaling makes them tie */
+    const float logits[8] = {3.0f, 2.5f, 1.5f, below, -1.0f, -2.0f, -3.0f, -4.0f};
+    uint8_t kept[8], cpu[8];
+    bc_sampling sp = {0};
+    sp.temperature = 0.7;
+    sp.top_k = 3;
+    sp.top_p = 1.0;
+    opt_sampler s;
+    bc_error err = {0};
+    assert_int_equal(opt_sampler_init(&s, 8, &sp, &err), BC_OK);
+    float work[8];
+    memcpy(work, logits, sizeof work);
+    opt_sampler_filter(&s, work);
+    memset(cpu, 0, sizeof cpu);
+    for (int i = 0; i < s.n_kept; i++) cpu[s.kept[i].i] = 1;
+    opt_sampler_free(&s);
+    assert_int_equal(cpu[3], 0);
+    device_select(logits, 8, 0.7, 3, 1.0, kept);
+    for (int v = 0; v < 8; v++) assert_int_equal(kept[v], cpu[v]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(keys_preserve_order),
         cmocka_unit_test(generator_is_the_cpu_one),
         cmocka_unit_test(selection_matches_cpu),
+        cmocka_unit_test(top_k_on_raw_logits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,9 @@
  *                 token), max |gpu - cpu| / logit scale (max |cpu|) <= tol;
  *                 greedy tokens identical in fp32, in 16-bit the two argmaxes
  *                 may differ only where the CPU's logits are a near tie
- *                 (gap <= tol * scale);
+ *                 (gap <= tol * scale); in 16-bit once more with fc1 forced
+ *                 to the fp32 + convert route (the default writes fc1's
+ *                 output in the dtype from cuBLASLt's bias + ReLU epilogue);
  *   2. rollouts   greedy: GPU graphs off, graphs on, cache released between
  *                 rollouts, shared prefill, stop_at_eos - all identical to
  *                 each other, and to the CPU rollout in fp32;
@@ -103,8 +105,10 @@ static double compare_rows(const char *what, const float *cpu, const float *gpu,
     return maxd;
 }
 
-/* 1. logits of a left-padded batch, prefill then decode steps */
-static void check_logits(opt_cuda_device *dev, const opt_weights *w, const char *name) {
+/* 1. logits of a left-padded batch, prefill then decode steps; fc1_fp32:
+ * fc1 forced to the fp32 + convert route (in 16-bit the default route writes
+ * fc1's output in the dtype from cuBLASLt's epilogue, with an fp32 bias) */
+static void check_logits(opt_cuda_device *dev, const opt_weights *w, const char *name, int fc1_fp32) {
     bc_error err = {0};
     const opt_hparams *hp = &w->hp;
     const int B = 3, T = 7, STEPS = 6, Smax = T + STEPS, V = hp->vocab_size;
@@ -134,6 +138,7 @@ static void check_logits(opt_cuda_device *dev, const opt_weights *w, const char 
     OK(opt_model_init(&cm, w, 0, &err));
     OK(opt_kv_cache_alloc(&ckv, hp, w->dtype, B, Smax, &err));
     OK(opt_cuda_model_create(&gm, dev, w, &err));
+    opt_cuda_model_force_fc1_fp32(gm, fc1_fp32);
     OK(opt_cuda_kv_cache_alloc(dev, &gkv, hp, w->dtype, B, Smax, &err));
     OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, sizeof tokens, (void **)&d_tok, "tokens", &err));
     OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, sizeof mask, (void **)&d_mask, "mask", &err));
@@ -161,8 +166,10 @@ static void check_logits(opt_cuda_device *dev, const opt_weights *w, const char 
         snprintf(what, sizeof what, "decode %d", k);
         worst = fmax(worst, compare_rows(what, cl, gl, B, V, NULL, tol, w->dtype, &ties));
     }
-    printf("  %-12s %-9s logits: max |gpu - cpu| / scale %.3g (tol %.0e), greedy near-ties %d\n", name,
-           opt_dtype_name(w->dtype), worst, tol, ties);
+    printf("  %-12s %-9s logits: max |gpu - cpu| / scale %.3g (tol %.0e), greedy near-ties %d; fc1 calls via fp32 "
+           "%lld%s\n",
+           name, opt_dtype_name(w->dtype), worst, tol, ties, (long long)opt_cuda_fc1_converts(gm),
+           fc1_fp32 ? " (forced)" : "");
 out:
     opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_tok, sizeof tokens);
     opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_mask, sizeof mask);
@@ -350,7 +357,8 @@ int main(int argc, char **argv) {
                 failures++;
                 continue;
             }
-            check_logits(dev, &w, models[mi]);
+            check_logits(dev, &w, models[mi], 0);
+            if (dts[di] != OPT_F32 && !quick) check_logits(dev, &w, models[mi], 1); /* the other fc1 route */
             check_rollouts(dev, &w, models[mi]);
             opt_weights_free(&w);
         }
@@ -375,7 +383,8 @@ int main(int argc, char **argv) {
                 failures++;
                 continue;
             }
-            check_logits(dev, &w, name);
+            check_logits(dev, &w, name, 0);
+            if (dts[di] != OPT_F32) check_logits(dev, &w, name, 1);
             check_rollouts(dev, &w, name);
             opt_weights_free(&w);
         }

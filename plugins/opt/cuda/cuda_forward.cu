@@ -176,7 +176,7 @@ __global__ void kv_store_kernel(E *kc, E *vc, const float *kk, const float *vv, 
  * query with no visible key (a pad query) averages v over s <= S0 + t, as
  * the CPU path does. */
 template <typename E, int DPL, int WARPS>
-__global__ void __launch_bounds__(32 * WARPS) attention_kernel(E *att, const float *q, int ldq, E *kc, E *vc, const float *knew, const float *vnew,
+__global__ void __launch_bounds__(32 * WARPS, 1) attention_kernel(E *att, const float *q, int ldq, E *kc, E *vc, const float *knew, const float *vnew,
                                  const uint8_t *mask, int mask_stride, const int *d_len, int T, int H, int D, int Smax,
                                  float scale) {
     const int h = blockIdx.x % H, n = blockIdx.x / H, b = n / T, t = n % T;
@@ -319,6 +319,7 @@ struct opt_cuda_model {
     int n_plans;
     int64_t n_epilogue_fallbacks; /* GEMMs whose bias/ReLU ran in bias_act_kernel */
     int64_t n_fc1_converts;       /* fc1 outputs in fp32 (+ a convert kernel in 16-bit) */
+    int fc1_fp32_only;            /* 1: fc1 never takes the 16-bit-output route (tests) */
     opt_cuda_graph_cache graphs;
     char graph_error[400];        /* why graphs were turned off; "" while they work */
 };
@@ -488,12 +489,19 @@ static cublasStatus_t plan_make(opt_cuda_model *m, lt_plan *p, int M, int K, int
  * Column-major view for cuBLASLt: y^T[N, M] = op(W)[N, K] x^T[K, M].
  * The bias (+ ReLU) is cuBLASLt's epilogue. For an fp32 y, where cuBLASLt has
  * no algorithm with that epilogue, a plain GEMM and bias_act_kernel (same
- * fp32 math). For a dtype y with no algorithm: *done = 0 and nothing runs
- * (the caller takes the fp32 route); done may be NULL for fp32. */
+ * fp32 math). For a dtype y with no algorithm (or a call cuBLASLt refuses):
+ * *done = 0 and nothing runs (the caller takes the fp32 route); done may be
+ * NULL for fp32. */
 static bc_status gemm_ex(opt_cuda_model *m, void *y, const void *x, const void *W, const float *bias, int M, int K,
                          int N, int relu, int y_dt, int *done, bc_error *err) {
     const int epi = bias ? (relu ? 2 : 1) : 0;
     if (done) *done = 0;
+    /* the kernels queued since the last check: their launch errors are ours
+     * to report, before a cuBLASLt call can take them (host side, no sync) */
+    const cudaError_t le = cudaGetLastError();
+    if (le != cudaSuccess)
+        return bc_error_set(err, BC_ERR_DEVICE, "CUDA kernel launch before the GEMM M %d, K %d, N %d: %s", M, K, N,
+                            cudaGetErrorString(le));
     lt_plan *p = NULL;
     for (int i = 0; i < m->n_plans && !p; i++) {
         lt_plan *c = &m->plans[i];
@@ -524,6 +532,14 @@ static bc_status gemm_ex(opt_cuda_model *m, void *y, const void *x, const void *
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmul(m->dev->lt, p->op, &alpha, W, p->a, x, p->b, &beta, y, p->c, y, p->c, &p->algo,
                            m->d_ws + m->wl.lt, OPT_CUDA_LT_WORKSPACE, m->dev->stream);
+    if (s != CUBLAS_STATUS_SUCCESS && y_dt) {
+        /* a dtype output with an fp32 bias is outside cuBLASLt's documented
+         * bias types (bias type = D's type): a refusal at run time is a miss
+         * like the heuristic's, remembered; the caller takes the fp32 route */
+        plan_destroy(p);
+        p->M = M, p->N = N, p->K = K, p->epi = epi, p->y_dt = y_dt, p->none = 1;
+        return BC_OK;
+    }
     if (s != CUBLAS_STATUS_SUCCESS)
         return bc_error_set(err, BC_ERR_DEVICE, "cuBLASLt matmul (M %d, K %d, N %d, %s): %s", M, K, N,
                             opt_dtype_name(m->dt), cublasLtGetStatusString(s));
@@ -712,7 +728,7 @@ static bc_status forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const in
         /* fc1 + bias + ReLU; in 16-bit straight to the dtype fc2 reads when
          * cuBLASLt has that epilogue with a 16-bit output, else fp32 + convert */
         int direct = 0;
-        if (dt != OPT_F32)
+        if (dt != OPT_F32 && !m->fc1_fp32_only)
             TRY(gemm_ex(m, ffh, xh, dw(m, lw->fc1.data), dw(m, lw->fc1_bias), N, C, F, 1, 1, &direct, err));
         if (!direct) {
             TRY(gemm(m, ff, xh, dw(m, lw->fc1.data), dw(m, lw->fc1_bias), N, C, F, 1, err));
@@ -835,6 +851,7 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
 const char *opt_cuda_graph_error(const opt_cuda_model *m) { return m->graph_error; }
 int64_t opt_cuda_epilogue_fallbacks(const opt_cuda_model *m) { return m->n_epilogue_fallbacks; }
 int64_t opt_cuda_fc1_converts(const opt_cuda_model *m) { return m->n_fc1_converts; }
+void opt_cuda_model_force_fc1_fp32(opt_cuda_model *m, int on) { m->fc1_fp32_only = on != 0; }
 
 void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures, int64_t *replays,
                           int64_t *invalidations) {

@@ -138,6 +138,9 @@ int64_t opt_cuda_epilogue_fallbacks(const opt_cuda_model *m);
 /* fc1 calls whose output went through fp32 (and, in 16-bit, a convert
  * kernel) because cuBLASLt had no bias + ReLU algorithm with a 16-bit output. */
 int64_t opt_cuda_fc1_converts(const opt_cuda_model *m);
+/* on = 1: fc1 always takes the fp32 + convert route (so a test can compare
+ * the two routes; graphs captured before keep the route they recorded). */
+void opt_cuda_model_force_fc1_fp32(opt_cuda_model *m, int on);
 /* Graph statistics of the model: held, captures, replays, invalidations. */
 void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures, int64_t *replays,
                           int64_t *invalidations);

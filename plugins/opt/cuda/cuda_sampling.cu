@@ -6,9 +6,9 @@
  *   finished row (stop_at_eos and EOS seen): emit pad_id;
  *   EOS suppressed (logit -inf) unless stop_at_eos;
  *   greedy: argmax, first maximum (as the CPU);
- *   else    scaled = logit * (float)(1 / temperature);
- *           top-k:  keep scaled >= the k-th largest, found exactly by a
+ *   else    top-k:  keep logits >= the k-th largest, found exactly by a
  *                   bisection over the order-preserving integer keys of floats;
+ *           scaled = logit * (float)(1 / temperature) (of the kept);
  *           softmax over the kept tokens (fp64 sum), probability p;
  *           top-p:  keep p whose mass of strictly larger p is < top_p, the
  *                   threshold found by the same bisection (ties at the
@@ -70,7 +70,7 @@ __device__ void bargmax(float *v, int *i, float *shv, int *shi) {
     *i = bi;
 }
 
-__global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(opt_cuda_sample_args a, float inv_t) {
+__global__ void __launch_bounds__(SAMPLE_THREADS, 1) sample_kernel(opt_cuda_sample_args a, float inv_t) {
     __shared__ double shd[32];
     __shared__ float shf[32];
     __shared__ int shi[32];
@@ -100,12 +100,11 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(opt_cuda_sample_
         /* one uniform per sampled step, drawn like opt_sample does */
         __shared__ double u_sh;
         if (tid == 0) u_sh = opt_uniform_from(opt_splitmix_next(&a.d_rng[r]));
-        /* temperature; -inf stays out */
+        /* the candidates: -inf stays out */
         int n = 0;
         for (int v = tid; v < V; v += nt) {
             float x = lg[v];
             if (isinf(x) && x < 0) continue;
-            lg[v] = x * inv_t;
             n++;
         }
         n = bsum(n, shi);
@@ -113,7 +112,8 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(opt_cuda_sample_
             tok = 0;
             goto emit;
         }
-        /* top-k: the k-th largest key, bit by bit */
+        /* top-k on the raw logits, as the CPU (scaling first could round two
+         * logits into a tie with the k-th): the k-th largest key, bit by bit */
         float kth = -INFINITY;
         if (a.p.top_k > 0 && a.p.top_k < n) {
             const int k = (int)a.p.top_k;
@@ -126,14 +126,16 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(opt_cuda_sample_
             }
             kth = opt_keyf(t);
         }
+        /* temperature on the kept; the others leave (-inf) */
+        for (int v = tid; v < V; v += nt) lg[v] = lg[v] != -INFINITY && lg[v] >= kth ? lg[v] * inv_t : -INFINITY;
         /* softmax over the kept */
         float mx = -INFINITY;
         for (int v = tid; v < V; v += nt)
-            if (lg[v] != -INFINITY && lg[v] >= kth) mx = fmaxf(mx, lg[v]);
+            if (lg[v] != -INFINITY) mx = fmaxf(mx, lg[v]);
         mx = bmax(mx, shf);
         double s = 0.0;
         for (int v = tid; v < V; v += nt) {
-            float e = (lg[v] != -INFINITY && lg[v] >= kth) ? expf(lg[v] - mx) : -1.0f;
+            float e = (lg[v] != -INFINITY) ? expf(lg[v] - mx) : -1.0f;
             pr[v] = e;
             if (e >= 0.0f) s += e;
         }
@@ -191,14 +193,21 @@ __global__ void __launch_bounds__(SAMPLE_THREADS) sample_kernel(opt_cuda_sample_
         double cum = chunk[tid];
         const double next = tid + 1 < nt ? chunk[tid + 1] : INFINITY;
         if (target >= cum && target < next) {
+            /* the chunk's sum was taken from 0, this walk from its prefix:
+             * rounding may keep cum <= target to the end, then the chunk's
+             * last kept token (not the vocabulary's) is the one; a chunk
+             * with none (the last thread's, when target rounds to total)
+             * leaves the fallback */
+            int pick = last;
             for (int v = c0; v < c1; v++) {
                 if (pr[v] < 0.0f) continue;
                 cum += pr[v];
                 if (target < cum) {
-                    chosen = v;
+                    pick = v;
                     break;
                 }
             }
+            if (pick >= 0) chosen = pick;
         }
         __syncthreads();
         tok = chosen;
