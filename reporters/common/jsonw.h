@@ -56,6 +56,14 @@ void bc_jw_newline(bc_jw *w);
 /* An integer where negative means unknown: writes null when x < 0. */
 void bc_jw_int_or_null(bc_jw *w, int64_t x);
 
+/* "key": value in one call, for objects written field by field. */
+static inline void bc_jw_key_string(bc_jw *w, const char *k, const char *v) { bc_jw_key(w, k); bc_jw_string(w, v); }
+static inline void bc_jw_key_double(bc_jw *w, const char *k, double v) { bc_jw_key(w, k); bc_jw_double(w, v); }
+static inline void bc_jw_key_int(bc_jw *w, const char *k, int64_t v) { bc_jw_key(w, k); bc_jw_int(w, v); }
+static inline void bc_jw_key_uint(bc_jw *w, const char *k, uint64_t v) { bc_jw_key(w, k); bc_jw_uint(w, v); }
+static inline void bc_jw_key_bool(bc_jw *w, const char *k, int v) { bc_jw_key(w, k); bc_jw_bool(w, v); }
+static inline void bc_jw_key_int_or_null(bc_jw *w, const char *k, int64_t v) { bc_jw_key(w, k); bc_jw_int_or_null(w, v); }
+
 /* Formats x in the shortest "%.*g" form that strtod reads back exactly
  * (at most 17 significant digits), always with '.' as the decimal point.
  * Writes "" and returns 0 when x is NaN or infinite; else returns the length.

@@ -42,51 +42,31 @@ uint32_t bc_rj_schema_version(const bc_run_report *run) {
 }
 
 void bc_rj_seed_keys(bc_jw *w, const bc_run_report *run) {
-    bc_jw_key(w, "model");
-    bc_jw_string(w, run->backend.model);
-    bc_jw_key(w, "device");
-    bc_jw_string(w, run->backend.device);
-    bc_jw_key(w, "warmup");
-    bc_jw_uint(w, run->warmup);
-    bc_jw_key(w, "iterations");
-    bc_jw_uint(w, run->iterations);
-    bc_jw_key(w, "temperature");
-    bc_jw_double(w, run->sampling.temperature);
-    bc_jw_key(w, "top_p");
-    bc_jw_double(w, run->sampling.top_p);
+    bc_jw_key_string(w, "model", run->backend.model);
+    bc_jw_key_string(w, "device", run->backend.device);
+    bc_jw_key_uint(w, "warmup", run->warmup);
+    bc_jw_key_uint(w, "iterations", run->iterations);
+    bc_jw_key_double(w, "temperature", run->sampling.temperature);
+    bc_jw_key_double(w, "top_p", run->sampling.top_p);
 }
 
 void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run) {
-    bc_jw_key(w, "benchctl_version");
-    bc_jw_string(w, run->benchctl_version);
-    bc_jw_key(w, "git_commit");
-    bc_jw_string(w, run->git_commit);
-    bc_jw_key(w, "backend");
-    bc_jw_string(w, run->backend_name);
-    bc_jw_key(w, "gpu");
-    bc_jw_string(w, run->backend.device_name);
-    bc_jw_key(w, "driver");
-    bc_jw_string(w, run->backend.driver);
-    bc_jw_key(w, "cpu_model");
-    bc_jw_string(w, run->cpu_model);
-    bc_jw_key(w, "hostname");
-    bc_jw_string(w, run->hostname);
-    bc_jw_key(w, "config_path");
-    bc_jw_string(w, run->config_path);
-    bc_jw_key(w, "config_sha256");
-    bc_jw_string(w, run->config_sha256);
-    bc_jw_key(w, "start_time");
-    bc_jw_string(w, run->start_time_utc);
+    bc_jw_key_string(w, "benchctl_version", run->benchctl_version);
+    bc_jw_key_string(w, "git_commit", run->git_commit);
+    bc_jw_key_string(w, "backend", run->backend_name);
+    bc_jw_key_string(w, "gpu", run->backend.device_name);
+    bc_jw_key_string(w, "driver", run->backend.driver);
+    bc_jw_key_string(w, "cpu_model", run->cpu_model);
+    bc_jw_key_string(w, "hostname", run->hostname);
+    bc_jw_key_string(w, "config_path", run->config_path);
+    bc_jw_key_string(w, "config_sha256", run->config_sha256);
+    bc_jw_key_string(w, "start_time", run->start_time_utc);
     bc_jw_key(w, "sampling");
     bc_jw_begin_object(w);
-    bc_jw_key(w, "temperature");
-    bc_jw_double(w, run->sampling.temperature);
-    bc_jw_key(w, "top_p");
-    bc_jw_double(w, run->sampling.top_p);
-    bc_jw_key(w, "top_k");
-    bc_jw_int(w, run->sampling.top_k);
-    bc_jw_key(w, "seed");
-    bc_jw_uint(w, run->sampling.seed);
+    bc_jw_key_double(w, "temperature", run->sampling.temperature);
+    bc_jw_key_double(w, "top_p", run->sampling.top_p);
+    bc_jw_key_int(w, "top_k", run->sampling.top_k);
+    bc_jw_key_uint(w, "seed", run->sampling.seed);
     bc_jw_end_object(w);
     bc_jw_key(w, "precisions");
     string_list(w, run->precisions, run->n_precisions);
@@ -99,14 +79,10 @@ void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run) {
     for (uint32_t i = 0; run->plugins && i < run->n_plugins; i++) {
         const bc_plugin_ref *p = &run->plugins[i];
         bc_jw_begin_object(w);
-        bc_jw_key(w, "kind");
-        bc_jw_string(w, p->kind);
-        bc_jw_key(w, "name");
-        bc_jw_string(w, p->name);
-        bc_jw_key(w, "version");
-        bc_jw_string(w, p->version);
-        bc_jw_key(w, "path");
-        bc_jw_string(w, p->path);
+        bc_jw_key_string(w, "kind", p->kind);
+        bc_jw_key_string(w, "name", p->name);
+        bc_jw_key_string(w, "version", p->version);
+        bc_jw_key_string(w, "path", p->path);
         bc_jw_end_object(w);
     }
     bc_jw_end_array(w);
@@ -123,20 +99,15 @@ static void write_summary(bc_jw *w, const bc_run_report *run, const bc_case_repo
         if (ends_with(name, "_ms")) {
             bc_jw_key(w, name);
             bc_jw_begin_object(w);
-            bc_jw_key(w, "mean");
-            bc_jw_double(w, s->mean);
-            bc_jw_key(w, "p50");
-            bc_jw_double(w, s->p50);
-            bc_jw_key(w, "p95");
-            bc_jw_double(w, s->p95);
+            bc_jw_key_double(w, "mean", s->mean);
+            bc_jw_key_double(w, "p50", s->p50);
+            bc_jw_key_double(w, "p95", s->p95);
             bc_jw_end_object(w);
         } else if (strcmp(name, "tokens_per_second") == 0) {
             bc_jw_key(w, name);
             bc_jw_begin_object(w);
-            bc_jw_key(w, "mean");
-            bc_jw_double(w, s->mean);
-            bc_jw_key(w, "p50");
-            bc_jw_double(w, s->p50);
+            bc_jw_key_double(w, "mean", s->mean);
+            bc_jw_key_double(w, "p50", s->p50);
             bc_jw_end_object(w);
         }
     }
@@ -150,19 +121,14 @@ static void write_profiles(bc_jw *w, const bc_run_report *run, const bc_case_rep
         const double *row = cr->values + (size_t)it * run->n_fields;
         bc_jw_begin_object(w);
         for (uint32_t f = 0; f < run->n_fields; f++) {
-            bc_jw_key(w, run->field_names[f]);
-            bc_jw_double(w, row[f]);
+            bc_jw_key_double(w, run->field_names[f], row[f]);
         }
-        bc_jw_key(w, "batch_size");
-        bc_jw_uint(w, c->batch_size);
-        bc_jw_key(w, "num_samples_per_prompt");
-        bc_jw_uint(w, c->samples_per_prompt);
-        bc_jw_key(w, "prompt_length");
-        bc_jw_uint(w, c->prompt_length);
+        bc_jw_key_uint(w, "batch_size", c->batch_size);
+        bc_jw_key_uint(w, "num_samples_per_prompt", c->samples_per_prompt);
+        bc_jw_key_uint(w, "prompt_length", c->prompt_length);
         /* The length actually returned, as the seed's profile records it;
          * null when the backend did not say. */
-        bc_jw_key(w, "response_length");
-        bc_jw_int_or_null(w, cr->returned_response_length);
+        bc_jw_key_int_or_null(w, "response_length", cr->returned_response_length);
         bc_jw_end_object(w);
     }
     bc_jw_end_array(w);
@@ -170,56 +136,37 @@ static void write_profiles(bc_jw *w, const bc_run_report *run, const bc_case_rep
 
 static void write_extended(bc_jw *w, const bc_run_report *run, const bc_case_report *cr) {
     bc_jw_begin_object(w);
-    bc_jw_key(w, "n_iterations");
-    bc_jw_uint(w, cr->n_iterations);
-    bc_jw_key(w, "wall_ms");
-    bc_jw_double(w, cr->wall_ms);
-    bc_jw_key(w, "effective_batch");
-    bc_jw_uint(w, bc_case_effective_batch(cr->c));
+    bc_jw_key_uint(w, "n_iterations", cr->n_iterations);
+    bc_jw_key_double(w, "wall_ms", cr->wall_ms);
+    bc_jw_key_uint(w, "effective_batch", bc_case_effective_batch(cr->c));
     bc_jw_key(w, "stats");
     bc_jw_begin_object(w);
     for (uint32_t f = 0; cr->stats && f < run->n_fields; f++) {
         const bc_stats *s = &cr->stats[f];
         bc_jw_key(w, run->field_names[f]);
         bc_jw_begin_object(w);
-        bc_jw_key(w, "n");
-        bc_jw_uint(w, s->n);
-        bc_jw_key(w, "mean");
-        bc_jw_double(w, s->mean);
-        bc_jw_key(w, "p50");
-        bc_jw_double(w, s->p50);
-        bc_jw_key(w, "p95");
-        bc_jw_double(w, s->p95);
-        bc_jw_key(w, "min");
-        bc_jw_double(w, s->min);
-        bc_jw_key(w, "max");
-        bc_jw_double(w, s->max);
-        bc_jw_key(w, "stddev");
-        bc_jw_double(w, s->stddev);
+        bc_jw_key_uint(w, "n", s->n);
+        bc_jw_key_double(w, "mean", s->mean);
+        bc_jw_key_double(w, "p50", s->p50);
+        bc_jw_key_double(w, "p95", s->p95);
+        bc_jw_key_double(w, "min", s->min);
+        bc_jw_key_double(w, "max", s->max);
+        bc_jw_key_double(w, "stddev", s->stddev);
         bc_jw_end_object(w);
     }
     bc_jw_end_object(w);
     const bc_memory_stats *m = &cr->memory;
     bc_jw_key(w, "memory");
     bc_jw_begin_object(w);
-    bc_jw_key(w, "weights_bytes");
-    bc_jw_int_or_null(w, m->weights_bytes);
-    bc_jw_key(w, "kv_cache_bytes");
-    bc_jw_int_or_null(w, m->kv_cache_bytes);
-    bc_jw_key(w, "workspace_bytes");
-    bc_jw_int_or_null(w, m->workspace_bytes);
-    bc_jw_key(w, "host_peak_bytes");
-    bc_jw_int_or_null(w, m->host_peak_bytes);
-    bc_jw_key(w, "device_peak_bytes");
-    bc_jw_int_or_null(w, m->device_peak_bytes);
-    bc_jw_key(w, "device_total_bytes");
-    bc_jw_int_or_null(w, m->device_total_bytes);
-    bc_jw_key(w, "peak_rss_bytes");
-    bc_jw_int_or_null(w, cr->peak_rss_bytes);
-    bc_jw_key(w, "device_free_before_bytes");
-    bc_jw_int_or_null(w, cr->device_free_before_bytes);
-    bc_jw_key(w, "device_free_after_bytes");
-    bc_jw_int_or_null(w, cr->device_free_after_bytes);
+    bc_jw_key_int_or_null(w, "weights_bytes", m->weights_bytes);
+    bc_jw_key_int_or_null(w, "kv_cache_bytes", m->kv_cache_bytes);
+    bc_jw_key_int_or_null(w, "workspace_bytes", m->workspace_bytes);
+    bc_jw_key_int_or_null(w, "host_peak_bytes", m->host_peak_bytes);
+    bc_jw_key_int_or_null(w, "device_peak_bytes", m->device_peak_bytes);
+    bc_jw_key_int_or_null(w, "device_total_bytes", m->device_total_bytes);
+    bc_jw_key_int_or_null(w, "peak_rss_bytes", cr->peak_rss_bytes);
+    bc_jw_key_int_or_null(w, "device_free_before_bytes", cr->device_free_before_bytes);
+    bc_jw_key_int_or_null(w, "device_free_after_bytes", cr->device_free_after_bytes);
     bc_jw_end_object(w);
     bc_jw_end_object(w);
 }
@@ -229,41 +176,27 @@ void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, in
     const bc_case *c = cr->c;
     bc_jw_begin_object(w);
     if (record) {
-        bc_jw_key(w, "record");
-        bc_jw_string(w, record);
+        bc_jw_key_string(w, "record", record);
     }
-    bc_jw_key(w, "index");
-    bc_jw_uint(w, c->index);
-    bc_jw_key(w, "batch_size");
-    bc_jw_uint(w, c->batch_size);
-    bc_jw_key(w, "samples_per_prompt");
-    bc_jw_uint(w, c->samples_per_prompt);
-    bc_jw_key(w, "prompt_length");
-    bc_jw_uint(w, c->prompt_length);
-    bc_jw_key(w, "requested_response_length");
-    bc_jw_uint(w, c->response_length);
-    bc_jw_key(w, "returned_response_length");
-    bc_jw_int_or_null(w, cr->returned_response_length);
-    bc_jw_key(w, "peak_memory_mb");
-    bc_jw_double(w, cr->peak_memory_mb);
+    bc_jw_key_uint(w, "index", c->index);
+    bc_jw_key_uint(w, "batch_size", c->batch_size);
+    bc_jw_key_uint(w, "samples_per_prompt", c->samples_per_prompt);
+    bc_jw_key_uint(w, "prompt_length", c->prompt_length);
+    bc_jw_key_uint(w, "requested_response_length", c->response_length);
+    bc_jw_key_int_or_null(w, "returned_response_length", cr->returned_response_length);
+    bc_jw_key_double(w, "peak_memory_mb", cr->peak_memory_mb);
     bc_jw_key(w, "summary");
     write_summary(w, run, cr);
     if (with_profiles) {
         bc_jw_key(w, "profiles");
         write_profiles(w, run, cr);
     }
-    bc_jw_key(w, "precision");
-    bc_jw_string(w, c->precision);
-    bc_jw_key(w, "dtype");
-    bc_jw_string(w, bc_case_dtype(c));
-    bc_jw_key(w, "cache_policy");
-    bc_jw_string(w, c->cache_policy);
-    bc_jw_key(w, "release_inference_cache");
-    bc_jw_bool(w, c->release_cache);
-    bc_jw_key(w, "status");
-    bc_jw_string(w, bc_case_status_name(cr->status));
-    bc_jw_key(w, "message");
-    bc_jw_string(w, cr->message ? cr->message : "");
+    bc_jw_key_string(w, "precision", c->precision);
+    bc_jw_key_string(w, "dtype", bc_case_dtype(c));
+    bc_jw_key_string(w, "cache_policy", c->cache_policy);
+    bc_jw_key_bool(w, "release_inference_cache", c->release_cache);
+    bc_jw_key_string(w, "status", bc_case_status_name(cr->status));
+    bc_jw_key_string(w, "message", cr->message ? cr->message : "");
     bc_jw_key(w, "extended");
     write_extended(w, run, cr);
     bc_jw_end_object(w);

@@ -60,8 +60,7 @@ static void write_dtypes(bc_jw *w, const bc_run_report *run) {
         else if (strcmp(single, d) != 0)
             mixed = 1;
     }
-    bc_jw_key(w, "dtype");
-    bc_jw_string(w, mixed ? NULL : single);
+    bc_jw_key_string(w, "dtype", mixed ? NULL : single);
     bc_jw_key(w, "dtypes");
     bc_jw_begin_array(w);
     for (uint32_t i = 0; i < run->n_cases; i++) {
