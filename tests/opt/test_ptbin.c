@@ -4,7 +4,9 @@
  * tests/opt/golden/preln-bin holds the preln model's weights as torch.save
  * wrote them (tools/golden/make_golden.py); they must load bit-identically to
  * preln/model.safetensors (the golden forward on preln-bin is in
- * test_golden.c). Hostile inputs are built here with a tiny zip writer: a
+ * test_golden.c). A tiny zip writer builds the rest: small valid archives
+ * (STORED, DEFLATE, ZIP64 end records and extra fields), a sharded index over
+ * two archives, and hostile inputs: a
  * truncated file, bytes that are not a zip, a pickle with a forbidden GLOBAL,
  * a storage offset out of range, an unset memo index, and every one-byte
  * corruption of a small valid pickle; each must fail cleanly with an error
@@ -63,7 +65,14 @@ typedef struct zentry {
 } zentry;
 
 /* A zip of the entries; compress_it != 0 compresses them (raw DEFLATE). */
-static buf make_zip(const zentry *e, int n, int compress_it) {
+static void put64(buf *b, uint64_t v) {
+    put32(b, (uint32_t)v);
+    put32(b, (uint32_t)(v >> 32));
+}
+
+/* zip64 != 0: the central directory keeps sizes and offsets in ZIP64 extra
+ * fields and the archive ends with ZIP64 end records, as large torch files do. */
+static buf make_zip_ex(const zentry *e, int n, int compress_it, int zip64) {
     buf z = {0}, cd = {0};
     for (int i = 0; i < n; i++) {
         const void *data = e[i].data;
@@ -90,19 +99,34 @@ static buf make_zip(const zentry *e, int n, int compress_it) {
         put(&z, e[i].name, nl);
         put(&z, data, cn);
         put32(&cd, 0x02014b50u); put16(&cd, 20); put16(&cd, 20); put16(&cd, 0); put16(&cd, compress_it ? 8 : 0);
-        put32(&cd, 0); put32(&cd, crc); put32(&cd, (uint32_t)cn); put32(&cd, (uint32_t)e[i].n);
-        put16(&cd, (unsigned)nl); put16(&cd, 0); put16(&cd, 0); put16(&cd, 0); put16(&cd, 0); put32(&cd, 0);
-        put32(&cd, off);
+        put32(&cd, 0); put32(&cd, crc);
+        put32(&cd, zip64 ? 0xFFFFFFFFu : (uint32_t)cn);
+        put32(&cd, zip64 ? 0xFFFFFFFFu : (uint32_t)e[i].n);
+        put16(&cd, (unsigned)nl); put16(&cd, zip64 ? 28 : 0); put16(&cd, 0); put16(&cd, 0); put16(&cd, 0);
+        put32(&cd, 0);
+        put32(&cd, zip64 ? 0xFFFFFFFFu : off);
         put(&cd, e[i].name, nl);
+        if (zip64) {
+            put16(&cd, 1); put16(&cd, 24); put64(&cd, e[i].n); put64(&cd, cn); put64(&cd, off);
+        }
         free(c);
     }
     uint32_t cd_off = (uint32_t)z.n;
     put(&z, cd.p, cd.n);
-    put32(&z, 0x06054b50u); put16(&z, 0); put16(&z, 0); put16(&z, (unsigned)n); put16(&z, (unsigned)n);
-    put32(&z, (uint32_t)cd.n); put32(&z, cd_off); put16(&z, 0);
+    if (zip64) {
+        uint64_t e64 = z.n;
+        put32(&z, 0x06064b50u); put64(&z, 44); put16(&z, 45); put16(&z, 45); put32(&z, 0); put32(&z, 0);
+        put64(&z, (uint64_t)n); put64(&z, (uint64_t)n); put64(&z, cd.n); put64(&z, cd_off);
+        put32(&z, 0x07064b50u); put32(&z, 0); put64(&z, e64); put32(&z, 1);
+    }
+    put32(&z, 0x06054b50u); put16(&z, 0); put16(&z, 0);
+    put16(&z, zip64 ? 0xFFFF : (unsigned)n); put16(&z, zip64 ? 0xFFFF : (unsigned)n);
+    put32(&z, zip64 ? 0xFFFFFFFFu : (uint32_t)cd.n); put32(&z, zip64 ? 0xFFFFFFFFu : cd_off); put16(&z, 0);
     free(cd.p);
     return z;
 }
+
+static buf make_zip(const zentry *e, int n, int compress_it) { return make_zip_ex(e, n, compress_it, 0); }
 
 /* A state dict {"w": tensor of 2 F32 at storage offset `off` in a 4-element
  * storage}, as torch's protocol-2 pickle spells it. */
@@ -212,13 +236,13 @@ static void expect_error(bc_status st, const bc_error *err, const char *needle) 
     if (needle && !strstr(err->message, needle)) fail_msg("expected '%s' in: %s", needle, err->message);
 }
 
-static void test_small_valid_stored_and_deflate(void **state) {
+static void test_small_valid_stored_deflate_zip64(void **state) {
     (void)state;
     unsigned char pkl[512];
     size_t n = make_pickle(pkl, 1, NULL, NULL);
-    for (int deflate = 0; deflate < 2; deflate++) {
+    for (int mode = 0; mode < 4; mode++) { /* STORED, DEFLATE, each without and with ZIP64 */
         zentry e[] = {{"archive/data.pkl", pkl, n}, {"archive/data/0", STORAGE, 16}};
-        buf z = make_zip(e, 2, deflate);
+        buf z = make_zip_ex(e, 2, mode & 1, mode >> 1);
         opt_pt_file f;
         bc_error err = {0};
         if (opt_pt_parse(&f, FAKE, z.p, z.n, &err) != BC_OK) fail_msg("%s", err.message);
@@ -360,17 +384,70 @@ static void test_every_byte_corrupted(void **state) {
     free(z.p);
 }
 
+static void write_file(const char *dir, const char *name, const void *p, size_t n) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(p, 1, n, fp), n);
+    fclose(fp);
+}
+
+/* pytorch_model.bin.index.json over two crafted shards: the tensors of both
+ * come back; a weight_map entry naming the wrong shard is refused. */
+static void test_sharded(void **state) {
+    (void)state;
+    char dir[] = "/tmp/bc_ptshard_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    unsigned char pkl[512];
+    size_t n = make_pickle(pkl, 0, NULL, NULL);
+    zentry e[] = {{"archive/data.pkl", pkl, n}, {"archive/data/0", STORAGE, 16}};
+    buf z = make_zip(e, 2, 0);
+    write_file(dir, "a.bin", z.p, z.n);
+    /* The same pickle with the tensor "w" renamed "v". */
+    for (size_t i = 0; i + 1 < n; i++)
+        if (pkl[i] == 'X' && pkl[i + 1] == 1 && pkl[i + 5] == 'w') pkl[i + 5] = 'v';
+    free(z.p);
+    z = make_zip(e, 2, 0);
+    write_file(dir, "b.bin", z.p, z.n);
+    free(z.p);
+    const char *good = "{\"weight_map\": {\"w\": \"a.bin\", \"v\": \"b.bin\"}}";
+    write_file(dir, "pytorch_model.bin.index.json", good, strlen(good));
+    opt_pt_set s;
+    bc_error err = {0};
+    if (opt_pt_set_open_dir(&s, dir, &err) != BC_OK) fail_msg("%s", err.message);
+    assert_int_equal(s.n_files, 2);
+    assert_int_equal(s.n_tensors, 2);
+    assert_string_equal(s.by_name[0]->name, "v");
+    assert_string_equal(s.by_name[1]->name, "w");
+    opt_pt_set_close(&s);
+    const char *bad = "{\"weight_map\": {\"w\": \"b.bin\", \"v\": \"b.bin\"}}";
+    write_file(dir, "pytorch_model.bin.index.json", bad, strlen(bad));
+    assert_int_not_equal(opt_pt_set_open_dir(&s, dir, &err), BC_OK);
+    print_message("  error: %s\n", err.message);
+    assert_non_null(strstr(err.message, "b.bin"));
+    assert_non_null(strstr(err.message, "'w'"));
+    const char *names[] = {"a.bin", "b.bin", "pytorch_model.bin.index.json"};
+    char path[256];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bin_matches_safetensors),
         cmocka_unit_test(test_load_checkpoint_bin),
-        cmocka_unit_test(test_small_valid_stored_and_deflate),
+        cmocka_unit_test(test_small_valid_stored_deflate_zip64),
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_not_a_zip),
         cmocka_unit_test(test_forbidden_global),
         cmocka_unit_test(test_storage_offset_out_of_range),
         cmocka_unit_test(test_bad_memo),
         cmocka_unit_test(test_every_byte_corrupted),
+        cmocka_unit_test(test_sharded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
