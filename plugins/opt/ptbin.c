@@ -165,8 +165,7 @@ static bc_status pt_zip_data(pt_zip *z, pt_entry *e, bc_error *err) {
         return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: zip: entry '%.*s' uses compression method %d (only STORED "
                             "and DEFLATE are read)", z->path, nl, e->name, e->method);
     /* DEFLATE expands at most ~1032:1; a larger claim is a lie. */
-    if (e->usize > OPT_PT_MAX_INFLATE || e->usize > e->csize * 1032 + 64 || e->csize > UINT32_MAX ||
-        e->usize > UINT32_MAX)
+    if (e->usize > OPT_PT_MAX_INFLATE || e->csize > OPT_PT_MAX_INFLATE || e->usize > e->csize * 1032 + 64)
         return bc_error_set(err, BC_ERR_FORMAT, "%s: zip: entry '%.*s' claims to inflate %llu bytes to %llu", z->path,
                             nl, e->name, (unsigned long long)e->csize, (unsigned long long)e->usize);
     opt_pt_file *f = z->owner;
@@ -548,8 +547,9 @@ static bc_status pt_build(opt_pt_file *f, pt_zip *z, bc_error *err) {
     if (!pkl)
         return bc_error_set(err, BC_ERR_FORMAT, "%s: no '<archive>/data.pkl' in the zip (not a torch.save file?)", path);
     size_t plen = pkl->name_len - 8; /* "<prefix>/" */
-    char ename[512];
-    if (plen + 5 + 20 >= sizeof ename) return bc_error_set(err, BC_ERR_FORMAT, "%s: zip entry name too long", path);
+    char ename[512]; /* "<prefix>/" (<= 200) + "data/" + a key (<= 256) */
+    if (plen > 200)
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: zip: archive prefix of %zu bytes is too long", path, plen);
     memcpy(ename, pkl->name, plen);
     memcpy(ename + plen, "byteorder", 9);
     pt_entry *bo = pt_zip_find(z, ename, plen + 9);

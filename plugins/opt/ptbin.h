@@ -22,12 +22,13 @@
 #define OPT_PTBIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "safetensors.h"
 
 #define OPT_PT_MAX_OBJECTS (1u << 22) /* pickle objects one file may build */
 #define OPT_PT_MAX_MEMO (1u << 22)    /* largest memo index accepted */
-#define OPT_PT_MAX_INFLATE ((uint64_t)1 << 34) /* bytes one DEFLATE entry may inflate to */
+#define OPT_PT_MAX_INFLATE ((uint64_t)UINT32_MAX) /* bytes of one DEFLATE entry (one zlib call) */
 
 /* One pytorch_model.bin. Owns its mapping, the tensor table (sorted by name),
  * the names and any inflated entries. */

@@ -312,6 +312,14 @@ static void test_not_a_zip(void **state) {
     buf z = make_zip(e, 1, 0);
     expect_error(opt_pt_parse(&f, FAKE, z.p, z.n, &err), &err, "data.pkl");
     free(z.p);
+    /* An archive prefix longer than the reader's entry-name buffer allows. */
+    char longname[400];
+    memset(longname, 'a', 300);
+    strcpy(longname + 300, "/data.pkl");
+    zentry l[] = {{longname, "\x80\x02}.", 4}};
+    z = make_zip(l, 1, 0);
+    expect_error(opt_pt_parse(&f, FAKE, z.p, z.n, &err), &err, "too long");
+    free(z.p);
 }
 
 static void test_forbidden_global(void **state) {
