@@ -1,6 +1,9 @@
 /* checkpoint.c: loads a local Hugging Face OPT checkpoint directory
- * (config.json + model.safetensors, single or sharded) into opt_weights,
- * converting every tensor to the run's dtype (docs/checkpoints.md).
+ * (config.json + model.safetensors, single or sharded, or else
+ * pytorch_model.bin, single or sharded) into opt_weights, converting every
+ * tensor to the run's dtype (docs/checkpoints.md). Both formats give the same
+ * tensor view list (ck_tensors: opt_st_tensor, sorted by name), and
+ * everything past opening the files is shared.
  *
  * Tensor names (X = "model.decoder." or "decoder.", whichever the file uses):
  *   X embed_tokens.weight [V, P]        X embed_positions.weight [Tmax + 2, C]
@@ -21,7 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "checkpoint.h"
+#include "ptbin.h"
 #include "safetensors.h"
 
 /* Upper bound on any one dimension in config.json: refuses absurd shapes
@@ -134,8 +140,56 @@ done:
 
 /* ------------------------------------------------------------- tensors */
 
+/* The checkpoint's tensors, whichever format they came from. */
+typedef struct ck_tensors {
+    const opt_st_tensor **by_name; /* sorted by name; owned by st or pt */
+    size_t n_tensors;
+    const char *source; /* the file named in "missing tensor" messages */
+    opt_st_set st;      /* one of these two is open */
+    opt_pt_set pt;
+} ck_tensors;
+
+static int ck_exists(const char *dir, const char *name) {
+    char p[4096];
+    return snprintf(p, sizeof p, "%s/%s", dir, name) < (int)sizeof p && access(p, F_OK) == 0;
+}
+
+/* Safetensors when the directory has any; else pytorch_model.bin (or its
+ * index) when present; else the safetensors reader's "cannot open" error. */
+static bc_status ck_tensors_open(ck_tensors *t, const char *dir, bc_error *err) {
+    memset(t, 0, sizeof *t);
+    bc_status st;
+    if (!ck_exists(dir, "model.safetensors") && !ck_exists(dir, "model.safetensors.index.json") &&
+        (ck_exists(dir, "pytorch_model.bin") || ck_exists(dir, "pytorch_model.bin.index.json"))) {
+        if ((st = opt_pt_set_open_dir(&t->pt, dir, err)) != BC_OK) return st;
+        t->by_name = t->pt.by_name;
+        t->n_tensors = t->pt.n_tensors;
+        t->source = t->pt.source;
+        return BC_OK;
+    }
+    if ((st = opt_st_set_open_dir(&t->st, dir, err)) != BC_OK) return st;
+    t->by_name = t->st.by_name;
+    t->n_tensors = t->st.n_tensors;
+    t->source = t->st.source;
+    return BC_OK;
+}
+
+static void ck_tensors_close(ck_tensors *t) {
+    opt_st_set_close(&t->st);
+    opt_pt_set_close(&t->pt);
+    memset(t, 0, sizeof *t);
+}
+
+static int ck_cmp_name(const void *key, const void *elem);
+
+static const opt_st_tensor *ck_tensors_find(const ck_tensors *t, const char *name) {
+    if (!t->n_tensors) return NULL;
+    const opt_st_tensor *const *hit = bsearch(name, t->by_name, t->n_tensors, sizeof *t->by_name, ck_cmp_name);
+    return hit ? *hit : NULL;
+}
+
 typedef struct ck_loader {
-    const opt_st_set *set;
+    const ck_tensors *set;
     const char *prefix; /* "model.decoder." or "decoder." */
     opt_dtype dtype;    /* the run's dtype for matrices */
     unsigned char *used; /* [set->n_tensors]: 1 once loaded, to find unexpected ones */
@@ -147,6 +201,7 @@ static int ck_cmp_name(const void *key, const void *elem) {
 
 /* The tensor called name, marked used; NULL if absent. */
 static const opt_st_tensor *ck_find(ck_loader *c, const char *name) {
+    if (!c->set->n_tensors) return NULL;
     const opt_st_tensor *const *hit =
         bsearch(name, c->set->by_name, c->set->n_tensors, sizeof *c->set->by_name, ck_cmp_name);
     if (!hit) return NULL;
@@ -248,7 +303,7 @@ static bc_status ck_vector(ck_loader *c, const char *suffix, float *v, int n, bc
 
 /* lm_head.weight, when present, must be embed_tokens (OPT ties them). */
 static bc_status ck_lm_head(ck_loader *c, const opt_hparams *hp, bc_error *err) {
-    if (!opt_st_set_find(c->set, "lm_head.weight")) return BC_OK;
+    if (!ck_tensors_find(c->set, "lm_head.weight")) return BC_OK;
     const opt_st_tensor *h, *e;
     opt_dtype hd, ed;
     bc_status st;
@@ -340,16 +395,16 @@ bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, opt_dtype
     opt_hparams hp;
     bc_status st = opt_hparams_from_checkpoint(dir, &hp, err);
     if (st != BC_OK) return st;
-    opt_st_set set;
-    if ((st = opt_st_set_open_dir(&set, dir, err)) != BC_OK) return st;
+    ck_tensors set;
+    if ((st = ck_tensors_open(&set, dir, err)) != BC_OK) return st;
     ck_loader c = {.set = &set, .dtype = dtype, .used = calloc(set.n_tensors ? set.n_tensors : 1, 1)};
     if (!c.used) {
         st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", set.source);
         goto done;
     }
-    if (opt_st_set_find(&set, "model.decoder.embed_tokens.weight"))
+    if (ck_tensors_find(&set, "model.decoder.embed_tokens.weight"))
         c.prefix = "model.decoder.";
-    else if (opt_st_set_find(&set, "decoder.embed_tokens.weight"))
+    else if (ck_tensors_find(&set, "decoder.embed_tokens.weight"))
         c.prefix = "decoder.";
     else {
         st = bc_error_set(err, BC_ERR_FORMAT,
@@ -361,7 +416,7 @@ bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, opt_dtype
     st = ck_load_all(&c, w, err);
 done:
     free(c.used);
-    opt_st_set_close(&set);
+    ck_tensors_close(&set);
     if (st != BC_OK) opt_weights_free(w);
     return st;
 }

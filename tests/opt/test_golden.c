@@ -419,6 +419,7 @@ static void test_golden_reader(void **state) {
 static golden_case_cfg cfgs[] = {
     {"preln", "preln", OPT_F32, TOL_F32},
     {"preln_sharded", "preln", OPT_F32, TOL_F32},
+    {"preln-bin", "preln", OPT_F32, TOL_F32}, /* the same weights as pytorch_model.bin */
     {"postln_proj", "postln_proj", OPT_F32, TOL_F32},
     {"hd80", "hd80", OPT_F32, TOL_F32},
     {"preln", "preln", OPT_F16, TOL_F16},
@@ -430,7 +431,7 @@ static golden_case_cfg cfgs[] = {
 };
 
 #define N_CFGS (sizeof cfgs / sizeof cfgs[0])
-#define N_ROLLOUT 4 /* the fp32 entries of cfgs come first */
+#define N_ROLLOUT 5 /* the fp32 entries of cfgs come first */
 
 int main(void) {
     struct CMUnitTest tests[1 + N_CFGS + N_ROLLOUT];

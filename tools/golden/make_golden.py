@@ -6,12 +6,17 @@ engine against the reference without Python.
 For each tiny, randomly initialised, seeded OPT model it saves
   <out>/<model>/config.json + model.safetensors   (save_pretrained)
   <out>/<model>/golden.bin                       (see README.md for the format)
+and, for preln, preln_sharded/ (sharded safetensors) and preln-bin/ (the same
+weights as a PyTorch pytorch_model.bin, written like transformers 4's
+save_pretrained(safe_serialization=False):
+torch.save(model.state_dict()); its golden data is preln/golden.bin).
 and golden.bin holds, for each prompt case (one unpadded prompt; a left-padded
 batch of three prompts of different lengths):
   prefill logits, the logits of several KV-cached decode steps, and the greedy
   tokens of generate() with prompt expansion (num_return_sequences > 1).
 
-Usage: tools/golden/.venv/bin/python tools/golden/make_golden.py [--out tests/opt/golden]
+Usage: tools/golden/.venv/bin/python tools/golden/make_golden.py [--out tests/opt/golden] [--only preln-bin]
+(--only preln-bin rebuilds the seeded preln model and writes just preln-bin/.)
 """
 import argparse
 import json
@@ -173,6 +178,7 @@ def reduced_precision_error(model, cases):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "tests", "opt", "golden"))
+    ap.add_argument("--only", choices=["preln-bin"], help="write only this fixture")
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -188,6 +194,19 @@ def main():
         with torch.no_grad():
             for p in model.parameters():
                 p.copy_(p.to(store_dtype).float())
+        if name == "preln":
+            db = os.path.join(args.out, "preln-bin")
+            shutil.rmtree(db, ignore_errors=True)
+            os.makedirs(db)
+            # transformers 5 no longer writes pytorch_model.bin, so torch.save the
+            # state dict as transformers 4's save_pretrained(safe_serialization=False)
+            # did: zip serialization, pickle protocol 2. model.state_dict() is an
+            # OrderedDict with _metadata, and lm_head.weight shares embed_tokens'
+            # storage, which exercises BUILD and a shared storage in the reader.
+            model.config.save_pretrained(db)
+            torch.save(model.state_dict(), os.path.join(db, "pytorch_model.bin"))
+        if args.only:
+            continue
         d = os.path.join(args.out, name)
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
@@ -208,6 +227,8 @@ def main():
             os.makedirs(ds)
             model.save_pretrained(ds, safe_serialization=True, max_shard_size="200KB")
             assert os.path.exists(os.path.join(ds, "model.safetensors.index.json")), "not sharded"
+    if args.only:
+        return
     with open(os.path.join(args.out, "SUMMARY.json"), "w") as f:
         json.dump({"torch": torch.__version__, "transformers": __import__("transformers").__version__,
                    "models": summary}, f, indent=2, sort_keys=True)

@@ -1,0 +1,41 @@
+/* fuzz_ptbin.c: fuzz target for the pytorch_model.bin reader (opt_pt_parse in
+ * plugins/opt/ptbin.c): a zip archive holding a torch state-dict pickle and
+ * its storages. Whatever the input, the reader must return (no crash, no read
+ * outside the buffer or an inflated entry, no leak, nothing executed); when it
+ * accepts, this target touches each tensor's first and last byte and checks
+ * the table is sorted with unique names.
+ *
+ * Built like fuzz_safetensors (tests/fuzz/CMakeLists.txt): a libFuzzer binary
+ * with BENCHCTL_FUZZ=ON and clang, and always fuzz_ptbin_replay over the
+ * committed corpus (tests/fuzz/corpus/ptbin, seeds from make_corpus.py).
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptbin.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    opt_pt_file f;
+    bc_error err;
+    uint8_t *buf = malloc(size ? size : 1); /* exact bounds for ASan */
+    if (!buf) return 0;
+    if (size) memcpy(buf, data, size);
+    if (opt_pt_parse(&f, "fuzz-input", buf, size, &err) == BC_OK) {
+        volatile uint8_t sink = 0;
+        for (size_t i = 0; i < f.n_tensors; i++) {
+            const opt_st_tensor *t = &f.tensors[i];
+            const uint8_t *p = t->data;
+            if (t->nbytes) sink ^= p[0] ^ p[t->nbytes - 1];
+            if (t->nbytes != t->numel * opt_st_dtype_size(t->dtype)) abort();
+            if (i && strcmp(f.tensors[i - 1].name, t->name) >= 0) abort();
+        }
+        (void)sink;
+        opt_pt_close(&f);
+    }
+    free(buf);
+    return 0;
+}
