@@ -813,7 +813,7 @@ static void capture_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32_t
     }
     if (g) cudaGraphDestroy(g);
     if (s != BC_OK)
-        snprintf(m->graph_error, sizeof m->graph_error, "capture (B %d): %s", B, cerr.message);
+        snprintf(m->graph_error, sizeof m->graph_error, "capture (B %d): %.300s", B, cerr.message);
     else if (e != cudaSuccess)
         snprintf(m->graph_error, sizeof m->graph_error, "capture or instantiate (B %d): %s", B,
                  cudaGetErrorString(e));
