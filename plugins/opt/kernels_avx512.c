@@ -315,14 +315,21 @@ ALWAYS_INLINE __m512 exp_neg512(__m512 x)
  * D-long dot product with SIMD over D, four reduced together), the softmax
  * over 16 scores per vector, then the weighted V sum with the output held in
  * registers, 64 columns of D at a time. */
-/* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0). */
-ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, opt_dtype dt, int s0, int s1, int D)
+/* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0), with
+ * the same rows of v prefetched, so the V pass after the softmax finds them in
+ * cache (the K and V streams are read from memory together). */
+ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const void *v, opt_dtype dt, int s0, int s1,
+                              int D)
 {
     const int Dv = D / 16 * 16;
     const __mmask16 dmask = tail_mask(D - Dv);
+    const size_t es = opt_dtype_size(dt);
     int s = s0;
     for (; s + 4 <= s1; s += 4) {
         const size_t r0 = (size_t)s * D;
+        const char *vr = (const char *)v + r0 * es;
+        for (size_t b = 0; b < 4 * (size_t)D * es; b += 64)
+            _mm_prefetch(vr + b, _MM_HINT_T0);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         int d = 0;
         for (; d < Dv; d += 16) {
@@ -361,8 +368,8 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const v
     int s;
     if (np > S)
         np = S;
-    score_keys(sc, q, kp, dt, 0, np, D);
-    score_keys(sc, q, k, dt, np, S, D);
+    score_keys(sc, q, kp, vp, dt, 0, np, D);
+    score_keys(sc, q, k, v, dt, np, S, D);
 
     /* softmax over the kept keys */
     float mx = -INFINITY;
