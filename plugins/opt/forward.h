@@ -37,6 +37,14 @@ typedef struct opt_kv_cache {
     int len;       /* S: tokens cached so far in every row */
     void *k, *v;   /* [L][B][H][Smax][D] each, in dtype; owned */
     size_t bytes;  /* both buffers together */
+    /* Shared prefix (0 and 0 after alloc: off). With group G > 1, rows
+     * [g*G, (g+1)*G) form a group whose first `prefix` cached tokens are the
+     * same (one prompt's samples): attention reads keys s < prefix of every
+     * row of the group from the group's first row g*G, whose K/V rows then
+     * stay hot in cache for the group's other rows, and the other rows'
+     * copies of those keys are never read (they need not be filled).
+     * B must be a multiple of G. Set by the caller after prefill. */
+    int group, prefix;
 } opt_kv_cache;
 
 bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,

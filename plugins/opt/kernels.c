@@ -220,8 +220,8 @@ static void from_f32_portable(void *dst, opt_dtype dt, const float *src, size_t 
 
 /* The reference attention: one dot product per kept key, a max-subtracted
  * expf softmax, then the V rows in key order (y += p_s * v_s). */
-static void attend_portable(float *out, const float *q, const void *k, const void *v, opt_dtype dt,
-                            const uint8_t *keep, int S, int D, float *scores)
+static void attend_split_portable(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
+                                  const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *scores)
 {
     const size_t es = opt_dtype_size(dt);
     float mx = -INFINITY;
@@ -230,7 +230,7 @@ static void attend_portable(float *out, const float *q, const void *k, const voi
             scores[s] = -INFINITY;
             continue;
         }
-        scores[s] = dot_portable(q, (const char *)k + (size_t)s * D * es, dt, D);
+        scores[s] = dot_portable(q, (const char *)(s < np ? kp : k) + (size_t)s * D * es, dt, D);
         if (scores[s] > mx)
             mx = scores[s];
     }
@@ -246,7 +246,13 @@ static void attend_portable(float *out, const float *q, const void *k, const voi
     memset(out, 0, (size_t)D * sizeof(float));
     for (int s = 0; s < S; s++)
         if (scores[s] != 0.0f)
-            axpy_portable(out, scores[s] * inv, (const char *)v + (size_t)s * D * es, dt, D);
+            axpy_portable(out, scores[s] * inv, (const char *)(s < np ? vp : v) + (size_t)s * D * es, dt, D);
+}
+
+static void attend_portable(float *out, const float *q, const void *k, const void *v, opt_dtype dt,
+                            const uint8_t *keep, int S, int D, float *scores)
+{
+    attend_split_portable(out, q, k, v, 0, k, v, dt, keep, S, D, scores);
 }
 
 static const opt_kernels kernels_portable = {
@@ -257,6 +263,7 @@ static const opt_kernels kernels_portable = {
     .to_f32 = to_f32_portable,
     .from_f32 = from_f32_portable,
     .attend = attend_portable,
+    .attend_split = attend_split_portable,
 };
 
 /* ---- detection and dispatch --------------------------------------------- */

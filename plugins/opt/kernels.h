@@ -47,6 +47,13 @@ typedef struct opt_kernels {
      * k[S, D] and v[S, D] row-major in dt, scores[S] fp32 scratch. */
     void (*attend)(float *out, const float *q, const void *k, const void *v, opt_dtype dt, const uint8_t *keep, int S,
                    int D, float *scores);
+    /* attend with the keys in two places (shared-prefix decode): keys
+     * s < np are rows s of kp and vp (a prompt's KV rows, shared by its
+     * samples), keys s >= np rows s of k and v (both indexed from key 0).
+     * np = 0 is attend. Computes what attend over the joined rows does
+     * (tests/opt/test_kernels.c compares the two). */
+    void (*attend_split)(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
+                         const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *scores);
 } opt_kernels;
 
 /* The kernel table for isa (must be <= opt_isa_detect()), or NULL. */

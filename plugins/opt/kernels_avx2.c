@@ -289,12 +289,12 @@ ALWAYS_INLINE __m256 exp_neg256(__m256 x)
 
 /* Fused attention (see kernels.h): scores four keys at a time with SIMD over
  * D, the softmax eight scores per vector, then the V rows added into out. */
-ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *k, const void *v, opt_dtype dt,
-                             const uint8_t *keep, int S, int D, float *sc)
+/* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0). */
+ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, opt_dtype dt, int s0, int s1, int D)
 {
     const int Dv = D / 8 * 8;
-    int s = 0;
-    for (; s + 4 <= S; s += 4) {
+    int s = s0;
+    for (; s + 4 <= s1; s += 4) {
         const size_t r0 = (size_t)s * D;
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         int d = 0;
@@ -314,8 +314,20 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *k, const vo
         }
         _mm_storeu_ps(sc + s, reduce4(a0, a1, a2, a3));
     }
-    for (; s < S; s++)
+    for (; s < s1; s++)
         sc[s] = dot_dt(q, (const char *)k + (size_t)s * D * opt_dtype_size(dt), dt, D);
+}
+
+/* Fused attention (see kernels.h, attend_split): keys s < np from kp/vp, the
+ * rest from k/v; np = 0 is plain attend. */
+ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
+                             const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *sc)
+{
+    int s;
+    if (np > S)
+        np = S;
+    score_keys(sc, q, kp, dt, 0, np, D);
+    score_keys(sc, q, k, dt, np, S, D);
 
     float mx = -INFINITY;
     for (s = 0; s < S; s++) {
@@ -353,17 +365,23 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *k, const vo
     memset(out, 0, (size_t)D * sizeof(float));
     for (s = 0; s < S; s++)
         if (sc[s] != 0.0f)
-            axpy_dt(out, sc[s] * inv, (const char *)v + (size_t)s * D * opt_dtype_size(dt), dt, D);
+            axpy_dt(out, sc[s] * inv, (const char *)(s < np ? vp : v) + (size_t)s * D * opt_dtype_size(dt), dt, D);
+}
+
+static void attend_split_avx2(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
+                              const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *scores)
+{
+    switch (dt) {
+    case OPT_F16: attend_dt(out, q, kp, vp, np, k, v, OPT_F16, keep, S, D, scores); break;
+    case OPT_BF16: attend_dt(out, q, kp, vp, np, k, v, OPT_BF16, keep, S, D, scores); break;
+    default: attend_dt(out, q, kp, vp, np, k, v, OPT_F32, keep, S, D, scores); break;
+    }
 }
 
 static void attend_avx2(float *out, const float *q, const void *k, const void *v, opt_dtype dt, const uint8_t *keep,
                         int S, int D, float *scores)
 {
-    switch (dt) {
-    case OPT_F16: attend_dt(out, q, k, v, OPT_F16, keep, S, D, scores); break;
-    case OPT_BF16: attend_dt(out, q, k, v, OPT_BF16, keep, S, D, scores); break;
-    default: attend_dt(out, q, k, v, OPT_F32, keep, S, D, scores); break;
-    }
+    attend_split_avx2(out, q, k, v, 0, k, v, dt, keep, S, D, scores);
 }
 
 /* ---- linear ------------------------------------------------------------------ */
@@ -432,6 +450,7 @@ static const opt_kernels kernels_avx2 = {
     .dot = dot_avx2,
     .axpy = axpy_avx2,
     .attend = attend_avx2,
+    .attend_split = attend_split_avx2,
     .to_f32 = to_f32_avx2,
     .from_f32 = from_f32_avx2,
 };

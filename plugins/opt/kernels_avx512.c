@@ -315,14 +315,21 @@ ALWAYS_INLINE __m512 exp_neg512(__m512 x)
  * D-long dot product with SIMD over D, four reduced together), the softmax
  * over 16 scores per vector, then the weighted V sum with the output held in
  * registers, 64 columns of D at a time. */
-ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *k, const void *v, opt_dtype dt,
-                             const uint8_t *keep, int S, int D, float *sc)
+/* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0), with
+ * the same rows of v prefetched, so the V pass after the softmax finds them in
+ * cache (the K and V streams are read from memory together). */
+ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const void *v, opt_dtype dt, int s0, int s1,
+                              int D)
 {
     const int Dv = D / 16 * 16;
     const __mmask16 dmask = tail_mask(D - Dv);
-    int s = 0;
-    for (; s + 4 <= S; s += 4) {
+    const size_t es = opt_dtype_size(dt);
+    int s = s0;
+    for (; s + 4 <= s1; s += 4) {
         const size_t r0 = (size_t)s * D;
+        const char *vr = (const char *)v + r0 * es;
+        for (size_t b = 0; b < 4 * (size_t)D * es; b += 64)
+            _mm_prefetch(vr + b, _MM_HINT_T0);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         int d = 0;
         for (; d < Dv; d += 16) {
@@ -341,7 +348,7 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *k, const vo
         }
         _mm_storeu_ps(sc + s, reduce4(a0, a1, a2, a3));
     }
-    for (; s < S; s++) {
+    for (; s < s1; s++) {
         const size_t r0 = (size_t)s * D;
         __m512 a0 = _mm512_setzero_ps();
         int d = 0;
@@ -351,6 +358,18 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *k, const vo
             a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(dmask, q + d), load16_mask(k, dt, r0 + d, dmask), a0);
         sc[s] = _mm512_reduce_add_ps(a0);
     }
+}
+
+/* Fused attention (see kernels.h, attend_split): keys s < np from kp/vp, the
+ * rest from k/v; np = 0 is plain attend. */
+ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
+                             const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *sc)
+{
+    int s;
+    if (np > S)
+        np = S;
+    score_keys(sc, q, kp, vp, dt, 0, np, D);
+    score_keys(sc, q, k, v, dt, np, S, D);
 
     /* softmax over the kept keys */
     float mx = -INFINITY;
@@ -406,10 +425,11 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *k, const vo
                 continue;
             const __m512 p = _mm512_set1_ps(sc[s] * inv);
             const size_t r0 = (size_t)s * D + (size_t)d0;
-            o0 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0, m[0]), o0);
-            o1 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0 + 16, m[1]), o1);
-            o2 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0 + 32, m[2]), o2);
-            o3 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0 + 48, m[3]), o3);
+            const void *vb = s < np ? vp : v;
+            o0 = _mm512_fmadd_ps(p, load16_mask(vb, dt, r0, m[0]), o0);
+            o1 = _mm512_fmadd_ps(p, load16_mask(vb, dt, r0 + 16, m[1]), o1);
+            o2 = _mm512_fmadd_ps(p, load16_mask(vb, dt, r0 + 32, m[2]), o2);
+            o3 = _mm512_fmadd_ps(p, load16_mask(vb, dt, r0 + 48, m[3]), o3);
         }
         _mm512_mask_storeu_ps(out + d0, m[0], o0);
         _mm512_mask_storeu_ps(out + d0 + 16, m[1], o1);
@@ -418,14 +438,20 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *k, const vo
     }
 }
 
+static void attend_split_avx512(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
+                                const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *scores)
+{
+    switch (dt) {
+    case OPT_F16: attend_dt(out, q, kp, vp, np, k, v, OPT_F16, keep, S, D, scores); break;
+    case OPT_BF16: attend_dt(out, q, kp, vp, np, k, v, OPT_BF16, keep, S, D, scores); break;
+    default: attend_dt(out, q, kp, vp, np, k, v, OPT_F32, keep, S, D, scores); break;
+    }
+}
+
 static void attend_avx512(float *out, const float *q, const void *k, const void *v, opt_dtype dt, const uint8_t *keep,
                           int S, int D, float *scores)
 {
-    switch (dt) {
-    case OPT_F16: attend_dt(out, q, k, v, OPT_F16, keep, S, D, scores); break;
-    case OPT_BF16: attend_dt(out, q, k, v, OPT_BF16, keep, S, D, scores); break;
-    default: attend_dt(out, q, k, v, OPT_F32, keep, S, D, scores); break;
-    }
+    attend_split_avx512(out, q, k, v, 0, k, v, dt, keep, S, D, scores);
 }
 
 /* ---- linear ---------------------------------------------------------------- */
@@ -627,6 +653,7 @@ static const opt_kernels kernels_avx512 = {
     .dot = dot_avx512,
     .axpy = axpy_avx512,
     .attend = attend_avx512,
+    .attend_split = attend_split_avx512,
     .to_f32 = to_f32_avx512,
     .from_f32 = from_f32_avx512,
 };
@@ -637,6 +664,7 @@ static const opt_kernels kernels_avx512_bf16 = {
     .dot = dot_avx512,
     .axpy = axpy_avx512,
     .attend = attend_avx512,
+    .attend_split = attend_split_avx512,
     .to_f32 = to_f32_avx512,
     .from_f32 = from_f32_avx512,
 };

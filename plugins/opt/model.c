@@ -388,6 +388,7 @@ typedef struct attention_job {
     float *scores;           /* [n_threads][Sr] */
     int Sr;
     int B, T, H, D, Smax, S0;
+    int G, np;               /* shared prefix: rows per group (1: none), keys read from the group's first row */
 } attention_job;
 
 /* For rows (b, h) in this thread's share:
@@ -399,15 +400,23 @@ static void attention_worker(void *ctx, int i, int n) {
     const int C = j->H * j->D, D = j->D;
     const size_t es = opt_dtype_size(j->dt);
     float *sc = j->scores + (size_t)i * j->Sr;
+    const int G = j->G;
     for (int p = lo; p < hi; p++) {
-        const int b = p / j->H, h = p % j->H;
+        /* p = ((g * H) + h) * G + r: a group's rows of one head follow each
+         * other, so the shared prefix rows are read from memory once */
+        const int h = p / G % j->H, b = p / (G * j->H) * G + p % G;
         const size_t head = ((size_t)b * j->H + h) * (size_t)j->Smax * D * es;
+        const size_t lead = ((size_t)(b - b % G) * j->H + h) * (size_t)j->Smax * D * es;
         const char *K = (const char *)j->kc + head, *Vv = (const char *)j->vc + head;
+        const char *Kp = (const char *)j->kc + lead, *Vp = (const char *)j->vc + lead;
         const uint8_t *mk = j->mask + (size_t)b * j->mask_stride;
         for (int t = 0; t < j->T; t++) {
             const float *qv = j->q + ((size_t)b * j->T + t) * j->ldq + (size_t)h * D;
             float *out = j->att + ((size_t)b * j->T + t) * C + (size_t)h * D;
-            j->k->attend(out, qv, K, Vv, j->dt, mk, j->S0 + t + 1, D, sc); /* keys 0..S0+t */
+            if (j->np > 0) /* keys 0..S0+t, the first np from the group's first row */
+                j->k->attend_split(out, qv, Kp, Vp, j->np, K, Vv, j->dt, mk, j->S0 + t + 1, D, sc);
+            else
+                j->k->attend(out, qv, K, Vv, j->dt, mk, j->S0 + t + 1, D, sc);
         }
     }
 }
@@ -477,7 +486,8 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
         for (int i = 0; i < C; i++) q[(size_t)n * ldq + i] *= scale;
     kv_store(m->k, kc, vc, kv->dtype, kk, vv, ldq, B, T, H, D, kv->Smax, kv->len);
     attention_job job = {m->k, att, q, ldq, kc, vc, kv->dtype, mask, mask_stride,
-                         ws->scores, round16(ws->Smax), B, T, H, D, kv->Smax, kv->len};
+                         ws->scores, round16(ws->Smax), B, T, H, D, kv->Smax, kv->len,
+                         kv->group > 1 ? kv->group : 1, kv->group > 1 ? kv->prefix : 0};
     opt_pool_run(m->pool, attention_worker, &job);
     opt_linear_parallel(m->pool, m->k, ws->kk, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
     residual_forward(x, ws->kk, (size_t)N * C);
@@ -510,6 +520,11 @@ bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, con
         return bc_error_set(err, BC_ERR_INVALID, "opt_forward: mask stride %d < %d tokens", mask_stride, S1);
     if (kv->dtype != w->dtype || kv->L != L || kv->H != hp->num_attention_heads)
         return bc_error_set(err, BC_ERR_INVALID, "opt_forward: KV cache shape or dtype does not match the model");
+    if (kv->group > 1 && (B % kv->group != 0 || kv->prefix < 0 || kv->prefix > S0))
+        return bc_error_set(err, BC_ERR_INVALID,
+                            "opt_forward: shared prefix of %d tokens in groups of %d rows: needs B (%d) a multiple "
+                            "of the group and the prefix within the %d cached tokens",
+                            kv->prefix, kv->group, B, S0);
     if (mode != OPT_LOGITS_NONE && !logits)
         return bc_error_set(err, BC_ERR_INVALID, "opt_forward: logits is NULL");
     for (int n = 0; n < N; n++)

@@ -7,6 +7,10 @@
  *             to its Sp samples), logits of the last position only;
  *   step k    sample token k of every row from the last logits; then, unless
  *             it was the last, one decode forward of that token (T = 1).
+ * With Sp > 1 (unless private_prefix), the decode steps read a prompt's Tp
+ * cached tokens from its first sample's row for all its samples (the rows
+ * hold the same values; see opt_kv_cache.group), and shared prefill copies the
+ * prompt's KV rows to that row only.
  * Default: exactly Tr tokens, EOS suppressed at every step (its logit set to
  * -inf, like min_new_tokens = max_new_tokens). stop_at_eos: a row that
  * emitted EOS is finished and emits the pad id afterwards (still fed with
@@ -345,19 +349,25 @@ bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err) {
     /* prefill */
     double t0 = now_ms();
     ro->kv.len = 0;
+    ro->kv.group = ro->kv.prefix = 0; /* off during the prefill, which writes every row */
+    const int group = ro->Sp > 1 && !ro->p.private_prefix;
     if (shared(ro)) {
         ro->kv_shared.len = 0;
         st = opt_forward(m, &ro->kv_shared, ro->prompt_ids, ro->prompt_mask, Tp, ro->Bp, Tp, OPT_LOGITS_LAST,
                          ro->logits_shared, err);
         if (st != BC_OK) return st;
         for (int r = 0; r < R; r++) {
-            opt_kv_cache_copy_row(&ro->kv, r, &ro->kv_shared, r / ro->Sp, Tp);
+            if (!group || r % ro->Sp == 0) opt_kv_cache_copy_row(&ro->kv, r, &ro->kv_shared, r / ro->Sp, Tp);
             memcpy(ro->logits + (size_t)r * V, ro->logits_shared + (size_t)(r / ro->Sp) * V, (size_t)V * sizeof(float));
         }
         ro->kv.len = Tp;
     } else {
         st = opt_forward(m, &ro->kv, ro->prefill_ids, ro->mask, ro->Stot, R, Tp, OPT_LOGITS_LAST, ro->logits, err);
         if (st != BC_OK) return st;
+    }
+    if (group) {
+        ro->kv.group = ro->Sp;
+        ro->kv.prefix = Tp;
     }
     ro->prefill_ms = now_ms() - t0;
 

@@ -21,6 +21,9 @@ typedef struct opt_rollout_params {
     bc_sampling sampling;    /* temperature, top_p, top_k, seed (rows and prompts) */
     int stop_at_eos;         /* 0: exactly Tr tokens, EOS suppressed; 1: stop at EOS */
     int shared_prefill;      /* 1: prefill each prompt once, copy its KV rows to its samples */
+    int private_prefix;      /* 0 (default): with Sp > 1, decode attention reads a prompt's Tp cached
+                              * tokens from its first sample's row for all its samples (opt_kv_cache
+                              * group/prefix); 1: every row reads its own copy */
     const char *prompts_file;/* NULL or "": synthetic prompts */
 } opt_rollout_params;
 

@@ -185,7 +185,7 @@ bc_status opt_cuda_kv_cache_set_len(opt_cuda_device *d, opt_cuda_kv_cache *kv, i
     return BC_OK;
 }
 static opt_kv_cache view(const opt_cuda_kv_cache *kv) {
-    opt_kv_cache c = {kv->dtype, kv->L, kv->B, kv->H, kv->D, kv->Smax, *kv->d_len, kv->k, kv->v, kv->bytes};
+    opt_kv_cache c = {kv->dtype, kv->L, kv->B, kv->H, kv->D, kv->Smax, *kv->d_len, kv->k, kv->v, kv->bytes, 0, 0};
     return c;
 }
 bc_status opt_cuda_kv_cache_copy_row(opt_cuda_device *d, opt_cuda_kv_cache *dst, int dst_b,

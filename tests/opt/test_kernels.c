@@ -428,6 +428,25 @@ static void run_attend_suite(const opt_kernels *k)
                                         (double)o1[i], oref[i]);
                             fail();
                         }
+                    /* attend_split: the first np keys moved to their own
+                     * buffers, the main buffers' copies poisoned; must give
+                     * what attend gave over the joined rows */
+                    const int np = S / 2 + 1;
+                    void *kp = malloc(es * n), *vp = malloc(es * n);
+                    memcpy(kp, kc, es * n);
+                    memcpy(vp, vc, es * n);
+                    memset(kc, 0x7b, es * (size_t)np * D);
+                    memset(vc, 0x7b, es * (size_t)np * D);
+                    k->attend_split(o2, q, kp, vp, np, kc, vc, (opt_dtype)dt, km, S, D, sc);
+                    for (int i = 0; i < D; i++)
+                        if (!(fabs(o2[i] - o1[i]) <= 2e-6)) {
+                            print_error("%s attend_split %s D %d S %d np %d mask %d: out[%d] = %.9g, attend %.9g\n",
+                                        opt_isa_name(k->isa), opt_dtype_name((opt_dtype)dt), D, S, np, mode, i,
+                                        (double)o2[i], (double)o1[i]);
+                            fail();
+                        }
+                    free(vp);
+                    free(kp);
                     free(oref);
                     free(keep);
                     free(vc);
