@@ -13,7 +13,7 @@
  * header, the entry symbol, magic, ABI major (minor may be newer), descriptor
  * size, kind, and that the kind's ops table holds every required hook. Each
  * failure is one line naming the plugin and its file, e.g.
- *   plugin 'x' (/path/benchctl-x.so): ABI 2.0, benchctl speaks ABI 1.0
+ *   plugin 'x' (/path/benchctl-x.so): ABI 2.0, benchctl speaks ABI 1.1
  *
  * Ownership: the loader owns every bc_plugin and its dlopen handle;
  * bc_loader_free dlcloses them, so call it only after every instance a plugin

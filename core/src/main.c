@@ -415,6 +415,9 @@ static int cmd_run(const args *a) {
     };
     bc_run_meta_fill(&meta, s.cfg.path, s.cfg.sha256, &rc_cfg.run);
     rc_cfg.run.backend_name = s.backend->desc->name;
+    rc_cfg.run.backend_settings = s.backend->desc->settings;
+    rc_cfg.run.backend_values = s.backend_settings;
+    rc_cfg.run.n_backend_settings = s.backend->desc->n_settings;
     rc_cfg.run.warmup = s.cfg.warmup;
     rc_cfg.run.iterations = s.cfg.iterations;
     rc_cfg.run.sampling = s.cfg.sampling;

@@ -50,10 +50,33 @@ void bc_rj_seed_keys(bc_jw *w, const bc_run_report *run) {
     bc_jw_key_double(w, "top_p", run->sampling.top_p);
 }
 
+/* The backend's resolved settings as {name: value}, typed as declared;
+ * null from a host older than ABI 1.1, which does not pass them. */
+static void write_backend_settings(bc_jw *w, const bc_run_report *run) {
+    if (!bc_run_report_has(run, n_backend_settings) || !run->backend_settings || !run->backend_values) {
+        bc_jw_null(w);
+        return;
+    }
+    bc_jw_begin_object(w);
+    for (uint32_t i = 0; i < run->n_backend_settings; i++) {
+        const bc_setting_desc *d = &run->backend_settings[i];
+        const bc_setting_value *v = &run->backend_values[i];
+        switch (d->type) {
+        case BC_SETTING_INT: bc_jw_key_int(w, d->name, v->i); break;
+        case BC_SETTING_FLOAT: bc_jw_key_double(w, d->name, v->f); break;
+        case BC_SETTING_BOOL: bc_jw_key_bool(w, d->name, v->i != 0); break;
+        default: bc_jw_key_string(w, d->name, v->s); break;
+        }
+    }
+    bc_jw_end_object(w);
+}
+
 void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run) {
     bc_jw_key_string(w, "benchctl_version", run->benchctl_version);
     bc_jw_key_string(w, "git_commit", run->git_commit);
     bc_jw_key_string(w, "backend", run->backend_name);
+    bc_jw_key(w, "backend_settings");
+    write_backend_settings(w, run);
     bc_jw_key_string(w, "gpu", run->backend.device_name);
     bc_jw_key_string(w, "driver", run->backend.driver);
     bc_jw_key_string(w, "cpu_model", run->cpu_model);

@@ -197,6 +197,36 @@ static void put_outcomes(bc_text *t, const bc_run_report *run) {
     }
 }
 
+/* One line naming the backend settings that differ from their defaults
+ * (e.g. "backend settings: shared_prefill=true threads=2"); nothing when all
+ * are defaults or the host (ABI < 1.1) does not pass them. */
+static void put_changed_settings(bc_text *t, const bc_run_report *run) {
+    if (!bc_run_report_has(run, n_backend_settings) || !run->backend_settings || !run->backend_values) return;
+    int any = 0;
+    for (uint32_t i = 0; i < run->n_backend_settings; i++) {
+        const bc_setting_desc *d = &run->backend_settings[i];
+        const bc_setting_value *v = &run->backend_values[i];
+        const char *prefix = any ? " " : "backend settings: ";
+        switch (d->type) {
+        case BC_SETTING_INT:
+            if (v->i != d->default_int) bc_text_printf(t, "%s%s=%lld", prefix, d->name, (long long)v->i), any = 1;
+            break;
+        case BC_SETTING_BOOL:
+            if ((v->i != 0) != (d->default_int != 0))
+                bc_text_printf(t, "%s%s=%s", prefix, d->name, v->i ? "true" : "false"), any = 1;
+            break;
+        case BC_SETTING_FLOAT:
+            if (v->f != d->default_float) bc_text_printf(t, "%s%s=%g", prefix, d->name, v->f), any = 1;
+            break;
+        default:
+            if (v->s && strcmp(v->s, d->default_string ? d->default_string : "") != 0)
+                bc_text_printf(t, "%s%s=\"%s\"", prefix, d->name, v->s), any = 1;
+            break;
+        }
+    }
+    if (any) bc_text_put(t, "\n", 1);
+}
+
 static bc_status build_table(bc_text *t, const bc_run_report *run) {
     char (*cells)[N_COLS][CELL_LEN] = calloc((size_t)run->n_cases + 1, sizeof *cells); /* owned here */
     if (!cells) return BC_ERR_NOMEM;
@@ -212,6 +242,7 @@ static bc_status build_table(bc_text *t, const bc_run_report *run) {
     bc_text_printf(t, "benchctl %s: %s on %s, %u warmup + %u measured iterations per case\n",
          run->benchctl_version ? run->benchctl_version : "", run->backend.model ? run->backend.model : "?",
          run->backend.device ? run->backend.device : "?", run->warmup, run->iterations);
+    put_changed_settings(t, run);
     put_row(t, cells[0], width);
     size_t total = 0;
     for (size_t k = 0; k < N_COLS; k++) total += width[k] + (k > 0 ? 2 : 0);

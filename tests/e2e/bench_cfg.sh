@@ -28,6 +28,17 @@ grep -q '^benchctl .*facebook/opt-125m' bench.out || fail "console: no title lin
 [ "$(grep -c ' ok ' bench.out)" -eq "$n" ] || fail "console: expected $n ok rows"
 grep -q "$n cases: $n ok" bench.err || fail "stderr lacks the summary line"
 
+# the backend's resolved settings are in the JSON (ABI 1.1), and the console
+# names the ones that differ from their defaults
+grep -Eq '"backend_settings": *\{' out/bench.json || fail "out/bench.json: no backend_settings"
+grep -Eq '"shared_prefill": *false' out/bench.json || fail "out/bench.json: shared_prefill is not false"
+grep -q '^backend settings:' bench.out && fail "console: a settings line although every setting is a default"
+"$BENCHCTL" run "$SRC/configs/bench.cfg" --set run.iterations=1 --set run.warmup=0 \
+    --set backend.settings.shared_prefill=true --set 'matrix.batch_sizes=[1]' >shared.out 2>shared.err ||
+    fail "run with shared_prefill=true exited non-zero"
+grep -Eq '"shared_prefill": *true' out/bench.json || fail "out/bench.json: shared_prefill=true not reported"
+grep -q '^backend settings: shared_prefill=true$' shared.out || { fail "console: no settings line"; cat shared.out; }
+
 # plan with a checkpoint: sizes from its config.json (tests/opt/golden), not "?"
 "$BENCHCTL" plan "$SRC/configs/bench.cfg" --set "backend.settings.checkpoint=\"$SRC/tests/opt/golden/preln\"" \
     >plan_ck.out 2>plan_ck.err || fail "plan with a checkpoint exited non-zero"

@@ -163,7 +163,7 @@ expect 2 dir_config run "$WORK"
 one_error dir_config
 expect 2 abi run "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-abi2.so\""
 one_error abi
-has abi.err "ABI 2.0, benchctl speaks ABI 1.0"
+has abi.err "ABI 2.0, benchctl speaks ABI 1.1"
 expect 2 notelf validate "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-notelf.so\""
 one_error notelf
 has notelf.err "not an ELF file"

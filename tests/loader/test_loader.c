@@ -81,7 +81,7 @@ static void test_wrong_magic(void **state) {
 
 static void test_abi_major(void **state) {
     bc_loader *l = *state;
-    const char *f[] = {"ABI 2.0, benchctl speaks ABI 1.0", "benchctl-abi2.so", NULL};
+    const char *f[] = {"ABI 2.0, benchctl speaks ABI 1.1", "benchctl-abi2.so", NULL};
     expect_error(l, FIXTURES "/benchctl-abi2.so", 0, f);
     assert_non_null(strstr(l->hint, "rebuild"));
 }

@@ -53,7 +53,7 @@ extern "C" {
 
 #define BENCHCTL_PLUGIN_MAGIC 0x42435450u /* "BCTP" */
 #define BENCHCTL_ABI_MAJOR 1
-#define BENCHCTL_ABI_MINOR 0
+#define BENCHCTL_ABI_MINOR 1
 #define BENCHCTL_PLUGIN_ENTRY "benchctl_plugin_entry"
 
 #if defined(_WIN32)
@@ -378,7 +378,18 @@ typedef struct bc_run_report {
     const char *const *field_names; /* n_fields, e.g. "total_ms" */
     uint32_t n_cases;
     const bc_case_report *cases; /* requested order; only finished ones in case_finished */
+    /* (since 1.1) The backend's settings table and their resolved values
+     * (defaults filled in), so reports can say how the backend ran, e.g.
+     * shared_prefill. Read only when bc_run_report_has(run, backend_values). */
+    const bc_setting_desc *backend_settings;
+    const bc_setting_value *backend_values;
+    uint32_t n_backend_settings;
 } bc_run_report;
+
+/* 1 when a run report from the host is large enough to hold field f (a
+ * field added after 1.0; the host may be older than the plugin). */
+#define bc_run_report_has(run, f) \
+    ((run)->struct_size >= offsetof(bc_run_report, f) + sizeof((run)->f))
 
 /* A reporter's hooks. */
 typedef struct bc_reporter_ops {
