@@ -676,26 +676,12 @@ bc_status opt_pt_parse(opt_pt_file *f, const char *path, const void *bytes, size
 
 bc_status opt_pt_open(opt_pt_file *f, const char *path, bc_error *err) {
     memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return bc_error_set(err, BC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return bc_error_set(err, BC_ERR_IO, "%s: not a regular file", path);
-    }
-    size_t len = (size_t)sb.st_size;
-    void *map = NULL;
-    if (len > 0) {
-        map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            return bc_error_set(err, BC_ERR_IO, "%s: cannot mmap %zu bytes: %s", path, len, strerror(e));
-        }
-    }
-    close(fd);
+    void *map;
+    size_t len;
+    bc_status st = opt_map_readonly(path, &map, &len, err);
+    if (st != BC_OK) return st;
     static const unsigned char empty[1] = {0};
-    bc_status st = opt_pt_parse(f, path, map ? map : empty, len, err);
+    st = opt_pt_parse(f, path, map ? map : empty, len, err);
     if (st != BC_OK) {
         if (map) munmap(map, len);
         return st;

@@ -281,8 +281,9 @@ fail:
 
 /* ------------------------------------------------------------- one file */
 
-bc_status opt_st_open(opt_st_file *f, const char *path, bc_error *err) {
-    memset(f, 0, sizeof *f);
+bc_status opt_map_readonly(const char *path, void **map, size_t *len, bc_error *err) {
+    *map = NULL;
+    *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return bc_error_set(err, BC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
@@ -290,19 +291,29 @@ bc_status opt_st_open(opt_st_file *f, const char *path, bc_error *err) {
         close(fd);
         return bc_error_set(err, BC_ERR_IO, "%s: not a regular file", path);
     }
-    size_t len = (size_t)sb.st_size;
-    void *map = NULL;
-    if (len > 0) {
-        map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
+    size_t n = (size_t)sb.st_size;
+    if (n > 0) {
+        void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
             int e = errno;
             close(fd);
-            return bc_error_set(err, BC_ERR_IO, "%s: cannot mmap %zu bytes: %s", path, len, strerror(e));
+            return bc_error_set(err, BC_ERR_IO, "%s: cannot mmap %zu bytes: %s", path, n, strerror(e));
         }
+        *map = m;
+        *len = n;
     }
     close(fd);
+    return BC_OK;
+}
+
+bc_status opt_st_open(opt_st_file *f, const char *path, bc_error *err) {
+    memset(f, 0, sizeof *f);
+    void *map;
+    size_t len;
+    bc_status st = opt_map_readonly(path, &map, &len, err);
+    if (st != BC_OK) return st;
     static const unsigned char empty[1] = {0};
-    bc_status st = opt_st_parse(f, path, map ? map : empty, len, err);
+    st = opt_st_parse(f, path, map ? map : empty, len, err);
     if (st != BC_OK) {
         if (map) munmap(map, len);
         return st;

@@ -73,6 +73,10 @@ typedef struct opt_st_file {
 bc_status opt_st_parse(opt_st_file *f, const char *path, const void *bytes, size_t len, bc_error *err);
 
 /* mmaps path read-only and parses it. */
+/* Maps path read-only (MAP_PRIVATE); *map is NULL and *len 0 for an empty
+ * file. The caller owns the mapping and munmaps it. Shared with ptbin.c. */
+bc_status opt_map_readonly(const char *path, void **map, size_t *len, bc_error *err);
+
 bc_status opt_st_open(opt_st_file *f, const char *path, bc_error *err);
 /* The tensor called name, or NULL. */
 const opt_st_tensor *opt_st_find(const opt_st_file *f, const char *name);
