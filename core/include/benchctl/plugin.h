@@ -10,17 +10,43 @@
  *   cache      an inference-cache policy (retain or release between rollouts)
  *   reporter   writes results (json, csv, console, jsonl, ...)
  *
- * Versioning (checked by the host before any plugin function other than the
- * entry is called):
- *   - magic must be BENCHCTL_PLUGIN_MAGIC;
- *   - abi_major must equal the host's; a mismatch is refused with one line
- *     naming both versions;
- *   - abi_minor may be newer than the host's: the host reads only the fields it
- *     knows. Every struct that crosses this header starts with struct_size, or
- *     sits inside one that does, and only grows at its end. Each field added
- *     after 1.0 is marked "(since 1.N)"; the host checks struct_size before
- *     reading it, and a plugin checks host->struct_size before calling a
- *     service added later.
+ * ------------------------------------------------------------------------
+ * Compatibility policy (ABI 2.x)
+ *
+ * The host checks, before any plugin function other than the entry runs:
+ * magic == BENCHCTL_PLUGIN_MAGIC, abi_major == the host's, and the descriptor
+ * at least BC_PLUGIN_DESC_MIN_SIZE bytes (the 2.0 descriptor). abi_minor may
+ * be older or newer than the host's, in both directions:
+ *
+ *   - Every struct that crosses this header starts with `struct_size` and
+ *     ends with BC_ABI_TAIL(); a reader reads a field only when the writer's
+ *     struct_size covers it (BC_HAS). The writer is whoever fills the struct:
+ *     the plugin for descriptors, ops tables and tables it returns; the host
+ *     for everything it passes in, including structs a plugin fills in
+ *     (bc_generation_stats, bc_memory_stats, bc_backend_info): there the
+ *     plugin writes only fields the host's struct_size covers (BC_SET).
+ *   - Every array that crosses this header carries its element size next to
+ *     its count (settings tables, setting values, case reports, plugin refs)
+ *     and is walked with BC_AT(type, base, elem_size, i), never with the
+ *     reader's sizeof, so a larger element from a newer writer is stepped
+ *     over whole and a smaller one from an older writer is never over-read.
+ *   - Statistics and per-iteration fields are tables of names plus flat
+ *     arrays of doubles; a reporter looks them up by name, so new fields and
+ *     new statistics need no reporter change.
+ *   - An optional hook the plugin's table is too short to hold reads as NULL
+ *     ("not provided"); a plugin checks BC_HAS(host, bc_host, service) before
+ *     calling a host service added after the host it runs in.
+ *
+ * A minor (2.N) may: append fields to the end of a struct, append hooks to
+ * the end of an ops table or the host table, append status codes, setting
+ * types, axis bits, per-iteration fields and statistics. Each addition is
+ * marked "(since 2.N)" and must have a meaning for readers that ignore it.
+ * A major (3.0) is needed to remove or reorder anything, change a field's
+ * type or meaning, make an optional hook required, or change bc_error,
+ * whose size is fixed for all of 2.x. tests/abi builds a host and a plugin
+ * of every kind with appended fields (BC_ABI_TAIL) and runs each against
+ * the other side built from this header, in both directions.
+ * ------------------------------------------------------------------------
  *
  * Ownership (who allocates, who frees):
  *   - Descriptors, settings tables and ops tables are static in the plugin.
@@ -32,6 +58,8 @@
  *   - Everything the host passes in (settings values, cases, reports, the host
  *     table) is owned by the host and valid only during the call, except the
  *     host table and the settings values, which live until destroy.
+ *   - Arrays a backend hands back (bc_generation_stats.decode_step_ms) are
+ *     owned by the backend and valid until its next hook call.
  *   - bc_error is caller-allocated; the plugin fills it with bc_error_set().
  *
  * Rules for plugins: never call exit() or abort() on bad input, never write to
@@ -46,14 +74,17 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define BENCHCTL_PLUGIN_MAGIC 0x42435450u /* "BCTP" */
-#define BENCHCTL_ABI_MAJOR 1
-#define BENCHCTL_ABI_MINOR 1
+#define BENCHCTL_ABI_MAJOR 2
+#ifndef BENCHCTL_ABI_MINOR
+#define BENCHCTL_ABI_MINOR 0
+#endif
 #define BENCHCTL_PLUGIN_ENTRY "benchctl_plugin_entry"
 
 #if defined(_WIN32)
@@ -62,32 +93,81 @@ extern "C" {
 #define BC_EXPORT __attribute__((visibility("default")))
 #endif
 
+#if defined(__GNUC__)
+#define BC_PRINTF(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+#else
+#define BC_PRINTF(fmt_index, first_arg)
+#endif
+
+/* Ends every growable struct. Empty in every real build; tests/abi defines
+ * it to append fields, standing in for a future minor. */
+#ifndef BC_ABI_TAIL
+#define BC_ABI_TAIL(type)
+#endif
+
+/* ------------------------------------------------- sizes, growth, arrays */
+
+/* Bytes of type up to and including field. */
+#define BC_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((const type *)0)->field))
+
+/* 1 when the struct at ptr (which starts with struct_size) holds field. */
+#define BC_HAS(ptr, type, field) ((size_t)(ptr)->struct_size >= BC_SIZE_THROUGH(type, field))
+
+/* 1 when an array element of elem_size bytes holds field. */
+#define BC_ELEM_HAS(elem_size, type, field) ((size_t)(elem_size) >= BC_SIZE_THROUGH(type, field))
+
+/* Element i of an array whose elements are elem_size bytes apart. */
+#define BC_AT(type, base, elem_size, i) \
+    ((const type *)(const void *)((const char *)(base) + (size_t)(i) * (size_t)(elem_size)))
+
+/* Writes ptr->field = value when the reader's struct (ptr->struct_size)
+ * holds field; otherwise does nothing. For structs a plugin fills in. */
+#define BC_SET(ptr, type, field, value)                           \
+    do {                                                          \
+        if (BC_HAS(ptr, type, field)) (ptr)->field = (value);     \
+    } while (0)
+
 /* ---------------------------------------------------------------- status */
 
+/* What happened. Callers decide on the code, never on a message's words. */
 typedef enum bc_status {
     BC_OK = 0,
-    BC_ERR_INVALID = 1,     /* bad argument or setting */
-    BC_ERR_UNSUPPORTED = 2, /* valid, but this plugin cannot do it */
+    BC_ERR_INVALID = 1,     /* bad argument, or a request that makes no sense */
+    BC_ERR_UNSUPPORTED = 2, /* valid, but this plugin cannot do it (e.g. a precision) */
     BC_ERR_NOMEM = 3,       /* host or device out of memory */
-    BC_ERR_IO = 4,          /* file could not be read or written */
+    BC_ERR_IO = 4,          /* a file could not be read or written */
     BC_ERR_FORMAT = 5,      /* a file's contents are malformed */
     BC_ERR_DEVICE = 6,      /* accelerator missing or failed */
-    BC_ERR_INTERNAL = 7     /* a bug: an invariant did not hold */
+    BC_ERR_INTERNAL = 7,    /* a bug: an invariant did not hold */
+    BC_ERR_NOT_FOUND = 8,   /* a file, directory, plugin or name does not exist */
+    BC_ERR_ABI = 9,         /* plugin and host do not speak the same ABI */
+    BC_ERR_SETTING = 10,    /* a setting's value is wrong or contradicts another */
+    BC_ERR_WRONG_KIND = 11, /* a plugin of another kind than the one wanted */
+    BC_ERR_INFEASIBLE = 12, /* a case this backend cannot run (too long, too large) */
+    BC_ERR_INTERRUPTED = 13 /* stopped by a signal */
 } bc_status;
 
-/* Filled by whoever fails; message is one line, no trailing newline. */
+/* "ok", "invalid", "unsupported", ..., "unknown" for a code from a newer minor. */
+static inline const char *bc_status_name(bc_status code) {
+    static const char *const names[] = {"ok",        "invalid", "unsupported", "out of memory", "i/o",
+                                        "format",    "device",  "internal",    "not found",     "abi",
+                                        "setting",   "wrong kind", "infeasible", "interrupted"};
+    return (unsigned)code < sizeof names / sizeof names[0] ? names[code] : "unknown";
+}
+
+/* Filled by whoever fails: a code, one line of message (no trailing newline)
+ * and, optionally, one line saying what to do about it. Its layout is fixed
+ * for all of ABI 2.x. */
 typedef struct bc_error {
     bc_status code;
     char message[512];
+    char hint[256]; /* "" when there is none */
 } bc_error;
 
-/* Sets err (if non-NULL) and returns code, so callers can write
- *   return bc_error_set(err, BC_ERR_INVALID, "top_k %d < 0", k); */
-static inline bc_status bc_error_set(bc_error *err, bc_status code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+/* Sets err's code and message (if err is non-NULL), clears its hint and
+ * returns code, so callers can write
+ *   return bc_error_set(err, BC_ERR_SETTING, "top_k %d < 0", k); */
+static inline bc_status bc_error_set(bc_error *err, bc_status code, const char *fmt, ...) BC_PRINTF(3, 4);
 static inline bc_status bc_error_set(bc_error *err, bc_status code, const char *fmt, ...) {
     if (err) {
         va_list ap;
@@ -95,8 +175,20 @@ static inline bc_status bc_error_set(bc_error *err, bc_status code, const char *
         err->code = code;
         vsnprintf(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
+        err->hint[0] = '\0';
     }
     return code;
+}
+
+/* Sets err's hint (after bc_error_set) and returns err's code. */
+static inline bc_status bc_error_hint(bc_error *err, const char *fmt, ...) BC_PRINTF(2, 3);
+static inline bc_status bc_error_hint(bc_error *err, const char *fmt, ...) {
+    if (!err) return BC_OK;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->hint, sizeof err->hint, fmt, ap);
+    va_end(ap);
+    return err->code;
 }
 
 /* A double that was not measured. Reporters write it as null. */
@@ -113,9 +205,9 @@ typedef enum bc_setting_type {
     BC_SETTING_ENUM = 5    /* one of choices[] (NULL-terminated) */
 } bc_setting_type;
 
-/* One row of a plugin's settings table. bench.cfg may give only settings the
- * plugin declares; the host validates type and range before anything runs and
- * fills in defaults. */
+/* One row of a plugin's settings table (an array with setting_size in the
+ * descriptor). bench.cfg may give only settings the plugin declares; the
+ * host validates type and range before anything runs and fills in defaults. */
 typedef struct bc_setting_desc {
     const char *name;
     bc_setting_type type;
@@ -126,16 +218,31 @@ typedef struct bc_setting_desc {
     double min, max;            /* inclusive */
     const char *const *choices; /* ENUM: NULL-terminated list */
     const char *help;           /* one line */
+    BC_ABI_TAIL(bc_setting_desc)
 } bc_setting_desc;
 
-/* The resolved value of one setting; the host passes an array of these in the
- * same order as the plugin's settings table. Strings are owned by the host and
- * live until the instance is destroyed. */
+/* The resolved value of one setting. */
 typedef struct bc_setting_value {
     int64_t i;     /* INT, BOOL */
     double f;      /* FLOAT */
     const char *s; /* STRING, ENUM */
+    BC_ABI_TAIL(bc_setting_value)
 } bc_setting_value;
+
+/* A plugin's resolved settings: one value per row of its settings table, in
+ * table order. Owned by the host; lives until the instance is destroyed. */
+typedef struct bc_settings {
+    uint32_t struct_size;
+    uint32_t count;      /* rows of the plugin's table */
+    uint32_t value_size; /* bytes between values[i] and values[i + 1] */
+    const bc_setting_value *values;
+    BC_ABI_TAIL(bc_settings)
+} bc_settings;
+
+/* Value i (a row index of the plugin's own table). */
+static inline const bc_setting_value *bc_setting_at(const bc_settings *s, uint32_t i) {
+    return BC_AT(bc_setting_value, s->values, s->value_size, i);
+}
 
 /* ----------------------------------------------------------- host services */
 
@@ -152,11 +259,7 @@ typedef struct bc_host {
     uint16_t abi_major, abi_minor;
     const char *benchctl_version;
     /* Logs one line to stderr, prefixed with the plugin's name. */
-    void (*log)(const struct bc_host *host, bc_log_level level, const char *fmt, ...)
-#if defined(__GNUC__)
-        __attribute__((format(printf, 3, 4)))
-#endif
-        ;
+    void (*log)(const struct bc_host *host, bc_log_level level, const char *fmt, ...) BC_PRINTF(3, 4);
     /* Monotonic clock, nanoseconds. */
     uint64_t (*now_ns)(void);
     /* Atomic, optionally gzip'ed output files (see bc_output). Every
@@ -164,22 +267,23 @@ typedef struct bc_host {
      * which frees the handle. */
     bc_output *(*output_open)(const struct bc_host *host, const char *path, bc_error *err);
     bc_status (*output_write)(bc_output *out, const void *data, size_t len, bc_error *err);
-    bc_status (*output_printf)(bc_output *out, bc_error *err, const char *fmt, ...)
-#if defined(__GNUC__)
-        __attribute__((format(printf, 3, 4)))
-#endif
-        ;
+    bc_status (*output_printf)(bc_output *out, bc_error *err, const char *fmt, ...) BC_PRINTF(3, 4);
     bc_status (*output_commit)(bc_output *out, bc_error *err);
     void (*output_abort)(bc_output *out);
+    /* Checks that output_open(path) can succeed later (the directory exists
+     * and is writable; "-" always can), creating and removing nothing the
+     * user would see. For a reporter's check_settings. */
+    bc_status (*output_check)(const struct bc_host *host, const char *path, bc_error *err);
     /* 1 when standard error is a terminal (reporters use it for progress). */
     int stderr_is_tty;
     void *host_private; /* the host's own; plugins do not touch it */
+    BC_ABI_TAIL(bc_host)
 } bc_host;
 
 /* -------------------------------------------------------------- precision */
 
-/* What a precision plugin tells a backend. The backend owns the kernels for
- * each precision it supports and refuses the others by name. */
+/* What a precision plugin tells a backend: the format's name, size,
+ * conversions and the tolerance its results are held to. */
 typedef struct bc_precision_ops {
     uint32_t struct_size;
     const char *dtype;     /* the name reports use: "float32", "float16", "bfloat16" */
@@ -190,6 +294,7 @@ typedef struct bc_precision_ops {
     /* Relative tolerance of a logit compared with an fp32 reference,
      * |a - b| <= rel_tolerance * max(1, max|ref|). */
     double rel_tolerance;
+    BC_ABI_TAIL(bc_precision_ops)
 } bc_precision_ops;
 
 /* ------------------------------------------------------------ cache policy */
@@ -205,16 +310,30 @@ typedef struct bc_cache_ops {
     uint32_t struct_size;
     /* 1 if the backend should release its cache after every rollout. Required. */
     int (*release_after_rollout)(const bc_case *c);
+    BC_ABI_TAIL(bc_cache_ops)
 } bc_cache_ops;
 
 /* ------------------------------------------------------------------- case */
 
 typedef struct bc_sampling {
+    uint32_t struct_size;
     double temperature; /* 0 = greedy */
     double top_p;       /* (0, 1]; 1 = off */
     int64_t top_k;      /* 0 = off */
     uint64_t seed;
+    BC_ABI_TAIL(bc_sampling)
 } bc_sampling;
+
+/* The axes of the matrix, as bits (bc_backend_ops.rebuild_axes). */
+typedef enum bc_axis {
+    BC_AXIS_PRECISION = 1u << 0,
+    BC_AXIS_CACHE_POLICY = 1u << 1,
+    BC_AXIS_BATCH_SIZE = 1u << 2,
+    BC_AXIS_SAMPLES_PER_PROMPT = 1u << 3,
+    BC_AXIS_PROMPT_LENGTH = 1u << 4,
+    BC_AXIS_RESPONSE_LENGTH = 1u << 5,
+    BC_AXIS_NONE = 1u << 31 /* "no axis is costly to switch" (0 means "not said") */
+} bc_axis;
 
 /* One point of the matrix, as the backend sees it. */
 struct bc_case {
@@ -222,13 +341,14 @@ struct bc_case {
     uint32_t index; /* position in the requested order, 0-based */
     uint32_t batch_size;
     uint32_t samples_per_prompt;
-    uint32_t prompt_length;   /* tokens */
+    uint32_t prompt_length;   /* tokens; 0 = the backend's prompts decide (a prompts file) */
     uint32_t response_length; /* tokens requested */
     const char *precision;    /* precision plugin name, e.g. "bf16" */
     const bc_precision_ops *precision_ops;
     const char *cache_policy; /* cache plugin name, e.g. "retain" */
-    int release_cache;        /* what the policy said for this case */
-    bc_sampling sampling;
+    int32_t release_cache;    /* what the policy said for this case */
+    const bc_sampling *sampling;
+    BC_ABI_TAIL(bc_case)
 };
 
 /* Effective batch: rows generated at once. */
@@ -238,8 +358,9 @@ static inline uint64_t bc_case_effective_batch(const bc_case *c) {
 
 /* ---------------------------------------------------------------- backend */
 
-/* What a backend measures inside generate(). Fields it cannot measure stay
- * BC_NOT_MEASURED (doubles) or -1 (integers); the host never invents them. */
+/* What a backend measures inside generate(). The host sets every field to
+ * "unknown" (BC_NOT_MEASURED for doubles, -1 for integers, NULL/0 for the
+ * step array) before the call and never invents one the backend left. */
 typedef struct bc_generation_stats {
     uint32_t struct_size;
     double prefill_forward_ms;
@@ -247,6 +368,19 @@ typedef struct bc_generation_stats {
     int64_t num_decode_forwards;
     int64_t num_generated_tokens;     /* required: tokens produced, all rows */
     int64_t returned_response_length; /* tokens per row actually returned */
+    /* From the start of generate to the first token of every row (prefill
+     * plus the first sampling), milliseconds. */
+    double first_token_ms;
+    /* Wall time of each decode step (one forward plus sampling), owned by the
+     * backend, valid until its next hook call. */
+    const double *decode_step_ms;
+    uint32_t n_decode_steps;
+    int64_t num_prefill_tokens; /* token slots the prefill processed: rows x prompt width */
+    int64_t num_decode_tokens;  /* tokens the decode steps produced, all rows */
+    /* The prompts as they ran: the padded width, and the shortest and longest
+     * real prompt (they differ with a prompts file). */
+    int64_t prompt_width_tokens, prompt_min_tokens, prompt_max_tokens;
+    BC_ABI_TAIL(bc_generation_stats)
 } bc_generation_stats;
 
 /* Memory the backend accounts for, in bytes. -1 = unknown. */
@@ -255,33 +389,61 @@ typedef struct bc_memory_stats {
     int64_t weights_bytes;
     int64_t kv_cache_bytes;
     int64_t workspace_bytes;
-    int64_t host_peak_bytes;     /* high-water mark of the backend's host allocator */
-    int64_t device_peak_bytes;   /* high-water mark on the accelerator, -1 if none */
-    int64_t device_free_bytes;   /* cudaMemGetInfo-style free, -1 if none */
-    int64_t device_total_bytes;  /* -1 if none */
+    int64_t host_peak_bytes;    /* high-water mark of the backend's host allocator */
+    int64_t device_peak_bytes;  /* high-water mark on the accelerator, -1 if none */
+    int64_t device_free_bytes;  /* cudaMemGetInfo-style free, -1 if none */
+    int64_t device_total_bytes; /* -1 if none */
+    int64_t resident_bytes;     /* what the backend holds right now (device if any, else host) */
+    BC_ABI_TAIL(bc_memory_stats)
 } bc_memory_stats;
 
 /* Describes the backend for the run report. Strings are static or owned by
- * the backend instance. */
+ * the backend instance. The host sets every field to "unknown" (NULL, -1)
+ * before describe. */
 typedef struct bc_backend_info {
     uint32_t struct_size;
-    const char *model;  /* e.g. "facebook/opt-125m (synthetic)" */
-    const char *device; /* e.g. "cpu", "cuda:0" */
-    const char *device_name; /* e.g. the GPU's name; NULL on CPU */
+    const char *model;       /* e.g. "facebook/opt-125m (synthetic)" or the checkpoint path */
+    const char *device;      /* e.g. "cpu", "cuda:0" */
+    const char *device_name; /* the accelerator's name; NULL on a CPU */
     const char *driver;      /* driver version, NULL if none */
+    /* The model's shape. */
+    const char *model_family; /* e.g. "opt" */
+    int64_t n_parameters;
+    int64_t n_layers, hidden_size, n_heads, ffn_size, vocab_size, max_positions;
+    /* How the CPU runs it (NULL / -1 when the work is on an accelerator). */
+    const char *cpu_kernels; /* e.g. "avx512-bf16", "avx2", "portable" */
+    int64_t cpu_threads;
+    BC_ABI_TAIL(bc_backend_info)
 } bc_backend_info;
 
 /* A backend's hooks. Stage hooks (expand_prompts, generate, post_process)
  * return only when the work is complete, synchronizing any device, so the
- * host's wall-clock timing of each is exact. */
+ * host's wall-clock timing of each is exact.
+ *
+ * Life of an instance:
+ *   create -> describe -> [check_case per case] -> prepare ->
+ *     per case: begin_case -> iterations -> end_case -> ... -> destroy
+ * validate and plan call create, describe, check_case (and plan_memory)
+ * only: those must stay light (no weights loaded). */
 typedef struct bc_backend_ops {
     uint32_t struct_size;
-    /* Required. Creates an instance from its resolved settings. */
-    bc_status (*create)(const bc_host *host, const bc_setting_value *settings, void **out_instance, bc_error *err);
+    /* Required. Creates an instance from its resolved settings. Light: reads
+     * what describing the model needs (a checkpoint's config.json), loads no
+     * weights. A setting that cannot work fails here (BC_ERR_SETTING,
+     * BC_ERR_NOT_FOUND), naming the setting. */
+    bc_status (*create)(const bc_host *host, const bc_settings *settings, void **out_instance, bc_error *err);
     /* Required. Frees everything create and later hooks allocated. */
     void (*destroy)(void *instance);
-    /* Required. Fills info; strings owned by the instance. */
+    /* Required. Fills info (host-sized; write with BC_SET); strings owned by the instance. */
     bc_status (*describe)(void *instance, bc_backend_info *info, bc_error *err);
+    /* Optional. Can this case run, without loading anything heavy? E.g. a
+     * prompt plus response longer than the model's positions
+     * (BC_ERR_INFEASIBLE), a precision without kernels (BC_ERR_UNSUPPORTED).
+     * The host calls it for every case before the first runs. */
+    bc_status (*check_case)(void *instance, const bc_case *c, bc_error *err);
+    /* Optional. Heavy setup (loading a checkpoint), once, before the first
+     * case of a run. A failure here means the backend could not start. */
+    bc_status (*prepare)(void *instance, bc_error *err);
     /* Optional. Memory the case will need, before it runs (for `benchctl plan`). */
     bc_status (*plan_memory)(void *instance, const bc_case *c, bc_memory_stats *out, bc_error *err);
     /* Required. Prepares a case: checks precision and shape, sizes buffers.
@@ -297,64 +459,60 @@ typedef struct bc_backend_ops {
     bc_status (*cache_acquire)(void *instance, bc_error *err);
     /* Optional. Resets the high-water marks (called after warmup). */
     void (*reset_peak_memory)(void *instance);
-    /* Optional. Reads memory accounting. */
+    /* Optional. Reads memory accounting (host-sized; write with BC_SET). */
     bc_status (*read_memory)(void *instance, bc_memory_stats *out, bc_error *err);
     /* Required. Ends the case started by begin_case (also after a failure). */
     void (*end_case)(void *instance);
+    /* The axes (bc_axis bits) whose change between two cases makes
+     * begin_case rebuild costly state (weights in another precision). The
+     * host runs cases grouped by them. 0 (not said) = BC_AXIS_PRECISION;
+     * BC_AXIS_NONE = nothing is costly to switch. */
+    uint32_t rebuild_axes;
+    BC_ABI_TAIL(bc_backend_ops)
 } bc_backend_ops;
 
 /* --------------------------------------------------------------- reports */
 
-/* Per-iteration fields, in this order. Reporters get n_fields and names in
- * bc_run_report so a reporter built against an older minor still works. */
-typedef enum bc_field {
-    BC_FIELD_PROMPT_EXPANSION_MS = 0,
-    BC_FIELD_GENERATION_MS,
-    BC_FIELD_POST_PROCESSING_MS,
-    BC_FIELD_TOTAL_MS,
-    BC_FIELD_TOKENS_PER_SECOND,
-    BC_FIELD_NUM_GENERATED_TOKENS,
-    BC_FIELD_PREFILL_FORWARD_MS,
-    BC_FIELD_DECODE_FORWARD_MS,
-    BC_FIELD_GENERATION_OVERHEAD_MS,
-    BC_FIELD_NUM_DECODE_FORWARDS,
-    BC_FIELD_CACHE_ACQUIRE_MS,
-    BC_FIELD_CACHE_RELEASE_MS,
-    BC_FIELD_COUNT_V1_0
-} bc_field;
-
-/* Summary of one field over the measured iterations. All NAN when n == 0
- * (no iteration measured it). p50: interpolated median. p95: nearest rank,
- * sorted[max(0, ceil(0.95 n) - 1)]. stddev: population (divides by n). */
-typedef struct bc_stats {
-    uint32_t n;
-    double mean, p50, p95, min, max, stddev;
-} bc_stats;
+/* Per-iteration fields and their statistics are tables: bc_run_report names
+ * the n_fields fields (e.g. "total_ms", "tokens_per_second") and the n_stats
+ * statistics (e.g. "n", "mean", "p50", "p95", "p99", "cv"); see
+ * docs/reporters.md for each one's definition. Look them up by name with
+ * bc_run_field_index and bc_run_stat_index; a name an older host lacks
+ * gives -1. */
 
 typedef enum bc_case_status {
     BC_CASE_OK = 0,
-    BC_CASE_FAILED = 1,  /* a hook returned an error; message says which */
-    BC_CASE_SKIPPED = 2  /* not run (e.g. run interrupted) */
+    BC_CASE_FAILED = 1, /* a hook returned an error; message says which */
+    BC_CASE_SKIPPED = 2 /* not run (e.g. run interrupted) */
 } bc_case_status;
 
 typedef struct bc_case_report {
     uint32_t struct_size;
     const bc_case *c;
     bc_case_status status;
-    const char *message;       /* "" when ok */
-    uint32_t n_iterations;     /* measured iterations completed */
-    const double *values;      /* n_iterations x n_fields, row-major; NAN = null */
-    const bc_stats *stats;     /* n_fields */
+    bc_status error_code;  /* BC_OK unless failed or skipped */
+    const char *message;   /* "" when ok */
+    uint32_t n_iterations; /* measured iterations completed */
+    const double *values;  /* n_iterations x n_fields, row-major; NAN = null */
+    const double *stats;   /* n_fields x n_stats, row-major; NAN = null */
     int64_t returned_response_length; /* -1 if unknown */
-    double peak_memory_mb;     /* device peak on a device, else backend host peak; NAN if unknown */
-    bc_memory_stats memory;    /* after the measured iterations */
-    int64_t peak_rss_bytes;    /* process peak RSS over the measured iterations, -1 unknown */
+    int64_t prompt_width_tokens, prompt_min_tokens, prompt_max_tokens; /* as they ran; -1 unknown */
+    double peak_memory_mib;      /* device peak on a device, else backend host peak; NAN if unknown */
+    const bc_memory_stats *memory; /* read after the measured iterations */
+    /* What the backend holds between rollouts, after the cache policy ran
+     * (read after the last measured iteration's release or retain). */
+    int64_t held_between_rollouts_bytes; /* -1 if unknown */
+    int64_t peak_rss_bytes;              /* process peak RSS over the measured iterations, -1 unknown */
     int64_t device_free_before_bytes, device_free_after_bytes; /* -1 if none */
-    double wall_ms;            /* case wall time including warmup */
+    double wall_ms;   /* case wall time including warmup */
+    int32_t rebuilt;  /* 1 when this case switched a costly axis (rebuild_axes) */
+    BC_ABI_TAIL(bc_case_report)
 } bc_case_report;
 
 typedef struct bc_plugin_ref {
     const char *kind, *name, *version, *path;
+    uint16_t abi_major, abi_minor; /* what the plugin was built against */
+    BC_ABI_TAIL(bc_plugin_ref)
 } bc_plugin_ref;
 
 typedef struct bc_run_report {
@@ -367,35 +525,75 @@ typedef struct bc_run_report {
     const char *start_time_utc; /* ISO 8601 */
     const char *cpu_model;
     const char *hostname;
-    bc_backend_info backend;
     const char *backend_name; /* plugin name */
+    const bc_backend_info *backend;
     uint32_t warmup, iterations;
-    bc_sampling sampling;
-    const char *const *precisions; uint32_t n_precisions;    /* as requested */
-    const char *const *cache_policies; uint32_t n_cache_policies;
-    const bc_plugin_ref *plugins; uint32_t n_plugins;
+    const bc_sampling *sampling;
+    const char *const *precisions; /* as requested */
+    uint32_t n_precisions;
+    const char *const *cache_policies;
+    uint32_t n_cache_policies;
+    const bc_plugin_ref *plugins; /* every plugin of the run, each once */
+    uint32_t n_plugins, plugin_ref_size;
     uint32_t n_fields;
     const char *const *field_names; /* n_fields, e.g. "total_ms" */
-    uint32_t n_cases;
-    const bc_case_report *cases; /* requested order; only finished ones in case_finished */
-    /* (since 1.1) The backend's settings table and their resolved values
-     * (defaults filled in), so reports can say how the backend ran, e.g.
-     * shared_prefill. Read only when bc_run_report_has(run, backend_values). */
+    uint32_t n_stats;
+    const char *const *stat_names; /* n_stats, e.g. "mean" */
+    /* The backend's settings table (setting_size apart) and resolved values,
+     * so reports can say how the backend ran. */
     const bc_setting_desc *backend_settings;
-    const bc_setting_value *backend_values;
-    uint32_t n_backend_settings;
+    uint32_t n_backend_settings, backend_setting_size;
+    const bc_settings *backend_values;
+    uint32_t n_cases, case_report_size;
+    /* requested order; in case_finished only the finished ones */
+    const bc_case_report *cases;
+    BC_ABI_TAIL(bc_run_report)
 } bc_run_report;
 
-/* 1 when a run report from the host is large enough to hold field f (a
- * field added after 1.0; the host may be older than the plugin). */
-#define bc_run_report_has(run, f) \
-    ((run)->struct_size >= offsetof(bc_run_report, f) + sizeof((run)->f))
+/* Case report i of run. */
+static inline const bc_case_report *bc_run_case(const bc_run_report *run, uint32_t i) {
+    return BC_AT(bc_case_report, run->cases, run->case_report_size, i);
+}
+
+/* Plugin reference i of run. */
+static inline const bc_plugin_ref *bc_run_plugin(const bc_run_report *run, uint32_t i) {
+    return BC_AT(bc_plugin_ref, run->plugins, run->plugin_ref_size, i);
+}
+
+/* Backend setting i of run (a row of the backend's table). */
+static inline const bc_setting_desc *bc_run_backend_setting(const bc_run_report *run, uint32_t i) {
+    return BC_AT(bc_setting_desc, run->backend_settings, run->backend_setting_size, i);
+}
+
+static inline int bc_find_name_(const char *const *names, uint32_t n, const char *name) {
+    for (uint32_t i = 0; names && i < n; i++)
+        if (names[i] && strcmp(names[i], name) == 0) return (int)i;
+    return -1;
+}
+
+/* Index of the per-iteration field called name, -1 if the host has none. */
+static inline int bc_run_field_index(const bc_run_report *run, const char *name) {
+    return bc_find_name_(run->field_names, run->n_fields, name);
+}
+
+/* Index of the statistic called name, -1 if the host has none. */
+static inline int bc_run_stat_index(const bc_run_report *run, const char *name) {
+    return bc_find_name_(run->stat_names, run->n_stats, name);
+}
+
+/* Statistic stat of field over cr's measured iterations; NAN when either
+ * index is -1 or nothing was measured. */
+static inline double bc_case_stat(const bc_run_report *run, const bc_case_report *cr, int field, int stat) {
+    if (field < 0 || stat < 0 || !cr->stats || (uint32_t)field >= run->n_fields || (uint32_t)stat >= run->n_stats)
+        return NAN;
+    return cr->stats[(size_t)field * run->n_stats + (size_t)stat];
+}
 
 /* A reporter's hooks. */
 typedef struct bc_reporter_ops {
     uint32_t struct_size;
     /* Required. Called once before the first case. run->cases is empty. */
-    bc_status (*open)(const bc_host *host, const bc_setting_value *settings, const bc_run_report *run,
+    bc_status (*open)(const bc_host *host, const bc_settings *settings, const bc_run_report *run,
                       void **out_instance, bc_error *err);
     /* Optional. A case is about to run: index i of n in execution order. */
     void (*case_started)(void *instance, const bc_case *c, uint32_t i, uint32_t n, double eta_s);
@@ -406,6 +604,7 @@ typedef struct bc_reporter_ops {
     bc_status (*close)(void *instance, const bc_run_report *run, bc_error *err);
     /* Required. Frees the instance (also when close was not called). */
     void (*destroy)(void *instance);
+    BC_ABI_TAIL(bc_reporter_ops)
 } bc_reporter_ops;
 
 /* ------------------------------------------------------------- descriptor */
@@ -418,26 +617,43 @@ typedef enum bc_plugin_kind {
 } bc_plugin_kind;
 
 typedef struct bc_plugin_desc {
-    uint32_t magic;      /* BENCHCTL_PLUGIN_MAGIC */
-    uint16_t abi_major;  /* BENCHCTL_ABI_MAJOR */
-    uint16_t abi_minor;  /* BENCHCTL_ABI_MINOR */
+    uint32_t magic;       /* BENCHCTL_PLUGIN_MAGIC */
+    uint16_t abi_major;   /* BENCHCTL_ABI_MAJOR */
+    uint16_t abi_minor;   /* BENCHCTL_ABI_MINOR */
     uint32_t struct_size; /* sizeof(bc_plugin_desc) */
     bc_plugin_kind kind;
     const char *name;        /* what bench.cfg uses, e.g. "opt" */
     const char *version;     /* the plugin's own version, e.g. "0.1.0" */
     const char *description; /* one line */
-    const bc_setting_desc *settings;
+    const bc_setting_desc *settings; /* n_settings rows, setting_size bytes apart */
     uint32_t n_settings;
+    uint32_t setting_size; /* sizeof(bc_setting_desc); BC_SETTINGS_TABLE fills it */
     /* Points at a bc_backend_ops, bc_precision_ops, bc_cache_ops or
      * bc_reporter_ops, according to kind. */
     const void *ops;
+    /* Optional, any kind. Checks resolved settings beyond type and range
+     * (a path that must exist, two settings that contradict each other),
+     * quickly and without side effects; validate and run call it before
+     * anything else of the plugin. */
+    bc_status (*check_settings)(const bc_host *host, const bc_settings *settings, bc_error *err);
+    BC_ABI_TAIL(bc_plugin_desc)
 } bc_plugin_desc;
+
+/* The smallest descriptor a 2.x host accepts: the 2.0 one. */
+#define BC_PLUGIN_DESC_MIN_SIZE BC_SIZE_THROUGH(bc_plugin_desc, check_settings)
 
 typedef const bc_plugin_desc *(*bc_plugin_entry_fn)(void);
 
 /* Fills the version fields of a descriptor:
  *   static const bc_plugin_desc desc = { BC_PLUGIN_DESC_HEADER, BC_KIND_..., ... }; */
 #define BC_PLUGIN_DESC_HEADER BENCHCTL_PLUGIN_MAGIC, BENCHCTL_ABI_MAJOR, BENCHCTL_ABI_MINOR, sizeof(bc_plugin_desc)
+
+/* Fills settings, n_settings and setting_size from a static array, inside a
+ * descriptor's initializer:
+ *   static const bc_plugin_desc desc = { BC_PLUGIN_DESC_HEADER, ..., BC_SETTINGS_TABLE(my_settings), ... }; */
+#define BC_SETTINGS_TABLE(table) \
+    .settings = (table), .n_settings = (uint32_t)(sizeof(table) / sizeof((table)[0])), \
+    .setting_size = (uint32_t)sizeof((table)[0])
 
 /* Defines the entry symbol returning desc. */
 #define BC_PLUGIN_DEFINE(desc)                                                       \
