@@ -24,6 +24,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config_tree.h"
+#include "overrides.h"
 #include "sha256.h"
 
 /* Largest matrix value: libconfig reads plain integers as 32-bit ints. */
@@ -81,15 +83,14 @@ const char *bc_suggest(const char *word, const char *const *candidates, size_t n
 
 /* ------------------------------------------------------------- utilities */
 
-static char *dup_str(const char *s) {
+char *bc_cfg_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *d = malloc(n);
     if (d) memcpy(d, s, n);
     return d;
 }
 
-static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *dup_printf(const char *fmt, ...) {
+char *bc_cfg_asprintf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
@@ -103,20 +104,20 @@ static char *dup_printf(const char *fmt, ...) {
     return s;
 }
 
-static bc_status nomem(bc_error *err) { return bc_error_set(err, BC_ERR_NOMEM, "out of memory reading the config"); }
+bc_status bc_cfg_nomem(bc_error *err) { return bc_error_set(err, BC_ERR_NOMEM, "out of memory reading the config"); }
 
 /* "a.b" + "c" -> "a.b.c"; "" + "c" -> "c"; "a" + "[2]" -> "a.[2]". buf holds n bytes. */
-static void path_join(char *buf, size_t n, const char *parent, const char *child) {
+void bc_cfg_path_join(char *buf, size_t n, const char *parent, const char *child) {
     if (!parent || !parent[0])
         snprintf(buf, n, "%s", child);
     else
         snprintf(buf, n, "%s.%s", parent, child);
 }
 
-static void path_index(char *buf, size_t n, const char *parent, size_t i) {
+void bc_cfg_path_index(char *buf, size_t n, const char *parent, size_t i) {
     char idx[32];
     snprintf(idx, sizeof idx, "[%zu]", i);
-    path_join(buf, n, parent, idx);
+    bc_cfg_path_join(buf, n, parent, idx);
 }
 
 /* The command-line label whose key is path, a parent of path, or a child of
@@ -134,7 +135,7 @@ static const char *override_label(const bc_config *cfg, const char *path) {
 }
 
 /* Writes where s came from into buf: "file:line", "--set KEY" or the file. */
-static void locate(const bc_config *cfg, const config_setting_t *s, const char *path, char *buf, size_t n) {
+void bc_cfg_locate(const bc_config *cfg, const config_setting_t *s, const char *path, char *buf, size_t n) {
     unsigned line = s ? config_setting_source_line(s) : 0;
     if (line > 0) {
         const char *file = config_setting_source_file(s);
@@ -156,12 +157,10 @@ static void locate(const bc_config *cfg, const config_setting_t *s, const char *
 
 /* Sets err to "<where>: <path>: <message>" and returns code. The path part is
  * left out when it would repeat a "--set PATH" label. */
-static bc_status fail(const bc_config *cfg, bc_error *err, bc_status code, const config_setting_t *s, const char *path,
-                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static bc_status fail(const bc_config *cfg, bc_error *err, bc_status code, const config_setting_t *s, const char *path,
+bc_status bc_cfg_fail(const bc_config *cfg, bc_error *err, bc_status code, const config_setting_t *s, const char *path,
                       const char *fmt, ...) {
     char where[256], what[400];
-    locate(cfg, s, path, where, sizeof where);
+    bc_cfg_locate(cfg, s, path, where, sizeof where);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
@@ -173,7 +172,7 @@ static bc_status fail(const bc_config *cfg, bc_error *err, bc_status code, const
 }
 
 /* A short description of a value for "(got ...)". */
-static void describe(const config_setting_t *s, char *buf, size_t n) {
+void bc_cfg_describe(const config_setting_t *s, char *buf, size_t n) {
     if (!s) {
         snprintf(buf, n, "nothing");
         return;
@@ -206,20 +205,20 @@ static void describe(const config_setting_t *s, char *buf, size_t n) {
     }
 }
 
-static int is_int(const config_setting_t *s) {
+int bc_cfg_is_int(const config_setting_t *s) {
     int t = config_setting_type(s);
     return t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64;
 }
 
-static int is_number(const config_setting_t *s) { return is_int(s) || config_setting_type(s) == CONFIG_TYPE_FLOAT; }
+int bc_cfg_is_number(const config_setting_t *s) { return bc_cfg_is_int(s) || config_setting_type(s) == CONFIG_TYPE_FLOAT; }
 
-static int is_list(const config_setting_t *s) {
+int bc_cfg_is_list(const config_setting_t *s) {
     int t = config_setting_type(s);
     return t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST;
 }
 
-static double number_of(const config_setting_t *s) {
-    return is_int(s) ? (double)config_setting_get_int64(s) : config_setting_get_float(s);
+double bc_cfg_number(const config_setting_t *s) {
+    return bc_cfg_is_int(s) ? (double)config_setting_get_int64(s) : config_setting_get_float(s);
 }
 
 /* Refuses members of group that are not in allowed[n], with a suggestion. */
@@ -233,15 +232,15 @@ static bc_status check_keys(const bc_config *cfg, const config_setting_t *group,
         while (k < n && strcmp(allowed[k], name) != 0) k++;
         if (k < n) continue;
         char mpath[256];
-        path_join(mpath, sizeof mpath, path, name);
+        bc_cfg_path_join(mpath, sizeof mpath, path, name);
         const char *hint = bc_suggest(name, allowed, n);
-        if (hint) return fail(cfg, err, BC_ERR_INVALID, m, mpath, "unknown key (did you mean '%s'?)", hint);
+        if (hint) return bc_cfg_fail(cfg, err, BC_ERR_SETTING, m, mpath, "unknown key (did you mean '%s'?)", hint);
         char list[256] = "";
         for (size_t j = 0; j < n; j++) {
             size_t used = strlen(list);
             snprintf(list + used, sizeof list - used, "%s%s", j ? ", " : "", allowed[j]);
         }
-        return fail(cfg, err, BC_ERR_INVALID, m, mpath, "unknown key; allowed here: %s", list);
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, m, mpath, "unknown key; allowed here: %s", list);
     }
     return BC_OK;
 }
@@ -252,8 +251,8 @@ static bc_status get_group(const bc_config *cfg, const config_setting_t *parent,
     *out = config_setting_get_member(parent, name);
     if (*out && config_setting_type(*out) != CONFIG_TYPE_GROUP) {
         char got[96];
-        describe(*out, got, sizeof got);
-        bc_status st = fail(cfg, err, BC_ERR_INVALID, *out, path, "must be a group { ... } (got %s)", got);
+        bc_cfg_describe(*out, got, sizeof got);
+        bc_status st = bc_cfg_fail(cfg, err, BC_ERR_SETTING, *out, path, "must be a group { ... } (got %s)", got);
         *out = NULL;
         return st;
     }
@@ -266,11 +265,11 @@ static bc_status get_int_in(const bc_config *cfg, const config_setting_t *group,
     const config_setting_t *s = group ? config_setting_get_member(group, name) : NULL;
     if (!s) return BC_OK;
     char got[96];
-    describe(s, got, sizeof got);
-    if (!is_int(s)) return fail(cfg, err, BC_ERR_INVALID, s, path, "must be %s (got %s)", what, got);
+    bc_cfg_describe(s, got, sizeof got);
+    if (!bc_cfg_is_int(s)) return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, path, "must be %s (got %s)", what, got);
     long long v = config_setting_get_int64(s);
-    if (v < min) return fail(cfg, err, BC_ERR_INVALID, s, path, "must be %s (got %s)", what, got);
-    if (v > max) return fail(cfg, err, BC_ERR_INVALID, s, path, "must be %s and <= %lld (got %s)", what, max, got);
+    if (v < min) return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, path, "must be %s (got %s)", what, got);
+    if (v > max) return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, path, "must be %s and <= %lld (got %s)", what, max, got);
     *out = v;
     return BC_OK;
 }
@@ -281,10 +280,10 @@ static bc_status get_number(const bc_config *cfg, const config_setting_t *group,
     const config_setting_t *s = group ? config_setting_get_member(group, name) : NULL;
     if (!s) return BC_OK;
     char got[96];
-    describe(s, got, sizeof got);
-    if (!is_number(s)) return fail(cfg, err, BC_ERR_INVALID, s, path, "must be %s (got %s)", what, got);
-    double v = number_of(s);
-    if (!isfinite(v) || !ok(v)) return fail(cfg, err, BC_ERR_INVALID, s, path, "must be %s (got %s)", what, got);
+    bc_cfg_describe(s, got, sizeof got);
+    if (!bc_cfg_is_number(s)) return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, path, "must be %s (got %s)", what, got);
+    double v = bc_cfg_number(s);
+    if (!isfinite(v) || !ok(v)) return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, path, "must be %s (got %s)", what, got);
     *out = v;
     return BC_OK;
 }
@@ -315,32 +314,32 @@ static bc_status parse_spec(const bc_config *cfg, const config_setting_t *s, con
         bc_status st = check_keys(cfg, s, path, k_spec_keys, COUNT(k_spec_keys), err);
         if (st) return st;
         char sub[256];
-        path_join(sub, sizeof sub, path, "name");
+        bc_cfg_path_join(sub, sizeof sub, path, "name");
         name_s = config_setting_get_member(s, "name");
         if (!name_s)
-            return fail(cfg, err, BC_ERR_INVALID, s, sub, "is required: the plugin's name or the path of its .so");
+            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, sub, "is required: the plugin's name or the path of its .so");
         if (config_setting_type(name_s) != CONFIG_TYPE_STRING || !config_setting_get_string(name_s)[0]) {
-            describe(name_s, got, sizeof got);
-            return fail(cfg, err, BC_ERR_INVALID, name_s, sub,
+            bc_cfg_describe(name_s, got, sizeof got);
+            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, name_s, sub,
                         "must be a non-empty string: the plugin's name or the path of its .so (got %s)", got);
         }
-        path_join(sub, sizeof sub, path, "settings");
+        bc_cfg_path_join(sub, sizeof sub, path, "settings");
         config_setting_t *settings = NULL;
         st = get_group(cfg, s, "settings", sub, &settings, err);
         if (st) return st;
         spec->settings = settings;
     } else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
         if (!config_setting_get_string(s)[0])
-            return fail(cfg, err, BC_ERR_INVALID, s, path, "must be %s (got \"\")", SPEC_FORMS);
+            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, path, "must be %s (got \"\")", SPEC_FORMS);
         spec->settings = NULL;
     } else {
-        describe(s, got, sizeof got);
-        return fail(cfg, err, BC_ERR_INVALID, s, path, "must be %s (got %s)", SPEC_FORMS, got);
+        bc_cfg_describe(s, got, sizeof got);
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, path, "must be %s (got %s)", SPEC_FORMS, got);
     }
-    spec->name = dup_str(config_setting_get_string(name_s));
-    spec->where = dup_str(path);
+    spec->name = bc_cfg_strdup(config_setting_get_string(name_s));
+    spec->where = bc_cfg_strdup(path);
     spec->line = (int)config_setting_source_line(s);
-    if (!spec->name || !spec->where) return nomem(err);
+    if (!spec->name || !spec->where) return bc_cfg_nomem(err);
     return BC_OK;
 }
 
@@ -353,68 +352,92 @@ static bc_status parse_spec_list(bc_config *cfg, const config_setting_t *root, c
     char got[96];
     if (!list) {
         if (!default_name)
-            return fail(cfg, err, BC_ERR_INVALID, NULL, key, "is required: a non-empty list, each %s", SPEC_FORMS);
+            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, NULL, key, "is required: a non-empty list, each %s", SPEC_FORMS);
         *out = calloc(1, sizeof **out);
-        if (!*out) return nomem(err);
+        if (!*out) return bc_cfg_nomem(err);
         *n_out = 1;
-        (*out)[0].name = dup_str(default_name);
-        (*out)[0].where = dup_printf("%s (default)", key);
-        if (!(*out)[0].name || !(*out)[0].where) return nomem(err);
+        (*out)[0].name = bc_cfg_strdup(default_name);
+        (*out)[0].where = bc_cfg_asprintf("%s (default)", key);
+        if (!(*out)[0].name || !(*out)[0].where) return bc_cfg_nomem(err);
         return BC_OK;
     }
-    if (!is_list(list) || config_setting_length(list) == 0) {
-        describe(list, got, sizeof got);
-        return fail(cfg, err, BC_ERR_INVALID, list, key, "must be a non-empty list, each %s (got %s)", SPEC_FORMS,
+    if (!bc_cfg_is_list(list)) {
+        /* one plugin given without brackets: a one-element list */
+        *out = calloc(1, sizeof **out);
+        if (!*out) return bc_cfg_nomem(err);
+        *n_out = 1;
+        return parse_spec(cfg, list, key, &(*out)[0], err);
+    }
+    if (config_setting_length(list) == 0) {
+        bc_cfg_describe(list, got, sizeof got);
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, list, key, "must be a non-empty list, each %s (got %s)", SPEC_FORMS,
                     got);
     }
     size_t n = (size_t)config_setting_length(list);
     *out = calloc(n, sizeof **out);
-    if (!*out) return nomem(err);
+    if (!*out) return bc_cfg_nomem(err);
     for (size_t i = 0; i < n; i++) {
         const config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
         char path[256];
-        path_index(path, sizeof path, key, i);
+        bc_cfg_path_index(path, sizeof path, key, i);
         bc_status st = parse_spec(cfg, e, path, &(*out)[i], err);
         *n_out = i + 1; /* so bc_config_free sees what was filled */
         if (st) return st;
         for (size_t j = 0; unique && j < i; j++) {
             if (strcmp((*out)[j].name, (*out)[i].name) == 0)
-                return fail(cfg, err, BC_ERR_INVALID, e, key, "'%s' is listed twice (as [%zu] and [%zu])",
+                return bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, key, "'%s' is listed twice (as [%zu] and [%zu])",
                             (*out)[i].name, j, i);
         }
     }
     return BC_OK;
 }
 
-/* matrix.<key>: a required, non-empty list of distinct integers >= 1. */
-static bc_status parse_sizes(const bc_config *cfg, const config_setting_t *matrix, const char *key, uint32_t **out,
-                             size_t *n_out, bc_error *err) {
+/* One matrix value e (at path) into *out: an integer in [1, BC_CFG_MAX_SIZE]. */
+static bc_status parse_size(const bc_config *cfg, const config_setting_t *e, const char *path, uint32_t *out,
+                            bc_error *err) {
+    char got[96];
+    bc_cfg_describe(e, got, sizeof got);
+    if (!bc_cfg_is_int(e) || config_setting_get_int64(e) < 1)
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, path, "must be %s (got %s)", SIZES_WHAT, got);
+    if (config_setting_get_int64(e) > BC_CFG_MAX_SIZE)
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, path, "must be %s and <= %lld (got %s)", SIZES_WHAT,
+                           BC_CFG_MAX_SIZE, got);
+    *out = (uint32_t)config_setting_get_int64(e);
+    return BC_OK;
+}
+
+/* matrix.<key>: a non-empty list of distinct integers >= 1, or one integer
+ * (a one-element list). When absent: an error, or, if absent_value is not
+ * NULL, the one value *absent_value. */
+static bc_status parse_sizes(const bc_config *cfg, const config_setting_t *matrix, const char *key,
+                             const uint32_t *absent_value, uint32_t **out, size_t *n_out, bc_error *err) {
     char path[128], got[96];
-    path_join(path, sizeof path, "matrix", key);
+    bc_cfg_path_join(path, sizeof path, "matrix", key);
     const config_setting_t *list = config_setting_get_member(matrix, key);
-    if (!list) return fail(cfg, err, BC_ERR_INVALID, matrix, path, "is required: %s", SIZES_WHAT);
-    if (!is_list(list) || config_setting_length(list) == 0) {
-        describe(list, got, sizeof got);
-        const char *hint = is_int(list) ? "; write [n] for one value" : "";
-        return fail(cfg, err, BC_ERR_INVALID, list, path, "must be %s (got %s%s)", SIZES_WHAT, got, hint);
+    if (!list && !absent_value) return bc_cfg_fail(cfg, err, BC_ERR_SETTING, matrix, path, "is required: %s", SIZES_WHAT);
+    if (!list || bc_cfg_is_int(list)) {
+        *out = calloc(1, sizeof **out);
+        if (!*out) return bc_cfg_nomem(err);
+        *n_out = 1;
+        if (!list) return (*out)[0] = *absent_value, BC_OK;
+        return parse_size(cfg, list, path, &(*out)[0], err);
+    }
+    if (!bc_cfg_is_list(list) || config_setting_length(list) == 0) {
+        bc_cfg_describe(list, got, sizeof got);
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, list, path, "must be %s (got %s)", SIZES_WHAT, got);
     }
     size_t n = (size_t)config_setting_length(list);
     *out = calloc(n, sizeof **out);
-    if (!*out) return nomem(err);
+    if (!*out) return bc_cfg_nomem(err);
     for (size_t i = 0; i < n; i++) {
         const config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
-        describe(e, got, sizeof got);
-        if (!is_int(e) || config_setting_get_int64(e) < 1)
-            return fail(cfg, err, BC_ERR_INVALID, e, path, "must be %s (got %s)", SIZES_WHAT, got);
-        if (config_setting_get_int64(e) > BC_CFG_MAX_SIZE)
-            return fail(cfg, err, BC_ERR_INVALID, e, path, "must be %s and <= %lld (got %s)", SIZES_WHAT,
-                        BC_CFG_MAX_SIZE, got);
-        (*out)[i] = (uint32_t)config_setting_get_int64(e);
+        bc_status st = parse_size(cfg, e, path, &(*out)[i], err);
+        if (st) return st;
         for (size_t j = 0; j < i; j++) {
             if ((*out)[j] == (*out)[i])
-                return fail(cfg, err, BC_ERR_INVALID, e, path,
-                            "duplicate value %u (each value must appear once; it names one set of cases)",
-                            (unsigned)(*out)[i]);
+                return bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, path,
+                                   "duplicate value %u (each value must appear once; it names one set of cases)",
+                                   (unsigned)(*out)[i]);
         }
         *n_out = i + 1;
     }
@@ -425,27 +448,27 @@ static bc_status parse_plugin_path(bc_config *cfg, const config_setting_t *root,
     const config_setting_t *s = config_setting_get_member(root, "plugin_path");
     if (!s) return BC_OK;
     char got[96];
-    describe(s, got, sizeof got);
+    bc_cfg_describe(s, got, sizeof got);
     if (config_setting_type(s) == CONFIG_TYPE_STRING) {
         cfg->plugin_paths = calloc(1, sizeof *cfg->plugin_paths);
-        if (!cfg->plugin_paths || !(cfg->plugin_paths[0] = dup_str(config_setting_get_string(s)))) return nomem(err);
+        if (!cfg->plugin_paths || !(cfg->plugin_paths[0] = bc_cfg_strdup(config_setting_get_string(s)))) return bc_cfg_nomem(err);
         cfg->n_plugin_paths = 1;
         return BC_OK;
     }
-    if (!is_list(s))
-        return fail(cfg, err, BC_ERR_INVALID, s, "plugin_path", "must be a list of directory names (got %s)", got);
+    if (!bc_cfg_is_list(s))
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, "plugin_path", "must be a list of directory names (got %s)", got);
     size_t n = (size_t)config_setting_length(s);
     cfg->plugin_paths = calloc(n ? n : 1, sizeof *cfg->plugin_paths);
-    if (!cfg->plugin_paths) return nomem(err);
+    if (!cfg->plugin_paths) return bc_cfg_nomem(err);
     for (size_t i = 0; i < n; i++) {
         const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
         if (config_setting_type(e) != CONFIG_TYPE_STRING || !config_setting_get_string(e)[0]) {
-            describe(e, got, sizeof got);
-            return fail(cfg, err, BC_ERR_INVALID, e, "plugin_path",
+            bc_cfg_describe(e, got, sizeof got);
+            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, "plugin_path",
                         "must be a list of non-empty directory names (got %s)", got);
         }
-        cfg->plugin_paths[i] = dup_str(config_setting_get_string(e));
-        if (!cfg->plugin_paths[i]) return nomem(err);
+        cfg->plugin_paths[i] = bc_cfg_strdup(config_setting_get_string(e));
+        if (!cfg->plugin_paths[i]) return bc_cfg_nomem(err);
         cfg->n_plugin_paths = i + 1;
     }
     return BC_OK;
@@ -459,7 +482,7 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
 
     const config_setting_t *backend = config_setting_get_member(root, "backend");
     if (!backend)
-        return fail(cfg, err, BC_ERR_INVALID, NULL, "backend",
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, NULL, "backend",
                     "is required: %s, e.g. backend = { name = \"opt\"; };", SPEC_FORMS);
     if ((st = parse_spec(cfg, backend, "backend", &cfg->backend, err))) return st;
 
@@ -472,23 +495,28 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
     config_setting_t *matrix = NULL;
     if ((st = get_group(cfg, root, "matrix", "matrix", &matrix, err))) return st;
     if (!matrix)
-        return fail(cfg, err, BC_ERR_INVALID, NULL, "matrix",
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, NULL, "matrix",
                     "is required: a group { batch_sizes = [...]; samples_per_prompt = [...]; prompt_lengths = [...]; "
                     "response_lengths = [...]; }");
     if ((st = check_keys(cfg, matrix, "matrix", k_matrix_keys, COUNT(k_matrix_keys), err))) return st;
-    if ((st = parse_sizes(cfg, matrix, "batch_sizes", &cfg->batch_sizes, &cfg->n_batch_sizes, err))) return st;
-    if ((st = parse_sizes(cfg, matrix, "samples_per_prompt", &cfg->samples_per_prompt, &cfg->n_samples_per_prompt,
+    static const uint32_t from_prompts = 0; /* prompt length 0: the backend's prompts decide */
+    if ((st = parse_sizes(cfg, matrix, "batch_sizes", NULL, &cfg->batch_sizes, &cfg->n_batch_sizes, err))) return st;
+    if ((st = parse_sizes(cfg, matrix, "samples_per_prompt", NULL, &cfg->samples_per_prompt,
+                          &cfg->n_samples_per_prompt, err)))
+        return st;
+    cfg->prompt_lengths_given = config_setting_get_member(matrix, "prompt_lengths") != NULL;
+    if ((st = parse_sizes(cfg, matrix, "prompt_lengths", &from_prompts, &cfg->prompt_lengths, &cfg->n_prompt_lengths,
                           err)))
         return st;
-    if ((st = parse_sizes(cfg, matrix, "prompt_lengths", &cfg->prompt_lengths, &cfg->n_prompt_lengths, err)))
-        return st;
-    if ((st = parse_sizes(cfg, matrix, "response_lengths", &cfg->response_lengths, &cfg->n_response_lengths, err)))
+    if ((st = parse_sizes(cfg, matrix, "response_lengths", NULL, &cfg->response_lengths, &cfg->n_response_lengths,
+                          err)))
         return st;
 
     config_setting_t *sampling = NULL;
     if ((st = get_group(cfg, root, "sampling", "sampling", &sampling, err))) return st;
     if (sampling && (st = check_keys(cfg, sampling, "sampling", k_sampling_keys, COUNT(k_sampling_keys), err)))
         return st;
+    cfg->sampling.struct_size = sizeof cfg->sampling;
     cfg->sampling.temperature = 0.0;
     cfg->sampling.top_p = 1.0;
     cfg->sampling.top_k = 0;
@@ -523,235 +551,6 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
     return parse_spec_list(cfg, root, "reporters", "console", 0, &cfg->reporters, &cfg->n_reporters, err);
 }
 
-/* ------------------------------------------------------------- overrides */
-
-/* Copies src (from the parsed --set value) as a new member name (NULL inside
- * a list or array) of parent. */
-static int copy_setting(config_setting_t *parent, const char *name, const config_setting_t *src) {
-    int type = config_setting_type(src);
-    config_setting_t *d = config_setting_add(parent, name, type);
-    if (!d) return 0;
-    config_setting_set_format(d, config_setting_get_format(src));
-    switch (type) {
-    case CONFIG_TYPE_INT:
-        return config_setting_set_int(d, config_setting_get_int(src));
-    case CONFIG_TYPE_INT64:
-        return config_setting_set_int64(d, config_setting_get_int64(src));
-    case CONFIG_TYPE_FLOAT:
-        return config_setting_set_float(d, config_setting_get_float(src));
-    case CONFIG_TYPE_BOOL:
-        return config_setting_set_bool(d, config_setting_get_bool(src));
-    case CONFIG_TYPE_STRING:
-        return config_setting_set_string(d, config_setting_get_string(src));
-    case CONFIG_TYPE_GROUP:
-    case CONFIG_TYPE_ARRAY:
-    case CONFIG_TYPE_LIST: {
-        int n = config_setting_length(src);
-        for (int i = 0; i < n; i++) {
-            const config_setting_t *e = config_setting_get_elem(src, (unsigned)i);
-            if (!copy_setting(d, type == CONFIG_TYPE_GROUP ? config_setting_name(e) : NULL, e)) return 0;
-        }
-        return 1;
-    }
-    default:
-        return 0;
-    }
-}
-
-/* A libconfig setting name: [A-Za-z*][-A-Za-z0-9_*]*. */
-static int valid_name(const char *s, size_t n) {
-    if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '*')) return 0;
-    for (size_t i = 1; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (!(isalnum(c) || c == '-' || c == '_' || c == '*')) return 0;
-    }
-    return 1;
-}
-
-/* Parses one value as libconfig would read "x = <value>;" into tmp. A bare
- * word (no quotes, backslashes, brackets, separators or spaces) that does not
- * parse is taken as a string, so --set backend.name=opt and
- * --set backend.name=./libmine.so work without shell quoting. */
-static const config_setting_t *parse_value(config_t *tmp, const char *label, const char *value, bc_error *err) {
-    char *text = dup_printf("x = %s;", value);
-    if (!text) {
-        nomem(err);
-        return NULL;
-    }
-    int ok = config_read_string(tmp, text);
-    free(text);
-    if (!ok && value[0] && strpbrk(value, "\"\\[](){};=,# \t\n") == NULL) {
-        config_destroy(tmp);
-        config_init(tmp);
-        text = dup_printf("x = \"%s\";", value);
-        if (!text) {
-            nomem(err);
-            return NULL;
-        }
-        ok = config_read_string(tmp, text);
-        free(text);
-    }
-    if (!ok) {
-        bc_error_set(err, BC_ERR_INVALID, "%s: cannot read the value '%s' as a libconfig value (%s); "
-                     "write e.g. 3, 0.5, \"text\", true or [1, 2]", label, value, config_error_text(tmp));
-        return NULL;
-    }
-    const config_setting_t *root = config_root_setting(tmp);
-    const config_setting_t *x = config_setting_get_member(root, "x");
-    if (config_setting_length(root) != 1 || !x) {
-        bc_error_set(err, BC_ERR_INVALID, "%s: the value '%s' is not one libconfig value", label, value);
-        return NULL;
-    }
-    return x;
-}
-
-/* Records key and label so errors about the settings it made point at it. */
-static bc_status note_override(bc_config *cfg, const char *key, size_t key_len, const char *label, bc_error *err) {
-    char **k = realloc(cfg->override_keys, (cfg->n_overrides + 1) * sizeof *k);
-    if (!k) return nomem(err);
-    cfg->override_keys = k;
-    char **l = realloc(cfg->override_labels, (cfg->n_overrides + 1) * sizeof *l);
-    if (!l) return nomem(err);
-    cfg->override_labels = l;
-    k[cfg->n_overrides] = malloc(key_len + 1);
-    l[cfg->n_overrides] = dup_str(label);
-    if (!k[cfg->n_overrides] || !l[cfg->n_overrides]) {
-        free(k[cfg->n_overrides]);
-        free(l[cfg->n_overrides]);
-        return nomem(err);
-    }
-    memcpy(k[cfg->n_overrides], key, key_len);
-    k[cfg->n_overrides][key_len] = '\0';
-    cfg->n_overrides++;
-    return BC_OK;
-}
-
-/* Applies one "a.b.c=value" to the tree: creates missing groups on the way,
- * replaces the last key if present. "[N]" steps into an existing list
- * element (e.g. reporters.[1].settings.path), except as the last step. */
-static bc_status apply_set(bc_config *cfg, config_t *c, const char *text, bc_error *err) {
-    const char *eq = strchr(text, '=');
-    const char *k0 = text, *k1 = eq ? eq : text + strlen(text);
-    while (k0 < k1 && isspace((unsigned char)*k0)) k0++;
-    while (k1 > k0 && isspace((unsigned char)k1[-1])) k1--;
-    char label[200];
-    snprintf(label, sizeof label, "--set %.*s", (int)(k1 - k0), k0);
-    if (!eq || k0 == k1)
-        return bc_error_set(err, BC_ERR_INVALID, "--set '%s': expected KEY=VALUE, e.g. run.iterations=3", text);
-    bc_status st = note_override(cfg, k0, (size_t)(k1 - k0), label, err);
-    if (st) return st;
-    const char *key = cfg->override_keys[cfg->n_overrides - 1];
-
-    const char *value = eq + 1;
-    while (isspace((unsigned char)*value)) value++;
-    config_t tmp;
-    config_init(&tmp);
-    const config_setting_t *src = parse_value(&tmp, label, value, err);
-    if (!src) {
-        config_destroy(&tmp);
-        return BC_ERR_INVALID;
-    }
-
-    config_setting_t *cur = config_root_setting(c);
-    const char *seg = key;
-    char done[256] = ""; /* the path walked so far, for messages */
-    st = BC_OK;
-    for (;;) {
-        const char *dot = strchr(seg, '.');
-        size_t len = dot ? (size_t)(dot - seg) : strlen(seg);
-        int last = dot == NULL;
-        char name[128];
-        if (len == 0 || len >= sizeof name) {
-            st = bc_error_set(err, BC_ERR_INVALID, "%s: '%s' is not a setting path (names joined by '.')", label, key);
-            break;
-        }
-        memcpy(name, seg, len);
-        name[len] = '\0';
-        char here[256];
-        path_join(here, sizeof here, done, name);
-        if (name[0] == '[') {
-            char *end = NULL;
-            long idx = strtol(name + 1, &end, 10);
-            if (last || !end || strcmp(end, "]") != 0 || idx < 0) {
-                st = bc_error_set(err, BC_ERR_INVALID,
-                                  "%s: '%s' cannot be set by index; set the whole list, e.g. %s=[...]", label, key,
-                                  done[0] ? done : name);
-                break;
-            }
-            if (!is_list(cur) || idx >= config_setting_length(cur)) {
-                st = bc_error_set(err, BC_ERR_INVALID, "%s: %s has no element %s", label, done[0] ? done : "(root)",
-                                  name);
-                break;
-            }
-            cur = config_setting_get_elem(cur, (unsigned)idx);
-        } else {
-            if (!valid_name(name, len)) {
-                st = bc_error_set(err, BC_ERR_INVALID,
-                                  "%s: '%s' is not a valid setting name (letters, digits, '_' and '-')", label, name);
-                break;
-            }
-            if (config_setting_type(cur) != CONFIG_TYPE_GROUP) {
-                char got[96];
-                describe(cur, got, sizeof got);
-                st = bc_error_set(err, BC_ERR_INVALID, "%s: %s is %s, not a group, so it has no key '%s'", label,
-                                  done, got, name);
-                break;
-            }
-            config_setting_t *next = config_setting_get_member(cur, name);
-            if (last) {
-                if (next) config_setting_remove(cur, name);
-                if (!copy_setting(cur, name, src)) st = nomem(err);
-                break;
-            }
-            if (!next) next = config_setting_add(cur, name, CONFIG_TYPE_GROUP);
-            if (!next) {
-                st = nomem(err);
-                break;
-            }
-            cur = next;
-        }
-        snprintf(done, sizeof done, "%s", here);
-        seg = dot + 1;
-    }
-    config_destroy(&tmp);
-    return st;
-}
-
-/* Replaces the reporters list with the names in "json,csv", each as a group
- * { name = "json"; } so that a later --set can add its settings. */
-static bc_status apply_reporters(bc_config *cfg, config_t *c, const char *names, bc_error *err) {
-    config_setting_t *root = config_root_setting(c);
-    if (config_setting_get_member(root, "reporters")) config_setting_remove(root, "reporters");
-    config_setting_t *list = config_setting_add(root, "reporters", CONFIG_TYPE_LIST);
-    if (!list) return nomem(err);
-    bc_status st = note_override(cfg, "reporters", strlen("reporters"), "--reporter", err);
-    if (st) return st;
-    const char *p = names;
-    for (;;) {
-        const char *end = strchr(p, ',');
-        if (!end) end = p + strlen(p);
-        const char *a = p, *b = end;
-        while (a < b && isspace((unsigned char)*a)) a++;
-        while (b > a && isspace((unsigned char)b[-1])) b--;
-        if (a == b)
-            return bc_error_set(err, BC_ERR_INVALID,
-                                "--reporter '%s': expected a comma-separated list of reporter names, e.g. json,csv",
-                                names);
-        char *name = malloc((size_t)(b - a) + 1);
-        if (!name) return nomem(err);
-        memcpy(name, a, (size_t)(b - a));
-        name[b - a] = '\0';
-        config_setting_t *e = config_setting_add(list, NULL, CONFIG_TYPE_GROUP);
-        config_setting_t *n = e ? config_setting_add(e, "name", CONFIG_TYPE_STRING) : NULL;
-        int ok = n && config_setting_set_string(n, name);
-        free(name);
-        if (!ok) return nomem(err);
-        if (!*end) break;
-        p = end + 1;
-    }
-    return BC_OK;
-}
-
 /* ----------------------------------------------------------------- load */
 
 /* Reads path into c; one line on failure. */
@@ -764,10 +563,10 @@ static bc_status read_file(config_t *c, const char *path, bc_error *err) {
         return bc_error_set(err, BC_ERR_IO, "%s: cannot read: %s", path, strerror(EISDIR));
     }
     /* @include "x.cfg" is relative to the including file's folder. */
-    char *dir = dup_str(path);
+    char *dir = bc_cfg_strdup(path);
     if (!dir) {
         fclose(f);
-        return nomem(err);
+        return bc_cfg_nomem(err);
     }
     char *slash = strrchr(dir, '/');
     if (slash) {
@@ -792,16 +591,16 @@ static bc_status hash_tree(bc_config *cfg, const config_t *c, bc_error *err) {
     char *text = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&text, &len);
-    if (!m) return nomem(err);
+    if (!m) return bc_cfg_nomem(err);
     config_write(c, m);
     if (fclose(m) != 0 || !text) {
         free(text);
-        return nomem(err);
+        return bc_cfg_nomem(err);
     }
     cfg->sha256 = malloc(BC_SHA256_HEX_CHARS + 1);
     if (!cfg->sha256) {
         free(text);
-        return nomem(err);
+        return bc_cfg_nomem(err);
     }
     bc_sha256_hex(text, len, cfg->sha256);
     free(text);
@@ -811,169 +610,28 @@ static bc_status hash_tree(bc_config *cfg, const config_t *c, bc_error *err) {
 bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *overrides, size_t n_overrides,
                          const char *reporter_override, bc_error *err) {
     memset(cfg, 0, sizeof *cfg);
-    if (!path) return bc_error_set(err, BC_ERR_INVALID, "no config file given");
-    cfg->path = dup_str(path);
+    if (!path) return bc_error_set(err, BC_ERR_SETTING, "no config file given");
+    cfg->path = bc_cfg_strdup(path);
     config_t *c = malloc(sizeof *c);
     if (!cfg->path || !c) {
         free(c);
         bc_config_free(cfg);
-        return nomem(err);
+        return bc_cfg_nomem(err);
     }
     config_init(c);
     cfg->cfg = c;
 
     bc_status st = read_file(c, path, err);
-    if (!st && reporter_override) st = apply_reporters(cfg, c, reporter_override, err);
-    for (size_t i = 0; !st && i < n_overrides; i++) st = apply_set(cfg, c, overrides[i], err);
+    if (!st && reporter_override) st = bc_overrides_apply_reporters(cfg, c, reporter_override, err);
+    for (size_t i = 0; !st && i < n_overrides; i++) st = bc_overrides_apply_set(cfg, c, overrides[i], err);
     if (!st) st = validate(cfg, config_root_setting(c), err);
     if (!st) st = hash_tree(cfg, c, err);
     if (st) bc_config_free(cfg);
     return st;
 }
 
-/* ------------------------------------------------------ plugin settings */
-
-/* "an integer in [1, 64]", "a number >= 0", ... for desc d. */
-static void setting_what(const bc_setting_desc *d, char *buf, size_t n) {
-    const char *kind = d->type == BC_SETTING_INT ? "an integer" : "a number";
-    switch (d->type) {
-    case BC_SETTING_INT:
-    case BC_SETTING_FLOAT:
-        if (!d->has_range)
-            snprintf(buf, n, "%s", kind);
-        else if (d->max >= 9.2e18)
-            snprintf(buf, n, "%s >= %.17g", kind, d->min);
-        else if (d->min <= -9.2e18)
-            snprintf(buf, n, "%s <= %.17g", kind, d->max);
-        else
-            snprintf(buf, n, "%s in [%.17g, %.17g]", kind, d->min, d->max);
-        break;
-    case BC_SETTING_BOOL:
-        snprintf(buf, n, "true or false");
-        break;
-    case BC_SETTING_STRING:
-        snprintf(buf, n, "a string");
-        break;
-    case BC_SETTING_ENUM: {
-        size_t used = (size_t)snprintf(buf, n, "one of");
-        for (size_t i = 0; d->choices && d->choices[i] && used < n; i++)
-            used += (size_t)snprintf(buf + used, n - used, "%s \"%s\"", i ? "," : "", d->choices[i]);
-        break;
-    }
-    default:
-        snprintf(buf, n, "a value of unknown type %d", (int)d->type);
-        break;
-    }
-}
-
-/* Checks one given value s against d; fills *v. */
-static bc_status resolve_one(const bc_config *cfg, const bc_plugin_desc *desc, const bc_setting_desc *d,
-                             const config_setting_t *s, const char *path, bc_setting_value *v, bc_error *err) {
-    char what[300], got[96];
-    setting_what(d, what, sizeof what);
-    describe(s, got, sizeof got);
-    switch (d->type) {
-    case BC_SETTING_INT: {
-        if (!is_int(s)) break;
-        long long x = config_setting_get_int64(s);
-        if (d->has_range && ((double)x < d->min || (double)x > d->max)) break;
-        v->i = x;
-        v->f = (double)x;
-        return BC_OK;
-    }
-    case BC_SETTING_FLOAT: {
-        if (!is_number(s)) break;
-        double x = number_of(s);
-        if (!isfinite(x) || (d->has_range && (x < d->min || x > d->max))) break;
-        v->f = x;
-        return BC_OK;
-    }
-    case BC_SETTING_BOOL:
-        if (config_setting_type(s) != CONFIG_TYPE_BOOL) break;
-        v->i = config_setting_get_bool(s) ? 1 : 0;
-        return BC_OK;
-    case BC_SETTING_STRING:
-        if (config_setting_type(s) != CONFIG_TYPE_STRING) break;
-        v->s = config_setting_get_string(s);
-        return BC_OK;
-    case BC_SETTING_ENUM: {
-        if (config_setting_type(s) != CONFIG_TYPE_STRING) break;
-        const char *x = config_setting_get_string(s);
-        size_t n = 0;
-        while (d->choices[n]) {
-            if (strcmp(d->choices[n], x) == 0) {
-                v->s = d->choices[n];
-                return BC_OK;
-            }
-            n++;
-        }
-        const char *hint = bc_suggest(x, d->choices, n);
-        if (hint)
-            return fail(cfg, err, BC_ERR_INVALID, s, path, "plugin '%s': must be %s (got %s; did you mean \"%s\"?)",
-                        desc->name, what, got, hint);
-        break;
-    }
-    default:
-        return bc_error_set(err, BC_ERR_INTERNAL, "plugin '%s': setting '%s' has unknown type %d", desc->name, d->name,
-                            (int)d->type);
-    }
-    return fail(cfg, err, BC_ERR_INVALID, s, path, "plugin '%s': must be %s (got %s)", desc->name, what, got);
-}
-
-bc_status bc_config_resolve_settings(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
-                                     bc_setting_value *values, bc_error *err) {
-    const char *pname = desc->name ? desc->name : spec->name;
-    if (desc->n_settings > 0 && !desc->settings)
-        return bc_error_set(err, BC_ERR_INTERNAL, "plugin '%s': %u settings declared but no table", pname,
-                            (unsigned)desc->n_settings);
-    /* Defaults first. */
-    for (uint32_t i = 0; i < desc->n_settings; i++) {
-        const bc_setting_desc *d = &desc->settings[i];
-        if (!d->name || (d->type == BC_SETTING_ENUM && !d->choices))
-            return bc_error_set(err, BC_ERR_INTERNAL, "plugin '%s': settings table row %u is incomplete", pname,
-                                (unsigned)i);
-        memset(&values[i], 0, sizeof values[i]);
-        values[i].i = d->default_int;
-        values[i].f = d->type == BC_SETTING_INT ? (double)d->default_int : d->default_float;
-        values[i].s = d->default_string ? d->default_string : (d->type == BC_SETTING_STRING ? "" : NULL);
-    }
-    const config_setting_t *group = spec->settings;
-    if (!group) return BC_OK;
-    char base[256];
-    path_join(base, sizeof base, spec->where, "settings");
-    if (config_setting_type(group) != CONFIG_TYPE_GROUP)
-        return fail(cfg, err, BC_ERR_INVALID, group, base, "must be a group { ... }");
-
-    int n = config_setting_length(group);
-    for (int k = 0; k < n; k++) {
-        const config_setting_t *s = config_setting_get_elem(group, (unsigned)k);
-        const char *name = config_setting_name(s);
-        char path[320];
-        path_join(path, sizeof path, base, name);
-        uint32_t i = 0;
-        while (i < desc->n_settings && strcmp(desc->settings[i].name, name) != 0) i++;
-        if (i == desc->n_settings) {
-            if (desc->n_settings == 0)
-                return fail(cfg, err, BC_ERR_INVALID, s, path, "plugin '%s' has no settings", pname);
-            const char *names[64];
-            size_t m = 0;
-            for (uint32_t j = 0; j < desc->n_settings && m < 64; j++) names[m++] = desc->settings[j].name;
-            const char *hint = bc_suggest(name, names, m);
-            if (hint)
-                return fail(cfg, err, BC_ERR_INVALID, s, path,
-                            "plugin '%s' has no setting '%s' (did you mean '%s'?); see `benchctl plugins %s`", pname,
-                            name, hint, pname);
-            return fail(cfg, err, BC_ERR_INVALID, s, path, "plugin '%s' has no setting '%s'; see `benchctl plugins %s`",
-                        pname, name, pname);
-        }
-        bc_status st = resolve_one(cfg, desc, &desc->settings[i], s, path, &values[i], err);
-        if (st) return st;
-    }
-    return BC_OK;
-}
-
 /* The setting at a message path like "reporters.[1]" or "backend", or NULL. */
-static const config_setting_t *find_path(const config_setting_t *cur, const char *path) {
+const config_setting_t *bc_cfg_find(const config_setting_t *cur, const char *path) {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", path);
     for (char *seg = buf; cur && seg;) {
@@ -981,7 +639,7 @@ static const config_setting_t *find_path(const config_setting_t *cur, const char
         if (dot) *dot = '\0';
         if (seg[0] == '[') {
             long idx = strtol(seg + 1, NULL, 10);
-            cur = is_list(cur) && idx >= 0 && idx < config_setting_length(cur)
+            cur = bc_cfg_is_list(cur) && idx >= 0 && idx < config_setting_length(cur)
                       ? config_setting_get_elem(cur, (unsigned)idx)
                       : NULL;
         } else {
@@ -992,17 +650,22 @@ static const config_setting_t *find_path(const config_setting_t *cur, const char
     return cur;
 }
 
+void bc_config_setting_location(const bc_config *cfg, const char *path, char *buf, size_t n) {
+    const config_setting_t *s = cfg->cfg ? bc_cfg_find(config_root_setting((const config_t *)cfg->cfg), path) : NULL;
+    bc_cfg_locate(cfg, s, path, buf, n);
+}
+
 void bc_config_spec_location(const bc_config *cfg, const bc_plugin_spec *spec, char *buf, size_t n) {
     const config_setting_t *s = NULL;
-    if (cfg->cfg && spec->where) s = find_path(config_root_setting((const config_t *)cfg->cfg), spec->where);
+    if (cfg->cfg && spec->where) s = bc_cfg_find(config_root_setting((const config_t *)cfg->cfg), spec->where);
     if (s && config_setting_type(s) == CONFIG_TYPE_GROUP && config_setting_get_member(s, "name")) {
         /* Point at the name itself: it may come from a --set. */
         char path[256];
-        path_join(path, sizeof path, spec->where, "name");
-        locate(cfg, config_setting_get_member(s, "name"), path, buf, n);
+        bc_cfg_path_join(path, sizeof path, spec->where, "name");
+        bc_cfg_locate(cfg, config_setting_get_member(s, "name"), path, buf, n);
         return;
     }
-    locate(cfg, s, spec->where, buf, n);
+    bc_cfg_locate(cfg, s, spec->where, buf, n);
 }
 
 /* ----------------------------------------------------------------- free */

@@ -1,11 +1,9 @@
 /* config.h: bench.cfg (libconfig) parsed into a bc_config, and validated.
  *
- * Two steps, both before anything runs:
- *   1. bc_config_load: reads the file, applies --set overrides, checks the
- *      harness's own schema (keys, types, ranges) and fills bc_config.
- *   2. bc_config_resolve_settings: once the loader has a plugin's descriptor,
- *      checks the plugin's settings group against its settings table and
- *      produces the resolved values (defaults filled in).
+ * bc_config_load reads the file, applies the command line's overrides
+ * (overrides.h), checks the harness's own schema (keys, types, ranges) and
+ * fills bc_config. A plugin's settings group is checked against its table
+ * later, once the plugin is loaded (settings.h).
  * Every error names the file, line, setting and what is allowed, e.g.
  *   bench.cfg:12: matrix.batch_sizes: must be a non-empty list of integers >= 1
  * The schema is documented in docs/config.md.
@@ -39,10 +37,12 @@ typedef struct bc_config {
     bc_plugin_spec *cache_policies; size_t n_cache_policies; /* default [ "retain" ], names distinct */
     bc_plugin_spec *reporters; size_t n_reporters;          /* default [ "console" ], may repeat */
 
-    /* The matrix, in file order; each list non-empty, values >= 1 and distinct. */
+    /* The matrix, in file order; each list non-empty, values >= 1 and distinct
+     * (a single value is a one-element list). */
     uint32_t *batch_sizes; size_t n_batch_sizes;
     uint32_t *samples_per_prompt; size_t n_samples_per_prompt;
-    uint32_t *prompt_lengths; size_t n_prompt_lengths;
+    uint32_t *prompt_lengths; size_t n_prompt_lengths; /* [0] when absent: the backend's prompts decide */
+    int prompt_lengths_given;                           /* matrix.prompt_lengths is in the config */
     uint32_t *response_lengths; size_t n_response_lengths;
 
     bc_sampling sampling;        /* defaults 0.0, 1.0, 0, 1234 */
@@ -68,16 +68,14 @@ typedef struct bc_config {
 bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *overrides, size_t n_overrides,
                          const char *reporter_override, bc_error *err);
 
-/* Checks spec's settings against desc's table and fills values[desc->n_settings]
- * (strings point into cfg and live as long as it). Unknown keys get a
- * "did you mean" hint; type and range errors say what is allowed. */
-bc_status bc_config_resolve_settings(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
-                                     bc_setting_value *values, bc_error *err);
-
 /* Writes where spec was named, for messages about it (e.g. a plugin that is
  * not found): "bench.cfg:5", "--set backend.name", "--reporter", or just the
  * file's path for a default (e.g. reporters defaulting to console). */
 void bc_config_spec_location(const bc_config *cfg, const bc_plugin_spec *spec, char *buf, size_t n);
+
+/* Writes where the setting at path (e.g. "matrix.response_lengths") comes
+ * from: "bench.cfg:12", "--set matrix.response_lengths", or the file's path. */
+void bc_config_setting_location(const bc_config *cfg, const char *path, char *buf, size_t n);
 
 /* Frees everything cfg owns. Safe on a zeroed or partly filled cfg. */
 void bc_config_free(bc_config *cfg);

@@ -52,6 +52,10 @@ static bc_status host_output_write(bc_output *out, const void *data, size_t len,
 }
 static bc_status host_output_commit(bc_output *out, bc_error *err) { return bc_output_commit(out, err); }
 static void host_output_abort(bc_output *out) { bc_output_abort(out); }
+static bc_status host_output_check(const bc_host *host, const char *path, bc_error *err) {
+    (void)host;
+    return bc_output_check(path, err);
+}
 
 void bc_host_init(bc_host *host, const char *name) {
     *host = (bc_host){0};
@@ -66,6 +70,7 @@ void bc_host_init(bc_host *host, const char *name) {
     host->output_printf = host_output_printf;
     host->output_commit = host_output_commit;
     host->output_abort = host_output_abort;
+    host->output_check = host_output_check;
     host->stderr_is_tty = isatty(STDERR_FILENO);
     host->host_private = (void *)name;
 }

@@ -183,11 +183,22 @@ static bc_status check_ops(bc_plugin *p, const char *label, bc_error *err) {
     return BC_OK;
 }
 
-static bc_status check_settings(const bc_plugin_desc *d, const char *label, bc_error *err) {
-    if (d->n_settings && !d->settings)
+/* Checks the plugin's settings table (d->n_settings rows, d->setting_size
+ * bytes apart) and copies it into p->settings, each row a zeroed host-size
+ * bc_setting_desc, so the host reads every row with its own sizeof. */
+static bc_status copy_settings(bc_plugin *p, const bc_plugin_desc *d, const char *label, bc_error *err) {
+    if (d->n_settings == 0) return BC_OK;
+    if (!d->settings)
         return bc_error_set(err, BC_ERR_FORMAT, "%s: declares %u settings but no table", label, d->n_settings);
+    if (!BC_ELEM_HAS(d->setting_size, bc_setting_desc, help))
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: settings rows are %u bytes, ABI %d.0 rows are at least %zu",
+                            label, d->setting_size, BENCHCTL_ABI_MAJOR, BC_SIZE_THROUGH(bc_setting_desc, help));
+    p->settings = calloc(d->n_settings, sizeof *p->settings);
+    if (!p->settings) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", label);
     for (uint32_t i = 0; i < d->n_settings; i++) {
-        const bc_setting_desc *s = &d->settings[i];
+        const bc_setting_desc *row = BC_AT(bc_setting_desc, d->settings, d->setting_size, i);
+        copy_ops(&p->settings[i], sizeof p->settings[i], row, d->setting_size);
+        const bc_setting_desc *s = &p->settings[i];
         if (!s->name) return bc_error_set(err, BC_ERR_FORMAT, "%s: setting %u has no name", label, i);
         if (s->type < BC_SETTING_INT || s->type > BC_SETTING_ENUM)
             return bc_error_set(err, BC_ERR_FORMAT, "%s: setting '%s' has unknown type %d", label, s->name, (int)s->type);
@@ -195,6 +206,13 @@ static bc_status check_settings(const bc_plugin_desc *d, const char *label, bc_e
             return bc_error_set(err, BC_ERR_FORMAT, "%s: enum setting '%s' has no choices", label, s->name);
     }
     return BC_OK;
+}
+
+static void plugin_free(bc_plugin *p) {
+    if (!p) return;
+    free(p->settings);
+    free(p->path);
+    free(p);
 }
 
 /* Opens and checks one file. shown_name is the name it was asked for (for
@@ -206,7 +224,7 @@ static bc_status load_file(const char *path, const char *shown_name, bc_plugin *
         snprintf(label, sizeof label, "plugin %s", path);
     else
         snprintf(label, sizeof label, "plugin '%s' (%s)", shown_name, path);
-    if (!file_exists(path)) return bc_error_set(err, BC_ERR_IO, "plugin file %s does not exist", path);
+    if (!file_exists(path)) return bc_error_set(err, BC_ERR_NOT_FOUND, "plugin file %s does not exist", path);
     bc_status st = check_elf(label, path, err);
     if (st != BC_OK) return st;
 
@@ -238,16 +256,18 @@ static bc_status load_file(const char *path, const char *shown_name, bc_plugin *
         return BC_ERR_FORMAT;
     }
     if (d->abi_major != BENCHCTL_ABI_MAJOR) {
-        bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: ABI %u.%u, benchctl speaks ABI %d.%d", label, d->abi_major,
+        bc_error_set(err, BC_ERR_ABI, "%s: ABI %u.%u, benchctl speaks ABI %d.%d", label, d->abi_major,
                      d->abi_minor, BENCHCTL_ABI_MAJOR, BENCHCTL_ABI_MINOR);
+        bc_error_hint(err, "rebuild the plugin against this benchctl's include/benchctl/plugin.h (ABI %d.x)",
+                      BENCHCTL_ABI_MAJOR);
         dlclose(handle);
-        return BC_ERR_UNSUPPORTED;
+        return BC_ERR_ABI;
     }
-    if (d->struct_size < sizeof(bc_plugin_desc)) {
-        bc_error_set(err, BC_ERR_FORMAT, "%s: descriptor is %u bytes, ABI %d.%d needs at least %zu", label,
-                     d->struct_size, BENCHCTL_ABI_MAJOR, BENCHCTL_ABI_MINOR, sizeof(bc_plugin_desc));
+    if (d->struct_size < BC_PLUGIN_DESC_MIN_SIZE) {
+        bc_error_set(err, BC_ERR_ABI, "%s: descriptor is %u bytes, ABI %d.0 descriptors are at least %zu", label,
+                     d->struct_size, BENCHCTL_ABI_MAJOR, (size_t)BC_PLUGIN_DESC_MIN_SIZE);
         dlclose(handle);
-        return BC_ERR_FORMAT;
+        return BC_ERR_ABI;
     }
     if (d->kind < BC_KIND_BACKEND || d->kind > BC_KIND_REPORTER) {
         bc_error_set(err, BC_ERR_FORMAT, "%s: unknown plugin kind %d", label, (int)d->kind);
@@ -265,16 +285,21 @@ static bc_status load_file(const char *path, const char *shown_name, bc_plugin *
         return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", label);
     }
     p->handle = handle;
-    p->desc = d;
-    st = check_settings(d, label, err);
-    if (st == BC_OK) st = check_ops(p, label, err);
+    /* the host reads a host-size copy: fields a 2.0 plugin lacks read as 0 */
+    copy_ops(&p->desc_copy, sizeof p->desc_copy, d, d->struct_size);
+    p->desc = &p->desc_copy;
+    st = copy_settings(p, d, label, err);
+    if (st == BC_OK) {
+        p->desc_copy.settings = p->settings;
+        p->desc_copy.setting_size = sizeof(bc_setting_desc);
+        st = check_ops(p, label, err);
+    }
     if (st != BC_OK) {
-        free(p->path);
-        free(p);
+        plugin_free(p);
         dlclose(handle);
         return st;
     }
-    bc_host_init(&p->host, d->name);
+    bc_host_init(&p->host, p->desc->name);
     *out = p;
     return BC_OK;
 }
@@ -318,18 +343,17 @@ static int valid_name(const char *name) {
 bc_status bc_loader_load(bc_loader *l, const char *name, bc_plugin_kind want, const char *wanted_by,
                          const bc_plugin **out, bc_error *err) {
     *out = NULL;
-    l->hint[0] = '\0';
     bc_plugin *p = NULL;
     bc_status st;
     if (is_path(name)) {
         if (!file_exists(name)) {
-            snprintf(l->hint, sizeof l->hint, "a name with '/' or ending in .so is a file path; give a plugin name to search");
-            return bc_error_set(err, BC_ERR_IO, "plugin file %s does not exist", name);
+            bc_error_set(err, BC_ERR_NOT_FOUND, "plugin file %s does not exist", name);
+            return bc_error_hint(err, "a name with '/' or ending in .so is a file path; give a plugin name to search");
         }
         st = loader_get(l, name, name, &p, err);
     } else {
         if (!valid_name(name))
-            return bc_error_set(err, BC_ERR_INVALID, "'%s' is not a valid plugin name (letters, digits, '_', '-', '.')", name);
+            return bc_error_set(err, BC_ERR_NOT_FOUND, "'%s' is not a valid plugin name (letters, digits, '_', '-', '.')", name);
         char tried[400] = "";
         size_t used = 0;
         char path[PATH_MAX];
@@ -344,22 +368,19 @@ bc_status bc_loader_load(bc_loader *l, const char *name, bc_plugin_kind want, co
         }
         if (!found) {
             if (used >= sizeof tried) strcpy(tried + sizeof tried - 5, "...");
-            snprintf(l->hint, sizeof l->hint,
-                     "run 'benchctl plugins' to list what is found; add a directory with BENCHCTL_PLUGIN_PATH or plugin_path, or name the .so by path");
-            return bc_error_set(err, BC_ERR_IO, "plugin '%s' not found; tried %s", name, tried[0] ? tried : "no directories");
+            bc_error_set(err, BC_ERR_NOT_FOUND, "plugin '%s' not found; tried %s", name,
+                         tried[0] ? tried : "no directories");
+            return bc_error_hint(err, "run 'benchctl plugins' to list what is found; add a directory with "
+                                      "BENCHCTL_PLUGIN_PATH or plugin_path, or name the .so by path");
         }
         st = loader_get(l, path, name, &p, err);
     }
-    if (st != BC_OK) {
-        if (strstr(err->message, "ABI "))
-            snprintf(l->hint, sizeof l->hint, "rebuild the plugin against this benchctl's include/benchctl/plugin.h");
-        return st;
-    }
+    if (st != BC_OK) return st;
     if (want && p->desc->kind != want) {
         if (wanted_by)
-            return bc_error_set(err, BC_ERR_INVALID, "'%s' is a %s plugin, %s wants %s", p->desc->name,
+            return bc_error_set(err, BC_ERR_WRONG_KIND, "'%s' is a %s plugin, %s wants %s", p->desc->name,
                                 bc_kind_name(p->desc->kind), wanted_by, kind_article(want));
-        return bc_error_set(err, BC_ERR_INVALID, "'%s' is a %s plugin, not %s", p->desc->name,
+        return bc_error_set(err, BC_ERR_WRONG_KIND, "'%s' is a %s plugin, not %s", p->desc->name,
                             bc_kind_name(p->desc->kind), kind_article(want));
     }
     *out = p;
@@ -451,8 +472,7 @@ size_t bc_loader_names(const bc_loader *l, char ***out) {
 void bc_loader_free(bc_loader *l) {
     for (size_t i = 0; i < l->n_plugins; i++) {
         if (l->plugins[i]->handle) dlclose(l->plugins[i]->handle);
-        free(l->plugins[i]->path);
-        free(l->plugins[i]);
+        plugin_free(l->plugins[i]);
     }
     free(l->plugins);
     for (size_t i = 0; i < l->n_dirs; i++) free(l->dirs[i]);

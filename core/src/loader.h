@@ -10,10 +10,13 @@
  * that has one. A name containing '/' or ending in ".so" is a file path.
  *
  * Before any plugin code but the entry runs, the loader checks the ELF
- * header, the entry symbol, magic, ABI major (minor may be newer), descriptor
- * size, kind, and that the kind's ops table holds every required hook. Each
+ * header, the entry symbol, magic, ABI major (minor may be older or newer),
+ * descriptor size (at least the 2.0 one), kind, the settings table, and that
+ * the kind's ops table holds every required hook. Each
  * failure is one line naming the plugin and its file, e.g.
- *   plugin 'x' (/path/benchctl-x.so): ABI 2.0, benchctl speaks ABI 1.1
+ *   plugin 'x' (/path/benchctl-x.so): ABI 3.0, benchctl speaks ABI 2.0
+ * with a code (BC_ERR_NOT_FOUND, BC_ERR_ABI, BC_ERR_WRONG_KIND, ...) and,
+ * where one helps, a hint in the error.
  *
  * Ownership: the loader owns every bc_plugin and its dlopen handle;
  * bc_loader_free dlcloses them, so call it only after every instance a plugin
@@ -26,13 +29,18 @@
 
 #include "benchctl/plugin.h"
 
-/* A loaded, checked plugin. The ops copies are full-size ABI 1.0 tables:
- * fields beyond the plugin's ops struct_size read as NULL/0, so callers never
- * read past what the plugin provided. Only the one matching desc->kind is set. */
+/* A loaded, checked plugin. The host reads host-size copies of what the
+ * plugin declared: the descriptor, its settings rows and its ops table, each
+ * zero-filled beyond the plugin's own struct_size (or setting_size), so
+ * fields and hooks an older plugin lacks read as NULL/0 and a newer plugin's
+ * extra fields are never looked at. Only the ops table matching desc->kind
+ * is set. */
 typedef struct bc_plugin {
     char *path;                 /* the file as opened, owned */
     void *handle;               /* dlopen handle, owned (dlclose in bc_loader_free) */
-    const bc_plugin_desc *desc; /* static in the plugin */
+    const bc_plugin_desc *desc; /* points at desc_copy */
+    bc_plugin_desc desc_copy;   /* the plugin's descriptor, host-size; settings points at settings */
+    bc_setting_desc *settings;  /* desc->n_settings host-size rows, owned */
     bc_host host;               /* the services table handed to this plugin */
     bc_backend_ops backend;     /* BC_KIND_BACKEND */
     bc_precision_ops precision; /* BC_KIND_PRECISION */
@@ -45,7 +53,6 @@ typedef struct bc_loader {
     size_t n_dirs;
     bc_plugin **plugins;        /* loaded plugins, owned */
     size_t n_plugins;
-    char hint[256];             /* a hint for the last error, "" if none */
 } bc_loader;
 
 /* Builds the search path. explicit_dirs and config_dirs may be NULL. */

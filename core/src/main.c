@@ -6,10 +6,12 @@
  *   benchctl plugins [NAME]
  *   benchctl --help | --version | COMMAND --help
  *
- * Errors print once, here, as "benchctl: <message>" (plus a hint line where
- * one helps). Exit status: 0 ok; 1 a run could not complete (backend or
- * reporter failure); 2 usage, config or plugin-loading errors; 3 some cases
- * failed; 130 interrupted.
+ * The command line only: what a command works with is built by context.c
+ * and run by runner.c. Errors print once, here, as "benchctl: <message>"
+ * (plus "benchctl: hint: ..." where the error carries one). Exit status: 0 ok;
+ * 1 a run could not complete (the backend could not start, a reporter
+ * failed); 2 usage, config, plugin or feasibility errors; 3 some cases
+ * failed; 130 (SIGINT) or 143 (SIGTERM) interrupted.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,12 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "context.h"
 #include "host.h"
 #include "loader.h"
 #include "matrix.h"
-#include "metadata.h"
 #include "runner.h"
+#include "settings.h"
 
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
@@ -33,6 +35,8 @@ static void print_error(const char *message, const char *hint) {
     fprintf(stderr, "benchctl: %s\n", message);
     if (hint && *hint) fprintf(stderr, "benchctl: hint: %s\n", hint);
 }
+
+static void print_bc_error(const bc_error *err) { print_error(err->message, err->hint); }
 
 /* ------------------------------------------------------------------ help */
 
@@ -67,22 +71,31 @@ static const char *const usage_run =
     "  --reporter a,b    use these reporters instead of FILE's\n"
     "  -v, --verbose     log plugin info messages (twice: debug)\n"
     "  -q, --quiet       only errors\n"
-    "Ctrl-C (SIGINT) or SIGTERM once: the current iteration finishes, the remaining\n"
-    "cases are marked skipped and the reports are still written; a second one stops at once.\n"
-    "Exit status: 0 all cases ok, 3 some case failed, 130 interrupted,\n"
-    "1 a backend or reporter failed, 2 usage, config or plugin errors.\n";
+    "Before the first case, FILE, every plugin's settings, the report paths and\n"
+    "every case's feasibility are checked, as by validate.\n"
+    "Ctrl-C (SIGINT) or SIGTERM: once, the current iteration finishes; twice, it\n"
+    "is abandoned after the step that is running. Either way the remaining cases\n"
+    "are marked skipped and the reports are still written. A third one stops at once.\n"
+    "Exit status: 0 all cases ok, 3 some case failed, 130 (SIGINT) or 143 (SIGTERM)\n"
+    "interrupted, 1 the backend could not start or a reporter failed,\n"
+    "2 usage, config, plugin or feasibility errors.\n";
 
 static const char *const usage_validate =
     "usage: benchctl validate FILE [--set key=value]... [--reporter a,b]\n"
     "\n"
-    "Checks FILE, loads every plugin it names and checks their settings.\n"
+    "Checks FILE, loads every plugin it names, checks their settings (paths that\n"
+    "must exist, report files that must be creatable), creates the backend\n"
+    "without loading weights and asks it whether every case can run.\n"
     "Runs nothing. Exit status 0 when valid, 2 otherwise.\n";
 
 static const char *const usage_plan =
     "usage: benchctl plan FILE [--set key=value]...\n"
     "\n"
-    "Prints the cases in execution order (largest effective batch first) with\n"
-    "the memory the backend says each needs, when it can tell.\n";
+    "Prints the cases in execution order: grouped by what the backend rebuilds\n"
+    "when it changes (the precision, for the OPT engine; 'build' marks each\n"
+    "group's first case), largest effective batch first within a group, with\n"
+    "the memory the backend says each needs and whether it can run.\n"
+    "Exit status 0 when every case can run, 2 otherwise.\n";
 
 static const char *const usage_plugins =
     "usage: benchctl plugins [NAME]\n"
@@ -93,8 +106,35 @@ static const char *const usage_plugins =
 
 /* ------------------------------------------------------------- arguments */
 
+enum { CMD_RUN, CMD_VALIDATE, CMD_PLAN, CMD_PLUGINS, CMD_HELP, CMD_VERSION };
+
+/* What each command takes besides -h/--help. */
+enum { OPT_SET = 1, OPT_REPORTER = 2, OPT_VERBOSITY = 4 };
+
+typedef struct command {
+    const char *name;
+    int id;
+    int options; /* OPT_* it accepts */
+    const char *usage;
+} command;
+
+static const command k_commands[] = {
+    {"run", CMD_RUN, OPT_SET | OPT_REPORTER | OPT_VERBOSITY, usage_run},
+    {"validate", CMD_VALIDATE, OPT_SET | OPT_REPORTER | OPT_VERBOSITY, usage_validate},
+    {"plan", CMD_PLAN, OPT_SET | OPT_VERBOSITY, usage_plan},
+    {"plugins", CMD_PLUGINS, OPT_VERBOSITY, usage_plugins},
+    {"help", CMD_HELP, 0, usage_main},
+    {"version", CMD_VERSION, 0, usage_main},
+};
+
+static const command *find_command(const char *name) {
+    for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
+        if (strcmp(k_commands[i].name, name) == 0) return &k_commands[i];
+    return NULL;
+}
+
 typedef struct args {
-    const char *command;
+    const command *cmd;     /* NULL: none given */
     const char *file;       /* FILE, or NAME for plugins */
     const char **sets;      /* --set values, owned array */
     size_t n_sets;
@@ -102,50 +142,86 @@ typedef struct args {
     int verbose, quiet, help, version;
 } args;
 
+/* The first argument that is not an option or an option's value. */
+static const char *first_word(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--set") == 0 || strcmp(argv[i], "--reporter") == 0) {
+            i++;
+            continue;
+        }
+        if (argv[i][0] != '-' || argv[i][1] == '\0') return argv[i];
+    }
+    return NULL;
+}
+
+/* Refuses an option the command does not take; returns non-zero then. */
+static int refuse_option(const args *a, int option, const char *spelled) {
+    if (!a->cmd || (a->cmd->options & option)) return 0;
+    char msg[300], hint[64];
+    snprintf(msg, sizeof msg, "%s does not take %.100s", a->cmd->name, spelled);
+    snprintf(hint, sizeof hint, "see benchctl %s --help", a->cmd->name);
+    print_error(msg, hint);
+    return EXIT_USAGE;
+}
+
 static int parse_args(int argc, char **argv, args *a) {
     a->sets = calloc((size_t)argc + 1, sizeof *a->sets);
     if (!a->sets) {
         print_error("out of memory", NULL);
         return EXIT_USAGE;
     }
+    /* the command first, so "benchctl frobnicate a b" says what is wrong */
+    const char *word = first_word(argc, argv);
+    if (word) {
+        a->cmd = find_command(word);
+        if (!a->cmd) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "unknown command '%.200s'", word);
+            print_error(msg, "commands: run, validate, plan, plugins; see benchctl --help");
+            return EXIT_USAGE;
+        }
+    }
+    int seen_command = 0;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
             a->help = 1;
         } else if (strcmp(s, "--version") == 0) {
             a->version = 1;
-        } else if (strcmp(s, "-v") == 0 || strcmp(s, "--verbose") == 0) {
-            a->verbose++;
-        } else if (strcmp(s, "-vv") == 0) {
-            a->verbose += 2;
+        } else if (strcmp(s, "-v") == 0 || strcmp(s, "--verbose") == 0 || strcmp(s, "-vv") == 0) {
+            if (refuse_option(a, OPT_VERBOSITY, s)) return EXIT_USAGE;
+            a->verbose += strcmp(s, "-vv") == 0 ? 2 : 1;
         } else if (strcmp(s, "-q") == 0 || strcmp(s, "--quiet") == 0) {
+            if (refuse_option(a, OPT_VERBOSITY, s)) return EXIT_USAGE;
             a->quiet = 1;
-        } else if (strcmp(s, "--set") == 0 || strcmp(s, "--reporter") == 0) {
-            if (i + 1 >= argc) {
+        } else if (strcmp(s, "--set") == 0 || strcmp(s, "--reporter") == 0 || strncmp(s, "--set=", 6) == 0 ||
+                   strncmp(s, "--reporter=", 11) == 0) {
+            int is_set = strncmp(s, "--set", 5) == 0;
+            if (refuse_option(a, is_set ? OPT_SET : OPT_REPORTER, is_set ? "--set" : "--reporter")) return EXIT_USAGE;
+            const char *eq = strchr(s, '=');
+            const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!value) {
                 char msg[64];
                 snprintf(msg, sizeof msg, "%s needs a value", s);
-                print_error(msg, strcmp(s, "--set") == 0 ? "--set key=value, e.g. --set run.iterations=3" : NULL);
+                print_error(msg, is_set ? "--set key=value, e.g. --set run.iterations=3" : "e.g. --reporter json,csv");
                 return EXIT_USAGE;
             }
-            if (strcmp(s, "--set") == 0) a->sets[a->n_sets++] = argv[++i];
-            else a->reporters = argv[++i];
-        } else if (strncmp(s, "--set=", 6) == 0) {
-            a->sets[a->n_sets++] = s + 6;
-        } else if (strncmp(s, "--reporter=", 11) == 0) {
-            a->reporters = s + 11;
+            if (is_set) a->sets[a->n_sets++] = value;
+            else a->reporters = value;
         } else if (s[0] == '-' && s[1] != '\0') {
             char msg[300];
             snprintf(msg, sizeof msg, "unknown option '%.200s'", s);
             print_error(msg, "see benchctl --help");
             return EXIT_USAGE;
-        } else if (!a->command) {
-            a->command = s;
+        } else if (!seen_command) {
+            seen_command = 1; /* a->cmd, found above */
         } else if (!a->file) {
             a->file = s;
         } else {
-            char msg[300];
-            snprintf(msg, sizeof msg, "unexpected argument '%.200s'", s);
-            print_error(msg, "see benchctl --help");
+            char msg[300], hint[64];
+            snprintf(msg, sizeof msg, "%s: unexpected argument '%.200s'", a->cmd->name, s);
+            snprintf(hint, sizeof hint, "see benchctl %s --help", a->cmd->name);
+            print_error(msg, hint);
             return EXIT_USAGE;
         }
     }
@@ -159,178 +235,50 @@ static int parse_args(int argc, char **argv, args *a) {
     return 0;
 }
 
-/* --------------------------------------------------------------- session */
+/* --------------------------------------------------------------- context */
 
-/* Everything loaded for one config. Owns every allocation below; the loader
- * owns the plugins. */
-typedef struct session {
-    bc_config cfg;
-    bc_loader loader;
-    const bc_plugin *backend;
-    bc_setting_value *backend_settings;
-    const bc_plugin **precisions;
-    bc_setting_value **precision_settings;
-    const bc_plugin **caches;
-    bc_setting_value **cache_settings;
-    const bc_plugin **reporters;
-    bc_setting_value **reporter_settings;
-    const char **precision_names, **cache_names; /* desc names, borrowed */
-    bc_case *cases;
-    size_t n_cases;
-} session;
-
-static void session_free(session *s) {
-    for (size_t i = 0; i < s->cfg.n_precisions && s->precision_settings; i++) free(s->precision_settings[i]);
-    for (size_t i = 0; i < s->cfg.n_cache_policies && s->cache_settings; i++) free(s->cache_settings[i]);
-    for (size_t i = 0; i < s->cfg.n_reporters && s->reporter_settings; i++) free(s->reporter_settings[i]);
-    free(s->precision_settings), free(s->cache_settings), free(s->reporter_settings);
-    free(s->precisions), free(s->caches), free(s->reporters);
-    free(s->precision_names), free(s->cache_names);
-    free(s->backend_settings);
-    free(s->cases);
-    bc_loader_free(&s->loader); /* after every instance is gone: callers destroy theirs first */
-    bc_config_free(&s->cfg);
+/* The exit status for a context that could not be built: 1 when the backend
+ * could not start for lack of memory or a device; 2 when the input is wrong. */
+static int exit_for(bc_status st) {
+    return st == BC_ERR_NOMEM || st == BC_ERR_DEVICE || st == BC_ERR_INTERNAL ? EXIT_RUNTIME : EXIT_USAGE;
 }
 
-/* The hint for a plugin that did not load: the loader's, or "did you mean"
- * when a near name is on the search path. */
-static void load_hint(const bc_loader *l, const char *name, const bc_error *err, char *hint, size_t cap) {
-    snprintf(hint, cap, "%s", l->hint);
-    if (!strstr(err->message, "not found")) return;
-    char **names = NULL;
-    size_t n = bc_loader_names(l, &names);
-    const char *near = bc_suggest(name, (const char *const *)names, n);
-    if (near) snprintf(hint, cap, "did you mean '%s'? ('benchctl plugins' lists what is found)", near);
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
-}
-
-/* Loads one plugin spec of kind want and resolves its settings. Prints the
- * error and returns non-zero on failure. */
-static int load_spec(session *s, const bc_plugin_spec *spec, bc_plugin_kind want, const bc_plugin **out,
-                     bc_setting_value **values) {
-    char wanted_by[PATH_MAX + 64], where[2 * PATH_MAX + 160];
-    bc_config_spec_location(&s->cfg, spec, wanted_by, sizeof wanted_by); /* "bench.cfg:5", "--reporter", ... */
-    snprintf(where, sizeof where, "%s: %s: ", wanted_by, spec->where ? spec->where : "");
-    bc_error err = {0};
-    if (bc_loader_load(&s->loader, spec->name, want, wanted_by, out, &err) != BC_OK) {
-        char msg[sizeof err.message + sizeof where];
-        /* a wrong-kind message already names where the plugin was wanted */
-        snprintf(msg, sizeof msg, "%s%s", strstr(err.message, wanted_by) ? "" : where, err.message);
-        char hint[sizeof s->loader.hint + 128];
-        load_hint(&s->loader, spec->name, &err, hint, sizeof hint);
+/* Builds ctx for the command; prints the error and returns the exit status
+ * on failure. ctx must be freed either way. */
+static int open_context(bc_context *ctx, const args *a, int allow_infeasible) {
+    *ctx = (bc_context){0};
+    if (!a->file) {
+        char msg[64], hint[128];
+        snprintf(msg, sizeof msg, "%s: missing FILE", a->cmd->name);
+        snprintf(hint, sizeof hint, "e.g. benchctl %s configs/bench.cfg", a->cmd->name);
         print_error(msg, hint);
         return EXIT_USAGE;
     }
-    if (bc_host_log_level() >= BC_LOG_INFO)
-        fprintf(stderr, "benchctl: %s: %s plugin %s %s from %s\n", wanted_by, bc_kind_name((*out)->desc->kind),
-                (*out)->desc->name, (*out)->desc->version ? (*out)->desc->version : "?", (*out)->path);
-    uint32_t n = (*out)->desc->n_settings;
-    *values = calloc(n + 1, sizeof **values);
-    if (!*values) {
-        print_error("out of memory", NULL);
-        return EXIT_USAGE;
-    }
-    if (bc_config_resolve_settings(&s->cfg, spec, (*out)->desc, *values, &err) != BC_OK) {
-        char hint[300];
-        snprintf(hint, sizeof hint, "'benchctl plugins %.200s' lists its settings", (*out)->desc->name);
-        int hinted = strstr(err.message, "benchctl plugins") || strstr(err.message, "has no settings");
-        print_error(err.message, hinted ? NULL : hint);
-        return EXIT_USAGE;
-    }
-    return 0;
-}
-
-/* Loads config, plugins and their settings, and builds the matrix. */
-static int session_open(session *s, const args *a) {
+    bc_context_args ca = {.file = a->file, .sets = a->sets, .n_sets = a->n_sets, .reporters = a->reporters,
+                          .allow_infeasible = allow_infeasible};
     bc_error err = {0};
-    if (!a->file) {
-        print_error("missing FILE", "e.g. benchctl run configs/bench.cfg");
-        return EXIT_USAGE;
-    }
-    if (bc_config_load(&s->cfg, a->file, a->sets, a->n_sets, a->reporters, &err) != BC_OK) {
-        print_error(err.message, NULL);
-        return EXIT_USAGE;
-    }
-    /* plugin_path entries, like every relative path in bench.cfg, are relative
-     * to the directory benchctl runs in (docs/config.md) */
-    if (bc_loader_init(&s->loader, NULL, 0, (const char *const *)s->cfg.plugin_paths, s->cfg.n_plugin_paths, &err) !=
-        BC_OK)
-        return print_error(err.message, NULL), EXIT_USAGE;
-
-    int rc = load_spec(s, &s->cfg.backend, BC_KIND_BACKEND, &s->backend, &s->backend_settings);
-    if (rc) return rc;
-    size_t np = s->cfg.n_precisions, nc = s->cfg.n_cache_policies, nr = s->cfg.n_reporters;
-    s->precisions = calloc(np + 1, sizeof *s->precisions);
-    s->precision_settings = calloc(np + 1, sizeof *s->precision_settings);
-    s->precision_names = calloc(np + 1, sizeof *s->precision_names);
-    s->caches = calloc(nc + 1, sizeof *s->caches);
-    s->cache_settings = calloc(nc + 1, sizeof *s->cache_settings);
-    s->cache_names = calloc(nc + 1, sizeof *s->cache_names);
-    s->reporters = calloc(nr + 1, sizeof *s->reporters);
-    s->reporter_settings = calloc(nr + 1, sizeof *s->reporter_settings);
-    if (!s->precisions || !s->precision_settings || !s->precision_names || !s->caches || !s->cache_settings ||
-        !s->cache_names || !s->reporters || !s->reporter_settings)
-        return print_error("out of memory", NULL), EXIT_USAGE;
-    for (size_t i = 0; i < np; i++) {
-        if ((rc = load_spec(s, &s->cfg.precisions[i], BC_KIND_PRECISION, &s->precisions[i], &s->precision_settings[i])))
-            return rc;
-        s->precision_names[i] = s->precisions[i]->desc->name;
-    }
-    for (size_t i = 0; i < nc; i++) {
-        if ((rc = load_spec(s, &s->cfg.cache_policies[i], BC_KIND_CACHE, &s->caches[i], &s->cache_settings[i])))
-            return rc;
-        s->cache_names[i] = s->caches[i]->desc->name;
-    }
-    for (size_t i = 0; i < nr; i++)
-        if ((rc = load_spec(s, &s->cfg.reporters[i], BC_KIND_REPORTER, &s->reporters[i], &s->reporter_settings[i])))
-            return rc;
-
-    const bc_precision_ops **pops = calloc(np + 1, sizeof *pops);
-    const bc_cache_ops **cops = calloc(nc + 1, sizeof *cops);
-    if (!pops || !cops) {
-        free(pops), free(cops);
-        return print_error("out of memory", NULL), EXIT_USAGE;
-    }
-    for (size_t i = 0; i < np; i++) pops[i] = &s->precisions[i]->precision;
-    for (size_t i = 0; i < nc; i++) cops[i] = &s->caches[i]->cache;
-    bc_matrix_axes axes = {
-        .precisions = s->precision_names, .precision_ops = pops, .n_precisions = np,
-        .cache_policies = s->cache_names, .cache_ops = cops, .n_cache_policies = nc,
-        .batch_sizes = s->cfg.batch_sizes, .n_batch_sizes = s->cfg.n_batch_sizes,
-        .samples_per_prompt = s->cfg.samples_per_prompt, .n_samples_per_prompt = s->cfg.n_samples_per_prompt,
-        .prompt_lengths = s->cfg.prompt_lengths, .n_prompt_lengths = s->cfg.n_prompt_lengths,
-        .response_lengths = s->cfg.response_lengths, .n_response_lengths = s->cfg.n_response_lengths,
-        .sampling = s->cfg.sampling,
-    };
-    bc_status st = bc_matrix_build(&axes, &s->cases, &s->n_cases, &err);
-    free(pops), free(cops);
-    if (st != BC_OK) {
-        char msg[sizeof err.message + PATH_MAX];
-        snprintf(msg, sizeof msg, "%s: %s", s->cfg.path, err.message);
-        print_error(msg, NULL);
-        return EXIT_USAGE;
-    }
-    return 0;
+    bc_status st = bc_context_open(ctx, &ca, &err);
+    if (st == BC_OK) return 0;
+    print_bc_error(&err);
+    return exit_for(st);
 }
 
 /* ------------------------------------------------------------- commands */
 
-static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_stop;   /* signals received: 1 finish the iteration, 2 abandon it */
+static volatile sig_atomic_t g_signal; /* the first signal's number */
 
 static void on_signal(int sig) {
-    (void)sig;
-    g_stop = 1;
+    if (!g_signal) g_signal = sig;
+    if (++g_stop >= 3) { /* a third one: stop at once */
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
 }
 
 static void on_runner_error(void *ctx, const char *message) {
     (void)ctx;
     print_error(message, NULL);
-}
-
-static void describe_case(const bc_case *c, char *buf, size_t cap) {
-    snprintf(buf, cap, "%s %s batch %u x %u samples, prompt %u, response %u", c->precision, c->cache_policy,
-             c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length);
 }
 
 /* Prints one line per distinct failure message: "case 3 (shape) failed: msg",
@@ -349,7 +297,7 @@ static void print_failures(const bc_run_result *res) {
             n_same += res->cases[j].status == BC_CASE_FAILED && strcmp(res->cases[j].message, cr->message) == 0;
         if (n_same == 1) {
             char desc[256];
-            describe_case(cr->c, desc, sizeof desc);
+            bc_context_describe_case(cr->c, desc, sizeof desc);
             snprintf(msg, sizeof msg, "case %u (%s) failed: %s", cr->c->index, desc, cr->message);
         } else {
             used = (size_t)snprintf(msg, sizeof msg, "cases");
@@ -364,82 +312,40 @@ static void print_failures(const bc_run_result *res) {
 }
 
 static int cmd_run(const args *a) {
-    session s = {0};
-    int rc = session_open(&s, a);
+    bc_context ctx;
+    int rc = open_context(&ctx, a, 0);
     if (rc) {
-        session_free(&s);
+        bc_context_free(&ctx);
         return rc;
     }
-    if (s.cfg.n_reporters == 0 && !a->quiet)
+    if (ctx.cfg.n_reporters == 0 && !a->quiet)
         print_error("warning: no reporters configured; results will not be written",
                     "add a reporters list to the config or use --reporter console,json");
-
-    size_t np = 1 + s.cfg.n_precisions + s.cfg.n_cache_policies + s.cfg.n_reporters;
-    const bc_plugin **all = calloc(np, sizeof *all);
-    bc_runner_reporter *reps = calloc(s.cfg.n_reporters + 1, sizeof *reps);
-    char (*wheres)[PATH_MAX + 128] = calloc(s.cfg.n_reporters + 1, sizeof *wheres); /* [0] backend, [1 + i] reporter i */
-    bc_run_meta meta = {0};
-    bc_error err = {0};
-    if (!all || !reps || !wheres) {
-        free(all), free(reps), free(wheres), session_free(&s);
+    bc_runner_reporter *reps = calloc(ctx.cfg.n_reporters + 1, sizeof *reps);
+    if (!reps) {
+        bc_context_free(&ctx);
         return print_error("out of memory", NULL), EXIT_RUNTIME;
     }
-    size_t k = 0;
-    all[k++] = s.backend;
-    for (size_t i = 0; i < s.cfg.n_precisions; i++) all[k++] = s.precisions[i];
-    for (size_t i = 0; i < s.cfg.n_cache_policies; i++) all[k++] = s.caches[i];
-    for (size_t i = 0; i < s.cfg.n_reporters; i++) {
-        all[k++] = s.reporters[i];
-        reps[i].plugin = s.reporters[i];
-        reps[i].settings = s.reporter_settings[i];
-        bc_config_spec_location(&s.cfg, &s.cfg.reporters[i], wheres[1 + i], sizeof wheres[1 + i]);
-        reps[i].where = wheres[1 + i];
-    }
-    bc_config_spec_location(&s.cfg, &s.cfg.backend, wheres[0], sizeof wheres[0]);
-    if (bc_run_meta_init(&meta, all, np, &err) != BC_OK) {
-        free(all), free(reps), free(wheres), session_free(&s);
-        return print_error(err.message, NULL), EXIT_RUNTIME;
-    }
-    bc_runner_config rc_cfg = {
-        .backend = s.backend,
-        .backend_settings = s.backend_settings,
-        .backend_where = wheres[0],
-        .cases = s.cases,
-        .n_cases = s.n_cases,
-        .warmup = s.cfg.warmup,
-        .iterations = s.cfg.iterations,
-        .reporters = reps,
-        .n_reporters = s.cfg.n_reporters,
-        .stop = &g_stop,
-        .on_error = on_runner_error,
-    };
-    bc_run_meta_fill(&meta, s.cfg.path, s.cfg.sha256, &rc_cfg.run);
-    rc_cfg.run.backend_name = s.backend->desc->name;
-    rc_cfg.run.backend_settings = s.backend->desc->settings;
-    rc_cfg.run.backend_values = s.backend_settings;
-    rc_cfg.run.n_backend_settings = s.backend->desc->n_settings;
-    rc_cfg.run.warmup = s.cfg.warmup;
-    rc_cfg.run.iterations = s.cfg.iterations;
-    rc_cfg.run.sampling = s.cfg.sampling;
-    rc_cfg.run.precisions = s.precision_names;
-    rc_cfg.run.n_precisions = (uint32_t)s.cfg.n_precisions;
-    rc_cfg.run.cache_policies = s.cache_names;
-    rc_cfg.run.n_cache_policies = (uint32_t)s.cfg.n_cache_policies;
+    bc_runner_config rc_cfg;
+    bc_context_runner_config(&ctx, &rc_cfg, reps);
+    rc_cfg.stop = &g_stop;
+    rc_cfg.on_error = on_runner_error;
 
     struct sigaction sa = {0}, old_int, old_term;
     sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND; /* a second signal stops at once */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
     bc_run_result res = {0};
+    bc_error err = {0};
     int exit_code;
     if (bc_run(&rc_cfg, &res, &err) != BC_OK) {
-        print_error(err.message, NULL);
+        print_bc_error(&err);
         exit_code = EXIT_RUNTIME;
     } else {
         exit_code = bc_run_exit_status(&res);
+        if (exit_code == 130 && g_signal) exit_code = 128 + g_signal;
         print_failures(&res);
         if (!a->quiet || exit_code)
             fprintf(stderr, "benchctl: %zu case%s: %zu ok, %u failed, %u skipped%s%s\n", res.n_cases,
@@ -450,23 +356,20 @@ static int cmd_run(const args *a) {
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     bc_run_result_free(&res);
-    bc_run_meta_free(&meta);
-    free(all);
     free(reps);
-    free(wheres);
-    session_free(&s);
+    bc_context_free(&ctx);
     return exit_code;
 }
 
 static int cmd_validate(const args *a) {
-    session s = {0};
-    int rc = session_open(&s, a);
+    bc_context ctx;
+    int rc = open_context(&ctx, a, 0);
     if (!rc)
-        printf("%s: ok: %zu case%s; backend %s, %zu precision%s, %zu cache polic%s, %zu reporter%s\n", s.cfg.path,
-               s.n_cases, s.n_cases == 1 ? "" : "s", s.backend->desc->name, s.cfg.n_precisions,
-               s.cfg.n_precisions == 1 ? "" : "s", s.cfg.n_cache_policies, s.cfg.n_cache_policies == 1 ? "y" : "ies",
-               s.cfg.n_reporters, s.cfg.n_reporters == 1 ? "" : "s");
-    session_free(&s);
+        printf("%s: ok: %zu case%s; backend %s, %zu precision%s, %zu cache polic%s, %zu reporter%s\n", ctx.cfg.path,
+               ctx.n_cases, ctx.n_cases == 1 ? "" : "s", ctx.backend.plugin->desc->name, ctx.cfg.n_precisions,
+               ctx.cfg.n_precisions == 1 ? "" : "s", ctx.cfg.n_cache_policies,
+               ctx.cfg.n_cache_policies == 1 ? "y" : "ies", ctx.cfg.n_reporters, ctx.cfg.n_reporters == 1 ? "" : "s");
+    bc_context_free(&ctx);
     return rc;
 }
 
@@ -475,67 +378,78 @@ static void print_mib(int64_t bytes) {
     else printf(" %10.1f", (double)bytes / (1024.0 * 1024.0));
 }
 
+/* One row of the plan: the memory columns and the check. */
+static void plan_memory_columns(const bc_context *ctx, const bc_case *c, const bc_case_check *chk, char *last_error,
+                                size_t cap) {
+    const bc_backend_ops *ops = &ctx->backend.plugin->backend;
+    bc_memory_stats m = {.struct_size = sizeof m, -1, -1, -1, -1, -1, -1, -1, -1};
+    bc_error err = {0};
+    if (ops->plan_memory && chk->code == BC_OK && ops->plan_memory(ctx->backend_instance, c, &m, &err) == BC_OK) {
+        printf(" ");
+        print_mib(m.weights_bytes);
+        print_mib(m.kv_cache_bytes);
+        print_mib(m.workspace_bytes);
+        return;
+    }
+    const char *mark = ops->plan_memory ? "?" : "-";
+    printf(" %11s %10s %10s", mark, mark, mark);
+    if (ops->plan_memory && chk->code == BC_OK && strcmp(err.message, last_error) != 0) {
+        char msg[sizeof err.message + 64];
+        snprintf(msg, sizeof msg, "warning: case %u: memory unknown: %s", c->index, err.message);
+        fflush(stdout);
+        print_error(msg, NULL);
+        snprintf(last_error, cap, "%s", err.message); /* printed once, not per case */
+    }
+}
+
 static int cmd_plan(const args *a) {
-    session s = {0};
-    int rc = session_open(&s, a);
+    bc_context ctx;
+    int rc = open_context(&ctx, a, 1);
     if (rc) {
-        session_free(&s);
+        bc_context_free(&ctx);
         return rc;
     }
-    size_t *order = calloc(s.n_cases + 1, sizeof *order);
+    size_t *order = calloc(ctx.n_cases + 1, sizeof *order);
     if (!order) {
-        session_free(&s);
+        bc_context_free(&ctx);
         return print_error("out of memory", NULL), EXIT_RUNTIME;
     }
-    bc_matrix_execution_order(s.cases, s.n_cases, order);
-    void *inst = NULL;
-    bc_error err = {0};
-    const bc_backend_ops *ops = &s.backend->backend;
-    int can_plan = ops->plan_memory != NULL;
-    if (can_plan && ops->create(&s.backend->host, s.backend_settings, &inst, &err) != BC_OK) {
-        char msg[sizeof err.message + 64];
-        snprintf(msg, sizeof msg, "warning: backend '%s': create: %s; memory not shown", s.backend->desc->name,
-                 err.message);
-        print_error(msg, NULL);
-        if (inst) ops->destroy(inst);
-        inst = NULL;
-        can_plan = 0;
-    }
-    printf("%zu case%s in execution order (backend %s, %u warmup + %u measured iterations each)\n", s.n_cases,
-           s.n_cases == 1 ? "" : "s",
-           s.backend->desc->name, s.cfg.warmup, s.cfg.iterations);
-    printf("%4s %5s %-10s %-10s %6s %7s %7s %8s %9s %10s %10s %10s\n", "run", "case", "precision", "cache", "batch",
-           "samples", "prompt", "response", "eff_batch", "weights_MiB", "kv_MiB", "work_MiB");
-    char last_plan_error[sizeof err.message] = ""; /* printed once, not per case */
-    for (size_t i = 0; i < s.n_cases; i++) {
-        const bc_case *c = &s.cases[order[i]];
-        printf("%4zu %5u %-10s %-10s %6u %7u %7u %8u %9llu", i + 1, c->index, c->precision, c->cache_policy,
-               c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length,
+    const bc_backend_ops *ops = &ctx.backend.plugin->backend;
+    uint32_t axes = bc_matrix_rebuild_axes(ops->rebuild_axes);
+    bc_matrix_execution_order(ctx.cases, ctx.n_cases, axes, order);
+    printf("%zu case%s in execution order (backend %s, %u warmup + %u measured iterations each)\n", ctx.n_cases,
+           ctx.n_cases == 1 ? "" : "s", ctx.backend.plugin->desc->name, ctx.cfg.warmup, ctx.cfg.iterations);
+    printf("%4s %5s %-5s %-10s %-10s %6s %7s %7s %8s %9s %11s %10s %10s  %s\n", "run", "case", "state", "precision",
+           "cache", "batch", "samples", "prompt", "response", "eff_batch", "weights_MiB", "kv_MiB", "work_MiB", "check");
+    size_t n_builds = 0;
+    char last_error[512] = "";
+    for (size_t i = 0; i < ctx.n_cases; i++) {
+        const bc_case *c = &ctx.cases[order[i]];
+        int build = i == 0 || !bc_matrix_same_group(&ctx.cases[order[i - 1]], c, axes);
+        n_builds += (size_t)build;
+        char prompt[16];
+        snprintf(prompt, sizeof prompt, c->prompt_length ? "%u" : "file", c->prompt_length);
+        printf("%4zu %5u %-5s %-10s %-10s %6u %7u %7s %8u %9llu", i + 1, c->index, build ? "build" : "", c->precision,
+               c->cache_policy, c->batch_size, c->samples_per_prompt, prompt, c->response_length,
                (unsigned long long)bc_case_effective_batch(c));
-        bc_memory_stats m = {.struct_size = sizeof m, -1, -1, -1, -1, -1, -1, -1};
-        if (can_plan && ops->plan_memory(inst, c, &m, &err) == BC_OK) {
-            print_mib(m.weights_bytes);
-            print_mib(m.kv_cache_bytes);
-            print_mib(m.workspace_bytes);
-            printf("\n");
-        } else if (can_plan) {
-            printf(" %10s %10s %10s\n", "?", "?", "?");
-            if (strcmp(err.message, last_plan_error) != 0) {
-                char msg[sizeof err.message + 64];
-                snprintf(msg, sizeof msg, "warning: case %u: memory unknown: %s", c->index, err.message);
-                fflush(stdout);
-                print_error(msg, NULL);
-                snprintf(last_plan_error, sizeof last_plan_error, "%s", err.message);
-            }
-        } else {
-            printf(" %10s %10s %10s\n", "-", "-", "-");
-        }
+        const bc_case_check *chk = &ctx.checks[order[i]];
+        plan_memory_columns(&ctx, c, chk, last_error, sizeof last_error);
+        printf("  %s\n", chk->code == BC_OK ? "ok" : chk->message);
     }
-    if (!can_plan && !ops->plan_memory) printf("(backend %s cannot tell its memory in advance)\n", s.backend->desc->name);
-    if (inst) ops->destroy(inst);
+    printf("%zu build%s of the backend's costly state (the cases marked 'build')\n", n_builds,
+           n_builds == 1 ? "" : "s");
+    if (!ops->plan_memory) printf("(backend %s cannot tell its memory in advance)\n", ctx.backend.plugin->desc->name);
+    rc = 0;
+    if (ctx.n_infeasible) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "%zu of %zu cases cannot run (see the check column)", ctx.n_infeasible, ctx.n_cases);
+        fflush(stdout);
+        print_error(msg, NULL);
+        rc = EXIT_USAGE;
+    }
     free(order);
-    session_free(&s);
-    return 0;
+    bc_context_free(&ctx);
+    return rc;
 }
 
 /* What `benchctl plugins` found, kept so it prints grouped by kind. */
@@ -583,104 +497,115 @@ static void print_listed(const char *path, const bc_plugin *p, const char *error
     }
 }
 
-static void format_default(const bc_setting_desc *d, char *buf, size_t cap) {
-    switch (d->type) {
-    case BC_SETTING_INT: snprintf(buf, cap, "%lld", (long long)d->default_int); break;
-    case BC_SETTING_FLOAT: snprintf(buf, cap, "%g", d->default_float); break;
-    case BC_SETTING_BOOL: snprintf(buf, cap, "%s", d->default_int ? "true" : "false"); break;
-    default: snprintf(buf, cap, "\"%s\"", d->default_string ? d->default_string : ""); break;
+/* The bench.cfg and --set lines that set d's first setting. by names the
+ * plugin as bench.cfg must: its name, or its path when it was named by path
+ * and a search by name would not find this file. */
+static void print_settings_usage(const bc_plugin_desc *d, const char *by) {
+    if (d->kind == BC_KIND_BACKEND)
+        printf("\nin bench.cfg: backend = { name = \"%s\"; settings = { %s = ...; }; };\n"
+               "on the command line: --set backend.settings.%s=...\n",
+               by, d->settings[0].name, d->settings[0].name);
+    else
+        printf("\nin bench.cfg, in the %s list: { name = \"%s\"; settings = { %s = ...; }; }\n",
+               d->kind == BC_KIND_PRECISION ? "precisions" : d->kind == BC_KIND_CACHE ? "cache_policies" : "reporters",
+               by, d->settings[0].name);
+}
+
+/* Prints d's settings table, columns as wide as their widest cell. */
+static void print_settings_table(const bc_plugin_desc *d) {
+    int w_name = 7, w_def = 7, w_allowed = 7;
+    for (uint32_t i = 0; i < d->n_settings; i++) {
+        const bc_setting_desc *s = &d->settings[i];
+        bc_setting_value def_v;
+        bc_setting_default(s, &def_v);
+        char def[64], allowed[256];
+        bc_setting_format(s, &def_v, def, sizeof def);
+        bc_setting_allowed(s, allowed, sizeof allowed);
+        if ((int)strlen(s->name) > w_name) w_name = (int)strlen(s->name);
+        if ((int)strlen(def) > w_def) w_def = (int)strlen(def);
+        if ((int)strlen(allowed) > w_allowed) w_allowed = (int)strlen(allowed);
+    }
+    printf("\n%-*s  %-6s  %-*s  %-*s  %s\n", w_name, "SETTING", "TYPE", w_def, "DEFAULT", w_allowed, "ALLOWED", "HELP");
+    for (uint32_t i = 0; i < d->n_settings; i++) {
+        const bc_setting_desc *s = &d->settings[i];
+        bc_setting_value def_v;
+        bc_setting_default(s, &def_v);
+        char def[64], allowed[256];
+        bc_setting_format(s, &def_v, def, sizeof def);
+        bc_setting_allowed(s, allowed, sizeof allowed);
+        printf("%-*s  %-6s  %-*s  %-*s  %s\n", w_name, s->name, bc_setting_type_name(s->type), w_def, def, w_allowed,
+               allowed, s->help ? s->help : "");
     }
 }
 
-static void format_allowed(const bc_setting_desc *d, char *buf, size_t cap) {
-    buf[0] = '\0';
-    if (d->type == BC_SETTING_ENUM && d->choices) {
-        size_t used = 0;
-        for (const char *const *c = d->choices; *c && used < cap; c++)
-            used += (size_t)snprintf(buf + used, cap - used, "%s%s", c == d->choices ? "" : "|", *c);
-    } else if (d->type == BC_SETTING_INT && d->has_range) {
-        snprintf(buf, cap, "[%lld, %lld]", (long long)d->min, (long long)d->max);
-    } else if (d->type == BC_SETTING_FLOAT && d->has_range) {
-        snprintf(buf, cap, "[%g, %g]", d->min, d->max);
-    } else if (d->type == BC_SETTING_BOOL) {
-        snprintf(buf, cap, "true|false");
-    } else {
-        snprintf(buf, cap, "any");
+/* Lists every plugin found, grouped by kind, then the broken ones. */
+static int list_plugins(bc_loader *l) {
+    printf("%-10s %-14s %-8s %s\n", "KIND", "NAME", "VERSION", "DESCRIPTION / FILE");
+    listing ls = {0};
+    bc_loader_list(l, on_plugin_listed, &ls);
+    static const int order[] = {BC_KIND_BACKEND, BC_KIND_PRECISION, BC_KIND_CACHE, BC_KIND_REPORTER, -1};
+    for (size_t k = 0; k < sizeof order / sizeof *order; k++)
+        for (size_t i = 0; i < ls.n; i++)
+            if ((ls.items[i].p ? (int)ls.items[i].p->desc->kind : -1) == order[k])
+                print_listed(ls.items[i].path, ls.items[i].p, ls.items[i].error);
+    size_t count = ls.n;
+    for (size_t i = 0; i < ls.n; i++) free(ls.items[i].path), free(ls.items[i].error);
+    free(ls.items);
+    if (ls.nomem) print_error("warning: out of memory; the list is incomplete", NULL);
+    if (count == 0) {
+        printf("(none found; searched:");
+        for (size_t i = 0; i < l->n_dirs; i++) printf(" %s", l->dirs[i]);
+        printf(")\n");
     }
+    return 0;
+}
+
+/* Whether a search for p's name finds p's own file. */
+static int found_by_name(bc_loader *l, const bc_plugin *p) {
+    const bc_plugin *q = NULL;
+    bc_error err = {0};
+    return bc_loader_load(l, p->desc->name, p->desc->kind, NULL, &q, &err) == BC_OK && q == p;
 }
 
 static int cmd_plugins(const args *a) {
     bc_loader l;
     bc_error err = {0};
-    if (bc_loader_init(&l, NULL, 0, NULL, 0, &err) != BC_OK) return print_error(err.message, NULL), EXIT_USAGE;
+    if (bc_loader_init(&l, NULL, 0, NULL, 0, &err) != BC_OK) return print_bc_error(&err), EXIT_USAGE;
     if (!a->file) {
-        printf("%-10s %-14s %-8s %s\n", "KIND", "NAME", "VERSION", "DESCRIPTION / FILE");
-        listing ls = {0};
-        bc_loader_list(&l, on_plugin_listed, &ls);
-        /* backends, precisions, cache policies, reporters, then the broken ones */
-        static const int order[] = {BC_KIND_BACKEND, BC_KIND_PRECISION, BC_KIND_CACHE, BC_KIND_REPORTER, -1};
-        for (size_t k = 0; k < sizeof order / sizeof *order; k++)
-            for (size_t i = 0; i < ls.n; i++)
-                if ((ls.items[i].p ? (int)ls.items[i].p->desc->kind : -1) == order[k])
-                    print_listed(ls.items[i].path, ls.items[i].p, ls.items[i].error);
-        size_t count = ls.n;
-        for (size_t i = 0; i < ls.n; i++) free(ls.items[i].path), free(ls.items[i].error);
-        free(ls.items);
-        if (ls.nomem) print_error("warning: out of memory; the list is incomplete", NULL);
-        if (count == 0) {
-            printf("(none found; searched:");
-            for (size_t i = 0; i < l.n_dirs; i++) printf(" %s", l.dirs[i]);
-            printf(")\n");
-        }
+        int rc = list_plugins(&l);
         bc_loader_free(&l);
-        return 0;
+        return rc;
     }
     const bc_plugin *p;
     if (bc_loader_load(&l, a->file, 0, NULL, &p, &err) != BC_OK) {
-        char hint[sizeof l.hint + 128];
-        load_hint(&l, a->file, &err, hint, sizeof hint);
-        print_error(err.message, hint);
+        if (err.code == BC_ERR_NOT_FOUND) {
+            char **names = NULL;
+            size_t n = bc_loader_names(&l, &names);
+            const char *near = bc_suggest(a->file, (const char *const *)names, n);
+            if (near) bc_error_hint(&err, "did you mean '%s'? ('benchctl plugins' lists what is found)", near);
+            for (size_t i = 0; i < n; i++) free(names[i]);
+            free(names);
+        }
+        print_bc_error(&err);
         bc_loader_free(&l);
         return EXIT_USAGE;
     }
     const bc_plugin_desc *d = p->desc;
-    printf("%s %s (%s plugin): %s\n%s\n", d->name, d->version ? d->version : "?", bc_kind_name(d->kind),
-           d->description ? d->description : "", p->path);
+    printf("%s %s (%s plugin, ABI %u.%u): %s\n%s\n", d->name, d->version ? d->version : "?", bc_kind_name(d->kind),
+           d->abi_major, d->abi_minor, d->description ? d->description : "", p->path);
     if (d->n_settings == 0) {
         printf("no settings\n");
     } else {
-        static const char *const types[] = {"", "int", "float", "bool", "string", "enum"};
-        int w_name = 7, w_def = 7, w_allowed = 7; /* columns as wide as their widest cell */
-        for (uint32_t i = 0; i < d->n_settings; i++) {
-            const bc_setting_desc *s = &d->settings[i];
-            char def[64], allowed[256];
-            format_default(s, def, sizeof def);
-            format_allowed(s, allowed, sizeof allowed);
-            if ((int)strlen(s->name) > w_name) w_name = (int)strlen(s->name);
-            if ((int)strlen(def) > w_def) w_def = (int)strlen(def);
-            if ((int)strlen(allowed) > w_allowed) w_allowed = (int)strlen(allowed);
-        }
-        printf("\n%-*s  %-6s  %-*s  %-*s  %s\n", w_name, "SETTING", "TYPE", w_def, "DEFAULT", w_allowed, "ALLOWED",
-               "HELP");
-        for (uint32_t i = 0; i < d->n_settings; i++) {
-            const bc_setting_desc *s = &d->settings[i];
-            char def[64], allowed[256];
-            format_default(s, def, sizeof def);
-            format_allowed(s, allowed, sizeof allowed);
-            printf("%-*s  %-6s  %-*s  %-*s  %s\n", w_name, s->name, types[s->type], w_def, def, w_allowed, allowed,
-                   s->help ? s->help : "");
-        }
-        if (d->kind == BC_KIND_BACKEND)
-            printf("\nin bench.cfg: backend = { name = \"%s\"; settings = { %s = ...; }; };\n"
-                   "on the command line: --set backend.settings.%s=...\n",
-                   d->name, d->settings[0].name, d->settings[0].name);
-        else
-            printf("\nin bench.cfg, in the %s list: { name = \"%s\"; settings = { %s = ...; }; }\n",
-                   d->kind == BC_KIND_PRECISION ? "precisions" : d->kind == BC_KIND_CACHE ? "cache_policies" : "reporters",
-                   d->name, d->settings[0].name);
+        print_settings_table(d);
+        print_settings_usage(d, found_by_name(&l, p) ? d->name : p->path);
     }
     bc_loader_free(&l);
     return 0;
+}
+
+static void print_version(void) {
+    printf("benchctl %s (git %s, plugin ABI %d.%d)\n", BENCHCTL_VERSION, BENCHCTL_GIT_COMMIT, BENCHCTL_ABI_MAJOR,
+           BENCHCTL_ABI_MINOR);
 }
 
 int main(int argc, char **argv) {
@@ -693,35 +618,21 @@ int main(int argc, char **argv) {
     if (a.verbose) bc_host_set_log_level(a.verbose > 1 ? BC_LOG_DEBUG : BC_LOG_INFO);
     if (a.quiet) bc_host_set_log_level(BC_LOG_ERROR);
 
-    if (a.version && !a.command) {
-        printf("benchctl %s (git %s, plugin ABI %d.%d)\n", BENCHCTL_VERSION, BENCHCTL_GIT_COMMIT, BENCHCTL_ABI_MAJOR,
-               BENCHCTL_ABI_MINOR);
-    } else if (!a.command) {
-        if (a.help) {
-            fputs(usage_main, stdout);
-            rc = 0;
-        } else {
-            fputs(usage_main, stderr);
-            rc = EXIT_USAGE;
-        }
-    } else if (strcmp(a.command, "version") == 0) {
-        printf("benchctl %s (git %s, plugin ABI %d.%d)\n", BENCHCTL_VERSION, BENCHCTL_GIT_COMMIT, BENCHCTL_ABI_MAJOR,
-               BENCHCTL_ABI_MINOR);
-    } else if (strcmp(a.command, "run") == 0) {
-        rc = a.help ? (fputs(usage_run, stdout), 0) : cmd_run(&a);
-    } else if (strcmp(a.command, "validate") == 0) {
-        rc = a.help ? (fputs(usage_validate, stdout), 0) : cmd_validate(&a);
-    } else if (strcmp(a.command, "plan") == 0) {
-        rc = a.help ? (fputs(usage_plan, stdout), 0) : cmd_plan(&a);
-    } else if (strcmp(a.command, "plugins") == 0) {
-        rc = a.help ? (fputs(usage_plugins, stdout), 0) : cmd_plugins(&a);
-    } else if (strcmp(a.command, "help") == 0) {
-        fputs(usage_main, stdout);
+    if (!a.cmd) {
+        if (a.version) print_version();
+        else if (a.help) fputs(usage_main, stdout);
+        else fputs(usage_main, stderr), rc = EXIT_USAGE;
+    } else if (a.help) {
+        fputs(a.cmd->usage, stdout);
     } else {
-        char msg[300];
-        snprintf(msg, sizeof msg, "unknown command '%.200s'", a.command);
-        print_error(msg, "commands: run, validate, plan, plugins; see benchctl --help");
-        rc = EXIT_USAGE;
+        switch (a.cmd->id) {
+        case CMD_RUN: rc = cmd_run(&a); break;
+        case CMD_VALIDATE: rc = cmd_validate(&a); break;
+        case CMD_PLAN: rc = cmd_plan(&a); break;
+        case CMD_PLUGINS: rc = cmd_plugins(&a); break;
+        case CMD_VERSION: print_version(); break;
+        default: fputs(usage_main, stdout); break;
+        }
     }
     free(a.sets);
     return rc;

@@ -1,8 +1,10 @@
 /* matrix.c: builds the case matrix in requested order and sorts it into
- * execution order (largest effective batch first, stable). */
+ * execution order (grouped by the costly axes, then largest effective batch
+ * first, stable). */
 #include "matrix.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 bc_status bc_matrix_build(const bc_matrix_axes *a, bc_case **out_cases, size_t *out_n, bc_error *err) {
     *out_cases = NULL;
@@ -51,17 +53,53 @@ bc_status bc_matrix_build(const bc_matrix_axes *a, bc_case **out_cases, size_t *
     return BC_OK;
 }
 
-void bc_matrix_execution_order(const bc_case *cases, size_t n, size_t *order) {
-    for (size_t i = 0; i < n; i++) order[i] = i;
+uint32_t bc_matrix_rebuild_axes(uint32_t backend_rebuild_axes) {
+    if (backend_rebuild_axes == 0) return BC_AXIS_PRECISION;
+    return backend_rebuild_axes & ~(uint32_t)BC_AXIS_NONE;
+}
+
+static int same_name(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+int bc_matrix_same_group(const bc_case *a, const bc_case *b, uint32_t axes) {
+    if ((axes & BC_AXIS_PRECISION) && !same_name(a->precision, b->precision)) return 0;
+    if ((axes & BC_AXIS_CACHE_POLICY) && !same_name(a->cache_policy, b->cache_policy)) return 0;
+    if ((axes & BC_AXIS_BATCH_SIZE) && a->batch_size != b->batch_size) return 0;
+    if ((axes & BC_AXIS_SAMPLES_PER_PROMPT) && a->samples_per_prompt != b->samples_per_prompt) return 0;
+    if ((axes & BC_AXIS_PROMPT_LENGTH) && a->prompt_length != b->prompt_length) return 0;
+    if ((axes & BC_AXIS_RESPONSE_LENGTH) && a->response_length != b->response_length) return 0;
+    return 1;
+}
+
+/* a runs before b: an earlier group, or the same group and a larger effective batch */
+static int runs_before(const size_t *group, const bc_case *cases, size_t a, size_t b) {
+    if (group[a] != group[b]) return group[a] < group[b];
+    return bc_case_effective_batch(&cases[a]) > bc_case_effective_batch(&cases[b]);
+}
+
+void bc_matrix_execution_order(const bc_case *cases, size_t n, uint32_t axes, size_t *order) {
+    /* group[i]: the requested index of the first case in i's group, so groups
+     * keep the order their first case was requested in */
+    size_t *group = malloc((n ? n : 1) * sizeof *group); /* owned here */
+    for (size_t i = 0; i < n; i++) {
+        order[i] = i;
+        if (!group) continue;
+        group[i] = i;
+        for (size_t j = 0; j < i; j++)
+            if (bc_matrix_same_group(&cases[j], &cases[i], axes)) {
+                group[i] = group[j];
+                break;
+            }
+    }
     /* insertion sort: stable, and matrices are small (tens to hundreds) */
     for (size_t i = 1; i < n; i++) {
         size_t v = order[i];
-        uint64_t key = bc_case_effective_batch(&cases[v]);
         size_t j = i;
-        while (j > 0 && bc_case_effective_batch(&cases[order[j - 1]]) < key) {
+        while (j > 0 && (group ? runs_before(group, cases, v, order[j - 1])
+                               : bc_case_effective_batch(&cases[v]) > bc_case_effective_batch(&cases[order[j - 1]]))) {
             order[j] = order[j - 1];
             j--;
         }
         order[j] = v;
     }
+    free(group);
 }

@@ -6,9 +6,12 @@
  * (so response_length varies fastest). case.index is the position in this
  * order, and reports list cases in it.
  *
- * Execution order: a stable sort of the requested order by effective batch
- * (batch_size x samples_per_prompt), largest first; ties keep the requested
- * order. Running the largest case first sizes workspaces once.
+ * Execution order: cases are grouped by the axes the backend says are costly
+ * to switch (bc_backend_ops.rebuild_axes; precision when it does not say), so
+ * the backend rebuilds its state (weights in another precision) once per
+ * group; groups run in the order their first case is requested. Within a
+ * group, a stable sort by effective batch (batch_size x samples_per_prompt),
+ * largest first, so workspaces are sized once. Ties keep the requested order.
  */
 #ifndef BENCHCTL_MATRIX_H
 #define BENCHCTL_MATRIX_H
@@ -20,7 +23,8 @@
 
 /* The axes; every list must be non-empty. Strings and ops are borrowed: the
  * cases point at them, so they must outlive the cases. precision_ops and
- * cache_ops may be NULL (then case.precision_ops is NULL and release_cache 0). */
+ * cache_ops may be NULL (then case.precision_ops is NULL and release_cache 0).
+ * A prompt length of 0 means "the backend's prompts decide" (a prompts file). */
 typedef struct bc_matrix_axes {
     const char *const *precisions;
     const bc_precision_ops *const *precision_ops; /* n_precisions, or NULL */
@@ -32,7 +36,7 @@ typedef struct bc_matrix_axes {
     const uint32_t *samples_per_prompt; size_t n_samples_per_prompt;
     const uint32_t *prompt_lengths; size_t n_prompt_lengths;
     const uint32_t *response_lengths; size_t n_response_lengths;
-    bc_sampling sampling;
+    const bc_sampling *sampling; /* borrowed like the strings */
 } bc_matrix_axes;
 
 /* Builds every case in requested order into *out_cases (malloc'ed, owned by
@@ -40,7 +44,15 @@ typedef struct bc_matrix_axes {
  * release_after_rollout says for the case. */
 bc_status bc_matrix_build(const bc_matrix_axes *axes, bc_case **out_cases, size_t *out_n, bc_error *err);
 
-/* Fills order[n] with indices into cases[] in execution order. */
-void bc_matrix_execution_order(const bc_case *cases, size_t n, size_t *order);
+/* The bc_axis bits a backend's rebuild_axes stands for: 0 (not said) is
+ * BC_AXIS_PRECISION, BC_AXIS_NONE is no axis. */
+uint32_t bc_matrix_rebuild_axes(uint32_t backend_rebuild_axes);
+
+/* 1 when a and b agree on every axis in axes (bc_axis bits). */
+int bc_matrix_same_group(const bc_case *a, const bc_case *b, uint32_t axes);
+
+/* Fills order[n] with indices into cases[] in execution order, grouping by
+ * axes (the result of bc_matrix_rebuild_axes). */
+void bc_matrix_execution_order(const bc_case *cases, size_t n, uint32_t axes, size_t *order);
 
 #endif

@@ -51,6 +51,8 @@ bc_status bc_run_meta_init(bc_run_meta *meta, const bc_plugin *const *plugins, s
         r->name = plugins[i]->desc->name;
         r->version = plugins[i]->desc->version ? plugins[i]->desc->version : "";
         r->path = plugins[i]->path;
+        r->abi_major = plugins[i]->desc->abi_major;
+        r->abi_minor = plugins[i]->desc->abi_minor;
     }
     return BC_OK;
 }
@@ -68,6 +70,7 @@ void bc_run_meta_fill(const bc_run_meta *meta, const char *config_path, const ch
     run->hostname = meta->hostname;
     run->plugins = meta->plugins;
     run->n_plugins = (uint32_t)meta->n_plugins;
+    run->plugin_ref_size = sizeof(bc_plugin_ref);
 }
 
 void bc_run_meta_free(bc_run_meta *meta) {

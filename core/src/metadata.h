@@ -29,6 +29,6 @@ void bc_run_meta_fill(const bc_run_meta *meta, const char *config_path, const ch
 void bc_run_meta_free(bc_run_meta *meta);
 
 /* Schema version of the JSON report (docs/reporters.md). */
-#define BC_REPORT_SCHEMA_VERSION 1
+#define BC_REPORT_SCHEMA_VERSION 2
 
 #endif

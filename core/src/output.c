@@ -190,6 +190,42 @@ fail:
     return NULL;
 }
 
+bc_status bc_output_check(const char *path, bc_error *err) {
+    if (!path || !*path) return bc_error_set(err, BC_ERR_INVALID, "output path is empty");
+    if (strcmp(path, "-") == 0) return BC_OK;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return bc_error_set(err, BC_ERR_IO, "%s: is a folder, not a file", path);
+    char *dir = dup_string(path);
+    if (!dir) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+    /* the nearest folder above path that exists: open creates the rest */
+    char *slash = strrchr(dir, '/');
+    if (!slash) strcpy(dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    bc_status st = BC_OK;
+    for (;;) {
+        if (stat(dir, &sb) == 0) {
+            if (!S_ISDIR(sb.st_mode))
+                st = bc_error_set(err, BC_ERR_IO, "%s: cannot create the file: %s is not a folder", path, dir);
+            else if (access(dir, W_OK | X_OK) != 0)
+                st = bc_error_set(err, BC_ERR_IO, "%s: cannot create the file: folder %s: %s", path, dir,
+                                  strerror(errno));
+            break;
+        }
+        if (errno != ENOENT) {
+            st = bc_error_set(err, BC_ERR_IO, "%s: cannot create the file: %s: %s", path, dir, strerror(errno));
+            break;
+        }
+        slash = strrchr(dir, '/');
+        if (!slash) strcpy(dir, ".");
+        else if (slash == dir) dir[1] = '\0';
+        else *slash = '\0';
+    }
+    free(dir);
+    return st;
+}
+
 /* Remembers the first failure so commit reports it; returns it too. */
 static bc_status note_failure(bc_output *out, bc_error *err, bc_status code, const char *what) {
     if (out->failed == BC_OK) {

@@ -20,4 +20,9 @@ bc_status bc_output_vprintf(bc_output *out, bc_error *err, const char *fmt, va_l
 bc_status bc_output_commit(bc_output *out, bc_error *err);
 void bc_output_abort(bc_output *out);
 
+/* Whether bc_output_open(path) can create its file: path is not a folder and
+ * the nearest existing folder above it is writable (open creates the
+ * missing ones). Creates nothing. "-" always can. */
+bc_status bc_output_check(const char *path, bc_error *err);
+
 #endif

@@ -12,9 +12,8 @@
 
 #include "host.h"
 #include "matrix.h"
-#include "stats.h"
 
-const char *const bc_field_names[BC_FIELD_COUNT_V1_0] = {
+const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_PROMPT_EXPANSION_MS] = "prompt_expansion_ms",
     [BC_FIELD_GENERATION_MS] = "generation_ms",
     [BC_FIELD_POST_PROCESSING_MS] = "post_processing_ms",
@@ -27,13 +26,18 @@ const char *const bc_field_names[BC_FIELD_COUNT_V1_0] = {
     [BC_FIELD_NUM_DECODE_FORWARDS] = "num_decode_forwards",
     [BC_FIELD_CACHE_ACQUIRE_MS] = "cache_acquire_ms",
     [BC_FIELD_CACHE_RELEASE_MS] = "cache_release_ms",
+    [BC_FIELD_TIME_TO_FIRST_TOKEN_MS] = "time_to_first_token_ms",
+    [BC_FIELD_DECODE_MS_PER_TOKEN_P50] = "decode_ms_per_token_p50",
+    [BC_FIELD_DECODE_MS_PER_TOKEN_P95] = "decode_ms_per_token_p95",
+    [BC_FIELD_PREFILL_TOKENS_PER_SECOND] = "prefill_tokens_per_second",
+    [BC_FIELD_DECODE_TOKENS_PER_SECOND] = "decode_tokens_per_second",
 };
 
-enum { N_FIELDS = BC_FIELD_COUNT_V1_0 };
+enum { N_FIELDS = BC_N_FIELDS };
 
 static double ms_since(uint64_t t0) { return (double)(bc_now_ns() - t0) / 1e6; }
 
-static int stop_requested(const bc_runner_config *cfg) { return cfg->stop && *cfg->stop; }
+static int stop_level(const bc_runner_config *cfg) { return cfg->stop ? (int)*cfg->stop : 0; }
 
 /* Resets the process peak RSS (VmHWM). Returns 0 on success. */
 static int reset_peak_rss(void) {
@@ -64,44 +68,88 @@ static void memory_unknown(bc_memory_stats *m) {
     *m = (bc_memory_stats){.struct_size = sizeof *m};
     m->weights_bytes = m->kv_cache_bytes = m->workspace_bytes = -1;
     m->host_peak_bytes = m->device_peak_bytes = m->device_free_bytes = m->device_total_bytes = -1;
+    m->resident_bytes = -1;
 }
 
+static void generation_unknown(bc_generation_stats *g) {
+    *g = (bc_generation_stats){.struct_size = sizeof *g};
+    g->prefill_forward_ms = g->decode_forward_ms = g->first_token_ms = NAN;
+    g->num_decode_forwards = g->num_generated_tokens = g->returned_response_length = -1;
+    g->num_prefill_tokens = g->num_decode_tokens = -1;
+    g->prompt_width_tokens = g->prompt_min_tokens = g->prompt_max_tokens = -1;
+}
+
+/* count / (ms / 1000) when both are known and ms > 0, else NaN. */
+static double per_second(int64_t count, double ms) {
+    return count >= 0 && bc_is_measured(ms) && ms > 0 ? (double)count / (ms / 1000.0) : NAN;
+}
+
+/* The fields generate's stats give (row has N_FIELDS values). */
+static void fields_from_generation(const bc_generation_stats *g, double gen_ms, double expand_ms, double *row) {
+    if (g->num_generated_tokens >= 0) {
+        row[BC_FIELD_NUM_GENERATED_TOKENS] = (double)g->num_generated_tokens;
+        row[BC_FIELD_TOKENS_PER_SECOND] = per_second(g->num_generated_tokens, gen_ms);
+    }
+    row[BC_FIELD_PREFILL_FORWARD_MS] = g->prefill_forward_ms;
+    row[BC_FIELD_DECODE_FORWARD_MS] = g->decode_forward_ms;
+    if (bc_is_measured(g->prefill_forward_ms) && bc_is_measured(g->decode_forward_ms))
+        row[BC_FIELD_GENERATION_OVERHEAD_MS] = gen_ms - g->prefill_forward_ms - g->decode_forward_ms;
+    if (g->num_decode_forwards >= 0) row[BC_FIELD_NUM_DECODE_FORWARDS] = (double)g->num_decode_forwards;
+    if (bc_is_measured(g->first_token_ms)) row[BC_FIELD_TIME_TO_FIRST_TOKEN_MS] = expand_ms + g->first_token_ms;
+    if (g->decode_step_ms && g->n_decode_steps > 0) {
+        double s[BC_N_STATS];
+        if (bc_stats_compute(g->decode_step_ms, g->n_decode_steps, 1, s, NULL) == BC_OK) {
+            row[BC_FIELD_DECODE_MS_PER_TOKEN_P50] = s[BC_STAT_P50];
+            row[BC_FIELD_DECODE_MS_PER_TOKEN_P95] = s[BC_STAT_P95];
+        }
+    }
+    row[BC_FIELD_PREFILL_TOKENS_PER_SECOND] = per_second(g->num_prefill_tokens, g->prefill_forward_ms);
+    row[BC_FIELD_DECODE_TOKENS_PER_SECOND] = per_second(g->num_decode_tokens, g->decode_forward_ms);
+}
+
+/* Where one iteration stopped, when it did not complete. */
+typedef struct iteration_out {
+    const char *hook;        /* the hook that failed, or NULL */
+    int abandoned;           /* a second interrupt: stopped after a hook */
+    bc_generation_stats gen; /* what generate reported */
+} iteration_out;
+
 /* One rollout. row (N_FIELDS, may be NULL for warmup) gets the values. On a
- * hook error returns it, with *hook naming the hook. */
-static bc_status one_iteration(const bc_backend_ops *ops, void *inst, const bc_case *c, int *released, double *row,
-                               int64_t *returned_len, const char **hook, bc_error *err) {
+ * hook error returns it, with out->hook naming the hook. */
+static bc_status one_iteration(const bc_runner_config *cfg, void *inst, const bc_case *c, int *released, double *row,
+                               iteration_out *out, bc_error *err) {
+    const bc_backend_ops *ops = &cfg->backend->backend;
     double scratch[N_FIELDS];
     if (!row) row = scratch;
     for (int f = 0; f < N_FIELDS; f++) row[f] = NAN;
+    out->hook = NULL;
+    out->abandoned = 0;
     bc_status st;
     uint64_t t0;
     if (*released && ops->cache_acquire) {
         t0 = bc_now_ns();
-        if ((st = ops->cache_acquire(inst, err)) != BC_OK) return *hook = "cache_acquire", st;
+        if ((st = ops->cache_acquire(inst, err)) != BC_OK) return out->hook = "cache_acquire", st;
         row[BC_FIELD_CACHE_ACQUIRE_MS] = ms_since(t0);
         *released = 0;
     }
     t0 = bc_now_ns();
-    if ((st = ops->expand_prompts(inst, err)) != BC_OK) return *hook = "expand_prompts", st;
+    if ((st = ops->expand_prompts(inst, err)) != BC_OK) return out->hook = "expand_prompts", st;
     double expand_ms = ms_since(t0);
+    if (stop_level(cfg) >= 2) return out->abandoned = 1, BC_OK;
 
-    bc_generation_stats g = {.struct_size = sizeof g,
-                             .prefill_forward_ms = NAN,
-                             .decode_forward_ms = NAN,
-                             .num_decode_forwards = -1,
-                             .num_generated_tokens = -1,
-                             .returned_response_length = -1};
+    generation_unknown(&out->gen);
     t0 = bc_now_ns();
-    if ((st = ops->generate(inst, &g, err)) != BC_OK) return *hook = "generate", st;
+    if ((st = ops->generate(inst, &out->gen, err)) != BC_OK) return out->hook = "generate", st;
     double gen_ms = ms_since(t0);
+    if (stop_level(cfg) >= 2) return out->abandoned = 1, BC_OK;
 
     t0 = bc_now_ns();
-    if ((st = ops->post_process(inst, err)) != BC_OK) return *hook = "post_process", st;
+    if ((st = ops->post_process(inst, err)) != BC_OK) return out->hook = "post_process", st;
     double post_ms = ms_since(t0);
 
     if (c->release_cache && ops->cache_release) {
         t0 = bc_now_ns();
-        if ((st = ops->cache_release(inst, err)) != BC_OK) return *hook = "cache_release", st;
+        if ((st = ops->cache_release(inst, err)) != BC_OK) return out->hook = "cache_release", st;
         row[BC_FIELD_CACHE_RELEASE_MS] = ms_since(t0);
         *released = 1;
     }
@@ -110,25 +158,12 @@ static bc_status one_iteration(const bc_backend_ops *ops, void *inst, const bc_c
     row[BC_FIELD_GENERATION_MS] = gen_ms;
     row[BC_FIELD_POST_PROCESSING_MS] = post_ms;
     row[BC_FIELD_TOTAL_MS] = expand_ms + gen_ms + post_ms;
-    if (g.num_generated_tokens >= 0) {
-        row[BC_FIELD_NUM_GENERATED_TOKENS] = (double)g.num_generated_tokens;
-        if (gen_ms > 0) row[BC_FIELD_TOKENS_PER_SECOND] = (double)g.num_generated_tokens / (gen_ms / 1000.0);
-    }
-    row[BC_FIELD_PREFILL_FORWARD_MS] = g.prefill_forward_ms;
-    row[BC_FIELD_DECODE_FORWARD_MS] = g.decode_forward_ms;
-    if (bc_is_measured(g.prefill_forward_ms) && bc_is_measured(g.decode_forward_ms))
-        row[BC_FIELD_GENERATION_OVERHEAD_MS] = gen_ms - g.prefill_forward_ms - g.decode_forward_ms;
-    if (g.num_decode_forwards >= 0) row[BC_FIELD_NUM_DECODE_FORWARDS] = (double)g.num_decode_forwards;
-    *returned_len = g.returned_response_length;
+    fields_from_generation(&out->gen, gen_ms, expand_ms, row);
     return BC_OK;
 }
 
 /* Sets a case's message (owned by res). */
-static void set_message(bc_run_result *res, size_t k, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+static void set_message(bc_run_result *res, size_t k, const char *fmt, ...) BC_PRINTF(3, 4);
 static void set_message(bc_run_result *res, size_t k, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -141,17 +176,37 @@ static void set_message(bc_run_result *res, size_t k, const char *fmt, ...) {
     res->cases[k].message = msg;
 }
 
+/* Records what the last completed iteration said about the prompts. */
+static void note_generation(bc_case_report *cr, const bc_generation_stats *g) {
+    cr->returned_response_length = g->returned_response_length;
+    cr->prompt_width_tokens = g->prompt_width_tokens;
+    cr->prompt_min_tokens = g->prompt_min_tokens;
+    cr->prompt_max_tokens = g->prompt_max_tokens;
+}
+
+/* Marks case k skipped by an interrupt, with how far it got. */
+static void mark_interrupted(bc_run_result *res, size_t k, const char *during, uint32_t done, uint32_t total) {
+    res->cases[k].status = BC_CASE_SKIPPED;
+    res->cases[k].error_code = BC_ERR_INTERRUPTED;
+    if (total)
+        set_message(res, k, "interrupted%s%s after %u of %u measured iterations", during[0] ? " " : "", during, done,
+                    total);
+    else
+        set_message(res, k, "interrupted %s", during);
+}
+
 /* Runs case k (requested index) with the backend instance. */
-static void run_case(const bc_runner_config *cfg, void *inst, bc_run_result *res, size_t k) {
+static void run_case(const bc_runner_config *cfg, bc_run_result *res, size_t k) {
     const bc_backend_ops *ops = &cfg->backend->backend;
+    void *inst = cfg->backend_instance;
     const bc_case *c = &cfg->cases[k];
     bc_case_report *cr = &res->cases[k];
     double *values = res->values + k * (size_t)cfg->iterations * N_FIELDS;
     bc_error err = {0};
+    iteration_out it_out = {0};
     const char *hook = NULL;
     bc_status st;
     int released = 0;
-    int64_t returned_len = -1;
     uint64_t t_case = bc_now_ns();
 
     cr->status = BC_CASE_OK;
@@ -160,10 +215,13 @@ static void run_case(const bc_runner_config *cfg, void *inst, bc_run_result *res
         goto done;
     }
     for (uint32_t w = 0; w < cfg->warmup; w++) {
-        if ((st = one_iteration(ops, inst, c, &released, NULL, &returned_len, &hook, &err)) != BC_OK) goto done;
-        if (stop_requested(cfg)) {
-            cr->status = BC_CASE_SKIPPED;
-            set_message(res, k, "interrupted during warmup");
+        st = one_iteration(cfg, inst, c, &released, NULL, &it_out, &err);
+        if (st != BC_OK) {
+            hook = it_out.hook;
+            goto done;
+        }
+        if (stop_level(cfg)) {
+            mark_interrupted(res, k, "during warmup", 0, 0);
             goto done;
         }
     }
@@ -177,44 +235,48 @@ static void run_case(const bc_runner_config *cfg, void *inst, bc_run_result *res
     }
     cr->device_free_before_bytes = before.device_free_bytes;
     for (uint32_t it = 0; it < cfg->iterations; it++) {
-        if ((st = one_iteration(ops, inst, c, &released, values + (size_t)it * N_FIELDS, &returned_len, &hook,
-                                &err)) != BC_OK)
+        st = one_iteration(cfg, inst, c, &released, values + (size_t)it * N_FIELDS, &it_out, &err);
+        if (st != BC_OK) {
+            hook = it_out.hook;
             goto done;
+        }
+        if (it_out.abandoned) {
+            for (int f = 0; f < N_FIELDS; f++) values[(size_t)it * N_FIELDS + f] = NAN;
+            mark_interrupted(res, k, "twice (the iteration in progress was abandoned),", it, cfg->iterations);
+            break;
+        }
         cr->n_iterations = it + 1;
-        cr->returned_response_length = returned_len;
-        if (stop_requested(cfg) && it + 1 < cfg->iterations) {
-            cr->status = BC_CASE_SKIPPED;
-            set_message(res, k, "interrupted after %u of %u measured iterations", it + 1, cfg->iterations);
+        note_generation(cr, &it_out.gen);
+        if (stop_level(cfg) && it + 1 < cfg->iterations) {
+            mark_interrupted(res, k, "", it + 1, cfg->iterations);
             break;
         }
     }
-    if (ops->read_memory) {
-        bc_memory_stats after;
-        memory_unknown(&after);
-        if ((st = ops->read_memory(inst, &after, &err)) != BC_OK) {
-            hook = "read_memory";
-            goto done;
-        }
-        cr->memory = after;
-        cr->device_free_after_bytes = after.device_free_bytes;
-        if (after.device_peak_bytes >= 0)
-            cr->peak_memory_mb = (double)after.device_peak_bytes / (1024.0 * 1024.0);
-        else if (after.host_peak_bytes >= 0)
-            cr->peak_memory_mb = (double)after.host_peak_bytes / (1024.0 * 1024.0);
+    bc_memory_stats *after = &res->memory[k];
+    if (ops->read_memory && (st = ops->read_memory(inst, after, &err)) != BC_OK) {
+        hook = "read_memory";
+        goto done;
     }
+    cr->device_free_after_bytes = after->device_free_bytes;
+    cr->held_between_rollouts_bytes = after->resident_bytes;
+    if (after->device_peak_bytes >= 0)
+        cr->peak_memory_mib = (double)after->device_peak_bytes / (1024.0 * 1024.0);
+    else if (after->host_peak_bytes >= 0)
+        cr->peak_memory_mib = (double)after->host_peak_bytes / (1024.0 * 1024.0);
     cr->peak_rss_bytes = rss_reset ? read_peak_rss() : -1;
     st = BC_OK;
 done:
     if (st != BC_OK && hook) {
         cr->status = BC_CASE_FAILED;
+        cr->error_code = st;
         set_message(res, k, "%s: %s", hook, err.message[0] ? err.message : "failed");
     }
     ops->end_case(inst);
     cr->wall_ms = ms_since(t_case);
-    bc_error serr = {0};
-    for (int f = 0; f < N_FIELDS; f++)
-        if (bc_stats_compute(values + f, cr->n_iterations, N_FIELDS, &res->stats[k * N_FIELDS + f], &serr) != BC_OK)
-            res->stats[k * N_FIELDS + f].n = 0;
+    for (int f = 0; f < N_FIELDS; f++) {
+        double *out = res->stats + ((size_t)k * N_FIELDS + (size_t)f) * BC_N_STATS;
+        bc_stats_compute(values + f, cr->n_iterations, N_FIELDS, out, NULL); /* out is n = 0 on failure */
+    }
 }
 
 /* One open reporter. */
@@ -230,8 +292,6 @@ static void report_error(const bc_runner_config *cfg, bc_run_result *res, const 
     res->reporter_failed = 1;
     if (!cfg->on_error) return;
     const char *name = s->r->plugin->desc->name, *msg = err->message[0] ? err->message : "failed";
-    size_t n = strlen(name);
-    if (strncmp(msg, name, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2; /* named once is enough */
     char line[1400];
     snprintf(line, sizeof line, "%.500s%sreporter '%s': %s: %s", s->r->where ? s->r->where : "",
              s->r->where ? ": " : "", name, hook, msg);
@@ -243,31 +303,80 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
     res->n_cases = n;
     res->cases = calloc(n ? n : 1, sizeof *res->cases);
     res->values = calloc(n * (size_t)cfg->iterations * N_FIELDS + 1, sizeof *res->values);
-    res->stats = calloc(n * N_FIELDS + 1, sizeof *res->stats);
+    res->stats = calloc(n * N_FIELDS * BC_N_STATS + 1, sizeof *res->stats);
+    res->memory = calloc(n ? n : 1, sizeof *res->memory);
     res->messages = calloc(n ? n : 1, sizeof *res->messages);
-    if (!res->cases || !res->values || !res->stats || !res->messages)
+    if (!res->cases || !res->values || !res->stats || !res->memory || !res->messages)
         return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory for %zu cases", n);
     for (size_t k = 0; k < n; k++) {
         bc_case_report *cr = &res->cases[k];
         cr->struct_size = sizeof *cr;
         cr->c = &cfg->cases[k];
         cr->status = BC_CASE_SKIPPED;
+        cr->error_code = BC_OK;
         cr->message = "";
         cr->values = res->values + k * (size_t)cfg->iterations * N_FIELDS;
-        cr->stats = res->stats + k * N_FIELDS;
+        cr->stats = res->stats + k * N_FIELDS * BC_N_STATS;
         cr->returned_response_length = -1;
-        cr->peak_memory_mb = NAN;
-        memory_unknown(&cr->memory);
+        cr->prompt_width_tokens = cr->prompt_min_tokens = cr->prompt_max_tokens = -1;
+        cr->peak_memory_mib = NAN;
+        memory_unknown(&res->memory[k]);
+        cr->memory = &res->memory[k];
+        cr->held_between_rollouts_bytes = -1;
         cr->peak_rss_bytes = -1;
         cr->device_free_before_bytes = cr->device_free_after_bytes = -1;
         cr->wall_ms = NAN;
-        for (int f = 0; f < N_FIELDS; f++) {
-            bc_stats *s = &res->stats[k * N_FIELDS + f];
-            s->n = 0;
-            s->mean = s->p50 = s->p95 = s->min = s->max = s->stddev = NAN;
+        for (size_t f = 0; f < N_FIELDS; f++) {
+            double *s = res->stats + (k * N_FIELDS + f) * BC_N_STATS;
+            s[BC_STAT_N] = 0.0;
+            for (int j = 1; j < BC_N_STATS; j++) s[j] = NAN;
         }
     }
     return BC_OK;
+}
+
+/* Opens every reporter; a failure is reported and the others carry on. */
+static void open_reporters(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
+                           bc_run_result *res) {
+    for (size_t r = 0; r < cfg->n_reporters; r++) {
+        reporter_slot *s = &slots[r];
+        s->r = &cfg->reporters[r];
+        const bc_plugin *p = s->r->plugin;
+        bc_error rerr = {0};
+        if (p->reporter.open(&p->host, s->r->settings, run, &s->inst, &rerr) != BC_OK) {
+            report_error(cfg, res, s, "open", &rerr);
+            continue;
+        }
+        s->open = 1;
+        s->journaling = 1;
+    }
+}
+
+/* Tells the journaling reporters case k finished. */
+static void journal_case(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
+                         bc_run_result *res, size_t k) {
+    for (size_t r = 0; r < cfg->n_reporters; r++) {
+        reporter_slot *s = &slots[r];
+        if (!s->journaling || !s->r->plugin->reporter.case_finished) continue;
+        bc_error rerr = {0};
+        if (s->r->plugin->reporter.case_finished(s->inst, run, &res->cases[k], &rerr) != BC_OK) {
+            report_error(cfg, res, s, "case_finished", &rerr);
+            s->journaling = 0;
+        }
+    }
+}
+
+/* Closes and destroys every reporter. */
+static void close_reporters(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
+                            bc_run_result *res) {
+    for (size_t r = 0; r < cfg->n_reporters; r++) {
+        reporter_slot *s = &slots[r];
+        if (s->open) {
+            bc_error rerr = {0};
+            if (s->r->plugin->reporter.close(s->inst, run, &rerr) != BC_OK) report_error(cfg, res, s, "close", &rerr);
+        }
+        if (s->inst) s->r->plugin->reporter.destroy(s->inst);
+    }
 }
 
 bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
@@ -275,87 +384,67 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     bc_status st = result_alloc(cfg, res, err);
     if (st != BC_OK) return st;
     size_t n = cfg->n_cases;
-    size_t *order = calloc(n ? n : 1, sizeof *order);                    /* execution order, owned here */
-    bc_case_report *finished = calloc(n ? n : 1, sizeof *finished);      /* scratch for case_finished */
-    unsigned char *done = calloc(n ? n : 1, 1);                          /* done[k]: case k finished */
-    reporter_slot *slots = calloc(cfg->n_reporters + 1, sizeof *slots);  /* owned here */
+    size_t *order = calloc(n ? n : 1, sizeof *order);                   /* execution order, owned here */
+    bc_case_report *finished = calloc(n ? n : 1, sizeof *finished);     /* scratch for case_finished */
+    unsigned char *done = calloc(n ? n : 1, 1);                         /* done[k]: case k finished */
+    reporter_slot *slots = calloc(cfg->n_reporters + 1, sizeof *slots); /* owned here */
     if (!order || !finished || !done || !slots) {
         free(order), free(finished), free(done), free(slots);
         return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory");
     }
-    bc_matrix_execution_order(cfg->cases, n, order);
-
     const bc_plugin *be = cfg->backend;
-    void *inst = NULL;
-    if ((st = be->backend.create(&be->host, cfg->backend_settings, &inst, err)) != BC_OK) {
+    uint32_t axes = bc_matrix_rebuild_axes(be->backend.rebuild_axes);
+    bc_matrix_execution_order(cfg->cases, n, axes, order);
+
+    if (be->backend.prepare && (st = be->backend.prepare(cfg->backend_instance, err)) != BC_OK) {
         char msg[sizeof err->message + 512];
-        snprintf(msg, sizeof msg, "%.300s%sbackend '%s': create: %s", cfg->backend_where ? cfg->backend_where : "",
-                 cfg->backend_where ? ": " : "", be->desc->name, err->message);
+        snprintf(msg, sizeof msg, "%.300s%sbackend '%s' could not start: prepare: %s",
+                 cfg->backend_where ? cfg->backend_where : "", cfg->backend_where ? ": " : "", be->desc->name,
+                 err->message);
+        char hint[sizeof err->hint];
+        memcpy(hint, err->hint, sizeof hint);
         bc_error_set(err, st, "%s", msg);
-        if (inst) be->backend.destroy(inst);
+        memcpy(err->hint, hint, sizeof hint);
         free(order), free(finished), free(done), free(slots);
         return st;
     }
+
     bc_run_report run = cfg->run;
     run.struct_size = sizeof run;
-    run.backend = (bc_backend_info){.struct_size = sizeof run.backend};
-    if ((st = be->backend.describe(inst, &run.backend, err)) != BC_OK) {
-        char msg[sizeof err->message + 512];
-        snprintf(msg, sizeof msg, "%.300s%sbackend '%s': describe: %s", cfg->backend_where ? cfg->backend_where : "",
-                 cfg->backend_where ? ": " : "", be->desc->name, err->message);
-        bc_error_set(err, st, "%s", msg);
-        be->backend.destroy(inst);
-        free(order), free(finished), free(done), free(slots);
-        return st;
-    }
     run.n_fields = N_FIELDS;
     run.field_names = bc_field_names;
+    run.n_stats = BC_N_STATS;
+    run.stat_names = bc_stat_names;
+    run.case_report_size = sizeof(bc_case_report);
     run.n_cases = 0;
     run.cases = finished;
-
-    for (size_t r = 0; r < cfg->n_reporters; r++) {
-        reporter_slot *s = &slots[r];
-        s->r = &cfg->reporters[r];
-        const bc_plugin *p = s->r->plugin;
-        bc_error rerr = {0};
-        if (p->reporter.open(&p->host, s->r->settings, &run, &s->inst, &rerr) != BC_OK) {
-            report_error(cfg, res, s, "open", &rerr);
-            continue;
-        }
-        s->open = 1;
-        s->journaling = 1;
-    }
+    open_reporters(cfg, &run, slots, res);
 
     double wall_sum_ms = 0.0;
     uint32_t n_run = 0;
     for (size_t i = 0; i < n; i++) {
         size_t k = order[i];
-        if (stop_requested(cfg)) {
+        res->cases[k].rebuilt = i == 0 || !bc_matrix_same_group(&cfg->cases[order[i - 1]], &cfg->cases[k], axes);
+        res->n_rebuilds += (uint32_t)res->cases[k].rebuilt;
+        if (stop_level(cfg)) {
             res->interrupted = 1;
-            set_message(res, k, "interrupted before the case started");
+            mark_interrupted(res, k, "before the case started", 0, 0);
             continue;
         }
         double eta_s = n_run ? wall_sum_ms / n_run * (double)(n - i) / 1000.0 : NAN;
         for (size_t r = 0; r < cfg->n_reporters; r++)
             if (slots[r].open && slots[r].r->plugin->reporter.case_started)
-                slots[r].r->plugin->reporter.case_started(slots[r].inst, &cfg->cases[k], (uint32_t)i, (uint32_t)n, eta_s);
-        run_case(cfg, inst, res, k);
-        if (stop_requested(cfg)) res->interrupted = 1;
+                slots[r].r->plugin->reporter.case_started(slots[r].inst, &cfg->cases[k], (uint32_t)i, (uint32_t)n,
+                                                          eta_s);
+        run_case(cfg, res, k);
+        if (stop_level(cfg)) res->interrupted = 1;
         wall_sum_ms += res->cases[k].wall_ms;
         n_run++;
         done[k] = 1;
         run.n_cases = 0;
         for (size_t j = 0; j < n; j++)
             if (done[j]) finished[run.n_cases++] = res->cases[j];
-        for (size_t r = 0; r < cfg->n_reporters; r++) {
-            reporter_slot *s = &slots[r];
-            if (!s->journaling || !s->r->plugin->reporter.case_finished) continue;
-            bc_error rerr = {0};
-            if (s->r->plugin->reporter.case_finished(s->inst, &run, &res->cases[k], &rerr) != BC_OK) {
-                report_error(cfg, res, s, "case_finished", &rerr);
-                s->journaling = 0;
-            }
-        }
+        journal_case(cfg, &run, slots, res, k);
     }
     for (size_t k = 0; k < n; k++) {
         if (res->cases[k].status == BC_CASE_FAILED) res->n_failed++;
@@ -364,15 +453,7 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
 
     run.n_cases = (uint32_t)n;
     run.cases = res->cases;
-    for (size_t r = 0; r < cfg->n_reporters; r++) {
-        reporter_slot *s = &slots[r];
-        if (s->open) {
-            bc_error rerr = {0};
-            if (s->r->plugin->reporter.close(s->inst, &run, &rerr) != BC_OK) report_error(cfg, res, s, "close", &rerr);
-        }
-        if (s->inst) s->r->plugin->reporter.destroy(s->inst);
-    }
-    be->backend.destroy(inst);
+    close_reporters(cfg, &run, slots, res);
     free(order), free(finished), free(done), free(slots);
     return BC_OK;
 }
@@ -391,5 +472,6 @@ void bc_run_result_free(bc_run_result *res) {
     free(res->cases);
     free(res->values);
     free(res->stats);
+    free(res->memory);
     *res = (bc_run_result){0};
 }

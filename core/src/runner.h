@@ -1,10 +1,17 @@
 /* runner.h: runs the case matrix through one backend and feeds reporters.
  *
- * bc_run creates the backend once, then for each case in execution order:
+ * The caller creates and describes the backend instance (context.c), so the
+ * same instance that checked every case runs them. bc_run then:
+ *   prepare (once; a failure means the backend could not start: bc_run
+ *   returns it and no reporter is opened, so nothing measured is lost);
+ *   opens the reporters; runs the cases in execution order
+ *   (bc_matrix_execution_order: grouped by the backend's rebuild_axes,
+ *   largest effective batch first within a group); per case:
  *   begin_case; `warmup` iterations (not recorded); reset the high-water marks
  *   (backend reset_peak_memory, process peak RSS via /proc/self/clear_refs);
- *   `iterations` measured iterations; read memory; end_case (always called
- *   once begin_case was called, also after a failure).
+ *   `iterations` measured iterations; read memory (after the last
+ *   iteration's cache policy ran: what the backend holds between rollouts);
+ *   end_case (always called once begin_case was called, also after a failure).
  * One iteration:
  *   [cache_acquire, if the previous iteration released the cache]
  *   expand_prompts, generate, post_process
@@ -15,12 +22,17 @@
  *   total_ms = prompt_expansion_ms + generation_ms + post_processing_ms
  *   tokens_per_second = num_generated_tokens / (generation_ms / 1000)
  *   generation_overhead_ms = generation_ms - prefill - decode (both measured)
- *   cache_acquire_ms / cache_release_ms: only when the hook ran.
- * A hook error fails the case (message "<hook>: <message>") and the run goes
- * on. When *stop becomes non-zero (SIGINT/SIGTERM), the current iteration
- * finishes, the current case keeps its measured iterations and is marked
- * skipped ("interrupted ..."), the remaining cases are skipped, and the
- * reporters are still closed with every case.
+ *   cache_acquire_ms / cache_release_ms: only when the hook ran
+ *   time_to_first_token_ms = prompt_expansion_ms + the backend's first_token_ms
+ *   decode_ms_per_token_p50/p95: over the rollout's decode steps
+ *   prefill_tokens_per_second = num_prefill_tokens / prefill_forward_ms
+ *   decode_tokens_per_second = num_decode_tokens / decode_forward_ms
+ * A hook error fails the case (message "<hook>: <message>", error_code the
+ * hook's status) and the run goes on. Interrupts (*stop, set by the signal
+ * handler): 1 = the current iteration finishes; 2 or more = the iteration is
+ * abandoned after the hook that is running. Either way the current case keeps
+ * its measured iterations and is marked skipped, the remaining cases are
+ * skipped, and the reporters are still closed with every case.
  * Reporters: open before the first case; case_started in execution order with
  * an ETA (mean case wall time so far x cases left; NaN before the first);
  * case_finished after each case (run->cases = the finished cases in requested
@@ -35,29 +47,52 @@
 
 #include "benchctl/plugin.h"
 #include "loader.h"
+#include "stats.h"
+
+/* The per-iteration fields, in report order. */
+typedef enum bc_field {
+    BC_FIELD_PROMPT_EXPANSION_MS = 0,
+    BC_FIELD_GENERATION_MS,
+    BC_FIELD_POST_PROCESSING_MS,
+    BC_FIELD_TOTAL_MS,
+    BC_FIELD_TOKENS_PER_SECOND,
+    BC_FIELD_NUM_GENERATED_TOKENS,
+    BC_FIELD_PREFILL_FORWARD_MS,
+    BC_FIELD_DECODE_FORWARD_MS,
+    BC_FIELD_GENERATION_OVERHEAD_MS,
+    BC_FIELD_NUM_DECODE_FORWARDS,
+    BC_FIELD_CACHE_ACQUIRE_MS,
+    BC_FIELD_CACHE_RELEASE_MS,
+    BC_FIELD_TIME_TO_FIRST_TOKEN_MS,
+    BC_FIELD_DECODE_MS_PER_TOKEN_P50,
+    BC_FIELD_DECODE_MS_PER_TOKEN_P95,
+    BC_FIELD_PREFILL_TOKENS_PER_SECOND,
+    BC_FIELD_DECODE_TOKENS_PER_SECOND,
+    BC_N_FIELDS
+} bc_field;
 
 /* Column names of the per-iteration values, indexed by bc_field. */
-extern const char *const bc_field_names[BC_FIELD_COUNT_V1_0];
+extern const char *const bc_field_names[BC_N_FIELDS];
 
 typedef struct bc_runner_reporter {
-    const bc_plugin *plugin;           /* a reporter */
-    const bc_setting_value *settings;  /* resolved, plugin->desc->n_settings; live for the run */
-    const char *where;                 /* where the config names it ("bench.cfg:28", "--reporter"),
-                                          prefixed to its errors; may be NULL */
+    const bc_plugin *plugin;      /* a reporter */
+    const bc_settings *settings;  /* resolved; live for the run */
+    const char *where;            /* where the config names it ("bench.cfg:28", "--reporter"),
+                                     prefixed to its errors; may be NULL */
 } bc_runner_reporter;
 
 typedef struct bc_runner_config {
     const bc_plugin *backend;
-    const bc_setting_value *backend_settings; /* resolved; live for the run */
-    const char *backend_where;                /* "bench.cfg:7" (where the config names it), prefixed to create and
-                                                 describe errors; may be NULL */
-    const bc_case *cases;                     /* requested order (case.index == position) */
+    void *backend_instance;      /* created and described by the caller, destroyed by it after bc_run */
+    const char *backend_where;   /* "bench.cfg:7", prefixed to prepare errors; may be NULL */
+    const bc_case *cases;        /* requested order (case.index == position) */
     size_t n_cases;
     uint32_t warmup, iterations;
     const bc_runner_reporter *reporters;
     size_t n_reporters;
-    /* Run metadata for reporters (metadata.c). The runner fills backend,
-     * n_fields, field_names, n_cases and cases. */
+    /* The run report's header (context.c fills it, including backend). The
+     * runner fills n_fields, field_names, n_stats, stat_names, n_cases,
+     * case_report_size and cases. */
     bc_run_report run;
     volatile sig_atomic_t *stop; /* may be NULL */
     /* Called with a one-line message when a reporter fails; may be NULL. */
@@ -67,20 +102,23 @@ typedef struct bc_runner_config {
 
 /* What a run produced; everything is owned by the result. */
 typedef struct bc_run_result {
-    bc_case_report *cases; /* requested order, n_cases */
+    bc_case_report *cases;   /* requested order, n_cases */
     size_t n_cases;
-    double *values;        /* n_cases x iterations x n_fields; each case report points into it */
-    bc_stats *stats;       /* n_cases x n_fields */
-    char **messages;       /* n_cases, each case report's message */
-    uint32_t n_failed;     /* cases with status failed */
+    double *values;          /* n_cases x iterations x BC_N_FIELDS; each case report points into it */
+    double *stats;           /* n_cases x BC_N_FIELDS x BC_N_STATS */
+    bc_memory_stats *memory; /* n_cases; case report k's memory */
+    char **messages;         /* n_cases, each case report's message */
+    uint32_t n_failed;       /* cases with status failed */
     uint32_t n_skipped;
-    int interrupted;       /* *stop was set */
-    int reporter_failed;   /* some reporter hook failed */
+    uint32_t n_rebuilds;     /* cases that built costly backend state (rebuilt = 1) */
+    int interrupted;         /* *stop was set */
+    int reporter_failed;     /* some reporter hook failed */
 } bc_run_result;
 
 /* Runs everything. Returns non-OK only when the run could not start (the
- * backend's create or describe failed, out of memory); case failures are in
- * res. res must be freed with bc_run_result_free in every case. */
+ * backend's prepare failed: "backend could not start"; out of memory); case
+ * failures are in res. res must be freed with bc_run_result_free in every
+ * case. */
 bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err);
 
 /* 0 all ok; 130 interrupted; 1 a reporter failed; 3 a case failed. */

@@ -1,22 +1,49 @@
-/* stats.c: mean, interpolated median, nearest-rank p95, min, max and
- * population standard deviation of one field; NaN values are skipped. */
+/* stats.c: the statistics table (see stats.h for each definition). */
 #include "stats.h"
 
 #include <math.h>
 #include <stdlib.h>
+
+const char *const bc_stat_names[BC_N_STATS] = {
+    [BC_STAT_N] = "n",     [BC_STAT_MEAN] = "mean", [BC_STAT_STDDEV] = "stddev",
+    [BC_STAT_CV] = "cv",   [BC_STAT_MIN] = "min",   [BC_STAT_P50] = "p50",
+    [BC_STAT_P95] = "p95", [BC_STAT_P99] = "p99",   [BC_STAT_MAX] = "max",
+};
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-static void stats_set_empty(bc_stats *out) {
-    out->n = 0;
-    out->mean = out->p50 = out->p95 = out->min = out->max = out->stddev = NAN;
+double bc_stats_nearest_rank(const double *sorted, size_t n, unsigned q) {
+    /* ceil(q n / 100) in integers, so 0.95 * 20 is 19, not 19.000000000000004 */
+    size_t rank = ((size_t)q * n + 99) / 100;
+    return sorted[rank > 0 ? rank - 1 : 0];
 }
 
-bc_status bc_stats_compute(const double *values, size_t count, size_t stride, bc_stats *out, bc_error *err) {
-    stats_set_empty(out);
+/* The statistics of sorted[n], n >= 1, ascending. */
+static void stats_of_sorted(const double *sorted, size_t n, double out[BC_N_STATS]) {
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) sum += sorted[i];
+    double mean = sum / (double)n;
+    double sq = 0.0;
+    for (size_t i = 0; i < n; i++) sq += (sorted[i] - mean) * (sorted[i] - mean);
+    double stddev = sqrt(sq / (double)n);
+
+    out[BC_STAT_N] = (double)n;
+    out[BC_STAT_MEAN] = mean;
+    out[BC_STAT_STDDEV] = stddev;
+    out[BC_STAT_CV] = mean != 0.0 ? stddev / fabs(mean) : NAN;
+    out[BC_STAT_MIN] = sorted[0];
+    out[BC_STAT_P50] = (n % 2) ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    out[BC_STAT_P95] = bc_stats_nearest_rank(sorted, n, 95);
+    out[BC_STAT_P99] = bc_stats_nearest_rank(sorted, n, 99);
+    out[BC_STAT_MAX] = sorted[n - 1];
+}
+
+bc_status bc_stats_compute(const double *values, size_t count, size_t stride, double out[BC_N_STATS], bc_error *err) {
+    out[BC_STAT_N] = 0.0;
+    for (int s = 1; s < BC_N_STATS; s++) out[s] = NAN;
     if (count == 0) return BC_OK;
     double *sorted = malloc(count * sizeof *sorted); /* owned here, freed below */
     if (!sorted) return bc_error_set(err, BC_ERR_NOMEM, "statistics: out of memory for %zu values", count);
@@ -25,27 +52,10 @@ bc_status bc_stats_compute(const double *values, size_t count, size_t stride, bc
         double v = values[i * stride];
         if (!isnan(v)) sorted[n++] = v;
     }
-    if (n == 0) {
-        free(sorted);
-        return BC_OK;
+    if (n > 0) {
+        qsort(sorted, n, sizeof *sorted, cmp_double);
+        stats_of_sorted(sorted, n, out);
     }
-    qsort(sorted, n, sizeof *sorted, cmp_double);
-
-    double sum = 0.0;
-    for (size_t i = 0; i < n; i++) sum += sorted[i];
-    double mean = sum / (double)n;
-    double sq = 0.0;
-    for (size_t i = 0; i < n; i++) sq += (sorted[i] - mean) * (sorted[i] - mean);
-
-    out->n = (uint32_t)n;
-    out->mean = mean;
-    out->stddev = sqrt(sq / (double)n);
-    out->min = sorted[0];
-    out->max = sorted[n - 1];
-    out->p50 = (n % 2) ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-    /* nearest rank: ceil(0.95 n) computed in integers to avoid 0.95 * 20 = 19.000000000000004 */
-    size_t rank = (95 * n + 99) / 100;
-    out->p95 = sorted[rank > 0 ? rank - 1 : 0];
     free(sorted);
     return BC_OK;
 }

@@ -1,4 +1,4 @@
-/* test_stats.c: bc_stats_compute against hand-computed reference values. */
+/* test_stats.c: the statistics table (bc_stats_compute) against hand-computed reference values. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,11 +11,17 @@
 
 #include "stats.h"
 
-static bc_stats compute(const double *v, size_t n, size_t stride) {
-    bc_stats s;
+/* One field's statistics, by name as the reporters see them. */
+typedef struct stats_row {
+    double n, mean, stddev, cv, min, p50, p95, p99, max;
+} stats_row;
+
+static stats_row compute(const double *v, size_t n, size_t stride) {
+    double out[BC_N_STATS];
     bc_error err = {0};
-    assert_int_equal(bc_stats_compute(v, n, stride, &s, &err), BC_OK);
-    return s;
+    assert_int_equal(bc_stats_compute(v, n, stride, out, &err), BC_OK);
+    return (stats_row){out[BC_STAT_N],   out[BC_STAT_MEAN], out[BC_STAT_STDDEV], out[BC_STAT_CV], out[BC_STAT_MIN],
+                       out[BC_STAT_P50], out[BC_STAT_P95],  out[BC_STAT_P99],    out[BC_STAT_MAX]};
 }
 
 /* The seed's reference: 1..20 gives mean 10.5, p50 10.5, p95 19. */
@@ -23,8 +29,8 @@ static void test_one_to_twenty(void **state) {
     (void)state;
     double v[20];
     for (int i = 0; i < 20; i++) v[i] = 20 - i; /* unsorted on purpose */
-    bc_stats s = compute(v, 20, 1);
-    assert_int_equal(s.n, 20);
+    stats_row s = compute(v, 20, 1);
+    assert_double_equal(s.n, 20, 0);
     assert_double_equal(s.mean, 10.5, 1e-12);
     assert_double_equal(s.p50, 10.5, 1e-12);
     assert_double_equal(s.p95, 19.0, 1e-12);
@@ -37,8 +43,8 @@ static void test_one_to_twenty(void **state) {
 static void test_single_value(void **state) {
     (void)state;
     double v = 7.25;
-    bc_stats s = compute(&v, 1, 1);
-    assert_int_equal(s.n, 1);
+    stats_row s = compute(&v, 1, 1);
+    assert_double_equal(s.n, 1, 0);
     assert_double_equal(s.mean, 7.25, 0);
     assert_double_equal(s.p50, 7.25, 0);
     assert_double_equal(s.p95, 7.25, 0);
@@ -50,7 +56,7 @@ static void test_single_value(void **state) {
 static void test_odd_and_even(void **state) {
     (void)state;
     double odd[] = {5, 1, 3};
-    bc_stats s = compute(odd, 3, 1);
+    stats_row s = compute(odd, 3, 1);
     assert_double_equal(s.p50, 3.0, 0);
     /* ceil(0.95 * 3) = 3 -> sorted[2] */
     assert_double_equal(s.p95, 5.0, 0);
@@ -76,8 +82,8 @@ static void test_p95_rank_boundaries(void **state) {
 static void test_nan_skipped(void **state) {
     (void)state;
     double v[] = {NAN, 2.0, NAN, 4.0};
-    bc_stats s = compute(v, 4, 1);
-    assert_int_equal(s.n, 2);
+    stats_row s = compute(v, 4, 1);
+    assert_double_equal(s.n, 2, 0);
     assert_double_equal(s.mean, 3.0, 0);
     assert_double_equal(s.p50, 3.0, 0);
     assert_double_equal(s.min, 2.0, 0);
@@ -87,23 +93,58 @@ static void test_nan_skipped(void **state) {
 static void test_all_nan_and_empty(void **state) {
     (void)state;
     double v[] = {NAN, NAN};
-    bc_stats s = compute(v, 2, 1);
-    assert_int_equal(s.n, 0);
-    assert_true(isnan(s.mean) && isnan(s.p50) && isnan(s.p95) && isnan(s.min) && isnan(s.max) && isnan(s.stddev));
+    stats_row s = compute(v, 2, 1);
+    assert_double_equal(s.n, 0, 0);
+    assert_nan(s.mean);
+    assert_nan(s.p50);
+    assert_nan(s.p95);
+    assert_nan(s.p99);
+    assert_nan(s.cv);
+    assert_nan(s.min);
+    assert_nan(s.max);
+    assert_nan(s.stddev);
     s = compute(NULL, 0, 1);
-    assert_int_equal(s.n, 0);
-    assert_true(isnan(s.mean));
+    assert_double_equal(s.n, 0, 0);
+    assert_nan(s.mean);
 }
 
 static void test_stride(void **state) {
     (void)state;
     /* a 3 x 2 row-major table; column 1 is {10, 30, 20} */
     double t[] = {1, 10, 2, 30, 3, 20};
-    bc_stats s = compute(t + 1, 3, 2);
-    assert_int_equal(s.n, 3);
+    stats_row s = compute(t + 1, 3, 2);
+    assert_double_equal(s.n, 3, 0);
     assert_double_equal(s.mean, 20.0, 0);
     assert_double_equal(s.p50, 20.0, 0);
     assert_double_equal(s.max, 30.0, 0);
+}
+
+/* p99 and cv: 1..100 gives p99 = sorted[98] = 99; 1..20 gives cv = stddev / mean. */
+static void test_p99_and_cv(void **state) {
+    (void)state;
+    double v[100];
+    for (int i = 0; i < 100; i++) v[i] = 100 - i;
+    stats_row s = compute(v, 100, 1);
+    assert_double_equal(s.p99, 99.0, 0);
+    assert_double_equal(s.p95, 95.0, 0);
+    double w[20];
+    for (int i = 0; i < 20; i++) w[i] = i + 1;
+    s = compute(w, 20, 1);
+    assert_double_equal(s.cv, sqrt((400.0 - 1.0) / 12.0) / 10.5, 1e-12);
+    /* n = 3: ceil(2.97) = 3 -> the max */
+    double three[] = {2, 9, 4};
+    assert_double_equal(compute(three, 3, 1).p99, 9.0, 0);
+    /* a zero mean has no coefficient of variation */
+    double zero[] = {-1, 1};
+    assert_nan(compute(zero, 2, 1).cv);
+}
+
+/* The table names every statistic once, in the enum's order. */
+static void test_names(void **state) {
+    (void)state;
+    static const char *const want[] = {"n", "mean", "stddev", "cv", "min", "p50", "p95", "p99", "max"};
+    assert_int_equal(BC_N_STATS, sizeof want / sizeof want[0]);
+    for (int i = 0; i < BC_N_STATS; i++) assert_string_equal(bc_stat_names[i], want[i]);
 }
 
 int main(void) {
@@ -111,7 +152,8 @@ int main(void) {
         cmocka_unit_test(test_one_to_twenty),   cmocka_unit_test(test_single_value),
         cmocka_unit_test(test_odd_and_even),    cmocka_unit_test(test_p95_rank_boundaries),
         cmocka_unit_test(test_nan_skipped),     cmocka_unit_test(test_all_nan_and_empty),
-        cmocka_unit_test(test_stride),
+        cmocka_unit_test(test_stride),          cmocka_unit_test(test_p99_and_cv),
+        cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,293 @@
+/* context.c: the run context, built in one place (see context.h). */
+#define _GNU_SOURCE
+#include "context.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host.h"
+#include "matrix.h"
+#include "settings.h"
+
+/* snprintf for messages that may be cut short on purpose. */
+static void text(char *buf, size_t n, const char *fmt, ...) BC_PRINTF(3, 4);
+static void text(char *buf, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+}
+
+void bc_context_describe_case(const bc_case *c, char *buf, size_t n) {
+    char prompt[32];
+    if (c->prompt_length) snprintf(prompt, sizeof prompt, "%u", c->prompt_length);
+    else snprintf(prompt, sizeof prompt, "from the prompts");
+    snprintf(buf, n, "%s %s, batch %u x %u samples, prompt %s, response %u", c->precision, c->cache_policy,
+             c->batch_size, c->samples_per_prompt, prompt, c->response_length);
+}
+
+/* Prefixes err's message with "prefix: " (keeping code and hint). */
+static bc_status prefix_error(bc_error *err, const char *prefix) {
+    char msg[sizeof err->message];
+    text(msg, sizeof msg, "%s", err->message);
+    text(err->message, sizeof err->message, "%.200s: %s", prefix, msg);
+    return err->code;
+}
+
+/* A hint for a plugin that was not found: "did you mean" when a near name is
+ * on the search path. */
+static void hint_near_name(const bc_loader *l, const char *name, bc_error *err) {
+    char **names = NULL;
+    size_t n = bc_loader_names(l, &names);
+    const char *near = bc_suggest(name, (const char *const *)names, n);
+    if (near) bc_error_hint(err, "did you mean '%s'? ('benchctl plugins' lists what is found)", near);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+/* Loads the plugin spec names, of kind want, resolves its settings and runs
+ * its check_settings. */
+static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plugin_kind want, bc_context_plugin *out,
+                             bc_error *err) {
+    bc_config_spec_location(&ctx->cfg, spec, out->where, sizeof out->where); /* "bench.cfg:5", "--reporter" */
+    char label[sizeof out->where + 300];
+    text(label, sizeof label, "%s: %s", out->where, spec->where ? spec->where : "");
+    bc_status st = bc_loader_load(&ctx->loader, spec->name, want, out->where, &out->plugin, err);
+    if (st != BC_OK) {
+        if (st == BC_ERR_NOT_FOUND && !err->hint[0]) hint_near_name(&ctx->loader, spec->name, err);
+        else if (st == BC_ERR_NOT_FOUND) {
+            char keep[sizeof err->hint];
+            memcpy(keep, err->hint, sizeof keep);
+            err->hint[0] = '\0';
+            hint_near_name(&ctx->loader, spec->name, err);
+            if (!err->hint[0]) memcpy(err->hint, keep, sizeof keep);
+        }
+        return st == BC_ERR_WRONG_KIND ? st : prefix_error(err, label); /* wrong kind names where already */
+    }
+    const bc_plugin_desc *d = out->plugin->desc;
+    if (bc_host_log_level() >= BC_LOG_INFO)
+        fprintf(stderr, "benchctl: %s: %s plugin %s %s from %s\n", out->where, bc_kind_name(d->kind), d->name,
+                d->version ? d->version : "?", out->plugin->path);
+    out->values = calloc(d->n_settings + 1, sizeof *out->values);
+    if (!out->values) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    out->settings = (bc_settings){.struct_size = sizeof out->settings, .count = d->n_settings,
+                                  .value_size = sizeof *out->values, .values = out->values};
+    if ((st = bc_settings_resolve(&ctx->cfg, spec, d, out->values, err)) != BC_OK) return st;
+    if (d->check_settings && (st = d->check_settings(&out->plugin->host, &out->settings, err)) != BC_OK) {
+        char prefix[sizeof label + 64];
+        text(prefix, sizeof prefix, "%s: %s '%s'", label, bc_kind_name(d->kind), d->name);
+        return prefix_error(err, prefix);
+    }
+    return BC_OK;
+}
+
+/* Steps 1 and 2: the config and its plugins. */
+static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args *a, bc_error *err) {
+    if (!a->file) return bc_error_set(err, BC_ERR_INVALID, "missing FILE");
+    bc_status st = bc_config_load(&ctx->cfg, a->file, a->sets, a->n_sets, a->reporters, err);
+    if (st != BC_OK) return st;
+    /* plugin_path entries, like every relative path in bench.cfg, are relative
+     * to the directory benchctl runs in (docs/config.md) */
+    st = bc_loader_init(&ctx->loader, NULL, 0, (const char *const *)ctx->cfg.plugin_paths, ctx->cfg.n_plugin_paths,
+                        err);
+    if (st != BC_OK) return st;
+    if ((st = load_plugin(ctx, &ctx->cfg.backend, BC_KIND_BACKEND, &ctx->backend, err)) != BC_OK) return st;
+    size_t np = ctx->cfg.n_precisions, nc = ctx->cfg.n_cache_policies, nr = ctx->cfg.n_reporters;
+    ctx->precisions = calloc(np + 1, sizeof *ctx->precisions);
+    ctx->caches = calloc(nc + 1, sizeof *ctx->caches);
+    ctx->reporters = calloc(nr + 1, sizeof *ctx->reporters);
+    ctx->precision_names = calloc(np + 1, sizeof *ctx->precision_names);
+    ctx->cache_names = calloc(nc + 1, sizeof *ctx->cache_names);
+    if (!ctx->precisions || !ctx->caches || !ctx->reporters || !ctx->precision_names || !ctx->cache_names)
+        return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < np; i++) {
+        st = load_plugin(ctx, &ctx->cfg.precisions[i], BC_KIND_PRECISION, &ctx->precisions[i], err);
+        if (st != BC_OK) return st;
+        ctx->precision_names[i] = ctx->precisions[i].plugin->desc->name;
+    }
+    for (size_t i = 0; i < nc; i++) {
+        st = load_plugin(ctx, &ctx->cfg.cache_policies[i], BC_KIND_CACHE, &ctx->caches[i], err);
+        if (st != BC_OK) return st;
+        ctx->cache_names[i] = ctx->caches[i].plugin->desc->name;
+    }
+    for (size_t i = 0; i < nr; i++)
+        if ((st = load_plugin(ctx, &ctx->cfg.reporters[i], BC_KIND_REPORTER, &ctx->reporters[i], err)) != BC_OK)
+            return st;
+    return BC_OK;
+}
+
+/* Step 3: the matrix. */
+static bc_status build_cases(bc_context *ctx, bc_error *err) {
+    size_t np = ctx->cfg.n_precisions, nc = ctx->cfg.n_cache_policies;
+    const bc_precision_ops **pops = calloc(np + 1, sizeof *pops);
+    const bc_cache_ops **cops = calloc(nc + 1, sizeof *cops);
+    if (!pops || !cops) {
+        free(pops), free(cops);
+        return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < np; i++) pops[i] = &ctx->precisions[i].plugin->precision;
+    for (size_t i = 0; i < nc; i++) cops[i] = &ctx->caches[i].plugin->cache;
+    const bc_config *c = &ctx->cfg;
+    bc_matrix_axes axes = {
+        .precisions = ctx->precision_names, .precision_ops = pops, .n_precisions = np,
+        .cache_policies = ctx->cache_names, .cache_ops = cops, .n_cache_policies = nc,
+        .batch_sizes = c->batch_sizes, .n_batch_sizes = c->n_batch_sizes,
+        .samples_per_prompt = c->samples_per_prompt, .n_samples_per_prompt = c->n_samples_per_prompt,
+        .prompt_lengths = c->prompt_lengths, .n_prompt_lengths = c->n_prompt_lengths,
+        .response_lengths = c->response_lengths, .n_response_lengths = c->n_response_lengths,
+        .sampling = &c->sampling,
+    };
+    bc_status st = bc_matrix_build(&axes, &ctx->cases, &ctx->n_cases, err);
+    free(pops), free(cops);
+    if (st != BC_OK) return prefix_error(err, ctx->cfg.path);
+    ctx->checks = calloc(ctx->n_cases + 1, sizeof *ctx->checks);
+    if (!ctx->checks) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    return BC_OK;
+}
+
+/* Step 4: the backend instance, created light and described. */
+static bc_status create_backend(bc_context *ctx, bc_error *err) {
+    const bc_plugin *be = ctx->backend.plugin;
+    char prefix[sizeof ctx->backend.where + 128];
+    text(prefix, sizeof prefix, "%s: backend '%s'", ctx->backend.where, be->desc->name);
+    bc_status st = be->backend.create(&be->host, &ctx->backend.settings, &ctx->backend_instance, err);
+    if (st != BC_OK) return prefix_error(err, prefix);
+    bc_backend_info *info = &ctx->backend_info;
+    *info = (bc_backend_info){.struct_size = sizeof *info};
+    info->n_parameters = info->n_layers = info->hidden_size = info->n_heads = -1;
+    info->ffn_size = info->vocab_size = info->max_positions = info->cpu_threads = -1;
+    if ((st = be->backend.describe(ctx->backend_instance, info, err)) != BC_OK) return prefix_error(err, prefix);
+    return BC_OK;
+}
+
+/* Where the config sets what a case check failed on. */
+static void locate_case_error(const bc_context *ctx, const bc_case *c, bc_status code, char *buf, size_t n) {
+    if (code == BC_ERR_UNSUPPORTED) {
+        for (size_t i = 0; i < ctx->cfg.n_precisions; i++)
+            if (strcmp(ctx->precision_names[i], c->precision) == 0) {
+                text(buf, n, "%s: %s", ctx->precisions[i].where, ctx->cfg.precisions[i].where);
+                return;
+            }
+    }
+    if (code == BC_ERR_INFEASIBLE) {
+        bc_config_setting_location(&ctx->cfg, "matrix.response_lengths", buf, n);
+        size_t used = strlen(buf);
+        text(buf + used, n - used, ": matrix");
+        return;
+    }
+    text(buf, n, "%s: backend", ctx->backend.where);
+}
+
+/* Step 5: every case through check_case. */
+static bc_status check_cases(bc_context *ctx, int allow_infeasible, bc_error *err) {
+    const bc_plugin *be = ctx->backend.plugin;
+    if (!be->backend.check_case) return BC_OK;
+    size_t first = ctx->n_cases;
+    for (size_t k = 0; k < ctx->n_cases; k++) {
+        bc_error cerr = {0};
+        bc_status st = be->backend.check_case(ctx->backend_instance, &ctx->cases[k], &cerr);
+        ctx->checks[k].code = st;
+        if (st == BC_OK) continue;
+        text(ctx->checks[k].message, sizeof ctx->checks[k].message, "%s", cerr.message);
+        if (ctx->n_infeasible++ == 0) {
+            first = k;
+            *err = cerr;
+        }
+    }
+    if (!ctx->n_infeasible || allow_infeasible) return BC_OK;
+    const bc_case *c = &ctx->cases[first];
+    char where[PATH_MAX + 64], desc[256], more[64] = "";
+    locate_case_error(ctx, c, err->code, where, sizeof where);
+    bc_context_describe_case(c, desc, sizeof desc);
+    if (ctx->n_infeasible > 1) text(more, sizeof more, " (and %zu more cases)", ctx->n_infeasible - 1);
+    char msg[sizeof err->message];
+    text(msg, sizeof msg, "%s", err->message);
+    text(err->message, sizeof err->message, "%.200s: case %u (%.150s) cannot run: %s%s", where, c->index, desc,
+             msg, more);
+    if (!err->hint[0]) bc_error_hint(err, "'benchctl plan %s' lists every case and what its check said", ctx->cfg.path);
+    return err->code;
+}
+
+/* Step 6: the run report's header. */
+static bc_status fill_header(bc_context *ctx, bc_error *err) {
+    size_t n_all = 1 + ctx->cfg.n_precisions + ctx->cfg.n_cache_policies + ctx->cfg.n_reporters, k = 0;
+    const bc_plugin **all = calloc(n_all, sizeof *all);
+    if (!all) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    all[k++] = ctx->backend.plugin;
+    for (size_t i = 0; i < ctx->cfg.n_precisions; i++) all[k++] = ctx->precisions[i].plugin;
+    for (size_t i = 0; i < ctx->cfg.n_cache_policies; i++) all[k++] = ctx->caches[i].plugin;
+    for (size_t i = 0; i < ctx->cfg.n_reporters; i++) all[k++] = ctx->reporters[i].plugin;
+    bc_status st = bc_run_meta_init(&ctx->meta, all, k, err);
+    free(all);
+    if (st != BC_OK) return st;
+    bc_run_report *run = &ctx->run;
+    bc_run_meta_fill(&ctx->meta, ctx->cfg.path, ctx->cfg.sha256, run);
+    const bc_plugin_desc *bd = ctx->backend.plugin->desc;
+    run->backend_name = bd->name;
+    run->backend = &ctx->backend_info;
+    run->backend_settings = bd->settings;
+    run->n_backend_settings = bd->n_settings;
+    run->backend_setting_size = sizeof(bc_setting_desc);
+    run->backend_values = &ctx->backend.settings;
+    run->warmup = ctx->cfg.warmup;
+    run->iterations = ctx->cfg.iterations;
+    run->sampling = &ctx->cfg.sampling;
+    run->precisions = ctx->precision_names;
+    run->n_precisions = (uint32_t)ctx->cfg.n_precisions;
+    run->cache_policies = ctx->cache_names;
+    run->n_cache_policies = (uint32_t)ctx->cfg.n_cache_policies;
+    return BC_OK;
+}
+
+bc_status bc_context_open(bc_context *ctx, const bc_context_args *args, bc_error *err) {
+    *ctx = (bc_context){0};
+    bc_status st = load_config_and_plugins(ctx, args, err);
+    if (st == BC_OK) st = build_cases(ctx, err);
+    if (st == BC_OK) st = create_backend(ctx, err);
+    if (st == BC_OK) st = check_cases(ctx, args->allow_infeasible, err);
+    if (st == BC_OK) st = fill_header(ctx, err);
+    return st;
+}
+
+void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_runner_reporter *reps) {
+    for (size_t i = 0; i < ctx->cfg.n_reporters; i++)
+        reps[i] = (bc_runner_reporter){.plugin = ctx->reporters[i].plugin,
+                                       .settings = &ctx->reporters[i].settings,
+                                       .where = ctx->reporters[i].where};
+    *rc = (bc_runner_config){
+        .backend = ctx->backend.plugin,
+        .backend_instance = ctx->backend_instance,
+        .backend_where = ctx->backend.where,
+        .cases = ctx->cases,
+        .n_cases = ctx->n_cases,
+        .warmup = ctx->cfg.warmup,
+        .iterations = ctx->cfg.iterations,
+        .reporters = reps,
+        .n_reporters = ctx->cfg.n_reporters,
+        .run = ctx->run,
+    };
+}
+
+static void free_plugins(bc_context_plugin *p, size_t n) {
+    for (size_t i = 0; p && i < n; i++) free(p[i].values);
+    free(p);
+}
+
+void bc_context_free(bc_context *ctx) {
+    if (ctx->backend_instance) ctx->backend.plugin->backend.destroy(ctx->backend_instance);
+    ctx->backend_instance = NULL;
+    free(ctx->backend.values);
+    free_plugins(ctx->precisions, ctx->cfg.n_precisions);
+    free_plugins(ctx->caches, ctx->cfg.n_cache_policies);
+    free_plugins(ctx->reporters, ctx->cfg.n_reporters);
+    free(ctx->precision_names);
+    free(ctx->cache_names);
+    free(ctx->cases);
+    free(ctx->checks);
+    bc_run_meta_free(&ctx->meta);
+    bc_loader_free(&ctx->loader); /* after every instance is gone */
+    bc_config_free(&ctx->cfg);
+    *ctx = (bc_context){0};
+}

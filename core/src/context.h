@@ -1,0 +1,84 @@
+/* context.h: everything one `benchctl run|validate|plan FILE` works with,
+ * built in one place, in this order, each step failing with one line that
+ * names the file, line and setting (or the plugin) and a status code:
+ *
+ *   1. the config: bench.cfg read, --reporter/--set applied, schema checked;
+ *   2. the plugins it names: loaded, their settings resolved against their
+ *      tables, then each plugin's check_settings (paths exist, settings that
+ *      contradict each other) -- for reporters, that their files can be made;
+ *   3. the matrix: every case in requested order;
+ *   4. the backend instance: created (light: no weights) and described;
+ *   5. every case checked by the backend's check_case (a prompt plus response
+ *      longer than the model's positions, a precision it has no kernels for);
+ *   6. the run report's header (metadata, plugins, backend info, settings).
+ * The runner (runner.h) then prepares the backend (loads weights) and runs.
+ *
+ * Ownership: the context owns the config, the loader (and so every plugin),
+ * the resolved settings, the cases, the backend instance and the metadata;
+ * bc_context_free destroys the instance before the loader dlcloses.
+ */
+#ifndef BENCHCTL_CONTEXT_H
+#define BENCHCTL_CONTEXT_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "benchctl/plugin.h"
+#include "config.h"
+#include "loader.h"
+#include "metadata.h"
+#include "runner.h"
+
+/* One plugin named by the config, with its resolved settings. */
+typedef struct bc_context_plugin {
+    const bc_plugin *plugin;  /* owned by the context's loader */
+    bc_setting_value *values; /* plugin->desc->n_settings, owned */
+    bc_settings settings;     /* the view plugins get of values */
+    char where[PATH_MAX + 64];/* where the config names it: "bench.cfg:5", "--reporter" */
+} bc_context_plugin;
+
+/* What a case's check_case said (plan prints it). */
+typedef struct bc_case_check {
+    bc_status code; /* BC_OK when the backend can run the case */
+    char message[512];
+} bc_case_check;
+
+typedef struct bc_context_args {
+    const char *file;                /* bench.cfg */
+    const char *const *sets;         /* --set key=value */
+    size_t n_sets;
+    const char *reporters;           /* --reporter a,b, or NULL */
+    int allow_infeasible;            /* plan: record case check failures instead of failing */
+} bc_context_args;
+
+typedef struct bc_context {
+    bc_config cfg;
+    bc_loader loader;
+    bc_context_plugin backend;
+    bc_context_plugin *precisions, *caches, *reporters; /* cfg.n_precisions, ... */
+    const char **precision_names, **cache_names;        /* descriptor names, borrowed */
+    bc_case *cases;                                     /* requested order, owned */
+    size_t n_cases;
+    bc_case_check *checks;                              /* n_cases */
+    size_t n_infeasible;
+    void *backend_instance;                             /* created by the backend, destroyed in bc_context_free */
+    bc_backend_info backend_info;                       /* filled by describe */
+    bc_run_meta meta;
+    bc_run_report run;                                  /* the header for reporters */
+} bc_context;
+
+/* Builds ctx (steps 1-6 above). On failure returns the code with err's
+ * message (and hint) set; ctx must still be freed. */
+bc_status bc_context_open(bc_context *ctx, const bc_context_args *args, bc_error *err);
+
+/* Fills rc (and reps[ctx->cfg.n_reporters]) to run ctx's cases. rc borrows
+ * from ctx and reps. */
+void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_runner_reporter *reps);
+
+/* Describes a case in one phrase: "bf16 retain, batch 4 x 2 samples, prompt 32, response 16". */
+void bc_context_describe_case(const bc_case *c, char *buf, size_t n);
+
+/* Destroys the backend instance, then frees everything. Safe on a zeroed ctx. */
+void bc_context_free(bc_context *ctx);
+
+#endif

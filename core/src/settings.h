@@ -1,0 +1,39 @@
+/* settings.h: plugin settings, in one place: each setting type's reading
+ * from bench.cfg, default, formatting, allowed values and equality, as one
+ * table (settings.c), used to resolve a plugin's settings group, to print
+ * `benchctl plugins NAME` and to say which values differ from the default.
+ */
+#ifndef BENCHCTL_SETTINGS_H
+#define BENCHCTL_SETTINGS_H
+
+#include <stddef.h>
+
+#include "benchctl/plugin.h"
+#include "config.h"
+
+/* "int", "float", "bool", "string", "enum"; "?" for an unknown type. */
+const char *bc_setting_type_name(bc_setting_type type);
+
+/* v := d's default. */
+void bc_setting_default(const bc_setting_desc *d, bc_setting_value *v);
+
+/* 1 when v is d's default. */
+int bc_setting_is_default(const bc_setting_desc *d, const bc_setting_value *v);
+
+/* v as bench.cfg would write it: 3, 0.5, true, "text". */
+void bc_setting_format(const bc_setting_desc *d, const bc_setting_value *v, char *buf, size_t n);
+
+/* The allowed values, short: "[1, 64]", "a|b", "true|false", "any". */
+void bc_setting_allowed(const bc_setting_desc *d, char *buf, size_t n);
+
+/* The allowed values, as a phrase for errors: "an integer in [1, 64]". */
+void bc_setting_expected(const bc_setting_desc *d, char *buf, size_t n);
+
+/* Checks spec's settings group against desc's table and fills
+ * values[desc->n_settings] (defaults first; strings point into cfg and live
+ * as long as it). Unknown keys get a "did you mean" hint; type and range
+ * errors say what is allowed (BC_ERR_SETTING). */
+bc_status bc_settings_resolve(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
+                              bc_setting_value *values, bc_error *err);
+
+#endif
