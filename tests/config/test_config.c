@@ -23,7 +23,10 @@
 
 #include <cmocka.h>
 
+#include "bc_test_assert.h"
+
 #include "config.h"
+#include "settings.h"
 
 #define CASES BENCHCTL_SOURCE_DIR "/tests/config/cases/"
 
@@ -195,7 +198,7 @@ static const char *const k_bad_cases[] = {
     "unknown-top-key", "unknown-run-key", "unknown-key-no-hint", "unknown-matrix-key", "unknown-spec-key",
     "iterations-string", "iterations-zero", "iterations-float", "warmup-negative", "temperature-negative",
     "top-p-zero", "top-p-above-one", "top-k-negative", "seed-string", "sampling-not-group", "zero-batch",
-    "empty-list", "negative-length", "scalar-not-list", "string-size", "duplicate-size", "missing-matrix-key",
+    "empty-list", "negative-length", "float-size", "string-size", "duplicate-size", "missing-matrix-key",
     "missing-matrix", "missing-backend", "missing-precisions", "empty-precisions", "precision-number",
     "duplicate-precision", "backend-number", "backend-no-name", "backend-empty-name", "settings-not-group",
     "empty-reporters", "reporter-group-no-name", "plugin-path-number", "syntax-error", "duplicate-key",
@@ -347,9 +350,9 @@ static void test_override_into_list_element(void **state) {
     static const bc_setting_desc table[] = {
         {"path", BC_SETTING_STRING, 0, 0, "results.json", 0, 0, 0, NULL, "output file"},
     };
-    static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, BC_KIND_REPORTER, "json", "0", "test", table, 1, NULL};
+    static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, BC_KIND_REPORTER, "json", "0", "test", table, 1, sizeof(bc_setting_desc), NULL, NULL};
     bc_setting_value v[1];
-    st = bc_config_resolve_settings(&f->cfg, &f->cfg.reporters[1], &desc, v, &f->err);
+    st = bc_settings_resolve(&f->cfg, &f->cfg.reporters[1], &desc, v, &f->err);
     if (st) fail_msg("%s", f->err.message);
     assert_string_equal(v[0].s, "other.json");
 }
@@ -375,9 +378,9 @@ static void test_reporter_override(void **state) {
     static const bc_setting_desc table[] = {
         {"path", BC_SETTING_STRING, 0, 0, "benchctl.csv", 0, 0, 0, NULL, "output file"},
     };
-    static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, BC_KIND_REPORTER, "csv", "0", "test", table, 1, NULL};
+    static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, BC_KIND_REPORTER, "csv", "0", "test", table, 1, sizeof(bc_setting_desc), NULL, NULL};
     bc_setting_value v[1];
-    st = bc_config_resolve_settings(&f->cfg, &f->cfg.reporters[1], &desc, v, &f->err);
+    st = bc_settings_resolve(&f->cfg, &f->cfg.reporters[1], &desc, v, &f->err);
     if (st) fail_msg("%s", f->err.message);
     assert_string_equal(v[0].s, "b.csv");
     expect_fail(f, BASE, NULL, 0, "json,,csv", "--reporter 'json,,csv': expected a comma-separated list");
@@ -396,7 +399,7 @@ static const bc_setting_desc k_table[] = {
     {"budget", BC_SETTING_INT, 7, 0, NULL, 0, 0, 0, NULL, "no range"},
 };
 static const bc_plugin_desc k_desc = {BC_PLUGIN_DESC_HEADER, BC_KIND_BACKEND, "opt", "0.1.0", "test backend",
-                                      k_table, 6, NULL};
+                                      k_table, 6, sizeof(bc_setting_desc), NULL, NULL};
 
 /* Loads "backend = { name = "opt"; settings = { <settings> }; };" + the rest
  * and resolves the backend's settings into v. */
@@ -410,7 +413,7 @@ static bc_status resolve_text(fx *f, const char *settings, const char *const *se
              settings);
     bc_status st = load_text(f, text, sets, n_sets, NULL);
     if (st) fail_msg("load: %s", f->err.message);
-    return bc_config_resolve_settings(&f->cfg, &f->cfg.backend, &k_desc, v, &f->err);
+    return bc_settings_resolve(&f->cfg, &f->cfg.backend, &k_desc, v, &f->err);
 }
 
 static void test_resolve_defaults_and_values(void **state) {
@@ -440,7 +443,7 @@ static void test_resolve_defaults_and_values(void **state) {
                       "matrix = { batch_sizes = [1]; samples_per_prompt = [1]; prompt_lengths = [8]; response_lengths = [4]; };\n",
                    NULL, 0, NULL);
     if (st) fail_msg("%s", f->err.message);
-    st = bc_config_resolve_settings(&f->cfg, &f->cfg.backend, &k_desc, v, &f->err);
+    st = bc_settings_resolve(&f->cfg, &f->cfg.backend, &k_desc, v, &f->err);
     if (st) fail_msg("%s", f->err.message);
     assert_string_equal(v[0].s, "125m");
 }
@@ -451,9 +454,8 @@ static void test_resolve_errors(void **state) {
         const char *settings, *want;
     } cases[] = {
         {"thread = 2;", "bench.cfg:1: backend.settings.thread: plugin 'opt' has no setting 'thread' (did you mean "
-                        "'threads'?); see `benchctl plugins opt`"},
-        {"colour = 2;", "bench.cfg:1: backend.settings.colour: plugin 'opt' has no setting 'colour'; see `benchctl "
-                        "plugins opt`"},
+                        "'threads'?)"},
+        {"colour = 2;", "bench.cfg:1: backend.settings.colour: plugin 'opt' has no setting 'colour'"},
         {"threads = \"2\";", "bench.cfg:1: backend.settings.threads: plugin 'opt': must be an integer in [0, 256] "
                              "(got \"2\")"},
         {"threads = 1000;", "backend.settings.threads: plugin 'opt': must be an integer in [0, 256] (got 1000)"},
@@ -473,8 +475,11 @@ static void test_resolve_errors(void **state) {
         bc_setting_value v[6];
         bc_status st = resolve_text(f, cases[i].settings, NULL, 0, v);
         if (st == BC_OK) fail_msg("'%s' resolved, but expected: %s", cases[i].settings, cases[i].want);
-        assert_int_equal(st, BC_ERR_INVALID);
+        assert_int_equal(st, BC_ERR_SETTING);
         assert_contains(f->err.message, cases[i].want);
+        /* an unknown key carries a hint saying where the table is */
+        if (i < 2) assert_string_equal(f->err.hint, "'benchctl plugins opt' lists its settings");
+        else assert_string_equal(f->err.hint, "");
     }
 }
 
@@ -483,12 +488,12 @@ static void test_resolve_errors_from_set(void **state) {
     bc_setting_value v[6];
     const char *sets[] = {"backend.settings.thread=2"};
     bc_status st = resolve_text(f, "", sets, 1, v);
-    assert_int_equal(st, BC_ERR_INVALID);
+    assert_int_equal(st, BC_ERR_SETTING);
     assert_contains(f->err.message, "--set backend.settings.thread: plugin 'opt' has no setting 'thread' (did you "
                                     "mean 'threads'?)");
     const char *sets2[] = {"backend.settings.threads=300"};
     st = resolve_text(f, "", sets2, 1, v);
-    assert_int_equal(st, BC_ERR_INVALID);
+    assert_int_equal(st, BC_ERR_SETTING);
     assert_contains(f->err.message, "--set backend.settings.threads: plugin 'opt': must be an integer in [0, 256] "
                                     "(got 300)");
     const char *sets3[] = {"backend.settings.threads=12"};
@@ -499,13 +504,13 @@ static void test_resolve_errors_from_set(void **state) {
 
 static void test_resolve_plugin_without_settings(void **state) {
     fx *f = *state;
-    static const bc_plugin_desc bare = {BC_PLUGIN_DESC_HEADER, BC_KIND_CACHE, "retain", "0", "test", NULL, 0, NULL};
+    static const bc_plugin_desc bare = {BC_PLUGIN_DESC_HEADER, BC_KIND_CACHE, "retain", "0", "test", NULL, 0, 0, NULL, NULL};
     bc_status st = load_text(f,
                              BASE "cache_policies = ( { name = \"retain\"; settings = { keep = true; }; } );\n",
                              NULL, 0, NULL);
     if (st) fail_msg("%s", f->err.message);
-    st = bc_config_resolve_settings(&f->cfg, &f->cfg.cache_policies[0], &bare, NULL, &f->err);
-    assert_int_equal(st, BC_ERR_INVALID);
+    st = bc_settings_resolve(&f->cfg, &f->cfg.cache_policies[0], &bare, NULL, &f->err);
+    assert_int_equal(st, BC_ERR_SETTING);
     assert_contains(f->err.message, "bench.cfg:4: cache_policies.[0].settings.keep: plugin 'retain' has no settings");
 }
 
@@ -595,6 +600,73 @@ static void test_hash_follows_the_resolved_tree(void **state) {
 
 /* ------------------------------------------------- the shipped configs */
 
+/* A single value where a list is expected is a one-element list, in the file
+ * and from --set; matrix.prompt_lengths may be left out (the backend's
+ * prompts decide: one prompt length of 0). */
+static void test_single_values_are_lists(void **state) {
+    fx *f = *state;
+    bc_status st = load_text(f,
+                             "backend = \"opt\";\n"
+                             "precisions = \"bf16\";\n"
+                             "cache_policies = { name = \"release\"; };\n"
+                             "matrix = { batch_sizes = 4; samples_per_prompt = [1]; response_lengths = 16; };\n",
+                             NULL, 0, NULL);
+    if (st) fail_msg("%s", f->err.message);
+    bc_config *c = &f->cfg;
+    assert_int_equal(c->n_precisions, 1);
+    assert_string_equal(c->precisions[0].name, "bf16");
+    assert_int_equal(c->n_cache_policies, 1);
+    assert_string_equal(c->cache_policies[0].name, "release");
+    assert_int_equal(c->n_batch_sizes, 1);
+    assert_int_equal(c->batch_sizes[0], 4);
+    assert_int_equal(c->n_response_lengths, 1);
+    assert_int_equal(c->response_lengths[0], 16);
+    assert_int_equal(c->prompt_lengths_given, 0);
+    assert_int_equal(c->n_prompt_lengths, 1);
+    assert_int_equal(c->prompt_lengths[0], 0);
+
+    const char *sets[] = {"precisions=fp16", "matrix.batch_sizes=2"};
+    st = load_text(f, BASE, sets, 2, NULL);
+    if (st) fail_msg("%s", f->err.message);
+    assert_int_equal(f->cfg.n_precisions, 1);
+    assert_string_equal(f->cfg.precisions[0].name, "fp16");
+    assert_int_equal(f->cfg.n_batch_sizes, 1);
+    assert_int_equal(f->cfg.batch_sizes[0], 2);
+    assert_int_equal(f->cfg.prompt_lengths_given, 1);
+    /* a bad single value still names the setting */
+    const char *bad[] = {"precisions=7"};
+    expect_fail(f, BASE, bad, 1, NULL, "--set precisions: must be a plugin name or a group");
+}
+
+/* The settings module: defaults, formatting, allowed values, is-default. */
+static void test_settings_module(void **state) {
+    (void)state;
+    char buf[256];
+    bc_setting_value v;
+    for (uint32_t i = 0; i < k_desc.n_settings; i++) {
+        bc_setting_default(&k_table[i], &v);
+        assert_true(bc_setting_is_default(&k_table[i], &v));
+    }
+    bc_setting_default(&k_table[1], &v); /* threads: int in [0, 256], default 0 */
+    bc_setting_format(&k_table[1], &v, buf, sizeof buf);
+    assert_string_equal(buf, "0");
+    bc_setting_allowed(&k_table[1], buf, sizeof buf);
+    assert_string_equal(buf, "[0, 256]");
+    bc_setting_expected(&k_table[1], buf, sizeof buf);
+    assert_string_equal(buf, "an integer in [0, 256]");
+    v.i = 5;
+    assert_false(bc_setting_is_default(&k_table[1], &v));
+    bc_setting_allowed(&k_table[0], buf, sizeof buf); /* model: enum */
+    assert_string_equal(buf, "125m|350m|1.3b");
+    assert_string_equal(bc_setting_type_name(BC_SETTING_ENUM), "enum");
+    assert_string_equal(bc_setting_type_name((bc_setting_type)42), "?");
+    bc_setting_allowed(&k_table[3], buf, sizeof buf); /* verbose: bool */
+    assert_string_equal(buf, "true|false");
+    bc_setting_default(&k_table[4], &v); /* weights: string "" */
+    bc_setting_format(&k_table[4], &v, buf, sizeof buf);
+    assert_string_equal(buf, "\"\"");
+}
+
 static void test_shipped_configs_load(void **state) {
     fx *f = *state;
     const char *files[] = {
@@ -639,6 +711,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_suggest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hash_follows_the_resolved_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shipped_configs_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_single_values_are_lists, setup, teardown),
+        cmocka_unit_test(test_settings_module),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,8 @@ static const uint32_t samples[] = {1, 4};
 static const uint32_t prompts[] = {128};
 static const uint32_t responses[] = {32, 64};
 
+static const bc_sampling sampling = {.struct_size = sizeof(bc_sampling), .top_p = 1.0, .seed = 99};
+
 static bc_matrix_axes axes(void) {
     bc_matrix_axes a = {0};
     a.precisions = precisions;
@@ -40,7 +42,7 @@ static bc_matrix_axes axes(void) {
     a.n_prompt_lengths = 1;
     a.response_lengths = responses;
     a.n_response_lengths = 2;
-    a.sampling.seed = 99;
+    a.sampling = &sampling;
     return a;
 }
 
@@ -67,13 +69,25 @@ static void test_requested_order(void **state) {
                         assert_int_equal(cases[k].prompt_length, 128);
                         assert_int_equal(cases[k].response_length, responses[r]);
                         assert_int_equal(cases[k].release_cache, c == 1);
-                        assert_int_equal(cases[k].sampling.seed, 99);
+                        assert_int_equal(cases[k].sampling->seed, 99);
                         assert_int_equal(cases[k].struct_size, sizeof(bc_case));
                     }
     free(cases);
 }
 
-static void test_execution_order(void **state) {
+/* Every case once, in order[0..n). */
+static void assert_permutation(const size_t *order, size_t n) {
+    unsigned char *seen = calloc(n, 1);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(order[i] < n);
+        assert_false(seen[order[i]]);
+        seen[order[i]] = 1;
+    }
+    free(seen);
+}
+
+/* No costly axis: largest effective batch first across the whole matrix. */
+static void test_execution_order_no_groups(void **state) {
     (void)state;
     bc_matrix_axes a = axes();
     bc_case *cases;
@@ -81,14 +95,8 @@ static void test_execution_order(void **state) {
     bc_error err = {0};
     assert_int_equal(bc_matrix_build(&a, &cases, &n, &err), BC_OK);
     size_t *order = malloc(n * sizeof *order);
-    bc_matrix_execution_order(cases, n, order);
-    /* every case once */
-    unsigned char *seen = calloc(n, 1);
-    for (size_t i = 0; i < n; i++) {
-        assert_true(order[i] < n);
-        assert_false(seen[order[i]]);
-        seen[order[i]] = 1;
-    }
+    bc_matrix_execution_order(cases, n, bc_matrix_rebuild_axes(BC_AXIS_NONE), order);
+    assert_permutation(order, n);
     /* effective batch never grows; ties keep the requested order */
     for (size_t i = 1; i < n; i++) {
         uint64_t prev = bc_case_effective_batch(&cases[order[i - 1]]);
@@ -108,7 +116,62 @@ static void test_execution_order(void **state) {
     assert_string_equal(last->precision, "fp32");
     assert_string_equal(last->cache_policy, "release");
     assert_int_equal(last->response_length, 64);
-    free(seen);
+    free(order);
+    free(cases);
+}
+
+/* The default (a backend that does not say): precision groups, in requested
+ * order, each largest effective batch first, so the precision changes once. */
+static void test_execution_order_grouped_by_precision(void **state) {
+    (void)state;
+    bc_matrix_axes a = axes();
+    bc_case *cases;
+    size_t n;
+    bc_error err = {0};
+    assert_int_equal(bc_matrix_build(&a, &cases, &n, &err), BC_OK);
+    uint32_t g = bc_matrix_rebuild_axes(0);
+    assert_int_equal(g, BC_AXIS_PRECISION);
+    size_t *order = malloc(n * sizeof *order);
+    bc_matrix_execution_order(cases, n, g, order);
+    assert_permutation(order, n);
+    size_t switches = 0;
+    for (size_t i = 1; i < n; i++) {
+        const bc_case *prev = &cases[order[i - 1]], *cur = &cases[order[i]];
+        if (!bc_matrix_same_group(prev, cur, g)) {
+            switches++;
+            continue;
+        }
+        assert_true(bc_case_effective_batch(prev) >= bc_case_effective_batch(cur));
+        if (bc_case_effective_batch(prev) == bc_case_effective_batch(cur)) assert_true(order[i - 1] < order[i]);
+    }
+    assert_int_equal(switches, 1); /* bf16 then fp32 */
+    for (size_t i = 0; i < n / 2; i++) assert_string_equal(cases[order[i]].precision, "bf16");
+    for (size_t i = n / 2; i < n; i++) assert_string_equal(cases[order[i]].precision, "fp32");
+    /* each group starts with its largest case */
+    assert_int_equal(bc_case_effective_batch(&cases[order[n / 2]]), 16);
+    free(order);
+    free(cases);
+}
+
+/* Two axes: groups are the distinct (precision, cache policy) pairs in the
+ * order first requested; BC_AXIS_NONE alone means no axis. */
+static void test_execution_order_two_axes(void **state) {
+    (void)state;
+    bc_matrix_axes a = axes();
+    bc_case *cases;
+    size_t n;
+    bc_error err = {0};
+    assert_int_equal(bc_matrix_build(&a, &cases, &n, &err), BC_OK);
+    uint32_t g = bc_matrix_rebuild_axes(BC_AXIS_PRECISION | BC_AXIS_CACHE_POLICY);
+    size_t *order = malloc(n * sizeof *order);
+    bc_matrix_execution_order(cases, n, g, order);
+    assert_permutation(order, n);
+    size_t switches = 0;
+    for (size_t i = 1; i < n; i++) switches += !bc_matrix_same_group(&cases[order[i - 1]], &cases[order[i]], g);
+    assert_int_equal(switches, 3);
+    assert_string_equal(cases[order[n / 4]].cache_policy, "release");
+    assert_string_equal(cases[order[n / 4]].precision, "bf16");
+    assert_int_equal(bc_matrix_rebuild_axes(BC_AXIS_NONE), 0);
     free(order);
     free(cases);
 }
@@ -124,7 +187,7 @@ static void test_ties(void **state) {
         cases[i].samples_per_prompt = s[i];
     }
     size_t order[4];
-    bc_matrix_execution_order(cases, 4, order);
+    bc_matrix_execution_order(cases, 4, 0, order);
     assert_int_equal(order[0], 3); /* 8 rows */
     assert_int_equal(order[1], 0); /* 4 rows, first requested */
     assert_int_equal(order[2], 1);
@@ -147,7 +210,9 @@ static void test_empty_axis(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requested_order),
-        cmocka_unit_test(test_execution_order),
+        cmocka_unit_test(test_execution_order_no_groups),
+        cmocka_unit_test(test_execution_order_grouped_by_precision),
+        cmocka_unit_test(test_execution_order_two_axes),
         cmocka_unit_test(test_ties),
         cmocka_unit_test(test_empty_axis),
     };

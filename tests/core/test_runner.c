@@ -1,8 +1,9 @@
 /* test_runner.c: the measurement loop with the fixture backend (testbackend).
  *
  * The backend is loaded from the build tree; its hooks are wrapped with
- * counters so the tests see exactly what the runner called. A recording
- * reporter (built in this file) checks what reporters receive. */
+ * counters (and, where a test asks, with extra measurements) so the tests see
+ * exactly what the runner called and derived. A recording reporter (built in
+ * this file) checks what reporters receive. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loader.h"
 #include "matrix.h"
@@ -23,26 +25,64 @@
 
 static bc_backend_ops real;  /* testbackend's hooks */
 static struct {
-    int begin, end, generate, acquire, release;
-    int stop_at_generate;    /* sets *stop_flag on this generate call (0: never) */
+    int begin, end, generate, acquire, release, prepare;
+    int stop_at_generate;    /* sets stop_flag on this generate call (0: never) */
+    int stop_level;          /* ... to this value (1: finish the iteration, 2: abandon it) */
+    int fail_prepare;        /* prepare fails with BC_ERR_IO */
+    int add_steps;           /* generate also reports first_token_ms, steps and token counts */
+    int64_t resident;        /* read_memory reports resident_bytes = resident (-1: leave it) */
+    const char *last_precision;
+    int precision_switches;  /* begin_case saw another precision than the case before */
 } calls;
 static volatile sig_atomic_t stop_flag;
+static const double k_steps_ms[] = {2.0, 4.0, 3.0, 1.0}; /* p50 2.5, p95 4 */
 
-static bc_status w_begin(void *i, const bc_case *c, bc_error *e) { calls.begin++; return real.begin_case(i, c, e); }
+static bc_status w_begin(void *i, const bc_case *c, bc_error *e) {
+    calls.begin++;
+    if (calls.last_precision && strcmp(calls.last_precision, c->precision) != 0) calls.precision_switches++;
+    calls.last_precision = c->precision;
+    return real.begin_case(i, c, e);
+}
 static void w_end(void *i) { calls.end++; real.end_case(i); }
 static bc_status w_generate(void *i, bc_generation_stats *out, bc_error *e) {
     calls.generate++;
     bc_status st = real.generate(i, out, e);
-    if (calls.stop_at_generate && calls.generate == calls.stop_at_generate) stop_flag = 1;
+    if (calls.add_steps) {
+        out->first_token_ms = 1.5;
+        out->decode_step_ms = k_steps_ms;
+        out->n_decode_steps = 4;
+        out->num_prefill_tokens = 800;
+        out->num_decode_tokens = 40;
+        out->prefill_forward_ms = 4.0;  /* 200,000 prefill tokens/s */
+        out->decode_forward_ms = 10.0;  /* 4,000 decode tokens/s */
+        out->prompt_width_tokens = 8;
+        out->prompt_min_tokens = 5;
+        out->prompt_max_tokens = 8;
+    }
+    if (calls.stop_at_generate && calls.generate == calls.stop_at_generate)
+        stop_flag = calls.stop_level ? calls.stop_level : 1;
     return st;
 }
 static bc_status w_acquire(void *i, bc_error *e) { calls.acquire++; return real.cache_acquire(i, e); }
 static bc_status w_release(void *i, bc_error *e) { calls.release++; return real.cache_release(i, e); }
+static bc_status w_prepare(void *i, bc_error *e) {
+    (void)i;
+    calls.prepare++;
+    if (calls.fail_prepare) return bc_error_set(e, BC_ERR_IO, "cannot map /nonexistent/model.safetensors");
+    return BC_OK;
+}
+static bc_status w_read_memory(void *i, bc_memory_stats *out, bc_error *e) {
+    bc_status st = real.read_memory(i, out, e);
+    if (calls.resident >= 0) out->resident_bytes = calls.resident;
+    return st;
+}
 
 typedef struct fixture {
     bc_loader loader;
     bc_plugin backend;               /* copy of testbackend's bc_plugin with wrapped hooks */
-    bc_setting_value settings[16];   /* testbackend's settings, defaults then overrides */
+    bc_setting_value values[32];     /* testbackend's settings, defaults then overrides */
+    bc_settings settings;            /* the view of values */
+    bc_backend_info info;
 } fixture;
 
 static int setup(void **state) {
@@ -62,13 +102,18 @@ static int setup(void **state) {
     f->backend.backend.generate = w_generate;
     f->backend.backend.cache_acquire = w_acquire;
     f->backend.backend.cache_release = w_release;
+    f->backend.backend.prepare = w_prepare;
+    if (real.read_memory) f->backend.backend.read_memory = w_read_memory;
+    if (p->desc->n_settings > 32) return -1;
     for (uint32_t i = 0; i < p->desc->n_settings; i++) {
         const bc_setting_desc *d = &p->desc->settings[i];
-        f->settings[i].i = d->default_int;
-        f->settings[i].f = d->default_float;
-        f->settings[i].s = d->default_string;
+        f->values[i].i = d->default_int;
+        f->values[i].f = d->default_float;
+        f->values[i].s = d->default_string ? d->default_string : "";
     }
+    f->settings = (bc_settings){sizeof f->settings, p->desc->n_settings, sizeof f->values[0], f->values};
     memset(&calls, 0, sizeof calls);
+    calls.resident = -1;
     stop_flag = 0;
     *state = f;
     return 0;
@@ -84,7 +129,7 @@ static int teardown(void **state) {
 static void set_int(fixture *f, const char *name, int64_t v) {
     for (uint32_t i = 0; i < f->backend.desc->n_settings; i++)
         if (strcmp(f->backend.desc->settings[i].name, name) == 0) {
-            f->settings[i].i = v;
+            f->values[i].i = v;
             return;
         }
     fail_msg("testbackend has no setting %s", name);
@@ -93,7 +138,7 @@ static void set_int(fixture *f, const char *name, int64_t v) {
 static void set_str(fixture *f, const char *name, const char *v) {
     for (uint32_t i = 0; i < f->backend.desc->n_settings; i++)
         if (strcmp(f->backend.desc->settings[i].name, name) == 0) {
-            f->settings[i].s = v;
+            f->values[i].s = v;
             return;
         }
     fail_msg("testbackend has no setting %s", name);
@@ -116,12 +161,17 @@ typedef struct rec {
 
 static rec recs[2];
 
-static bc_status r_open(const bc_host *h, const bc_setting_value *v, const bc_run_report *run, void **out, bc_error *e) {
+static bc_status r_open(const bc_host *h, const bc_settings *v, const bc_run_report *run, void **out, bc_error *e) {
     (void)h;
-    rec *r = &recs[v[0].i];
+    rec *r = &recs[bc_setting_at(v, 0)->i];
     assert_int_equal(run->n_cases, 0);
-    assert_int_equal(run->n_fields, BC_FIELD_COUNT_V1_0);
-    assert_string_equal(run->backend.device, "cpu");
+    assert_int_equal(run->n_fields, BC_N_FIELDS);
+    assert_int_equal(run->n_stats, BC_N_STATS);
+    assert_int_equal(run->case_report_size, sizeof(bc_case_report));
+    assert_int_equal(bc_run_field_index(run, "time_to_first_token_ms"), BC_FIELD_TIME_TO_FIRST_TOKEN_MS);
+    assert_int_equal(bc_run_stat_index(run, "p99"), BC_STAT_P99);
+    assert_int_equal(bc_run_stat_index(run, "p42"), -1);
+    assert_string_equal(run->backend->device, "cpu");
     if (r->fail_open) return bc_error_set(e, BC_ERR_IO, "cannot write /nonexistent/out.json");
     r->opened++;
     r->finished_sorted = 1;
@@ -141,7 +191,7 @@ static bc_status r_finished(void *inst, const bc_run_report *run, const bc_case_
     r->finished_index[r->n_finished++] = cr->c->index;
     assert_int_equal(run->n_cases, r->n_finished);
     for (uint32_t k = 1; k < run->n_cases; k++)
-        if (run->cases[k - 1].c->index >= run->cases[k].c->index) r->finished_sorted = 0;
+        if (bc_run_case(run, k - 1)->c->index >= bc_run_case(run, k)->c->index) r->finished_sorted = 0;
     return BC_OK;
 }
 static bc_status r_close(void *inst, const bc_run_report *run, bc_error *e) {
@@ -150,8 +200,8 @@ static bc_status r_close(void *inst, const bc_run_report *run, bc_error *e) {
     r->closed++;
     r->closed_n = run->n_cases;
     for (uint32_t k = 0; k < run->n_cases; k++) {
-        r->closed_index[k] = run->cases[k].c->index;
-        r->closed_status[k] = run->cases[k].status;
+        r->closed_index[k] = bc_run_case(run, k)->c->index;
+        r->closed_status[k] = bc_run_case(run, k)->status;
     }
     return BC_OK;
 }
@@ -160,10 +210,16 @@ static void r_destroy(void *inst) { ((rec *)inst)->destroyed++; }
 static const bc_plugin_desc rec_desc = {BC_PLUGIN_DESC_HEADER, .kind = BC_KIND_REPORTER, .name = "recorder",
                                         .version = "0"};
 
+/* A recorder's settings: one int, the index into recs. */
+static bc_setting_value rec_which[2] = {{.i = 0}, {.i = 1}};
+static const bc_settings rec_settings[2] = {{sizeof(bc_settings), 1, sizeof(bc_setting_value), &rec_which[0]},
+                                            {sizeof(bc_settings), 1, sizeof(bc_setting_value), &rec_which[1]}};
+
 static bc_plugin make_recorder(void) {
     bc_plugin p = {0};
     p.desc = &rec_desc;
-    p.reporter = (bc_reporter_ops){sizeof(bc_reporter_ops), r_open, r_started, r_finished, r_close, r_destroy};
+    p.reporter = (bc_reporter_ops){.struct_size = sizeof(bc_reporter_ops), .open = r_open, .case_started = r_started,
+                                   .case_finished = r_finished, .close = r_close, .destroy = r_destroy};
     return p;
 }
 
@@ -184,31 +240,37 @@ typedef struct matrix {
 
 static int release_yes(const bc_case *c) { (void)c; return 1; }
 static int release_no(const bc_case *c) { (void)c; return 0; }
-static const bc_cache_ops release_ops = {sizeof(bc_cache_ops), release_yes};
-static const bc_cache_ops retain_ops = {sizeof(bc_cache_ops), release_no};
+static const bc_cache_ops release_ops = {.struct_size = sizeof(bc_cache_ops), .release_after_rollout = release_yes};
+static const bc_cache_ops retain_ops = {.struct_size = sizeof(bc_cache_ops), .release_after_rollout = release_no};
+static const bc_sampling greedy = {.struct_size = sizeof(bc_sampling), .top_p = 1.0, .seed = 1234};
 
-static matrix build(const uint32_t *batches, size_t nb, int with_release) {
-    static const char *const precisions[] = {"fp32"};
+/* batches x samples {1, 2} x one prompt and response length, fp32 (and bf16
+ * when n_precisions is 2), retain (and release when with_release). */
+static matrix build_mixed(const uint32_t *batches, size_t nb, int with_release, size_t n_precisions) {
+    static const char *const precisions[] = {"fp32", "bf16"};
     static const char *const policies[] = {"retain", "release"};
     static const bc_cache_ops *const ops[] = {&retain_ops, &release_ops};
     static const uint32_t samples[] = {1, 2};
     static const uint32_t prompts[] = {8};
     static const uint32_t responses[] = {4};
-    bc_matrix_axes a = {.precisions = precisions, .n_precisions = 1, .cache_policies = policies,
+    bc_matrix_axes a = {.precisions = precisions, .n_precisions = n_precisions, .cache_policies = policies,
                         .cache_ops = ops, .n_cache_policies = with_release ? 2 : 1,
                         .batch_sizes = batches, .n_batch_sizes = nb, .samples_per_prompt = samples,
                         .n_samples_per_prompt = 2, .prompt_lengths = prompts, .n_prompt_lengths = 1,
-                        .response_lengths = responses, .n_response_lengths = 1};
+                        .response_lengths = responses, .n_response_lengths = 1, .sampling = &greedy};
     matrix m;
     bc_error err = {0};
     assert_int_equal(bc_matrix_build(&a, &m.cases, &m.n, &err), BC_OK);
     return m;
 }
 
+static matrix build(const uint32_t *batches, size_t nb, int with_release) {
+    return build_mixed(batches, nb, with_release, 1);
+}
+
 static bc_runner_config config(fixture *f, const matrix *m, uint32_t warmup, uint32_t iterations) {
     bc_runner_config c = {0};
     c.backend = &f->backend;
-    c.backend_settings = f->settings;
     c.cases = m->cases;
     c.n_cases = m->n;
     c.warmup = warmup;
@@ -218,8 +280,28 @@ static bc_runner_config config(fixture *f, const matrix *m, uint32_t warmup, uin
     return c;
 }
 
+/* Creates the backend instance (as context.c does), runs c, destroys it. */
+static bc_status run(fixture *f, bc_runner_config *c, bc_run_result *res, bc_error *err) {
+    void *inst = NULL;
+    bc_status st = f->backend.backend.create(&f->backend.host, &f->settings, &inst, err);
+    if (st != BC_OK) fail_msg("create: %s", err->message);
+    f->info = (bc_backend_info){.struct_size = sizeof f->info};
+    if ((st = f->backend.backend.describe(inst, &f->info, err)) != BC_OK) fail_msg("describe: %s", err->message);
+    c->backend_instance = inst;
+    c->run.backend = &f->info;
+    st = bc_run(c, res, err);
+    f->backend.backend.destroy(inst);
+    return st;
+}
+
 static double value(const bc_case_report *cr, uint32_t it, bc_field f) {
-    return cr->values[(size_t)it * BC_FIELD_COUNT_V1_0 + f];
+    return cr->values[(size_t)it * BC_N_FIELDS + f];
+}
+
+static double stat(const bc_case_report *cr, bc_field f, int s) { return cr->stats[(size_t)f * BC_N_STATS + (size_t)s]; }
+
+static void execution_order(const fixture *f, const matrix *m, size_t *order) {
+    bc_matrix_execution_order(m->cases, m->n, bc_matrix_rebuild_axes(f->backend.backend.rebuild_axes), order);
 }
 
 /* --------------------------------------------------------------- tests */
@@ -233,7 +315,7 @@ static void test_warmup_and_iterations(void **state) {
     bc_runner_config c = config(f, &m, 2, 3);
     bc_run_result res;
     bc_error err = {0};
-    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
     assert_int_equal(bc_run_exit_status(&res), 0);
     assert_int_equal(calls.generate, (int)m.n * (2 + 3));
     assert_int_equal(calls.begin, (int)m.n);
@@ -243,7 +325,7 @@ static void test_warmup_and_iterations(void **state) {
         assert_int_equal(cr->status, BC_CASE_OK);
         assert_string_equal(cr->message, "");
         assert_int_equal(cr->n_iterations, 3);
-        assert_int_equal(cr->stats[BC_FIELD_TOTAL_MS].n, 3);
+        assert_double_equal(stat(cr, BC_FIELD_TOTAL_MS, BC_STAT_N), 3, 0);
         uint64_t rows = bc_case_effective_batch(cr->c);
         for (uint32_t it = 0; it < 3; it++) {
             assert_double_equal(value(cr, it, BC_FIELD_NUM_GENERATED_TOKENS), (double)(rows * 4), 0);
@@ -256,15 +338,17 @@ static void test_warmup_and_iterations(void **state) {
             double overhead = value(cr, it, BC_FIELD_GENERATION_MS) - value(cr, it, BC_FIELD_PREFILL_FORWARD_MS) -
                               value(cr, it, BC_FIELD_DECODE_FORWARD_MS);
             assert_double_equal(value(cr, it, BC_FIELD_GENERATION_OVERHEAD_MS), overhead, 1e-9);
-            assert_true(isnan(value(cr, it, BC_FIELD_CACHE_ACQUIRE_MS)));
-            assert_true(isnan(value(cr, it, BC_FIELD_CACHE_RELEASE_MS)));
+            assert_nan(value(cr, it, BC_FIELD_CACHE_ACQUIRE_MS));
+            assert_nan(value(cr, it, BC_FIELD_CACHE_RELEASE_MS));
         }
         assert_int_equal(cr->returned_response_length, 4);
         /* testbackend's host peak: weights + KV + workspace, which grow with the effective batch */
         int64_t expect = (1 << 20) + (int64_t)rows * (8 + 4) * 256 + (int64_t)rows * 8 * 4;
-        assert_int_equal(cr->memory.host_peak_bytes, expect);
-        assert_double_equal(cr->peak_memory_mb, (double)expect / (1024.0 * 1024.0), 1e-12);
-        assert_true(cr->peak_rss_bytes != 0);
+        assert_int_equal(cr->memory->host_peak_bytes, expect);
+        assert_double_equal(cr->peak_memory_mib, (double)expect / (1024.0 * 1024.0), 1e-12);
+        /* a real peak RSS where the kernel lets the runner reset it */
+        if (access("/proc/self/clear_refs", W_OK) == 0) assert_true(cr->peak_rss_bytes > 4096);
+        else assert_int_equal(cr->peak_rss_bytes, -1);
         assert_true(cr->wall_ms > 0);
     }
     bc_run_result_free(&res);
@@ -280,7 +364,7 @@ static void test_unmeasured_fields_stay_nan(void **state) {
     bc_runner_config c = config(f, &m, 1, 2);
     bc_run_result res;
     bc_error err = {0};
-    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
     const bc_field unmeasured[] = {BC_FIELD_PREFILL_FORWARD_MS, BC_FIELD_DECODE_FORWARD_MS,
                                    BC_FIELD_GENERATION_OVERHEAD_MS, BC_FIELD_NUM_DECODE_FORWARDS,
                                    BC_FIELD_CACHE_ACQUIRE_MS, BC_FIELD_CACHE_RELEASE_MS};
@@ -288,11 +372,12 @@ static void test_unmeasured_fields_stay_nan(void **state) {
         const bc_case_report *cr = &res.cases[k];
         assert_int_equal(cr->n_iterations, 2);
         for (size_t u = 0; u < sizeof unmeasured / sizeof *unmeasured; u++) {
-            for (uint32_t it = 0; it < 2; it++) assert_true(isnan(value(cr, it, unmeasured[u])));
-            assert_int_equal(cr->stats[unmeasured[u]].n, 0);
-            assert_true(isnan(cr->stats[unmeasured[u]].mean));
+            for (uint32_t it = 0; it < 2; it++) assert_nan(value(cr, it, unmeasured[u]));
+            assert_double_equal(stat(cr, unmeasured[u], BC_STAT_N), 0, 0);
+            assert_nan(stat(cr, unmeasured[u], BC_STAT_MEAN));
+            assert_nan(stat(cr, unmeasured[u], BC_STAT_P99));
         }
-        assert_int_equal(cr->stats[BC_FIELD_GENERATION_MS].n, 2);
+        assert_double_equal(stat(cr, BC_FIELD_GENERATION_MS, BC_STAT_N), 2, 0);
     }
     bc_run_result_free(&res);
     free(m.cases);
@@ -307,7 +392,7 @@ static void test_failed_case_continues(void **state) {
     bc_runner_config c = config(f, &m, 1, 2);
     bc_run_result res;
     bc_error err = {0};
-    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
     assert_int_equal(res.n_failed, 2); /* batch 2 with samples 1 and 2 */
     assert_int_equal(bc_run_exit_status(&res), 3);
     assert_int_equal(calls.begin, (int)m.n);
@@ -329,7 +414,7 @@ static void test_failed_case_continues(void **state) {
     /* failing in begin_case: end_case is still called */
     memset(&calls, 0, sizeof calls);
     set_str(f, "fail_in", "begin_case");
-    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
     assert_int_equal(res.n_failed, 2);
     assert_int_equal(calls.end, (int)m.n);
     for (size_t k = 0; k < m.n; k++)
@@ -346,16 +431,15 @@ static void test_reporter_order(void **state) {
     const uint32_t batches[] = {1, 4, 2};
     matrix m = build(batches, 3, 1); /* 2 policies x 3 batches x 2 samples = 12 cases */
     bc_plugin rp = make_recorder();
-    bc_setting_value which[2][1] = {{{.i = 0}}, {{.i = 1}}};
-    bc_runner_reporter reps[2] = {{&rp, which[0], NULL}, {&rp, which[1], NULL}};
+    bc_runner_reporter reps[2] = {{&rp, &rec_settings[0], NULL}, {&rp, &rec_settings[1], NULL}};
     bc_runner_config c = config(f, &m, 0, 1);
     c.reporters = reps;
     c.n_reporters = 2;
     bc_run_result res;
     bc_error err = {0};
-    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
     size_t order[12];
-    bc_matrix_execution_order(m.cases, m.n, order);
+    execution_order(f, &m, order);
     for (int r = 0; r < 2; r++) {
         assert_int_equal(recs[r].opened, 1);
         assert_int_equal(recs[r].closed, 1);
@@ -363,7 +447,7 @@ static void test_reporter_order(void **state) {
         assert_int_equal(recs[r].n_started, m.n);
         assert_int_equal(recs[r].n_finished, m.n);
         assert_true(recs[r].finished_sorted);
-        assert_true(isnan(recs[r].started_eta[0]));
+        assert_nan(recs[r].started_eta[0]);
         assert_true(recs[r].started_eta[1] >= 0);
         for (size_t i = 0; i < m.n; i++) {
             assert_int_equal(recs[r].started_index[i], order[i]);
@@ -386,7 +470,7 @@ static void test_cache_policy_timings(void **state) {
     bc_runner_config c = config(f, &m, 0, 3);
     bc_run_result res;
     bc_error err = {0};
-    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
     assert_int_equal(bc_run_exit_status(&res), 0);
     for (size_t k = 0; k < m.n; k++) {
         const bc_case_report *cr = &res.cases[k];
@@ -395,10 +479,11 @@ static void test_cache_policy_timings(void **state) {
             double acq = value(cr, it, BC_FIELD_CACHE_ACQUIRE_MS), rel = value(cr, it, BC_FIELD_CACHE_RELEASE_MS);
             if (cr->c->release_cache) {
                 assert_true(rel >= 0);
-                if (it == 0) assert_true(isnan(acq)); /* no warmup: nothing released before it */
+                if (it == 0) assert_nan(acq); /* no warmup: nothing released before it */
                 else assert_true(acq >= 0);
             } else {
-                assert_true(isnan(acq) && isnan(rel));
+                assert_nan(acq);
+                assert_nan(rel);
             }
         }
     }
@@ -409,7 +494,7 @@ static void test_cache_policy_timings(void **state) {
     /* with warmup the first measured iteration acquires too */
     memset(&calls, 0, sizeof calls);
     c.warmup = 1;
-    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
     for (size_t k = 0; k < m.n; k++)
         if (res.cases[k].c->release_cache) assert_true(value(&res.cases[k], 0, BC_FIELD_CACHE_ACQUIRE_MS) >= 0);
     assert_int_equal(calls.acquire, 2 * 3);
@@ -426,18 +511,17 @@ static void test_interrupt(void **state) {
     matrix m = build(batches, 3, 0); /* 6 cases */
     calls.stop_at_generate = 4;      /* case 2 (execution order), measured iteration 2 */
     bc_plugin rp = make_recorder();
-    bc_setting_value which[1] = {{.i = 0}};
-    bc_runner_reporter rep = {&rp, which, NULL};
+    bc_runner_reporter rep = {&rp, &rec_settings[0], NULL};
     bc_runner_config c = config(f, &m, 0, 3);
     c.reporters = &rep;
     c.n_reporters = 1;
     bc_run_result res;
     bc_error err = {0};
-    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
     assert_int_equal(bc_run_exit_status(&res), 130);
     assert_int_equal(calls.generate, 4);
     size_t order[6];
-    bc_matrix_execution_order(m.cases, m.n, order);
+    execution_order(f, &m, order);
     assert_int_equal(res.cases[order[0]].status, BC_CASE_OK);
     assert_int_equal(res.cases[order[0]].n_iterations, 3);
     assert_int_equal(res.cases[order[1]].status, BC_CASE_SKIPPED);
@@ -465,14 +549,13 @@ static void test_reporter_failure_isolated(void **state) {
     const uint32_t batches[] = {1};
     matrix m = build(batches, 1, 0);
     bc_plugin rp = make_recorder();
-    bc_setting_value which[2][1] = {{{.i = 0}}, {{.i = 1}}};
-    bc_runner_reporter reps[2] = {{&rp, which[0], "bench.cfg:9"}, {&rp, which[1], NULL}};
+    bc_runner_reporter reps[2] = {{&rp, &rec_settings[0], "bench.cfg:9"}, {&rp, &rec_settings[1], NULL}};
     bc_runner_config c = config(f, &m, 0, 1);
     c.reporters = reps;
     c.n_reporters = 2;
     bc_run_result res;
     bc_error err = {0};
-    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
     assert_int_equal(n_errors, 1);
     assert_non_null(strstr(last_error, "bench.cfg:9: reporter 'recorder': open: cannot write"));
     assert_int_equal(recs[0].closed, 0);
@@ -492,10 +575,155 @@ static void test_unsupported_precision(void **state) {
     bc_runner_config c = config(f, &m, 0, 1);
     bc_run_result res;
     bc_error err = {0};
-    assert_int_equal(bc_run(&c, &res, &err), BC_OK);
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
     assert_int_equal(res.cases[0].status, BC_CASE_OK);
     assert_int_equal(res.cases[1].status, BC_CASE_FAILED);
     assert_non_null(strstr(res.cases[1].message, "begin_case: testbackend has no kernels for precision 'int3'"));
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* The fields derived from what generate reports: time to first token,
+ * decode ms per token (p50/p95 over the steps), prefill and decode tokens/s;
+ * the prompt shape as it ran; memory held between rollouts. */
+static void test_derived_fields(void **state) {
+    fixture *f = *state;
+    calls.add_steps = 1;
+    calls.resident = 12345;
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0);
+    bc_runner_config c = config(f, &m, 0, 2);
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    for (size_t k = 0; k < m.n; k++) {
+        const bc_case_report *cr = &res.cases[k];
+        assert_int_equal(cr->status, BC_CASE_OK);
+        for (uint32_t it = 0; it < 2; it++) {
+            assert_double_equal(value(cr, it, BC_FIELD_TIME_TO_FIRST_TOKEN_MS),
+                                value(cr, it, BC_FIELD_PROMPT_EXPANSION_MS) + 1.5, 1e-9);
+            assert_double_equal(value(cr, it, BC_FIELD_DECODE_MS_PER_TOKEN_P50), 2.5, 0);
+            assert_double_equal(value(cr, it, BC_FIELD_DECODE_MS_PER_TOKEN_P95), 4.0, 0);
+            assert_double_equal(value(cr, it, BC_FIELD_PREFILL_TOKENS_PER_SECOND), 200000.0, 1e-6);
+            assert_double_equal(value(cr, it, BC_FIELD_DECODE_TOKENS_PER_SECOND), 4000.0, 1e-9);
+        }
+        assert_double_equal(stat(cr, BC_FIELD_DECODE_MS_PER_TOKEN_P50, BC_STAT_MEAN), 2.5, 0);
+        assert_double_equal(stat(cr, BC_FIELD_DECODE_MS_PER_TOKEN_P50, BC_STAT_CV), 0.0, 0);
+        assert_int_equal(cr->prompt_width_tokens, 8);
+        assert_int_equal(cr->prompt_min_tokens, 5);
+        assert_int_equal(cr->prompt_max_tokens, 8);
+        assert_int_equal(cr->held_between_rollouts_bytes, 12345);
+        assert_int_equal(cr->memory->resident_bytes, 12345);
+    }
+    bc_run_result_free(&res);
+
+    /* without them: NaN and -1, never invented */
+    calls.add_steps = 0;
+    calls.resident = -1;
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    const bc_case_report *cr = &res.cases[0];
+    if (!BC_HAS(&(bc_generation_stats){.struct_size = sizeof(bc_generation_stats)}, bc_generation_stats,
+                first_token_ms))
+        fail_msg("bc_generation_stats lacks first_token_ms");
+    for (uint32_t it = 0; it < 2; it++) {
+        assert_nan(value(cr, it, BC_FIELD_DECODE_MS_PER_TOKEN_P50));
+        assert_nan(value(cr, it, BC_FIELD_DECODE_MS_PER_TOKEN_P95));
+    }
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* A prepare that fails means the backend could not start: bc_run returns
+ * the error, no reporter is opened and no case begins. */
+static void test_prepare_failure(void **state) {
+    fixture *f = *state;
+    memset(recs, 0, sizeof recs);
+    calls.fail_prepare = 1;
+    const uint32_t batches[] = {1, 2};
+    matrix m = build(batches, 2, 0);
+    bc_plugin rp = make_recorder();
+    bc_runner_reporter rep = {&rp, &rec_settings[0], NULL};
+    bc_runner_config c = config(f, &m, 0, 1);
+    c.reporters = &rep;
+    c.n_reporters = 1;
+    c.backend_where = "bench.cfg:3";
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_ERR_IO);
+    assert_non_null(strstr(err.message, "bench.cfg:3: backend 'testbackend' could not start: prepare: cannot map"));
+    assert_int_equal(calls.prepare, 1);
+    assert_int_equal(calls.begin, 0);
+    assert_int_equal(recs[0].opened, 0);
+    bc_run_result_free(&res);
+
+    /* and when it works it runs once, before the first case */
+    calls.fail_prepare = 0;
+    calls.prepare = 0;
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    assert_int_equal(calls.prepare, 1);
+    assert_int_equal(calls.begin, (int)m.n);
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* Two precisions: the backend sees the precision change once (not on every
+ * case), each group starts with its largest case, rebuilt marks the first
+ * case of each group, and the reports keep the requested order. */
+static void test_rebuild_groups(void **state) {
+    fixture *f = *state;
+    memset(recs, 0, sizeof recs);
+    const uint32_t batches[] = {1, 4, 2};
+    matrix m = build_mixed(batches, 3, 0, 2); /* 2 precisions x 3 batches x 2 samples = 12 cases */
+    bc_plugin rp = make_recorder();
+    bc_runner_reporter rep = {&rp, &rec_settings[0], NULL};
+    bc_runner_config c = config(f, &m, 0, 1);
+    c.reporters = &rep;
+    c.n_reporters = 1;
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    assert_int_equal(bc_run_exit_status(&res), 0);
+    assert_int_equal(calls.precision_switches, 1);
+    assert_int_equal(res.n_rebuilds, 2);
+    size_t order[12];
+    execution_order(f, &m, order);
+    for (size_t i = 0; i < m.n; i++) {
+        const bc_case_report *cr = &res.cases[order[i]];
+        int group_start = i == 0 || strcmp(m.cases[order[i - 1]].precision, m.cases[order[i]].precision) != 0;
+        assert_int_equal(cr->rebuilt, group_start);
+        if (group_start) assert_int_equal(bc_case_effective_batch(cr->c), 8);
+        assert_int_equal(recs[0].started_index[i], order[i]);
+        assert_int_equal(recs[0].closed_index[i], i);
+    }
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* A second interrupt abandons the iteration in progress: it is not recorded,
+ * and the case keeps the iterations measured before it. */
+static void test_second_interrupt(void **state) {
+    fixture *f = *state;
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0); /* 2 cases */
+    calls.stop_at_generate = 2;      /* first case, second measured iteration */
+    calls.stop_level = 2;
+    bc_runner_config c = config(f, &m, 0, 3);
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    assert_int_equal(bc_run_exit_status(&res), 130);
+    assert_int_equal(calls.generate, 2);
+    size_t order[2];
+    execution_order(f, &m, order);
+    const bc_case_report *cr = &res.cases[order[0]];
+    assert_int_equal(cr->status, BC_CASE_SKIPPED);
+    assert_int_equal(cr->error_code, BC_ERR_INTERRUPTED);
+    assert_int_equal(cr->n_iterations, 1);
+    assert_double_equal(stat(cr, BC_FIELD_TOTAL_MS, BC_STAT_N), 1, 0);
+    assert_nan(value(cr, 1, BC_FIELD_TOTAL_MS));
+    assert_non_null(strstr(cr->message, "abandoned"));
+    assert_int_equal(res.cases[order[1]].status, BC_CASE_SKIPPED);
+    assert_int_equal(calls.end, 1);
     bc_run_result_free(&res);
     free(m.cases);
 }
@@ -510,6 +738,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_interrupt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reporter_failure_isolated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsupported_precision, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_derived_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prepare_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rebuild_groups, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_second_interrupt, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

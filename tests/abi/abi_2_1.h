@@ -1,0 +1,18 @@
+/* abi_2_1.h: stands in for a future ABI minor, 2.1, in tests/abi only.
+ *
+ * Force-included (-include) before anything else when tests/abi builds a
+ * host or a plugin "from 2.1": every growable struct of plugin.h gains two
+ * fields at its end (BC_ABI_TAIL) and the minor is 1, exactly what a real
+ * minor may do under the policy at the top of plugin.h. Arrays of these
+ * structs get a larger stride, descriptors and ops tables a larger
+ * struct_size. Nothing else about the sources changes.
+ */
+#ifndef BENCHCTL_TEST_ABI_2_1_H
+#define BENCHCTL_TEST_ABI_2_1_H
+
+#include <stdint.h>
+
+#define BENCHCTL_ABI_MINOR 1
+#define BC_ABI_TAIL(type) uint64_t type##_added_in_2_1[2];
+
+#endif
