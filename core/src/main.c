@@ -429,7 +429,7 @@ static int cmd_plan(const args *a) {
         n_builds += (size_t)build;
         char prompt[16];
         snprintf(prompt, sizeof prompt, c->prompt_length ? "%u" : "file", c->prompt_length);
-        printf("%4zu %5u %-5s %-10s %-10s %6u %7u %7s %8u %9llu", i + 1, c->index, build ? "build" : "", c->precision,
+        printf("%4zu %5u %-5s %-10s %-10s %6u %7u %7s %8u %9llu", i + 1, c->index, build ? "build" : "-", c->precision,
                c->cache_policy, c->batch_size, c->samples_per_prompt, prompt, c->response_length,
                (unsigned long long)bc_case_effective_batch(c));
         const bc_case_check *chk = &ctx.checks[order[i]];

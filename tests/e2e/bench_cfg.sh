@@ -28,7 +28,7 @@ grep -q '^benchctl .*facebook/opt-125m' bench.out || fail "console: no title lin
 [ "$(grep -c ' ok ' bench.out)" -eq "$n" ] || fail "console: expected $n ok rows"
 grep -q "$n cases: $n ok" bench.err || fail "stderr lacks the summary line"
 
-# the backend's resolved settings are in the JSON (ABI 1.1), and the console
+# the backend's resolved settings are in the JSON, and the console
 # names the ones that differ from their defaults
 grep -Eq '"backend_settings": *\{' out/bench.json || fail "out/bench.json: no backend_settings"
 grep -Eq '"shared_prefill": *false' out/bench.json || fail "out/bench.json: shared_prefill is not false"
@@ -42,13 +42,19 @@ grep -q '^backend settings: shared_prefill=true$' shared.out || { fail "console:
 # plan with a checkpoint: sizes from its config.json (tests/opt/golden), not "?"
 "$BENCHCTL" plan "$SRC/configs/bench.cfg" --set "backend.settings.checkpoint=\"$SRC/tests/opt/golden/preln\"" \
     >plan_ck.out 2>plan_ck.err || fail "plan with a checkpoint exited non-zero"
-[ "$(awk 'NR > 2 && $10 ~ /^[0-9.]+$/' plan_ck.out | wc -l)" -eq "$n" ] ||
+[ "$(awk 'NR > 2 && $11 ~ /^[0-9.]+$/' plan_ck.out | wc -l)" -eq "$n" ] ||
     { fail "plan with a checkpoint: no weights_MiB figure in every row"; cat plan_ck.out plan_ck.err; }
-# a checkpoint that is not there: one warning naming the file, "?" in the rows
+# a checkpoint that is not there: refused before anything, one error naming it, exit 2
 "$BENCHCTL" plan "$SRC/configs/bench.cfg" --set 'backend.settings.checkpoint="/nonexistent/ck"' \
     >plan_bad.out 2>plan_bad.err
-[ "$(grep -c '/nonexistent/ck/config.json' plan_bad.err)" -eq 1 ] || { fail "plan_bad: expected one warning"; cat plan_bad.err; }
+rc=$?
+[ "$rc" -eq 2 ] || fail "plan_bad: exited $rc, expected 2"
+[ "$(grep -v '^benchctl: hint' plan_bad.err | grep -c '/nonexistent/ck')" -eq 1 ] || { fail "plan_bad: expected one error"; cat plan_bad.err; }
 grep -q '/nonexistent' plan_bad.out && fail "plan_bad: the error is in the table on stdout"
+"$BENCHCTL" run "$SRC/configs/bench.cfg" --set 'backend.settings.checkpoint="/nonexistent/ck"' \
+    >run_bad.out 2>run_bad.err
+rc=$?
+[ "$rc" -eq 2 ] || fail "run_bad: exited $rc, expected 2 (refused before the first case)"
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures bench.cfg check(s) failed"

@@ -58,12 +58,18 @@ grep '^case ' good.txt | awk '{ if ($2 != NR - 1) exit 1 }' || fail "good.txt: c
 has good.txt "case 0 ok 2 testfp32 testretain 1 1 8 4 4"
 has good.txt "case 15 ok 2 testbf16 testrelease 2 3 8 4 24"
 
-# --- plan: execution order, largest effective batch first, with memory
+# --- plan: execution order, one group per precision (the backend's costly
+# axis), largest effective batch first in each, with memory and the case check
 expect 0 plan plan "$SRC/good.cfg"
-first=$(awk 'NR > 2 && $1 == 1 { print $9 }' plan.out)
+first=$(awk 'NR > 2 && $1 == 1 { print $10 }' plan.out)
 [ "$first" = "6" ] || fail "plan: first case has effective batch '$first', expected 6"
-last=$(awk 'NR > 2 && $1 == 16 { print $9 }' plan.out)
+last=$(awk 'NR > 2 && $1 == 16 { print $10 }' plan.out)
 [ "$last" = "1" ] || fail "plan: last case has effective batch '$last', expected 1"
+precisions=$(awk 'NR > 2 && $1 ~ /^[0-9]+$/ { print $4 }' plan.out | uniq | tr '\n' ' ')
+[ "$precisions" = "testfp32 testbf16 " ] || fail "plan: precisions not grouped: '$precisions'"
+[ "$(awk 'NR > 2 && $3 == "build"' plan.out | wc -l)" -eq 2 ] || fail "plan: expected 2 builds"
+[ "$(awk 'NR > 2 && $1 ~ /^[0-9]+$/ && $NF == "ok"' plan.out | wc -l)" -eq 16 ] || fail "plan: expected 16 ok checks"
+has plan.out "2 builds of the backend's costly state"
 
 # --- plugins: lists the fixtures (on BENCHCTL_PLUGIN_PATH); settings table of one
 expect 0 plugins plugins
@@ -127,6 +133,22 @@ has interrupted.txt "run 16 testbackend"
 grep -q '^case .* skipped ' interrupted.txt || fail "interrupted.txt: no skipped case"
 has interrupt.err "(interrupted)"
 
+# --- SIGTERM twice: the second abandons the iteration in progress; the report
+# is still written, with every case, and the exit status says SIGTERM (143)
+"$BENCHCTL" run "$SRC/good.cfg" --set 'backend.settings.mode="sleep"' --set 'backend.settings.generate_us=2000000' \
+    --set 'reporters.[0].settings.path="terminated.txt"' >term.out 2>term.err &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+sleep 0.3
+kill -TERM "$pid"
+wait "$pid"
+got=$?
+[ "$got" -eq 143 ] || fail "terminate: exited $got, expected 143"
+has terminated.txt "run 16 testbackend"
+[ "$(grep -c '^case ' terminated.txt)" -eq 16 ] || fail "terminated.txt: expected all 16 cases"
+[ "$(grep -c '^case .* ok ' terminated.txt)" -eq 0 ] || fail "terminated.txt: a case finished although it was abandoned"
+
 # --- the product reporters: JSON read back with jansson, CSV rows, console table
 expect 0 json run "$SRC/good.cfg" --reporter json,csv,console \
     --set 'backend.settings.measure_forwards=false'
@@ -143,12 +165,17 @@ expect 0 gz run "$SRC/good.cfg" --reporter json --set 'reporters.[0].settings.pa
 gzip -dc r.json.gz >r.json || fail "gz: r.json.gz is not gzip"
 "$CHECK_JSON" r.json 16 2 0 0 || fail "gz: check_json failed on r.json"
 
-# --- an output path that cannot be written: said at open, before the cases, with where it was named
+# --- an output path that cannot be created: refused before anything runs, by
+# validate and run alike, with where it was named
 : >notafolder
-expect 1 badpath run "$SRC/good.cfg" --reporter csv,json --set 'reporters.[1].settings.path="notafolder/x.json"'
-has badpath.err "benchctl: --reporter: reporter 'json': open: notafolder/x.json: notafolder is not a folder"
-[ "$(head -1 badpath.err | grep -c "reporter 'json': open")" -eq 1 ] || fail "badpath: the error is not the first line"
-[ -f benchctl.csv ] || fail "badpath: the other reporter (csv) wrote nothing"
+rm -f benchctl.csv
+expect 2 badpath run "$SRC/good.cfg" --reporter csv,json --set 'reporters.[1].settings.path="notafolder/x.json"'
+one_error badpath
+has badpath.err "benchctl: --reporter: reporters.[1]: reporter 'json'"
+has badpath.err "notafolder/x.json: cannot create the file: notafolder is not a folder"
+[ -f benchctl.csv ] && fail "badpath: a report was written although the run was refused"
+expect 2 badpath_validate validate "$SRC/good.cfg" --reporter json --set 'reporters.[0].settings.path="notafolder/x.json"'
+one_error badpath_validate
 
 # --- loader and config errors: one line, exit 2
 expect 2 missing run "$SRC/missing.cfg"
@@ -161,9 +188,10 @@ expect 2 unreadable run "$WORK/does-not-exist.cfg"
 one_error unreadable
 expect 2 dir_config run "$WORK"
 one_error dir_config
-expect 2 abi run "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-abi2.so\""
+expect 2 abi run "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-abinext.so\""
 one_error abi
-has abi.err "ABI 2.0, benchctl speaks ABI 1.1"
+has abi.err "ABI 3.0, benchctl speaks ABI 2.0"
+has abi.err "benchctl: hint: rebuild the plugin"
 expect 2 notelf validate "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-notelf.so\""
 one_error notelf
 has notelf.err "not an ELF file"
@@ -178,6 +206,22 @@ expect 2 badsetting validate "$SRC/good.cfg" --set 'backend.settings.mode="dance
 one_error badsetting
 expect 2 usage frobnicate
 one_error usage
+expect 2 usage2 frobnicate a b
+has usage2.err "unknown command 'frobnicate'"
+expect 2 nofile validate
+has nofile.err "benchctl: validate: missing FILE"
+has nofile.err "hint: e.g. benchctl validate "
+expect 2 plan_reporter plan "$SRC/good.cfg" --reporter json
+has plan_reporter.err "plan does not take --reporter"
+expect 2 extra_arg validate "$SRC/good.cfg" extra
+has extra_arg.err "validate: unexpected argument 'extra'"
+# one value for a one-element list
+expect 0 bare_list validate "$SRC/good.cfg" --set precisions=testfp32 --set matrix.batch_sizes=2
+has bare_list.out "4 cases"
+# plugins NAME.so: the example names the file, since a search by name would not find it
+expect 0 plugins_path plugins "$FIX/benchctl-newminor.so"
+has plugins_path.out "ABI 2.1"
+has plugins_path.out "name = \"$FIX/benchctl-newminor.so\""
 expect 0 help --help
 has help.out "usage: benchctl"
 expect 0 run_help run --help

@@ -1,5 +1,6 @@
-/* test_loader.c: every loader failure gives its one clear line; a plugin
- * from a newer ABI minor loads; the search path order and listing work. */
+/* test_loader.c: every loader failure gives its one clear line and its code;
+ * a plugin from a newer ABI minor loads (its larger rows read at their own
+ * stride); the search path order and listing work. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,15 +31,19 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* Loads name and expects failure with every fragment in the message, on one line. */
-static void expect_error(bc_loader *l, const char *name, bc_plugin_kind want, const char *const *fragments) {
+/* Loads name and expects failure with every fragment in the message, on one
+ * line, and the returned code in the error; returns the error. */
+static bc_error expect_error(bc_loader *l, const char *name, bc_plugin_kind want, const char *const *fragments) {
     const bc_plugin *p = (const bc_plugin *)1;
     bc_error err = {0};
-    assert_int_not_equal(bc_loader_load(l, name, want, "bench.cfg:14", &p, &err), BC_OK);
+    bc_status st = bc_loader_load(l, name, want, "bench.cfg:14", &p, &err);
+    assert_int_not_equal(st, BC_OK);
+    assert_int_equal(err.code, st);
     assert_null(p);
     assert_null(strchr(err.message, '\n'));
     for (const char *const *f = fragments; *f; f++)
         if (!strstr(err.message, *f)) fail_msg("message \"%s\" lacks \"%s\"", err.message, *f);
+    return err;
 }
 
 static void test_loads_by_name_and_path(void **state) {
@@ -58,10 +63,13 @@ static void test_missing_plugin_lists_places(void **state) {
     const char *f[] = {"plugin 'nosuch' not found", BENCHCTL_TEST_FIXTURE_DIR "/benchctl-nosuch.so",
                        BENCHCTL_TEST_PLUGIN_DIR "/benchctl-nosuch.so",
                        BENCHCTL_PLUGIN_INSTALL_DIR "/benchctl-nosuch.so", NULL};
-    expect_error(l, "nosuch", BC_KIND_BACKEND, f);
-    assert_true(strlen(l->hint) > 0);
+    bc_error err = expect_error(l, "nosuch", BC_KIND_BACKEND, f);
+    assert_int_equal(err.code, BC_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.hint, "benchctl plugins"));
     const char *g[] = {"does not exist", "/no/such/benchctl-x.so", NULL};
-    expect_error(l, "/no/such/benchctl-x.so", 0, g);
+    err = expect_error(l, "/no/such/benchctl-x.so", 0, g);
+    assert_int_equal(err.code, BC_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.hint, "file path"));
 }
 
 static void test_not_elf(void **state) {
@@ -81,14 +89,23 @@ static void test_wrong_magic(void **state) {
 
 static void test_abi_major(void **state) {
     bc_loader *l = *state;
-    const char *f[] = {"ABI 2.0, benchctl speaks ABI 1.1", "benchctl-abi2.so", NULL};
-    expect_error(l, FIXTURES "/benchctl-abi2.so", 0, f);
-    assert_non_null(strstr(l->hint, "rebuild"));
+    char want[64];
+    snprintf(want, sizeof want, "ABI %d.0, benchctl speaks ABI %d.%d", BENCHCTL_ABI_MAJOR + 1, BENCHCTL_ABI_MAJOR,
+             BENCHCTL_ABI_MINOR);
+    const char *f[] = {want, "benchctl-abinext.so", NULL};
+    bc_error err = expect_error(l, FIXTURES "/benchctl-abinext.so", 0, f);
+    assert_int_equal(err.code, BC_ERR_ABI);
+    assert_non_null(strstr(err.hint, "rebuild"));
 }
 
 static void test_small_descriptor(void **state) {
-    const char *f[] = {"descriptor is", "needs at least", NULL};
-    expect_error(*state, FIXTURES "/benchctl-smalldesc.so", 0, f);
+    const char *f[] = {"descriptor is", "descriptors are at least", NULL};
+    assert_int_equal(expect_error(*state, FIXTURES "/benchctl-smalldesc.so", 0, f).code, BC_ERR_ABI);
+}
+
+static void test_small_settings_rows(void **state) {
+    const char *f[] = {"settings rows are", "rows are at least", NULL};
+    assert_int_equal(expect_error(*state, FIXTURES "/benchctl-smallrows.so", 0, f).code, BC_ERR_FORMAT);
 }
 
 static void test_missing_hooks_named(void **state) {
@@ -106,7 +123,7 @@ static void test_small_ops_table(void **state) {
 
 static void test_wrong_kind(void **state) {
     const char *f[] = {"'testretain' is a cache plugin, bench.cfg:14 wants a backend", NULL};
-    expect_error(*state, "testretain", BC_KIND_BACKEND, f);
+    assert_int_equal(expect_error(*state, "testretain", BC_KIND_BACKEND, f).code, BC_ERR_WRONG_KIND);
 }
 
 static void test_newer_minor_loads(void **state) {
@@ -118,6 +135,15 @@ static void test_newer_minor_loads(void **state) {
     assert_true(p->desc->struct_size > sizeof(bc_plugin_desc));
     assert_non_null(p->cache.release_after_rollout);
     assert_int_equal(p->cache.struct_size, sizeof(bc_cache_ops) + sizeof(void *));
+    /* the host reads a host-size descriptor and host-size settings rows,
+     * each row taken from the plugin's own (larger) stride */
+    assert_null(p->desc->check_settings);
+    assert_int_equal(p->desc->setting_size, sizeof(bc_setting_desc));
+    assert_int_equal(p->desc->n_settings, 2);
+    assert_string_equal(p->desc->settings[0].name, "keep");
+    assert_string_equal(p->desc->settings[1].name, "budget");
+    assert_int_equal(p->desc->settings[1].default_int, 7);
+    assert_string_equal(p->desc->settings[1].help, "second row");
 }
 
 static void test_search_order(void **state) {
@@ -140,7 +166,7 @@ static void test_search_order(void **state) {
 }
 
 typedef struct listing {
-    int testbackend, notelf_error, abi2_error, newminor;
+    int testbackend, notelf_error, abinext_error, newminor;
 } listing;
 
 static void on_listed(void *ctx, const char *path, const bc_plugin *p, const char *error) {
@@ -149,7 +175,7 @@ static void on_listed(void *ctx, const char *path, const bc_plugin *p, const cha
     if (p && strcmp(p->desc->name, "testbackend") == 0) ls->testbackend++;
     if (p && strcmp(p->desc->name, "newminor") == 0) ls->newminor++;
     if (error && strstr(path, "benchctl-notelf.so") && strstr(error, "not an ELF")) ls->notelf_error++;
-    if (error && strstr(path, "benchctl-abi2.so") && strstr(error, "ABI 2.0")) ls->abi2_error++;
+    if (error && strstr(path, "benchctl-abinext.so") && strstr(error, "ABI 3.0")) ls->abinext_error++;
 }
 
 static void test_list(void **state) {
@@ -163,7 +189,7 @@ static void test_list(void **state) {
     assert_int_equal(ls.testbackend, 1);
     assert_int_equal(ls.newminor, 1);
     assert_int_equal(ls.notelf_error, 1);
-    assert_int_equal(ls.abi2_error, 1);
+    assert_int_equal(ls.abinext_error, 1);
     bc_loader_free(&l);
 }
 
@@ -176,6 +202,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_wrong_magic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abi_major, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_descriptor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_settings_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_hooks_named, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_ops_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_kind, setup, teardown),
