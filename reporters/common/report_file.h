@@ -1,8 +1,8 @@
-/* report_file.h: what the reporters that write one file at close (json, csv,
- * console) share: a growable text buffer (also the JSON writer's, jsonw.h),
- * a check at open that the output
- * path can be written (so a bad path is reported before the run, not after
- * it), and writing the finished text through the host's atomic output.
+/* report_file.h: what the reporters that write files share: a growable text
+ * buffer (also the JSON writer's, jsonw.h), the check of an output path
+ * that their check_settings makes (so a bad path is reported before the
+ * first case, not after the last), and writing the finished text through
+ * the host's atomic output.
  * Part of benchctl_reporter_common (compiled into each plugin; not the ABI).
  *
  * Ownership: the caller owns the bc_text (usually on its stack) and frees
@@ -29,10 +29,13 @@ void bc_text_printf(bc_text *t, const char *fmt, ...)
 #endif
     ;
 
-/* Checks at open that path can be written: creates its temporary file (and
- * any missing parent folders) and removes it again. "-" (stdout) always
- * passes. Errors are the host's ("<path>: cannot create ...: <reason>"). */
-bc_status bc_report_check_path(const bc_host *host, const char *path, bc_error *err);
+/* Checks, for a reporter's check_settings, that path can be written when the
+ * run ends: an empty path is a BC_ERR_SETTING; otherwise the host's
+ * output_check decides ("-" always passes), creating nothing. A host without
+ * output_check passes every path (the write at close reports a bad one).
+ * who names the reporter in its own messages; the host's message (which
+ * names the path; the host adds which reporter) is passed on as it is. */
+bc_status bc_report_check_output(const bc_host *host, const char *who, const char *path, bc_error *err);
 
 /* Writes len bytes of buf to path through the host's atomic output
  * (temporary file then rename; ".gz" = gzip; "-" = stdout). */

@@ -4,27 +4,7 @@
 
 #include <string.h>
 
-const char *bc_case_status_name(bc_case_status s) {
-    switch (s) {
-    case BC_CASE_OK: return "ok";
-    case BC_CASE_FAILED: return "failed";
-    case BC_CASE_SKIPPED: return "skipped";
-    }
-    return "unknown";
-}
-
-const char *bc_case_dtype(const bc_case *c) {
-    if (!c) return NULL;
-    if (c->precision_ops && c->precision_ops->dtype) return c->precision_ops->dtype;
-    return c->precision;
-}
-
-int bc_run_field_index(const bc_run_report *run, const char *name) {
-    if (!run->field_names) return -1;
-    for (uint32_t f = 0; f < run->n_fields; f++)
-        if (run->field_names[f] && strcmp(run->field_names[f], name) == 0) return (int)f;
-    return -1;
-}
+static int starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
 static int ends_with(const char *s, const char *suffix) {
     size_t ls = strlen(s), lx = strlen(suffix);
@@ -37,30 +17,36 @@ static void string_list(bc_jw *w, const char *const *items, uint32_t n) {
     bc_jw_end_array(w);
 }
 
+/* A string that may be missing: NULL and "" both write null. */
+static void key_string_or_null(bc_jw *w, const char *key, const char *s) {
+    bc_jw_key_string(w, key, s && *s ? s : NULL);
+}
+
 uint32_t bc_rj_schema_version(const bc_run_report *run) {
-    return run->schema_version ? run->schema_version : BC_REPORT_SCHEMA_VERSION;
+    return run->schema_version ? run->schema_version : BC_RJ_SCHEMA_VERSION;
 }
 
 void bc_rj_seed_keys(bc_jw *w, const bc_run_report *run) {
-    bc_jw_key_string(w, "model", run->backend.model);
-    bc_jw_key_string(w, "device", run->backend.device);
+    bc_jw_key_string(w, "model", BC_RUN_BACKEND(run, model, NULL));
+    bc_jw_key_string(w, "device", BC_RUN_BACKEND(run, device, NULL));
     bc_jw_key_uint(w, "warmup", run->warmup);
     bc_jw_key_uint(w, "iterations", run->iterations);
-    bc_jw_key_double(w, "temperature", run->sampling.temperature);
-    bc_jw_key_double(w, "top_p", run->sampling.top_p);
+    bc_jw_key_double(w, "temperature", BC_RUN_SAMPLING(run, temperature, NAN));
+    bc_jw_key_double(w, "top_p", BC_RUN_SAMPLING(run, top_p, NAN));
 }
 
 /* The backend's resolved settings as {name: value}, typed as declared;
- * null from a host older than ABI 1.1, which does not pass them. */
+ * null when the host passes none. Both arrays are walked with their
+ * element sizes. */
 static void write_backend_settings(bc_jw *w, const bc_run_report *run) {
-    if (!bc_run_report_has(run, n_backend_settings) || !run->backend_settings || !run->backend_values) {
+    if (!run->backend_settings || !run->backend_values || !run->backend_setting_size) {
         bc_jw_null(w);
         return;
     }
     bc_jw_begin_object(w);
-    for (uint32_t i = 0; i < run->n_backend_settings; i++) {
-        const bc_setting_desc *d = &run->backend_settings[i];
-        const bc_setting_value *v = &run->backend_values[i];
+    for (uint32_t i = 0; i < run->n_backend_settings && i < run->backend_values->count; i++) {
+        const bc_setting_desc *d = bc_run_backend_setting(run, i);
+        const bc_setting_value *v = bc_setting_at(run->backend_values, i);
         switch (d->type) {
         case BC_SETTING_INT: bc_jw_key_int(w, d->name, v->i); break;
         case BC_SETTING_FLOAT: bc_jw_key_double(w, d->name, v->f); break;
@@ -71,68 +57,118 @@ static void write_backend_settings(bc_jw *w, const bc_run_report *run) {
     bc_jw_end_object(w);
 }
 
+/* Where the run ran, beyond the accelerator: the CPU's model and, when the
+ * work ran on it, the backend's kernels and threads. */
+static void write_environment(bc_jw *w, const bc_run_report *run) {
+    bc_jw_begin_object(w);
+    bc_jw_key(w, "cpu");
+    bc_jw_begin_object(w);
+    key_string_or_null(w, "model", run->cpu_model);
+    key_string_or_null(w, "kernels", BC_RUN_BACKEND(run, cpu_kernels, NULL));
+    bc_jw_key_int_or_null(w, "threads", BC_RUN_BACKEND(run, cpu_threads, -1));
+    bc_jw_end_object(w);
+    bc_jw_end_object(w);
+}
+
+/* The model's shape as the backend described it; null where unknown. */
+static void write_model_shape(bc_jw *w, const bc_run_report *run) {
+    bc_jw_begin_object(w);
+    key_string_or_null(w, "family", BC_RUN_BACKEND(run, model_family, NULL));
+    bc_jw_key_int_or_null(w, "parameters", BC_RUN_BACKEND(run, n_parameters, -1));
+    bc_jw_key_int_or_null(w, "layers", BC_RUN_BACKEND(run, n_layers, -1));
+    bc_jw_key_int_or_null(w, "hidden_size", BC_RUN_BACKEND(run, hidden_size, -1));
+    bc_jw_key_int_or_null(w, "heads", BC_RUN_BACKEND(run, n_heads, -1));
+    bc_jw_key_int_or_null(w, "ffn_size", BC_RUN_BACKEND(run, ffn_size, -1));
+    bc_jw_key_int_or_null(w, "vocab_size", BC_RUN_BACKEND(run, vocab_size, -1));
+    bc_jw_key_int_or_null(w, "max_positions", BC_RUN_BACKEND(run, max_positions, -1));
+    bc_jw_end_object(w);
+}
+
+static void write_sampling(bc_jw *w, const bc_run_report *run) {
+    if (!run->sampling) {
+        bc_jw_null(w);
+        return;
+    }
+    bc_jw_begin_object(w);
+    bc_jw_key_double(w, "temperature", BC_RUN_SAMPLING(run, temperature, NAN));
+    bc_jw_key_double(w, "top_p", BC_RUN_SAMPLING(run, top_p, NAN));
+    bc_jw_key_int(w, "top_k", BC_RUN_SAMPLING(run, top_k, 0));
+    bc_jw_key_uint(w, "seed", BC_RUN_SAMPLING(run, seed, 0));
+    bc_jw_end_object(w);
+}
+
+static void write_plugins(bc_jw *w, const bc_run_report *run) {
+    bc_jw_begin_array(w);
+    for (uint32_t i = 0; run->plugins && i < run->n_plugins; i++) {
+        const bc_plugin_ref *p = bc_run_plugin(run, i);
+        bc_jw_begin_object(w);
+        bc_jw_key_string(w, "kind", p->kind);
+        bc_jw_key_string(w, "name", p->name);
+        bc_jw_key_string(w, "version", p->version);
+        bc_jw_key_string(w, "path", p->path);
+        bc_jw_key_uint(w, "abi_major", p->abi_major);
+        bc_jw_key_uint(w, "abi_minor", p->abi_minor);
+        bc_jw_end_object(w);
+    }
+    bc_jw_end_array(w);
+}
+
 void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run) {
     bc_jw_key_string(w, "benchctl_version", run->benchctl_version);
     bc_jw_key_string(w, "git_commit", run->git_commit);
     bc_jw_key_string(w, "backend", run->backend_name);
     bc_jw_key(w, "backend_settings");
     write_backend_settings(w, run);
-    bc_jw_key_string(w, "gpu", run->backend.device_name);
-    bc_jw_key_string(w, "driver", run->backend.driver);
+    key_string_or_null(w, "gpu", BC_RUN_BACKEND(run, device_name, NULL));
+    key_string_or_null(w, "driver", BC_RUN_BACKEND(run, driver, NULL));
     bc_jw_key_string(w, "cpu_model", run->cpu_model);
     bc_jw_key_string(w, "hostname", run->hostname);
+    bc_jw_key(w, "environment");
+    write_environment(w, run);
+    bc_jw_key(w, "model_shape");
+    write_model_shape(w, run);
     bc_jw_key_string(w, "config_path", run->config_path);
     bc_jw_key_string(w, "config_sha256", run->config_sha256);
     bc_jw_key_string(w, "start_time", run->start_time_utc);
     bc_jw_key(w, "sampling");
-    bc_jw_begin_object(w);
-    bc_jw_key_double(w, "temperature", run->sampling.temperature);
-    bc_jw_key_double(w, "top_p", run->sampling.top_p);
-    bc_jw_key_int(w, "top_k", run->sampling.top_k);
-    bc_jw_key_uint(w, "seed", run->sampling.seed);
-    bc_jw_end_object(w);
+    write_sampling(w, run);
     bc_jw_key(w, "precisions");
     string_list(w, run->precisions, run->n_precisions);
     bc_jw_key(w, "cache_policies");
     string_list(w, run->cache_policies, run->n_cache_policies);
     bc_jw_key(w, "fields");
     string_list(w, run->field_names, run->n_fields);
+    bc_jw_key(w, "stats");
+    string_list(w, run->stat_names, run->n_stats);
     bc_jw_key(w, "plugins");
-    bc_jw_begin_array(w);
-    for (uint32_t i = 0; run->plugins && i < run->n_plugins; i++) {
-        const bc_plugin_ref *p = &run->plugins[i];
-        bc_jw_begin_object(w);
-        bc_jw_key_string(w, "kind", p->kind);
-        bc_jw_key_string(w, "name", p->name);
-        bc_jw_key_string(w, "version", p->version);
-        bc_jw_key_string(w, "path", p->path);
-        bc_jw_end_object(w);
-    }
-    bc_jw_end_array(w);
+    write_plugins(w, run);
 }
 
-/* The seed's summary: latency fields (names ending in "_ms") get
- * {mean, p50, p95}; tokens_per_second gets {mean, p50}; other fields
- * (counts) are only in extended.stats. */
-static void write_summary(bc_jw *w, const bc_run_report *run, const bc_case_report *cr) {
+/* {"name": value, ...} for the statistics called names[0..n-1], looked up
+ * in the run's table (null for one the host does not compute). */
+static void stats_object(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, int field,
+                         const char *const *names, uint32_t n) {
     bc_jw_begin_object(w);
-    for (uint32_t f = 0; cr->stats && f < run->n_fields; f++) {
+    for (uint32_t s = 0; s < n; s++)
+        bc_jw_key_double(w, names[s], bc_case_stat(run, cr, field, bc_run_stat_index(run, names[s])));
+    bc_jw_end_object(w);
+}
+
+/* The seed's summary: rates (names ending in "tokens_per_second") get
+ * {mean, p50}; counts (names starting with "num_") are left out; every other
+ * field (latencies) gets {mean, p50, p95}. */
+static void write_summary(bc_jw *w, const bc_run_report *run, const bc_case_report *cr) {
+    static const char *const latency[] = {"mean", "p50", "p95"};
+    static const char *const rate[] = {"mean", "p50"};
+    bc_jw_begin_object(w);
+    for (uint32_t f = 0; f < run->n_fields; f++) {
         const char *name = run->field_names[f];
-        const bc_stats *s = &cr->stats[f];
-        if (ends_with(name, "_ms")) {
-            bc_jw_key(w, name);
-            bc_jw_begin_object(w);
-            bc_jw_key_double(w, "mean", s->mean);
-            bc_jw_key_double(w, "p50", s->p50);
-            bc_jw_key_double(w, "p95", s->p95);
-            bc_jw_end_object(w);
-        } else if (strcmp(name, "tokens_per_second") == 0) {
-            bc_jw_key(w, name);
-            bc_jw_begin_object(w);
-            bc_jw_key_double(w, "mean", s->mean);
-            bc_jw_key_double(w, "p50", s->p50);
-            bc_jw_end_object(w);
-        }
+        if (starts_with(name, "num_")) continue;
+        bc_jw_key(w, name);
+        if (ends_with(name, "tokens_per_second"))
+            stats_object(w, run, cr, (int)f, rate, 2);
+        else
+            stats_object(w, run, cr, (int)f, latency, 3);
     }
     bc_jw_end_object(w);
 }
@@ -143,9 +179,7 @@ static void write_profiles(bc_jw *w, const bc_run_report *run, const bc_case_rep
     for (uint32_t it = 0; cr->values && it < cr->n_iterations; it++) {
         const double *row = cr->values + (size_t)it * run->n_fields;
         bc_jw_begin_object(w);
-        for (uint32_t f = 0; f < run->n_fields; f++) {
-            bc_jw_key_double(w, run->field_names[f], row[f]);
-        }
+        for (uint32_t f = 0; f < run->n_fields; f++) bc_jw_key_double(w, run->field_names[f], row[f]);
         bc_jw_key_uint(w, "batch_size", c->batch_size);
         bc_jw_key_uint(w, "num_samples_per_prompt", c->samples_per_prompt);
         bc_jw_key_uint(w, "prompt_length", c->prompt_length);
@@ -157,40 +191,41 @@ static void write_profiles(bc_jw *w, const bc_run_report *run, const bc_case_rep
     bc_jw_end_array(w);
 }
 
+/* Every statistic of the run's table for every field. */
+static void write_all_stats(bc_jw *w, const bc_run_report *run, const bc_case_report *cr) {
+    bc_jw_begin_object(w);
+    for (uint32_t f = 0; f < run->n_fields; f++) {
+        bc_jw_key(w, run->field_names[f]);
+        stats_object(w, run, cr, (int)f, run->stat_names, run->n_stats);
+    }
+    bc_jw_end_object(w);
+}
+
+static void write_memory(bc_jw *w, const bc_case_report *cr) {
+    bc_jw_begin_object(w);
+    bc_jw_key_int_or_null(w, "weights_bytes", BC_CASE_MEMORY(cr, weights_bytes));
+    bc_jw_key_int_or_null(w, "kv_cache_bytes", BC_CASE_MEMORY(cr, kv_cache_bytes));
+    bc_jw_key_int_or_null(w, "workspace_bytes", BC_CASE_MEMORY(cr, workspace_bytes));
+    bc_jw_key_int_or_null(w, "host_peak_bytes", BC_CASE_MEMORY(cr, host_peak_bytes));
+    bc_jw_key_int_or_null(w, "device_peak_bytes", BC_CASE_MEMORY(cr, device_peak_bytes));
+    bc_jw_key_int_or_null(w, "device_total_bytes", BC_CASE_MEMORY(cr, device_total_bytes));
+    bc_jw_key_int_or_null(w, "resident_bytes", BC_CASE_MEMORY(cr, resident_bytes));
+    bc_jw_key_int_or_null(w, "held_between_rollouts_bytes", cr->held_between_rollouts_bytes);
+    bc_jw_key_int_or_null(w, "peak_rss_bytes", cr->peak_rss_bytes);
+    bc_jw_key_int_or_null(w, "device_free_before_bytes", cr->device_free_before_bytes);
+    bc_jw_key_int_or_null(w, "device_free_after_bytes", cr->device_free_after_bytes);
+    bc_jw_end_object(w);
+}
+
 static void write_extended(bc_jw *w, const bc_run_report *run, const bc_case_report *cr) {
     bc_jw_begin_object(w);
     bc_jw_key_uint(w, "n_iterations", cr->n_iterations);
     bc_jw_key_double(w, "wall_ms", cr->wall_ms);
     bc_jw_key_uint(w, "effective_batch", bc_case_effective_batch(cr->c));
     bc_jw_key(w, "stats");
-    bc_jw_begin_object(w);
-    for (uint32_t f = 0; cr->stats && f < run->n_fields; f++) {
-        const bc_stats *s = &cr->stats[f];
-        bc_jw_key(w, run->field_names[f]);
-        bc_jw_begin_object(w);
-        bc_jw_key_uint(w, "n", s->n);
-        bc_jw_key_double(w, "mean", s->mean);
-        bc_jw_key_double(w, "p50", s->p50);
-        bc_jw_key_double(w, "p95", s->p95);
-        bc_jw_key_double(w, "min", s->min);
-        bc_jw_key_double(w, "max", s->max);
-        bc_jw_key_double(w, "stddev", s->stddev);
-        bc_jw_end_object(w);
-    }
-    bc_jw_end_object(w);
-    const bc_memory_stats *m = &cr->memory;
+    write_all_stats(w, run, cr);
     bc_jw_key(w, "memory");
-    bc_jw_begin_object(w);
-    bc_jw_key_int_or_null(w, "weights_bytes", m->weights_bytes);
-    bc_jw_key_int_or_null(w, "kv_cache_bytes", m->kv_cache_bytes);
-    bc_jw_key_int_or_null(w, "workspace_bytes", m->workspace_bytes);
-    bc_jw_key_int_or_null(w, "host_peak_bytes", m->host_peak_bytes);
-    bc_jw_key_int_or_null(w, "device_peak_bytes", m->device_peak_bytes);
-    bc_jw_key_int_or_null(w, "device_total_bytes", m->device_total_bytes);
-    bc_jw_key_int_or_null(w, "peak_rss_bytes", cr->peak_rss_bytes);
-    bc_jw_key_int_or_null(w, "device_free_before_bytes", cr->device_free_before_bytes);
-    bc_jw_key_int_or_null(w, "device_free_after_bytes", cr->device_free_after_bytes);
-    bc_jw_end_object(w);
+    write_memory(w, cr);
     bc_jw_end_object(w);
 }
 
@@ -198,16 +233,18 @@ void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, in
                 const char *record) {
     const bc_case *c = cr->c;
     bc_jw_begin_object(w);
-    if (record) {
-        bc_jw_key_string(w, "record", record);
-    }
+    if (record) bc_jw_key_string(w, "record", record);
     bc_jw_key_uint(w, "index", c->index);
     bc_jw_key_uint(w, "batch_size", c->batch_size);
     bc_jw_key_uint(w, "samples_per_prompt", c->samples_per_prompt);
     bc_jw_key_uint(w, "prompt_length", c->prompt_length);
+    bc_jw_key_int_or_null(w, "prompt_width_tokens", cr->prompt_width_tokens);
+    bc_jw_key_int_or_null(w, "prompt_min_tokens", cr->prompt_min_tokens);
+    bc_jw_key_int_or_null(w, "prompt_max_tokens", cr->prompt_max_tokens);
     bc_jw_key_uint(w, "requested_response_length", c->response_length);
     bc_jw_key_int_or_null(w, "returned_response_length", cr->returned_response_length);
-    bc_jw_key_double(w, "peak_memory_mb", cr->peak_memory_mb);
+    bc_jw_key_double(w, "peak_memory_mb", cr->peak_memory_mib); /* MiB; the seed's key */
+    bc_jw_key_double(w, "held_between_rollouts_mib", bc_bytes_to_mib(cr->held_between_rollouts_bytes));
     bc_jw_key(w, "summary");
     write_summary(w, run, cr);
     if (with_profiles) {
@@ -218,7 +255,9 @@ void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, in
     bc_jw_key_string(w, "dtype", bc_case_dtype(c));
     bc_jw_key_string(w, "cache_policy", c->cache_policy);
     bc_jw_key_bool(w, "release_inference_cache", c->release_cache);
+    bc_jw_key_bool(w, "rebuilt", cr->rebuilt != 0);
     bc_jw_key_string(w, "status", bc_case_status_name(cr->status));
+    bc_jw_key_string(w, "error_code", cr->error_code != BC_OK ? bc_status_name(cr->error_code) : NULL);
     bc_jw_key_string(w, "message", cr->message ? cr->message : "");
     bc_jw_key(w, "extended");
     write_extended(w, run, cr);

@@ -5,14 +5,18 @@
  *
  *   index,precision,dtype,cache_policy,release_inference_cache,batch_size,
  *   samples_per_prompt,prompt_length,requested_response_length,
- *   returned_response_length,status,n_iterations,
- *   then for each field F of run->field_names, in order:
- *     F_mean,F_p50,F_p95,F_min,F_max,F_stddev,
- *   peak_memory_mb,peak_rss_mb,message
+ *   returned_response_length,prompt_width_tokens,prompt_min_tokens,
+ *   prompt_max_tokens,status,error_code,rebuilt,n_iterations,
+ *   then for each field F of run->field_names and each statistic S of
+ *   run->stat_names, in their orders: F_S (e.g. total_ms_p95),
+ *   peak_memory_mb,held_between_rollouts_mib,peak_rss_mb,message
  *
+ * The statistics columns come from the run's tables, so a field or a
+ * statistic the host adds gets its columns without a change here.
  * Unknown or unmeasured values are empty cells. Cells are quoted per
  * RFC 4180 when they hold a comma, a double quote or a line break; lines end
- * in CRLF as RFC 4180 says. Numbers use the shortest exact form.
+ * in CRLF as RFC 4180 says. Numbers use the shortest exact form. Its
+ * check_settings makes validate and run refuse a path that cannot be written.
  *
  * Settings:
  *   path   output file, default "benchctl.csv" ("-" = stdout, "*.gz" = gzip)
@@ -22,8 +26,8 @@
 
 #include "benchctl/plugin.h"
 #include "jsonw.h"
+#include "report.h"
 #include "report_file.h"
-#include "report_json.h"
 
 enum { SET_PATH = 0, SET_COUNT };
 
@@ -36,10 +40,6 @@ typedef struct csv_reporter {
     const bc_host *host; /* not owned */
     const char *path;    /* host-owned setting, lives until destroy */
 } csv_reporter;
-
-/* The statistics each field gets, in column order. */
-static const char *const stat_names[] = {"mean", "p50", "p95", "min", "max", "stddev"};
-#define N_STATS (sizeof stat_names / sizeof stat_names[0])
 
 /* One cell, quoted when RFC 4180 requires it; preceded by a comma unless it
  * is the first of its row. */
@@ -81,28 +81,22 @@ static void cell_int_or_empty(bc_text *t, int *first, int64_t x) {
 static void end_row(bc_text *t) { bc_text_put(t, "\r\n", 2); }
 
 static void write_header(bc_text *t, const bc_run_report *run) {
-    static const char *const identity[] = {"index",
-                                           "precision",
-                                           "dtype",
-                                           "cache_policy",
-                                           "release_inference_cache",
-                                           "batch_size",
-                                           "samples_per_prompt",
-                                           "prompt_length",
-                                           "requested_response_length",
-                                           "returned_response_length",
-                                           "status",
-                                           "n_iterations"};
+    static const char *const identity[] = {
+        "index", "precision", "dtype", "cache_policy", "release_inference_cache",
+        "batch_size", "samples_per_prompt", "prompt_length", "requested_response_length", "returned_response_length",
+        "prompt_width_tokens", "prompt_min_tokens", "prompt_max_tokens",
+        "status", "error_code", "rebuilt", "n_iterations"};
     int first = 1;
     for (size_t i = 0; i < sizeof identity / sizeof identity[0]; i++) cell(t, &first, identity[i]);
     for (uint32_t f = 0; f < run->n_fields; f++) {
-        for (size_t s = 0; s < N_STATS; s++) {
-            char name[160];
-            snprintf(name, sizeof name, "%s_%s", run->field_names[f], stat_names[s]);
+        for (uint32_t s = 0; s < run->n_stats; s++) {
+            char name[256];
+            snprintf(name, sizeof name, "%s_%s", run->field_names[f], run->stat_names[s]);
             cell(t, &first, name);
         }
     }
     cell(t, &first, "peak_memory_mb");
+    cell(t, &first, "held_between_rollouts_mib");
     cell(t, &first, "peak_rss_mb");
     cell(t, &first, "message");
     end_row(t);
@@ -121,34 +115,33 @@ static void write_row(bc_text *t, const bc_run_report *run, const bc_case_report
     cell_uint(t, &first, c->prompt_length);
     cell_uint(t, &first, c->response_length);
     cell_int_or_empty(t, &first, cr->returned_response_length);
+    cell_int_or_empty(t, &first, cr->prompt_width_tokens);
+    cell_int_or_empty(t, &first, cr->prompt_min_tokens);
+    cell_int_or_empty(t, &first, cr->prompt_max_tokens);
     cell(t, &first, bc_case_status_name(cr->status));
+    cell(t, &first, cr->error_code != BC_OK ? bc_status_name(cr->error_code) : "");
+    cell(t, &first, cr->rebuilt ? "true" : "false");
     cell_uint(t, &first, cr->n_iterations);
-    for (uint32_t f = 0; f < run->n_fields; f++) {
-        const bc_stats *s = cr->stats ? &cr->stats[f] : NULL;
-        double v[N_STATS] = {NAN, NAN, NAN, NAN, NAN, NAN};
-        if (s) {
-            v[0] = s->mean;
-            v[1] = s->p50;
-            v[2] = s->p95;
-            v[3] = s->min;
-            v[4] = s->max;
-            v[5] = s->stddev;
-        }
-        for (size_t k = 0; k < N_STATS; k++) cell_double(t, &first, v[k]);
-    }
-    cell_double(t, &first, cr->peak_memory_mb);
-    cell_double(t, &first, cr->peak_rss_bytes >= 0 ? (double)cr->peak_rss_bytes / (1024.0 * 1024.0) : NAN);
+    for (uint32_t f = 0; f < run->n_fields; f++)
+        for (uint32_t s = 0; s < run->n_stats; s++) cell_double(t, &first, bc_case_stat(run, cr, (int)f, (int)s));
+    cell_double(t, &first, cr->peak_memory_mib);
+    cell_double(t, &first, bc_bytes_to_mib(cr->held_between_rollouts_bytes));
+    cell_double(t, &first, bc_bytes_to_mib(cr->peak_rss_bytes));
     cell(t, &first, cr->message ? cr->message : "");
     end_row(t);
 }
 
-static bc_status csv_open(const bc_host *host, const bc_setting_value *settings, const bc_run_report *run,
+/* check_settings: the output path must be writable (host->output_check),
+ * so validate and run refuse a bad path before the first case. */
+static bc_status csv_check_settings(const bc_host *host, const bc_settings *settings, bc_error *err) {
+    return bc_report_check_output(host, "csv", bc_setting_at(settings, SET_PATH)->s, err);
+}
+
+static bc_status csv_open(const bc_host *host, const bc_settings *settings, const bc_run_report *run,
                           void **out_instance, bc_error *err) {
     (void)run;
-    const char *path = settings[SET_PATH].s;
-    if (!path || !*path) return bc_error_set(err, BC_ERR_INVALID, "csv: setting path is empty");
-    bc_status st = bc_report_check_path(host, path, err);
-    if (st != BC_OK) return st;
+    const char *path = bc_setting_at(settings, SET_PATH)->s;
+    if (!path || !*path) return bc_error_set(err, BC_ERR_SETTING, "csv: setting path is empty");
     csv_reporter *r = calloc(1, sizeof *r);
     if (!r) return bc_error_set(err, BC_ERR_NOMEM, "csv: out of memory");
     r->host = host;
@@ -161,7 +154,7 @@ static bc_status csv_close(void *instance, const bc_run_report *run, bc_error *e
     csv_reporter *r = instance;
     bc_text t = {0};
     write_header(&t, run);
-    for (uint32_t i = 0; i < run->n_cases; i++) write_row(&t, run, &run->cases[i]);
+    for (uint32_t i = 0; i < run->n_cases; i++) write_row(&t, run, bc_run_case(run, i));
     if (t.failed) {
         free(t.buf);
         return bc_error_set(err, BC_ERR_NOMEM, "csv: %s: out of memory building the table", r->path);
@@ -188,9 +181,9 @@ static const bc_plugin_desc csv_desc = {
     .name = "csv",
     .version = "0.1.0",
     .description = "one row per case with flat summary columns (RFC 4180)",
-    .settings = csv_settings,
-    .n_settings = SET_COUNT,
+    BC_SETTINGS_TABLE(csv_settings),
     .ops = &csv_ops,
+    .check_settings = csv_check_settings,
 };
 
 BC_PLUGIN_DEFINE(csv_desc)

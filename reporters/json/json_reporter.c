@@ -1,7 +1,8 @@
 /* json_reporter.c: the "json" reporter plugin. At close it writes the whole
  * run as one JSON document through the host's atomic output (so ".gz" and
  * "-" work): the DeepSpeed OPSD rollout benchmark's keys plus benchctl's
- * extended metadata. Schema: docs/reporters.md.
+ * extended metadata. Schema: docs/reporters.md. Its check_settings makes
+ * validate and run refuse a path that cannot be written, before any case.
  *
  * Settings:
  *   path    output file, default "benchctl.json" ("-" = stdout, "*.gz" = gzip)
@@ -12,6 +13,7 @@
 
 #include "benchctl/plugin.h"
 #include "jsonw.h"
+#include "report.h"
 #include "report_file.h"
 #include "report_json.h"
 
@@ -30,18 +32,22 @@ typedef struct json_reporter {
     int indent;
 } json_reporter;
 
-static bc_status json_open(const bc_host *host, const bc_setting_value *settings, const bc_run_report *run,
+/* check_settings: the output path must be writable (host->output_check),
+ * so validate and run refuse a bad path before the first case. */
+static bc_status json_check_settings(const bc_host *host, const bc_settings *settings, bc_error *err) {
+    return bc_report_check_output(host, "json", bc_setting_at(settings, SET_PATH)->s, err);
+}
+
+static bc_status json_open(const bc_host *host, const bc_settings *settings, const bc_run_report *run,
                            void **out_instance, bc_error *err) {
     (void)run;
-    const char *path = settings[SET_PATH].s;
-    if (!path || !*path) return bc_error_set(err, BC_ERR_INVALID, "json: setting path is empty");
-    bc_status st = bc_report_check_path(host, path, err);
-    if (st != BC_OK) return st;
+    const char *path = bc_setting_at(settings, SET_PATH)->s;
+    if (!path || !*path) return bc_error_set(err, BC_ERR_SETTING, "json: setting path is empty");
     json_reporter *r = calloc(1, sizeof *r);
     if (!r) return bc_error_set(err, BC_ERR_NOMEM, "json: out of memory");
     r->host = host;
     r->path = path;
-    r->indent = (int)settings[SET_INDENT].i;
+    r->indent = (int)bc_setting_at(settings, SET_INDENT)->i;
     *out_instance = r;
     return BC_OK;
 }
@@ -53,7 +59,7 @@ static void write_dtypes(bc_jw *w, const bc_run_report *run) {
     const char *single = NULL;
     int mixed = 0;
     for (uint32_t i = 0; i < run->n_cases; i++) {
-        const char *d = bc_case_dtype(run->cases[i].c);
+        const char *d = bc_case_dtype(bc_run_case(run, i)->c);
         if (!d) continue;
         if (!single)
             single = d;
@@ -64,11 +70,11 @@ static void write_dtypes(bc_jw *w, const bc_run_report *run) {
     bc_jw_key(w, "dtypes");
     bc_jw_begin_array(w);
     for (uint32_t i = 0; i < run->n_cases; i++) {
-        const char *d = bc_case_dtype(run->cases[i].c);
+        const char *d = bc_case_dtype(bc_run_case(run, i)->c);
         if (!d) continue;
         int seen = 0;
         for (uint32_t j = 0; j < i && !seen; j++) {
-            const char *e = bc_case_dtype(run->cases[j].c);
+            const char *e = bc_case_dtype(bc_run_case(run, j)->c);
             seen = e && strcmp(e, d) == 0;
         }
         if (!seen) bc_jw_string(w, d);
@@ -81,7 +87,7 @@ static void write_dtypes(bc_jw *w, const bc_run_report *run) {
 static void write_release(bc_jw *w, const bc_run_report *run) {
     int value = -1;
     for (uint32_t i = 0; i < run->n_cases; i++) {
-        int v = run->cases[i].c->release_cache ? 1 : 0;
+        int v = bc_run_case(run, i)->c->release_cache ? 1 : 0;
         if (value == -1)
             value = v;
         else if (value != v)
@@ -107,7 +113,7 @@ static bc_status json_close(void *instance, const bc_run_report *run, bc_error *
     bc_rj_run_metadata(&w, run);
     bc_jw_key(&w, "cases");
     bc_jw_begin_array(&w);
-    for (uint32_t i = 0; i < run->n_cases; i++) bc_rj_case(&w, run, &run->cases[i], 1, NULL);
+    for (uint32_t i = 0; i < run->n_cases; i++) bc_rj_case(&w, run, bc_run_case(run, i), 1, NULL);
     bc_jw_end_array(&w);
     bc_jw_end_object(&w);
     bc_jw_newline(&w);
@@ -135,9 +141,9 @@ static const bc_plugin_desc json_desc = {
     .name = "json",
     .version = "0.1.0",
     .description = "the whole run as one JSON document (DeepSpeed OPSD rollout keys + extended metadata)",
-    .settings = json_settings,
-    .n_settings = SET_COUNT,
+    BC_SETTINGS_TABLE(json_settings),
     .ops = &json_ops,
+    .check_settings = json_check_settings,
 };
 
 BC_PLUGIN_DEFINE(json_desc)

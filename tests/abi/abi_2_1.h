@@ -10,8 +10,9 @@
 #ifndef BENCHCTL_TEST_ABI_2_1_H
 #define BENCHCTL_TEST_ABI_2_1_H
 
-#include <stdint.h>
-
+/* No #include here: this file comes before the sources' own feature macros
+ * (_GNU_SOURCE, _POSIX_C_SOURCE); BC_ABI_TAIL expands inside plugin.h, after
+ * its <stdint.h>. */
 #define BENCHCTL_ABI_MINOR 1
 #define BC_ABI_TAIL(type) uint64_t type##_added_in_2_1[2];
 

@@ -15,17 +15,47 @@
 
 #include "output.h"
 
-const char *const rf_field_names[BC_FIELD_COUNT_V1_0] = {
-    "prompt_expansion_ms", "generation_ms",          "post_processing_ms", "total_ms",
-    "tokens_per_second",   "num_generated_tokens",   "prefill_forward_ms", "decode_forward_ms",
-    "generation_overhead_ms", "num_decode_forwards", "cache_acquire_ms",   "cache_release_ms",
+const char *const rf_field_names[RF_N_FIELDS] = {
+    "prompt_expansion_ms",     "generation_ms",           "post_processing_ms",
+    "total_ms",                "tokens_per_second",       "num_generated_tokens",
+    "prefill_forward_ms",      "decode_forward_ms",       "generation_overhead_ms",
+    "num_decode_forwards",     "cache_acquire_ms",        "cache_release_ms",
+    "time_to_first_token_ms",  "decode_ms_per_token_p50", "decode_ms_per_token_p95",
+    "prefill_tokens_per_second", "decode_tokens_per_second",
 };
 
-int rf_load(rf_plugin *p, const char *name, const char *const *overrides, int n_overrides) {
+/* ------------------------------------------------------------- plugins */
+
+/* Sets value v of the setting described by s from the text after "name=". */
+static void parse_override(bc_setting_value *v, const bc_setting_desc *s, const char *text) {
+    switch (s->type) {
+    case BC_SETTING_INT: v->i = strtoll(text, NULL, 10); break;
+    case BC_SETTING_BOOL: v->i = strcmp(text, "true") == 0 || strcmp(text, "1") == 0; break;
+    case BC_SETTING_FLOAT: v->f = strtod(text, NULL); break;
+    default: v->s = text; break; /* overrides outlive the instance */
+    }
+}
+
+/* Defaults from the plugin's table (walked with its setting_size), then the
+ * overrides; values laid out wide, as a newer host would. */
+static void resolve_settings(rf_plugin *p, const char *const *overrides, int n_overrides) {
+    memset(p->values, 0xA5, sizeof p->values);
+    for (uint32_t i = 0; i < p->desc->n_settings; i++) {
+        const bc_setting_desc *s = BC_AT(bc_setting_desc, p->desc->settings, p->desc->setting_size, i);
+        bc_setting_value *v = &p->values[i].v;
+        *v = (bc_setting_value){.i = s->default_int, .f = s->default_float, .s = s->default_string};
+        size_t len = strlen(s->name);
+        for (int k = 0; k < n_overrides; k++)
+            if (strncmp(overrides[k], s->name, len) == 0 && overrides[k][len] == '=')
+                parse_override(v, s, overrides[k] + len + 1);
+    }
+    p->settings = (bc_settings){.struct_size = sizeof(bc_settings), .count = p->desc->n_settings,
+                                .value_size = sizeof(rf_wide_value), .values = &p->values[0].v};
+}
+
+int rf_load_file(rf_plugin *p, const char *so_path, const char *name, const char *const *overrides, int n_overrides) {
     memset(p, 0, sizeof *p);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/benchctl-%s.so", BENCHCTL_TEST_PLUGIN_DIR, name);
-    p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    p->handle = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
     if (!p->handle) {
         fprintf(stderr, "rf_load: %s\n", dlerror());
         return -1;
@@ -33,34 +63,26 @@ int rf_load(rf_plugin *p, const char *name, const char *const *overrides, int n_
     bc_plugin_entry_fn entry;
     *(void **)&entry = dlsym(p->handle, BENCHCTL_PLUGIN_ENTRY);
     if (!entry) {
-        fprintf(stderr, "rf_load: %s: no entry symbol\n", path);
+        fprintf(stderr, "rf_load: %s: no entry symbol\n", so_path);
         return -1;
     }
     p->desc = entry();
     if (!p->desc || p->desc->magic != BENCHCTL_PLUGIN_MAGIC || p->desc->abi_major != BENCHCTL_ABI_MAJOR ||
-        p->desc->kind != BC_KIND_REPORTER || strcmp(p->desc->name, name) != 0 || p->desc->n_settings > 16) {
-        fprintf(stderr, "rf_load: %s: bad descriptor\n", path);
+        p->desc->struct_size < BC_PLUGIN_DESC_MIN_SIZE || p->desc->kind != BC_KIND_REPORTER ||
+        strcmp(p->desc->name, name) != 0 || p->desc->n_settings > 16 ||
+        p->desc->setting_size < sizeof(bc_setting_desc)) {
+        fprintf(stderr, "rf_load: %s: bad descriptor\n", so_path);
         return -1;
     }
     p->ops = p->desc->ops;
-    for (uint32_t i = 0; i < p->desc->n_settings; i++) {
-        const bc_setting_desc *s = &p->desc->settings[i];
-        p->settings[i].i = s->default_int;
-        p->settings[i].f = s->default_float;
-        p->settings[i].s = s->default_string;
-        for (int k = 0; k < n_overrides; k++) {
-            size_t len = strlen(s->name);
-            if (strncmp(overrides[k], s->name, len) != 0 || overrides[k][len] != '=') continue;
-            const char *v = overrides[k] + len + 1;
-            switch (s->type) {
-            case BC_SETTING_INT: p->settings[i].i = strtoll(v, NULL, 10); break;
-            case BC_SETTING_BOOL: p->settings[i].i = strcmp(v, "true") == 0 || strcmp(v, "1") == 0; break;
-            case BC_SETTING_FLOAT: p->settings[i].f = strtod(v, NULL); break;
-            default: p->settings[i].s = v; break; /* overrides outlive the instance */
-            }
-        }
-    }
+    resolve_settings(p, overrides, n_overrides);
     return 0;
+}
+
+int rf_load(rf_plugin *p, const char *name, const char *const *overrides, int n_overrides) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/benchctl-%s.so", BENCHCTL_TEST_PLUGIN_DIR, name);
+    return rf_load_file(p, path, name, overrides, n_overrides);
 }
 
 void rf_unload(rf_plugin *p) {
@@ -68,8 +90,12 @@ void rf_unload(rf_plugin *p) {
     p->handle = NULL;
 }
 
+/* ---------------------------------------------------------------- host */
+
+/* Writes errors, warnings and information to stderr; debug lines are dropped. */
 static void host_log(const bc_host *host, bc_log_level level, const char *fmt, ...) {
     (void)host;
+    if (level >= BC_LOG_DEBUG) return;
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "[test host] level %d: ", (int)level);
@@ -97,6 +123,11 @@ static bc_status host_output_printf(bc_output *out, bc_error *err, const char *f
     return st;
 }
 
+static bc_status host_output_check(const bc_host *host, const char *path, bc_error *err) {
+    (void)host;
+    return bc_output_check(path, err);
+}
+
 bc_host rf_host(int stderr_is_tty) {
     bc_host h;
     memset(&h, 0, sizeof h);
@@ -111,38 +142,58 @@ bc_host rf_host(int stderr_is_tty) {
     h.output_printf = host_output_printf;
     h.output_commit = bc_output_commit;
     h.output_abort = bc_output_abort;
+    h.output_check = host_output_check;
     h.stderr_is_tty = stderr_is_tty;
     return h;
 }
+
+/* ---------------------------------------------------------- statistics */
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-/* The statistics as plugin.h defines them, over the measured (non-NaN)
- * values of one field. */
-static bc_stats column_stats(const double *values, uint32_t n_rows, uint32_t stride) {
+/* Statistic name of sorted[n] (n >= 1) as docs/reporters.md defines it:
+ * n, mean, stddev (population), cv (stddev / |mean|), min, max, p50
+ * (interpolated median) and pQ for any other integer Q (nearest rank). */
+static double stat_of_sorted(const char *name, const double *v, uint32_t n) {
+    double sum = 0, ss = 0;
+    for (uint32_t i = 0; i < n; i++) sum += v[i];
+    double mean = sum / n;
+    for (uint32_t i = 0; i < n; i++) ss += (v[i] - mean) * (v[i] - mean);
+    double stddev = sqrt(ss / n);
+    if (strcmp(name, "n") == 0) return n;
+    if (strcmp(name, "mean") == 0) return mean;
+    if (strcmp(name, "stddev") == 0) return stddev;
+    if (strcmp(name, "cv") == 0) return mean != 0 ? stddev / fabs(mean) : NAN;
+    if (strcmp(name, "min") == 0) return v[0];
+    if (strcmp(name, "max") == 0) return v[n - 1];
+    if (strcmp(name, "p50") == 0) return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    unsigned q = (unsigned)atoi(name + 1);
+    size_t rank = ((size_t)q * n + 99) / 100;
+    return v[rank > 0 ? rank - 1 : 0];
+}
+
+/* The statistics table row of one field (n_rows values stride apart). */
+static void field_stats(double *out, const char *const *names, uint32_t n_stats, const double *values,
+                        uint32_t n_rows, uint32_t stride) {
     double v[64];
     uint32_t n = 0;
     for (uint32_t i = 0; i < n_rows && n < 64; i++)
         if (!isnan(values[(size_t)i * stride])) v[n++] = values[(size_t)i * stride];
-    bc_stats s = {.n = n, .mean = NAN, .p50 = NAN, .p95 = NAN, .min = NAN, .max = NAN, .stddev = NAN};
-    if (n == 0) return s;
     qsort(v, n, sizeof v[0], cmp_double);
-    double sum = 0;
-    for (uint32_t i = 0; i < n; i++) sum += v[i];
-    s.mean = sum / n;
-    s.p50 = (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    long rank = (long)ceil(0.95 * n) - 1;
-    s.p95 = v[rank < 0 ? 0 : rank];
-    s.min = v[0];
-    s.max = v[n - 1];
-    double ss = 0;
-    for (uint32_t i = 0; i < n; i++) ss += (v[i] - s.mean) * (v[i] - s.mean);
-    s.stddev = sqrt(ss / n);
-    return s;
+    for (uint32_t s = 0; s < n_stats; s++)
+        out[s] = n == 0 ? (strcmp(names[s], "n") == 0 ? 0.0 : NAN) : stat_of_sorted(names[s], v, n);
 }
+
+double rf_stat(const rf_run *r, uint32_t i, int f, const char *stat) {
+    int s = bc_run_stat_index(&r->run, stat);
+    if (s < 0 || f < 0 || (uint32_t)f >= r->run.n_fields) return NAN;
+    return r->stats[i][(size_t)f * r->run.n_stats + (size_t)s];
+}
+
+/* ---------------------------------------------------------- the sample */
 
 static const bc_precision_ops bf16_ops = {.struct_size = sizeof(bc_precision_ops), .dtype = "bfloat16",
                                           .element_size = 2, .rel_tolerance = 1e-2};
@@ -150,71 +201,136 @@ static const bc_precision_ops fp32_ops = {.struct_size = sizeof(bc_precision_ops
                                           .element_size = 4, .rel_tolerance = 1e-5};
 static const char *const rf_precisions[] = {"bf16", "fp32"};
 static const char *const rf_caches[] = {"retain", "release"};
-static const bc_plugin_ref rf_plugins[] = {
-    {"backend", "fixture", "0.0.1", "/nowhere/benchctl-fixture.so"},
-    {"reporter", "json", "0.1.0", "/nowhere/benchctl-json.so"},
-};
+static const char *const rf_all_stats[] = {"n", "mean", "stddev", "cv", "min", "p50", "p95", "p99", "max"};
+static const char *const rf_few_stats[] = {"n", "mean", "max"};
 
-void rf_run_init(rf_run *r, int single_precision) {
+/* One measured iteration's values of every field, for a case with rows
+ * rows, a prompt width tokens wide and resp tokens per row. */
+static void fill_iteration(double *row, uint32_t it, uint32_t rows, uint32_t width, uint32_t resp, int release) {
+    row[RF_F_PROMPT_EXPANSION_MS] = 0.1 + 0.2 * (it + 1);
+    row[RF_F_GENERATION_MS] = 10.0 / 3.0 + it;
+    row[RF_F_POST_PROCESSING_MS] = 0.05 * (it + 1);
+    row[RF_F_TOTAL_MS] = row[0] + row[1] + row[2];
+    row[RF_F_NUM_GENERATED_TOKENS] = (double)rows * resp;
+    row[RF_F_TOKENS_PER_SECOND] = row[RF_F_NUM_GENERATED_TOKENS] / (row[RF_F_GENERATION_MS] / 1000.0);
+    row[RF_F_PREFILL_FORWARD_MS] = 1.0 / 7.0 + it;
+    row[RF_F_DECODE_FORWARD_MS] = 2.0 + it * 0.25;
+    row[RF_F_GENERATION_OVERHEAD_MS] = NAN; /* not measured */
+    row[RF_F_NUM_DECODE_FORWARDS] = resp - 1;
+    row[RF_F_CACHE_ACQUIRE_MS] = release ? 0.5 + 0.125 * it : NAN; /* only when the hook ran */
+    row[RF_F_CACHE_RELEASE_MS] = release ? 0.25 : NAN;
+    row[RF_F_TIME_TO_FIRST_TOKEN_MS] = row[RF_F_PROMPT_EXPANSION_MS] + row[RF_F_PREFILL_FORWARD_MS] + 0.01;
+    row[RF_F_DECODE_MS_PER_TOKEN_P50] = 0.25 + 0.01 * it;
+    row[RF_F_DECODE_MS_PER_TOKEN_P95] = 0.3 + 0.02 * it;
+    row[RF_F_PREFILL_TOKENS_PER_SECOND] = (double)rows * width / (row[RF_F_PREFILL_FORWARD_MS] / 1000.0);
+    row[RF_F_DECODE_TOKENS_PER_SECOND] = (double)rows * (resp - 1) / (row[RF_F_DECODE_FORWARD_MS] / 1000.0);
+}
+
+/* Case i's values (n_fields of each iteration's fields) and statistics. */
+static void fill_measurements(rf_run *r, uint32_t i, uint32_t n_iter, uint32_t width) {
+    const bc_case *c = &r->cases[i];
+    uint32_t nf = r->run.n_fields;
+    for (uint32_t it = 0; it < n_iter; it++) {
+        double full[RF_N_FIELDS];
+        fill_iteration(full, it, (uint32_t)bc_case_effective_batch(c), width, c->response_length, c->release_cache);
+        memcpy(r->values[i] + (size_t)it * nf, full, nf * sizeof full[0]);
+    }
+    for (uint32_t f = 0; f < nf; f++)
+        field_stats(r->stats[i] + (size_t)f * r->run.n_stats, r->run.stat_names, r->run.n_stats, r->values[i] + f,
+                    n_iter, nf);
+}
+
+static void init_cases(rf_run *r, unsigned flags) {
+    r->sampling = (bc_sampling){.struct_size = sizeof(bc_sampling), .temperature = 0.7, .top_p = 0.9, .top_k = 50,
+                                .seed = 1234};
+    r->cases[0] = (bc_case){.struct_size = sizeof(bc_case), .index = 0, .batch_size = 2, .samples_per_prompt = 2,
+                            .prompt_length = 16, .response_length = 8, .precision = "bf16",
+                            .precision_ops = &bf16_ops, .cache_policy = "retain", .release_cache = 0,
+                            .sampling = &r->sampling};
+    r->cases[1] = (bc_case){.struct_size = sizeof(bc_case), .index = 1, .batch_size = 8, .samples_per_prompt = 1,
+                            .prompt_length = 32, .response_length = 8, .precision = "fp32",
+                            .precision_ops = &fp32_ops, .cache_policy = "release", .release_cache = 1,
+                            .sampling = &r->sampling};
+    r->cases[2] = (bc_case){.struct_size = sizeof(bc_case), .index = 2, .batch_size = 1, .samples_per_prompt = 3,
+                            .prompt_length = 0, .response_length = 8, .precision = "bf16",
+                            .precision_ops = &bf16_ops, .cache_policy = "release", .release_cache = 1,
+                            .sampling = &r->sampling};
+    if (flags & RF_SINGLE_PRECISION) {
+        for (int i = 1; i < RF_N_CASES; i++) {
+            r->cases[i].precision = "bf16";
+            r->cases[i].precision_ops = &bf16_ops;
+            r->cases[i].cache_policy = "retain";
+            r->cases[i].release_cache = 0;
+        }
+    }
+}
+
+static void init_reports(rf_run *r) {
+    memset(r->reports, 0xA5, sizeof r->reports); /* what a newer host appends: garbage to this reader */
+    r->memory[0] = (bc_memory_stats){.struct_size = sizeof(bc_memory_stats), .weights_bytes = 1048576,
+                                     .kv_cache_bytes = 458752, .workspace_bytes = 65536, .host_peak_bytes = 13107200,
+                                     .device_peak_bytes = -1, .device_free_bytes = -1, .device_total_bytes = -1,
+                                     .resident_bytes = 1572864};
+    r->memory[2] = (bc_memory_stats){.struct_size = sizeof(bc_memory_stats), .weights_bytes = 1048576,
+                                     .kv_cache_bytes = 0, .workspace_bytes = 0, .host_peak_bytes = 3407872,
+                                     .device_peak_bytes = -1, .device_free_bytes = -1, .device_total_bytes = -1,
+                                     .resident_bytes = 1048576};
+    r->reports[0].r = (bc_case_report){
+        .struct_size = sizeof(bc_case_report), .c = &r->cases[0], .status = BC_CASE_OK, .error_code = BC_OK,
+        .message = "", .n_iterations = RF_N_ITER, .values = r->values[0], .stats = r->stats[0],
+        .returned_response_length = 8, .prompt_width_tokens = 16, .prompt_min_tokens = 16, .prompt_max_tokens = 16,
+        .peak_memory_mib = 12.5, .memory = &r->memory[0], .held_between_rollouts_bytes = 1572864,
+        .peak_rss_bytes = 52428800, .device_free_before_bytes = -1, .device_free_after_bytes = -1, .wall_ms = 123.25,
+        .rebuilt = 1};
+    r->reports[1].r = (bc_case_report){
+        .struct_size = sizeof(bc_case_report), .c = &r->cases[1], .status = BC_CASE_FAILED,
+        .error_code = BC_ERR_NOMEM, .message = RF_MESSAGE, .n_iterations = 0, .values = NULL, .stats = r->stats[1],
+        .returned_response_length = -1, .prompt_width_tokens = -1, .prompt_min_tokens = -1, .prompt_max_tokens = -1,
+        .peak_memory_mib = NAN, .memory = NULL, .held_between_rollouts_bytes = -1, .peak_rss_bytes = -1,
+        .device_free_before_bytes = -1, .device_free_after_bytes = -1, .wall_ms = 4.5, .rebuilt = 1};
+    r->reports[2].r = (bc_case_report){
+        .struct_size = sizeof(bc_case_report), .c = &r->cases[2], .status = BC_CASE_OK, .error_code = BC_OK,
+        .message = "", .n_iterations = RF_N_ITER, .values = r->values[2], .stats = r->stats[2],
+        .returned_response_length = 8, .prompt_width_tokens = 37, .prompt_min_tokens = 12, .prompt_max_tokens = 37,
+        .peak_memory_mib = 3.25, .memory = &r->memory[2], .held_between_rollouts_bytes = 1048576,
+        .peak_rss_bytes = 41943040, .device_free_before_bytes = -1, .device_free_after_bytes = -1, .wall_ms = 98.5,
+        .rebuilt = 0};
+}
+
+static void init_backend(rf_run *r) {
+    r->backend = (bc_backend_info){.struct_size = sizeof(bc_backend_info), .model = "facebook/opt-125m (synthetic)",
+                                   .device = "cpu", .device_name = NULL, .driver = NULL, .model_family = "opt",
+                                   .n_parameters = 125239296, .n_layers = 12, .hidden_size = 768, .n_heads = 12,
+                                   .ffn_size = 3072, .vocab_size = 50272, .max_positions = 2048,
+                                   .cpu_kernels = "avx2", .cpu_threads = 4};
+    memset(r->backend_settings, 0xA5, sizeof r->backend_settings);
+    memset(r->backend_value_rows, 0xA5, sizeof r->backend_value_rows);
+    r->backend_settings[0].d = (bc_setting_desc){.name = "threads", .type = BC_SETTING_INT, .default_int = 0,
+                                                 .help = "worker threads"};
+    r->backend_settings[1].d = (bc_setting_desc){.name = "shared_prefill", .type = BC_SETTING_BOOL,
+                                                 .default_int = 0, .help = "one prefill per prompt"};
+    r->backend_value_rows[0].v = (bc_setting_value){.i = 2};
+    r->backend_value_rows[1].v = (bc_setting_value){.i = 1};
+    r->backend_values = (bc_settings){.struct_size = sizeof(bc_settings), .count = 2,
+                                      .value_size = sizeof(rf_wide_value), .values = &r->backend_value_rows[0].v};
+}
+
+static void init_plugins(rf_run *r) {
+    memset(r->plugins, 0xA5, sizeof r->plugins);
+    r->plugins[0].p = (bc_plugin_ref){"backend", "fixture", "0.0.1", "/nowhere/benchctl-fixture.so", 2, 0};
+    r->plugins[1].p = (bc_plugin_ref){"reporter", "json", "0.1.0", "/nowhere/benchctl-json.so", 2, 1};
+}
+
+void rf_run_init(rf_run *r, unsigned flags) {
     memset(r, 0, sizeof *r);
-    bc_sampling sampling = {.temperature = 0.7, .top_p = 0.9, .top_k = 50, .seed = 1234};
-
-    bc_case *c0 = &r->cases[0], *c1 = &r->cases[1];
-    *c0 = (bc_case){.struct_size = sizeof(bc_case), .index = 0, .batch_size = 2, .samples_per_prompt = 2,
-                    .prompt_length = 16, .response_length = 8, .precision = "bf16", .precision_ops = &bf16_ops,
-                    .cache_policy = "retain", .release_cache = 0, .sampling = sampling};
-    *c1 = (bc_case){.struct_size = sizeof(bc_case), .index = 1, .batch_size = 8, .samples_per_prompt = 1,
-                    .prompt_length = 32, .response_length = 8, .precision = "fp32", .precision_ops = &fp32_ops,
-                    .cache_policy = "release", .release_cache = 1, .sampling = sampling};
-    if (single_precision) {
-        c1->precision = "bf16";
-        c1->precision_ops = &bf16_ops;
-        c1->cache_policy = "retain";
-        c1->release_cache = 0;
-    }
-
-    /* Case 0: 3 iterations with values that need all 17 digits. */
-    const uint32_t F = BC_FIELD_COUNT_V1_0;
-    for (uint32_t it = 0; it < RF_N_ITER; it++) {
-        double *row = r->values0 + (size_t)it * F;
-        row[BC_FIELD_PROMPT_EXPANSION_MS] = 0.1 + 0.2 * (it + 1);
-        row[BC_FIELD_GENERATION_MS] = 10.0 / 3.0 + it;
-        row[BC_FIELD_POST_PROCESSING_MS] = 0.05 * (it + 1);
-        row[BC_FIELD_TOTAL_MS] = row[0] + row[1] + row[2];
-        row[BC_FIELD_NUM_GENERATED_TOKENS] = 32;
-        row[BC_FIELD_TOKENS_PER_SECOND] = 32 / (row[BC_FIELD_TOTAL_MS] / 1000.0);
-        row[BC_FIELD_PREFILL_FORWARD_MS] = 1.0 / 7.0 + it;
-        row[BC_FIELD_DECODE_FORWARD_MS] = 2.0 + it * 0.25;
-        row[BC_FIELD_GENERATION_OVERHEAD_MS] = NAN; /* not measured */
-        row[BC_FIELD_NUM_DECODE_FORWARDS] = 7;
-        row[BC_FIELD_CACHE_ACQUIRE_MS] = 0;
-        row[BC_FIELD_CACHE_RELEASE_MS] = 0;
-    }
-    for (uint32_t f = 0; f < F; f++) {
-        r->stats[0][f] = column_stats(r->values0 + f, RF_N_ITER, F);
-        r->stats[1][f] = column_stats(NULL, 0, F);
-    }
-
-    bc_memory_stats mem0 = {.struct_size = sizeof(bc_memory_stats), .weights_bytes = 1000000,
-                            .kv_cache_bytes = 65536, .workspace_bytes = 4096, .host_peak_bytes = 13107200,
-                            .device_peak_bytes = -1, .device_free_bytes = -1, .device_total_bytes = -1};
-    bc_memory_stats mem1 = {.struct_size = sizeof(bc_memory_stats), .weights_bytes = -1, .kv_cache_bytes = -1,
-                            .workspace_bytes = -1, .host_peak_bytes = -1, .device_peak_bytes = -1,
-                            .device_free_bytes = -1, .device_total_bytes = -1};
-    r->reports[0] = (bc_case_report){.struct_size = sizeof(bc_case_report), .c = c0, .status = BC_CASE_OK,
-                                     .message = "", .n_iterations = RF_N_ITER, .values = r->values0,
-                                     .stats = r->stats[0], .returned_response_length = 8, .peak_memory_mb = 12.5,
-                                     .memory = mem0, .peak_rss_bytes = 52428800, .device_free_before_bytes = -1,
-                                     .device_free_after_bytes = -1, .wall_ms = 123.25};
-    r->reports[1] = (bc_case_report){.struct_size = sizeof(bc_case_report), .c = c1, .status = BC_CASE_FAILED,
-                                     .message = RF_MESSAGE, .n_iterations = 0, .values = NULL,
-                                     .stats = r->stats[1], .returned_response_length = -1, .peak_memory_mb = NAN,
-                                     .memory = mem1, .peak_rss_bytes = -1, .device_free_before_bytes = -1,
-                                     .device_free_after_bytes = -1, .wall_ms = 4.5};
+    init_cases(r, flags);
+    init_reports(r);
+    init_backend(r);
+    init_plugins(r);
 
     bc_run_report *run = &r->run;
     run->struct_size = sizeof *run;
-    run->schema_version = 1;
+    run->schema_version = 2;
     run->benchctl_version = "0.1.0-test";
     run->git_commit = "0123456789ab";
     run->config_path = "configs/bench.cfg";
@@ -222,36 +338,57 @@ void rf_run_init(rf_run *r, int single_precision) {
     run->start_time_utc = "2026-11-29T21:00:00Z";
     run->cpu_model = "Test CPU @ 1.00GHz";
     run->hostname = "testhost";
-    run->backend = (bc_backend_info){.struct_size = sizeof(bc_backend_info), .model = "facebook/opt-125m (synthetic)",
-                                     .device = "cpu", .device_name = NULL, .driver = NULL};
     run->backend_name = "fixture";
+    run->backend = (flags & RF_NO_BACKEND) ? NULL : &r->backend;
+    run->sampling = (flags & RF_NO_BACKEND) ? NULL : &r->sampling;
     run->warmup = 1;
     run->iterations = RF_N_ITER;
-    run->sampling = sampling;
     run->precisions = rf_precisions;
-    run->n_precisions = single_precision ? 1 : 2;
+    run->n_precisions = (flags & RF_SINGLE_PRECISION) ? 1 : 2;
     run->cache_policies = rf_caches;
-    run->n_cache_policies = single_precision ? 1 : 2;
-    run->plugins = rf_plugins;
+    run->n_cache_policies = (flags & RF_SINGLE_PRECISION) ? 1 : 2;
+    run->plugins = &r->plugins[0].p;
     run->n_plugins = 2;
-    run->n_fields = F;
+    run->plugin_ref_size = sizeof(rf_wide_ref);
+    run->n_fields = (flags & RF_OLD_FIELDS) ? RF_N_FIELDS_OLD : RF_N_FIELDS;
     run->field_names = rf_field_names;
+    const char *const *stats = (flags & RF_FEW_STATS) ? rf_few_stats : rf_all_stats;
+    run->n_stats = (flags & RF_FEW_STATS) ? 3 : 9;
+    for (uint32_t s = 0; s < run->n_stats; s++) r->stat_names[s] = stats[s];
+    if (flags & RF_EXTRA_STAT) r->stat_names[run->n_stats++] = "p42";
+    run->stat_names = r->stat_names;
+    run->backend_settings = &r->backend_settings[0].d;
+    run->n_backend_settings = 2;
+    run->backend_setting_size = sizeof(rf_wide_desc);
+    run->backend_values = &r->backend_values;
     run->n_cases = RF_N_CASES;
-    run->cases = r->reports;
+    run->case_report_size = sizeof(rf_wide_report);
+    run->cases = &r->reports[0].r;
+
+    fill_measurements(r, 0, RF_N_ITER, 16);
+    fill_measurements(r, 1, 0, 32);
+    fill_measurements(r, 2, RF_N_ITER, 37);
 }
 
+bc_case_report *rf_report(rf_run *r, uint32_t i) { return &r->reports[i].r; }
+
 bc_status rf_drive(rf_plugin *p, const bc_host *host, rf_run *r, bc_error *err) {
+    if (p->desc->check_settings) {
+        bc_status st = p->desc->check_settings(host, &p->settings, err);
+        if (st != BC_OK) return st;
+    }
     bc_run_report empty = r->run;
     empty.n_cases = 0;
     empty.cases = NULL;
     void *inst = NULL;
-    bc_status st = p->ops->open(host, p->settings, &empty, &inst, err);
+    bc_status st = p->ops->open(host, &p->settings, &empty, &inst, err);
     if (st != BC_OK) return st;
 
-    /* Execution order: largest effective batch first (case 1: 8, case 0: 4);
-     * run->cases in case_finished holds the finished cases, requested order. */
-    const uint32_t exec[RF_N_CASES] = {1, 0};
-    bc_case_report done[RF_N_CASES];
+    /* Execution order: largest effective batch first (case 1: 8, case 0: 4,
+     * case 2: 3); run->cases in case_finished holds the finished cases,
+     * requested order, as wide as the host's elements. */
+    const uint32_t exec[RF_N_CASES] = {1, 0, 2};
+    rf_wide_report done[RF_N_CASES];
     int finished[RF_N_CASES] = {0};
     for (uint32_t k = 0; k < RF_N_CASES && st == BC_OK; k++) {
         uint32_t i = exec[k];
@@ -262,8 +399,8 @@ bc_status rf_drive(rf_plugin *p, const bc_host *host, rf_run *r, bc_error *err) 
             if (finished[j]) done[n++] = r->reports[j];
         bc_run_report partial = r->run;
         partial.n_cases = n;
-        partial.cases = done;
-        if (p->ops->case_finished) st = p->ops->case_finished(inst, &partial, &r->reports[i], err);
+        partial.cases = &done[0].r;
+        if (p->ops->case_finished) st = p->ops->case_finished(inst, &partial, rf_report(r, i), err);
     }
     if (st == BC_OK) st = p->ops->close(inst, &r->run, err);
     p->ops->destroy(inst);

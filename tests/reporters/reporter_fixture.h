@@ -1,55 +1,133 @@
 /* reporter_fixture.h: what the reporter tests share: load a reporter plugin
- * from the build tree with dlopen, a minimal host table whose output_* are
- * core's bc_output_* (core/src/output.c), resolved settings, a hand-built run
- * report, and small file helpers.
+ * with dlopen, a minimal host table whose output_* (output_check included)
+ * are core's bc_output_* (core/src/output.c), resolved settings, a
+ * hand-built run report, and small file helpers.
  *
- * The sample run (rf_run_init) has two cases in requested order:
- *   case 0: ok, B=2 x2, prompt 16, resp 8, precision "bf16" (dtype
- *           "bfloat16"), cache "retain", 3 iterations; every
- *           generation_overhead_ms value is NaN (not measured); peak 12.5 MB.
- *   case 1: failed, B=4 x1, prompt 32, resp 8, precision "fp32" (dtype
- *           "float32"), cache "release", 0 iterations, all stats NaN,
- *           returned length and peak memory unknown, and a message with a
- *           comma and double quotes.
- * With single_precision = 1 both cases are bf16/retain instead.
+ * Every array of the run report, and the settings values, is laid out the
+ * way a newer host (a later 2.x minor) would lay it out: each element is
+ * RF_PAD bytes larger than this header's struct, the extra bytes filled with
+ * 0xA5. A reporter that indexes an array with its own sizeof instead of the
+ * element size (bc_run_case, bc_run_plugin, bc_setting_at, ...) reads
+ * garbage and fails the tests.
+ *
+ * The sample run (rf_run_init) has three cases in requested order:
+ *   case 0: ok, B=2 x2, prompt 16 (width, shortest and longest 16), resp 8,
+ *           precision "bf16" (dtype "bfloat16"), cache "retain", rebuilt,
+ *           3 iterations; every generation_overhead_ms is NaN (not
+ *           measured), and so are the cache timings (retain runs no cache
+ *           hook); peak 12.5 MiB, 1.5 MiB held between rollouts.
+ *   case 1: failed (error_code BC_ERR_NOMEM), B=8 x1, prompt 32, resp 8,
+ *           precision "fp32" (dtype "float32"), cache "release", rebuilt,
+ *           0 iterations, all stats NaN (n = 0), no memory report
+ *           (cr->memory NULL), returned length, prompt lengths, peak and
+ *           held memory unknown, and a message with a comma and double
+ *           quotes.
+ *   case 2: ok, B=1 x3, prompts from a file (prompt_length 0) that ran
+ *           37 tokens wide with prompts of 12 to 37 tokens, resp 8,
+ *           precision "bf16", cache "release", not rebuilt, 3 iterations;
+ *           peak 3.25 MiB, 1 MiB held between rollouts.
+ * Execution order (rf_drive): case 1, case 0, case 2 (largest effective
+ * batch first).
  */
 #ifndef BENCHCTL_TESTS_REPORTER_FIXTURE_H
 #define BENCHCTL_TESTS_REPORTER_FIXTURE_H
 
 #include "benchctl/plugin.h"
 
-#define RF_N_CASES 2
+#define RF_N_CASES 3
 #define RF_N_ITER 3
+#define RF_N_FIELDS 17    /* the host's fields (all of them) */
+#define RF_N_FIELDS_OLD 12 /* RF_OLD_FIELDS: the fields of a host before time_to_first_token_ms */
+#define RF_MAX_STATS 10
+#define RF_PAD 40 /* bytes a newer host appends to every array element */
 #define RF_MESSAGE "generate: backend \"opt\" failed, out of memory (needed 12 GiB)"
 
+/* rf_run_init flags. */
+enum {
+    RF_SINGLE_PRECISION = 1 << 0, /* every case bf16/retain */
+    RF_EXTRA_STAT = 1 << 1,       /* a tenth statistic "p42" (nearest rank) after "max" */
+    RF_OLD_FIELDS = 1 << 2,       /* only the first RF_N_FIELDS_OLD fields */
+    RF_FEW_STATS = 1 << 3,        /* only the statistics "n", "mean", "max" */
+    RF_NO_BACKEND = 1 << 4        /* run->backend and run->sampling NULL */
+};
+
+/* The host's fields, in report order. */
+enum {
+    RF_F_PROMPT_EXPANSION_MS = 0,
+    RF_F_GENERATION_MS,
+    RF_F_POST_PROCESSING_MS,
+    RF_F_TOTAL_MS,
+    RF_F_TOKENS_PER_SECOND,
+    RF_F_NUM_GENERATED_TOKENS,
+    RF_F_PREFILL_FORWARD_MS,
+    RF_F_DECODE_FORWARD_MS,
+    RF_F_GENERATION_OVERHEAD_MS,
+    RF_F_NUM_DECODE_FORWARDS,
+    RF_F_CACHE_ACQUIRE_MS,
+    RF_F_CACHE_RELEASE_MS,
+    RF_F_TIME_TO_FIRST_TOKEN_MS,
+    RF_F_DECODE_MS_PER_TOKEN_P50,
+    RF_F_DECODE_MS_PER_TOKEN_P95,
+    RF_F_PREFILL_TOKENS_PER_SECOND,
+    RF_F_DECODE_TOKENS_PER_SECOND
+};
+
+extern const char *const rf_field_names[RF_N_FIELDS];
+
+/* Array elements as a newer host lays them out (see the top). */
+typedef union rf_wide_value { bc_setting_value v; unsigned char bytes[sizeof(bc_setting_value) + RF_PAD]; } rf_wide_value;
+typedef union rf_wide_desc { bc_setting_desc d; unsigned char bytes[sizeof(bc_setting_desc) + RF_PAD]; } rf_wide_desc;
+typedef union rf_wide_ref { bc_plugin_ref p; unsigned char bytes[sizeof(bc_plugin_ref) + RF_PAD]; } rf_wide_ref;
+typedef union rf_wide_report { bc_case_report r; unsigned char bytes[sizeof(bc_case_report) + RF_PAD]; } rf_wide_report;
+
 typedef struct rf_plugin {
-    void *handle;                 /* dlopen handle, owned */
-    const bc_plugin_desc *desc;   /* static in the plugin */
-    const bc_reporter_ops *ops;   /* static in the plugin */
-    bc_setting_value settings[16]; /* resolved: defaults, then overrides */
+    void *handle;               /* dlopen handle, owned */
+    const bc_plugin_desc *desc; /* static in the plugin */
+    const bc_reporter_ops *ops; /* static in the plugin */
+    rf_wide_value values[16];   /* resolved: defaults, then overrides */
+    bc_settings settings;       /* points at values */
 } rf_plugin;
 
 typedef struct rf_run {
-    bc_run_report run;
+    bc_run_report run; /* points into the rest of this struct: never copy an rf_run */
+    bc_backend_info backend;
+    bc_sampling sampling;
     bc_case cases[RF_N_CASES];
-    bc_case_report reports[RF_N_CASES];
-    double values0[RF_N_ITER * BC_FIELD_COUNT_V1_0];
-    bc_stats stats[RF_N_CASES][BC_FIELD_COUNT_V1_0];
+    rf_wide_report reports[RF_N_CASES];
+    bc_memory_stats memory[RF_N_CASES];
+    double values[RF_N_CASES][RF_N_ITER * RF_N_FIELDS];   /* n_iterations x n_fields */
+    double stats[RF_N_CASES][RF_N_FIELDS * RF_MAX_STATS]; /* n_fields x n_stats */
+    const char *stat_names[RF_MAX_STATS];
+    rf_wide_ref plugins[2];
+    rf_wide_desc backend_settings[2];
+    rf_wide_value backend_value_rows[2];
+    bc_settings backend_values;
 } rf_run;
 
-extern const char *const rf_field_names[BC_FIELD_COUNT_V1_0];
-
-/* Loads reporters' benchctl-<name>.so and fills defaults; 0 on success.
- * overrides: "name=value" strings (may be NULL when n_overrides is 0). */
+/* Loads reporters' benchctl-<name>.so from the build tree and fills
+ * defaults; 0 on success. overrides: "name=value" strings (may be NULL
+ * when n_overrides is 0), which must outlive the plugin. */
 int rf_load(rf_plugin *p, const char *name, const char *const *overrides, int n_overrides);
+/* The same for the plugin at so_path, whose descriptor must be called name. */
+int rf_load_file(rf_plugin *p, const char *so_path, const char *name, const char *const *overrides, int n_overrides);
 void rf_unload(rf_plugin *p);
 
 /* A host table; stderr_is_tty as given. */
 bc_host rf_host(int stderr_is_tty);
 
-void rf_run_init(rf_run *r, int single_precision);
+/* Builds the sample run (flags: RF_*). */
+void rf_run_init(rf_run *r, unsigned flags);
 
-/* Runs the reporter through open, case_finished for each case, close and
+/* Case report i of the sample run. */
+bc_case_report *rf_report(rf_run *r, uint32_t i);
+
+/* Statistic stat (by name) of field f of case i, as the host computed it;
+ * NAN when the run has no such statistic. */
+double rf_stat(const rf_run *r, uint32_t i, int f, const char *stat);
+
+/* Runs the reporter as the host does: check_settings (if any), open with no
+ * cases, case_started and case_finished for each case in execution order
+ * (run->cases = the finished ones, requested order), close with every case,
  * destroy. Returns the first non-OK status (err filled), else BC_OK. */
 bc_status rf_drive(rf_plugin *p, const bc_host *host, rf_run *r, bc_error *err);
 

@@ -1,13 +1,16 @@
 /* test_console.c: the console reporter plugin (reporters/console), loaded
- * with dlopen: the aligned table (written to a file through its path
- * setting), the progress line on a "terminal", and silence when stderr is
- * not one. stderr is captured by pointing fd 2 at a file. */
+ * with dlopen: the two aligned tables (written to a file through its path
+ * setting) with every number looked up by name, the progress line on a
+ * "terminal", silence when stderr is not one, and check_settings. stderr is
+ * captured by pointing fd 2 at a file. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "bc_test_assert.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@ typedef struct fixture {
     char path[600];   /* the table */
     char errpath[600]; /* captured stderr */
     rf_run run;
+    bc_host host;
 } fixture;
 
 static int setup(void **state) {
@@ -31,6 +35,7 @@ static int setup(void **state) {
         return -1;
     }
     rf_run_init(&f->run, 0);
+    f->host = rf_host(0);
     snprintf(f->path, sizeof f->path, "%s/table.txt", f->dir);
     snprintf(f->errpath, sizeof f->errpath, "%s/stderr.txt", f->dir);
     *state = f;
@@ -70,7 +75,8 @@ static void drive(fixture *f, int tty, const char *extra) {
     rf_unload(&p);
 }
 
-/* Splits text into lines in place (up to max); returns the count. */
+/* Splits text into lines in place (up to max; empty lines are skipped);
+ * returns the count. */
 static int split_lines(char *text, char **lines, int max) {
     int n = 0;
     char *save = NULL;
@@ -78,49 +84,164 @@ static int split_lines(char *text, char **lines, int max) {
     return n;
 }
 
-static void test_table(void **state) {
+/* Splits a copy of line into its space-separated words (up to max). */
+static int split_words(const char *line, char *copy, size_t size, char **words, int max) {
+    snprintf(copy, size, "%s", line);
+    int n = 0;
+    char *save = NULL;
+    for (char *w = strtok_r(copy, " ", &save); w && n < max; w = strtok_r(NULL, " ", &save)) words[n++] = w;
+    return n;
+}
+
+/* x as the tables print it: "-" when not measured, else fixed decimals. */
+static void fmt(char *buf, size_t size, double x, int decimals) {
+    if (isnan(x))
+        snprintf(buf, size, "-");
+    else
+        snprintf(buf, size, "%.*f", decimals, x);
+}
+
+/* The line of text at lines[i] contains " <x with decimals>" as a word. */
+static void assert_shows(const char *line, double x, int decimals) {
+    char want[64], copy[512];
+    char *words[32];
+    fmt(want, sizeof want, x, decimals);
+    int n = split_words(line, copy, sizeof copy, words, 32);
+    for (int i = 0; i < n; i++)
+        if (strcmp(words[i], want) == 0) return;
+    fail_msg("\"%s\" does not show %s", line, want);
+}
+
+/* Reads the table file and splits it into lines (text is owned by the caller). */
+static int read_tables(fixture *f, char **text, char **lines, int max) {
+    *text = rf_slurp(f->path);
+    assert_non_null(*text);
+    return split_lines(*text, lines, max);
+}
+
+/* title, settings line, header, rule, 3 cases, header, rule, 3 cases,
+ * counts, 3 legend lines, 1 failure message */
+enum { L_TITLE = 0, L_SETTINGS, L_HEAD1, L_RULE1, L_CASES1, L_HEAD2 = L_CASES1 + RF_N_CASES, L_RULE2,
+       L_CASES2, L_COUNTS = L_CASES2 + RF_N_CASES, L_LEGEND, L_MESSAGE = L_LEGEND + 3, N_LINES };
+
+static void test_tables(void **state) {
     fixture *f = *state;
     drive(f, 0, NULL);
-    char *text = rf_slurp(f->path);
-    assert_non_null(text);
-    char *lines[32];
-    int n = split_lines(text, lines, 32);
-    /* title, header, rule, 2 cases, legend, 1 failure message */
-    assert_int_equal(n, 7);
-    assert_non_null(strstr(lines[0], "facebook/opt-125m (synthetic)"));
-    assert_non_null(strstr(lines[1], "total_ms"));
-    assert_non_null(strstr(lines[1], "tok/s"));
-    assert_non_null(strstr(lines[1], "peak_MB"));
-    assert_int_equal(strspn(lines[2], "-"), strlen(lines[2]));
-    /* Aligned: header, rule and rows are the same width. */
-    size_t w = strlen(lines[1]);
-    assert_int_equal(strlen(lines[2]), w);
-    assert_int_equal(strlen(lines[3]), w);
-    assert_int_equal(strlen(lines[4]), w);
+    char *text, *lines[32];
+    int n = read_tables(f, &text, lines, 32);
+    assert_int_equal(n, N_LINES);
+    assert_non_null(strstr(lines[L_TITLE], "facebook/opt-125m (synthetic) on cpu"));
+    assert_string_equal(lines[L_SETTINGS], "backend settings: threads=2 shared_prefill=true");
+    const char *head1[] = {"total_ms", "p50", "p95", "tok/s", "peak_MiB", "held_MiB"};
+    for (size_t i = 0; i < sizeof head1 / sizeof head1[0]; i++) assert_non_null(strstr(lines[L_HEAD1], head1[i]));
+    assert_string_equal(lines[L_HEAD2] + strspn(lines[L_HEAD2], " "),
+                        "#  ttft_ms  ms/tok_p50  ms/tok_p95  prefill_ms  decode_ms  prefill_tok/s  decode_tok/s");
+    /* Aligned: in each table, header, rule and rows are the same width. */
+    for (int table = 0; table < 2; table++) {
+        int head = table ? L_HEAD2 : L_HEAD1;
+        size_t w = strlen(lines[head]);
+        assert_int_equal(strspn(lines[head + 1], "-"), w);
+        for (int i = 0; i <= RF_N_CASES + 1; i++) assert_int_equal(strlen(lines[head + i]), w);
+    }
+    for (int i = 0; i < n; i++) assert_true(strlen(lines[i]) <= 150);
 
-    /* Requested order; case 0's numbers as the stats say. */
-    const bc_stats *total = &f->run.reports[0].stats[BC_FIELD_TOTAL_MS];
-    const bc_stats *tps = &f->run.reports[0].stats[BC_FIELD_TOKENS_PER_SECOND];
-    char expect[64];
-    assert_true(strncmp(lines[3] + strspn(lines[3], " "), "0 ", 2) == 0);
-    assert_non_null(strstr(lines[3], " bf16 "));
-    assert_non_null(strstr(lines[3], " retain "));
-    assert_non_null(strstr(lines[3], " ok "));
-    snprintf(expect, sizeof expect, " %.2f  ", total->mean);
-    assert_non_null(strstr(lines[3], expect));
-    snprintf(expect, sizeof expect, " %.2f  ", total->p95);
-    assert_non_null(strstr(lines[3], expect));
-    snprintf(expect, sizeof expect, " %.1f  ", tps->mean);
-    assert_non_null(strstr(lines[3], expect));
-    assert_non_null(strstr(lines[3], " 12.5"));
+    /* Requested order; case 0's numbers as the statistics say. */
+    const char *row0 = lines[L_CASES1];
+    assert_true(strncmp(row0 + strspn(row0, " "), "0 ", 2) == 0);
+    assert_non_null(strstr(row0, " bf16 "));
+    assert_non_null(strstr(row0, " retain "));
+    assert_non_null(strstr(row0, " ok "));
+    assert_shows(row0, rf_stat(&f->run, 0, RF_F_TOTAL_MS, "mean"), 2);
+    assert_shows(row0, rf_stat(&f->run, 0, RF_F_TOTAL_MS, "p95"), 2);
+    assert_shows(row0, rf_stat(&f->run, 0, RF_F_TOKENS_PER_SECOND, "mean"), 1);
+    assert_shows(row0, 12.5, 1);  /* peak */
+    assert_true(strlen(row0) > 4 && strcmp(row0 + strlen(row0) - 4, " 1.5") == 0); /* held, last */
     /* Case 1 failed: status, dashes for what was not measured. */
-    assert_true(strncmp(lines[4] + strspn(lines[4], " "), "1 ", 2) == 0);
-    assert_non_null(strstr(lines[4], " failed "));
-    assert_non_null(strstr(lines[4], " -  "));
-    assert_int_equal(lines[4][strlen(lines[4]) - 1], '-'); /* peak_MB unknown */
-    assert_non_null(strstr(lines[5], "1 ok, 1 failed"));
-    assert_non_null(strstr(lines[6], "case 1 failed: " RF_MESSAGE));
+    const char *row1 = lines[L_CASES1 + 1];
+    assert_true(strncmp(row1 + strspn(row1, " "), "1 ", 2) == 0);
+    assert_non_null(strstr(row1, " failed "));
+    assert_non_null(strstr(row1, " -  "));
+    assert_int_equal(row1[strlen(row1) - 1], '-'); /* held unknown */
+    /* Case 2 ran from a prompts file: the width that ran, and the range. */
+    const char *row2 = lines[L_CASES1 + 2];
+    assert_non_null(strstr(row2, " 37 (12-37) "));
+    assert_non_null(strstr(row2, " release "));
+    assert_true(strcmp(row2 + strlen(row2) - 4, " 1.0") == 0);
+
+    /* The second table: where the time went, every value looked up by name. */
+    for (uint32_t c = 0; c < RF_N_CASES; c++) {
+        char copy[512];
+        char *words[16];
+        assert_int_equal(split_words(lines[L_CASES2 + c], copy, sizeof copy, words, 16), 8);
+        const int field[] = {RF_F_TIME_TO_FIRST_TOKEN_MS, RF_F_DECODE_MS_PER_TOKEN_P50, RF_F_DECODE_MS_PER_TOKEN_P95,
+                             RF_F_PREFILL_FORWARD_MS, RF_F_DECODE_FORWARD_MS, RF_F_PREFILL_TOKENS_PER_SECOND,
+                             RF_F_DECODE_TOKENS_PER_SECOND};
+        const int decimals[] = {2, 3, 3, 2, 2, 1, 1};
+        char want[64];
+        snprintf(want, sizeof want, "%u", c);
+        assert_string_equal(words[0], want);
+        for (int k = 0; k < 7; k++) {
+            fmt(want, sizeof want, rf_stat(&f->run, c, field[k], "mean"), decimals[k]);
+            assert_string_equal(words[k + 1], want);
+        }
+    }
+    assert_string_equal(lines[L_COUNTS], "3 cases: 2 ok, 1 failed, 0 skipped.");
+    assert_string_equal(lines[L_MESSAGE], "case 1 failed: " RF_MESSAGE);
     free(text);
+}
+
+/* An older host, without the throughput fields and with only n, mean and
+ * max: what it lacks shows as "-", what it has still shows. */
+static void test_missing_names(void **state) {
+    fixture *f = *state;
+    rf_run_init(&f->run, RF_OLD_FIELDS | RF_FEW_STATS);
+    drive(f, 0, NULL);
+    char *text, *lines[32];
+    assert_int_equal(read_tables(f, &text, lines, 32), N_LINES);
+    char copy[512];
+    char *words[16];
+    assert_int_equal(split_words(lines[L_CASES2], copy, sizeof copy, words, 16), 8);
+    for (int k = 1; k < 8; k++) {
+        if (k == 4 || k == 5) continue; /* prefill_ms and decode_ms: fields the old host has */
+        assert_string_equal(words[k], "-");
+    }
+    assert_shows(lines[L_CASES2], rf_stat(&f->run, 0, RF_F_PREFILL_FORWARD_MS, "mean"), 2);
+    /* Table 1, case 0: # batch x prompt resp precision cache status, then
+     * total_ms (the mean, which the host has), p50 and p95 (which it lacks). */
+    assert_int_equal(split_words(lines[L_CASES1], copy, sizeof copy, words, 16), 14);
+    char want[64];
+    fmt(want, sizeof want, rf_stat(&f->run, 0, RF_F_TOTAL_MS, "mean"), 2);
+    assert_string_equal(words[8], want);
+    assert_string_equal(words[9], "-");
+    assert_string_equal(words[10], "-");
+    free(text);
+}
+
+/* A host that could not describe the backend: the title says so. */
+static void test_no_backend(void **state) {
+    fixture *f = *state;
+    rf_run_init(&f->run, RF_NO_BACKEND);
+    drive(f, 0, NULL);
+    char *text, *lines[32];
+    assert_int_equal(read_tables(f, &text, lines, 32), N_LINES);
+    assert_non_null(strstr(lines[L_TITLE], ": ? on ?,"));
+    free(text);
+}
+
+/* check_settings refuses a table path that cannot be created; "-" is fine. */
+static void test_check_settings(void **state) {
+    fixture *f = *state;
+    const char *settings[] = {"path=/dev/null/table.txt", "path=-"};
+    const bc_status expect[] = {BC_ERR_IO, BC_OK};
+    for (int i = 0; i < 2; i++) {
+        const char *overrides[1] = {settings[i]};
+        rf_plugin p;
+        assert_int_equal(rf_load(&p, "console", overrides, 1), 0);
+        bc_error err = {0};
+        assert_int_equal(p.desc->check_settings(&f->host, &p.settings, &err), expect[i]);
+        if (expect[i] != BC_OK) assert_non_null(strstr(err.message, "/dev/null/table.txt"));
+        rf_unload(&p);
+    }
 }
 
 static void test_progress_on_tty(void **state) {
@@ -128,9 +249,11 @@ static void test_progress_on_tty(void **state) {
     drive(f, 1, NULL);
     char *err = rf_slurp(f->errpath);
     assert_non_null(err);
-    /* Execution order: case 1 (ETA unknown yet), then case 0 (ETA 83 s). */
-    assert_non_null(strstr(err, "\r\033[K[1/2] B=8 x1 prompt=32 resp=8 fp32 release  ETA --"));
-    assert_non_null(strstr(err, "\r\033[K[2/2] B=2 x2 prompt=16 resp=8 bf16 retain  ETA 1m23s"));
+    /* Execution order: case 1 (ETA unknown yet), case 0, case 2 (ETA 83 s);
+     * case 2's prompts come from a file. */
+    assert_non_null(strstr(err, "\r\033[K[1/3] B=8 x1 prompt=32 resp=8 fp32 release  ETA --"));
+    assert_non_null(strstr(err, "\r\033[K[2/3] B=2 x2 prompt=16 resp=8 bf16 retain  ETA 1m23s"));
+    assert_non_null(strstr(err, "\r\033[K[3/3] B=1 x3 prompt=file resp=8 bf16 release  ETA 1m23s"));
     assert_null(strchr(err, '\n'));              /* redrawn, never scrolled */
     size_t len = strlen(err);                    /* and cleared at the end */
     assert_true(len >= 4 && strcmp(err + len - 4, "\r\033[K") == 0);
@@ -162,14 +285,18 @@ static void test_verbose_plain_lines(void **state) {
     assert_non_null(err);
     assert_null(strchr(err, '\r'));
     assert_null(strchr(err, '\033'));
-    assert_string_equal(err, "[1/2] B=8 x1 prompt=32 resp=8 fp32 release  ETA --\n"
-                             "[2/2] B=2 x2 prompt=16 resp=8 bf16 retain  ETA 1m23s\n");
+    assert_string_equal(err, "[1/3] B=8 x1 prompt=32 resp=8 fp32 release  ETA --\n"
+                             "[2/3] B=2 x2 prompt=16 resp=8 bf16 retain  ETA 1m23s\n"
+                             "[3/3] B=1 x3 prompt=file resp=8 bf16 release  ETA 1m23s\n");
     free(err);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tables, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_backend, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_progress_on_tty, setup, teardown),
         cmocka_unit_test_setup_teardown(test_progress_off, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quiet_when_not_tty, setup, teardown),

@@ -1,12 +1,16 @@
 /* test_csv.c: the csv reporter plugin (reporters/csv), loaded with dlopen
- * and driven through its ops; the file is read back with a small RFC 4180
- * parser and compared with the hand-built run report (reporter_fixture.h). */
+ * and driven through its hooks as the host drives them; the file is read
+ * back with a small RFC 4180 parser and compared with the hand-built run
+ * report (reporter_fixture.h), whose arrays are wider than this header's
+ * structs, as a newer host's would be. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "bc_test_assert.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,7 +20,7 @@
 #include "reporter_fixture.h"
 
 #define MAX_ROWS 8
-#define MAX_COLS 128
+#define MAX_COLS 256
 
 /* A parsed CSV: cells[r][c] are malloc'ed strings. */
 typedef struct table {
@@ -112,9 +116,8 @@ static void assert_cell(const table *t, int row, const char *name, double expect
     }
     char *end;
     double got = strtod(s, &end);
-    assert_true(*s && *end == '\0');
-    if (got != expect) fprintf(stderr, "%s row %d: %.17g != %.17g\n", name, row, got, expect);
-    assert_true(got == expect);
+    if (!*s || *end) fail_msg("%s row %d: \"%s\" is not a number", name, row, s);
+    assert_double_close(got, expect, 0.0); /* exact: numbers must round-trip */
 }
 
 typedef struct fixture {
@@ -157,67 +160,106 @@ static void run_csv(fixture *f, const char *name) {
     rf_unload(&p);
 }
 
+/* Runs the csv reporter and parses its file into t. */
+static void run_and_parse(fixture *f, const char *name, table *t) {
+    run_csv(f, name);
+    char *text = rf_slurp(f->path);
+    assert_non_null(text);
+    assert_int_equal(parse_csv(text, t), 0);
+    free(text);
+}
+
+static const char *const identity[] = {
+    "index", "precision", "dtype", "cache_policy", "release_inference_cache",
+    "batch_size", "samples_per_prompt", "prompt_length", "requested_response_length", "returned_response_length",
+    "prompt_width_tokens", "prompt_min_tokens", "prompt_max_tokens",
+    "status", "error_code", "rebuilt", "n_iterations"};
+#define N_IDENTITY ((int)(sizeof identity / sizeof identity[0]))
+
+/* The documented header, exactly: identity columns, then F_S for every
+ * field F and statistic S of the run's tables, then the memory columns and
+ * the message. */
+static void check_header(const table *t, const bc_run_report *run) {
+    int expect_cols = N_IDENTITY + (int)(run->n_fields * run->n_stats) + 4;
+    for (int r = 0; r < t->n_rows; r++) assert_int_equal(t->n_cols[r], expect_cols);
+    int c = 0;
+    for (int i = 0; i < N_IDENTITY; i++) assert_string_equal(t->cells[0][c++], identity[i]);
+    for (uint32_t fi = 0; fi < run->n_fields; fi++) {
+        for (uint32_t s = 0; s < run->n_stats; s++) {
+            char name[128];
+            snprintf(name, sizeof name, "%s_%s", run->field_names[fi], run->stat_names[s]);
+            assert_string_equal(t->cells[0][c++], name);
+        }
+    }
+    assert_string_equal(t->cells[0][c++], "peak_memory_mb");
+    assert_string_equal(t->cells[0][c++], "held_between_rollouts_mib");
+    assert_string_equal(t->cells[0][c++], "peak_rss_mb");
+    assert_string_equal(t->cells[0][c++], "message");
+}
+
+/* Every statistic cell of every case: exact, or empty when NaN. */
+static void check_stats(const table *t, fixture *f) {
+    const bc_run_report *run = &f->run.run;
+    for (uint32_t i = 0; i < RF_N_CASES; i++)
+        for (uint32_t fi = 0; fi < run->n_fields; fi++)
+            for (uint32_t s = 0; s < run->n_stats; s++) {
+                char name[128];
+                snprintf(name, sizeof name, "%s_%s", run->field_names[fi], run->stat_names[s]);
+                assert_cell(t, (int)i + 1, name, rf_stat(&f->run, i, (int)fi, run->stat_names[s]));
+            }
+}
+
 static void check_table(fixture *f, const char *text) {
     table t;
     assert_int_equal(parse_csv(text, &t), 0);
     assert_int_equal(t.quoted_bare_quote, 0);
     assert_int_equal(t.n_rows, 1 + RF_N_CASES);
+    check_header(&t, &f->run.run);
+    check_stats(&t, f);
 
-    /* The documented header, exactly. */
-    const char *identity[] = {"index", "precision", "dtype", "cache_policy", "release_inference_cache",
-                              "batch_size", "samples_per_prompt", "prompt_length", "requested_response_length",
-                              "returned_response_length", "status", "n_iterations"};
-    const char *stats[] = {"mean", "p50", "p95", "min", "max", "stddev"};
-    int n_identity = (int)(sizeof identity / sizeof identity[0]);
-    int expect_cols = n_identity + BC_FIELD_COUNT_V1_0 * 6 + 3;
-    for (int r = 0; r < t.n_rows; r++) assert_int_equal(t.n_cols[r], expect_cols);
-    int c = 0;
-    for (int i = 0; i < n_identity; i++) assert_string_equal(t.cells[0][c++], identity[i]);
-    for (int fi = 0; fi < BC_FIELD_COUNT_V1_0; fi++) {
-        for (int s = 0; s < 6; s++) {
-            char name[128];
-            snprintf(name, sizeof name, "%s_%s", rf_field_names[fi], stats[s]);
-            assert_string_equal(t.cells[0][c++], name);
-        }
-    }
-    assert_string_equal(t.cells[0][c++], "peak_memory_mb");
-    assert_string_equal(t.cells[0][c++], "peak_rss_mb");
-    assert_string_equal(t.cells[0][c++], "message");
-
-    /* Rows in requested order, every statistic exact or empty. */
+    /* Rows in requested order. */
     for (int i = 0; i < RF_N_CASES; i++) {
         int row = 1 + i;
-        const bc_case_report *cr = &f->run.reports[i];
+        const bc_case_report *cr = rf_report(&f->run, (uint32_t)i);
         assert_cell(&t, row, "index", i);
         assert_string_equal(at(&t, row, "precision"), cr->c->precision);
         assert_cell(&t, row, "batch_size", cr->c->batch_size);
+        assert_cell(&t, row, "prompt_length", cr->c->prompt_length);
         assert_cell(&t, row, "requested_response_length", cr->c->response_length);
         assert_cell(&t, row, "n_iterations", cr->n_iterations);
-        for (int fi = 0; fi < BC_FIELD_COUNT_V1_0; fi++) {
-            const bc_stats *s = &cr->stats[fi];
-            const double v[6] = {s->mean, s->p50, s->p95, s->min, s->max, s->stddev};
-            for (int k = 0; k < 6; k++) {
-                char name[128];
-                snprintf(name, sizeof name, "%s_%s", rf_field_names[fi], stats[k]);
-                assert_cell(&t, row, name, v[k]);
-            }
-        }
-        assert_cell(&t, row, "peak_memory_mb", cr->peak_memory_mb);
+        assert_cell(&t, row, "peak_memory_mb", cr->peak_memory_mib);
     }
     assert_string_equal(at(&t, 1, "status"), "ok");
+    assert_string_equal(at(&t, 1, "error_code"), "");
+    assert_string_equal(at(&t, 1, "rebuilt"), "true");
     assert_string_equal(at(&t, 1, "dtype"), "bfloat16");
     assert_string_equal(at(&t, 1, "release_inference_cache"), "false");
     assert_cell(&t, 1, "returned_response_length", 8);
+    assert_cell(&t, 1, "prompt_width_tokens", 16);
+    assert_cell(&t, 1, "held_between_rollouts_mib", 1.5);
     assert_cell(&t, 1, "peak_rss_mb", 50.0);
     assert_string_equal(at(&t, 1, "message"), "");
     assert_string_equal(at(&t, 1, "generation_overhead_ms_mean"), ""); /* NaN */
+    assert_string_equal(at(&t, 1, "generation_overhead_ms_n"), "0");
     assert_string_equal(at(&t, 2, "status"), "failed");
+    assert_string_equal(at(&t, 2, "error_code"), bc_status_name(BC_ERR_NOMEM));
     assert_string_equal(at(&t, 2, "cache_policy"), "release");
     assert_string_equal(at(&t, 2, "returned_response_length"), "");
+    assert_string_equal(at(&t, 2, "prompt_width_tokens"), "");
+    assert_string_equal(at(&t, 2, "prompt_min_tokens"), "");
     assert_string_equal(at(&t, 2, "peak_memory_mb"), "");
+    assert_string_equal(at(&t, 2, "held_between_rollouts_mib"), "");
     assert_string_equal(at(&t, 2, "peak_rss_mb"), "");
     assert_string_equal(at(&t, 2, "total_ms_mean"), "");
     assert_string_equal(at(&t, 2, "message"), RF_MESSAGE); /* comma and quotes survive */
+    /* The prompts-file case: what ran, and what a release policy holds. */
+    assert_cell(&t, 3, "prompt_length", 0);
+    assert_cell(&t, 3, "prompt_width_tokens", 37);
+    assert_cell(&t, 3, "prompt_min_tokens", 12);
+    assert_cell(&t, 3, "prompt_max_tokens", 37);
+    assert_cell(&t, 3, "held_between_rollouts_mib", 1.0);
+    assert_string_equal(at(&t, 3, "rebuilt"), "false");
+    assert_string_equal(at(&t, 3, "release_inference_cache"), "true");
     free_table(&t);
 }
 
@@ -230,6 +272,33 @@ static void test_table(void **state) {
     assert_non_null(strstr(text, "\"generate: backend \"\"opt\"\" failed, out of memory (needed 12 GiB)\""));
     check_table(f, text);
     free(text);
+}
+
+/* A statistic the host adds ("p42") gets a column per field, with no
+ * change in the reporter. */
+static void test_extra_stat(void **state) {
+    fixture *f = *state;
+    rf_run_init(&f->run, RF_EXTRA_STAT);
+    table t;
+    run_and_parse(f, "p42.csv", &t);
+    check_header(&t, &f->run.run);
+    assert_cell(&t, 1, "total_ms_p42", rf_stat(&f->run, 0, RF_F_TOTAL_MS, "p42"));
+    assert_cell(&t, 3, "decode_tokens_per_second_p42", rf_stat(&f->run, 2, RF_F_DECODE_TOKENS_PER_SECOND, "p42"));
+    check_stats(&t, f);
+    free_table(&t);
+}
+
+/* An older host with fewer fields and statistics: the columns follow its
+ * tables. */
+static void test_missing_names(void **state) {
+    fixture *f = *state;
+    rf_run_init(&f->run, RF_OLD_FIELDS | RF_FEW_STATS);
+    table t;
+    run_and_parse(f, "old.csv", &t);
+    check_header(&t, &f->run.run);
+    assert_int_equal(t.n_cols[0], N_IDENTITY + RF_N_FIELDS_OLD * 3 + 4);
+    check_stats(&t, f);
+    free_table(&t);
 }
 
 static void test_gzip(void **state) {
@@ -248,10 +317,28 @@ static void test_gzip(void **state) {
     assert_int_equal(rf_count_entries(f->dir), 1);
 }
 
+/* check_settings refuses a path that cannot be created, naming it, before
+ * anything is opened or written. */
+static void test_check_settings(void **state) {
+    fixture *f = *state;
+    const char *overrides[1] = {"path=/dev/null/out.csv"};
+    rf_plugin p;
+    assert_int_equal(rf_load(&p, "csv", overrides, 1), 0);
+    assert_non_null(p.desc->check_settings);
+    bc_error err = {0};
+    assert_int_equal(rf_drive(&p, &f->host, &f->run, &err), BC_ERR_IO);
+    assert_int_equal(err.code, BC_ERR_IO);
+    assert_true(strncmp(err.message, "/dev/null/out.csv: ", 19) == 0); /* the host's message names the path */
+    rf_unload(&p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_extra_stat, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gzip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_settings, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -283,6 +283,35 @@ static void test_empty_path_refused(void **state) {
     assert_int_equal(err.code, BC_ERR_INVALID);
 }
 
+/* bc_output_check (host->output_check): says whether open would succeed,
+ * with open's rules (missing folders are fine, open creates them), and
+ * creates nothing. */
+static void test_check(void **state) {
+    fixture *f = *state;
+    char file[600], path[800];
+    snprintf(file, sizeof file, "%s/plain", f->dir);
+    FILE *fp = fopen(file, "w");
+    assert_non_null(fp);
+    fclose(fp);
+    bc_error err = {0};
+    assert_int_equal(bc_output_check("-", &err), BC_OK);
+    assert_int_equal(bc_output_check(file, &err), BC_OK); /* an existing file is replaced at commit */
+    snprintf(path, sizeof path, "%s/new/deeper/out.json", f->dir);
+    assert_int_equal(bc_output_check(path, &err), BC_OK);
+    assert_int_equal(count_entries(f->dir), 1); /* the missing folders were not created */
+
+    snprintf(path, sizeof path, "%s/sub/out.json", file); /* under a file */
+    assert_int_equal(bc_output_check(path, &err), BC_ERR_IO);
+    assert_int_equal(err.code, BC_ERR_IO);
+    assert_non_null(strstr(err.message, path));
+    assert_int_equal(bc_output_check(f->dir, &err), BC_ERR_IO); /* a folder */
+    assert_non_null(strstr(err.message, f->dir));
+    assert_int_equal(bc_output_check("/dev/null/x.json", &err), BC_ERR_IO);
+    assert_non_null(strstr(err.message, "/dev/null/x.json"));
+    assert_int_equal(bc_output_check("", &err), BC_ERR_INVALID);
+    assert_int_equal(count_entries(f->dir), 1);
+}
+
 static void test_stdout(void **state) {
     (void)state;
     bc_error err = {0};
@@ -302,6 +331,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_creates_parent_dirs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parent_is_a_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_same_path_twice_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check, setup, teardown),
         cmocka_unit_test(test_empty_path_refused),
         cmocka_unit_test(test_stdout),
     };

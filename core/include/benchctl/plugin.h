@@ -326,13 +326,13 @@ typedef struct bc_sampling {
 
 /* The axes of the matrix, as bits (bc_backend_ops.rebuild_axes). */
 typedef enum bc_axis {
-    BC_AXIS_PRECISION = 1u << 0,
-    BC_AXIS_CACHE_POLICY = 1u << 1,
-    BC_AXIS_BATCH_SIZE = 1u << 2,
-    BC_AXIS_SAMPLES_PER_PROMPT = 1u << 3,
-    BC_AXIS_PROMPT_LENGTH = 1u << 4,
-    BC_AXIS_RESPONSE_LENGTH = 1u << 5,
-    BC_AXIS_NONE = 1u << 31 /* "no axis is costly to switch" (0 means "not said") */
+    BC_AXIS_PRECISION = 1 << 0,
+    BC_AXIS_CACHE_POLICY = 1 << 1,
+    BC_AXIS_BATCH_SIZE = 1 << 2,
+    BC_AXIS_SAMPLES_PER_PROMPT = 1 << 3,
+    BC_AXIS_PROMPT_LENGTH = 1 << 4,
+    BC_AXIS_RESPONSE_LENGTH = 1 << 5,
+    BC_AXIS_NONE = 1 << 30 /* "no axis is costly to switch" (0 means "not said") */
 } bc_axis;
 
 /* One point of the matrix, as the backend sees it. */

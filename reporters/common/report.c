@@ -1,0 +1,35 @@
+/* report.c: see report.h. */
+#include "report.h"
+
+#include <math.h>
+
+const char *bc_case_status_name(bc_case_status s) {
+    switch (s) {
+    case BC_CASE_OK: return "ok";
+    case BC_CASE_FAILED: return "failed";
+    case BC_CASE_SKIPPED: return "skipped";
+    }
+    return "unknown";
+}
+
+const char *bc_case_dtype(const bc_case *c) {
+    if (!c) return NULL;
+    if (c->precision_ops && c->precision_ops->dtype) return c->precision_ops->dtype;
+    return c->precision;
+}
+
+double bc_bytes_to_mib(int64_t bytes) { return bytes < 0 ? NAN : (double)bytes / (1024.0 * 1024.0); }
+
+bc_case_counts bc_count_cases(const bc_run_report *run) {
+    bc_case_counts n = {0, 0, 0};
+    for (uint32_t i = 0; i < run->n_cases; i++) {
+        bc_case_status s = run->cases ? bc_run_case(run, i)->status : BC_CASE_SKIPPED;
+        if (s == BC_CASE_OK)
+            n.ok++;
+        else if (s == BC_CASE_FAILED)
+            n.failed++;
+        else
+            n.skipped++;
+    }
+    return n;
+}
