@@ -135,8 +135,10 @@ static int enum_read(const bc_setting_desc *d, const config_setting_t *s, bc_set
 static void enum_list(const bc_setting_desc *d, const char *sep, const char *quote, char *buf, size_t n) {
     size_t used = 0;
     buf[0] = '\0';
-    for (const char *const *c = d->choices; c && *c && used < n; c++)
-        used += (size_t)snprintf(buf + used, n - used, "%s%s%s%s", c == d->choices ? "" : sep, quote, *c, quote);
+    for (const char *const *c = d->choices; c && *c && used < n; c++) {
+        const char *q = (*c)[0] ? quote : "\""; /* an empty choice shows as "" */
+        used += (size_t)snprintf(buf + used, n - used, "%s%s%s%s", c == d->choices ? "" : sep, q, *c, q);
+    }
 }
 static void enum_allowed(const bc_setting_desc *d, char *buf, size_t n) { enum_list(d, "|", "", buf, n); }
 static void enum_expected(const bc_setting_desc *d, char *buf, size_t n) {

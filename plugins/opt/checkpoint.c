@@ -3,7 +3,10 @@
  * pytorch_model.bin, single or sharded) into opt_weights, converting every
  * tensor to the run's dtype (docs/checkpoints.md). Both formats give the same
  * tensor view list (ck_tensors: opt_st_tensor, sorted by name), and
- * everything past opening the files is shared.
+ * everything past opening the files is shared: one walk over the tensors
+ * (ck_walk) either loads them or, for opt_checkpoint_validate, only checks
+ * them. opt_checkpoint_check_files is the quick check that the files are
+ * there at all, reading none of them.
  *
  * Tensor names (X = "model.decoder." or "decoder.", whichever the file uses):
  *   X embed_tokens.weight [V, P]        X embed_positions.weight [Tmax + 2, C]
@@ -20,10 +23,11 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
@@ -192,6 +196,7 @@ typedef struct ck_loader {
     const ck_tensors *set;
     const char *prefix; /* "model.decoder." or "decoder." */
     opt_dtype dtype;    /* the run's dtype for matrices */
+    int check_only;     /* 1: check names, dtypes and shapes; convert nothing */
     unsigned char *used; /* [set->n_tensors]: 1 once loaded, to find unexpected ones */
 } ck_loader;
 
@@ -282,7 +287,7 @@ static bc_status ck_matrix(ck_loader *c, const char *suffix, opt_matrix *m, int 
     const opt_st_tensor *t;
     opt_dtype sd;
     bc_status st = ck_get(c, c->prefix, suffix, rows, cols, &t, &sd, err);
-    if (st != BC_OK) return st;
+    if (st != BC_OK || c->check_only) return st;
     if (!m->data || m->rows != rows || m->cols != cols || m->dtype != c->dtype)
         return bc_error_set(err, BC_ERR_INTERNAL, "%s: tensor '%s%s': opt_weights_alloc gave a [%d, %d] %s matrix",
                             t->path, c->prefix, suffix, m->rows, m->cols, opt_dtype_name(m->dtype));
@@ -294,7 +299,7 @@ static bc_status ck_vector(ck_loader *c, const char *suffix, float *v, int n, bc
     const opt_st_tensor *t;
     opt_dtype sd;
     bc_status st = ck_get(c, c->prefix, suffix, n, -1, &t, &sd, err);
-    if (st != BC_OK) return st;
+    if (st != BC_OK || c->check_only) return st;
     if (!v) return bc_error_set(err, BC_ERR_INTERNAL, "%s: tensor '%s%s': no fp32 slot in opt_weights", t->path,
                                 c->prefix, suffix);
     ck_convert(v, OPT_F32, t->data, sd, (size_t)n);
@@ -347,8 +352,10 @@ static bc_status ck_load_all(ck_loader *c, opt_weights *w, bc_error *err) {
         snprintf(n, sizeof n, "%sfinal_layer_norm.bias", c->prefix);
         (void)ck_find(c, n);
     }
+    opt_layer_weights none;
+    memset(&none, 0, sizeof none);
     for (int l = 0; l < hp->num_hidden_layers; l++) {
-        opt_layer_weights *lw = &w->layers[l];
+        opt_layer_weights *lw = w->layers ? &w->layers[l] : &none; /* none: check_only */
         struct {
             const char *name;
             opt_matrix *m;
@@ -390,14 +397,17 @@ static bc_status ck_load_all(ck_loader *c, opt_weights *w, bc_error *err) {
     return BC_OK;
 }
 
-bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, opt_dtype dtype, bc_error *err) {
-    memset(w, 0, sizeof *w);
+/* Opens dir's tensors and walks them: into w (allocated here in dtype), or,
+ * with w == NULL, only checking every name, dtype and shape. */
+static bc_status ck_walk(const char *dir, opt_dtype dtype, opt_weights *w, bc_error *err) {
     opt_hparams hp;
     bc_status st = opt_hparams_from_checkpoint(dir, &hp, err);
     if (st != BC_OK) return st;
     ck_tensors set;
     if ((st = ck_tensors_open(&set, dir, err)) != BC_OK) return st;
-    ck_loader c = {.set = &set, .dtype = dtype, .used = calloc(set.n_tensors ? set.n_tensors : 1, 1)};
+    ck_loader c = {.set = &set, .dtype = dtype, .check_only = w == NULL,
+                   .used = calloc(set.n_tensors ? set.n_tensors : 1, 1)};
+    opt_weights shape_only;
     if (!c.used) {
         st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", set.source);
         goto done;
@@ -412,11 +422,55 @@ bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, opt_dtype
                           set.source);
         goto done;
     }
-    if ((st = opt_weights_alloc(w, &hp, dtype, err)) != BC_OK) goto done;
-    st = ck_load_all(&c, w, err);
+    if (w) {
+        if ((st = opt_weights_alloc(w, &hp, dtype, err)) != BC_OK) goto done;
+        st = ck_load_all(&c, w, err);
+    } else {
+        memset(&shape_only, 0, sizeof shape_only);
+        shape_only.hp = hp;
+        shape_only.dtype = dtype;
+        st = ck_load_all(&c, &shape_only, err);
+    }
 done:
     free(c.used);
     ck_tensors_close(&set);
+    return st;
+}
+
+bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, opt_dtype dtype, bc_error *err) {
+    memset(w, 0, sizeof *w);
+    bc_status st = ck_walk(dir, dtype, w, err);
     if (st != BC_OK) opt_weights_free(w);
     return st;
+}
+
+bc_status opt_checkpoint_validate(const char *dir, bc_error *err) { return ck_walk(dir, OPT_F32, NULL, err); }
+
+/* ---------------------------------------------------------- quick checks */
+
+bc_status opt_checkpoint_check_files(const char *dir, bc_error *err) {
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        const int e = errno;
+        if (e != ENOENT && e != ENOTDIR) return bc_error_set(err, BC_ERR_IO, "checkpoint %s: %s", dir, strerror(e));
+        bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: no such directory", dir);
+        return bc_error_hint(err, "checkpoint names a local Hugging Face model directory (config.json + weights)");
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: not a directory", dir);
+        return bc_error_hint(err, "checkpoint names the model's directory, not one of its files");
+    }
+    if (!ck_exists(dir, "config.json")) {
+        bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: no config.json in the directory", dir);
+        return bc_error_hint(err, "a Hugging Face OPT checkpoint directory holds config.json next to its weights");
+    }
+    static const char *const weight_files[] = {"model.safetensors", "model.safetensors.index.json",
+                                               "pytorch_model.bin", "pytorch_model.bin.index.json"};
+    for (size_t i = 0; i < sizeof weight_files / sizeof weight_files[0]; i++)
+        if (ck_exists(dir, weight_files[i])) return BC_OK;
+    bc_error_set(err, BC_ERR_NOT_FOUND,
+                 "checkpoint %s: no weights (model.safetensors, a sharded model.safetensors.index.json, or "
+                 "pytorch_model.bin)",
+                 dir);
+    return bc_error_hint(err, "download the weights next to config.json (docs/checkpoints.md)");
 }

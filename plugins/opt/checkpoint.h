@@ -1,7 +1,8 @@
-/* checkpoint.h: what a Hugging Face OPT checkpoint directory's config.json
- * says, read without touching the weights, so a plan can size a checkpoint's
- * model before it loads. The loader itself is opt_weights_load_checkpoint
- * (model.h); both are implemented in checkpoint.c (docs/checkpoints.md).
+/* checkpoint.h: a Hugging Face OPT checkpoint directory without loading its
+ * weights: what its config.json says (so a plan can size the model before it
+ * loads), whether the files are there at all, and a full check of its
+ * tensors. The loader itself is opt_weights_load_checkpoint (model.h); all
+ * are implemented in checkpoint.c (docs/checkpoints.md).
  */
 #ifndef OPT_CHECKPOINT_H
 #define OPT_CHECKPOINT_H
@@ -13,5 +14,16 @@
  * BC_ERR_IO (unreadable), BC_ERR_FORMAT (bad JSON, a missing or out-of-range
  * key), BC_ERR_UNSUPPORTED (not OPT, not relu, no biases, ...). */
 bc_status opt_hparams_from_checkpoint(const char *dir, opt_hparams *hp, bc_error *err);
+
+/* Quick and without reading any file: dir is a directory holding
+ * config.json and weights (model.safetensors, model.safetensors.index.json,
+ * pytorch_model.bin or pytorch_model.bin.index.json). BC_ERR_NOT_FOUND
+ * naming what is missing (with a hint), BC_ERR_IO when dir cannot be read. */
+bc_status opt_checkpoint_check_files(const char *dir, bc_error *err);
+
+/* Everything opt_weights_load_checkpoint checks (config.json, every tensor's
+ * name, dtype and shape, a tied lm_head, no unexpected tensor), without
+ * allocating or converting the weights. */
+bc_status opt_checkpoint_validate(const char *dir, bc_error *err);
 
 #endif

@@ -74,6 +74,19 @@ bc_status opt_hparams_preset(const char *preset, opt_hparams *hp, bc_error *err)
                         "unknown OPT preset \"%s\" (125m, 350m, 1.3b, 2.7b, 6.7b, 13b, 30b, 66b)", preset);
 }
 
+int64_t opt_hparams_n_parameters(const opt_hparams *hp) {
+    const int64_t V = hp->vocab_size, C = hp->hidden_size, L = hp->num_hidden_layers, F = hp->ffn_dim;
+    const int64_t P = hp->word_embed_proj_dim, positions = (int64_t)hp->max_position_embeddings + 2;
+    int64_t n = V * P + positions * C;
+    if (P != C) n += 2 * C * P;           /* project_in [C, P], project_out [P, C] */
+    if (hp->do_layer_norm_before) n += 2 * C; /* final_layer_norm */
+    const int64_t layer = 4 * (C * C + C) /* q, k, v, out_proj */
+                          + (F * C + F)   /* fc1 */
+                          + (C * F + C)   /* fc2 */
+                          + 2 * 2 * C;    /* self_attn_layer_norm, final_layer_norm */
+    return n + L * layer;
+}
+
 /* ------------------------------------------------------------ weight arena */
 
 /* Walks every tensor in a fixed order, either sizing (base == NULL) or
@@ -278,9 +291,8 @@ bc_status opt_model_init_isa(opt_model *m, const opt_weights *w, int n_threads, 
     if (isa > (int)best)
         return bc_error_set(err, BC_ERR_UNSUPPORTED, "kernels for %s requested, but this CPU supports at most %s",
                             opt_isa_name((opt_isa)isa), opt_isa_name(best));
-    m->k = opt_kernels_for((opt_isa)isa);
-    /* asked for the best: fall back to the best ISA that has a kernel table */
-    for (int i = isa - 1; !m->k && i >= 0 && requested_best; i--) m->k = opt_kernels_for((opt_isa)i);
+    /* asked for the best: the best ISA that has a kernel table */
+    m->k = requested_best ? opt_kernels_best() : opt_kernels_for((opt_isa)isa);
     if (!m->k) return bc_error_set(err, BC_ERR_INTERNAL, "no kernel table for %s", opt_isa_name((opt_isa)isa));
     if (n_threads <= 0) n_threads = online_cores();
     m->pool = opt_pool_create(n_threads);

@@ -38,6 +38,13 @@ typedef struct opt_hparams {
  * "13b", "30b", "66b". Returns BC_ERR_INVALID for an unknown name. */
 bc_status opt_hparams_preset(const char *preset, opt_hparams *hp, bc_error *err);
 
+/* The model's parameter count, as transformers counts OPTForCausalLM's
+ * (lm_head tied to embed_tokens, so counted once): embeddings, positions
+ * (Tmax + 2 rows), project_in/out when P != C, the final layer norm when
+ * pre-LN, and per layer q/k/v/out (C x C + C each), fc1, fc2 and two layer
+ * norms. */
+int64_t opt_hparams_n_parameters(const opt_hparams *hp);
+
 /* A weight matrix [rows = out, cols = in] in dtype. data points into the
  * model's arena (or an mmap'ed checkpoint converted into it). */
 typedef struct opt_matrix {

@@ -1,20 +1,34 @@
 /* opt_plugin.c: the `opt` backend plugin, benchctl's native OPT rollout
- * engine on the CPU. ABI glue only: the model is in model.c (forward.h), the
- * rollout in rollout.c, sampling in sampling.c, kernels in kernels*.c.
+ * engine, on the CPU or (device = "cuda") a CUDA GPU. ABI glue only: the
+ * model is in model.c (forward.h), the rollout in rollout.c, sampling in
+ * sampling.c, kernels in kernels*.c, checkpoints in checkpoint.c, the CUDA
+ * path in cuda/.
  *
  * Lifetime of what it owns:
- *   create       settings, the shape (preset); nothing big
- *   begin_case   weights (built again only when the case's precision changes),
- *                the model's pool (once), the rollout's prompts and buffers,
- *                and its cache (KV cache + workspace)
+ *   check_settings  (no instance) the files the settings name exist, and the
+ *                settings agree with each other; also run by create
+ *   create       settings, the shape (a preset's, or the checkpoint's
+ *                config.json), the prompts file's prompts; no weights
+ *   check_case   nothing: can the case run (precision, positions, memory)?
+ *   prepare      checks every tensor of the checkpoint; opens the CUDA device
+ *   begin_case   weights (built again only when the case's precision changes,
+ *                hence rebuild_axes = precision), the model's pool (once),
+ *                the rollout's prompts and buffers, and its cache (KV cache +
+ *                workspace)
  *   cache_release / cache_acquire   free and take back the cache
  *   end_case     frees the rollout and its cache; weights stay for the next case
  *   destroy      everything
  * Memory accounting is exact: every byte this plugin allocates for the model,
- * the cache and the rollout is counted (see docs/opt.md, "Memory").
+ * the prompts, the cache and the rollout is counted (see docs/opt.md,
+ * "Memory"). Structs the host passes in to be filled are written with
+ * BC_SET, only as far as the host's struct reaches.
  */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h> /* malloc_trim */
@@ -30,14 +44,18 @@
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
        S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_COUNT };
 
-static const char *const model_choices[] = {"125m", "350m", "1.3b", "2.7b", "6.7b", "13b", "30b", "66b", NULL};
+/* The shape of synthetic weights when `model` is left empty. */
+#define OPT_DEFAULT_PRESET "125m"
+
+/* "" first: the default, "from the checkpoint, else 125m". */
+static const char *const model_choices[] = {"", "125m", "350m", "1.3b", "2.7b", "6.7b", "13b", "30b", "66b", NULL};
 static const char *const device_choices[] = {"cpu", "cuda", NULL};
 
 static const bc_setting_desc opt_settings[S_COUNT] = {
-    [S_MODEL] = {.name = "model", .type = BC_SETTING_ENUM, .default_string = "125m", .choices = model_choices,
-                 .help = "OPT shape preset (synthetic weights unless checkpoint is set)"},
+    [S_MODEL] = {.name = "model", .type = BC_SETTING_ENUM, .default_string = "", .choices = model_choices,
+                 .help = "shape preset of synthetic weights (\"\" = 125m); leave it out with a checkpoint"},
     [S_CHECKPOINT] = {.name = "checkpoint", .type = BC_SETTING_STRING, .default_string = "",
-                      .help = "Hugging Face checkpoint directory (config.json + safetensors); \"\" = synthetic"},
+                      .help = "Hugging Face checkpoint directory (config.json + weights); \"\" = synthetic weights"},
     [S_WEIGHTS_SEED] = {.name = "weights_seed", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1, .min = 0,
                         .max = 9007199254740992.0, .help = "seed of the synthetic weights"},
     [S_THREADS] = {.name = "threads", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1, .min = 0, .max = 1024,
@@ -49,7 +67,8 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_SHARED_PREFILL] = {.name = "shared_prefill", .type = BC_SETTING_BOOL, .default_int = 0,
                           .help = "prefill each prompt once and share its KV cache with its samples"},
     [S_PROMPTS_FILE] = {.name = "prompts_file", .type = BC_SETTING_STRING, .default_string = "",
-                        .help = "prompts, one line of space-separated token ids each (\"\" = synthetic)"},
+                        .help = "prompts, one line of space-separated token ids each (\"\" = synthetic); they set "
+                                "the prompt length"},
     [S_SAVE_TOKENS] = {.name = "save_tokens", .type = BC_SETTING_STRING, .default_string = "",
                        .help = "write each rollout's generated ids here, one line per row ({case} = case index)"},
     /* CUDA path (docs/cuda.md) */
@@ -61,21 +80,23 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
 
 typedef struct opt_backend {
     const bc_host *host;
-    const char *preset, *checkpoint, *prompts_file, *save_tokens; /* host-owned settings */
+    const char *checkpoint, *prompts_file, *save_tokens; /* host-owned settings, "" when unset */
+    const char *preset;    /* the synthetic weights' preset; NULL with a checkpoint */
     uint64_t weights_seed;
     int threads, stop_at_eos, shared_prefill;
-    opt_hparams hp;        /* the preset's shape, or the checkpoint's once read */
-    int have_checkpoint_hp;/* hp is the checkpoint's config.json (read by a plan or the load) */
+    opt_hparams hp;        /* the preset's shape, or the checkpoint's config.json */
+    int have_prompts;
+    opt_prompts prompts;   /* owned: the prompts file, read once in create */
     int have_weights;
     opt_weights w;         /* owned; rebuilt when the precision changes */
     int have_model;
     opt_model m;           /* owned: pool + workspace; borrows w */
     int have_rollout;
     opt_rollout ro;        /* owned; one per case */
-    bc_case c;             /* the current case */
+    uint32_t case_index;   /* of the current case (save_tokens) */
     int64_t case_kv_bytes, case_ws_bytes; /* what the case holds while generating */
     int64_t peak_bytes;    /* high-water mark of current_bytes() */
-    char model_desc[600], device_name[160];
+    char model_desc[600];
     int cuda;              /* device = "cuda": generation runs in cu */
 #ifdef OPT_HAVE_CUDA
     opt_cuda_backend cu;   /* owned: device, device weights, the case's device cache */
@@ -83,7 +104,69 @@ typedef struct opt_backend {
 #endif
 } opt_backend;
 
+/* --------------------------------------------------------------- settings */
+
+static const char *setting_str(const bc_settings *v, int i) {
+    const char *s = bc_setting_at(v, (uint32_t)i)->s;
+    return s ? s : "";
+}
+
+static int64_t setting_int(const bc_settings *v, int i) { return bc_setting_at(v, (uint32_t)i)->i; }
+
+/* prompts_file names a file this process can read. */
+static bc_status check_prompts_file(const char *path, bc_error *err) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        const int e = errno;
+        bc_error_set(err, e == ENOENT || e == ENOTDIR ? BC_ERR_NOT_FOUND : BC_ERR_IO, "prompts_file %s: %s", path,
+                     strerror(e));
+        return bc_error_hint(err, "prompts_file names a text file: one prompt per line, as token ids");
+    }
+    if (S_ISDIR(sb.st_mode)) return bc_error_set(err, BC_ERR_IO, "prompts_file %s: a directory, not a file", path);
+    if (access(path, R_OK) != 0)
+        return bc_error_set(err, BC_ERR_IO, "prompts_file %s: cannot be read: %s", path, strerror(errno));
+    return BC_OK;
+}
+
+/* What can be told of the settings without a model: the files they name
+ * exist and they do not contradict each other. Quick and without side
+ * effects; the descriptor's check_settings hook and create both run it. */
+static bc_status check_settings(const bc_settings *v, bc_error *err) {
+    if (!v || v->count < S_COUNT)
+        return bc_error_set(err, BC_ERR_INTERNAL, "opt: %u setting values for a table of %d rows", v ? v->count : 0,
+                            S_COUNT);
+    const char *model = setting_str(v, S_MODEL), *checkpoint = setting_str(v, S_CHECKPOINT);
+    const char *prompts_file = setting_str(v, S_PROMPTS_FILE);
+#ifndef OPT_HAVE_CUDA
+    if (strcmp(setting_str(v, S_DEVICE), "cuda") == 0) {
+        bc_error_set(err, BC_ERR_DEVICE, "no CUDA device: this build of the opt plugin has no CUDA path (device = \"cuda\")");
+        return bc_error_hint(err, "set device = \"cpu\", or rebuild benchctl where CMake finds the CUDA Toolkit");
+    }
+#endif
+    if (model[0] && checkpoint[0]) {
+        bc_error_set(err, BC_ERR_SETTING,
+                     "model and checkpoint both set: the checkpoint's config.json gives the shape; remove model");
+        return bc_error_hint(err, "model (\"%s\") picks the shape of synthetic weights only", model);
+    }
+    bc_status st;
+    if (checkpoint[0] && (st = opt_checkpoint_check_files(checkpoint, err)) != BC_OK) return st;
+    if (prompts_file[0] && (st = check_prompts_file(prompts_file, err)) != BC_OK) return st;
+    return BC_OK;
+}
+
+static bc_status opt_check_settings(const bc_host *host, const bc_settings *settings, bc_error *err) {
+    (void)host;
+    return check_settings(settings, err);
+}
+
 /* ------------------------------------------------------------- accounting */
+
+static int64_t prompts_bytes(const opt_backend *s) {
+    if (!s->have_prompts) return 0;
+    int64_t n = (int64_t)s->prompts.n_lines * (int64_t)sizeof(opt_prompt);
+    for (int i = 0; i < s->prompts.n_lines; i++) n += (int64_t)s->prompts.lines[i].n * (int64_t)sizeof(int32_t);
+    return n;
+}
 
 static int64_t cache_bytes_now(const opt_backend *s, int64_t *kv, int64_t *ws) {
     *kv = *ws = 0;
@@ -97,9 +180,10 @@ static int64_t cache_bytes_now(const opt_backend *s, int64_t *kv, int64_t *ws) {
     return *kv + *ws;
 }
 
-/* Every byte allocated now: weights (arena + layer table), cache, rollout buffers. */
+/* Every byte allocated now: weights (arena + layer table), prompts, cache,
+ * rollout buffers. */
 static int64_t current_bytes(const opt_backend *s) {
-    int64_t kv, ws, n = cache_bytes_now(s, &kv, &ws);
+    int64_t kv, ws, n = cache_bytes_now(s, &kv, &ws) + prompts_bytes(s);
     if (s->have_weights)
         n += (int64_t)s->w.arena_bytes + (int64_t)s->w.hp.num_hidden_layers * (int64_t)sizeof(opt_layer_weights);
     if (s->have_rollout) {
@@ -114,52 +198,23 @@ static void account(opt_backend *s) {
     if (n > s->peak_bytes) s->peak_bytes = n;
 }
 
+/* Copies m into the host's out, field by field, as far as out reaches. */
+static void put_memory_stats(bc_memory_stats *out, const bc_memory_stats *m) {
+    BC_SET(out, bc_memory_stats, weights_bytes, m->weights_bytes);
+    BC_SET(out, bc_memory_stats, kv_cache_bytes, m->kv_cache_bytes);
+    BC_SET(out, bc_memory_stats, workspace_bytes, m->workspace_bytes);
+    BC_SET(out, bc_memory_stats, host_peak_bytes, m->host_peak_bytes);
+    BC_SET(out, bc_memory_stats, device_peak_bytes, m->device_peak_bytes);
+    BC_SET(out, bc_memory_stats, device_free_bytes, m->device_free_bytes);
+    BC_SET(out, bc_memory_stats, device_total_bytes, m->device_total_bytes);
+    BC_SET(out, bc_memory_stats, resident_bytes, m->resident_bytes);
+}
+
 /* -------------------------------------------------------------- lifecycle */
 
 static int online_cores(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
-}
-
-static bc_status opt_create(const bc_host *host, const bc_setting_value *v, void **out, bc_error *err) {
-#ifndef OPT_HAVE_CUDA
-    if (strcmp(v[S_DEVICE].s, "cuda") == 0)
-        return bc_error_set(err, BC_ERR_DEVICE, "no CUDA device: this build of the opt plugin has no CUDA path");
-#endif
-    opt_backend *s = calloc(1, sizeof *s);
-    if (!s) return bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
-    s->host = host;
-    s->preset = v[S_MODEL].s;
-    s->checkpoint = v[S_CHECKPOINT].s ? v[S_CHECKPOINT].s : "";
-    s->prompts_file = v[S_PROMPTS_FILE].s ? v[S_PROMPTS_FILE].s : "";
-    s->save_tokens = v[S_SAVE_TOKENS].s ? v[S_SAVE_TOKENS].s : "";
-    s->weights_seed = (uint64_t)v[S_WEIGHTS_SEED].i;
-    s->threads = v[S_THREADS].i > 0 ? (int)v[S_THREADS].i : online_cores();
-    s->stop_at_eos = v[S_STOP_AT_EOS].i != 0;
-    s->shared_prefill = v[S_SHARED_PREFILL].i != 0;
-    bc_status st = opt_hparams_preset(s->preset, &s->hp, err);
-    if (st != BC_OK) {
-        free(s);
-        return st;
-    }
-    if (s->checkpoint[0])
-        snprintf(s->model_desc, sizeof s->model_desc, "%s", s->checkpoint);
-    else
-        snprintf(s->model_desc, sizeof s->model_desc, "facebook/opt-%s (synthetic weights, seed %llu)", s->preset,
-                 (unsigned long long)s->weights_seed);
-    /* the kernels opt_model_init will pick: the best ISA with a kernel table */
-    const opt_kernels *k = NULL;
-    for (int i = (int)opt_isa_detect(); !k && i >= 0; i--) k = opt_kernels_for((opt_isa)i);
-    snprintf(s->device_name, sizeof s->device_name, "CPU, %s kernels, %d threads",
-             k ? opt_isa_name(k->isa) : "no", s->threads);
-#ifdef OPT_HAVE_CUDA
-    /* CUDA: the device is opened now for describe; without one, every case
-     * fails with "no CUDA device: ..." and the run goes on */
-    s->cuda = strcmp(v[S_DEVICE].s, "cuda") == 0;
-    if (s->cuda) opt_cuda_backend_init(&s->cu, (int)v[S_DEVICE_INDEX].i, v[S_CUDA_GRAPHS].i != 0);
-#endif
-    *out = s;
-    return BC_OK;
 }
 
 static void end_rollout(opt_backend *s) {
@@ -179,21 +234,84 @@ static void opt_destroy(void *inst) {
 #endif
     if (s->have_model) opt_model_free(&s->m);
     if (s->have_weights) opt_weights_free(&s->w);
+    if (s->have_prompts) opt_prompts_free(&s->prompts);
     free(s);
+}
+
+static bc_status opt_create(const bc_host *host, const bc_settings *v, void **out, bc_error *err) {
+    bc_status st = check_settings(v, err);
+    if (st != BC_OK) return st;
+    opt_backend *s = calloc(1, sizeof *s);
+    if (!s) return bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
+    s->host = host;
+    s->checkpoint = setting_str(v, S_CHECKPOINT);
+    s->prompts_file = setting_str(v, S_PROMPTS_FILE);
+    s->save_tokens = setting_str(v, S_SAVE_TOKENS);
+    s->weights_seed = (uint64_t)setting_int(v, S_WEIGHTS_SEED);
+    s->threads = setting_int(v, S_THREADS) > 0 ? (int)setting_int(v, S_THREADS) : online_cores();
+    s->stop_at_eos = setting_int(v, S_STOP_AT_EOS) != 0;
+    s->shared_prefill = setting_int(v, S_SHARED_PREFILL) != 0;
+    if (s->checkpoint[0]) {
+        /* the shape is the checkpoint's config.json; its weights load later */
+        st = opt_hparams_from_checkpoint(s->checkpoint, &s->hp, err);
+        snprintf(s->model_desc, sizeof s->model_desc, "%s", s->checkpoint);
+    } else {
+        const char *model = setting_str(v, S_MODEL);
+        s->preset = model[0] ? model : OPT_DEFAULT_PRESET;
+        st = opt_hparams_preset(s->preset, &s->hp, err);
+        snprintf(s->model_desc, sizeof s->model_desc, "facebook/opt-%s (synthetic weights, seed %llu)", s->preset,
+                 (unsigned long long)s->weights_seed);
+    }
+    if (st == BC_OK && s->prompts_file[0]) {
+        st = opt_prompts_read(&s->prompts, s->prompts_file, s->hp.vocab_size, err);
+        s->have_prompts = st == BC_OK;
+    }
+    if (st != BC_OK) {
+        opt_destroy(s);
+        return st;
+    }
+    s->peak_bytes = current_bytes(s);
+#ifdef OPT_HAVE_CUDA
+    /* CUDA: the device is opened now for describe; without one, prepare
+     * fails with "no CUDA device: ..." (the backend cannot start) */
+    s->cuda = strcmp(setting_str(v, S_DEVICE), "cuda") == 0;
+    if (s->cuda) opt_cuda_backend_init(&s->cu, (int)setting_int(v, S_DEVICE_INDEX), setting_int(v, S_CUDA_GRAPHS) != 0);
+#endif
+    *out = s;
+    return BC_OK;
 }
 
 static bc_status opt_describe(void *inst, bc_backend_info *info, bc_error *err) {
     (void)err;
     opt_backend *s = inst;
-    info->model = s->model_desc;
-    info->device = "cpu";
-    info->device_name = s->device_name;
-    info->driver = NULL;
+    const opt_hparams *hp = &s->hp;
+    BC_SET(info, bc_backend_info, model, s->model_desc);
+    BC_SET(info, bc_backend_info, device, "cpu");
+    BC_SET(info, bc_backend_info, device_name, NULL);
+    BC_SET(info, bc_backend_info, driver, NULL);
+    BC_SET(info, bc_backend_info, model_family, "opt");
+    BC_SET(info, bc_backend_info, n_parameters, opt_hparams_n_parameters(hp));
+    BC_SET(info, bc_backend_info, n_layers, hp->num_hidden_layers);
+    BC_SET(info, bc_backend_info, hidden_size, hp->hidden_size);
+    BC_SET(info, bc_backend_info, n_heads, hp->num_attention_heads);
+    BC_SET(info, bc_backend_info, ffn_size, hp->ffn_dim);
+    BC_SET(info, bc_backend_info, vocab_size, hp->vocab_size);
+    BC_SET(info, bc_backend_info, max_positions, hp->max_position_embeddings);
+    /* the kernels opt_model_init picks (or picked): the best with a table */
+    const opt_kernels *k = s->have_model ? s->m.k : opt_kernels_best();
+    BC_SET(info, bc_backend_info, cpu_kernels, opt_isa_name(k->isa));
+    BC_SET(info, bc_backend_info, cpu_threads, s->threads);
 #ifdef OPT_HAVE_CUDA
-    if (s->cuda) opt_cuda_backend_describe(&s->cu, info, s->device_str, sizeof s->device_str);
+    if (s->cuda) {
+        opt_cuda_backend_describe(&s->cu, info, s->device_str, sizeof s->device_str);
+        BC_SET(info, bc_backend_info, cpu_kernels, NULL);
+        BC_SET(info, bc_backend_info, cpu_threads, -1);
+    }
 #endif
     return BC_OK;
 }
+
+/* ------------------------------------------------------------------ cases */
 
 /* The case's precision as a dtype this backend has kernels for. */
 static bc_status case_dtype(const bc_case *c, opt_dtype *dt, bc_error *err) {
@@ -209,52 +327,111 @@ static bc_status case_dtype(const bc_case *c, opt_dtype *dt, bc_error *err) {
     return BC_OK;
 }
 
-static opt_rollout_params rollout_params(const opt_backend *s, const bc_case *c) {
-    opt_rollout_params p = {.batch_size = (int)c->batch_size,
-                            .samples_per_prompt = (int)c->samples_per_prompt,
-                            .prompt_length = (int)c->prompt_length,
-                            .response_length = (int)c->response_length,
-                            .sampling = c->sampling,
-                            .stop_at_eos = s->stop_at_eos,
-                            .shared_prefill = s->shared_prefill,
-                            .prompts_file = s->prompts_file};
-    return p;
+/* The rollout a case asks for. */
+static bc_status rollout_params(const opt_backend *s, const bc_case *c, opt_rollout_params *p, bc_error *err) {
+    if (!c->sampling) return bc_error_set(err, BC_ERR_INVALID, "opt: case %u has no sampling parameters", c->index);
+    if (c->batch_size > INT_MAX || c->samples_per_prompt > INT_MAX || c->prompt_length > INT_MAX ||
+        c->response_length > INT_MAX)
+        return bc_error_set(err, BC_ERR_INFEASIBLE, "opt: case %u: batch %u x %u samples, prompt %u, response %u: too large",
+                            c->index, c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length);
+    const bc_sampling *sp = c->sampling;
+    *p = (opt_rollout_params){.batch_size = (int)c->batch_size,
+                              .samples_per_prompt = (int)c->samples_per_prompt,
+                              .prompt_length = (int)c->prompt_length,
+                              .response_length = (int)c->response_length,
+                              .sampling = {sp->temperature, sp->top_p, sp->top_k, sp->seed},
+                              .stop_at_eos = s->stop_at_eos,
+                              .shared_prefill = s->shared_prefill,
+                              .prompts = s->have_prompts ? &s->prompts : NULL};
+    return BC_OK;
 }
 
-static bc_status opt_plan_memory(void *inst, const bc_case *c, bc_memory_stats *out, bc_error *err) {
-    opt_backend *s = inst;
+/* The memory case c will take, without allocating it (all fields). */
+static bc_status plan_case(const opt_backend *s, const bc_case *c, bc_memory_stats *out, bc_error *err) {
     opt_dtype dt = OPT_F32;
-    bc_status st = case_dtype(c, &dt, err);
-    if (st != BC_OK) return st;
-    if (s->checkpoint[0] && !s->have_checkpoint_hp) {
-        /* the shape is the checkpoint's config.json, not the preset's; read
-         * it once, without the weights */
-        if ((st = opt_hparams_from_checkpoint(s->checkpoint, &s->hp, err)) != BC_OK) return st;
-        s->have_checkpoint_hp = 1;
-    }
-    const opt_hparams *hp = s->have_weights ? &s->w.hp : &s->hp;
+    opt_rollout_params p;
     opt_rollout ro;
-    opt_rollout_params p = rollout_params(s, c);
-    if ((st = opt_rollout_init(&ro, hp, &p, err)) != BC_OK) return st;
-    opt_rollout_bytes b = opt_rollout_plan(&ro, hp, dt, s->threads);
-    opt_rollout_free(&ro, NULL);
-    int64_t weights = (int64_t)opt_weights_bytes(hp, dt);
+    bc_status st = case_dtype(c, &dt, err);
+    if (st == BC_OK) st = rollout_params(s, c, &p, err);
+    if (st == BC_OK) st = opt_rollout_dims(&ro, &s->hp, &p, err);
+    if (st != BC_OK) return st;
+    const opt_hparams *hp = &s->hp;
+    const opt_rollout_bytes b = opt_rollout_plan(&ro, hp, dt, s->threads);
+    const int64_t weights = (int64_t)opt_weights_bytes(hp, dt);
+    const int64_t host_fixed = weights + (int64_t)hp->num_hidden_layers * (int64_t)sizeof(opt_layer_weights) +
+                               prompts_bytes(s) + (int64_t)b.buffers;
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
     out->weights_bytes = weights;
     out->kv_cache_bytes = (int64_t)b.kv_cache;
     out->workspace_bytes = (int64_t)b.workspace;
-    out->host_peak_bytes = weights + (int64_t)hp->num_hidden_layers * (int64_t)sizeof(opt_layer_weights) +
-                           (int64_t)(b.kv_cache + b.workspace + b.buffers);
+    out->host_peak_bytes = host_fixed + (int64_t)(b.kv_cache + b.workspace);
+    out->resident_bytes = out->host_peak_bytes;
     out->device_peak_bytes = out->device_free_bytes = out->device_total_bytes = -1;
 #ifdef OPT_HAVE_CUDA
     if (s->cuda) { /* device bytes; the host keeps weights and the rollout's buffers */
-        if ((st = opt_rollout_init(&ro, hp, &p, err)) != BC_OK) return st;
         opt_cuda_backend_plan_memory(hp, dt, &ro, out);
-        opt_rollout_free(&ro, NULL);
-        out->host_peak_bytes = weights + (int64_t)hp->num_hidden_layers * (int64_t)sizeof(opt_layer_weights) +
-                               (int64_t)b.buffers;
+        out->host_peak_bytes = host_fixed;
+        out->resident_bytes = out->device_peak_bytes;
     }
 #endif
     return BC_OK;
+}
+
+static int64_t physical_memory_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (int64_t)pages * page : -1;
+}
+
+static double gib(int64_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
+
+/* Can case c run? Precision, prompt length, positions and memory, from the
+ * shape alone: loads nothing. */
+static bc_status opt_check_case(void *inst, const bc_case *c, bc_error *err) {
+    opt_backend *s = inst;
+    bc_memory_stats plan;
+    bc_status st = plan_case(s, c, &plan, err);
+    if (st != BC_OK) return st;
+    if (!s->cuda) {
+        const int64_t have = physical_memory_bytes();
+        if (have > 0 && plan.host_peak_bytes > have)
+            return bc_error_set(err, BC_ERR_INFEASIBLE,
+                                "needs %.1f GiB of memory (weights %.1f GiB, KV cache %.1f GiB, workspace %.1f GiB); "
+                                "this machine has %.1f GiB",
+                                gib(plan.host_peak_bytes), gib(plan.weights_bytes), gib(plan.kv_cache_bytes),
+                                gib(plan.workspace_bytes), gib(have));
+    }
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda) {
+        const int64_t have = opt_cuda_backend_total_bytes(&s->cu);
+        if (have > 0 && plan.device_peak_bytes > have)
+            return bc_error_set(err, BC_ERR_INFEASIBLE,
+                                "needs %.1f GiB of device memory (weights %.1f GiB, KV cache %.1f GiB, workspace "
+                                "%.1f GiB); %s has %.1f GiB",
+                                gib(plan.device_peak_bytes), gib(plan.weights_bytes), gib(plan.kv_cache_bytes),
+                                gib(plan.workspace_bytes), s->cu.name, gib(have));
+    }
+#endif
+    return BC_OK;
+}
+
+static bc_status opt_plan_memory(void *inst, const bc_case *c, bc_memory_stats *out, bc_error *err) {
+    bc_memory_stats plan;
+    bc_status st = plan_case(inst, c, &plan, err);
+    if (st == BC_OK) put_memory_stats(out, &plan);
+    return st;
+}
+
+/* Heavy checks, once before the first case: the checkpoint's tensors (so
+ * a broken file stops the run before it starts) and the CUDA device. */
+static bc_status opt_prepare(void *inst, bc_error *err) {
+    opt_backend *s = inst;
+    bc_status st = BC_OK;
+#ifdef OPT_HAVE_CUDA
+    if (s->cuda && (st = opt_cuda_backend_open(&s->cu, err)) != BC_OK) return st;
+#endif
+    if (s->checkpoint[0]) st = opt_checkpoint_validate(s->checkpoint, err);
+    return st;
 }
 
 static bc_status build_weights(opt_backend *s, opt_dtype dt, bc_error *err) {
@@ -273,7 +450,6 @@ static bc_status build_weights(opt_backend *s, opt_dtype dt, bc_error *err) {
     if (st != BC_OK) return st;
     s->have_weights = 1;
     s->hp = s->w.hp;
-    s->have_checkpoint_hp = s->checkpoint[0] != 0;
     account(s);
     return BC_OK;
 }
@@ -281,18 +457,19 @@ static bc_status build_weights(opt_backend *s, opt_dtype dt, bc_error *err) {
 static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     opt_backend *s = inst;
     opt_dtype dt = OPT_F32;
+    opt_rollout_params p;
     bc_status st = case_dtype(c, &dt, err);
+    if (st == BC_OK) st = rollout_params(s, c, &p, err);
     if (st != BC_OK) return st;
     end_rollout(s);
+    s->case_index = c->index;
 #ifdef OPT_HAVE_CUDA
     if (s->cuda && (st = opt_cuda_backend_open(&s->cu, err)) != BC_OK) return st; /* before building weights */
 #endif
     if ((st = build_weights(s, dt, err)) != BC_OK) return st;
 #ifdef OPT_HAVE_CUDA
     if (s->cuda) { /* no CPU model: prompts and buffers here, the cache on the device */
-        s->c = *c;
-        opt_rollout_params cp = rollout_params(s, c);
-        if ((st = opt_rollout_init(&s->ro, &s->w.hp, &cp, err)) != BC_OK) return st;
+        if ((st = opt_rollout_init(&s->ro, &s->w.hp, &p, err)) != BC_OK) return st;
         s->have_rollout = 1;
         st = opt_cuda_backend_begin_case(&s->cu, &s->w, &s->ro, err);
         account(s);
@@ -303,8 +480,6 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
         if ((st = opt_model_init(&s->m, &s->w, s->threads, err)) != BC_OK) return st;
         s->have_model = 1;
     }
-    s->c = *c;
-    opt_rollout_params p = rollout_params(s, c);
     if ((st = opt_rollout_init(&s->ro, &s->w.hp, &p, err)) != BC_OK) return st;
     s->have_rollout = 1;
     if ((st = opt_rollout_acquire(&s->ro, &s->m, err)) != BC_OK) return st;
@@ -319,20 +494,36 @@ static bc_status opt_expand_prompts(void *inst, bc_error *err) {
     return opt_rollout_expand(&s->ro, err);
 }
 
+/* The last rollout's results into the host's out, as far as out reaches. */
+static void put_generation_stats(bc_generation_stats *out, const opt_rollout *ro) {
+    BC_SET(out, bc_generation_stats, prefill_forward_ms, ro->prefill_ms);
+    BC_SET(out, bc_generation_stats, decode_forward_ms, ro->decode_ms);
+    BC_SET(out, bc_generation_stats, num_decode_forwards, ro->n_decode_forwards);
+    BC_SET(out, bc_generation_stats, num_generated_tokens, ro->n_generated);
+    BC_SET(out, bc_generation_stats, returned_response_length, ro->returned_len);
+    BC_SET(out, bc_generation_stats, first_token_ms, ro->first_token_ms);
+    BC_SET(out, bc_generation_stats, decode_step_ms, ro->step_ms); /* owned by the rollout, freed by end_case */
+    BC_SET(out, bc_generation_stats, n_decode_steps, (uint32_t)ro->n_steps);
+    BC_SET(out, bc_generation_stats, num_prefill_tokens, ro->n_prefill_tokens);
+    BC_SET(out, bc_generation_stats, num_decode_tokens, ro->n_decode_tokens);
+    BC_SET(out, bc_generation_stats, prompt_width_tokens, ro->Tp);
+    BC_SET(out, bc_generation_stats, prompt_min_tokens, ro->prompt_min);
+    BC_SET(out, bc_generation_stats, prompt_max_tokens, ro->prompt_max);
+}
+
 static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *err) {
     opt_backend *s = inst;
     if (!s->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt: generate outside a case");
+    bc_status st;
 #ifdef OPT_HAVE_CUDA
-    if (s->cuda) return opt_cuda_backend_generate(&s->cu, out, err);
+    if (s->cuda)
+        st = opt_cuda_backend_generate(&s->cu, err);
+    else
 #endif
-    bc_status st = opt_rollout_generate(&s->ro, &s->m, err);
+        st = opt_rollout_generate(&s->ro, &s->m, err);
     account(s);
     if (st != BC_OK) return st;
-    out->prefill_forward_ms = s->ro.prefill_ms;
-    out->decode_forward_ms = s->ro.decode_ms;
-    out->num_decode_forwards = s->ro.n_decode_forwards;
-    out->num_generated_tokens = s->ro.n_generated;
-    out->returned_response_length = s->ro.returned_len;
+    put_generation_stats(out, &s->ro);
     return BC_OK;
 }
 
@@ -342,7 +533,7 @@ static bc_status save_tokens(opt_backend *s, bc_error *err) {
     char path[4096];
     const char *mark = strstr(s->save_tokens, "{case}");
     if (mark)
-        snprintf(path, sizeof path, "%.*s%u%s", (int)(mark - s->save_tokens), s->save_tokens, s->c.index, mark + 6);
+        snprintf(path, sizeof path, "%.*s%u%s", (int)(mark - s->save_tokens), s->save_tokens, s->case_index, mark + 6);
     else
         snprintf(path, sizeof path, "%s", s->save_tokens);
     bc_output *o = s->host->output_open(s->host, path, err);
@@ -408,18 +599,23 @@ static void opt_reset_peak_memory(void *inst) {
 }
 
 static bc_status opt_read_memory(void *inst, bc_memory_stats *out, bc_error *err) {
-    (void)err;
     opt_backend *s = inst;
     account(s);
-    out->weights_bytes = s->have_weights ? (int64_t)s->w.arena_bytes : 0;
-    out->kv_cache_bytes = s->have_rollout ? s->case_kv_bytes : 0;
-    out->workspace_bytes = s->have_rollout ? s->case_ws_bytes : 0;
-    out->host_peak_bytes = s->peak_bytes;
-    out->device_peak_bytes = out->device_free_bytes = out->device_total_bytes = -1;
+    bc_memory_stats m = {.struct_size = sizeof m};
+    m.weights_bytes = s->have_weights ? (int64_t)s->w.arena_bytes : 0;
+    m.kv_cache_bytes = s->have_rollout ? s->case_kv_bytes : 0;
+    m.workspace_bytes = s->have_rollout ? s->case_ws_bytes : 0;
+    m.host_peak_bytes = s->peak_bytes;
+    m.device_peak_bytes = m.device_free_bytes = m.device_total_bytes = -1;
+    m.resident_bytes = current_bytes(s); /* after a release: without the cache */
+    bc_status st = BC_OK;
 #ifdef OPT_HAVE_CUDA
-    if (s->cuda) return opt_cuda_backend_read_memory(&s->cu, out, err); /* device bytes */
+    if (s->cuda) st = opt_cuda_backend_read_memory(&s->cu, &m, err); /* device bytes */
+#else
+    (void)err;
 #endif
-    return BC_OK;
+    put_memory_stats(out, &m);
+    return st;
 }
 
 static void opt_end_case(void *inst) {
@@ -432,6 +628,8 @@ static const bc_backend_ops opt_ops = {
     .create = opt_create,
     .destroy = opt_destroy,
     .describe = opt_describe,
+    .check_case = opt_check_case,
+    .prepare = opt_prepare,
     .plan_memory = opt_plan_memory,
     .begin_case = opt_begin_case,
     .expand_prompts = opt_expand_prompts,
@@ -442,17 +640,21 @@ static const bc_backend_ops opt_ops = {
     .reset_peak_memory = opt_reset_peak_memory,
     .read_memory = opt_read_memory,
     .end_case = opt_end_case,
+    /* begin_case converts the weights when the precision changes; nothing
+     * else is costly to switch */
+    .rebuild_axes = BC_AXIS_PRECISION,
 };
 
 static const bc_plugin_desc opt_desc = {
     BC_PLUGIN_DESC_HEADER,
     .kind = BC_KIND_BACKEND,
     .name = "opt",
-    .version = "0.1.0",
-    .description = "native OPT rollout engine (CPU): synthetic or Hugging Face weights, fp32/fp16/bf16",
-    .settings = opt_settings,
-    .n_settings = S_COUNT,
+    .version = "0.2.0",
+    .description = "native OPT rollout engine on the CPU or a CUDA GPU: synthetic or Hugging Face weights, "
+                   "fp32/fp16/bf16",
+    BC_SETTINGS_TABLE(opt_settings),
     .ops = &opt_ops,
+    .check_settings = opt_check_settings,
 };
 
 BC_PLUGIN_DEFINE(opt_desc)

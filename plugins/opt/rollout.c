@@ -1,5 +1,5 @@
-/* rollout.c: expand prompts, generate with the KV cache, post-process
- * (see rollout.h for the shapes and the row order).
+/* rollout.c: prompts files, expand prompts, generate with the KV cache,
+ * post-process (see rollout.h for the shapes and the row order).
  *
  * Generation, like transformers' generate() with use_cache:
  *   prefill   one forward over the Tp prompt tokens of every row (or, with
@@ -36,19 +36,77 @@ static double now_ms(void) {
 
 /* ---------------------------------------------------------------- prompts */
 
-/* Reads one prompt per non-empty line (space-separated ids in [0, V)); '#'
- * starts a comment line. Fills lines[] (owned by the caller) with up to cap
- * prompts. */
-typedef struct prompt_line {
-    int32_t *ids;
-    int n;
-} prompt_line;
+void opt_prompts_free(opt_prompts *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_lines; i++) free(p->lines[i].ids);
+    free(p->lines);
+    p->lines = NULL;
+    p->n_lines = 0;
+}
 
-static bc_status read_prompts(const char *path, int V, prompt_line **out, int *n_out, bc_error *err) {
+/* Appends one prompt (ids owned by p from now on). */
+static bc_status prompts_append(opt_prompts *p, int *cap, int32_t *ids, int n, const char *path, bc_error *err) {
+    if (p->n_lines == *cap) {
+        int nc = *cap ? *cap * 2 : 16;
+        opt_prompt *nl = realloc(p->lines, (size_t)nc * sizeof *nl);
+        if (!nl) {
+            free(ids);
+            return bc_error_set(err, BC_ERR_NOMEM, "prompts_file %s: no memory", path);
+        }
+        p->lines = nl;
+        *cap = nc;
+    }
+    p->lines[p->n_lines].ids = ids;
+    p->lines[p->n_lines].n = n;
+    p->n_lines++;
+    return BC_OK;
+}
+
+/* Parses one line's ids into a new array; *n = 0 for a blank or comment line. */
+static bc_status parse_prompt_line(char *line, int V, const char *path, int lineno, int32_t **out, int *n,
+                                   bc_error *err) {
+    *out = NULL;
+    *n = 0;
+    char *p = line;
+    while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+    if (*p == '\0' || *p == '#') return BC_OK;
+    int32_t *ids = NULL;
+    int k = 0, kcap = 0;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v >= V) {
+            free(ids);
+            return bc_error_set(err, BC_ERR_FORMAT, "prompts_file %s:%d: \"%.20s\" is not a token id in [0, %d)", path,
+                                lineno, p, V);
+        }
+        if (k == kcap) {
+            kcap = kcap ? kcap * 2 : 32;
+            int32_t *ni = realloc(ids, (size_t)kcap * sizeof *ids);
+            if (!ni) {
+                free(ids);
+                return bc_error_set(err, BC_ERR_NOMEM, "prompts_file %s: no memory", path);
+            }
+            ids = ni;
+        }
+        ids[k++] = (int32_t)v;
+        p = end;
+        while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+    }
+    *out = ids;
+    *n = k;
+    return BC_OK;
+}
+
+bc_status opt_prompts_read(opt_prompts *out, const char *path, int V, bc_error *err) {
+    memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "r");
-    if (!f) return bc_error_set(err, BC_ERR_IO, "prompts_file %s: %s", path, strerror(errno));
-    prompt_line *lines = NULL;
-    int n = 0, cap = 0, lineno = 0;
+    if (!f)
+        return bc_error_set(err, errno == ENOENT ? BC_ERR_NOT_FOUND : BC_ERR_IO, "prompts_file %s: %s", path,
+                            strerror(errno));
+    opt_prompts p = {0};
+    int cap = 0, lineno = 0;
     char *buf = NULL;
     size_t bufcap = 0;
     bc_status st = BC_OK;
@@ -60,7 +118,10 @@ static bc_status read_prompts(const char *path, int V, prompt_line **out, int *n
             if (len + 2 > bufcap) {
                 size_t nc = bufcap ? bufcap * 2 : 256;
                 char *nb = realloc(buf, nc);
-                if (!nb) { st = bc_error_set(err, BC_ERR_NOMEM, "prompts_file %s: line too long", path); goto done; }
+                if (!nb) {
+                    st = bc_error_set(err, BC_ERR_NOMEM, "prompts_file %s: line %d too long", path, lineno + 1);
+                    goto done;
+                }
                 buf = nb;
                 bufcap = nc;
             }
@@ -70,58 +131,80 @@ static bc_status read_prompts(const char *path, int V, prompt_line **out, int *n
         lineno++;
         if (!buf) continue;
         buf[len] = '\0';
-        char *p = buf;
-        while (*p == ' ' || *p == '\t' || *p == '\r') p++;
-        if (*p == '\0' || *p == '#') continue;
-        int32_t *ids = NULL;
-        int k = 0, kcap = 0;
-        while (*p) {
-            char *end;
-            errno = 0;
-            long v = strtol(p, &end, 10);
-            if (end == p || errno || v < 0 || v >= V) {
-                free(ids);
-                st = bc_error_set(err, BC_ERR_FORMAT, "prompts_file %s:%d: \"%.20s\" is not a token id in [0, %d)",
-                                  path, lineno, p, V);
-                goto done;
-            }
-            if (k == kcap) {
-                kcap = kcap ? kcap * 2 : 32;
-                int32_t *ni = realloc(ids, (size_t)kcap * sizeof *ids);
-                if (!ni) { free(ids); st = bc_error_set(err, BC_ERR_NOMEM, "prompts_file %s: no memory", path); goto done; }
-                ids = ni;
-            }
-            ids[k++] = (int32_t)v;
-            p = end;
-            while (*p == ' ' || *p == '\t' || *p == '\r') p++;
-        }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            prompt_line *nl = realloc(lines, (size_t)cap * sizeof *lines);
-            if (!nl) { free(ids); st = bc_error_set(err, BC_ERR_NOMEM, "prompts_file %s: no memory", path); goto done; }
-            lines = nl;
-        }
-        lines[n].ids = ids;
-        lines[n].n = k;
-        n++;
+        int32_t *ids;
+        int n;
+        if ((st = parse_prompt_line(buf, V, path, lineno, &ids, &n, err)) != BC_OK) goto done;
+        if (n > 0 && (st = prompts_append(&p, &cap, ids, n, path, err)) != BC_OK) goto done;
     }
-    if (n == 0) st = bc_error_set(err, BC_ERR_FORMAT, "prompts_file %s: no prompts (one line of token ids each)", path);
+    if (ferror(f))
+        st = bc_error_set(err, BC_ERR_IO, "prompts_file %s: read error after line %d", path, lineno);
+    else if (p.n_lines == 0)
+        st = bc_error_set(err, BC_ERR_FORMAT, "prompts_file %s: no prompts (one line of token ids each)", path);
 done:
     free(buf);
     fclose(f);
     if (st != BC_OK) {
-        for (int i = 0; i < n; i++) free(lines[i].ids);
-        free(lines);
+        opt_prompts_free(&p);
         return st;
     }
-    *out = lines;
-    *n_out = n;
+    *out = p;
     return BC_OK;
 }
 
-bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rollout_params *p, bc_error *err) {
+/* The largest rows x tokens a rollout indexes (int offsets, with headroom). */
+#define OPT_ROLLOUT_MAX_CELLS (1ll << 30)
+
+bc_status opt_rollout_check(const opt_hparams *hp, const opt_rollout_params *p, opt_prompt_shape *shape,
+                            bc_error *err) {
+    const int Bp = p->batch_size, Sp = p->samples_per_prompt, Tr = p->response_length;
+    if (Bp < 1 || Sp < 1 || Tr < 1)
+        return bc_error_set(err, BC_ERR_INVALID,
+                            "rollout: batch_size %d, samples_per_prompt %d, response_length %d must be >= 1", Bp, Sp,
+                            Tr);
+    opt_prompt_shape sh;
+    if (p->prompts) {
+        if (p->prompts->n_lines < 1) return bc_error_set(err, BC_ERR_INVALID, "rollout: an empty prompt set");
+        if (p->prompt_length > 0) /* one case per listed length would repeat the same work */
+            return bc_error_set(err, BC_ERR_SETTING,
+                                "prompt length %d given with prompts_file: the prompts decide their length; leave "
+                                "matrix.prompt_lengths out",
+                                p->prompt_length);
+        sh.width = 0;
+        sh.min_len = INT32_MAX;
+        for (int b = 0; b < Bp && b < p->prompts->n_lines; b++) {
+            int n = p->prompts->lines[b].n;
+            if (n > sh.width) sh.width = n;
+            if (n < sh.min_len) sh.min_len = n;
+        }
+        sh.max_len = sh.width;
+    } else {
+        if (p->prompt_length == 0)
+            return bc_error_set(err, BC_ERR_SETTING,
+                                "prompt length 0 needs prompts_file (0 means: the prompts file decides the length)");
+        if (p->prompt_length < 0)
+            return bc_error_set(err, BC_ERR_INVALID, "rollout: prompt length %d must be >= 1", p->prompt_length);
+        sh.width = sh.min_len = sh.max_len = p->prompt_length;
+    }
+    const long long total = (long long)sh.width + Tr;
+    if (total > hp->max_position_embeddings)
+        return bc_error_set(err, BC_ERR_INFEASIBLE,
+                            "prompt of %d tokens + response of %d tokens = %lld tokens exceed %s's %d positions",
+                            sh.width, Tr, total, hp->name, hp->max_position_embeddings);
+    const long long rows = (long long)Bp * Sp;
+    if (rows * total > OPT_ROLLOUT_MAX_CELLS)
+        return bc_error_set(err, BC_ERR_INFEASIBLE, "rollout of %lld rows x %lld tokens is too large for the engine",
+                            rows, total);
+    if (shape) *shape = sh;
+    return BC_OK;
+}
+
+bc_status opt_rollout_dims(opt_rollout *ro, const opt_hparams *hp, const opt_rollout_params *p, bc_error *err) {
     memset(ro, 0, sizeof *ro);
+    opt_prompt_shape sh;
+    bc_status st = opt_rollout_check(hp, p, &sh, err);
+    if (st != BC_OK) return st;
     ro->p = *p;
+    ro->p.prompts = NULL; /* borrowed for opt_rollout_init only */
     ro->V = hp->vocab_size;
     ro->pad_id = hp->pad_token_id;
     ro->eos_id = hp->eos_token_id;
@@ -129,64 +212,49 @@ bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rol
     ro->Sp = p->samples_per_prompt;
     ro->R = ro->Bp * ro->Sp;
     ro->Tr = p->response_length;
-    if (ro->Bp < 1 || ro->Sp < 1 || ro->Tr < 1)
-        return bc_error_set(err, BC_ERR_INVALID, "rollout: batch_size %d, samples_per_prompt %d, response_length %d must be >= 1",
-                            ro->Bp, ro->Sp, ro->Tr);
-    prompt_line *lines = NULL;
-    int n_lines = 0;
-    const int from_file = p->prompts_file && p->prompts_file[0];
-    if (from_file) {
-        bc_status st = read_prompts(p->prompts_file, ro->V, &lines, &n_lines, err);
-        if (st != BC_OK) return st;
-        ro->Tp = 0;
-        for (int i = 0; i < ro->Bp; i++)
-            if (lines[i % n_lines].n > ro->Tp) ro->Tp = lines[i % n_lines].n;
-    } else {
-        ro->Tp = p->prompt_length;
-    }
+    ro->Tp = sh.width;
+    ro->prompt_min = sh.min_len;
+    ro->prompt_max = sh.max_len;
     ro->Stot = ro->Tp + ro->Tr;
-    bc_status st = BC_OK;
-    if (ro->Tp < 1) {
-        st = bc_error_set(err, BC_ERR_INVALID, "rollout: prompt length %d must be >= 1", ro->Tp);
-    } else if (ro->Stot > hp->max_position_embeddings) {
-        st = bc_error_set(err, BC_ERR_INVALID, "rollout: prompt %d + response %d tokens exceed %s's %d positions", ro->Tp,
-                          ro->Tr, hp->name, hp->max_position_embeddings);
-    } else {
-        const size_t R = (size_t)ro->R, Bp = (size_t)ro->Bp;
-        ro->prompt_ids = malloc(Bp * ro->Tp * sizeof *ro->prompt_ids);
-        ro->prompt_mask = malloc(Bp * ro->Tp);
-        ro->seq = malloc(R * ro->Stot * sizeof *ro->seq);
-        ro->mask = malloc(R * ro->Stot);
-        ro->prefill_ids = malloc(R * ro->Tp * sizeof *ro->prefill_ids);
-        ro->step_tokens = malloc(R * sizeof *ro->step_tokens);
-        ro->eos_at = malloc(R * sizeof *ro->eos_at);
-        ro->rngs = malloc(R * sizeof *ro->rngs);
-        if (!ro->prompt_ids || !ro->prompt_mask || !ro->seq || !ro->mask || !ro->prefill_ids || !ro->step_tokens || !ro->eos_at || !ro->rngs)
-            st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d rows x %d tokens", ro->R, ro->Stot);
+    return BC_OK;
+}
+
+bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rollout_params *p, bc_error *err) {
+    bc_status st = opt_rollout_dims(ro, hp, p, err);
+    if (st != BC_OK) return st;
+    const size_t R = (size_t)ro->R, Bp = (size_t)ro->Bp;
+    ro->prompt_ids = malloc(Bp * ro->Tp * sizeof *ro->prompt_ids);
+    ro->prompt_mask = malloc(Bp * ro->Tp);
+    ro->seq = malloc(R * ro->Stot * sizeof *ro->seq);
+    ro->mask = malloc(R * ro->Stot);
+    ro->prefill_ids = malloc(R * ro->Tp * sizeof *ro->prefill_ids);
+    ro->step_tokens = malloc(R * sizeof *ro->step_tokens);
+    ro->eos_at = malloc(R * sizeof *ro->eos_at);
+    ro->rngs = malloc(R * sizeof *ro->rngs);
+    ro->step_ms = malloc((size_t)ro->Tr * sizeof *ro->step_ms);
+    if (!ro->prompt_ids || !ro->prompt_mask || !ro->seq || !ro->mask || !ro->prefill_ids || !ro->step_tokens ||
+        !ro->eos_at || !ro->rngs || !ro->step_ms) {
+        opt_rollout_free(ro, NULL);
+        return bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d rows x %d tokens", (int)R, ro->Stot);
     }
-    if (st == BC_OK) {
-        for (int b = 0; b < ro->Bp; b++) {
-            int32_t *ids = ro->prompt_ids + (size_t)b * ro->Tp;
-            uint8_t *mk = ro->prompt_mask + (size_t)b * ro->Tp;
-            if (from_file) {
-                const prompt_line *ln = &lines[b % n_lines];
-                int pad = ro->Tp - ln->n;
-                for (int t = 0; t < pad; t++) ids[t] = ro->pad_id, mk[t] = 0;
-                for (int t = 0; t < ln->n; t++) ids[pad + t] = ln->ids[t], mk[pad + t] = 1;
-            } else {
-                /* uniform in [3, V), one generator per prompt */
-                opt_rng g = opt_rng_for_row(p->sampling.seed ^ 0x70726f6d7074ull, (uint64_t)b);
-                for (int t = 0; t < ro->Tp; t++) {
-                    ids[t] = 3 + (int32_t)(opt_rng_next(&g) % (uint64_t)(ro->V - 3));
-                    mk[t] = 1;
-                }
+    for (int b = 0; b < ro->Bp; b++) {
+        int32_t *ids = ro->prompt_ids + (size_t)b * ro->Tp;
+        uint8_t *mk = ro->prompt_mask + (size_t)b * ro->Tp;
+        if (p->prompts) {
+            const opt_prompt *ln = &p->prompts->lines[b % p->prompts->n_lines];
+            int pad = ro->Tp - ln->n;
+            for (int t = 0; t < pad; t++) ids[t] = ro->pad_id, mk[t] = 0;
+            for (int t = 0; t < ln->n; t++) ids[pad + t] = ln->ids[t], mk[pad + t] = 1;
+        } else {
+            /* uniform in [3, V), one generator per prompt */
+            opt_rng g = opt_rng_for_row(p->sampling.seed ^ 0x70726f6d7074ull, (uint64_t)b);
+            for (int t = 0; t < ro->Tp; t++) {
+                ids[t] = 3 + (int32_t)(opt_rng_next(&g) % (uint64_t)(ro->V - 3));
+                mk[t] = 1;
             }
         }
     }
-    for (int i = 0; i < n_lines; i++) free(lines[i].ids);
-    free(lines);
-    if (st != BC_OK) opt_rollout_free(ro, NULL);
-    return st;
+    return BC_OK;
 }
 
 /* ------------------------------------------------------------------ cache */
@@ -204,7 +272,7 @@ opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp,
     if (shared(ro)) b.workspace += (size_t)ro->Bp * ro->V * sizeof(float);
     b.workspace += (size_t)n_threads * ((size_t)ro->V * sizeof(opt_sample_pair) + sizeof(opt_sampler));
     b.buffers = (size_t)ro->Bp * ro->Tp * 5 + (size_t)ro->R * ro->Stot * 5 + (size_t)ro->R * ro->Tp * sizeof(int32_t) +
-                (size_t)ro->R * (sizeof(int32_t) + sizeof(int) + sizeof(opt_rng));
+                (size_t)ro->R * (sizeof(int32_t) + sizeof(int) + sizeof(opt_rng)) + (size_t)ro->Tr * sizeof(double);
     return b;
 }
 
@@ -333,6 +401,7 @@ static int sample_step(opt_rollout *ro, opt_model *m, sample_job *job, int k) {
 }
 
 bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err) {
+    const double t_start = now_ms();
     bc_status st = opt_rollout_acquire(ro, m, err);
     if (st != BC_OK) return st;
     const int R = ro->R, Tp = ro->Tp, V = ro->V;
@@ -343,8 +412,10 @@ bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err) {
     ro->n_generated = 0;
     ro->n_decode_forwards = 0;
     ro->decode_ms = 0.0;
+    ro->n_steps = 0;
     ro->returned_len = 0;
     ro->response_start = Tp;
+    ro->n_prefill_tokens = (int64_t)(shared(ro) ? ro->Bp : R) * Tp;
 
     /* prefill */
     double t0 = now_ms();
@@ -371,9 +442,13 @@ bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err) {
     }
     ro->prefill_ms = now_ms() - t0;
 
-    /* decode */
+    /* token 0 of every row, from the prefill's logits */
     sample_job job;
     int running = sample_step(ro, m, &job, 0);
+    ro->first_token_ms = now_ms() - t_start;
+    const int64_t first_tokens = ro->n_generated;
+
+    /* decode: step k feeds token k - 1 and samples token k */
     int k = 1;
     for (; k < ro->Tr; k++) {
         if (ro->p.stop_at_eos && running == 0) break;
@@ -387,8 +462,10 @@ bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err) {
         if (st != BC_OK) return st;
         ro->n_decode_forwards++;
         running = sample_step(ro, m, &job, k);
+        ro->step_ms[ro->n_steps++] = now_ms() - t1;
     }
     ro->returned_len = k;
+    ro->n_decode_tokens = ro->n_generated - first_tokens;
     return BC_OK;
 }
 
@@ -416,5 +493,6 @@ void opt_rollout_free(opt_rollout *ro, opt_model *m) {
     free(ro->step_tokens);
     free(ro->eos_at);
     free(ro->rngs);
+    free(ro->step_ms);
     memset(ro, 0, sizeof *ro);
 }

@@ -13,19 +13,52 @@
 #include "forward.h"
 #include "sampling.h"
 
+/* Prompts from a prompts file: one line of space-separated token ids in
+ * [0, V) each ('#' starts a comment line). Prompt b of a batch is
+ * lines[b % n_lines]. */
+typedef struct opt_prompt {
+    int32_t *ids; /* [n], owned */
+    int n;
+} opt_prompt;
+
+typedef struct opt_prompts {
+    opt_prompt *lines; /* [n_lines], owned */
+    int n_lines;
+} opt_prompts;
+
+/* Reads path; errors name the file (and line): BC_ERR_NOT_FOUND (no such
+ * file), BC_ERR_IO (unreadable), BC_ERR_FORMAT (not token ids in [0, V), or
+ * no prompt at all), BC_ERR_NOMEM. */
+bc_status opt_prompts_read(opt_prompts *p, const char *path, int V, bc_error *err);
+void opt_prompts_free(opt_prompts *p);
+
 typedef struct opt_rollout_params {
     int batch_size;          /* Bp prompts */
     int samples_per_prompt;  /* Sp */
-    int prompt_length;       /* Tp of synthetic prompts (ignored with a prompts file) */
+    int prompt_length;       /* Tp of synthetic prompts; ignored with prompts (0 allowed only there) */
     int response_length;     /* Tr */
-    bc_sampling sampling;    /* temperature, top_p, top_k, seed (rows and prompts) */
+    opt_sampling sampling;   /* temperature, top_p, top_k, seed (rows and prompts) */
     int stop_at_eos;         /* 0: exactly Tr tokens, EOS suppressed; 1: stop at EOS */
     int shared_prefill;      /* 1: prefill each prompt once, copy its KV rows to its samples */
     int private_prefix;      /* 0 (default): with Sp > 1, decode attention reads a prompt's Tp cached
                               * tokens from its first sample's row for all its samples (opt_kv_cache
                               * group/prefix); 1: every row reads its own copy */
-    const char *prompts_file;/* NULL or "": synthetic prompts */
+    const opt_prompts *prompts; /* NULL: synthetic prompts; else borrowed for opt_rollout_init */
 } opt_rollout_params;
+
+/* The prompts of a rollout as they will run: the padded width Tp and the
+ * shortest and longest real prompt (all three equal for synthetic prompts). */
+typedef struct opt_prompt_shape {
+    int width, min_len, max_len;
+} opt_prompt_shape;
+
+/* Can a rollout of p run on a model of shape hp? Cheap, allocates nothing.
+ * BC_ERR_INVALID for a count < 1, BC_ERR_SETTING for prompt length 0
+ * without prompts, BC_ERR_INFEASIBLE when prompt + response exceed the
+ * model's positions or rows x tokens is beyond what the engine indexes.
+ * Fills shape (may be NULL) on success. opt_rollout_init checks the same. */
+bc_status opt_rollout_check(const opt_hparams *hp, const opt_rollout_params *p, opt_prompt_shape *shape,
+                            bc_error *err);
 
 typedef struct opt_rollout {
     opt_rollout_params p;
@@ -40,11 +73,17 @@ typedef struct opt_rollout {
     int *eos_at;             /* [R] response index of the row's EOS, -1 if none; owned */
     opt_rng *rngs;           /* [R] per-row generators; owned */
     /* results of the last rollout */
+    int prompt_min, prompt_max; /* shortest and longest real prompt (== Tp for synthetic prompts) */
     int returned_len;        /* response tokens per row actually returned */
     int response_start;      /* index in seq of the first response token (= Tp) */
     int64_t n_generated;     /* tokens produced, all rows (up to and including EOS) */
-    double prefill_ms, decode_ms;
+    double prefill_ms, decode_ms; /* the forwards only */
     int64_t n_decode_forwards;
+    double first_token_ms;   /* start of generate to token 0 of every row sampled (prefill + sampling) */
+    double *step_ms;         /* [Tr]: wall ms of decode step k = 1.. (forward + sampling) at [k - 1]; owned */
+    int n_steps;             /* entries of step_ms filled (== n_decode_forwards) */
+    int64_t n_prefill_tokens;/* token slots the prefill processed: prefill rows x Tp */
+    int64_t n_decode_tokens; /* tokens the decode steps produced, all rows (n_generated minus token 0) */
     /* the cache: freed by opt_rollout_release, taken back by opt_rollout_acquire */
     int have_cache;
     opt_kv_cache kv;         /* R rows x Stot */
@@ -62,8 +101,14 @@ typedef struct opt_rollout_bytes {
     size_t buffers;    /* prompts, sequences, masks, generators */
 } opt_rollout_bytes;
 
-/* Reads the prompts (or makes synthetic ones) and allocates the sequence
- * buffers; no cache yet. hp gives V, pad, eos and Tmax. */
+/* Checks p (opt_rollout_check) and fills ro's parameters and dimensions
+ * only (V, pad, eos, Bp, Sp, R, Tp, Tr, Stot, the prompts' shortest and
+ * longest), allocating nothing: enough for opt_rollout_plan and the CUDA
+ * plan. */
+bc_status opt_rollout_dims(opt_rollout *ro, const opt_hparams *hp, const opt_rollout_params *p, bc_error *err);
+/* opt_rollout_dims, then copies the prompts (or makes synthetic ones) and
+ * allocates the sequence buffers; no cache yet. hp gives V, pad, eos and
+ * Tmax. */
 bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rollout_params *p, bc_error *err);
 /* The byte sizes for a model and thread count, before or after acquire. */
 opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype, int n_threads);
@@ -72,7 +117,8 @@ bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err);
 /* Frees them (the model keeps its weights and pool). */
 void opt_rollout_release(opt_rollout *ro, opt_model *m);
 
-/* The three stages. generate acquires the cache first if it is released. */
+/* The three stages. generate acquires the cache first if it is released,
+ * and fills the results above (timings included). */
 bc_status opt_rollout_expand(opt_rollout *ro, bc_error *err);
 bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err);
 bc_status opt_rollout_post_process(opt_rollout *ro, bc_error *err);

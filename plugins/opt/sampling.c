@@ -40,7 +40,7 @@ uint64_t opt_rng_next(opt_rng *r) {
 
 double opt_rng_uniform(opt_rng *r) { return (double)(opt_rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
 
-bc_status opt_sampler_init(opt_sampler *s, int V, const bc_sampling *p, bc_error *err) {
+bc_status opt_sampler_init(opt_sampler *s, int V, const opt_sampling *p, bc_error *err) {
     memset(s, 0, sizeof *s);
     if (V < 1) return bc_error_set(err, BC_ERR_INVALID, "sampler: vocabulary size %d", V);
     if (!(p->temperature >= 0.0) || !(p->top_p > 0.0 && p->top_p <= 1.0) || p->top_k < 0)

@@ -24,6 +24,15 @@ uint64_t opt_rng_next(opt_rng *r);
 /* Uniform in [0, 1), 53 bits. */
 double opt_rng_uniform(opt_rng *r);
 
+/* How the next token is chosen: benchctl's bc_sampling without its ABI
+ * framing (the engine keeps its own copy, so the ABI struct can grow). */
+typedef struct opt_sampling {
+    double temperature; /* 0 = greedy */
+    double top_p;       /* (0, 1]; 1 = off */
+    int64_t top_k;      /* 0 = off */
+    uint64_t seed;      /* of the rows' generators (and of synthetic prompts) */
+} opt_sampling;
+
 typedef struct opt_sample_pair {
     float v;
     int32_t i;
@@ -33,13 +42,13 @@ typedef struct opt_sample_pair {
  * one sampler per thread. */
 typedef struct opt_sampler {
     int V;
-    bc_sampling p;           /* temperature, top_p, top_k (seed unused here) */
+    opt_sampling p;          /* temperature, top_p, top_k (seed unused here) */
     opt_sample_pair *pairs;  /* [V] scratch, owned */
     int n_kept;              /* after opt_sampler_filter: kept tokens ... */
     opt_sample_pair *kept;   /* ... pairs[0..n_kept): token and probability */
 } opt_sampler;
 
-bc_status opt_sampler_init(opt_sampler *s, int V, const bc_sampling *p, bc_error *err);
+bc_status opt_sampler_init(opt_sampler *s, int V, const opt_sampling *p, bc_error *err);
 void opt_sampler_free(opt_sampler *s);
 
 /* Applies temperature, top-k and top-p to logits[V] (which it may rescale in

@@ -5,18 +5,22 @@
 # device "cpu" and with the mock-device build of the plugin on device
 # "cuda", with and without shared prefill, and requires identical saved
 # tokens, every case ok, and the device in the JSON report; also with
-# left-padded prompts of different lengths from a prompts file.
+# left-padded prompts of different lengths from a prompts file, where the
+# matrix leaves prompt_lengths out (benchctl passes prompt length 0 and the
+# file decides).
 set -eu
 BENCHCTL=$1 MOCK=$2 SRC=$3 WORK=$4
 rm -rf "$WORK" && mkdir -p "$WORK"
 printf '5 17 99 4\n8 8 12 300 41 7 2 19\n# a comment\n640\n' > "$WORK/prompts.txt"
 write_cfg() { # name backend device shared prompts_file
+  lengths="prompt_lengths = [6]; "
+  [ -n "$5" ] && lengths=""
   cat > "$WORK/$1.cfg" <<CFG
 backend = { name = "$2"; settings = { checkpoint = "$SRC/tests/opt/golden/preln"; threads = 1; device = "$3";
             shared_prefill = $4; prompts_file = "$5"; save_tokens = "$WORK/$1-{case}.txt"; }; };
 precisions = [ "fp32" ];
 cache_policies = [ "retain", "release" ];
-matrix = { batch_sizes = [1, 2]; samples_per_prompt = [1, 2]; prompt_lengths = [6]; response_lengths = [5]; };
+matrix = { batch_sizes = [1, 2]; samples_per_prompt = [1, 2]; ${lengths}response_lengths = [5]; };
 sampling = { temperature = 0.0; top_p = 1.0; top_k = 0; seed = 3; };
 run = { warmup = 1; iterations = 2; };
 reporters = ( { name = "json"; settings = { path = "$WORK/$1.json"; }; } );

@@ -43,8 +43,9 @@ static void index_out_of_range(void **state) {
     assert_int_equal(opt_cuda_device_open(&d, -1, &err), BC_ERR_DEVICE);
 }
 
-/* The plugin's path: a case on device "cuda" without a GPU fails with the
- * same line, holds nothing, and everything can still be freed. */
+/* The plugin's path: opening the device (the plugin's prepare) and a case
+ * on device "cuda" without a GPU fail with the same line, hold nothing, and
+ * everything can still be freed. */
 static void backend_case_without_device(void **state) {
     (void)state;
     if (opt_cuda_device_count() > 0) skip();
@@ -65,16 +66,21 @@ static void backend_case_without_device(void **state) {
     w.hp = hp;
     opt_cuda_backend b;
     opt_cuda_backend_init(&b, 0, 1);
+    assert_int_equal(opt_cuda_backend_open(&b, &err), BC_ERR_DEVICE);
+    assert_int_equal(strncmp(err.message, "no CUDA device: ", 16), 0);
+    assert_int_equal(opt_cuda_backend_total_bytes(&b), -1);
     for (int i = 0; i < 2; i++) { /* every case fails the same way */
         assert_int_equal(opt_cuda_backend_begin_case(&b, &w, &ro, &err), BC_ERR_DEVICE);
         assert_int_equal(strncmp(err.message, "no CUDA device: ", 16), 0);
     }
     bc_memory_stats ms;
     memset(&ms, 0, sizeof ms);
+    ms.struct_size = sizeof ms;
     assert_int_equal(opt_cuda_backend_read_memory(&b, &ms, &err), BC_OK);
     assert_int_equal(ms.device_peak_bytes, -1);
     bc_backend_info info;
     memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
     char dev[32];
     opt_cuda_backend_describe(&b, &info, dev, sizeof dev);
     assert_string_equal(info.device, "cuda:0");

@@ -4,7 +4,7 @@
  * identical greedy tokens in every mode (graphs on/off, retain/release,
  * shared prefill, stop_at_eos), top-k 1 sampling equal to greedy, sampled
  * runs reproducible, graph captures per effective batch, device bytes
- * held equal to the plan, the no-device error. */
+ * held equal to the plan, what generate measures, the no-device error. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,6 +79,23 @@ static opt_rollout_params params(const mode *md) {
     return p;
 }
 
+/* What generate measures, as the CPU path measures it: a step time per
+ * decode forward (the mock's marks are host clock readings), the first
+ * token after the prefill, token counts per stage. */
+static void check_timings(const opt_rollout *ro, const mode *md) {
+    assert_int_equal(ro->n_steps, ro->n_decode_forwards);
+    double sum = 0.0;
+    for (int k = 0; k < ro->n_steps; k++) {
+        assert_true(ro->step_ms[k] > 0.0);
+        sum += ro->step_ms[k];
+    }
+    assert_true(sum >= ro->decode_ms && ro->decode_ms > 0.0);
+    assert_true(ro->first_token_ms >= ro->prefill_ms && ro->prefill_ms > 0.0);
+    assert_int_equal(ro->n_prefill_tokens, (int64_t)(md->shared ? ro->Bp : ro->R) * ro->Tp);
+    assert_int_equal(ro->n_decode_tokens, ro->n_generated - ro->R);
+    if (!md->stop_at_eos) assert_int_equal(ro->n_decode_tokens, (int64_t)ro->R * (ro->Tr - 1));
+}
+
 /* Two rollouts on the mock device; the tokens of the last. */
 static void device_rollout(fixture *f, const mode *md, int32_t *seq, int *returned, int *eos_at) {
     bc_error err = {0};
@@ -99,6 +116,7 @@ static void device_rollout(fixture *f, const mode *md, int32_t *seq, int *return
         if (opt_cuda_rollout_generate(&cr, &err) != BC_OK) fail_msg("%s", err.message);
         assert_int_equal(opt_rollout_post_process(&ro, &err), BC_OK);
         assert_int_equal(ro.n_decode_forwards, ro.returned_len - 1);
+        check_timings(&ro, md);
         if (md->release) {
             opt_cuda_rollout_release(&cr);
             assert_int_equal(mem->held[OPT_CUDA_MEM_KV], 0);
@@ -227,30 +245,35 @@ static void backend_glue(void **state) {
     assert_int_equal(opt_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
     bc_memory_stats plan;
     memset(&plan, 0, sizeof plan);
+    plan.struct_size = sizeof plan;
     opt_cuda_backend_plan_memory(&f->w.hp, OPT_F32, &ro, &plan);
     opt_cuda_backend b;
     opt_cuda_backend_init(&b, 0, 1);
     assert_int_equal(opt_cuda_backend_begin_case(&b, &f->w, &ro, &err), BC_OK);
     opt_cuda_backend_reset_peak(&b);
     assert_int_equal(opt_rollout_expand(&ro, &err), BC_OK);
-    bc_generation_stats gs;
-    memset(&gs, 0, sizeof gs);
-    assert_int_equal(opt_cuda_backend_generate(&b, &gs, &err), BC_OK);
-    assert_int_equal(gs.returned_response_length, 9);
-    assert_int_equal(gs.num_decode_forwards, 8);
-    assert_int_equal(gs.num_generated_tokens, 6 * 9);
+    assert_int_equal(opt_cuda_backend_generate(&b, &err), BC_OK);
+    assert_int_equal(ro.returned_len, 9);
+    assert_int_equal(ro.n_decode_forwards, 8);
+    assert_int_equal(ro.n_generated, 6 * 9);
     bc_memory_stats ms;
     memset(&ms, 0, sizeof ms);
+    ms.struct_size = sizeof ms;
     assert_int_equal(opt_cuda_backend_read_memory(&b, &ms, &err), BC_OK);
     assert_int_equal(ms.weights_bytes, plan.weights_bytes);
     assert_int_equal(ms.kv_cache_bytes, plan.kv_cache_bytes);
     assert_int_equal(ms.workspace_bytes, plan.workspace_bytes);
     assert_int_equal(ms.device_peak_bytes, plan.device_peak_bytes);
+    assert_int_equal(ms.resident_bytes, plan.device_peak_bytes); /* everything is held during the case */
     assert_true(ms.device_free_bytes >= 0 && ms.device_total_bytes > 0);
+    assert_int_equal(opt_cuda_backend_total_bytes(&b), ms.device_total_bytes);
     opt_cuda_backend_cache_release(&b);
+    assert_int_equal(opt_cuda_backend_read_memory(&b, &ms, &err), BC_OK);
+    assert_int_equal(ms.resident_bytes, plan.weights_bytes); /* released: the weights stay */
     assert_int_equal(opt_cuda_backend_cache_acquire(&b, &err), BC_OK);
     bc_backend_info info;
     memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
     char dev[32];
     opt_cuda_backend_describe(&b, &info, dev, sizeof dev);
     assert_string_equal(info.device, "cuda:0");

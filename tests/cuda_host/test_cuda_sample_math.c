@@ -116,7 +116,7 @@ static void selection_matches_cpu(void **state) {
         if (trial % 2) logits[17] = logits[400] = -INFINITY; /* suppressed tokens (EOS) never kept */
         for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
             for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
-                bc_sampling sp = {0};
+                opt_sampling sp = {0};
                 sp.temperature = 0.7;
                 sp.top_k = ks[ki];
                 sp.top_p = ps[pi];
@@ -153,7 +153,7 @@ static void top_k_on_raw_logits(void **state) {
     assert_true(sa == sb); /* the premise: scaling makes them tie */
     const float logits[8] = {3.0f, 2.5f, 1.5f, below, -1.0f, -2.0f, -3.0f, -4.0f};
     uint8_t kept[8], cpu[8];
-    bc_sampling sp = {0};
+    opt_sampling sp = {0};
     sp.temperature = 0.7;
     sp.top_k = 3;
     sp.top_p = 1.0;

@@ -65,10 +65,10 @@ first=$(awk 'NR > 2 && $1 == 1 { print $10 }' plan.out)
 [ "$first" = "6" ] || fail "plan: first case has effective batch '$first', expected 6"
 last=$(awk 'NR > 2 && $1 == 16 { print $10 }' plan.out)
 [ "$last" = "1" ] || fail "plan: last case has effective batch '$last', expected 1"
-precisions=$(awk 'NR > 2 && $1 ~ /^[0-9]+$/ { print $4 }' plan.out | uniq | tr '\n' ' ')
+precisions=$(awk 'NR > 2 && $2 ~ /^[0-9]+$/ { print $4 }' plan.out | uniq | tr '\n' ' ')
 [ "$precisions" = "testfp32 testbf16 " ] || fail "plan: precisions not grouped: '$precisions'"
 [ "$(awk 'NR > 2 && $3 == "build"' plan.out | wc -l)" -eq 2 ] || fail "plan: expected 2 builds"
-[ "$(awk 'NR > 2 && $1 ~ /^[0-9]+$/ && $NF == "ok"' plan.out | wc -l)" -eq 16 ] || fail "plan: expected 16 ok checks"
+[ "$(awk 'NR > 2 && $2 ~ /^[0-9]+$/ && $NF == "ok"' plan.out | wc -l)" -eq 16 ] || fail "plan: expected 16 ok checks"
 has plan.out "2 builds of the backend's costly state"
 
 # --- plugins: lists the fixtures (on BENCHCTL_PLUGIN_PATH); settings table of one

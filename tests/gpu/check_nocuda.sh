@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/gpu/check_nocuda.sh BENCHCTL SOURCE_DIR: on a machine WITHOUT a GPU,
-# `benchctl run` with device "cuda" must record the case as failed with one
-# line "no CUDA device: ..." and exit 3 (some case failed) - no crash.
+# `benchctl run` with device "cuda" must stop before the first case with one
+# line "... could not start: prepare: no CUDA device: ..." and exit 1 (the
+# backend could not start) - no crash, no case run.
 # Exits 77 (skip) where a GPU is visible or ran the case: there the GPU path
 # is cuda_vs_cpu's and bench-cuda.cfg's to check, and a GPU case failing here
 # must not stop tests/gpu/run.sh (ctest -L cuda_host) before cuda_vs_cpu.
@@ -15,7 +16,7 @@ out=$("$BENCHCTL" run "$SRC/tests/gpu/bench-nocuda.cfg" 2>&1)
 rc=$?
 echo "$out"
 if [ "$rc" -eq 0 ]; then echo "a GPU ran the case: skip"; exit 77; fi
-[ "$rc" -eq 3 ] || { echo "FAIL: exit code $rc, want 3"; exit 1; }
-n=$(printf '%s\n' "$out" | grep -c "failed: begin_case: no CUDA device: ")
-[ "$n" -ge 1 ] || { echo "FAIL: no 'no CUDA device:' line"; exit 1; }
-echo "ok: the case failed cleanly"
+[ "$rc" -eq 1 ] || { echo "FAIL: exit code $rc, want 1"; exit 1; }
+n=$(printf '%s\n' "$out" | grep -c "could not start: prepare: no CUDA device: ")
+[ "$n" -eq 1 ] || { echo "FAIL: no single 'could not start: prepare: no CUDA device:' line"; exit 1; }
+echo "ok: the backend did not start, cleanly"

@@ -338,17 +338,21 @@ static int rollout_case(opt_model *m, const opt_weights *w, const golden_file *g
     }
     fclose(f);
 
+    opt_prompts prompts;
+    bc_error err = {0};
+    bc_status st = opt_prompts_read(&prompts, path, w->hp.vocab_size, &err);
+    unlink(path);
+    if (st != BC_OK) fail_msg("prompts %s %s: %s", model, c, err.message);
     opt_rollout_params p = {.batch_size = B, .samples_per_prompt = R, .response_length = N,
                             .sampling = {.temperature = 0, .top_p = 1, .top_k = 0, .seed = 1},
-                            .stop_at_eos = 0, .shared_prefill = shared_prefill, .prompts_file = path};
+                            .stop_at_eos = 0, .shared_prefill = shared_prefill, .prompts = &prompts};
     opt_rollout ro;
-    bc_error err = {0};
-    bc_status st = opt_rollout_init(&ro, &w->hp, &p, &err);
+    st = opt_rollout_init(&ro, &w->hp, &p, &err);
+    opt_prompts_free(&prompts);
     if (st == BC_OK) st = opt_rollout_acquire(&ro, m, &err);
     if (st == BC_OK) st = opt_rollout_expand(&ro, &err);
     if (st == BC_OK) st = opt_rollout_generate(&ro, m, &err);
     if (st == BC_OK) st = opt_rollout_post_process(&ro, &err);
-    unlink(path);
     if (st != BC_OK) fail_msg("rollout %s %s: %s", model, c, err.message);
 
     int bad = 0;

@@ -1,9 +1,13 @@
 /* test_plugin.c: the `opt` backend through the plugin ABI, as benchctl uses
- * it: dlopen build/plugins/benchctl-opt.so, create with settings, begin_case,
- * the three stages, memory accounting (plan == what is held), save_tokens,
- * cache release/acquire, precision switches, the plan of a checkpoint (its
- * config.json's shape, before the weights load), and the errors (bad
- * precision, cuda, checkpoint). A minimal host (stdio output) stands in for benchctl's.
+ * it: dlopen build/plugins/benchctl-opt.so, check_settings, create with
+ * settings, describe (the model's shape and exact parameter count),
+ * check_case, prepare, begin_case, the three stages and what generate
+ * measures, memory accounting (plan == what is held, resident bytes),
+ * save_tokens, cache release/acquire, precision switches, the plan of a
+ * checkpoint (its config.json's shape, before the weights load), structs
+ * from a host with fewer fields than ours (never written past their size),
+ * and the errors (bad precision, cuda, checkpoint, prompts file). A minimal
+ * host (stdio output) stands in for benchctl's.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -12,13 +16,26 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "../core/bc_test_assert.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../plugins/plugin_dl.h"
 #include "checkpoint.h"
+#include "safetensors.h"
+
+#define GOLDEN BENCHCTL_SOURCE_DIR "/tests/opt/golden/"
+
+/* facebook/opt-125m: 50272 x 768 embeddings (tied lm_head), 2050 x 768
+ * positions, the final layer norm, 12 layers of 4 (768 x 768 + 768)
+ * attention projections, fc1 3072 x 768 + 3072, fc2 768 x 3072 + 768 and two
+ * layer norms; what transformers' num_parameters() says for the model. */
+#define OPT_125M_PARAMETERS 125239296ll
 
 /* ------------------------------------------------------------ a tiny host */
 
@@ -72,14 +89,24 @@ static void h_abort(bc_output *o) {
     free(o);
 }
 
-static const bc_host host = {sizeof(bc_host), BENCHCTL_ABI_MAJOR, BENCHCTL_ABI_MINOR, "test", h_log, h_now,
-                             h_open, h_write, h_printf, h_commit, h_abort, 0, NULL};
+static const bc_host host = {.struct_size = sizeof(bc_host),
+                             .abi_major = BENCHCTL_ABI_MAJOR,
+                             .abi_minor = BENCHCTL_ABI_MINOR,
+                             .benchctl_version = "test",
+                             .log = h_log,
+                             .now_ns = h_now,
+                             .output_open = h_open,
+                             .output_write = h_write,
+                             .output_printf = h_printf,
+                             .output_commit = h_commit,
+                             .output_abort = h_abort};
 
 static void no_conv(const void *s, float *d, size_t n) { (void)s, (void)d, (void)n; }
 static void no_conv2(const float *s, void *d, size_t n) { (void)s, (void)d, (void)n; }
 static const bc_precision_ops p_bf16 = {sizeof(bc_precision_ops), "bfloat16", 2, no_conv, no_conv2, 5e-2};
 static const bc_precision_ops p_fp32 = {sizeof(bc_precision_ops), "float32", 4, no_conv, no_conv2, 1e-4};
 static const bc_precision_ops p_int8 = {sizeof(bc_precision_ops), "int8", 1, no_conv, no_conv2, 1e-1};
+static const bc_sampling greedy = {.struct_size = sizeof(bc_sampling), .temperature = 0.0, .top_p = 1.0, .seed = 5};
 
 /* ------------------------------------------------------------- settings */
 
@@ -88,6 +115,8 @@ typedef struct fixture {
     const bc_plugin_desc *d;
     const bc_backend_ops *ops;
     bc_setting_value v[32];
+    bc_settings settings; /* over v */
+    char tmp[64];         /* a scratch directory, removed in teardown */
 } fixture;
 
 static int setup(void **state) {
@@ -96,17 +125,24 @@ static int setup(void **state) {
     f->ops = f->d->ops;
     assert_true(f->d->n_settings <= 32);
     for (uint32_t i = 0; i < f->d->n_settings; i++) {
-        const bc_setting_desc *s = &f->d->settings[i];
+        const bc_setting_desc *s = BC_AT(bc_setting_desc, f->d->settings, f->d->setting_size, i);
         f->v[i].i = s->default_int;
         f->v[i].f = s->default_float;
         f->v[i].s = s->default_string;
     }
+    f->settings = (bc_settings){.struct_size = sizeof(bc_settings), .count = f->d->n_settings,
+                                .value_size = sizeof(bc_setting_value), .values = f->v};
+    snprintf(f->tmp, sizeof f->tmp, "/tmp/bc_opt_plugin_XXXXXX");
+    assert_non_null(mkdtemp(f->tmp));
     *state = f;
     return 0;
 }
 
 static int teardown(void **state) {
     fixture *f = *state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->tmp);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", f->tmp);
     dlclose(f->dl);
     free(f);
     return 0;
@@ -114,16 +150,44 @@ static int teardown(void **state) {
 
 static bc_setting_value *setting(fixture *f, const char *name) {
     for (uint32_t i = 0; i < f->d->n_settings; i++)
-        if (strcmp(f->d->settings[i].name, name) == 0) return &f->v[i];
+        if (strcmp(BC_AT(bc_setting_desc, f->d->settings, f->d->setting_size, i)->name, name) == 0) return &f->v[i];
     fail_msg("no setting %s", name);
     return NULL;
+}
+
+/* f->tmp/name, written with text (NULL: a directory). */
+static const char *scratch(fixture *f, const char *name, const char *text) {
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", f->tmp, name);
+    if (!text) {
+        assert_int_equal(mkdir(path, 0700), 0);
+    } else {
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fputs(text, fp);
+        fclose(fp);
+    }
+    return path;
 }
 
 static bc_case make_case(const bc_precision_ops *p, const char *pname) {
     bc_case c = {.struct_size = sizeof(bc_case), .index = 0, .batch_size = 1, .samples_per_prompt = 2,
                  .prompt_length = 4, .response_length = 3, .precision = pname, .precision_ops = p,
-                 .cache_policy = "retain", .sampling = {0.0, 1.0, 0, 5}};
+                 .cache_policy = "retain", .sampling = &greedy};
     return c;
+}
+
+/* Expects check_settings and create both to fail with code, every fragment in the message. */
+static void expect_settings_error(fixture *f, bc_status code, const char *const *fragments) {
+    bc_error err = {0};
+    void *inst = NULL;
+    assert_int_equal(f->d->check_settings(&host, &f->settings, &err), code);
+    for (const char *const *s = fragments; *s; s++)
+        if (!strstr(err.message, *s)) fail_msg("\"%s\" lacks \"%s\"", err.message, *s);
+    assert_null(strchr(err.message, '\n'));
+    bc_error err2 = {0};
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err2), code);
+    assert_string_equal(err2.message, err.message);
 }
 
 /* ---------------------------------------------------------------- tests */
@@ -131,14 +195,19 @@ static bc_case make_case(const bc_precision_ops *p, const char *pname) {
 static void test_descriptor(void **state) {
     fixture *f = *state;
     test_plugin_check_header(f->d, BC_KIND_BACKEND, "opt");
+    assert_int_equal(f->d->setting_size, sizeof(bc_setting_desc));
     const char *names[] = {"model", "checkpoint", "weights_seed", "threads", "device", "stop_at_eos",
                            "shared_prefill", "prompts_file", "save_tokens"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) assert_non_null(setting(f, names[i]));
-    assert_string_equal(setting(f, "model")->s, "125m");
+    assert_string_equal(setting(f, "model")->s, ""); /* "": the checkpoint's shape, else 125m */
+    assert_null(strstr(f->d->description, "(CPU)"));
+    assert_non_null(f->d->check_settings);
     const bc_backend_ops *o = f->ops;
     assert_true(o->struct_size == sizeof(bc_backend_ops));
     assert_non_null(o->plan_memory), assert_non_null(o->cache_release), assert_non_null(o->cache_acquire);
     assert_non_null(o->read_memory), assert_non_null(o->reset_peak_memory);
+    assert_non_null(o->check_case), assert_non_null(o->prepare);
+    assert_int_equal(o->rebuild_axes, BC_AXIS_PRECISION);
 }
 
 static char *read_all(const char *path) {
@@ -151,6 +220,34 @@ static char *read_all(const char *path) {
     return buf;
 }
 
+/* What generate reports for rows x width prompts and response tokens, greedy. */
+static void check_generation_stats(const bc_generation_stats *g, int64_t rows, int64_t width, int64_t shortest,
+                                   int64_t response) {
+    assert_int_equal(g->returned_response_length, response);
+    assert_int_equal(g->num_generated_tokens, rows * response);
+    assert_int_equal(g->num_decode_forwards, response - 1);
+    assert_true(g->prefill_forward_ms > 0 && g->decode_forward_ms > 0);
+    /* one step time per decode forward, each > 0; forward + sampling, so the
+     * sum is the forwards' time plus a little sampling */
+    assert_int_equal(g->n_decode_steps, g->num_decode_forwards);
+    assert_non_null(g->decode_step_ms);
+    double sum = 0.0;
+    for (uint32_t k = 0; k < g->n_decode_steps; k++) {
+        assert_true(g->decode_step_ms[k] > 0.0);
+        sum += g->decode_step_ms[k];
+    }
+    assert_true(sum >= g->decode_forward_ms);
+    assert_double_close(sum, g->decode_forward_ms, 0.5 * g->decode_forward_ms + 20.0);
+    /* the first token: the prefill plus the first sampling */
+    assert_true(g->first_token_ms >= g->prefill_forward_ms);
+    assert_double_close(g->first_token_ms, g->prefill_forward_ms, 0.5 * g->prefill_forward_ms + 20.0);
+    assert_int_equal(g->num_prefill_tokens, rows * width);
+    assert_int_equal(g->num_decode_tokens, rows * (response - 1));
+    assert_int_equal(g->prompt_width_tokens, width);
+    assert_int_equal(g->prompt_min_tokens, shortest);
+    assert_int_equal(g->prompt_max_tokens, width);
+}
+
 static void test_rollout_and_memory(void **state) {
     fixture *f = *state;
     char path[] = "/tmp/bc_opt_tokens_XXXXXX";
@@ -161,14 +258,32 @@ static void test_rollout_and_memory(void **state) {
     setting(f, "save_tokens")->s = path;
     void *inst = NULL;
     bc_error err = {0};
-    assert_int_equal(f->ops->create(&host, f->v, &inst, &err), BC_OK);
+    assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_OK);
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
     bc_backend_info info = {.struct_size = sizeof info};
     assert_int_equal(f->ops->describe(inst, &info, &err), BC_OK);
     assert_non_null(strstr(info.model, "opt-125m"));
     assert_non_null(strstr(info.model, "synthetic"));
     assert_string_equal(info.device, "cpu");
+    assert_null(info.device_name);
+    assert_string_equal(info.model_family, "opt");
+    assert_int_equal(info.n_parameters, OPT_125M_PARAMETERS);
+    assert_int_equal(info.n_layers, 12);
+    assert_int_equal(info.hidden_size, 768);
+    assert_int_equal(info.n_heads, 12);
+    assert_int_equal(info.ffn_size, 3072);
+    assert_int_equal(info.vocab_size, 50272);
+    assert_int_equal(info.max_positions, 2048);
+    assert_int_equal(info.cpu_threads, 2);
+    assert_non_null(info.cpu_kernels);
+    const char *kernels[] = {"portable", "avx2", "avx512", "avx512_bf16"};
+    int known = 0;
+    for (size_t i = 0; i < 4; i++) known += strcmp(info.cpu_kernels, kernels[i]) == 0;
+    assert_int_equal(known, 1);
 
     bc_case c = make_case(&p_bf16, "bf16");
+    assert_int_equal(f->ops->check_case(inst, &c, &err), BC_OK);
+    assert_int_equal(f->ops->prepare(inst, &err), BC_OK); /* synthetic weights: nothing to check */
     bc_memory_stats plan = {.struct_size = sizeof plan}, mem = {.struct_size = sizeof mem};
     assert_int_equal(f->ops->plan_memory(inst, &c, &plan, &err), BC_OK);
     /* 12 layers x 2 rows x 7 tokens x 768 x 2 bytes, for K and for V */
@@ -180,15 +295,13 @@ static void test_rollout_and_memory(void **state) {
     assert_int_equal(mem.kv_cache_bytes, plan.kv_cache_bytes);
     assert_int_equal(mem.workspace_bytes, plan.workspace_bytes);
     assert_int_equal(mem.host_peak_bytes, plan.host_peak_bytes);
+    assert_int_equal(mem.resident_bytes, plan.host_peak_bytes); /* everything is held during the case */
     assert_int_equal(mem.device_peak_bytes, -1);
 
     assert_int_equal(f->ops->expand_prompts(inst, &err), BC_OK);
     bc_generation_stats g = {.struct_size = sizeof g};
     assert_int_equal(f->ops->generate(inst, &g, &err), BC_OK);
-    assert_int_equal(g.returned_response_length, 3);
-    assert_int_equal(g.num_generated_tokens, 6);
-    assert_int_equal(g.num_decode_forwards, 2);
-    assert_true(g.prefill_forward_ms > 0 && g.decode_forward_ms > 0);
+    check_generation_stats(&g, 2, 4, 4, 3);
     assert_int_equal(f->ops->post_process(inst, &err), BC_OK);
     char *first = read_all(path);
     int lines = 0, ids = 0;
@@ -199,16 +312,21 @@ static void test_rollout_and_memory(void **state) {
     free(first);
     first = read_all(path);
 
-    /* release: the cache goes, the peak stays; acquire: the same greedy tokens */
+    /* release: the cache goes (from the resident bytes too), the peak
+     * stays; acquire: the same greedy tokens */
     assert_int_equal(f->ops->cache_release(inst, &err), BC_OK);
     f->ops->reset_peak_memory(inst);
     assert_int_equal(f->ops->read_memory(inst, &mem, &err), BC_OK);
-    assert_int_equal(mem.host_peak_bytes, plan.host_peak_bytes - plan.kv_cache_bytes - plan.workspace_bytes);
+    const int64_t without_cache = plan.host_peak_bytes - plan.kv_cache_bytes - plan.workspace_bytes;
+    assert_int_equal(mem.host_peak_bytes, without_cache);
+    assert_int_equal(mem.resident_bytes, without_cache);
     assert_int_equal(f->ops->cache_acquire(inst, &err), BC_OK);
     assert_int_equal(f->ops->read_memory(inst, &mem, &err), BC_OK);
     assert_int_equal(mem.host_peak_bytes, plan.host_peak_bytes);
+    assert_int_equal(mem.resident_bytes, plan.host_peak_bytes);
     assert_int_equal(f->ops->expand_prompts(inst, &err), BC_OK);
     assert_int_equal(f->ops->generate(inst, &g, &err), BC_OK);
+    check_generation_stats(&g, 2, 4, 4, 3);
     assert_int_equal(f->ops->post_process(inst, &err), BC_OK);
     char *second = read_all(path);
     assert_string_equal(first, second);
@@ -223,8 +341,10 @@ static void test_rollout_and_memory(void **state) {
     assert_int_equal(mem.kv_cache_bytes, 2 * plan.kv_cache_bytes);
     f->ops->end_case(inst);
 
-    /* a precision with no kernels is refused by name */
+    /* a precision with no kernels is refused by name, by check_case and begin_case */
     bc_case c8 = make_case(&p_int8, "int8");
+    assert_int_equal(f->ops->check_case(inst, &c8, &err), BC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "int8"));
     assert_int_equal(f->ops->begin_case(inst, &c8, &err), BC_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.message, "int8"));
     f->ops->end_case(inst);
@@ -232,36 +352,272 @@ static void test_rollout_and_memory(void **state) {
     remove(path);
 }
 
+/* A host built against an older header hands in smaller structs: the
+ * plugin writes nothing past their struct_size. */
+static void test_small_host_structs(void **state) {
+    fixture *f = *state;
+    void *inst = NULL;
+    bc_error err = {0};
+    setting(f, "threads")->i = 1;
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+    enum { GUARD = 0xA5 };
+    union {
+        bc_backend_info info;
+        bc_generation_stats g;
+        bc_memory_stats m;
+        unsigned char bytes[1024];
+    } buf;
+    const size_t info_size = offsetof(bc_backend_info, model_family);
+    memset(&buf, GUARD, sizeof buf);
+    buf.info.struct_size = (uint32_t)info_size;
+    assert_int_equal(f->ops->describe(inst, &buf.info, &err), BC_OK);
+    assert_non_null(strstr(buf.info.model, "opt-125m"));
+    for (size_t i = info_size; i < sizeof buf; i++) assert_int_equal(buf.bytes[i], GUARD);
+
+    bc_case c = make_case(&p_bf16, "bf16");
+    c.batch_size = 1, c.samples_per_prompt = 1, c.prompt_length = 2, c.response_length = 2;
+    const size_t mem_size = offsetof(bc_memory_stats, resident_bytes);
+    memset(&buf, GUARD, sizeof buf);
+    buf.m.struct_size = (uint32_t)mem_size;
+    assert_int_equal(f->ops->plan_memory(inst, &c, &buf.m, &err), BC_OK);
+    assert_true(buf.m.kv_cache_bytes > 0);
+    for (size_t i = mem_size; i < sizeof buf; i++) assert_int_equal(buf.bytes[i], GUARD);
+
+    assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
+    assert_int_equal(f->ops->expand_prompts(inst, &err), BC_OK);
+    const size_t gen_size = offsetof(bc_generation_stats, first_token_ms);
+    memset(&buf, GUARD, sizeof buf);
+    buf.g.struct_size = (uint32_t)gen_size;
+    assert_int_equal(f->ops->generate(inst, &buf.g, &err), BC_OK);
+    assert_int_equal(buf.g.num_generated_tokens, 2);
+    for (size_t i = gen_size; i < sizeof buf; i++) assert_int_equal(buf.bytes[i], GUARD);
+    memset(&buf, GUARD, sizeof buf);
+    buf.m.struct_size = (uint32_t)mem_size;
+    assert_int_equal(f->ops->read_memory(inst, &buf.m, &err), BC_OK);
+    for (size_t i = mem_size; i < sizeof buf; i++) assert_int_equal(buf.bytes[i], GUARD);
+    f->ops->end_case(inst);
+    f->ops->destroy(inst);
+}
+
+/* Sums the numel of every tensor in dir's safetensors except a tied lm_head. */
+static int64_t checkpoint_parameters(const char *dir) {
+    opt_st_set set;
+    bc_error err = {0};
+    if (opt_st_set_open_dir(&set, dir, &err) != BC_OK) fail_msg("%s", err.message);
+    int64_t n = 0;
+    for (size_t i = 0; i < set.n_tensors; i++)
+        if (strcmp(set.by_name[i]->name, "lm_head.weight") != 0) n += (int64_t)set.by_name[i]->numel;
+    opt_st_set_close(&set);
+    return n;
+}
+
+/* describe on a checkpoint: its config.json's shape, and a parameter count
+ * equal to the tensors the checkpoint holds (pre-LN, post-LN with
+ * project_in/out, head dim 80). */
+static void test_describe_checkpoint(void **state) {
+    fixture *f = *state;
+    const char *models[] = {"preln", "postln_proj", "hd80"};
+    for (size_t i = 0; i < 3; i++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, GOLDEN "%s", models[i]);
+        opt_hparams hp;
+        bc_error err = {0};
+        assert_int_equal(opt_hparams_from_checkpoint(dir, &hp, &err), BC_OK);
+        setting(f, "checkpoint")->s = dir;
+        void *inst = NULL;
+        assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+        bc_backend_info info = {.struct_size = sizeof info};
+        assert_int_equal(f->ops->describe(inst, &info, &err), BC_OK);
+        assert_string_equal(info.model, dir);
+        assert_int_equal(info.n_parameters, checkpoint_parameters(dir));
+        assert_int_equal(info.n_layers, hp.num_hidden_layers);
+        assert_int_equal(info.hidden_size, hp.hidden_size);
+        assert_int_equal(info.n_heads, hp.num_attention_heads);
+        assert_int_equal(info.ffn_size, hp.ffn_dim);
+        assert_int_equal(info.vocab_size, hp.vocab_size);
+        assert_int_equal(info.max_positions, hp.max_position_embeddings);
+        f->ops->destroy(inst);
+    }
+}
+
+/* The cheap checks, before anything loads: in check_settings and in create. */
+static void test_check_settings(void **state) {
+    fixture *f = *state;
+    bc_error err = {0};
+    /* every layout of a good checkpoint passes */
+    const char *good[] = {"preln", "preln_sharded", "preln-bin"};
+    for (size_t i = 0; i < 3; i++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, GOLDEN "%s", good[i]);
+        setting(f, "checkpoint")->s = dir;
+        if (f->d->check_settings(&host, &f->settings, &err) != BC_OK) fail_msg("%s: %s", dir, err.message);
+    }
+    /* a checkpoint directory that does not exist */
+    setting(f, "checkpoint")->s = "/nonexistent/opt-dir";
+    const char *nodir[] = {"checkpoint", "/nonexistent/opt-dir", NULL};
+    expect_settings_error(f, BC_ERR_NOT_FOUND, nodir);
+    assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_ERR_NOT_FOUND);
+    assert_true(err.hint[0] != '\0');
+    /* a file, not a directory */
+    setting(f, "checkpoint")->s = GOLDEN "preln/config.json";
+    const char *notdir[] = {"checkpoint", "not a directory", NULL};
+    expect_settings_error(f, BC_ERR_NOT_FOUND, notdir);
+    /* a directory without config.json */
+    char empty[256];
+    snprintf(empty, sizeof empty, "%s", scratch(f, "empty", NULL));
+    setting(f, "checkpoint")->s = empty;
+    const char *noconfig[] = {"checkpoint", empty, "config.json", NULL};
+    expect_settings_error(f, BC_ERR_NOT_FOUND, noconfig);
+    /* config.json but no weights */
+    char *cfg = read_all(GOLDEN "preln/config.json");
+    char noweights[256];
+    snprintf(noweights, sizeof noweights, "%s", scratch(f, "noweights", NULL));
+    scratch(f, "noweights/config.json", cfg);
+    free(cfg);
+    setting(f, "checkpoint")->s = noweights;
+    const char *nofiles[] = {"checkpoint", noweights, "no weights", "model.safetensors", "pytorch_model.bin", NULL};
+    expect_settings_error(f, BC_ERR_NOT_FOUND, nofiles);
+    /* a preset together with a checkpoint: refused, whichever preset */
+    setting(f, "checkpoint")->s = GOLDEN "preln";
+    setting(f, "model")->s = "125m";
+    const char *both[] = {"model and checkpoint both set", "remove model", NULL};
+    expect_settings_error(f, BC_ERR_SETTING, both);
+    setting(f, "checkpoint")->s = "";
+    assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_OK); /* a preset alone is fine */
+    setting(f, "model")->s = "";
+    /* a prompts file that is not there, or is a directory */
+    setting(f, "prompts_file")->s = "/nonexistent/prompts.txt";
+    const char *noprompts[] = {"prompts_file", "/nonexistent/prompts.txt", NULL};
+    expect_settings_error(f, BC_ERR_NOT_FOUND, noprompts);
+    setting(f, "prompts_file")->s = f->tmp;
+    const char *dirprompts[] = {"prompts_file", f->tmp, NULL};
+    expect_settings_error(f, BC_ERR_IO, dirprompts);
+    /* one that is there but is not token ids: create reads it and says where */
+    setting(f, "prompts_file")->s = scratch(f, "bad-prompts.txt", "1 2 3\nfour\n");
+    assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_OK);
+    void *inst = NULL;
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_ERR_FORMAT);
+    assert_non_null(strstr(err.message, "prompts_file"));
+    assert_non_null(strstr(err.message, ":2:"));
+}
+
+/* check_case: what cannot run is refused before anything loads. */
+static void test_check_case(void **state) {
+    fixture *f = *state;
+    void *inst = NULL;
+    bc_error err = {0};
+    setting(f, "threads")->i = 1;
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+    bc_case c = make_case(&p_bf16, "bf16");
+    /* 2000 + 100 tokens do not fit OPT's 2048 positions; 1948 + 100 do */
+    c.prompt_length = 2000;
+    c.response_length = 100;
+    assert_int_equal(f->ops->check_case(inst, &c, &err), BC_ERR_INFEASIBLE);
+    assert_non_null(strstr(err.message, "2000"));
+    assert_non_null(strstr(err.message, "100"));
+    assert_non_null(strstr(err.message, "2048"));
+    c.prompt_length = 1948;
+    assert_int_equal(f->ops->check_case(inst, &c, &err), BC_OK);
+    /* prompt length 0 means "the prompts file decides": there is none */
+    c.prompt_length = 0;
+    assert_int_equal(f->ops->check_case(inst, &c, &err), BC_ERR_SETTING);
+    assert_non_null(strstr(err.message, "prompt length 0 needs prompts_file"));
+    /* far more memory than any machine of ours has */
+    c = make_case(&p_bf16, "bf16");
+    c.batch_size = 4096, c.samples_per_prompt = 16, c.prompt_length = 1024, c.response_length = 1024;
+    assert_int_equal(f->ops->check_case(inst, &c, &err), BC_ERR_INFEASIBLE);
+    assert_non_null(strstr(err.message, "GiB"));
+    f->ops->destroy(inst);
+
+    /* with a prompts file, 0 takes the width from the longest prompt of the batch */
+    setting(f, "prompts_file")->s = scratch(f, "prompts.txt", "5 6 7\n8 9 10 11 12 13 14\n");
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+    c = make_case(&p_fp32, "fp32");
+    c.batch_size = 2, c.samples_per_prompt = 1, c.prompt_length = 0, c.response_length = 2041;
+    assert_int_equal(f->ops->check_case(inst, &c, &err), BC_OK); /* 7 + 2041 = 2048 */
+    c.response_length = 2042;
+    assert_int_equal(f->ops->check_case(inst, &c, &err), BC_ERR_INFEASIBLE);
+    assert_non_null(strstr(err.message, "7 tokens"));
+    c.batch_size = 1; /* only the first prompt: 3 tokens */
+    assert_int_equal(f->ops->check_case(inst, &c, &err), BC_OK);
+    /* and the case runs with that width, reporting the prompts as they ran */
+    c.batch_size = 2, c.response_length = 2;
+    assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
+    assert_int_equal(f->ops->expand_prompts(inst, &err), BC_OK);
+    bc_generation_stats g = {.struct_size = sizeof g};
+    assert_int_equal(f->ops->generate(inst, &g, &err), BC_OK);
+    check_generation_stats(&g, 2, 7, 3, 2);
+    f->ops->end_case(inst);
+    f->ops->destroy(inst);
+}
+
+/* prepare checks every tensor once, before the first case: a checkpoint
+ * whose config.json does not match its weights stops there. */
+static void test_prepare(void **state) {
+    fixture *f = *state;
+    void *inst = NULL;
+    bc_error err = {0};
+    setting(f, "checkpoint")->s = GOLDEN "preln";
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+    assert_int_equal(f->ops->prepare(inst, &err), BC_OK);
+    f->ops->destroy(inst);
+
+    /* the same weights, a config.json that claims one more layer */
+    opt_hparams hp;
+    assert_int_equal(opt_hparams_from_checkpoint(GOLDEN "preln", &hp, &err), BC_OK);
+    char *cfg = read_all(GOLDEN "preln/config.json");
+    char key[64], *at = strstr(cfg, "\"num_hidden_layers\"");
+    assert_non_null(at);
+    snprintf(key, sizeof key, "\"num_hidden_layers\": %d", hp.num_hidden_layers);
+    assert_memory_equal(at, key, strlen(key));
+    char *fixed = calloc(1, strlen(cfg) + 16);
+    snprintf(fixed, strlen(cfg) + 16, "%.*s\"num_hidden_layers\": %d%s", (int)(at - cfg), cfg, hp.num_hidden_layers + 1,
+             at + strlen(key));
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s", scratch(f, "wrong", NULL));
+    scratch(f, "wrong/config.json", fixed);
+    free(cfg), free(fixed);
+    char link[300];
+    snprintf(link, sizeof link, "%s/model.safetensors", dir);
+    assert_int_equal(symlink(GOLDEN "preln/model.safetensors", link), 0);
+    setting(f, "checkpoint")->s = dir;
+    assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_OK); /* the files are there */
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+    assert_int_equal(f->ops->prepare(inst, &err), BC_ERR_FORMAT);
+    assert_non_null(strstr(err.message, "is missing"));
+    f->ops->destroy(inst);
+}
+
 static void test_errors(void **state) {
     fixture *f = *state;
     void *inst = NULL;
     bc_error err = {0};
     setting(f, "device")->s = "cuda";
-    bc_status cs = f->ops->create(&host, f->v, &inst, &err);
-    if (cs == BC_OK) { /* a CUDA build: a case fails without a GPU, not the run (docs/cuda.md) */
-        bc_case cc = make_case(&p_bf16, "bf16");
-        bc_status bs = f->ops->begin_case(inst, &cc, &err);
-        if (bs != BC_OK) {
-            assert_int_equal(bs, BC_ERR_DEVICE);
+    bc_status cs = f->ops->create(&host, &f->settings, &inst, &err);
+    if (cs == BC_OK) { /* a CUDA build: without a GPU the backend cannot start (docs/cuda.md) */
+        bc_backend_info info = {.struct_size = sizeof info};
+        assert_int_equal(f->ops->describe(inst, &info, &err), BC_OK);
+        assert_string_equal(info.device, "cuda:0");
+        assert_null(info.cpu_kernels);
+        assert_int_equal(info.cpu_threads, -1);
+        bc_status ps = f->ops->prepare(inst, &err);
+        if (ps != BC_OK) {
+            assert_int_equal(ps, BC_ERR_DEVICE);
             assert_non_null(strstr(err.message, "no CUDA device"));
         }
-        f->ops->end_case(inst);
         f->ops->destroy(inst);
         inst = NULL;
     } else {
         assert_int_equal(cs, BC_ERR_DEVICE);
         assert_non_null(strstr(err.message, "no CUDA device"));
+        assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_ERR_DEVICE);
     }
     setting(f, "device")->s = "cpu";
-    setting(f, "checkpoint")->s = "/nonexistent/opt-dir";
-    assert_int_equal(f->ops->create(&host, f->v, &inst, &err), BC_OK);
-    bc_backend_info info = {.struct_size = sizeof info};
-    assert_int_equal(f->ops->describe(inst, &info, &err), BC_OK);
-    assert_non_null(strstr(info.model, "/nonexistent/opt-dir"));
+    /* a case without sampling parameters is refused, not dereferenced */
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
     bc_case c = make_case(&p_bf16, "bf16");
-    assert_int_not_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
-    assert_non_null(strstr(err.message, "/nonexistent/opt-dir"));
-    f->ops->end_case(inst);
+    c.sampling = NULL;
+    assert_int_equal(f->ops->check_case(inst, &c, &err), BC_ERR_INVALID);
     f->ops->destroy(inst);
 }
 
@@ -269,7 +625,7 @@ static void test_errors(void **state) {
  * and equals what the loaded case holds. */
 static void test_checkpoint_plan(void **state) {
     fixture *f = *state;
-    const char *dir = BENCHCTL_SOURCE_DIR "/tests/opt/golden/postln_proj";
+    const char *dir = GOLDEN "postln_proj";
     opt_hparams hp;
     bc_error err = {0};
     assert_int_equal(opt_hparams_from_checkpoint(dir, &hp, &err), BC_OK);
@@ -277,7 +633,7 @@ static void test_checkpoint_plan(void **state) {
     setting(f, "checkpoint")->s = dir;
     setting(f, "threads")->i = 1;
     void *inst = NULL;
-    assert_int_equal(f->ops->create(&host, f->v, &inst, &err), BC_OK);
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
     bc_case c = make_case(&p_fp32, "fp32");
     bc_memory_stats plan = {.struct_size = sizeof plan}, mem = {.struct_size = sizeof mem};
     assert_int_equal(f->ops->plan_memory(inst, &c, &plan, &err), BC_OK);
@@ -285,20 +641,15 @@ static void test_checkpoint_plan(void **state) {
     assert_int_equal(plan.kv_cache_bytes, 2ll * hp.num_hidden_layers * 2 * 7 * hp.hidden_size * 4);
     assert_true(plan.weights_bytes >= 4ll * hp.vocab_size * hp.word_embed_proj_dim);
     assert_true(plan.host_peak_bytes > plan.weights_bytes + plan.kv_cache_bytes);
+    assert_int_equal(f->ops->prepare(inst, &err), BC_OK);
     assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
     assert_int_equal(f->ops->read_memory(inst, &mem, &err), BC_OK);
     assert_int_equal(mem.weights_bytes, plan.weights_bytes);
     assert_int_equal(mem.kv_cache_bytes, plan.kv_cache_bytes);
     assert_int_equal(mem.workspace_bytes, plan.workspace_bytes);
     assert_int_equal(mem.host_peak_bytes, plan.host_peak_bytes);
+    assert_int_equal(mem.resident_bytes, plan.resident_bytes);
     f->ops->end_case(inst);
-    f->ops->destroy(inst);
-
-    /* a checkpoint without config.json: the plan says which file */
-    setting(f, "checkpoint")->s = "/nonexistent/opt-dir";
-    assert_int_equal(f->ops->create(&host, f->v, &inst, &err), BC_OK);
-    assert_int_not_equal(f->ops->plan_memory(inst, &c, &plan, &err), BC_OK);
-    assert_non_null(strstr(err.message, "/nonexistent/opt-dir/config.json"));
     f->ops->destroy(inst);
 }
 
@@ -306,6 +657,11 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_descriptor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollout_and_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_host_structs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_describe_checkpoint, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_case, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prepare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_plan, setup, teardown),
     };

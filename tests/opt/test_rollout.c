@@ -2,7 +2,8 @@
  * suppressed, the stop-at-EOS mode, shared prefill (same greedy tokens as
  * per-row prefill), shared-prefix decode attention (same tokens as every row
  * reading its own cached prompt), prompts files (left padding gives the same tokens as the
- * prompt alone; pad id 0 is legal), determinism, and cache release/acquire.
+ * prompt alone; pad id 0 is legal), determinism, cache release/acquire, the
+ * feasibility check and what generate measures.
  * A tiny synthetic model; a vocabulary of 8 makes EOS frequent.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -219,41 +220,78 @@ static char *write_tmp(const char *text) {
     return path;
 }
 
+/* Reads path's prompts (a vocabulary of V). */
+static opt_prompts read_prompts(const char *path, int V) {
+    opt_prompts pr;
+    bc_error err = {0};
+    if (opt_prompts_read(&pr, path, V, &err) != BC_OK) fail_msg("%s", err.message);
+    return pr;
+}
+
 /* A left-padded prompt generates what it generates alone; pad id 0 is a
- * legal pad id and a real token 0 keeps mask 1. */
+ * legal pad id and a real token 0 keeps mask 1. The rollout records the
+ * padded width and the shortest and longest real prompt. */
 static void test_prompts_file(void **state) {
     (void)state;
     fixture *f = make(64, 0);
     char *both = write_tmp("# two prompts\n0 7 9\n\n10 11 12 13 14 15\n"), *alone = write_tmp("0 7 9\n");
+    opt_prompts pboth = read_prompts(both, 64), palone = read_prompts(alone, 64);
+    assert_int_equal(pboth.n_lines, 2);
     opt_rollout a, b;
     opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 1, .response_length = 8,
-                            .sampling = {0.0, 1.0, 0, 1}, .prompts_file = both};
+                            .sampling = {0.0, 1.0, 0, 1}, .prompts = &pboth};
     run(f, &p, &a);
     assert_int_equal(a.Tp, 6);
+    assert_int_equal(a.prompt_min, 3);
+    assert_int_equal(a.prompt_max, 6);
+    assert_int_equal(a.n_prefill_tokens, 2 * 6);
     const int32_t want_ids[6] = {0, 0, 0, 0, 7, 9};
     const uint8_t want_mask[6] = {0, 0, 0, 1, 1, 1};
     assert_memory_equal(a.seq, want_ids, sizeof want_ids);
     assert_memory_equal(a.mask, want_mask, sizeof want_mask);
     p.batch_size = 1;
-    p.prompts_file = alone;
+    p.prompts = &palone;
     run(f, &p, &b);
     assert_int_equal(b.Tp, 3);
+    assert_int_equal(b.prompt_min, 3);
+    assert_int_equal(b.prompt_max, 3);
     assert_memory_equal(response(&a, 0), response(&b, 0), 8 * sizeof(int32_t));
     opt_rollout_free(&a, &f->m);
     opt_rollout_free(&b, &f->m);
-    /* bad files are refused with the file and line */
-    char *bad = write_tmp("3 4\n5 x 6\n");
+    /* batch 1 of the two-prompt file: only the first prompt runs, unpadded */
+    p.prompts = &pboth;
+    opt_prompt_shape shape;
     bc_error err = {0};
-    p.prompts_file = bad;
-    assert_int_equal(opt_rollout_init(&a, &f->hp, &p, &err), BC_ERR_FORMAT);
+    assert_int_equal(opt_rollout_check(&f->hp, &p, &shape, &err), BC_OK);
+    assert_int_equal(shape.width, 3);
+    /* prompt_length is the prompts' business: 0 is fine with them ... */
+    p.prompt_length = 0;
+    assert_int_equal(opt_rollout_check(&f->hp, &p, &shape, &err), BC_OK);
+    /* ... and refused without them */
+    p.prompts = NULL;
+    assert_int_equal(opt_rollout_check(&f->hp, &p, &shape, &err), BC_ERR_SETTING);
+    assert_non_null(strstr(err.message, "prompts_file"));
+    assert_int_equal(opt_rollout_init(&a, &f->hp, &p, &err), BC_ERR_SETTING);
+    opt_prompts_free(&pboth);
+    opt_prompts_free(&palone);
+    /* bad files are refused with the file and line */
+    char *bad = write_tmp("3 4\n5 x 6\n"), *big = write_tmp("3 64\n"), *empty = write_tmp("# nothing\n\n");
+    opt_prompts pr;
+    assert_int_equal(opt_prompts_read(&pr, bad, 64, &err), BC_ERR_FORMAT);
     assert_non_null(strstr(err.message, ":2:"));
-    p.prompts_file = "/nonexistent/prompts.txt";
-    assert_int_equal(opt_rollout_init(&a, &f->hp, &p, &err), BC_ERR_IO);
-    remove(both), remove(alone), remove(bad);
-    free(both), free(alone), free(bad);
+    assert_int_equal(opt_prompts_read(&pr, big, 64, &err), BC_ERR_FORMAT); /* id 64 is outside [0, 64) */
+    assert_non_null(strstr(err.message, ":1:"));
+    assert_int_equal(opt_prompts_read(&pr, empty, 64, &err), BC_ERR_FORMAT);
+    assert_non_null(strstr(err.message, "no prompts"));
+    assert_int_equal(opt_prompts_read(&pr, "/nonexistent/prompts.txt", 64, &err), BC_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "/nonexistent/prompts.txt"));
+    remove(both), remove(alone), remove(bad), remove(big), remove(empty);
+    free(both), free(alone), free(bad), free(big), free(empty);
     destroy(f);
 }
 
+/* Prompt + response beyond the model's positions: infeasible, naming both
+ * numbers and the limit; the check allocates nothing. */
 static void test_too_long(void **state) {
     (void)state;
     fixture *f = make(64, 1);
@@ -261,8 +299,52 @@ static void test_too_long(void **state) {
     bc_error err = {0};
     opt_rollout_params p = {.batch_size = 1, .samples_per_prompt = 1, .prompt_length = 90, .response_length = 10,
                             .sampling = {0.0, 1.0, 0, 1}};
-    assert_int_equal(opt_rollout_init(&ro, &f->hp, &p, &err), BC_ERR_INVALID);
-    assert_non_null(strstr(err.message, "positions"));
+    assert_int_equal(opt_rollout_check(&f->hp, &p, NULL, &err), BC_ERR_INFEASIBLE);
+    assert_non_null(strstr(err.message, "90"));
+    assert_non_null(strstr(err.message, "10"));
+    assert_non_null(strstr(err.message, "96 positions"));
+    assert_int_equal(opt_rollout_init(&ro, &f->hp, &p, &err), BC_ERR_INFEASIBLE);
+    p.response_length = 6; /* exactly the 96 positions */
+    assert_int_equal(opt_rollout_check(&f->hp, &p, NULL, &err), BC_OK);
+    destroy(f);
+}
+
+/* What generate measures: a step time per decode forward, each > 0, their
+ * sum at least the forwards' time; the first token after the prefill; token
+ * counts per stage, also with shared prefill and with rows stopping at EOS. */
+static void test_generation_stats(void **state) {
+    (void)state;
+    fixture *f = make(8, 1); /* a vocabulary of 8: EOS comes often */
+    for (int mode = 0; mode < 3; mode++) {
+        opt_rollout ro;
+        opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 3, .prompt_length = 5, .response_length = 12,
+                                .sampling = {1.0, 1.0, 0, 17}, .shared_prefill = mode == 1, .stop_at_eos = mode == 2};
+        run(f, &p, &ro);
+        const int R = 6;
+        assert_int_equal(ro.n_steps, ro.n_decode_forwards);
+        assert_int_equal(ro.n_decode_forwards, ro.returned_len - 1);
+        double sum = 0.0;
+        for (int k = 0; k < ro.n_steps; k++) {
+            assert_true(ro.step_ms[k] > 0.0);
+            sum += ro.step_ms[k];
+        }
+        assert_true(sum >= ro.decode_ms);
+        assert_true(ro.first_token_ms >= ro.prefill_ms && ro.prefill_ms > 0.0);
+        assert_int_equal(ro.n_prefill_tokens, (int64_t)(mode == 1 ? 2 : R) * 5);
+        assert_int_equal(ro.n_decode_tokens, ro.n_generated - R);
+        if (mode != 2) {
+            assert_int_equal(ro.returned_len, 12);
+            assert_int_equal(ro.n_decode_tokens, (int64_t)R * 11);
+        } else {
+            /* rows that stopped produce nothing more */
+            int64_t produced = 0;
+            for (int r = 0; r < R; r++) produced += ro.eos_at[r] >= 0 ? ro.eos_at[r] + 1 : ro.returned_len;
+            assert_int_equal(ro.n_generated, produced);
+        }
+        assert_int_equal(ro.prompt_min, 5);
+        assert_int_equal(ro.prompt_max, 5);
+        opt_rollout_free(&ro, &f->m);
+    }
     destroy(f);
 }
 
@@ -272,6 +354,7 @@ int main(void) {
         cmocka_unit_test(test_shared_prefill_same_tokens),
         cmocka_unit_test(test_shared_prefix_same_tokens), cmocka_unit_test(test_seeded_determinism),
         cmocka_unit_test(test_prompts_file),               cmocka_unit_test(test_too_long),
+        cmocka_unit_test(test_generation_stats),
         cmocka_unit_test(test_threads_same_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,7 +50,7 @@ static void check_never_outside(double temp, int top_k, double top_p) {
     int allowed[V], seen[V] = {0};
     random_logits(base, V, 99);
     allowed_set(base, V, temp, top_k, top_p, allowed);
-    bc_sampling p = {temp, top_p, top_k, 7};
+    opt_sampling p = {temp, top_p, top_k, 7};
     opt_sampler s;
     bc_error err = {0};
     assert_int_equal(opt_sampler_init(&s, V, &p, &err), BC_OK);
@@ -86,7 +86,7 @@ static void test_top_k_all(void **state) { (void)state; check_never_outside(1.0,
 static void test_top_k_ties(void **state) {
     (void)state;
     float logits[10] = {1, 5, 3, 3, 3, 0, 2, 3, -1, 4};
-    bc_sampling p = {1.0, 1.0, 3, 1};
+    opt_sampling p = {1.0, 1.0, 3, 1};
     opt_sampler s;
     bc_error err = {0};
     assert_int_equal(opt_sampler_init(&s, 10, &p, &err), BC_OK);
@@ -104,7 +104,7 @@ static void check_chi_square(const double *probs, int V, double top_p, const dou
     enum { DRAWS = 10000 };
     float logits[16], work[16];
     for (int v = 0; v < V; v++) logits[v] = (float)log(probs[v]);
-    bc_sampling p = {1.0, top_p, 0, 2024};
+    opt_sampling p = {1.0, top_p, 0, 2024};
     opt_sampler s;
     bc_error err = {0};
     assert_int_equal(opt_sampler_init(&s, V, &p, &err), BC_OK);
@@ -156,7 +156,7 @@ static void test_top_p_large_vocab(void **state) {
     float *base = malloc(V * sizeof(float)), *work = malloc(V * sizeof(float));
     random_logits(base, V, 5);
     for (int v = 0; v < V; v += 97) base[v] += 4.0f; /* a heavy head of ~500 tokens */
-    bc_sampling p = {0.7, 0.9, 0, 1};
+    opt_sampling p = {0.7, 0.9, 0, 1};
     opt_sampler s;
     bc_error err = {0};
     assert_int_equal(opt_sampler_init(&s, V, &p, &err), BC_OK);
@@ -179,7 +179,7 @@ static void test_top_p_large_vocab(void **state) {
 static void test_greedy_and_eos(void **state) {
     (void)state;
     float logits[5] = {0.5f, 2.0f, 2.0f, -1.0f, 1.0f};
-    bc_sampling p = {0.0, 1.0, 0, 0};
+    opt_sampling p = {0.0, 1.0, 0, 0};
     opt_sampler s;
     bc_error err = {0};
     assert_int_equal(opt_sampler_init(&s, 5, &p, &err), BC_OK);
@@ -189,14 +189,14 @@ static void test_greedy_and_eos(void **state) {
     assert_int_equal(opt_sample(&s, logits, &r), 4);
     opt_sampler_free(&s);
     /* a -inf logit is never drawn */
-    bc_sampling q = {1.0, 1.0, 0, 0};
+    opt_sampling q = {1.0, 1.0, 0, 0};
     assert_int_equal(opt_sampler_init(&s, 5, &q, &err), BC_OK);
     for (int d = 0; d < 500; d++) {
         float l[5] = {0, 0, -INFINITY, 0, 0};
         assert_int_not_equal(opt_sample(&s, l, &r), 2);
     }
     opt_sampler_free(&s);
-    bc_sampling bad = {1.0, 0.0, 0, 0};
+    opt_sampling bad = {1.0, 0.0, 0, 0};
     assert_int_equal(opt_sampler_init(&s, 5, &bad, &err), BC_ERR_INVALID);
 }
 
@@ -208,7 +208,7 @@ static void test_greedy_large(void **state) {
     const int V = 50272 + 7;
     float *l = malloc(sizeof(float) * V);
     assert_non_null(l);
-    bc_sampling p = {0.0, 1.0, 0, 0};
+    opt_sampling p = {0.0, 1.0, 0, 0};
     opt_sampler s;
     bc_error err = {0};
     assert_int_equal(opt_sampler_init(&s, V, &p, &err), BC_OK);

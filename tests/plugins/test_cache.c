@@ -42,9 +42,11 @@ static int teardown_plugin(void **state) {
 static void check_policy(const fixture *f, int want) {
     assert_null(f->desc->settings);
     assert_int_equal(f->desc->n_settings, 0);
+    assert_null(f->desc->check_settings); /* nothing to check */
     assert_true(f->ops->struct_size >= sizeof(bc_cache_ops));
     assert_non_null(f->ops->release_after_rollout);
     static const uint32_t batches[] = {1, 4, 64}, lengths[] = {1, 128, 2048};
+    static const bc_sampling greedy = {.struct_size = sizeof(bc_sampling), .temperature = 0, .top_p = 1, .seed = 1};
     uint32_t index = 0;
     for (size_t b = 0; b < 3; b++) {
         for (size_t l = 0; l < 3; l++) {
@@ -58,7 +60,7 @@ static void check_policy(const fixture *f, int want) {
                 .precision = "fp32",
                 .cache_policy = f->desc->name,
                 .release_cache = -1,
-                .sampling = {.temperature = 0, .top_p = 1, .top_k = 0, .seed = 1},
+                .sampling = &greedy,
             };
             assert_int_equal(f->ops->release_after_rollout(&c), want);
         }

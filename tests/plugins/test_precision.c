@@ -87,6 +87,7 @@ static void test_descriptor(void **state) {
     assert_true(i < sizeof want / sizeof want[0]);
     assert_null(f->desc->settings);
     assert_int_equal(f->desc->n_settings, 0);
+    assert_null(f->desc->check_settings); /* nothing to check */
     assert_true(ops->struct_size >= sizeof(bc_precision_ops));
     assert_string_equal(ops->dtype, want[i].dtype);
     assert_int_equal(ops->element_size, want[i].element_size);

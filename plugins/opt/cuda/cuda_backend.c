@@ -52,17 +52,9 @@ bc_status opt_cuda_backend_begin_case(opt_cuda_backend *b, const opt_weights *w,
     return opt_cuda_rollout_acquire(&b->cr, err);
 }
 
-bc_status opt_cuda_backend_generate(opt_cuda_backend *b, bc_generation_stats *out, bc_error *err) {
+bc_status opt_cuda_backend_generate(opt_cuda_backend *b, bc_error *err) {
     if (!b->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt cuda: generate outside a case");
-    bc_status st = opt_cuda_rollout_generate(&b->cr, err);
-    if (st != BC_OK) return st;
-    const opt_rollout *ro = b->cr.ro;
-    out->prefill_forward_ms = ro->prefill_ms;
-    out->decode_forward_ms = ro->decode_ms;
-    out->num_decode_forwards = ro->n_decode_forwards;
-    out->num_generated_tokens = ro->n_generated;
-    out->returned_response_length = ro->returned_len;
-    return BC_OK;
+    return opt_cuda_rollout_generate(&b->cr, err);
 }
 
 bc_status opt_cuda_backend_cache_acquire(opt_cuda_backend *b, bc_error *err) {
@@ -80,32 +72,43 @@ void opt_cuda_backend_reset_peak(opt_cuda_backend *b) {
 
 bc_status opt_cuda_backend_read_memory(opt_cuda_backend *b, bc_memory_stats *out, bc_error *err) {
     if (!b->dev) {
-        out->device_peak_bytes = out->device_free_bytes = out->device_total_bytes = -1;
-        return BC_OK;
+        BC_SET(out, bc_memory_stats, device_peak_bytes, -1);
+        BC_SET(out, bc_memory_stats, device_free_bytes, -1);
+        BC_SET(out, bc_memory_stats, device_total_bytes, -1);
+        return BC_OK; /* resident_bytes: the caller's host figure */
     }
     const opt_cuda_mem *m = opt_cuda_device_mem(b->dev);
-    out->weights_bytes = (int64_t)m->held[OPT_CUDA_MEM_WEIGHTS];
+    BC_SET(out, bc_memory_stats, weights_bytes, (int64_t)m->held[OPT_CUDA_MEM_WEIGHTS]);
     /* the case's cache as planned (the harness reads memory after a release too) */
-    out->kv_cache_bytes = b->have_rollout ? (int64_t)b->case_plan.kv_cache : 0;
-    out->workspace_bytes = b->have_rollout ? (int64_t)b->case_plan.workspace : 0;
-    out->device_peak_bytes = (int64_t)m->peak;
+    BC_SET(out, bc_memory_stats, kv_cache_bytes, b->have_rollout ? (int64_t)b->case_plan.kv_cache : 0);
+    BC_SET(out, bc_memory_stats, workspace_bytes, b->have_rollout ? (int64_t)b->case_plan.workspace : 0);
+    BC_SET(out, bc_memory_stats, device_peak_bytes, (int64_t)m->peak);
+    BC_SET(out, bc_memory_stats, resident_bytes, (int64_t)m->current); /* without the cache after a release */
     size_t fr = 0, tot = 0;
     bc_status st = opt_cuda_mem_get_info(b->dev, &fr, &tot, err);
     if (st != BC_OK) return st;
-    out->device_free_bytes = (int64_t)fr;
-    out->device_total_bytes = (int64_t)tot;
+    BC_SET(out, bc_memory_stats, device_free_bytes, (int64_t)fr);
+    BC_SET(out, bc_memory_stats, device_total_bytes, (int64_t)tot);
     return BC_OK;
+}
+
+int64_t opt_cuda_backend_total_bytes(opt_cuda_backend *b) {
+    size_t fr = 0, tot = 0;
+    bc_error err = {0};
+    if (!b->dev || opt_cuda_mem_get_info(b->dev, &fr, &tot, &err) != BC_OK) return -1;
+    return (int64_t)tot;
 }
 
 void opt_cuda_backend_plan_memory(const opt_hparams *hp, opt_dtype dt, const opt_rollout *ro, bc_memory_stats *out) {
     opt_cuda_plan p = opt_cuda_plan_rollout(hp, dt, ro->R, ro->Bp, ro->Tp, ro->Stot, shared(ro));
-    out->weights_bytes = (int64_t)p.weights;
-    out->kv_cache_bytes = (int64_t)p.kv_cache;
-    out->workspace_bytes = (int64_t)p.workspace;
+    BC_SET(out, bc_memory_stats, weights_bytes, (int64_t)p.weights);
+    BC_SET(out, bc_memory_stats, kv_cache_bytes, (int64_t)p.kv_cache);
+    BC_SET(out, bc_memory_stats, workspace_bytes, (int64_t)p.workspace);
     /* + the device length counter of each KV cache */
-    out->device_peak_bytes =
-        (int64_t)(p.weights + p.kv_cache + p.workspace + (size_t)(shared(ro) ? 2 : 1) * OPT_CUDA_ALIGN);
-    out->device_free_bytes = out->device_total_bytes = -1;
+    BC_SET(out, bc_memory_stats, device_peak_bytes,
+           (int64_t)(p.weights + p.kv_cache + p.workspace + (size_t)(shared(ro) ? 2 : 1) * OPT_CUDA_ALIGN));
+    BC_SET(out, bc_memory_stats, device_free_bytes, -1);
+    BC_SET(out, bc_memory_stats, device_total_bytes, -1);
 }
 
 void opt_cuda_backend_free(opt_cuda_backend *b) {
@@ -118,7 +121,7 @@ void opt_cuda_backend_free(opt_cuda_backend *b) {
 
 void opt_cuda_backend_describe(opt_cuda_backend *b, bc_backend_info *info, char *device, size_t device_len) {
     snprintf(device, device_len, "cuda:%d", b->index);
-    info->device = device;
-    info->device_name = b->name;
-    info->driver = b->driver[0] ? b->driver : NULL;
+    BC_SET(info, bc_backend_info, device, device);
+    BC_SET(info, bc_backend_info, device_name, b->name);
+    BC_SET(info, bc_backend_info, driver, b->driver[0] ? b->driver : NULL);
 }

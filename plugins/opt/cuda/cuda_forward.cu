@@ -797,7 +797,7 @@ static void capture_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32_t
                          int mask_stride, int B, float *d_logits, cudaGraphExec_t *exec) {
     *exec = NULL;
     cudaStream_t st = m->dev->stream;
-    bc_error cerr = {BC_OK, ""};
+    bc_error cerr = {BC_OK, "", ""};
     cudaError_t e = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();

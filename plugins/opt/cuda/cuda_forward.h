@@ -31,6 +31,7 @@
 
 #include "cuda_mem.h"
 #include "forward.h"
+#include "sampling.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -157,7 +158,7 @@ void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures,
 typedef struct opt_cuda_sample_args {
     int R, V, stride;        /* rows, vocabulary, row stride of d_seq and d_mask */
     int eos_id, pad_id, stop_at_eos, response_start;
-    bc_sampling p;
+    opt_sampling p;          /* temperature, top_p, top_k (seed: the generators in d_rng) */
     float *d_logits;         /* [R, V] fp32, modified */
     float *d_scratch;        /* [R, V] fp32 */
     const int *d_pos;        /* where this step's token goes */

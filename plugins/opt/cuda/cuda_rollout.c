@@ -5,6 +5,10 @@
  *             to its samples); sample token 0;
  *   step k    one decode forward of token k - 1 (a graph replay when
  *             use_graphs), then sample token k, all on the device.
+ * Timings are CUDA events on the device's stream (opt_cuda_mark): the
+ * prefill forward, each decode forward, each decode step (forward +
+ * sampling) and the first token (from the start of generate, a mark before
+ * the uploads, to token 0 of every row sampled).
  */
 #include "cuda_rollout.h"
 
@@ -96,8 +100,12 @@ static bc_status sample(opt_cuda_rollout *cr, int *running, bc_error *err) {
 
 bc_status opt_cuda_rollout_generate(opt_cuda_rollout *cr, bc_error *err) {
     opt_rollout *ro = cr->ro;
-    TRY(opt_cuda_rollout_acquire(cr, err));
     opt_cuda_device *d = cr->dev;
+    /* every time below is between two marks on the stream (CUDA events);
+     * m_start stands for the start of generate */
+    opt_cuda_marks_reset(d);
+    const int m_start = opt_cuda_mark(d);
+    TRY(opt_cuda_rollout_acquire(cr, err));
     const int R = ro->R, Tp = ro->Tp, Bp = ro->Bp, V = ro->V;
     /* the expanded rows, masks, generators and counters to the device */
     uint64_t *rng = malloc((size_t)R * sizeof *rng);
@@ -129,11 +137,12 @@ bc_status opt_cuda_rollout_generate(opt_cuda_rollout *cr, bc_error *err) {
     ro->n_generated = 0;
     ro->n_decode_forwards = 0;
     ro->decode_ms = 0.0;
+    ro->n_steps = 0;
     ro->returned_len = 0;
     ro->response_start = Tp;
+    ro->n_prefill_tokens = (int64_t)(shared(ro) ? Bp : R) * Tp;
 
     /* prefill */
-    opt_cuda_marks_reset(d);
     TRY(opt_cuda_kv_cache_set_len(d, &cr->kv, 0, err));
     const int m0 = opt_cuda_mark(d);
     if (shared(ro)) {
@@ -152,25 +161,32 @@ bc_status opt_cuda_rollout_generate(opt_cuda_rollout *cr, bc_error *err) {
     }
     const int m1 = opt_cuda_mark(d);
 
-    /* decode */
+    /* token 0 of every row; then decode step k feeds token k - 1 and samples
+     * token k. Marks per step: before the forward, after it, after sampling. */
     int running = 0, k = 1;
     TRY(sample(cr, &running, err));
-    int first = -1, last = -1; /* marks of each forward: 2 per step */
+    const int m_first = opt_cuda_mark(d);
+    int first = -1; /* the first step's first mark; steps are 3 marks apart */
     for (; k < ro->Tr; k++) {
         if (ro->p.stop_at_eos && running == 0) break;
         int a = opt_cuda_mark(d);
         TRY(opt_cuda_decode_step(cr->m, &cr->kv, BUF(int32_t, step_tokens), BUF(uint8_t, mask), ro->Stot, R,
                                  BUF(float, logits), cr->use_graphs, err));
-        int b = opt_cuda_mark(d);
+        (void)opt_cuda_mark(d);
         if (first < 0) first = a;
-        last = b;
         ro->n_decode_forwards++;
         TRY(sample(cr, &running, err));
+        (void)opt_cuda_mark(d);
     }
     ro->returned_len = k;
     TRY(opt_cuda_sync(d, err));
     ro->prefill_ms = opt_cuda_marks_ms(d, m0, m1);
-    for (int i = first; i >= 0 && i < last; i += 2) ro->decode_ms += opt_cuda_marks_ms(d, i, i + 1);
+    ro->first_token_ms = opt_cuda_marks_ms(d, m_start, m_first);
+    for (int i = 0; i < (int)ro->n_decode_forwards && first >= 0; i++) {
+        const int a = first + 3 * i;
+        ro->decode_ms += opt_cuda_marks_ms(d, a, a + 1);
+        ro->step_ms[ro->n_steps++] = opt_cuda_marks_ms(d, a, a + 2);
+    }
 
     /* results back: sequences, EOS positions, the token count */
     TRY(opt_cuda_download(d, ro->seq, BUF(void, seq), (size_t)R * ro->Stot * sizeof *ro->seq, err));
@@ -178,6 +194,8 @@ bc_status opt_cuda_rollout_generate(opt_cuda_rollout *cr, bc_error *err) {
     TRY(opt_cuda_download(d, ro->eos_at, BUF(void, eos_at), (size_t)R * sizeof *ro->eos_at, err));
     TRY(opt_cuda_download(d, cr->counters, BUF(void, counters), sizeof cr->counters, err));
     ro->n_generated = cr->counters[1];
+    /* token 0 comes from the prefill: one per row (no row has finished yet) */
+    ro->n_decode_tokens = ro->n_generated - R;
     return BC_OK;
 }
 

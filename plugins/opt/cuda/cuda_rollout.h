@@ -8,9 +8,9 @@
  * graphs optional) and sampling on the device. Only the sampled tokens come
  * back, once at the end (plus 8 bytes per step with stop_at_eos).
  * On return of generate, ro's results (seq, eos_at, returned_len,
- * n_generated, prefill_ms, decode_ms, n_decode_forwards) are set as the CPU
- * path sets them; prefill_ms and decode_ms are CUDA-event times of the
- * forwards on the stream.
+ * n_generated, prefill_ms, decode_ms, n_decode_forwards, first_token_ms,
+ * step_ms, n_steps, n_prefill_tokens, n_decode_tokens) are set as the CPU
+ * path sets them; the times are CUDA-event times on the stream.
  */
 #ifndef OPT_CUDA_ROLLOUT_H
 #define OPT_CUDA_ROLLOUT_H

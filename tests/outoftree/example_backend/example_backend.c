@@ -1,10 +1,13 @@
-/* example_backend.c: the smallest useful out-of-tree benchctl backend.
+/* example_backend.c: the smallest useful out-of-tree benchctl backend
+ * (ABI 2.0).
  *
- * Only the required hooks (the optional ones are left NULL, which the host
- * must accept). Each rollout "generates" response_length tokens for each of
- * the R = batch_size x samples_per_prompt rows by filling a token buffer, and
- * reports exactly that count. Built by tests/outoftree against an installed
- * benchctl and run by path.
+ * Only the required hooks (the optional ones, check_case and prepare among
+ * them, are left NULL, which the host must accept; so is check_settings in
+ * the descriptor). Each rollout "generates" response_length tokens for each
+ * of the R = batch_size x samples_per_prompt rows by filling a token buffer,
+ * and reports exactly that count; what it does not measure it leaves as the
+ * host set it ("not measured"). Built by tests/outoftree against an
+ * installed benchctl and run by path.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,7 +21,7 @@ typedef struct example {
     int64_t sum;     /* of the generated tokens, read by post_process */
 } example;
 
-static bc_status example_create(const bc_host *host, const bc_setting_value *settings, void **out, bc_error *err) {
+static bc_status example_create(const bc_host *host, const bc_settings *settings, void **out, bc_error *err) {
     (void)host; (void)settings;
     example *e = calloc(1, sizeof *e);
     if (!e) return bc_error_set(err, BC_ERR_NOMEM, "example: out of memory");
@@ -30,10 +33,8 @@ static void example_destroy(void *instance) { free(instance); }
 
 static bc_status example_describe(void *instance, bc_backend_info *info, bc_error *err) {
     (void)instance; (void)err;
-    info->model = "example-outoftree";
-    info->device = "cpu";
-    info->device_name = NULL;
-    info->driver = NULL;
+    BC_SET(info, bc_backend_info, model, "example-outoftree");
+    BC_SET(info, bc_backend_info, device, "cpu");
     return BC_OK;
 }
 
@@ -55,11 +56,8 @@ static bc_status example_generate(void *instance, bc_generation_stats *out, bc_e
     example *e = instance;
     (void)err;
     for (uint64_t i = 0; i < e->rows * e->response_len; i++) e->tokens[i] = (int32_t)(i % 50272u);
-    out->prefill_forward_ms = BC_NOT_MEASURED;
-    out->decode_forward_ms = BC_NOT_MEASURED;
-    out->num_decode_forwards = -1;
-    out->num_generated_tokens = (int64_t)(e->rows * e->response_len);
-    out->returned_response_length = e->response_len;
+    BC_SET(out, bc_generation_stats, num_generated_tokens, (int64_t)(e->rows * e->response_len));
+    BC_SET(out, bc_generation_stats, returned_response_length, e->response_len);
     return BC_OK;
 }
 
