@@ -73,8 +73,9 @@ bc_status opt_hparams_from_checkpoint(const char *dir, opt_hparams *hp, bc_error
     json_error_t je;
     json_t *cfg = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!cfg) {
-        if (je.line < 0 || strstr(je.text, "unable to open"))
-            return bc_error_set(err, BC_ERR_IO, "%s: cannot read: %s", path, je.text);
+        if (json_error_code(&je) == json_error_cannot_open_file) /* jansson >= 2.11 */
+            return bc_error_set(err, BC_ERR_NOT_FOUND, "%s: cannot read: %s", path, je.text);
+        if (je.line < 0) return bc_error_set(err, BC_ERR_IO, "%s: cannot read: %s", path, je.text);
         return bc_error_set(err, BC_ERR_FORMAT, "%s: not valid JSON (line %d, column %d: %s)", path, je.line,
                             je.column, je.text);
     }
