@@ -511,28 +511,30 @@ static void print_settings_usage(const bc_plugin_desc *d, const char *by) {
                by, d->settings[0].name);
 }
 
+/* The DEFAULT and ALLOWED cells of setting s's row. */
+static void setting_cells(const bc_setting_desc *s, char *def, size_t n_def, char *allowed, size_t n_allowed) {
+    bc_setting_value v;
+    bc_setting_default(s, &v);
+    bc_setting_format(s, &v, def, n_def);
+    bc_setting_allowed(s, allowed, n_allowed);
+}
+
+static int max_int(int a, int b) { return a > b ? a : b; }
+
 /* Prints d's settings table, columns as wide as their widest cell. */
 static void print_settings_table(const bc_plugin_desc *d) {
     int w_name = 7, w_def = 7, w_allowed = 7;
+    char def[64], allowed[256];
     for (uint32_t i = 0; i < d->n_settings; i++) {
-        const bc_setting_desc *s = &d->settings[i];
-        bc_setting_value def_v;
-        bc_setting_default(s, &def_v);
-        char def[64], allowed[256];
-        bc_setting_format(s, &def_v, def, sizeof def);
-        bc_setting_allowed(s, allowed, sizeof allowed);
-        if ((int)strlen(s->name) > w_name) w_name = (int)strlen(s->name);
-        if ((int)strlen(def) > w_def) w_def = (int)strlen(def);
-        if ((int)strlen(allowed) > w_allowed) w_allowed = (int)strlen(allowed);
+        setting_cells(&d->settings[i], def, sizeof def, allowed, sizeof allowed);
+        w_name = max_int(w_name, (int)strlen(d->settings[i].name));
+        w_def = max_int(w_def, (int)strlen(def));
+        w_allowed = max_int(w_allowed, (int)strlen(allowed));
     }
     printf("\n%-*s  %-6s  %-*s  %-*s  %s\n", w_name, "SETTING", "TYPE", w_def, "DEFAULT", w_allowed, "ALLOWED", "HELP");
     for (uint32_t i = 0; i < d->n_settings; i++) {
         const bc_setting_desc *s = &d->settings[i];
-        bc_setting_value def_v;
-        bc_setting_default(s, &def_v);
-        char def[64], allowed[256];
-        bc_setting_format(s, &def_v, def, sizeof def);
-        bc_setting_allowed(s, allowed, sizeof allowed);
+        setting_cells(s, def, sizeof def, allowed, sizeof allowed);
         printf("%-*s  %-6s  %-*s  %-*s  %s\n", w_name, s->name, bc_setting_type_name(s->type), w_def, def, w_allowed,
                allowed, s->help ? s->help : "");
     }
