@@ -4,13 +4,15 @@
 #   run_outoftree.sh BINARY_DIR SOURCE_DIR CMAKE CC LIBDIR BINDIR CHECK_REPORT
 #
 # 1. cmake --install BINARY_DIR into a temporary prefix; check what landed.
-# 2. Configure and build example_backend/ (plus docs/examples/skeleton_backend.c)
-#    against that prefix with find_package(benchctl); check that the plugins
-#    export only their entry symbol and that asking for a newer benchctl fails.
+# 2. Configure and build example_backend/ (plus the installed copies of
+#    docs/examples/skeleton_backend.c and skeleton_reporter.c) against that
+#    prefix with find_package(benchctl); check that the plugins export only
+#    their entry symbol and that asking for a newer benchctl fails.
 # 3. Build the example again with plain cc and pkg-config (benchctl-plugin.pc).
 # 4. Run the installed benchctl on a config naming the example backend by its
-#    .so path; check exit 0 and the JSON report. Then the skeleton: its
-#    settings table through `benchctl plugins PATH`, and a run with a setting.
+#    .so path; check exit 0 and the JSON report. Then the skeletons: the
+#    backend's settings table through `benchctl plugins PATH`, and a run of
+#    the skeleton backend with a setting, reported by the skeleton reporter.
 set -euo pipefail
 
 bin=$1 src=$2 cmake=$3 cc=$4 libdir=$5 bindir=$6 check_report=$7
@@ -30,7 +32,8 @@ for f in include/benchctl/plugin.h \
          "$libdir"/benchctl/benchctl-fp32.so "$libdir"/benchctl/benchctl-fp16.so "$libdir"/benchctl/benchctl-bf16.so \
          "$libdir"/benchctl/benchctl-retain.so "$libdir"/benchctl/benchctl-release.so \
          "$libdir"/cmake/benchctl/benchctlConfig.cmake "$libdir"/cmake/benchctl/benchctlConfigVersion.cmake \
-         "$libdir"/cmake/benchctl/benchctlTargets.cmake "$libdir"/pkgconfig/benchctl-plugin.pc; do
+         "$libdir"/cmake/benchctl/benchctlTargets.cmake "$libdir"/pkgconfig/benchctl-plugin.pc \
+         share/benchctl/examples/skeleton_backend.c share/benchctl/examples/skeleton_reporter.c; do
   [ -f "$prefix/$f" ] || fail "not installed: $f"
 done
 
@@ -38,15 +41,18 @@ step "build example_backend with find_package(benchctl)"
 obuild=$tmp/build
 quiet "$cmake" -S "$src/tests/outoftree/example_backend" -B "$obuild" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_INSTALL_PREFIX="$tmp/plugins" -DSKELETON_SOURCE="$src/docs/examples/skeleton_backend.c"
+  -DCMAKE_INSTALL_PREFIX="$tmp/plugins" -DSKELETON_SOURCE="$prefix/share/benchctl/examples/skeleton_backend.c" \
+  -DSKELETON_REPORTER_SOURCE="$prefix/share/benchctl/examples/skeleton_reporter.c"
 grep -q "plugin ABI" "$log" || fail "the package did not set benchctl_ABI_MAJOR/MINOR"
 quiet "$cmake" --build "$obuild"
 quiet "$cmake" --install "$obuild"
 example=$tmp/plugins/lib/benchctl/benchctl-example.so
 skeleton=$tmp/plugins/lib/benchctl/benchctl-skeleton.so
-[ -f "$example" ] || fail "benchctl_add_plugin did not install $example"
-[ -f "$skeleton" ] || fail "benchctl_add_plugin did not install $skeleton"
-for so in "$example" "$skeleton"; do
+skeleton_reporter=$tmp/plugins/lib/benchctl/benchctl-skeleton_reporter.so
+for so in "$example" "$skeleton" "$skeleton_reporter"; do
+  [ -f "$so" ] || fail "benchctl_add_plugin did not install $so"
+done
+for so in "$example" "$skeleton" "$skeleton_reporter"; do
   exported=$(nm -D --defined-only "$so" | awk '$2 == "T" { print $3 }')
   [ "$exported" = "benchctl_plugin_entry" ] || fail "$so exports [$exported], want only benchctl_plugin_entry"
 done
@@ -87,11 +93,15 @@ step "benchctl plugins PATH prints the skeleton's settings table"
 "$benchctl" plugins "$skeleton" >"$log" 2>&1 || { cat "$log" >&2; fail "benchctl plugins $skeleton"; }
 grep -q "ns_per_token" "$log" || { cat "$log" >&2; fail "benchctl plugins: no ns_per_token in the skeleton's table"; }
 
-step "run the skeleton by path, with a setting"
-sed -e "s|$example\"; }|$skeleton\"; settings = { ns_per_token = 1000; }; }|" "$tmp/bench.cfg" >"$tmp/skeleton.cfg"
+step "run the skeleton backend by path, with a setting, and the skeleton reporter"
+sed -e "s|$example\"; }|$skeleton\"; settings = { ns_per_token = 1000; }; }|" \
+    -e "s|^reporters = ( |reporters = ( { name = \"$skeleton_reporter\"; settings = { path = \"$tmp/summary.txt\"; }; }, |" \
+    "$tmp/bench.cfg" >"$tmp/skeleton.cfg"
 rc=0
 "$benchctl" run "$tmp/skeleton.cfg" >"$log" 2>&1 || rc=$?
 [ "$rc" -eq 0 ] || { cat "$log" >&2; fail "benchctl run (skeleton) exited $rc"; }
 "$check_report" "$tmp/report.json" skeleton 2 6 5 retain release
+[ "$(grep -c '^case [0-9]* ok: n=2 ' "$tmp/summary.txt")" -eq 2 ] ||
+  { cat "$tmp/summary.txt" >&2; fail "the skeleton reporter did not write two ok cases with 2 iterations"; }
 
 echo "outoftree: ok"
