@@ -534,8 +534,9 @@ static void test_bad_config(void **state) {
     expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "config.json", "not valid JSON");
 
     unlink(p);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_IO, "config.json", NULL);
-    expect_load_fail("/nonexistent/checkpoint", OPT_F32, BC_ERR_IO, "/nonexistent/checkpoint/config.json", NULL);
+    expect_load_fail(fx->dir, OPT_F32, BC_ERR_NOT_FOUND, "config.json", NULL);
+    expect_load_fail("/nonexistent/checkpoint", OPT_F32, BC_ERR_NOT_FOUND, "/nonexistent/checkpoint/config.json",
+                     NULL);
 }
 
 static void test_no_weights_file(void **state) {
