@@ -1,0 +1,413 @@
+/* runfile.c: a finished run read back from its JSON report or its journal
+ * (see runfile.h). jansson parses; zlib reads .gz files. */
+#define _GNU_SOURCE
+#include "runfile.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "stats.h"
+
+/* Largest file read: a report holds every iteration of every case, but not
+ * gigabytes. */
+#define BC_RUNFILE_MAX_BYTES (1024ll * 1024 * 1024)
+
+/* ------------------------------------------------------------ reading */
+
+/* Reads the whole of path (through zlib, which also reads plain files) into
+ * a NUL-terminated buffer the caller frees. */
+static bc_status read_all(const char *path, char **out, size_t *out_len, bc_error *err) {
+    *out = NULL;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return bc_error_set(err, errno == ENOENT ? BC_ERR_NOT_FOUND : BC_ERR_IO, "%s: cannot read: %s", path,
+                            strerror(errno));
+    if (!S_ISREG(sb.st_mode)) return bc_error_set(err, BC_ERR_IO, "%s: not a regular file", path);
+    gzFile gz = gzopen(path, "rb");
+    if (!gz) return bc_error_set(err, BC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    bc_status st = buf ? BC_OK : bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+    while (st == BC_OK) {
+        if (cap - len < (1 << 15)) {
+            if ((long long)cap * 2 > BC_RUNFILE_MAX_BYTES) {
+                st = bc_error_set(err, BC_ERR_FORMAT, "%s: larger than %lld MiB, not a benchctl report", path,
+                                  BC_RUNFILE_MAX_BYTES >> 20);
+                break;
+            }
+            char *grown = realloc(buf, cap * 2);
+            if (!grown) {
+                st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+        int got = gzread(gz, buf + len, (unsigned)(cap - len - 1));
+        if (got < 0) {
+            int zerr = 0;
+            const char *why = gzerror(gz, &zerr);
+            st = bc_error_set(err, BC_ERR_IO, "%s: read error: %s", path, why ? why : "?");
+            break;
+        }
+        if (got == 0) break;
+        len += (size_t)got;
+    }
+    gzclose(gz);
+    if (st != BC_OK) {
+        free(buf);
+        return st;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *out_len = len;
+    return BC_OK;
+}
+
+/* --------------------------------------------------------- JSON values */
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+/* A string member, copied; NULL when absent, null or not a string. */
+static char *get_string(const json_t *obj, const char *key) {
+    return dup_or_null(json_string_value(json_object_get(obj, key)));
+}
+
+/* A number member; fallback when absent, null or not a number. */
+static double get_number(const json_t *obj, const char *key, double fallback) {
+    const json_t *v = json_object_get(obj, key);
+    return json_is_number(v) ? json_number_value(v) : fallback;
+}
+
+static int64_t get_int(const json_t *obj, const char *key, int64_t fallback) {
+    const json_t *v = json_object_get(obj, key);
+    if (json_is_integer(v)) return (int64_t)json_integer_value(v);
+    if (json_is_real(v)) return (int64_t)json_real_value(v);
+    return fallback;
+}
+
+/* The text of a value: strings unquoted, everything else as JSON. */
+static char *value_text(const json_t *v) {
+    if (json_is_string(v)) return strdup(json_string_value(v));
+    if (!v || json_is_null(v)) return strdup("null");
+    return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+}
+
+/* ------------------------------------------------------------ the run */
+
+/* The header (every format's top level, or the journal's "run" record). */
+static bc_status read_header(bc_runfile *rf, const json_t *top, bc_error *err) {
+    rf->schema_version = (int)get_int(top, "schema_version", 0);
+    rf->model = get_string(top, "model");
+    rf->device = get_string(top, "device");
+    rf->gpu = get_string(top, "gpu");
+    rf->driver = get_string(top, "driver");
+    rf->backend = get_string(top, "backend");
+    rf->benchctl_version = get_string(top, "benchctl_version");
+    rf->git_commit = get_string(top, "git_commit");
+    rf->config_sha256 = get_string(top, "config_sha256");
+    rf->start_time = get_string(top, "start_time");
+    rf->cpu_model = get_string(top, "cpu_model");
+    rf->hostname = get_string(top, "hostname");
+    rf->warmup = (uint32_t)get_int(top, "warmup", 0);
+    rf->iterations = (uint32_t)get_int(top, "iterations", 0);
+    const json_t *cpu = json_object_get(json_object_get(top, "environment"), "cpu");
+    rf->cpu_kernels = get_string(cpu, "kernels");
+    rf->cpu_threads = get_int(cpu, "threads", -1);
+    const json_t *shape = json_object_get(top, "model_shape");
+    rf->n_parameters = get_int(shape, "parameters", -1);
+    rf->n_layers = get_int(shape, "layers", -1);
+    rf->hidden_size = get_int(shape, "hidden_size", -1);
+    rf->n_heads = get_int(shape, "heads", -1);
+    rf->ffn_size = get_int(shape, "ffn_size", -1);
+    rf->vocab_size = get_int(shape, "vocab_size", -1);
+    rf->max_positions = get_int(shape, "max_positions", -1);
+
+    const json_t *settings = json_object_get(top, "backend_settings");
+    if (json_is_object(settings)) {
+        size_t n = json_object_size(settings), k = 0;
+        rf->backend_settings = calloc(n ? n : 1, sizeof *rf->backend_settings);
+        if (!rf->backend_settings) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+        const char *name;
+        json_t *v;
+        json_object_foreach((json_t *)settings, name, v) {
+            rf->backend_settings[k].name = strdup(name);
+            rf->backend_settings[k].value = value_text(v);
+            rf->n_backend_settings = ++k;
+            if (!rf->backend_settings[k - 1].name || !rf->backend_settings[k - 1].value)
+                return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+        }
+    }
+    const json_t *fields = json_object_get(top, "fields");
+    if (json_is_array(fields)) {
+        size_t n = json_array_size(fields);
+        rf->field_names = calloc(n ? n : 1, sizeof *rf->field_names);
+        if (!rf->field_names) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+        for (size_t i = 0; i < n; i++) {
+            const char *name = json_string_value(json_array_get(fields, i));
+            if (!name) return bc_error_set(err, BC_ERR_FORMAT, "%s: fields[%zu] is not a string", rf->path, i);
+            if (!(rf->field_names[i] = strdup(name))) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+            rf->n_fields = (uint32_t)(i + 1);
+        }
+    }
+    return BC_OK;
+}
+
+/* Without a "fields" list (the seed format): the keys of the first profile
+ * found, in their order. */
+static bc_status fields_from_profiles(bc_runfile *rf, const json_t *cases, bc_error *err) {
+    const json_t *first = NULL;
+    for (size_t i = 0; !first && i < json_array_size(cases); i++) {
+        const json_t *profiles = json_object_get(json_array_get(cases, i), "profiles");
+        if (json_array_size(profiles) > 0) first = json_array_get(profiles, 0);
+    }
+    if (!json_is_object(first)) return BC_OK; /* no case measured anything */
+    size_t n = json_object_size(first), k = 0;
+    rf->field_names = calloc(n ? n : 1, sizeof *rf->field_names);
+    if (!rf->field_names) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)first, name, v) {
+        (void)v;
+        if (!(rf->field_names[k++] = strdup(name))) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+        rf->n_fields = (uint32_t)k;
+    }
+    return BC_OK;
+}
+
+/* ------------------------------------------------------------ the cases */
+
+static bc_case_status status_from(const char *s) {
+    if (!s || strcmp(s, "ok") == 0) return BC_CASE_OK;
+    return strcmp(s, "failed") == 0 ? BC_CASE_FAILED : BC_CASE_SKIPPED;
+}
+
+/* "retain"/"release" from the case's (or the run's) release_inference_cache. */
+static const char *release_word(const json_t *c, const json_t *top) {
+    const json_t *v = json_object_get(c, "release_inference_cache");
+    if (!json_is_boolean(v)) v = json_object_get(top, "release_inference_cache");
+    return json_is_boolean(v) ? (json_is_true(v) ? "release" : "retain") : NULL;
+}
+
+/* The case's key (runfile.h): axes, number format and cache behaviour. */
+static char *case_key(const bc_runfile_case *c, const char *release) {
+    char *key = NULL;
+    if (asprintf(&key, "batch_size=%u samples_per_prompt=%u prompt_length=%u response_length=%u dtype=%s cache=%s",
+                 c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length,
+                 c->dtype ? c->dtype : (c->precision ? c->precision : "?"),
+                 release ? release : (c->cache_policy ? c->cache_policy : "?")) < 0)
+        return NULL;
+    return key;
+}
+
+/* One case object (a JSON report's cases[k] or a journal's case record). */
+static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, size_t position, bc_runfile_case *out,
+                           bc_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(c)) return bc_error_set(err, BC_ERR_FORMAT, "%s: case %zu is not an object", rf->path, position);
+    out->index = (uint32_t)get_int(c, "index", (int64_t)position);
+    out->batch_size = (uint32_t)get_int(c, "batch_size", 0);
+    out->samples_per_prompt = (uint32_t)get_int(c, "samples_per_prompt", 1);
+    out->prompt_length = (uint32_t)get_int(c, "prompt_length", 0);
+    out->response_length = (uint32_t)get_int(c, "requested_response_length", get_int(c, "response_length", 0));
+    out->precision = get_string(c, "precision");
+    out->dtype = get_string(c, "dtype");
+    if (!out->dtype) out->dtype = get_string(top, "dtype");
+    if (!out->precision && out->dtype) out->precision = strdup(out->dtype);
+    const char *release = release_word(c, top);
+    out->cache_policy = get_string(c, "cache_policy");
+    if (!out->cache_policy && release) out->cache_policy = strdup(release);
+    out->status = status_from(json_string_value(json_object_get(c, "status")));
+    out->message = get_string(c, "message");
+    if (!out->message) out->message = strdup("");
+    out->returned_response_length = get_int(c, "returned_response_length", -1);
+    out->prompt_width_tokens = get_int(c, "prompt_width_tokens", -1);
+    out->prompt_min_tokens = get_int(c, "prompt_min_tokens", -1);
+    out->prompt_max_tokens = get_int(c, "prompt_max_tokens", -1);
+    out->peak_memory_mib = get_number(c, "peak_memory_mb", NAN);
+    out->held_between_rollouts_mib = get_number(c, "held_between_rollouts_mib", NAN);
+    out->wall_ms = get_number(json_object_get(c, "extended"), "wall_ms", NAN);
+    out->rebuilt = json_is_true(json_object_get(c, "rebuilt"));
+    out->key = case_key(out, release);
+    if (!out->message || !out->key) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+
+    const json_t *profiles = json_object_get(c, "profiles");
+    size_t n_it = json_is_array(profiles) ? json_array_size(profiles) : 0;
+    size_t nf = rf->n_fields;
+    out->values = malloc((n_it * nf + 1) * sizeof *out->values);
+    out->stats = malloc((nf * BC_N_STATS + 1) * sizeof *out->stats);
+    if (!out->values || !out->stats) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+    for (size_t it = 0; it < n_it; it++) {
+        const json_t *p = json_array_get(profiles, it);
+        for (size_t f = 0; f < nf; f++) out->values[it * nf + f] = get_number(p, rf->field_names[f], NAN);
+    }
+    out->n_iterations = (uint32_t)n_it;
+    for (size_t f = 0; f < nf; f++)
+        if (bc_stats_compute(out->values + f, n_it, nf, out->stats + f * BC_N_STATS, err) != BC_OK) return err->code;
+    return BC_OK;
+}
+
+/* Appends one case to rf. */
+static bc_status add_case(bc_runfile *rf, const json_t *top, const json_t *c, bc_error *err) {
+    bc_runfile_case *grown = realloc(rf->cases, (rf->n_cases + 1) * sizeof *grown);
+    if (!grown) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+    rf->cases = grown;
+    bc_status st = read_case(rf, top, c, rf->n_cases, &rf->cases[rf->n_cases], err);
+    rf->n_cases++; /* freed by bc_runfile_free either way */
+    return st;
+}
+
+/* --------------------------------------------------------------- formats */
+
+static bc_status read_report(bc_runfile *rf, json_t *top, bc_error *err) {
+    const json_t *cases = json_object_get(top, "cases");
+    if (!json_is_array(cases)) return bc_error_set(err, BC_ERR_FORMAT, "%s: no \"cases\" list; not a run report", rf->path);
+    bc_status st = read_header(rf, top, err);
+    if (st == BC_OK && !rf->field_names) {
+        rf->format = BC_RUNFILE_SEED_JSON;
+        st = fields_from_profiles(rf, cases, err);
+    }
+    for (size_t i = 0; st == BC_OK && i < json_array_size(cases); i++) st = add_case(rf, top, json_array_get(cases, i), err);
+    rf->complete = 1;
+    return st;
+}
+
+/* The journal: one JSON object per line. A last line that does not parse
+ * and has no newline is a record cut short (SIGKILL): skipped, with a
+ * warning. Any other bad line is an error naming it. */
+static bc_status read_journal(bc_runfile *rf, char *text, size_t len, bc_error *err) {
+    json_t *header = NULL;
+    bc_status st = BC_OK;
+    size_t line_no = 0;
+    for (char *line = text; st == BC_OK && line < text + len;) {
+        char *nl = memchr(line, '\n', (size_t)(text + len - line));
+        int last_torn = nl == NULL;
+        if (nl) *nl = '\0';
+        line_no++;
+        char *next = nl ? nl + 1 : text + len;
+        if (!*line) {
+            line = next;
+            continue;
+        }
+        json_error_t je;
+        json_t *rec = json_loads(line, 0, &je);
+        if (!rec) {
+            if (last_torn) {
+                snprintf(rf->warning, sizeof rf->warning, "%s:%zu: the last line is cut short (the run was killed?); skipped",
+                         rf->path, line_no);
+                break;
+            }
+            st = bc_error_set(err, BC_ERR_FORMAT, "%s:%zu: not a JSON line: %s", rf->path, line_no, je.text);
+            break;
+        }
+        const char *kind = json_string_value(json_object_get(rec, "record"));
+        if (kind && strcmp(kind, "run") == 0 && !header) {
+            header = rec;
+            st = read_header(rf, header, err);
+            line = next;
+            continue;
+        }
+        if (!header) st = bc_error_set(err, BC_ERR_FORMAT, "%s:%zu: a journal starts with its \"run\" record", rf->path, line_no);
+        else if (kind && strcmp(kind, "case") == 0) st = add_case(rf, header, rec, err);
+        else if (kind && strcmp(kind, "end") == 0) rf->complete = 1;
+        else st = bc_error_set(err, BC_ERR_FORMAT, "%s:%zu: unknown record \"%s\"", rf->path, line_no, kind ? kind : "?");
+        json_decref(rec);
+        line = next;
+    }
+    if (st == BC_OK && !header) st = bc_error_set(err, BC_ERR_FORMAT, "%s: an empty journal", rf->path);
+    json_decref(header);
+    return st;
+}
+
+/* 1 when text's first line is a JSON object with a "record" member. */
+static int is_journal(const char *text) {
+    const char *nl = strchr(text, '\n');
+    size_t n = nl ? (size_t)(nl - text) : strlen(text);
+    json_t *first = json_loadb(text, n, 0, NULL);
+    int yes = json_is_object(first) && json_object_get(first, "record") != NULL;
+    json_decref(first);
+    return yes;
+}
+
+bc_status bc_runfile_read(const char *path, bc_runfile *out, bc_error *err) {
+    memset(out, 0, sizeof *out);
+    char *text = NULL;
+    size_t len = 0;
+    bc_status st = read_all(path, &text, &len, err);
+    if (st != BC_OK) return st;
+    if (!(out->path = strdup(path))) {
+        free(text);
+        return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+    }
+    /* A journal's first line is its "run" record; a report is one document. */
+    if (is_journal(text)) {
+        out->format = BC_RUNFILE_JOURNAL;
+        st = read_journal(out, text, len, err);
+        free(text);
+        if (st != BC_OK) bc_runfile_free(out);
+        return st;
+    }
+    json_error_t je;
+    json_t *doc = json_loadb(text, len, 0, &je);
+    if (json_is_object(doc)) {
+        out->format = BC_RUNFILE_JSON;
+        st = read_report(out, doc, err);
+    } else if (doc) {
+        st = bc_error_set(err, BC_ERR_FORMAT, "%s: not a benchctl report (the top level is not an object)", path);
+    } else {
+        st = bc_error_set(err, BC_ERR_FORMAT, "%s:%d: not a benchctl report or journal: %s", path, je.line, je.text);
+    }
+    json_decref(doc);
+    free(text);
+    if (st != BC_OK) bc_runfile_free(out);
+    return st;
+}
+
+/* ------------------------------------------------------------- queries */
+
+int bc_runfile_field(const bc_runfile *rf, const char *name) {
+    for (uint32_t f = 0; f < rf->n_fields; f++)
+        if (strcmp(rf->field_names[f], name) == 0) return (int)f;
+    return -1;
+}
+
+const bc_runfile_case *bc_runfile_find(const bc_runfile *rf, const char *key) {
+    for (size_t i = 0; i < rf->n_cases; i++)
+        if (strcmp(rf->cases[i].key, key) == 0) return &rf->cases[i];
+    return NULL;
+}
+
+const char *bc_runfile_setting(const bc_runfile *rf, const char *name) {
+    for (size_t i = 0; i < rf->n_backend_settings; i++)
+        if (strcmp(rf->backend_settings[i].name, name) == 0) return rf->backend_settings[i].value;
+    return NULL;
+}
+
+void bc_runfile_free(bc_runfile *rf) {
+    char **strings[] = {&rf->path,          &rf->model,      &rf->device,       &rf->gpu,
+                        &rf->driver,        &rf->backend,    &rf->benchctl_version, &rf->git_commit,
+                        &rf->config_sha256, &rf->start_time, &rf->cpu_model,    &rf->cpu_kernels,
+                        &rf->hostname};
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
+    for (size_t i = 0; i < rf->n_backend_settings; i++) {
+        free(rf->backend_settings[i].name);
+        free(rf->backend_settings[i].value);
+    }
+    free(rf->backend_settings);
+    for (uint32_t f = 0; f < rf->n_fields; f++) free(rf->field_names[f]);
+    free(rf->field_names);
+    for (size_t i = 0; i < rf->n_cases; i++) {
+        bc_runfile_case *c = &rf->cases[i];
+        free(c->precision), free(c->dtype), free(c->cache_policy), free(c->message), free(c->key);
+        free(c->values), free(c->stats);
+    }
+    free(rf->cases);
+    memset(rf, 0, sizeof *rf);
+}

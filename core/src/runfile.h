@@ -1,0 +1,98 @@
+/* runfile.h: a run read back from what a run wrote, for the commands that
+ * work on finished runs (compare, report, run --resume).
+ *
+ * Three formats, told apart by their contents, not their names:
+ *   - benchctl's JSON report (schema 1 or 2; a .gz file is read through zlib);
+ *   - benchctl's jsonl journal (a "run" record, "case" records as cases
+ *     finished, an "end" record if the run ended; a torn last line, as
+ *     SIGKILL can leave, is skipped with a warning in bc_runfile.warning);
+ *   - a JSON document with only the seed's keys, as DeepSpeed's OPSD
+ *     rollout benchmark writes (no "fields" list: the fields are the keys of
+ *     each profile, in the order of the first profile).
+ * Every value is kept as it was written: a null stays NaN, a missing number
+ * -1 (counts, bytes) or NaN (times). Nothing is recomputed except what the
+ * file does not hold (a case's statistics are computed from its profiles).
+ *
+ * Ownership: bc_runfile owns everything it points at; bc_runfile_free frees
+ * it all.
+ */
+#ifndef BENCHCTL_RUNFILE_H
+#define BENCHCTL_RUNFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "benchctl/plugin.h"
+
+typedef enum bc_runfile_format {
+    BC_RUNFILE_JSON = 1,     /* benchctl's JSON report */
+    BC_RUNFILE_JOURNAL = 2,  /* benchctl's jsonl journal */
+    BC_RUNFILE_SEED_JSON = 3 /* seed keys only (DeepSpeed's OPSD rollout benchmark) */
+} bc_runfile_format;
+
+/* A name and its value, both as text (backend settings, environment). */
+typedef struct bc_runfile_pair {
+    char *name;
+    char *value; /* JSON text of the value: 3, true, "x" -> x (strings unquoted), null -> "null" */
+} bc_runfile_pair;
+
+/* One case as the file holds it. */
+typedef struct bc_runfile_case {
+    uint32_t index; /* position in the requested order */
+    char *precision;    /* plugin name ("bf16"); the seed's dtype when that is all there is */
+    char *dtype;        /* "bfloat16", or NULL */
+    char *cache_policy; /* plugin name, or "release"/"retain" from release_inference_cache, or NULL */
+    uint32_t batch_size, samples_per_prompt, prompt_length, response_length;
+    bc_case_status status; /* BC_CASE_OK when the file says nothing */
+    char *message;         /* "" when none */
+    uint32_t n_iterations; /* profiles */
+    double *values;        /* n_iterations x run.n_fields, row-major; NAN = null */
+    double *stats;         /* run.n_fields x BC_N_STATS (stats.h), computed from values */
+    int64_t returned_response_length, prompt_width_tokens, prompt_min_tokens, prompt_max_tokens; /* -1 unknown */
+    double peak_memory_mib, held_between_rollouts_mib; /* NAN unknown */
+    double wall_ms;                                    /* NAN unknown */
+    int rebuilt;                                       /* 0 when unknown */
+    /* The case's identity across runs: its axis values and the backend
+     * settings that change the work, e.g.
+     * "batch_size=4 samples_per_prompt=2 prompt_length=128 response_length=32 precision=bf16 cache_policy=retain".
+     * Two runs' cases match when their keys are equal. */
+    char *key;
+} bc_runfile_case;
+
+typedef struct bc_runfile {
+    char *path;
+    bc_runfile_format format;
+    int schema_version;                  /* 0 for the seed format */
+    /* The environment, NULL / -1 when the file does not say. */
+    char *model, *device, *gpu, *driver, *backend, *benchctl_version, *git_commit, *config_sha256, *start_time;
+    char *cpu_model, *cpu_kernels, *hostname;
+    int64_t cpu_threads;
+    int64_t n_parameters, n_layers, hidden_size, n_heads, ffn_size, vocab_size, max_positions;
+    uint32_t warmup, iterations;
+    bc_runfile_pair *backend_settings;   /* as written, in order */
+    size_t n_backend_settings;
+    char **field_names;                  /* n_fields */
+    uint32_t n_fields;
+    bc_runfile_case *cases;              /* in the file's order (requested order for JSON, finish order for a journal) */
+    size_t n_cases;
+    int complete;                        /* JSON: 1; journal: 1 when it has its "end" record */
+    char warning[256];                   /* e.g. a torn last journal line that was skipped; "" if none */
+} bc_runfile;
+
+/* Reads path (format decided by its contents). On failure returns a code
+ * with err's message naming the file (and the line, for a journal), and out
+ * is left empty. */
+bc_status bc_runfile_read(const char *path, bc_runfile *out, bc_error *err);
+
+/* Index of the field called name, -1 if the file has none. */
+int bc_runfile_field(const bc_runfile *rf, const char *name);
+
+/* The case whose key is key, or NULL. */
+const bc_runfile_case *bc_runfile_find(const bc_runfile *rf, const char *key);
+
+/* The backend setting called name, or NULL. */
+const char *bc_runfile_setting(const bc_runfile *rf, const char *name);
+
+void bc_runfile_free(bc_runfile *rf);
+
+#endif
