@@ -26,6 +26,7 @@
 #include "host.h"
 #include "loader.h"
 #include "matrix.h"
+#include "replay.h"
 #include "runner.h"
 #include "settings.h"
 
@@ -51,6 +52,7 @@ static const char *const usage_main =
     "  validate FILE   check FILE and every plugin's settings; runs nothing\n"
     "  plan FILE       print the cases in execution order with their memory\n"
     "  plugins [NAME]  list the plugins found, or print NAME's settings\n"
+    "  report RUN      render a saved run (JSON or journal) through reporters\n"
     "\n"
     "options:\n"
     "  -h, --help      this help (benchctl COMMAND --help: the command's)\n"
@@ -97,6 +99,17 @@ static const char *const usage_plan =
     "the memory the backend says each needs and whether it can run.\n"
     "Exit status 0 when every case can run, 2 otherwise.\n";
 
+static const char *const usage_report =
+    "usage: benchctl report RUN [-o FILE] [--reporter a,b]\n"
+    "\n"
+    "Renders a saved run (a JSON report, .gz too, or a jsonl journal, even one cut\n"
+    "short) through reporters, as the live run would have: by default the html\n"
+    "reporter, writing benchctl.html.\n"
+    "  -o, --output FILE  the reporter's output file (its path setting; one reporter)\n"
+    "  --reporter a,b     the reporters to use (default html)\n"
+    "Exit status 0 when every report was written, 1 when a reporter failed,\n"
+    "2 for usage errors or a file that is not a run.\n";
+
 static const char *const usage_plugins =
     "usage: benchctl plugins [NAME]\n"
     "\n"
@@ -106,10 +119,10 @@ static const char *const usage_plugins =
 
 /* ------------------------------------------------------------- arguments */
 
-enum { CMD_RUN, CMD_VALIDATE, CMD_PLAN, CMD_PLUGINS, CMD_HELP, CMD_VERSION };
+enum { CMD_RUN, CMD_VALIDATE, CMD_PLAN, CMD_PLUGINS, CMD_HELP, CMD_VERSION, CMD_REPORT };
 
 /* What each command takes besides -h/--help. */
-enum { OPT_SET = 1, OPT_REPORTER = 2, OPT_VERBOSITY = 4 };
+enum { OPT_SET = 1, OPT_REPORTER = 2, OPT_VERBOSITY = 4, OPT_OUTPUT = 8 };
 
 typedef struct command {
     const char *name;
@@ -123,6 +136,7 @@ static const command k_commands[] = {
     {"validate", CMD_VALIDATE, OPT_SET | OPT_REPORTER | OPT_VERBOSITY, usage_validate},
     {"plan", CMD_PLAN, OPT_SET | OPT_VERBOSITY, usage_plan},
     {"plugins", CMD_PLUGINS, OPT_VERBOSITY, usage_plugins},
+    {"report", CMD_REPORT, OPT_REPORTER | OPT_OUTPUT | OPT_VERBOSITY, usage_report},
     {"help", CMD_HELP, 0, usage_main},
     {"version", CMD_VERSION, 0, usage_main},
 };
@@ -139,13 +153,15 @@ typedef struct args {
     const char **sets;      /* --set values, owned array */
     size_t n_sets;
     const char *reporters;  /* --reporter */
+    const char *output;     /* -o, --output */
     int verbose, quiet, help, version;
 } args;
 
 /* The first argument that is not an option or an option's value. */
 static const char *first_word(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--set") == 0 || strcmp(argv[i], "--reporter") == 0) {
+        if (strcmp(argv[i], "--set") == 0 || strcmp(argv[i], "--reporter") == 0 || strcmp(argv[i], "-o") == 0 ||
+            strcmp(argv[i], "--output") == 0) {
             i++;
             continue;
         }
@@ -208,6 +224,14 @@ static int parse_args(int argc, char **argv, args *a) {
             }
             if (is_set) a->sets[a->n_sets++] = value;
             else a->reporters = value;
+        } else if (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0 || strncmp(s, "--output=", 9) == 0) {
+            if (refuse_option(a, OPT_OUTPUT, "-o")) return EXIT_USAGE;
+            const char *value = strncmp(s, "--output=", 9) == 0 ? s + 9 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!value) {
+                print_error("-o needs a file name", "e.g. -o report.html");
+                return EXIT_USAGE;
+            }
+            a->output = value;
         } else if (s[0] == '-' && s[1] != '\0') {
             char msg[300];
             snprintf(msg, sizeof msg, "unknown option '%.200s'", s);
@@ -605,6 +629,20 @@ static int cmd_plugins(const args *a) {
     return 0;
 }
 
+static int cmd_report(const args *a) {
+    if (!a->file) {
+        print_error("report: missing RUN (a JSON report or a jsonl journal)", "e.g. benchctl report out/bench.json -o report.html");
+        return EXIT_USAGE;
+    }
+    bc_error err = {0};
+    bc_status st = bc_replay_render(a->file, a->reporters ? a->reporters : "html", a->output, &err);
+    if (st == BC_OK) return 0;
+    print_bc_error(&err);
+    /* a file that is not a run, or a reporter that cannot be used, is the
+     * user's to fix (2); a reporter that failed to write is 1 */
+    return st == BC_ERR_IO || st == BC_ERR_NOMEM || st == BC_ERR_INTERNAL ? EXIT_RUNTIME : EXIT_USAGE;
+}
+
 static void print_version(void) {
     printf("benchctl %s (git %s, plugin ABI %d.%d)\n", BENCHCTL_VERSION, BENCHCTL_GIT_COMMIT, BENCHCTL_ABI_MAJOR,
            BENCHCTL_ABI_MINOR);
@@ -632,6 +670,7 @@ int main(int argc, char **argv) {
         case CMD_VALIDATE: rc = cmd_validate(&a); break;
         case CMD_PLAN: rc = cmd_plan(&a); break;
         case CMD_PLUGINS: rc = cmd_plugins(&a); break;
+        case CMD_REPORT: rc = cmd_report(&a); break;
         case CMD_VERSION: print_version(); break;
         default: fputs(usage_main, stdout); break;
         }

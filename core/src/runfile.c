@@ -116,12 +116,20 @@ static bc_status read_header(bc_runfile *rf, const json_t *top, bc_error *err) {
     rf->start_time = get_string(top, "start_time");
     rf->cpu_model = get_string(top, "cpu_model");
     rf->hostname = get_string(top, "hostname");
+    rf->config_path = get_string(top, "config_path");
+    const json_t *sampling = json_object_get(top, "sampling");
+    rf->has_sampling = json_is_object(sampling);
+    rf->temperature = get_number(sampling, "temperature", get_number(top, "temperature", NAN));
+    rf->top_p = get_number(sampling, "top_p", get_number(top, "top_p", NAN));
+    rf->top_k = get_int(sampling, "top_k", -1);
+    rf->seed = get_int(sampling, "seed", -1);
     rf->warmup = (uint32_t)get_int(top, "warmup", 0);
     rf->iterations = (uint32_t)get_int(top, "iterations", 0);
     const json_t *cpu = json_object_get(json_object_get(top, "environment"), "cpu");
     rf->cpu_kernels = get_string(cpu, "kernels");
     rf->cpu_threads = get_int(cpu, "threads", -1);
     const json_t *shape = json_object_get(top, "model_shape");
+    rf->model_family = get_string(shape, "family");
     rf->n_parameters = get_int(shape, "parameters", -1);
     rf->n_layers = get_int(shape, "layers", -1);
     rf->hidden_size = get_int(shape, "hidden_size", -1);
@@ -138,11 +146,35 @@ static bc_status read_header(bc_runfile *rf, const json_t *top, bc_error *err) {
         const char *name;
         json_t *v;
         json_object_foreach((json_t *)settings, name, v) {
-            rf->backend_settings[k].name = strdup(name);
-            rf->backend_settings[k].value = value_text(v);
+            bc_runfile_pair *pair = &rf->backend_settings[k];
+            pair->name = strdup(name);
+            pair->value = value_text(v);
+            pair->type = json_is_integer(v) ? BC_SETTING_INT
+                         : json_is_real(v)  ? BC_SETTING_FLOAT
+                         : json_is_boolean(v) ? BC_SETTING_BOOL
+                                              : BC_SETTING_STRING;
+            pair->i = json_is_boolean(v) ? json_is_true(v) : (int64_t)json_integer_value(v);
+            pair->f = json_is_number(v) ? json_number_value(v) : 0.0;
             rf->n_backend_settings = ++k;
             if (!rf->backend_settings[k - 1].name || !rf->backend_settings[k - 1].value)
                 return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+        }
+    }
+    const json_t *plugins = json_object_get(top, "plugins");
+    if (json_is_array(plugins)) {
+        size_t n = json_array_size(plugins);
+        rf->plugins = calloc(n ? n : 1, sizeof *rf->plugins);
+        if (!rf->plugins) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+        for (size_t i = 0; i < n; i++) {
+            const json_t *p = json_array_get(plugins, i);
+            bc_runfile_plugin *out = &rf->plugins[i];
+            out->kind = get_string(p, "kind");
+            out->name = get_string(p, "name");
+            out->version = get_string(p, "version");
+            out->path = get_string(p, "path");
+            out->abi_major = (int)get_int(p, "abi_major", -1);
+            out->abi_minor = (int)get_int(p, "abi_minor", -1);
+            rf->n_plugins = i + 1;
         }
     }
     const json_t *fields = json_object_get(top, "fields");
@@ -189,6 +221,15 @@ static bc_case_status status_from(const char *s) {
     return strcmp(s, "failed") == 0 ? BC_CASE_FAILED : BC_CASE_SKIPPED;
 }
 
+/* The code bc_status_name gives name, BC_OK for none, BC_ERR_INTERNAL for a
+ * name this host does not know. */
+static bc_status status_code_from(const char *name) {
+    if (!name) return BC_OK;
+    for (int code = 0; code < 64; code++)
+        if (strcmp(bc_status_name((bc_status)code), name) == 0) return (bc_status)code;
+    return BC_ERR_INTERNAL;
+}
+
 /* "retain"/"release" from the case's (or the run's) release_inference_cache. */
 static const char *release_word(const json_t *c, const json_t *top) {
     const json_t *v = json_object_get(c, "release_inference_cache");
@@ -225,6 +266,7 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
     out->cache_policy = get_string(c, "cache_policy");
     if (!out->cache_policy && release) out->cache_policy = strdup(release);
     out->status = status_from(json_string_value(json_object_get(c, "status")));
+    out->error_code = status_code_from(json_string_value(json_object_get(c, "error_code")));
     out->message = get_string(c, "message");
     if (!out->message) out->message = strdup("");
     out->returned_response_length = get_int(c, "returned_response_length", -1);
@@ -233,7 +275,18 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
     out->prompt_max_tokens = get_int(c, "prompt_max_tokens", -1);
     out->peak_memory_mib = get_number(c, "peak_memory_mb", NAN);
     out->held_between_rollouts_mib = get_number(c, "held_between_rollouts_mib", NAN);
-    out->wall_ms = get_number(json_object_get(c, "extended"), "wall_ms", NAN);
+    const json_t *ext = json_object_get(c, "extended"), *mem = json_object_get(ext, "memory");
+    out->wall_ms = get_number(ext, "wall_ms", NAN);
+    out->weights_bytes = get_int(mem, "weights_bytes", -1);
+    out->kv_cache_bytes = get_int(mem, "kv_cache_bytes", -1);
+    out->workspace_bytes = get_int(mem, "workspace_bytes", -1);
+    out->host_peak_bytes = get_int(mem, "host_peak_bytes", -1);
+    out->device_peak_bytes = get_int(mem, "device_peak_bytes", -1);
+    out->device_total_bytes = get_int(mem, "device_total_bytes", -1);
+    out->resident_bytes = get_int(mem, "resident_bytes", -1);
+    out->peak_rss_bytes = get_int(mem, "peak_rss_bytes", -1);
+    out->device_free_before_bytes = get_int(mem, "device_free_before_bytes", -1);
+    out->device_free_after_bytes = get_int(mem, "device_free_after_bytes", -1);
     out->rebuilt = json_is_true(json_object_get(c, "rebuilt"));
     out->key = case_key(out, release);
     if (!out->message || !out->key) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
@@ -394,13 +447,18 @@ void bc_runfile_free(bc_runfile *rf) {
     char **strings[] = {&rf->path,          &rf->model,      &rf->device,       &rf->gpu,
                         &rf->driver,        &rf->backend,    &rf->benchctl_version, &rf->git_commit,
                         &rf->config_sha256, &rf->start_time, &rf->cpu_model,    &rf->cpu_kernels,
-                        &rf->hostname};
+                        &rf->hostname,      &rf->config_path, &rf->model_family};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
     for (size_t i = 0; i < rf->n_backend_settings; i++) {
         free(rf->backend_settings[i].name);
         free(rf->backend_settings[i].value);
     }
     free(rf->backend_settings);
+    for (size_t i = 0; i < rf->n_plugins; i++) {
+        free(rf->plugins[i].kind), free(rf->plugins[i].name);
+        free(rf->plugins[i].version), free(rf->plugins[i].path);
+    }
+    free(rf->plugins);
     for (uint32_t f = 0; f < rf->n_fields; f++) free(rf->field_names[f]);
     free(rf->field_names);
     for (size_t i = 0; i < rf->n_cases; i++) {

@@ -30,11 +30,20 @@ typedef enum bc_runfile_format {
     BC_RUNFILE_SEED_JSON = 3 /* seed keys only (DeepSpeed's OPSD rollout benchmark) */
 } bc_runfile_format;
 
-/* A name and its value, both as text (backend settings, environment). */
+/* A backend setting as the run recorded it. */
 typedef struct bc_runfile_pair {
     char *name;
-    char *value; /* JSON text of the value: 3, true, "x" -> x (strings unquoted), null -> "null" */
+    char *value;          /* as text: 3, true, "x" -> x (strings unquoted), null -> "null" */
+    bc_setting_type type; /* BC_SETTING_INT, _FLOAT, _BOOL or _STRING, from the JSON value's type */
+    int64_t i;            /* INT, BOOL */
+    double f;             /* FLOAT (and INT, as a double) */
 } bc_runfile_pair;
+
+/* A plugin the run used. */
+typedef struct bc_runfile_plugin {
+    char *kind, *name, *version, *path;
+    int abi_major, abi_minor; /* -1 unknown */
+} bc_runfile_plugin;
 
 /* One case as the file holds it. */
 typedef struct bc_runfile_case {
@@ -44,6 +53,7 @@ typedef struct bc_runfile_case {
     char *cache_policy; /* plugin name, or "release"/"retain" from release_inference_cache, or NULL */
     uint32_t batch_size, samples_per_prompt, prompt_length, response_length;
     bc_case_status status; /* BC_CASE_OK when the file says nothing */
+    bc_status error_code;  /* from the file's error_code name; BC_OK when it has none */
     char *message;         /* "" when none */
     uint32_t n_iterations; /* profiles */
     double *values;        /* n_iterations x run.n_fields, row-major; NAN = null */
@@ -51,6 +61,9 @@ typedef struct bc_runfile_case {
     int64_t returned_response_length, prompt_width_tokens, prompt_min_tokens, prompt_max_tokens; /* -1 unknown */
     double peak_memory_mib, held_between_rollouts_mib; /* NAN unknown */
     double wall_ms;                                    /* NAN unknown */
+    /* extended.memory, bytes, -1 unknown */
+    int64_t weights_bytes, kv_cache_bytes, workspace_bytes, host_peak_bytes, device_peak_bytes, device_total_bytes;
+    int64_t resident_bytes, peak_rss_bytes, device_free_before_bytes, device_free_after_bytes;
     int rebuilt;                                       /* 0 when unknown */
     /* The case's identity across runs: its axis values and the backend
      * settings that change the work, e.g.
@@ -65,10 +78,15 @@ typedef struct bc_runfile {
     int schema_version;                  /* 0 for the seed format */
     /* The environment, NULL / -1 when the file does not say. */
     char *model, *device, *gpu, *driver, *backend, *benchctl_version, *git_commit, *config_sha256, *start_time;
-    char *cpu_model, *cpu_kernels, *hostname;
+    char *cpu_model, *cpu_kernels, *hostname, *config_path, *model_family;
     int64_t cpu_threads;
     int64_t n_parameters, n_layers, hidden_size, n_heads, ffn_size, vocab_size, max_positions;
     uint32_t warmup, iterations;
+    int has_sampling;                    /* the file has a "sampling" object */
+    double temperature, top_p;
+    int64_t top_k, seed;
+    bc_runfile_plugin *plugins;          /* n_plugins */
+    size_t n_plugins;
     bc_runfile_pair *backend_settings;   /* as written, in order */
     size_t n_backend_settings;
     char **field_names;                  /* n_fields */

@@ -28,6 +28,23 @@ grep -q '^benchctl .*facebook/opt-125m' bench.out || fail "console: no title lin
 [ "$(grep -c ' ok ' bench.out)" -eq "$n" ] || fail "console: expected $n ok rows"
 grep -q "$n cases: $n ok" bench.err || fail "stderr lacks the summary line"
 
+# benchctl report renders a saved run through any reporter as the live run
+# did: the JSON report replayed through the json reporter, and the journal of
+# the same run, give back the same bytes
+"$BENCHCTL" run "$SRC/configs/bench.cfg" --set run.iterations=2 --set run.warmup=0 --reporter json,jsonl \
+    --set 'reporters.[0].settings.path="live.json"' --set 'reporters.[1].settings.path="live.jsonl"' \
+    >live.out 2>live.err || fail "run with json and jsonl exited non-zero"
+"$BENCHCTL" report live.json --reporter json -o replayed.json 2>report.err || { fail "report live.json"; cat report.err; }
+cmp -s live.json replayed.json || fail "report: the JSON replayed through the json reporter differs from the live one"
+"$BENCHCTL" report live.jsonl --reporter json -o from_journal.json 2>>report.err || fail "report live.jsonl"
+cmp -s live.json from_journal.json || fail "report: the JSON rebuilt from the journal differs from the live one"
+"$BENCHCTL" report live.json --reporter csv,console >report_multi.out 2>>report.err || fail "report with two reporters"
+grep -q "^#  batch" report_multi.out || fail "report: no console table"
+"$BENCHCTL" report live.json --reporter json,csv -o x.json >/dev/null 2>report_two.err
+[ $? -eq 2 ] || fail "report: -o with two reporters was not refused"
+"$BENCHCTL" report "$SRC/configs/bench.cfg" --reporter json -o y.json >/dev/null 2>report_notrun.err
+[ $? -eq 2 ] || fail "report: a file that is not a run was not refused with exit 2"
+
 # the backend's resolved settings are in the JSON, and the console
 # names the ones that differ from their defaults
 grep -Eq '"backend_settings": *\{' out/bench.json || fail "out/bench.json: no backend_settings"
