@@ -36,8 +36,8 @@ static bc_status prefix_error(bc_error *err, const char *prefix) {
     return err->code;
 }
 
-/* A hint for a plugin that was not found: "did you mean" when a near name is
- * on the search path. */
+/* Sets err's hint to "did you mean" when a name near name is on the search
+ * path; leaves it alone otherwise. */
 static void hint_near_name(const bc_loader *l, const char *name, bc_error *err) {
     char **names = NULL;
     size_t n = bc_loader_names(l, &names);
@@ -56,14 +56,8 @@ static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plu
     text(label, sizeof label, "%s: %s", out->where, spec->where ? spec->where : "");
     bc_status st = bc_loader_load(&ctx->loader, spec->name, want, out->where, &out->plugin, err);
     if (st != BC_OK) {
-        if (st == BC_ERR_NOT_FOUND && !err->hint[0]) hint_near_name(&ctx->loader, spec->name, err);
-        else if (st == BC_ERR_NOT_FOUND) {
-            char keep[sizeof err->hint];
-            memcpy(keep, err->hint, sizeof keep);
-            err->hint[0] = '\0';
-            hint_near_name(&ctx->loader, spec->name, err);
-            if (!err->hint[0]) memcpy(err->hint, keep, sizeof keep);
-        }
+        /* a near name beats the loader's general hint */
+        if (st == BC_ERR_NOT_FOUND) hint_near_name(&ctx->loader, spec->name, err);
         return st == BC_ERR_WRONG_KIND ? st : prefix_error(err, label); /* wrong kind names where already */
     }
     const bc_plugin_desc *d = out->plugin->desc;
