@@ -36,17 +36,6 @@ static bc_status prefix_error(bc_error *err, const char *prefix) {
     return err->code;
 }
 
-/* Sets err's hint to "did you mean" when a name near name is on the search
- * path; leaves it alone otherwise. */
-static void hint_near_name(const bc_loader *l, const char *name, bc_error *err) {
-    char **names = NULL;
-    size_t n = bc_loader_names(l, &names);
-    const char *near = bc_suggest(name, (const char *const *)names, n);
-    if (near) bc_error_hint(err, "did you mean '%s'? ('benchctl plugins' lists what is found)", near);
-    for (size_t i = 0; i < n; i++) free(names[i]);
-    free(names);
-}
-
 /* Loads the plugin spec names, of kind want, resolves its settings and runs
  * its check_settings. */
 static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plugin_kind want, bc_context_plugin *out,
@@ -57,7 +46,7 @@ static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plu
     bc_status st = bc_loader_load(&ctx->loader, spec->name, want, out->where, &out->plugin, err);
     if (st != BC_OK) {
         /* a near name beats the loader's general hint */
-        if (st == BC_ERR_NOT_FOUND) hint_near_name(&ctx->loader, spec->name, err);
+        if (st == BC_ERR_NOT_FOUND) bc_loader_hint_near_name(&ctx->loader, spec->name, err);
         return st == BC_ERR_WRONG_KIND ? st : prefix_error(err, label); /* wrong kind names where already */
     }
     const bc_plugin_desc *d = out->plugin->desc;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h" /* bc_suggest */
 #include "host.h"
 
 #ifndef BENCHCTL_PLUGIN_RELATIVE_DIR
@@ -467,6 +468,15 @@ size_t bc_loader_names(const bc_loader *l, char ***out) {
         closedir(dir);
     }
     return n;
+}
+
+void bc_loader_hint_near_name(const bc_loader *l, const char *name, bc_error *err) {
+    char **names = NULL;
+    size_t n = bc_loader_names(l, &names);
+    const char *near = bc_suggest(name, (const char *const *)names, n);
+    if (near) bc_error_hint(err, "did you mean '%s'? ('benchctl plugins' lists what is found)", near);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
 }
 
 void bc_loader_free(bc_loader *l) {

@@ -76,6 +76,11 @@ void bc_loader_list(bc_loader *l, bc_loader_list_fn fn, void *ctx);
  * strings owned by the caller; returns the count (0 and NULL on no memory). */
 size_t bc_loader_names(const bc_loader *l, char ***out);
 
+/* After a BC_ERR_NOT_FOUND for name: sets err's hint to "did you mean ..."
+ * when a plugin with a near name is on the search path; leaves it alone
+ * otherwise. */
+void bc_loader_hint_near_name(const bc_loader *l, const char *name, bc_error *err);
+
 /* dlcloses every plugin and frees the loader. Safe on a zeroed loader. */
 void bc_loader_free(bc_loader *l);
 

@@ -604,14 +604,7 @@ static int cmd_plugins(const args *a) {
     }
     const bc_plugin *p;
     if (bc_loader_load(&l, a->file, 0, NULL, &p, &err) != BC_OK) {
-        if (err.code == BC_ERR_NOT_FOUND) {
-            char **names = NULL;
-            size_t n = bc_loader_names(&l, &names);
-            const char *near = bc_suggest(a->file, (const char *const *)names, n);
-            if (near) bc_error_hint(&err, "did you mean '%s'? ('benchctl plugins' lists what is found)", near);
-            for (size_t i = 0; i < n; i++) free(names[i]);
-            free(names);
-        }
+        if (err.code == BC_ERR_NOT_FOUND) bc_loader_hint_near_name(&l, a->file, &err);
         print_bc_error(&err);
         bc_loader_free(&l);
         return EXIT_USAGE;
