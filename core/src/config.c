@@ -31,6 +31,14 @@
 /* Largest matrix value: libconfig reads plain integers as 32-bit ints. */
 #define BC_CFG_MAX_SIZE 2147483647LL
 
+/* run.min_iterations / run.max_iterations: the largest value (the runner
+ * keeps every measured value of every case), and the defaults when only
+ * some of the adaptive keys are given. 6 is the fewest iterations the 95%
+ * interval of the median needs (stats.h, BC_MEDIAN_CI_MIN_N). */
+#define BC_CFG_MAX_ITERATIONS 100000
+#define BC_CFG_DEFAULT_MIN_ITERATIONS 6
+#define BC_CFG_DEFAULT_MAX_ITERATIONS 50
+
 /* ------------------------------------------------------------ suggestions */
 
 /* Optimal-string-alignment distance, case-insensitive; words longer than
@@ -290,6 +298,8 @@ static bc_status get_number(const bc_config *cfg, const config_setting_t *group,
 
 static int ok_temperature(double v) { return v >= 0.0; }
 static int ok_top_p(double v) { return v > 0.0 && v <= 1.0; }
+static int ok_rel_ci(double v) { return v > 0.0 && v <= 1.0; }
+static int ok_seconds(double v) { return v > 0.0; }
 
 /* ---------------------------------------------------------------- schema */
 
@@ -298,7 +308,8 @@ static const char *const k_top_keys[] = {"plugin_path", "backend", "precisions",
 static const char *const k_matrix_keys[] = {"batch_sizes", "samples_per_prompt", "prompt_lengths",
                                             "response_lengths"};
 static const char *const k_sampling_keys[] = {"temperature", "top_p", "top_k", "seed"};
-static const char *const k_run_keys[] = {"warmup", "iterations"};
+static const char *const k_run_keys[] = {"warmup", "iterations", "min_iterations", "max_iterations", "target_rel_ci",
+                                         "max_seconds_per_case"};
 static const char *const k_spec_keys[] = {"name", "settings"};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -474,6 +485,72 @@ static bc_status parse_plugin_path(bc_config *cfg, const config_setting_t *root,
     return BC_OK;
 }
 
+/* The run group: warmup, and the rule that stops a case's measured
+ * iterations: a fixed count (iterations) or adaptive (min_iterations,
+ * max_iterations, target_rel_ci); max_seconds_per_case caps either. */
+static bc_status parse_run(bc_config *cfg, const config_setting_t *root, bc_error *err) {
+    config_setting_t *run = NULL;
+    bc_status st = get_group(cfg, root, "run", "run", &run, err);
+    if (st) return st;
+    if (run && (st = check_keys(cfg, run, "run", k_run_keys, COUNT(k_run_keys), err))) return st;
+    long long v = 1;
+    if ((st = get_int_in(cfg, run, "warmup", "run.warmup", 0, UINT32_MAX, "an integer >= 0", &v, err))) return st;
+    cfg->warmup = (uint32_t)v;
+    v = 5;
+    if ((st = get_int_in(cfg, run, "iterations", "run.iterations", 1, UINT32_MAX, "an integer >= 1", &v, err)))
+        return st;
+    cfg->iterations = (uint32_t)v;
+    long long lo = 0, hi = 0;
+    if ((st = get_int_in(cfg, run, "min_iterations", "run.min_iterations", 1, BC_CFG_MAX_ITERATIONS,
+                         "an integer >= 1", &lo, err)) ||
+        (st = get_int_in(cfg, run, "max_iterations", "run.max_iterations", 1, BC_CFG_MAX_ITERATIONS,
+                         "an integer >= 1", &hi, err)))
+        return st;
+    cfg->target_rel_ci = cfg->max_seconds_per_case = NAN;
+    if ((st = get_number(cfg, run, "target_rel_ci", "run.target_rel_ci", ok_rel_ci,
+                         "a number in (0, 1], a fraction of the median (0.02 = 2%)", &cfg->target_rel_ci, err)) ||
+        (st = get_number(cfg, run, "max_seconds_per_case", "run.max_seconds_per_case", ok_seconds,
+                         "a number of seconds > 0", &cfg->max_seconds_per_case, err)))
+        return st;
+
+    const config_setting_t *it_s = run ? config_setting_get_member(run, "iterations") : NULL;
+    const config_setting_t *min_s = run ? config_setting_get_member(run, "min_iterations") : NULL;
+    const config_setting_t *max_s = run ? config_setting_get_member(run, "max_iterations") : NULL;
+    const config_setting_t *target_s = run ? config_setting_get_member(run, "target_rel_ci") : NULL;
+    const config_setting_t *adaptive_s = min_s ? min_s : max_s ? max_s : target_s;
+    cfg->adaptive = adaptive_s != NULL;
+    if (!cfg->adaptive) {
+        cfg->min_iterations = cfg->max_iterations = cfg->iterations;
+        return BC_OK;
+    }
+    char where[256];
+    const char *adaptive_key = min_s ? "min_iterations" : max_s ? "max_iterations" : "target_rel_ci";
+    if (it_s) {
+        char path[64];
+        snprintf(path, sizeof path, "run.%s", adaptive_key);
+        bc_cfg_locate(cfg, adaptive_s, path, where, sizeof where);
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, it_s, "run.iterations",
+                           "a fixed count, which contradicts run.%s (%s): give either iterations, or "
+                           "min_iterations/max_iterations/target_rel_ci for a count that adapts",
+                           adaptive_key, where);
+    }
+    if (!max_s) hi = lo > BC_CFG_DEFAULT_MAX_ITERATIONS ? lo : BC_CFG_DEFAULT_MAX_ITERATIONS;
+    if (!min_s) lo = hi < BC_CFG_DEFAULT_MIN_ITERATIONS ? hi : BC_CFG_DEFAULT_MIN_ITERATIONS;
+    if (lo > hi) {
+        bc_cfg_locate(cfg, max_s, "run.max_iterations", where, sizeof where);
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, min_s, "run.min_iterations",
+                           "must be <= run.max_iterations (%lld, %s) (got %lld)", hi, where, lo);
+    }
+    if (target_s && hi < BC_CFG_DEFAULT_MIN_ITERATIONS)
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, max_s, "run.max_iterations",
+                           "must be >= %d with run.target_rel_ci: the 95%% interval of the median needs %d "
+                           "iterations (got %lld)",
+                           BC_CFG_DEFAULT_MIN_ITERATIONS, BC_CFG_DEFAULT_MIN_ITERATIONS, hi);
+    cfg->min_iterations = (uint32_t)lo;
+    cfg->max_iterations = cfg->iterations = (uint32_t)hi;
+    return BC_OK;
+}
+
 /* Walks the whole tree; fills cfg. */
 static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error *err) {
     bc_status st = check_keys(cfg, root, "", k_top_keys, COUNT(k_top_keys), err);
@@ -537,16 +614,7 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
         return st;
     cfg->sampling.seed = (uint64_t)v;
 
-    config_setting_t *run = NULL;
-    if ((st = get_group(cfg, root, "run", "run", &run, err))) return st;
-    if (run && (st = check_keys(cfg, run, "run", k_run_keys, COUNT(k_run_keys), err))) return st;
-    v = 1;
-    if ((st = get_int_in(cfg, run, "warmup", "run.warmup", 0, UINT32_MAX, "an integer >= 0", &v, err))) return st;
-    cfg->warmup = (uint32_t)v;
-    v = 5;
-    if ((st = get_int_in(cfg, run, "iterations", "run.iterations", 1, UINT32_MAX, "an integer >= 1", &v, err)))
-        return st;
-    cfg->iterations = (uint32_t)v;
+    if ((st = parse_run(cfg, root, err))) return st;
 
     return parse_spec_list(cfg, root, "reporters", "console", 0, &cfg->reporters, &cfg->n_reporters, err);
 }

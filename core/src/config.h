@@ -46,7 +46,14 @@ typedef struct bc_config {
     uint32_t *response_lengths; size_t n_response_lengths;
 
     bc_sampling sampling;        /* defaults 0.0, 1.0, 0, 1234 */
-    uint32_t warmup, iterations; /* defaults 1, 5; iterations >= 1 */
+    uint32_t warmup, iterations; /* defaults 1, 5; iterations >= 1 (max_iterations when adaptive) */
+    /* The stop rule (docs/config.md, run.*): fixed (adaptive 0,
+     * min_iterations == max_iterations == iterations) or adaptive (any of
+     * run.min_iterations, max_iterations, target_rel_ci given). */
+    int adaptive;
+    uint32_t min_iterations, max_iterations;
+    double target_rel_ci;        /* NAN: not given */
+    double max_seconds_per_case; /* NAN: not given */
 
     void *cfg; /* opaque: the libconfig config_t, owned */
 

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "context.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "host.h"
 #include "matrix.h"
+#include "selection.h"
 #include "settings.h"
 
 /* snprintf for messages that may be cut short on purpose. */
@@ -101,8 +103,8 @@ static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args 
     return BC_OK;
 }
 
-/* Step 3: the matrix. */
-static bc_status build_cases(bc_context *ctx, bc_error *err) {
+/* Step 3: the matrix, and the cases the command line selects. */
+static bc_status build_cases(bc_context *ctx, const bc_context_args *a, bc_error *err) {
     size_t np = ctx->cfg.n_precisions, nc = ctx->cfg.n_cache_policies;
     const bc_precision_ops **pops = calloc(np + 1, sizeof *pops);
     const bc_cache_ops **cops = calloc(nc + 1, sizeof *cops);
@@ -125,6 +127,8 @@ static bc_status build_cases(bc_context *ctx, bc_error *err) {
     bc_status st = bc_matrix_build(&axes, &ctx->cases, &ctx->n_cases, err);
     free(pops), free(cops);
     if (st != BC_OK) return prefix_error(err, ctx->cfg.path);
+    ctx->n_matrix_cases = ctx->n_cases;
+    if ((st = bc_selection_apply(ctx->cases, &ctx->n_cases, a->cases, a->only, err)) != BC_OK) return st;
     ctx->checks = calloc(ctx->n_cases + 1, sizeof *ctx->checks);
     if (!ctx->checks) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
     return BC_OK;
@@ -194,7 +198,7 @@ static bc_status check_cases(bc_context *ctx, int allow_infeasible, bc_error *er
 }
 
 /* Step 6: the run report's header. */
-static bc_status fill_header(bc_context *ctx, bc_error *err) {
+static bc_status fill_header(bc_context *ctx, const bc_context_args *a, bc_error *err) {
     size_t n_all = 1 + ctx->cfg.n_precisions + ctx->cfg.n_cache_policies + ctx->cfg.n_reporters, k = 0;
     const bc_plugin **all = calloc(n_all, sizeof *all);
     if (!all) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
@@ -216,6 +220,13 @@ static bc_status fill_header(bc_context *ctx, bc_error *err) {
     run->backend_values = &ctx->backend.settings;
     run->warmup = ctx->cfg.warmup;
     run->iterations = ctx->cfg.iterations;
+    run->min_iterations = ctx->cfg.min_iterations;
+    run->max_iterations = ctx->cfg.max_iterations;
+    run->target_rel_ci = ctx->cfg.target_rel_ci;
+    run->max_seconds_per_case = ctx->cfg.max_seconds_per_case;
+    run->n_matrix_cases = (uint32_t)ctx->n_matrix_cases;
+    run->selected_cases = a->cases;
+    run->selected_only = a->only;
     run->sampling = &ctx->cfg.sampling;
     run->precisions = ctx->precision_names;
     run->n_precisions = (uint32_t)ctx->cfg.n_precisions;
@@ -227,10 +238,10 @@ static bc_status fill_header(bc_context *ctx, bc_error *err) {
 bc_status bc_context_open(bc_context *ctx, const bc_context_args *args, bc_error *err) {
     *ctx = (bc_context){0};
     bc_status st = load_config_and_plugins(ctx, args, err);
-    if (st == BC_OK) st = build_cases(ctx, err);
+    if (st == BC_OK) st = build_cases(ctx, args, err);
     if (st == BC_OK) st = create_backend(ctx, err);
     if (st == BC_OK) st = check_cases(ctx, args->allow_infeasible, err);
-    if (st == BC_OK) st = fill_header(ctx, err);
+    if (st == BC_OK) st = fill_header(ctx, args, err);
     return st;
 }
 
@@ -247,6 +258,10 @@ void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_ru
         .n_cases = ctx->n_cases,
         .warmup = ctx->cfg.warmup,
         .iterations = ctx->cfg.iterations,
+        .min_iterations = ctx->cfg.adaptive ? ctx->cfg.min_iterations : 0,
+        .max_iterations = ctx->cfg.adaptive ? ctx->cfg.max_iterations : 0,
+        .target_rel_ci = isnan(ctx->cfg.target_rel_ci) ? 0.0 : ctx->cfg.target_rel_ci,
+        .max_seconds_per_case = isnan(ctx->cfg.max_seconds_per_case) ? 0.0 : ctx->cfg.max_seconds_per_case,
         .reporters = reps,
         .n_reporters = ctx->cfg.n_reporters,
         .run = ctx->run,

@@ -6,7 +6,9 @@
  *   2. the plugins it names: loaded, their settings resolved against their
  *      tables, then each plugin's check_settings (paths exist, settings that
  *      contradict each other) -- for reporters, that their files can be made;
- *   3. the matrix: every case in requested order;
+ *   3. the matrix: every case in requested order, then the cases the
+ *      command line selects (--cases, --only: selection.h), each keeping
+ *      its matrix index;
  *   4. the backend instance: created (light: no weights) and described;
  *   5. every case checked by the backend's check_case (a prompt plus response
  *      longer than the model's positions, a precision it has no kernels for);
@@ -49,6 +51,8 @@ typedef struct bc_context_args {
     size_t n_sets;
     const char *reporters;           /* --reporter a,b, or NULL */
     int allow_infeasible;            /* plan: record case check failures instead of failing */
+    const char *cases;               /* --cases 3,5-7, or NULL: every case */
+    const char *only;                /* --only precision=bf16, or NULL */
 } bc_context_args;
 
 typedef struct bc_context {
@@ -57,8 +61,9 @@ typedef struct bc_context {
     bc_context_plugin backend;
     bc_context_plugin *precisions, *caches, *reporters; /* cfg.n_precisions, ... */
     const char **precision_names, **cache_names;        /* descriptor names, borrowed */
-    bc_case *cases;                                     /* requested order, owned */
+    bc_case *cases;                                     /* the selected cases, requested order, owned */
     size_t n_cases;
+    size_t n_matrix_cases;                              /* cases of the whole matrix */
     bc_case_check *checks;                              /* n_cases */
     size_t n_infeasible;
     void *backend_instance;                             /* created by the backend, destroyed in bc_context_free */

@@ -73,4 +73,5 @@ void bc_host_init(bc_host *host, const char *name) {
     host->output_check = host_output_check;
     host->stderr_is_tty = isatty(STDERR_FILENO);
     host->host_private = (void *)name;
+    host->log_level = g_log_level; /* set by main before any plugin loads */
 }

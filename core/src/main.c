@@ -1,7 +1,7 @@
 /* main.c: the benchctl command line.
  *
- *   benchctl run FILE [--set key=value]... [--reporter a,b] [-v] [-q]
- *   benchctl validate FILE [--set key=value]... [--reporter a,b]
+ *   benchctl run FILE [--set key=value]... [--reporter a,b] [--cases LIST] [--only FILTER] [-v] [-q]
+ *   benchctl validate FILE [--set key=value]... [--reporter a,b] [--cases LIST] [--only FILTER]
  *   benchctl plan FILE [--set key=value]...
  *   benchctl plugins [NAME]
  *   benchctl --help | --version | COMMAND --help
@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compare.h"
 #include "context.h"
 #include "host.h"
 #include "loader.h"
@@ -53,6 +54,7 @@ static const char *const usage_main =
     "  plan FILE       print the cases in execution order with their memory\n"
     "  plugins [NAME]  list the plugins found, or print NAME's settings\n"
     "  report RUN      render a saved run (JSON or journal) through reporters\n"
+    "  compare A B...  compare finished runs case by case, with statistics\n"
     "\n"
     "options:\n"
     "  -h, --help      this help (benchctl COMMAND --help: the command's)\n"
@@ -65,12 +67,16 @@ static const char *const usage_main =
     "A plugin may also be named by the path of its .so file.\n";
 
 static const char *const usage_run =
-    "usage: benchctl run FILE [--set key=value]... [--reporter a,b] [-v|--verbose] [-q|--quiet]\n"
+    "usage: benchctl run FILE [--set key=value]... [--reporter a,b] [--cases LIST] [--only FILTER]\n"
+    "                    [-v|--verbose] [-q|--quiet]\n"
     "\n"
     "Runs every case of FILE's matrix and writes the reports.\n"
     "  --set key=value   override a setting of FILE, e.g. --set run.iterations=3\n"
     "                    (value as libconfig reads it: 3, 0.5, \"text\", true, [1, 2])\n"
     "  --reporter a,b    use these reporters instead of FILE's\n"
+    "  --cases LIST      run only these cases (indexes as plan shows them), e.g. 3,5-7\n"
+    "  --only FILTER     run only the cases with these axis values, e.g.\n"
+    "                    precision=bf16,batch_size=4 (a repeated axis: any of its values)\n"
     "  -v, --verbose     log plugin info messages (twice: debug)\n"
     "  -q, --quiet       only errors\n"
     "Before the first case, FILE, every plugin's settings, the report paths and\n"
@@ -83,17 +89,17 @@ static const char *const usage_run =
     "2 usage, config, plugin or feasibility errors.\n";
 
 static const char *const usage_validate =
-    "usage: benchctl validate FILE [--set key=value]... [--reporter a,b]\n"
+    "usage: benchctl validate FILE [--set key=value]... [--reporter a,b] [--cases LIST] [--only FILTER]\n"
     "\n"
     "Checks FILE, loads every plugin it names, checks their settings (paths that\n"
     "must exist, report files that must be creatable), creates the backend\n"
-    "without loading weights and asks it whether every case can run.\n"
+    "without loading weights and asks it whether every (selected) case can run.\n"
     "Runs nothing. Exit status 0 when valid, 2 otherwise.\n";
 
 static const char *const usage_plan =
-    "usage: benchctl plan FILE [--set key=value]...\n"
+    "usage: benchctl plan FILE [--set key=value]... [--cases LIST] [--only FILTER]\n"
     "\n"
-    "Prints the cases in execution order: grouped by what the backend rebuilds\n"
+    "Prints the (selected) cases in execution order: grouped by what the backend rebuilds\n"
     "when it changes (the precision, for the OPT engine; 'build' marks each\n"
     "group's first case), largest effective batch first within a group, with\n"
     "the memory the backend says each needs and whether it can run.\n"
@@ -119,10 +125,10 @@ static const char *const usage_plugins =
 
 /* ------------------------------------------------------------- arguments */
 
-enum { CMD_RUN, CMD_VALIDATE, CMD_PLAN, CMD_PLUGINS, CMD_HELP, CMD_VERSION, CMD_REPORT };
+enum { CMD_RUN, CMD_VALIDATE, CMD_PLAN, CMD_PLUGINS, CMD_HELP, CMD_VERSION, CMD_REPORT, CMD_COMPARE };
 
 /* What each command takes besides -h/--help. */
-enum { OPT_SET = 1, OPT_REPORTER = 2, OPT_VERBOSITY = 4, OPT_OUTPUT = 8 };
+enum { OPT_SET = 1, OPT_REPORTER = 2, OPT_VERBOSITY = 4, OPT_OUTPUT = 8, OPT_SELECT = 16 };
 
 typedef struct command {
     const char *name;
@@ -132,11 +138,12 @@ typedef struct command {
 } command;
 
 static const command k_commands[] = {
-    {"run", CMD_RUN, OPT_SET | OPT_REPORTER | OPT_VERBOSITY, usage_run},
-    {"validate", CMD_VALIDATE, OPT_SET | OPT_REPORTER | OPT_VERBOSITY, usage_validate},
-    {"plan", CMD_PLAN, OPT_SET | OPT_VERBOSITY, usage_plan},
+    {"run", CMD_RUN, OPT_SET | OPT_REPORTER | OPT_VERBOSITY | OPT_SELECT, usage_run},
+    {"validate", CMD_VALIDATE, OPT_SET | OPT_REPORTER | OPT_VERBOSITY | OPT_SELECT, usage_validate},
+    {"plan", CMD_PLAN, OPT_SET | OPT_VERBOSITY | OPT_SELECT, usage_plan},
     {"plugins", CMD_PLUGINS, OPT_VERBOSITY, usage_plugins},
     {"report", CMD_REPORT, OPT_REPORTER | OPT_OUTPUT | OPT_VERBOSITY, usage_report},
+    {"compare", CMD_COMPARE, 0, bc_compare_usage}, /* parses its own options: see main() */
     {"help", CMD_HELP, 0, usage_main},
     {"version", CMD_VERSION, 0, usage_main},
 };
@@ -154,6 +161,8 @@ typedef struct args {
     size_t n_sets;
     const char *reporters;  /* --reporter */
     const char *output;     /* -o, --output */
+    const char *cases;      /* --cases */
+    const char *only;       /* --only */
     int verbose, quiet, help, version;
 } args;
 
@@ -161,7 +170,7 @@ typedef struct args {
 static const char *first_word(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--set") == 0 || strcmp(argv[i], "--reporter") == 0 || strcmp(argv[i], "-o") == 0 ||
-            strcmp(argv[i], "--output") == 0) {
+            strcmp(argv[i], "--output") == 0 || strcmp(argv[i], "--cases") == 0 || strcmp(argv[i], "--only") == 0) {
             i++;
             continue;
         }
@@ -193,7 +202,7 @@ static int parse_args(int argc, char **argv, args *a) {
         if (!a->cmd) {
             char msg[300];
             snprintf(msg, sizeof msg, "unknown command '%.200s'", word);
-            print_error(msg, "commands: run, validate, plan, plugins; see benchctl --help");
+            print_error(msg, "commands: run, validate, plan, plugins, report, compare; see benchctl --help");
             return EXIT_USAGE;
         }
     }
@@ -232,6 +241,22 @@ static int parse_args(int argc, char **argv, args *a) {
                 return EXIT_USAGE;
             }
             a->output = value;
+        } else if (strcmp(s, "--cases") == 0 || strcmp(s, "--only") == 0 || strncmp(s, "--cases=", 8) == 0 ||
+                   strncmp(s, "--only=", 7) == 0) {
+            int is_cases = strncmp(s, "--cases", 7) == 0;
+            const char *name = is_cases ? "--cases" : "--only";
+            if (refuse_option(a, OPT_SELECT, name)) return EXIT_USAGE;
+            const char *eq = strchr(s, '=');
+            const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            const char **slot = is_cases ? &a->cases : &a->only;
+            char msg[64];
+            snprintf(msg, sizeof msg, value ? "%s is given twice" : "%s needs a value", name);
+            if (!value || *slot) {
+                print_error(msg, is_cases ? "list every case in one, e.g. --cases 3,5-7"
+                                          : "give every condition in one, e.g. --only precision=bf16,batch_size=4");
+                return EXIT_USAGE;
+            }
+            *slot = value;
         } else if (s[0] == '-' && s[1] != '\0') {
             char msg[300];
             snprintf(msg, sizeof msg, "unknown option '%.200s'", s);
@@ -279,7 +304,7 @@ static int open_context(bc_context *ctx, const args *a, int allow_infeasible) {
         return EXIT_USAGE;
     }
     bc_context_args ca = {.file = a->file, .sets = a->sets, .n_sets = a->n_sets, .reporters = a->reporters,
-                          .allow_infeasible = allow_infeasible};
+                          .allow_infeasible = allow_infeasible, .cases = a->cases, .only = a->only};
     bc_error err = {0};
     bc_status st = bc_context_open(ctx, &ca, &err);
     if (st == BC_OK) return 0;
@@ -385,12 +410,21 @@ static int cmd_run(const args *a) {
     return exit_code;
 }
 
+/* " (of 16, selected)" when --cases or --only left out some cases, else "". */
+static const char *selected_of(const bc_context *ctx, char *buf, size_t n) {
+    buf[0] = '\0';
+    if (ctx->n_cases != ctx->n_matrix_cases) snprintf(buf, n, " (of %zu, selected)", ctx->n_matrix_cases);
+    return buf;
+}
+
 static int cmd_validate(const args *a) {
     bc_context ctx;
     int rc = open_context(&ctx, a, 0);
+    char of[64];
     if (!rc)
-        printf("%s: ok: %zu case%s; backend %s, %zu precision%s, %zu cache polic%s, %zu reporter%s\n", ctx.cfg.path,
-               ctx.n_cases, ctx.n_cases == 1 ? "" : "s", ctx.backend.plugin->desc->name, ctx.cfg.n_precisions,
+        printf("%s: ok: %zu case%s%s; backend %s, %zu precision%s, %zu cache polic%s, %zu reporter%s\n", ctx.cfg.path,
+               ctx.n_cases, ctx.n_cases == 1 ? "" : "s", selected_of(&ctx, of, sizeof of),
+               ctx.backend.plugin->desc->name, ctx.cfg.n_precisions,
                ctx.cfg.n_precisions == 1 ? "" : "s", ctx.cfg.n_cache_policies,
                ctx.cfg.n_cache_policies == 1 ? "y" : "ies", ctx.cfg.n_reporters, ctx.cfg.n_reporters == 1 ? "" : "s");
     bc_context_free(&ctx);
@@ -441,8 +475,21 @@ static int cmd_plan(const args *a) {
     const bc_backend_ops *ops = &ctx.backend.plugin->backend;
     uint32_t axes = bc_matrix_rebuild_axes(ops->rebuild_axes);
     bc_matrix_execution_order(ctx.cases, ctx.n_cases, axes, order);
-    printf("%zu case%s in execution order (backend %s, %u warmup + %u measured iterations each)\n", ctx.n_cases,
-           ctx.n_cases == 1 ? "" : "s", ctx.backend.plugin->desc->name, ctx.cfg.warmup, ctx.cfg.iterations);
+    char of[64], measured[160];
+    if (!ctx.cfg.adaptive)
+        snprintf(measured, sizeof measured, "%u measured iterations", ctx.cfg.iterations);
+    else if (isnan(ctx.cfg.target_rel_ci))
+        snprintf(measured, sizeof measured, "%u measured iterations", ctx.cfg.max_iterations);
+    else
+        snprintf(measured, sizeof measured, "%u to %u measured iterations, until the median total_ms is within +-%g%%",
+                 ctx.cfg.min_iterations, ctx.cfg.max_iterations, 100.0 * ctx.cfg.target_rel_ci);
+    if (!isnan(ctx.cfg.max_seconds_per_case)) {
+        size_t used = strlen(measured);
+        snprintf(measured + used, sizeof measured - used, ", at most %g s a case", ctx.cfg.max_seconds_per_case);
+    }
+    printf("%zu case%s%s in execution order (backend %s, %u warmup + %s each)\n", ctx.n_cases,
+           ctx.n_cases == 1 ? "" : "s", selected_of(&ctx, of, sizeof of), ctx.backend.plugin->desc->name,
+           ctx.cfg.warmup, measured);
     printf("%4s %5s %-5s %-10s %-10s %6s %7s %7s %8s %9s %11s %10s %10s  %s\n", "run", "case", "state", "precision",
            "cache", "batch", "samples", "prompt", "response", "eff_batch", "weights_MiB", "kv_MiB", "work_MiB", "check");
     size_t n_builds = 0;
@@ -642,6 +689,7 @@ static void print_version(void) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "compare") == 0) return bc_cmd_compare(argc - 1, argv + 1); /* its own options */
     args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc) {

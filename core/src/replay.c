@@ -76,6 +76,11 @@ static void replay_case(const bc_runfile *rf, const bc_runfile_case *c, bc_repla
         .device_free_after_bytes = c->device_free_after_bytes,
         .wall_ms = c->wall_ms,
         .rebuilt = c->rebuilt,
+        .total_ms_rel_ci = c->total_ms_rel_ci,
+        .load_avg_start = c->load_avg_start,
+        .load_avg_end = c->load_avg_end,
+        .cpu_steal_share = c->cpu_steal_share,
+        .stop_reason = c->stop_reason,
     };
     (void)rf;
 }
@@ -165,6 +170,13 @@ bc_status bc_replay_build(const bc_runfile *rf, bc_replay *rp, bc_error *err) {
     run->backend = &rp->backend;
     run->warmup = rf->warmup;
     run->iterations = rf->iterations;
+    run->min_iterations = rf->min_iterations; /* a file without "stopping" ran a fixed count */
+    run->max_iterations = rf->max_iterations;
+    run->target_rel_ci = rf->target_rel_ci;
+    run->max_seconds_per_case = rf->max_seconds_per_case;
+    run->n_matrix_cases = rf->has_selection && rf->n_matrix_cases ? rf->n_matrix_cases : (uint32_t)n;
+    run->selected_cases = rf->selected_cases;
+    run->selected_only = rf->selected_only;
     run->sampling = rf->has_sampling ? &rp->sampling : NULL;
     run->precisions = rp->precisions;
     run->n_precisions = np;

@@ -137,6 +137,17 @@ static bc_status read_header(bc_runfile *rf, const json_t *top, bc_error *err) {
     rf->ffn_size = get_int(shape, "ffn_size", -1);
     rf->vocab_size = get_int(shape, "vocab_size", -1);
     rf->max_positions = get_int(shape, "max_positions", -1);
+    rf->world_size = get_int(top, "world_size", -1);
+    const json_t *stopping = json_object_get(top, "stopping"), *selection = json_object_get(top, "selection");
+    rf->has_stopping = json_is_object(stopping);
+    rf->min_iterations = (uint32_t)get_int(stopping, "min_iterations", rf->iterations);
+    rf->max_iterations = (uint32_t)get_int(stopping, "max_iterations", rf->iterations);
+    rf->target_rel_ci = get_number(stopping, "target_rel_ci", NAN);
+    rf->max_seconds_per_case = get_number(stopping, "max_seconds_per_case", NAN);
+    rf->has_selection = json_is_object(selection);
+    rf->selected_cases = get_string(selection, "cases");
+    rf->selected_only = get_string(selection, "only");
+    rf->n_matrix_cases = (uint32_t)get_int(selection, "matrix_cases", 0);
 
     const json_t *settings = json_object_get(top, "backend_settings");
     if (json_is_object(settings)) {
@@ -288,6 +299,15 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
     out->device_free_before_bytes = get_int(mem, "device_free_before_bytes", -1);
     out->device_free_after_bytes = get_int(mem, "device_free_after_bytes", -1);
     out->rebuilt = json_is_true(json_object_get(c, "rebuilt"));
+    const char *reason = json_string_value(json_object_get(c, "stop_reason"));
+    out->stop_reason = BC_STOP_NONE;
+    for (int r = BC_STOP_FIXED; reason && r <= BC_STOP_FAILED; r++)
+        if (strcmp(reason, bc_stop_reason_name((bc_stop_reason)r)) == 0) out->stop_reason = (bc_stop_reason)r;
+    const json_t *load = json_object_get(ext, "host_load");
+    out->total_ms_rel_ci = get_number(ext, "total_ms_rel_ci", NAN);
+    out->load_avg_start = get_number(load, "load_avg_start", NAN);
+    out->load_avg_end = get_number(load, "load_avg_end", NAN);
+    out->cpu_steal_share = get_number(load, "cpu_steal_share", NAN);
     out->key = case_key(out, release);
     if (!out->message || !out->key) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
 
@@ -447,7 +467,8 @@ void bc_runfile_free(bc_runfile *rf) {
     char **strings[] = {&rf->path,          &rf->model,      &rf->device,       &rf->gpu,
                         &rf->driver,        &rf->backend,    &rf->benchctl_version, &rf->git_commit,
                         &rf->config_sha256, &rf->start_time, &rf->cpu_model,    &rf->cpu_kernels,
-                        &rf->hostname,      &rf->config_path, &rf->model_family};
+                        &rf->hostname,      &rf->config_path, &rf->model_family, &rf->selected_cases,
+                        &rf->selected_only};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
     for (size_t i = 0; i < rf->n_backend_settings; i++) {
         free(rf->backend_settings[i].name);

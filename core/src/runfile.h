@@ -65,10 +65,17 @@ typedef struct bc_runfile_case {
     int64_t weights_bytes, kv_cache_bytes, workspace_bytes, host_peak_bytes, device_peak_bytes, device_total_bytes;
     int64_t resident_bytes, peak_rss_bytes, device_free_before_bytes, device_free_after_bytes;
     int rebuilt;                                       /* 0 when unknown */
-    /* The case's identity across runs: its axis values and the backend
-     * settings that change the work, e.g.
-     * "batch_size=4 samples_per_prompt=2 prompt_length=128 response_length=32 precision=bf16 cache_policy=retain".
-     * Two runs' cases match when their keys are equal. */
+    /* Why its iterations stopped, its relative CI and the machine's load
+     * (ABI 2.1 keys: stop_reason, extended.total_ms_rel_ci, extended.host_load);
+     * BC_STOP_NONE and NAN when the file does not say. */
+    bc_stop_reason stop_reason;
+    double total_ms_rel_ci, load_avg_start, load_avg_end, cpu_steal_share;
+    /* The case's identity across runs: its axis values, its number format
+     * (the dtype, so a benchctl "bf16" case matches a DeepSpeed "bfloat16"
+     * one) and whether the cache was released, e.g.
+     * "batch_size=4 samples_per_prompt=2 prompt_length=128 response_length=32 dtype=bfloat16 cache=retain".
+     * Two runs' cases match when their keys are equal; backend settings are
+     * not part of it (compare lists the ones that differ). */
     char *key;
 } bc_runfile_case;
 
@@ -95,6 +102,14 @@ typedef struct bc_runfile {
     size_t n_cases;
     int complete;                        /* JSON: 1; journal: 1 when it has its "end" record */
     char warning[256];                   /* e.g. a torn last journal line that was skipped; "" if none */
+    int64_t world_size;                  /* top-level "world_size" (processes that ran the work); -1 when absent (compare) */
+    /* "stopping": the rule that stopped each case's iterations (has_stopping 0
+     * when absent: a fixed count of iterations), and "selection": the cases the
+     * command line chose (selected_* NULL and has_selection 0 when absent). */
+    int has_stopping, has_selection;
+    uint32_t min_iterations, max_iterations, n_matrix_cases;
+    double target_rel_ci, max_seconds_per_case; /* NAN: none */
+    char *selected_cases, *selected_only;
 } bc_runfile;
 
 /* Reads path (format decided by its contents). On failure returns a code

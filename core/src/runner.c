@@ -6,11 +6,14 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "eta.h"
 #include "host.h"
+#include "hostload.h"
 #include "matrix.h"
 
 const char *const bc_field_names[BC_N_FIELDS] = {
@@ -184,29 +187,179 @@ static void note_generation(bc_case_report *cr, const bc_generation_stats *g) {
     cr->prompt_max_tokens = g->prompt_max_tokens;
 }
 
-/* Marks case k skipped by an interrupt, with how far it got. */
-static void mark_interrupted(bc_run_result *res, size_t k, const char *during, uint32_t done, uint32_t total) {
+/* The stop rule's bounds: [lo, hi] measured iterations. */
+static void iteration_bounds(const bc_runner_config *cfg, uint32_t *lo, uint32_t *hi) {
+    if (cfg->max_iterations > 0) {
+        *hi = cfg->max_iterations;
+        *lo = cfg->min_iterations < 1 ? 1 : cfg->min_iterations > *hi ? *hi : cfg->min_iterations;
+    } else {
+        *lo = *hi = cfg->iterations;
+    }
+}
+
+/* Marks case k skipped by an interrupt, with how far it got (hi: the most
+ * measured iterations it could have run; 0 before they started). */
+static void mark_interrupted(const bc_runner_config *cfg, bc_run_result *res, size_t k, const char *during,
+                             uint32_t done, uint32_t hi) {
     res->cases[k].status = BC_CASE_SKIPPED;
     res->cases[k].error_code = BC_ERR_INTERRUPTED;
-    if (total)
-        set_message(res, k, "interrupted%s%s after %u of %u measured iterations", during[0] ? " " : "", during, done,
-                    total);
+    res->cases[k].stop_reason = BC_STOP_INTERRUPTED;
+    const char *sp = during[0] ? " " : "";
+    if (hi && cfg->max_iterations > 0)
+        set_message(res, k, "interrupted%s%s after %u measured iterations (at most %u)", sp, during, done, hi);
+    else if (hi)
+        set_message(res, k, "interrupted%s%s after %u of %u measured iterations", sp, during, done, hi);
     else
         set_message(res, k, "interrupted %s", during);
 }
 
+/* One open reporter. */
+typedef struct reporter_slot {
+    const bc_runner_reporter *r;
+    void *inst;     /* owned by the plugin; destroyed by the runner */
+    int open;       /* open succeeded */
+    int journaling; /* case_finished still called */
+    int progress;   /* iteration_finished still called */
+} reporter_slot;
+
+/* What the cases of one run share while it goes: the reporters, the report
+ * they see, the execution order and the cost model of the ETA. */
+typedef struct run_state {
+    const bc_runner_config *cfg;
+    bc_run_result *res;
+    reporter_slot *slots;
+    const bc_run_report *run; /* the finished cases so far */
+    const size_t *order;      /* execution order */
+    size_t position;          /* of the running case in order */
+    bc_eta eta;               /* fitted on the finished cases */
+} run_state;
+
+static void report_error(const bc_runner_config *cfg, bc_run_result *res, const reporter_slot *s, const char *hook,
+                         const bc_error *err) {
+    res->reporter_failed = 1;
+    if (!cfg->on_error) return;
+    const char *name = s->r->plugin->desc->name, *msg = err->message[0] ? err->message : "failed";
+    char line[1400];
+    snprintf(line, sizeof line, "%.500s%sreporter '%s': %s: %s", s->r->where ? s->r->where : "",
+             s->r->where ? ": " : "", name, hook, msg);
+    cfg->on_error(cfg->on_error_ctx, line);
+}
+
+/* Whether the stable rule applies (adaptive, with a target). */
+static int has_target(const bc_runner_config *cfg) { return cfg->max_iterations > 0 && cfg->target_rel_ci > 0; }
+
+/* Measured iterations a case not yet run is expected to take (eta.h). */
+static uint32_t expected_iterations(const bc_runner_config *cfg, const bc_eta *e) {
+    uint32_t lo, hi;
+    iteration_bounds(cfg, &lo, &hi);
+    return bc_eta_expected_iterations(e, lo, hi, has_target(cfg) ? lo : hi);
+}
+
+/* The modelled wall ms of case c from its start, with e (NAN without data). */
+static double predict_case_ms(const bc_runner_config *cfg, const bc_eta *e, const bc_case *c) {
+    double per = bc_eta_iteration_ms(e, bc_eta_units(e, c));
+    double ms = per * ((double)cfg->warmup + (double)expected_iterations(cfg, e));
+    if (cfg->max_seconds_per_case > 0 && ms > cfg->max_seconds_per_case * 1000.0 + per)
+        ms = cfg->max_seconds_per_case * 1000.0 + per;
+    return ms;
+}
+
+/* Seconds the cases at positions from..n-1 of the order should take, with e. */
+static double predict_rest_s(const run_state *rs, const bc_eta *e, size_t from) {
+    double ms = 0.0;
+    for (size_t i = from; i < rs->cfg->n_cases; i++) ms += predict_case_ms(rs->cfg, e, &rs->cfg->cases[rs->order[i]]);
+    return ms / 1000.0;
+}
+
+/* The ETA during the running case, after warmup_done + measured_done of its
+ * iterations took elapsed_ms (rel_ci: its CI so far): the case itself is a
+ * point of the fit, its remaining iterations at its own pace, then the cases
+ * after it. */
+static double eta_running(const run_state *rs, const bc_case *c, uint32_t warmup_done, uint32_t measured_done,
+                          double elapsed_ms, double rel_ci) {
+    const bc_runner_config *cfg = rs->cfg;
+    uint32_t done = warmup_done + measured_done, lo, hi;
+    if (done == 0) return NAN;
+    iteration_bounds(cfg, &lo, &hi);
+    bc_eta e = rs->eta;
+    double per = elapsed_ms / done;
+    bc_eta_add_point(&e, bc_eta_units(&e, c), per);
+    uint32_t expect = expected_iterations(cfg, &rs->eta);
+    if (has_target(cfg))
+        expect = bc_eta_iterations_to_target(measured_done, rel_ci, cfg->target_rel_ci, lo, hi, expect);
+    uint32_t left = cfg->warmup - warmup_done;
+    if (expect > measured_done) left += expect - measured_done;
+    else if (measured_done < hi) left += 1;
+    double case_ms = per * left;
+    if (cfg->max_seconds_per_case > 0 && elapsed_ms + case_ms > cfg->max_seconds_per_case * 1000.0 + per)
+        case_ms = cfg->max_seconds_per_case * 1000.0 + per - elapsed_ms;
+    if (case_ms < 0) case_ms = 0;
+    return case_ms / 1000.0 + predict_rest_s(rs, &e, rs->position + 1);
+}
+
+/* Tells the reporters that have iteration_finished about one iteration. */
+static void iteration_event(run_state *rs, const bc_case *c, int warmup, uint32_t iteration, const double *row,
+                            double elapsed_ms, double rel_ci) {
+    const bc_runner_config *cfg = rs->cfg;
+    int any = 0;
+    for (size_t r = 0; r < cfg->n_reporters && !any; r++) any = rs->slots[r].progress;
+    if (!any) return;
+    uint32_t lo, hi;
+    iteration_bounds(cfg, &lo, &hi);
+    bc_iteration_event ev = {
+        .struct_size = sizeof ev, .c = c, .position = (uint32_t)rs->position, .n_cases = (uint32_t)cfg->n_cases,
+        .warmup = warmup, .iteration = iteration,
+        .n_min = warmup ? cfg->warmup : lo, .n_max = warmup ? cfg->warmup : hi,
+        .values = row, .case_elapsed_ms = elapsed_ms, .rel_ci = rel_ci,
+        .eta_s = eta_running(rs, c, warmup ? iteration + 1 : cfg->warmup, warmup ? 0 : iteration + 1, elapsed_ms,
+                             rel_ci)};
+    for (size_t r = 0; r < cfg->n_reporters; r++) {
+        reporter_slot *s = &rs->slots[r];
+        if (!s->progress) continue;
+        bc_error rerr = {0};
+        if (s->r->plugin->reporter.iteration_finished(s->inst, rs->run, &ev, &rerr) != BC_OK) {
+            report_error(cfg, rs->res, s, "iteration_finished", &rerr);
+            s->progress = 0;
+        }
+    }
+}
+
+/* Why the measured iterations stop after the n-th, or BC_STOP_NONE to go on. */
+static bc_stop_reason stop_rule(const bc_runner_config *cfg, uint32_t n, double rel_ci, double elapsed_ms) {
+    uint32_t lo, hi;
+    iteration_bounds(cfg, &lo, &hi);
+    int adaptive = cfg->max_iterations > 0;
+    if (adaptive && cfg->target_rel_ci > 0 && n >= lo && rel_ci <= cfg->target_rel_ci) return BC_STOP_STABLE;
+    if (n >= hi) return adaptive ? BC_STOP_MAX_ITERATIONS : BC_STOP_FIXED;
+    if (cfg->max_seconds_per_case > 0 && elapsed_ms >= cfg->max_seconds_per_case * 1000.0) return BC_STOP_MAX_SECONDS;
+    return BC_STOP_NONE;
+}
+
+/* The relative CI of total_ms over case k's first n measured iterations. */
+static double case_rel_ci(const bc_run_result *res, size_t k, uint32_t n) {
+    bc_error err = {0};
+    return bc_stats_median_rel_ci(res->cases[k].values + BC_FIELD_TOTAL_MS, n, N_FIELDS, &err);
+}
+
 /* Runs case k (requested index) with the backend instance. */
-static void run_case(const bc_runner_config *cfg, bc_run_result *res, size_t k) {
+static void run_case(run_state *rs, size_t k) {
+    const bc_runner_config *cfg = rs->cfg;
+    bc_run_result *res = rs->res;
     const bc_backend_ops *ops = &cfg->backend->backend;
     void *inst = cfg->backend_instance;
     const bc_case *c = &cfg->cases[k];
     bc_case_report *cr = &res->cases[k];
-    double *values = res->values + k * (size_t)cfg->iterations * N_FIELDS;
+    double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+    double row[N_FIELDS];
     bc_error err = {0};
     iteration_out it_out = {0};
     const char *hook = NULL;
     bc_status st;
     int released = 0;
+    uint32_t lo, hi;
+    iteration_bounds(cfg, &lo, &hi);
+    bc_hostload load_start, load_end;
+    bc_hostload_read(&load_start);
     uint64_t t_case = bc_now_ns();
 
     cr->status = BC_CASE_OK;
@@ -215,13 +368,14 @@ static void run_case(const bc_runner_config *cfg, bc_run_result *res, size_t k) 
         goto done;
     }
     for (uint32_t w = 0; w < cfg->warmup; w++) {
-        st = one_iteration(cfg, inst, c, &released, NULL, &it_out, &err);
+        st = one_iteration(cfg, inst, c, &released, row, &it_out, &err);
         if (st != BC_OK) {
             hook = it_out.hook;
             goto done;
         }
+        if (!it_out.abandoned) iteration_event(rs, c, 1, w, row, ms_since(t_case), NAN);
         if (stop_level(cfg)) {
-            mark_interrupted(res, k, "during warmup", 0, 0);
+            mark_interrupted(cfg, res, k, "during warmup", 0, 0);
             goto done;
         }
     }
@@ -234,21 +388,27 @@ static void run_case(const bc_runner_config *cfg, bc_run_result *res, size_t k) 
         goto done;
     }
     cr->device_free_before_bytes = before.device_free_bytes;
-    for (uint32_t it = 0; it < cfg->iterations; it++) {
-        st = one_iteration(cfg, inst, c, &released, values + (size_t)it * N_FIELDS, &it_out, &err);
+    for (uint32_t it = 0; it < hi; it++) {
+        double *out = values + (size_t)it * N_FIELDS;
+        st = one_iteration(cfg, inst, c, &released, out, &it_out, &err);
         if (st != BC_OK) {
             hook = it_out.hook;
             goto done;
         }
         if (it_out.abandoned) {
-            for (int f = 0; f < N_FIELDS; f++) values[(size_t)it * N_FIELDS + f] = NAN;
-            mark_interrupted(res, k, "twice (the iteration in progress was abandoned),", it, cfg->iterations);
+            for (int f = 0; f < N_FIELDS; f++) out[f] = NAN;
+            mark_interrupted(cfg, res, k, "twice (the iteration in progress was abandoned),", it, hi);
             break;
         }
         cr->n_iterations = it + 1;
         note_generation(cr, &it_out.gen);
-        if (stop_level(cfg) && it + 1 < cfg->iterations) {
-            mark_interrupted(res, k, "", it + 1, cfg->iterations);
+        double elapsed = ms_since(t_case);
+        double rel = has_target(cfg) ? case_rel_ci(res, k, it + 1) : NAN;
+        iteration_event(rs, c, 0, it, out, elapsed, rel);
+        cr->stop_reason = stop_rule(cfg, it + 1, rel, elapsed);
+        if (cr->stop_reason != BC_STOP_NONE) break;
+        if (stop_level(cfg)) {
+            mark_interrupted(cfg, res, k, "", it + 1, hi);
             break;
         }
     }
@@ -269,40 +429,32 @@ done:
     if (st != BC_OK && hook) {
         cr->status = BC_CASE_FAILED;
         cr->error_code = st;
+        cr->stop_reason = BC_STOP_FAILED;
         set_message(res, k, "%s: %s", hook, err.message[0] ? err.message : "failed");
     }
     ops->end_case(inst);
     cr->wall_ms = ms_since(t_case);
+    bc_hostload_read(&load_end);
+    cr->load_avg_start = load_start.load_avg_1m;
+    cr->load_avg_end = load_end.load_avg_1m;
+    cr->cpu_steal_share = bc_hostload_steal_share(&load_start, &load_end);
+    cr->total_ms_rel_ci = case_rel_ci(res, k, cr->n_iterations);
     for (int f = 0; f < N_FIELDS; f++) {
         double *out = res->stats + ((size_t)k * N_FIELDS + (size_t)f) * BC_N_STATS;
         bc_stats_compute(values + f, cr->n_iterations, N_FIELDS, out, NULL); /* out is n = 0 on failure */
     }
 }
 
-/* One open reporter. */
-typedef struct reporter_slot {
-    const bc_runner_reporter *r;
-    void *inst;     /* owned by the plugin; destroyed by the runner */
-    int open;       /* open succeeded */
-    int journaling; /* case_finished still called */
-} reporter_slot;
-
-static void report_error(const bc_runner_config *cfg, bc_run_result *res, const reporter_slot *s, const char *hook,
-                         const bc_error *err) {
-    res->reporter_failed = 1;
-    if (!cfg->on_error) return;
-    const char *name = s->r->plugin->desc->name, *msg = err->message[0] ? err->message : "failed";
-    char line[1400];
-    snprintf(line, sizeof line, "%.500s%sreporter '%s': %s: %s", s->r->where ? s->r->where : "",
-             s->r->where ? ": " : "", name, hook, msg);
-    cfg->on_error(cfg->on_error_ctx, line);
-}
-
 static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
     size_t n = cfg->n_cases;
+    uint32_t lo, hi;
+    iteration_bounds(cfg, &lo, &hi);
     res->n_cases = n;
+    res->rows_per_case = hi; /* every case may run the most iterations the rule allows */
     res->cases = calloc(n ? n : 1, sizeof *res->cases);
-    res->values = calloc(n * (size_t)cfg->iterations * N_FIELDS + 1, sizeof *res->values);
+    if (n && (size_t)hi > SIZE_MAX / sizeof(double) / N_FIELDS / n)
+        return bc_error_set(err, BC_ERR_NOMEM, "runner: %zu cases x %u iterations do not fit in memory", n, hi);
+    res->values = calloc(n * (size_t)hi * N_FIELDS + 1, sizeof *res->values);
     res->stats = calloc(n * N_FIELDS * BC_N_STATS + 1, sizeof *res->stats);
     res->memory = calloc(n ? n : 1, sizeof *res->memory);
     res->messages = calloc(n ? n : 1, sizeof *res->messages);
@@ -315,7 +467,7 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
         cr->status = BC_CASE_SKIPPED;
         cr->error_code = BC_OK;
         cr->message = "";
-        cr->values = res->values + k * (size_t)cfg->iterations * N_FIELDS;
+        cr->values = res->values + k * (size_t)hi * N_FIELDS;
         cr->stats = res->stats + k * N_FIELDS * BC_N_STATS;
         cr->returned_response_length = -1;
         cr->prompt_width_tokens = cr->prompt_min_tokens = cr->prompt_max_tokens = -1;
@@ -326,6 +478,8 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
         cr->peak_rss_bytes = -1;
         cr->device_free_before_bytes = cr->device_free_after_bytes = -1;
         cr->wall_ms = NAN;
+        cr->stop_reason = BC_STOP_NONE;
+        cr->total_ms_rel_ci = cr->load_avg_start = cr->load_avg_end = cr->cpu_steal_share = NAN;
         for (size_t f = 0; f < N_FIELDS; f++) {
             double *s = res->stats + (k * N_FIELDS + f) * BC_N_STATS;
             s[BC_STAT_N] = 0.0;
@@ -349,6 +503,7 @@ static void open_reporters(const bc_runner_config *cfg, const bc_run_report *run
         }
         s->open = 1;
         s->journaling = 1;
+        s->progress = p->reporter.iteration_finished != NULL; /* NULL from a 2.0 plugin (loader.h) */
     }
 }
 
@@ -409,8 +564,16 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         return st;
     }
 
+    uint32_t lo, hi;
+    iteration_bounds(cfg, &lo, &hi);
     bc_run_report run = cfg->run;
     run.struct_size = sizeof run;
+    run.iterations = hi;
+    run.min_iterations = lo;
+    run.max_iterations = hi;
+    run.target_rel_ci = cfg->max_iterations > 0 && cfg->target_rel_ci > 0 ? cfg->target_rel_ci : NAN;
+    run.max_seconds_per_case = cfg->max_seconds_per_case > 0 ? cfg->max_seconds_per_case : NAN;
+    if (run.n_matrix_cases == 0) run.n_matrix_cases = (uint32_t)n;
     run.n_fields = N_FIELDS;
     run.field_names = bc_field_names;
     run.n_stats = BC_N_STATS;
@@ -420,26 +583,28 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.cases = finished;
     open_reporters(cfg, &run, slots, res);
 
-    double wall_sum_ms = 0.0;
-    uint32_t n_run = 0;
+    run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .order = order};
     for (size_t i = 0; i < n; i++) {
         size_t k = order[i];
-        res->cases[k].rebuilt = i == 0 || !bc_matrix_same_group(&cfg->cases[order[i - 1]], &cfg->cases[k], axes);
+        const bc_case *c = &cfg->cases[k];
+        res->cases[k].rebuilt = i == 0 || !bc_matrix_same_group(&cfg->cases[order[i - 1]], c, axes);
         res->n_rebuilds += (uint32_t)res->cases[k].rebuilt;
         if (stop_level(cfg)) {
             res->interrupted = 1;
-            mark_interrupted(res, k, "before the case started", 0, 0);
+            mark_interrupted(cfg, res, k, "before the case started", 0, 0);
+            res->cases[k].stop_reason = BC_STOP_NONE; /* it never ran */
             continue;
         }
-        double eta_s = n_run ? wall_sum_ms / n_run * (double)(n - i) / 1000.0 : NAN;
+        rs.position = i;
+        double eta_s = predict_rest_s(&rs, &rs.eta, i);
         for (size_t r = 0; r < cfg->n_reporters; r++)
             if (slots[r].open && slots[r].r->plugin->reporter.case_started)
-                slots[r].r->plugin->reporter.case_started(slots[r].inst, &cfg->cases[k], (uint32_t)i, (uint32_t)n,
-                                                          eta_s);
-        run_case(cfg, res, k);
+                slots[r].r->plugin->reporter.case_started(slots[r].inst, c, (uint32_t)i, (uint32_t)n, eta_s);
+        run_case(&rs, k);
         if (stop_level(cfg)) res->interrupted = 1;
-        wall_sum_ms += res->cases[k].wall_ms;
-        n_run++;
+        const bc_case_report *cr = &res->cases[k];
+        bc_eta_add(&rs.eta, bc_eta_units(&rs.eta, c), cfg->warmup, cr->n_iterations, cr->wall_ms,
+                   cr->prompt_width_tokens);
         done[k] = 1;
         run.n_cases = 0;
         for (size_t j = 0; j < n; j++)

@@ -7,11 +7,24 @@
  *   opens the reporters; runs the cases in execution order
  *   (bc_matrix_execution_order: grouped by the backend's rebuild_axes,
  *   largest effective batch first within a group); per case:
- *   begin_case; `warmup` iterations (not recorded); reset the high-water marks
- *   (backend reset_peak_memory, process peak RSS via /proc/self/clear_refs);
- *   `iterations` measured iterations; read memory (after the last
- *   iteration's cache policy ran: what the backend holds between rollouts);
- *   end_case (always called once begin_case was called, also after a failure).
+ *   read the host's load (hostload.h); begin_case; `warmup` iterations (not
+ *   recorded); reset the high-water marks (backend reset_peak_memory,
+ *   process peak RSS via /proc/self/clear_refs); measured iterations until
+ *   the stop rule says (below); read memory (after the last iteration's
+ *   cache policy ran: what the backend holds between rollouts); end_case
+ *   (always called once begin_case was called, also after a failure); read
+ *   the host's load again (load average at both ends, steal share between).
+ * The stop rule, checked after each measured iteration n (1-based), first
+ * match wins (the reason goes in the case report's stop_reason):
+ *   stable          adaptive, target_rel_ci > 0, n >= min_iterations and
+ *                   total_ms_rel_ci <= target_rel_ci (needs n >= 6, stats.h)
+ *   fixed / max_iterations   n reached iterations (fixed) or max_iterations
+ *   max_seconds     max_seconds_per_case > 0 and the case's wall time,
+ *                   begin_case and warmup included, reached it (so at least
+ *                   one measured iteration always runs; the cap wins over
+ *                   min_iterations)
+ *   interrupted     *stop is set (below)
+ * A hook failure stops the case with stop_reason failed.
  * One iteration:
  *   [cache_acquire, if the previous iteration released the cache]
  *   expand_prompts, generate, post_process
@@ -34,10 +47,13 @@
  * its measured iterations and is marked skipped, the remaining cases are
  * skipped, and the reporters are still closed with every case.
  * Reporters: open before the first case; case_started in execution order with
- * an ETA (mean case wall time so far x cases left; NaN before the first);
- * case_finished after each case (run->cases = the finished cases in requested
- * order); close with every case in requested order; destroy. A failing
- * reporter is reported through on_error and the others carry on.
+ * an ETA (eta.h: a cost model fitted on the cases finished so far; NaN
+ * before the first); iteration_finished (since ABI 2.1, when the reporter
+ * has it) after every completed iteration, warmup ones flagged, with the
+ * ETA updated from the running case too; case_finished after each case
+ * (run->cases = the finished cases in requested order); close with every
+ * case in requested order; destroy. A failing reporter is reported through
+ * on_error and the others carry on.
  */
 #ifndef BENCHCTL_RUNNER_H
 #define BENCHCTL_RUNNER_H
@@ -85,14 +101,22 @@ typedef struct bc_runner_config {
     const bc_plugin *backend;
     void *backend_instance;      /* created and described by the caller, destroyed by it after bc_run */
     const char *backend_where;   /* "bench.cfg:7", prefixed to prepare errors; may be NULL */
-    const bc_case *cases;        /* requested order (case.index == position) */
+    const bc_case *cases;        /* requested order (case.index: position in the whole matrix) */
     size_t n_cases;
-    uint32_t warmup, iterations;
+    uint32_t warmup;
+    uint32_t iterations;         /* the fixed count, when max_iterations is 0 */
+    /* Adaptive iterations when max_iterations > 0: at least min_iterations
+     * (>= 1), at most max_iterations, stopping early once stable when
+     * target_rel_ci > 0 (see the stop rule above). */
+    uint32_t min_iterations, max_iterations;
+    double target_rel_ci;
+    double max_seconds_per_case; /* > 0: caps a case's wall time (fixed or adaptive) */
     const bc_runner_reporter *reporters;
     size_t n_reporters;
     /* The run report's header (context.c fills it, including backend). The
      * runner fills n_fields, field_names, n_stats, stat_names, n_cases,
-     * case_report_size and cases. */
+     * case_report_size, cases, the stop rule's fields (iterations,
+     * min_iterations, ...) and, when 0, n_matrix_cases (= n_cases). */
     bc_run_report run;
     volatile sig_atomic_t *stop; /* may be NULL */
     /* Called with a one-line message when a reporter fails; may be NULL. */
@@ -104,7 +128,8 @@ typedef struct bc_runner_config {
 typedef struct bc_run_result {
     bc_case_report *cases;   /* requested order, n_cases */
     size_t n_cases;
-    double *values;          /* n_cases x iterations x BC_N_FIELDS; each case report points into it */
+    uint32_t rows_per_case;  /* the most measured iterations a case may run */
+    double *values;          /* n_cases x rows_per_case x BC_N_FIELDS; each case report points into it */
     double *stats;           /* n_cases x BC_N_FIELDS x BC_N_STATS */
     bc_memory_stats *memory; /* n_cases; case report k's memory */
     char **messages;         /* n_cases, each case report's message */

@@ -59,3 +59,42 @@ bc_status bc_stats_compute(const double *values, size_t count, size_t stride, do
     free(sorted);
     return BC_OK;
 }
+
+size_t bc_stats_median_ci(const double *sorted, size_t n, double *lo, double *hi) {
+    *lo = *hi = NAN;
+    if (n < BC_MEDIAN_CI_MIN_N) return 0;
+    /* P(B <= j) summed from j = 0 with the pmf in logs (2^-n underflows for
+     * large n): log pmf(0) = -n ln 2, pmf(j + 1) = pmf(j) (n - j) / (j + 1).
+     * k grows while the two tails outside [k, n + 1 - k] stay within 5%. */
+    double log_pmf = -(double)n * log(2.0), cdf = 0.0;
+    size_t k = 0;
+    for (size_t j = 0; j < n / 2; j++) {
+        cdf += exp(log_pmf); /* P(B <= j) */
+        if (2.0 * cdf > 0.05) break;
+        k = j + 1; /* coverage of [x(j+1), x(n-j)] is 1 - 2 P(B <= j) >= 0.95 */
+        log_pmf += log((double)(n - j) / (double)(j + 1));
+    }
+    if (k == 0) return 0;
+    *lo = sorted[k - 1];
+    *hi = sorted[n - k];
+    return k;
+}
+
+double bc_stats_median_rel_ci(const double *values, size_t count, size_t stride, bc_error *err) {
+    double *sorted = malloc((count ? count : 1) * sizeof *sorted); /* owned here, freed below */
+    if (!sorted) {
+        bc_error_set(err, BC_ERR_NOMEM, "statistics: out of memory for %zu values", count);
+        return NAN;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++)
+        if (!isnan(values[i * stride])) sorted[n++] = values[i * stride];
+    double rel = NAN, lo, hi;
+    if (n >= BC_MEDIAN_CI_MIN_N) {
+        qsort(sorted, n, sizeof *sorted, cmp_double);
+        double median = (n % 2) ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+        if (bc_stats_median_ci(sorted, n, &lo, &hi) && median != 0.0) rel = 0.5 * (hi - lo) / fabs(median);
+    }
+    free(sorted);
+    return rel;
+}

@@ -47,4 +47,22 @@ bc_status bc_stats_compute(const double *values, size_t count, size_t stride, do
  * n >= 1: sorted[max(0, ceil(q n / 100) - 1)]. */
 double bc_stats_nearest_rank(const double *sorted, size_t n, unsigned q);
 
+/* The fewest values bc_stats_median_ci can give an interval for. */
+#define BC_MEDIAN_CI_MIN_N 6
+
+/* The distribution-free 95% confidence interval of the median of sorted[n]
+ * (ascending): [sorted[k-1], sorted[n-k]] (k 1-based) for the largest k
+ * whose coverage, 1 - 2 P(B <= k - 1) with B ~ Binomial(n, 1/2), is at least
+ * 0.95. It assumes only independent draws from one continuous distribution.
+ * The smallest n with such a k is BC_MEDIAN_CI_MIN_N (k = 1, coverage
+ * 1 - 2/64). Returns k, or 0 (lo and hi NAN) when n is too small. */
+size_t bc_stats_median_ci(const double *sorted, size_t n, double *lo, double *hi);
+
+/* Half the width of that interval divided by the median (interpolated, as
+ * p50), over values[0], values[stride], ... (NaN values left out): the
+ * relative precision run.target_rel_ci is compared with. NAN when fewer than
+ * BC_MEDIAN_CI_MIN_N values were measured or the median is 0; BC_ERR_NOMEM
+ * in err (and NAN) when scratch memory runs out. */
+double bc_stats_median_rel_ci(const double *values, size_t count, size_t stride, bc_error *err);
+
 #endif

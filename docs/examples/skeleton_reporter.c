@@ -72,6 +72,7 @@ typedef struct skeleton {
     const char *path;    /* host-owned setting strings; valid until destroy */
     const char *field;
     uint32_t n_finished; /* cases finished so far (case_finished) */
+    uint64_t n_measured; /* measured iterations seen (iteration_finished) */
 } skeleton;
 
 /* -------------------------------------------------------------- helpers */
@@ -178,6 +179,25 @@ static bc_status skeleton_case_finished(void *instance, const bc_run_report *run
     return BC_OK;
 }
 
+/* iteration_finished: OPTIONAL (since ABI 2.1; NULL: not called, and a
+ * host older than 2.1 never calls it). One iteration of the running case
+ * finished, warmup ones included (ev->warmup): ev->values holds its
+ * run->n_fields values, ev->n_min / n_max the fewest and most measured
+ * iterations the host's stop rule may run, ev->rel_ci the rule's figure so
+ * far, ev->eta_s the host's estimate of the time left. For progress
+ * displays; it runs between timed iterations, so it must be quick. Fields
+ * added to the event after 2.1 are read only under BC_HAS(ev,
+ * bc_iteration_event, field). A failure is reported by the host, which then
+ * stops calling this hook. */
+static bc_status skeleton_iteration_finished(void *instance, const bc_run_report *run, const bc_iteration_event *ev,
+                                             bc_error *err) {
+    skeleton *sk = instance;
+    (void)run;
+    (void)err;
+    if (!ev->warmup) sk->n_measured++;
+    return BC_OK;
+}
+
 /* close: REQUIRED. Every case is done (or skipped after an interrupt);
  * run->cases holds all of them in requested order. Write the output here,
  * through the host's output files: output_open writes to a temporary file
@@ -212,6 +232,7 @@ static const bc_reporter_ops skeleton_ops = {
     .case_finished = skeleton_case_finished,
     .close = skeleton_close,
     .destroy = skeleton_destroy,
+    .iteration_finished = skeleton_iteration_finished,
 };
 
 /* The descriptor: BC_PLUGIN_DESC_HEADER fills magic, ABI version and size,

@@ -78,9 +78,7 @@ void bc_jw_end_object(bc_jw *w) { end(w, '}'); }
 void bc_jw_begin_array(bc_jw *w) { begin(w, '['); }
 void bc_jw_end_array(bc_jw *w) { end(w, ']'); }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if s does not start
- * one (overlong forms, surrogates and values above U+10FFFF are invalid). */
-static size_t utf8_seq_len(const unsigned char *s) {
+size_t bc_utf8_seq_len(const unsigned char *s) {
     unsigned char c = s[0];
     if (c < 0x80) return 1;
     if (c >= 0xC2 && c <= 0xDF) return (s[1] & 0xC0) == 0x80 ? 2 : 0;
@@ -119,9 +117,9 @@ static void put_escaped(bc_jw *w, const char *s) {
             p++;
             continue;
         }
-        /* The NUL terminator stops utf8_seq_len from reading past the end:
+        /* The NUL terminator stops bc_utf8_seq_len from reading past the end:
          * a continuation check fails on it first. */
-        size_t n = utf8_seq_len(p);
+        size_t n = bc_utf8_seq_len(p);
         if (n == 0) {
             puts_(w, "\\ufffd");
             p++;

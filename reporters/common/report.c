@@ -33,3 +33,14 @@ bc_case_counts bc_count_cases(const bc_run_report *run) {
     }
     return n;
 }
+
+const char *bc_case_stop_reason(const bc_run_report *run, const bc_case_report *cr) {
+    bc_stop_reason r = BC_CASE_FIELD(run, cr, stop_reason, BC_STOP_NONE);
+    return r == BC_STOP_NONE ? NULL : bc_stop_reason_name(r);
+}
+
+int bc_case_unstable(const bc_run_report *run, const bc_case_report *cr, double max_cv, double max_steal) {
+    double cv = bc_case_stat(run, cr, bc_run_field_index(run, "total_ms"), bc_run_stat_index(run, "cv"));
+    double steal = BC_CASE_FIELD(run, cr, cpu_steal_share, NAN);
+    return (isfinite(cv) && cv > max_cv) || (isfinite(steal) && steal > max_steal);
+}

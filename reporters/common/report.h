@@ -25,6 +25,25 @@
 #define BC_CASE_MEMORY(cr, field) \
     ((cr)->memory && BC_HAS((cr)->memory, bc_memory_stats, field) ? (cr)->memory->field : (int64_t)-1)
 
+/* cr->field when the host's case reports hold it (their element size,
+ * run->case_report_size, reaches past it), else unknown: how a reporter
+ * reads a case field added after 2.0 and still runs in an older host. */
+#define BC_CASE_FIELD(run, cr, field, unknown) \
+    (BC_ELEM_HAS((run)->case_report_size, bc_case_report, field) ? (cr)->field : (unknown))
+
+/* run->field when the host's run report holds it, else unknown. */
+#define BC_RUN_FIELD(run, field, unknown) (BC_HAS((run), bc_run_report, field) ? (run)->field : (unknown))
+
+/* The name of why cr's measured iterations stopped ("fixed", "stable",
+ * "max_iterations", "max_seconds", "interrupted", "failed"), or NULL when
+ * the case never reached them or the host does not say (an older host). */
+const char *bc_case_stop_reason(const bc_run_report *run, const bc_case_report *cr);
+
+/* Whether cr's numbers look noisy: the coefficient of variation of its
+ * total_ms above max_cv, or the CPU steal share while it ran above
+ * max_steal (each ignored when unknown). */
+int bc_case_unstable(const bc_run_report *run, const bc_case_report *cr, double max_cv, double max_steal);
+
 /* "ok", "failed" or "skipped" ("unknown" for a status from a newer minor). */
 const char *bc_case_status_name(bc_case_status s);
 

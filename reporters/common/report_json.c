@@ -2,6 +2,7 @@
  * report_json.h and docs/reporters.md). */
 #include "report_json.h"
 
+#include <math.h>
 #include <string.h>
 
 static int starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
@@ -113,6 +114,36 @@ static void write_plugins(bc_jw *w, const bc_run_report *run) {
     bc_jw_end_array(w);
 }
 
+/* The rule that stopped each case's measured iterations (a fixed count:
+ * min_iterations == max_iterations, target_rel_ci null); null from a host
+ * before 2.1. */
+static void write_stopping(bc_jw *w, const bc_run_report *run) {
+    if (!BC_HAS(run, bc_run_report, max_seconds_per_case)) {
+        bc_jw_null(w);
+        return;
+    }
+    bc_jw_begin_object(w);
+    bc_jw_key_uint(w, "min_iterations", run->min_iterations);
+    bc_jw_key_uint(w, "max_iterations", run->max_iterations);
+    bc_jw_key_double(w, "target_rel_ci", run->target_rel_ci);
+    bc_jw_key_double(w, "max_seconds_per_case", run->max_seconds_per_case);
+    bc_jw_end_object(w);
+}
+
+/* null when every case of the matrix ran, else how the command line chose. */
+static void write_selection(bc_jw *w, const bc_run_report *run) {
+    const char *cases = BC_RUN_FIELD(run, selected_cases, NULL), *only = BC_RUN_FIELD(run, selected_only, NULL);
+    if (!cases && !only) {
+        bc_jw_null(w);
+        return;
+    }
+    bc_jw_begin_object(w);
+    bc_jw_key_string(w, "cases", cases);
+    bc_jw_key_string(w, "only", only);
+    bc_jw_key_uint(w, "matrix_cases", BC_RUN_FIELD(run, n_matrix_cases, 0));
+    bc_jw_end_object(w);
+}
+
 void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run) {
     bc_jw_key_string(w, "benchctl_version", run->benchctl_version);
     bc_jw_key_string(w, "git_commit", run->git_commit);
@@ -142,6 +173,10 @@ void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run) {
     string_list(w, run->stat_names, run->n_stats);
     bc_jw_key(w, "plugins");
     write_plugins(w, run);
+    bc_jw_key(w, "stopping");
+    write_stopping(w, run);
+    bc_jw_key(w, "selection");
+    write_selection(w, run);
 }
 
 /* {"name": value, ...} for the statistics called names[0..n-1], looked up
@@ -217,10 +252,22 @@ static void write_memory(bc_jw *w, const bc_case_report *cr) {
     bc_jw_end_object(w);
 }
 
+/* How busy the machine was around the case; null where unknown. */
+static void write_host_load(bc_jw *w, const bc_run_report *run, const bc_case_report *cr) {
+    bc_jw_begin_object(w);
+    bc_jw_key_double(w, "load_avg_start", BC_CASE_FIELD(run, cr, load_avg_start, NAN));
+    bc_jw_key_double(w, "load_avg_end", BC_CASE_FIELD(run, cr, load_avg_end, NAN));
+    bc_jw_key_double(w, "cpu_steal_share", BC_CASE_FIELD(run, cr, cpu_steal_share, NAN));
+    bc_jw_end_object(w);
+}
+
 static void write_extended(bc_jw *w, const bc_run_report *run, const bc_case_report *cr) {
     bc_jw_begin_object(w);
     bc_jw_key_uint(w, "n_iterations", cr->n_iterations);
+    bc_jw_key_double(w, "total_ms_rel_ci", BC_CASE_FIELD(run, cr, total_ms_rel_ci, NAN));
     bc_jw_key_double(w, "wall_ms", cr->wall_ms);
+    bc_jw_key(w, "host_load");
+    write_host_load(w, run, cr);
     bc_jw_key_uint(w, "effective_batch", bc_case_effective_batch(cr->c));
     bc_jw_key(w, "stats");
     write_all_stats(w, run, cr);
@@ -257,6 +304,7 @@ void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, in
     bc_jw_key_bool(w, "release_inference_cache", c->release_cache);
     bc_jw_key_bool(w, "rebuilt", cr->rebuilt != 0);
     bc_jw_key_string(w, "status", bc_case_status_name(cr->status));
+    bc_jw_key_string(w, "stop_reason", bc_case_stop_reason(run, cr));
     bc_jw_key_string(w, "error_code", cr->error_code != BC_OK ? bc_status_name(cr->error_code) : NULL);
     bc_jw_key_string(w, "message", cr->message ? cr->message : "");
     bc_jw_key(w, "extended");

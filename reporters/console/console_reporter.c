@@ -1,45 +1,82 @@
 /* console_reporter.c: the "console" reporter plugin. At close it writes two
  * readable, aligned tables of every case (requested order) to the host
- * output "path" (default "-", standard output through the host): what ran
- * and how long it took, then where the time went (time to first token,
- * decode ms per token, prefill and decode throughput). Every number is
- * looked up by field and statistic name, so a host without one shows "-".
- * While the run goes, and only when standard error is a terminal, it keeps
- * one progress line on stderr, redrawn with \r and cleared before the table:
- *   [2/8] B=4 x4 prompt=128 resp=128 bf16 retain  ETA 1m23s
- * When stderr is not a terminal it prints nothing while running (with
- * verbose = true, one plain line per case on stderr), so pipes stay clean.
+ * output "path" (default "-", standard output through the host): what ran,
+ * how long it took, how many iterations and why they stopped, how noisy
+ * they were (the coefficient of variation of total_ms, with a mark and a
+ * footnote for unstable cases), then where the time went (time to first
+ * token, decode ms per token, prefill and decode throughput) and how busy
+ * the machine was (load average, CPU steal). Every number is looked up by
+ * field and statistic name, so a host without one shows "-".
+ *
+ * While the run goes (progress = true, and not with -q):
+ *   - on a terminal, one progress line on stderr, redrawn in place with \r
+ *     and erase-line as cases start and iterations finish (at most ten
+ *     times a second), cut to the terminal's width (TIOCGWINSZ, else
+ *     $COLUMNS, else 80) so it never wraps, and cleared before the tables:
+ *       [2/8] B=4 x4 prompt=128 resp=128 bf16 retain  it 5/10  ETA 1m23s  elapsed 42s  last 812.3 tok/s
+ *     (adaptive: "it 7 (max 50)  ETA 1m23s  ci +-2.3%"). When it does not
+ *     fit, last and elapsed go first, then the case's description is cut
+ *     short, then the ci, the ETA and the iteration.
+ *   - otherwise (a CI log, a pipe), one plain line per finished case:
+ *       benchctl: [2/8] done: B=4 x4 prompt=128 resp=128 bf16 retain: 812.3 tok/s, 10 iterations (stable), cv 1.2%
+ *       benchctl: [3/8] failed: B=8 x1 prompt=32 resp=8 fp32 release (out of memory)
+ *     (the failure's message comes once, grouped, at the end of the run) and,
+ *     with verbose = true, a line as each case starts.
  *
  * Settings:
- *   progress  bool, default true: the TTY progress line
- *   verbose   bool, default false: one plain stderr line per case when not a TTY
- *   path      output for the tables, default "-"
+ *   progress        bool, default true: the progress line or per-case lines
+ *   verbose         bool, default false: also a line per case start when not a TTY
+ *   path            output for the tables, default "-"
+ *   unstable_cv     float, default 0.05: cv of total_ms above it marks a case unstable
+ *   unstable_steal  float, default 0.02: CPU steal share above it marks a case unstable
  */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "benchctl/plugin.h"
 #include "report.h"
 #include "report_file.h"
 
-enum { SET_PROGRESS = 0, SET_VERBOSE, SET_PATH, SET_COUNT };
+enum { SET_PROGRESS = 0, SET_VERBOSE, SET_PATH, SET_UNSTABLE_CV, SET_UNSTABLE_STEAL, SET_COUNT };
 
 static const bc_setting_desc console_settings[SET_COUNT] = {
     [SET_PROGRESS] = {.name = "progress", .type = BC_SETTING_BOOL, .default_int = 1,
-                      .help = "show a progress line with an ETA on stderr when it is a terminal"},
+                      .help = "progress on stderr: a live line on a terminal, else a line per finished case"},
     [SET_VERBOSE] = {.name = "verbose", .type = BC_SETTING_BOOL, .default_int = 0,
-                     .help = "when stderr is not a terminal, print one plain line per case on it"},
+                     .help = "when stderr is not a terminal, also print a line as each case starts"},
     [SET_PATH] = {.name = "path", .type = BC_SETTING_STRING, .default_string = "-",
                   .help = "where the final tables go; \"-\" is stdout"},
+    [SET_UNSTABLE_CV] = {.name = "unstable_cv", .type = BC_SETTING_FLOAT, .default_float = 0.05, .has_range = 1,
+                         .min = 0.0, .max = 10.0,
+                         .help = "a case whose total_ms varies more than this (stddev / mean) is marked unstable"},
+    [SET_UNSTABLE_STEAL] = {.name = "unstable_steal", .type = BC_SETTING_FLOAT, .default_float = 0.02,
+                            .has_range = 1, .min = 0.0, .max = 1.0,
+                            .help = "a case during which the hypervisor stole more than this share of the CPU "
+                                    "time is marked unstable"},
 };
+
+/* Redraws of the progress line, at most one per this many ns (case starts always draw). */
+#define REDRAW_NS 100000000ull
 
 typedef struct console_reporter {
     const bc_host *host; /* not owned */
-    int progress, verbose;
+    int progress, verbose, quiet;
+    double unstable_cv, unstable_steal;
     const char *path;    /* host-owned setting, lives until destroy */
     int line_drawn;      /* a progress line is on stderr and must be cleared */
+    uint64_t t_open_ns, last_draw_ns;
+    /* The running case, as the progress shows it. */
+    uint32_t position, n_cases;
+    char desc[128];      /* "B=4 x4 prompt=128 resp=128 bf16 retain" */
+    char iteration[48];  /* "warmup 1/2", "it 5/10", "it 7 (max 50)" */
+    char ci[32];         /* "ci +-2.3%" while an adaptive case converges */
+    double eta_s;
+    double last_tps;     /* mean tokens/s of the last case that finished ok, NAN before */
 } console_reporter;
 
 /* check_settings: the output path must be writable (host->output_check;
@@ -47,6 +84,8 @@ typedef struct console_reporter {
 static bc_status console_check_settings(const bc_host *host, const bc_settings *settings, bc_error *err) {
     return bc_report_check_output(host, "console", bc_setting_at(settings, SET_PATH)->s, err);
 }
+
+static uint64_t now_ns(const console_reporter *r) { return r->host->now_ns ? r->host->now_ns() : 0; }
 
 static bc_status console_open(const bc_host *host, const bc_settings *settings, const bc_run_report *run,
                               void **out_instance, bc_error *err) {
@@ -59,17 +98,24 @@ static bc_status console_open(const bc_host *host, const bc_settings *settings, 
     r->progress = bc_setting_at(settings, SET_PROGRESS)->i != 0;
     r->verbose = bc_setting_at(settings, SET_VERBOSE)->i != 0;
     r->path = path;
+    r->unstable_cv = bc_setting_at(settings, SET_UNSTABLE_CV)->f;
+    r->unstable_steal = bc_setting_at(settings, SET_UNSTABLE_STEAL)->f;
+    /* -q: a host from 2.1 on says so; progress then stays off */
+    r->quiet = BC_HAS(host, bc_host, log_level) && host->log_level < BC_LOG_WARN;
+    r->t_open_ns = now_ns(r);
+    r->eta_s = NAN;
+    r->last_tps = NAN;
     *out_instance = r;
     return BC_OK;
 }
 
 /* "--" when unknown, else "45s", "1m23s" or "2h05m". */
-static void format_eta(char *buf, size_t size, double eta_s) {
-    if (!isfinite(eta_s) || eta_s < 0) {
+static void format_duration(char *buf, size_t size, double s_) {
+    if (!isfinite(s_) || s_ < 0) {
         snprintf(buf, size, "--");
         return;
     }
-    long s = (long)(eta_s + 0.5);
+    long s = (long)(s_ + 0.5);
     if (s < 60)
         snprintf(buf, size, "%lds", s);
     else if (s < 3600)
@@ -85,40 +131,184 @@ static void clear_line(console_reporter *r) {
     r->line_drawn = 0;
 }
 
-/* "[2/8] B=4 x4 prompt=128 resp=128 bf16 retain  ETA 1m23s" into buf;
- * "prompt=file" when the prompts file decides the length. */
-static void format_progress(char *buf, size_t size, const bc_case *c, uint32_t i, uint32_t n, double eta_s) {
-    char eta[32], prompt[16];
-    format_eta(eta, sizeof eta, eta_s);
+/* Columns of the terminal on stderr: TIOCGWINSZ, else $COLUMNS, else 80. */
+static size_t terminal_width(void) {
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    const char *env = getenv("COLUMNS");
+    long cols = env ? strtol(env, NULL, 10) : 0;
+    return cols > 0 && cols < 10000 ? (size_t)cols : 80;
+}
+
+/* "B=4 x4 prompt=128 resp=128 bf16 retain"; "prompt=file" when the prompts
+ * file decides the length. */
+static void describe_case(char *buf, size_t size, const bc_case *c) {
+    char prompt[16];
     if (c->prompt_length)
         snprintf(prompt, sizeof prompt, "%u", c->prompt_length);
     else
         snprintf(prompt, sizeof prompt, "file");
-    snprintf(buf, size, "[%u/%u] B=%u x%u prompt=%s resp=%u %s %s  ETA %s", i + 1, n, c->batch_size,
-             c->samples_per_prompt, prompt, c->response_length, c->precision ? c->precision : "?",
-             c->cache_policy ? c->cache_policy : "?", eta);
+    snprintf(buf, size, "B=%u x%u prompt=%s resp=%u %s %s", c->batch_size, c->samples_per_prompt, prompt,
+             c->response_length, c->precision ? c->precision : "?", c->cache_policy ? c->cache_policy : "?");
+}
+
+/* The progress line within width columns: "[i/n] DESC  PARTS...". The
+ * first n_key parts (the iteration, the ETA, the CI) go in while they fit
+ * next to a few characters of the case's description; then the description
+ * gets the room it needs (cut short when there is not enough); then the
+ * other parts (elapsed, last) while they fit. */
+static void fit_line(char *out, size_t cap, size_t width, const char *prefix, const char *desc,
+                     const char *const *parts, size_t n, size_t n_key) {
+    enum { MIN_DESC = 12, MAX_PARTS = 8 };
+    if (width >= cap) width = cap - 1;
+    if (n > MAX_PARTS) n = MAX_PARTS;
+    size_t dlen = strlen(desc), used = strlen(prefix) + 1;
+    int keep[MAX_PARTS] = {0};
+    for (size_t i = 0; i < n_key && i < n; i++) {
+        size_t l = strlen(parts[i]);
+        if (l && used + (dlen < MIN_DESC ? dlen : MIN_DESC) + 2 + l <= width) keep[i] = 1, used += 2 + l;
+    }
+    size_t room = width > used ? width - used : 0;
+    size_t shown = dlen < room ? dlen : room;
+    used += shown;
+    for (size_t i = n_key; i < n; i++) {
+        size_t l = strlen(parts[i]);
+        if (l && used + 2 + l <= width) keep[i] = 1, used += 2 + l;
+    }
+    int len = snprintf(out, cap, "%s %.*s", prefix, (int)shown, desc);
+    for (size_t i = 0; i < n && len >= 0 && (size_t)len < cap; i++)
+        if (keep[i]) len += snprintf(out + len, cap - (size_t)len, "  %s", parts[i]);
+    if (strlen(out) > width) out[width] = '\0'; /* a terminal narrower than "[i/n]" */
+}
+
+/* The progress line's parts after "[i/n] DESC", most useful first; *n_key:
+ * how many of them come before the description (fit_line). */
+static size_t progress_parts(const console_reporter *r, char parts[5][96], size_t *n_key) {
+    char when[32];
+    size_t n = 0;
+    if (r->iteration[0]) snprintf(parts[n++], 96, "%s", r->iteration);
+    format_duration(when, sizeof when, r->eta_s);
+    snprintf(parts[n++], 96, "ETA %s", when);
+    if (r->ci[0]) snprintf(parts[n++], 96, "%s", r->ci);
+    *n_key = n;
+    format_duration(when, sizeof when, (double)(now_ns(r) - r->t_open_ns) / 1e9);
+    snprintf(parts[n++], 96, "elapsed %s", when);
+    if (isfinite(r->last_tps)) snprintf(parts[n++], 96, "last %.1f tok/s", r->last_tps);
+    return n;
+}
+
+/* Redraws the progress line on a terminal (force: even if drawn very recently). */
+static void draw(console_reporter *r, int force) {
+    if (!r->host->stderr_is_tty || !r->progress || r->quiet) return;
+    uint64_t now = now_ns(r);
+    if (!force && r->line_drawn && now - r->last_draw_ns < REDRAW_NS) return;
+    r->last_draw_ns = now;
+    char parts[5][96], prefix[32], line[512];
+    const char *segs[5];
+    size_t n_key, n = progress_parts(r, parts, &n_key);
+    for (size_t i = 0; i < n; i++) segs[i] = parts[i];
+    snprintf(prefix, sizeof prefix, "[%u/%u]", r->position + 1, r->n_cases);
+    size_t width = terminal_width();
+    /* one column short of the width: writing the last one wraps on some terminals */
+    fit_line(line, sizeof line, width > 1 ? width - 1 : 1, prefix, r->desc, segs, n, n_key);
+    fprintf(stderr, "\r\033[K%s", line);
+    fflush(stderr);
+    r->line_drawn = 1;
 }
 
 static void console_case_started(void *instance, const bc_case *c, uint32_t i, uint32_t n, double eta_s) {
     console_reporter *r = instance;
-    char line[256];
-    format_progress(line, sizeof line, c, i, n, eta_s);
+    r->position = i;
+    r->n_cases = n;
+    r->eta_s = eta_s;
+    r->iteration[0] = r->ci[0] = '\0';
+    describe_case(r->desc, sizeof r->desc, c);
     if (r->host->stderr_is_tty) {
-        if (!r->progress) return;
-        fprintf(stderr, "\r\033[K%s", line); /* \r + erase-line, then the line without a newline */
-        fflush(stderr);
-        r->line_drawn = 1;
-    } else if (r->verbose) {
-        fprintf(stderr, "%s\n", line);
+        draw(r, 1);
+    } else if (r->verbose && r->progress && !r->quiet) {
+        char when[32];
+        format_duration(when, sizeof when, eta_s);
+        fprintf(stderr, "benchctl: [%u/%u] start: %s  ETA %s\n", i + 1, n, r->desc, when);
     }
+}
+
+static bc_status console_iteration_finished(void *instance, const bc_run_report *run, const bc_iteration_event *ev,
+                                            bc_error *err) {
+    console_reporter *r = instance;
+    (void)run;
+    (void)err;
+    if (ev->warmup)
+        snprintf(r->iteration, sizeof r->iteration, "warmup %u/%u", ev->iteration + 1, ev->n_max);
+    else if (ev->n_min == ev->n_max)
+        snprintf(r->iteration, sizeof r->iteration, "it %u/%u", ev->iteration + 1, ev->n_max);
+    else
+        snprintf(r->iteration, sizeof r->iteration, "it %u (max %u)", ev->iteration + 1, ev->n_max);
+    r->ci[0] = '\0';
+    if (!ev->warmup && isfinite(ev->rel_ci)) snprintf(r->ci, sizeof r->ci, "ci +-%.1f%%", 100.0 * ev->rel_ci);
+    if (BC_HAS(ev, bc_iteration_event, eta_s)) r->eta_s = ev->eta_s;
+    draw(r, 0);
+    return BC_OK;
+}
+
+/* The mean of field over cr's iterations, by name; NAN when unknown. */
+static double case_mean(const bc_run_report *run, const bc_case_report *cr, const char *field) {
+    return bc_case_stat(run, cr, bc_run_field_index(run, field), bc_run_stat_index(run, "mean"));
+}
+
+/* The plain line for a finished case, for logs:
+ *   benchctl: [3/16] done: DESC: 812.3 tok/s, 10 iterations (stable), cv 1.2%
+ *   benchctl: [3/16] failed: DESC (out of memory)
+ * (the message of a failure is printed once, grouped, when the run ends). */
+static void print_case_line(const console_reporter *r, const bc_run_report *run, const bc_case_report *cr) {
+    char desc[128];
+    describe_case(desc, sizeof desc, cr->c);
+    if (cr->status != BC_CASE_OK) {
+        fprintf(stderr, "benchctl: [%u/%u] %s: %s (%s)\n", r->position + 1, r->n_cases, bc_case_status_name(cr->status),
+                desc, bc_status_name(cr->error_code));
+        return;
+    }
+    char tps[48] = "- tok/s", stop[48] = "", cv[64] = "";
+    double mean_tps = case_mean(run, cr, "tokens_per_second");
+    if (isfinite(mean_tps)) snprintf(tps, sizeof tps, "%.1f tok/s", mean_tps);
+    const char *reason = bc_case_stop_reason(run, cr);
+    if (reason) snprintf(stop, sizeof stop, " (%s)", reason);
+    double c = bc_case_stat(run, cr, bc_run_field_index(run, "total_ms"), bc_run_stat_index(run, "cv"));
+    if (isfinite(c))
+        snprintf(cv, sizeof cv, ", cv %.1f%%%s", 100.0 * c,
+                 bc_case_unstable(run, cr, r->unstable_cv, r->unstable_steal) ? " (unstable)" : "");
+    fprintf(stderr, "benchctl: [%u/%u] done: %s: %s, %u iteration%s%s%s\n", r->position + 1, r->n_cases, desc, tps,
+            cr->n_iterations, cr->n_iterations == 1 ? "" : "s", stop, cv);
+}
+
+static bc_status console_case_finished(void *instance, const bc_run_report *run, const bc_case_report *cr,
+                                       bc_error *err) {
+    console_reporter *r = instance;
+    (void)err;
+    if (cr->status == BC_CASE_OK) {
+        double tps = case_mean(run, cr, "tokens_per_second");
+        if (isfinite(tps)) r->last_tps = tps;
+    }
+    if (r->host->stderr_is_tty) {
+        r->iteration[0] = r->ci[0] = '\0';
+        draw(r, 1);
+    } else if (r->progress && !r->quiet) {
+        print_case_line(r, run, cr);
+    }
+    return BC_OK;
 }
 
 /* ----------------------------------------------------------- the tables */
 
-enum { CELL_LEN = 48, MAX_COLS = 16 };
+enum { CELL_LEN = 48, MAX_COLS = 20 };
+
+/* What the tables are drawn from: the run, and when a case counts as unstable. */
+typedef struct view {
+    const bc_run_report *run;
+    double max_cv, max_steal;
+} view;
 
 /* The text of one case's cell. */
-typedef void (*fill_fn)(char *cell, const bc_run_report *run, const bc_case_report *cr);
+typedef void (*fill_fn)(char *cell, const view *v, const bc_case_report *cr);
 
 /* One column: its header, whether it holds numbers (right-aligned), and
  * either a fill function or a statistic (stat of field, decimals). */
@@ -138,26 +328,26 @@ static void fmt_num(char *cell, double x, int decimals) {
         snprintf(cell, CELL_LEN, "%.*f", decimals, x);
 }
 
-static void fill_index(char *cell, const bc_run_report *run, const bc_case_report *cr) {
-    (void)run;
+static void fill_index(char *cell, const view *v, const bc_case_report *cr) {
+    (void)v;
     snprintf(cell, CELL_LEN, "%u", cr->c->index);
 }
 
-static void fill_batch(char *cell, const bc_run_report *run, const bc_case_report *cr) {
-    (void)run;
+static void fill_batch(char *cell, const view *v, const bc_case_report *cr) {
+    (void)v;
     snprintf(cell, CELL_LEN, "%u", cr->c->batch_size);
 }
 
-static void fill_samples(char *cell, const bc_run_report *run, const bc_case_report *cr) {
-    (void)run;
+static void fill_samples(char *cell, const view *v, const bc_case_report *cr) {
+    (void)v;
     snprintf(cell, CELL_LEN, "%u", cr->c->samples_per_prompt);
 }
 
 /* The prompt width that ran ("16"), with the shortest and longest real
  * prompt when they differ from it ("37 (12-37)"); the requested length
  * while nothing ran; "-" when a prompts file decides and nothing ran. */
-static void fill_prompt(char *cell, const bc_run_report *run, const bc_case_report *cr) {
-    (void)run;
+static void fill_prompt(char *cell, const view *v, const bc_case_report *cr) {
+    (void)v;
     int64_t width = cr->prompt_width_tokens >= 0 ? cr->prompt_width_tokens : (int64_t)cr->c->prompt_length;
     int64_t lo = cr->prompt_min_tokens, hi = cr->prompt_max_tokens;
     if (width <= 0)
@@ -169,8 +359,8 @@ static void fill_prompt(char *cell, const bc_run_report *run, const bc_case_repo
 }
 
 /* The requested length, "128->97" when fewer tokens came back. */
-static void fill_response(char *cell, const bc_run_report *run, const bc_case_report *cr) {
-    (void)run;
+static void fill_response(char *cell, const view *v, const bc_case_report *cr) {
+    (void)v;
     const bc_case *c = cr->c;
     if (cr->returned_response_length >= 0 && cr->returned_response_length != (int64_t)c->response_length)
         snprintf(cell, CELL_LEN, "%u->%lld", c->response_length, (long long)cr->returned_response_length);
@@ -178,29 +368,68 @@ static void fill_response(char *cell, const bc_run_report *run, const bc_case_re
         snprintf(cell, CELL_LEN, "%u", c->response_length);
 }
 
-static void fill_precision(char *cell, const bc_run_report *run, const bc_case_report *cr) {
-    (void)run;
+static void fill_precision(char *cell, const view *v, const bc_case_report *cr) {
+    (void)v;
     snprintf(cell, CELL_LEN, "%s", cr->c->precision ? cr->c->precision : "?");
 }
 
-static void fill_cache(char *cell, const bc_run_report *run, const bc_case_report *cr) {
-    (void)run;
+static void fill_cache(char *cell, const view *v, const bc_case_report *cr) {
+    (void)v;
     snprintf(cell, CELL_LEN, "%s", cr->c->cache_policy ? cr->c->cache_policy : "?");
 }
 
-static void fill_status(char *cell, const bc_run_report *run, const bc_case_report *cr) {
-    (void)run;
+static void fill_status(char *cell, const view *v, const bc_case_report *cr) {
+    (void)v;
     snprintf(cell, CELL_LEN, "%s", bc_case_status_name(cr->status));
 }
 
-static void fill_peak(char *cell, const bc_run_report *run, const bc_case_report *cr) {
-    (void)run;
+static void fill_peak(char *cell, const view *v, const bc_case_report *cr) {
+    (void)v;
     fmt_num(cell, cr->peak_memory_mib, 1);
 }
 
-static void fill_held(char *cell, const bc_run_report *run, const bc_case_report *cr) {
-    (void)run;
+static void fill_held(char *cell, const view *v, const bc_case_report *cr) {
+    (void)v;
     fmt_num(cell, bc_bytes_to_mib(cr->held_between_rollouts_bytes), 1);
+}
+
+static void fill_iterations(char *cell, const view *v, const bc_case_report *cr) {
+    (void)v;
+    snprintf(cell, CELL_LEN, "%u", cr->n_iterations);
+}
+
+/* Why the iterations stopped, in a few letters; "-" when not said. */
+static void fill_stop(char *cell, const view *v, const bc_case_report *cr) {
+    static const char *const label[] = {[BC_STOP_NONE] = "-",       [BC_STOP_FIXED] = "fixed",
+                                        [BC_STOP_STABLE] = "stable", [BC_STOP_MAX_ITERATIONS] = "max_iter",
+                                        [BC_STOP_MAX_SECONDS] = "max_time", [BC_STOP_INTERRUPTED] = "interrupted",
+                                        [BC_STOP_FAILED] = "failed"};
+    bc_stop_reason r = BC_CASE_FIELD(v->run, cr, stop_reason, BC_STOP_NONE);
+    snprintf(cell, CELL_LEN, "%s", (unsigned)r < sizeof label / sizeof label[0] ? label[r] : "?");
+}
+
+/* The coefficient of variation of total_ms in percent, followed by "!" for
+ * an unstable case (a space otherwise, so the digits stay aligned). */
+static void fill_cv(char *cell, const view *v, const bc_case_report *cr) {
+    double cv = bc_case_stat(v->run, cr, bc_run_field_index(v->run, "total_ms"), bc_run_stat_index(v->run, "cv"));
+    int unstable = bc_case_unstable(v->run, cr, v->max_cv, v->max_steal);
+    if (!isfinite(cv))
+        snprintf(cell, CELL_LEN, "-%s", unstable ? "!" : " ");
+    else
+        snprintf(cell, CELL_LEN, "%.1f%s", 100.0 * cv, unstable ? "!" : " ");
+}
+
+/* The 1-minute load average when the case began and ended: "0.52/1.10". */
+static void fill_load(char *cell, const view *v, const bc_case_report *cr) {
+    char a[16], b[16];
+    fmt_num(a, BC_CASE_FIELD(v->run, cr, load_avg_start, NAN), 2);
+    fmt_num(b, BC_CASE_FIELD(v->run, cr, load_avg_end, NAN), 2);
+    if (strcmp(a, "-") == 0 && strcmp(b, "-") == 0) snprintf(cell, CELL_LEN, "-");
+    else snprintf(cell, CELL_LEN, "%s/%s", a, b);
+}
+
+static void fill_steal(char *cell, const view *v, const bc_case_report *cr) {
+    fmt_num(cell, 100.0 * BC_CASE_FIELD(v->run, cr, cpu_steal_share, NAN), 1);
 }
 
 /* What ran and how long it took. */
@@ -213,9 +442,12 @@ static const column case_columns[] = {
     {"precision", 0, fill_precision, NULL, NULL, 0},
     {"cache", 0, fill_cache, NULL, NULL, 0},
     {"status", 0, fill_status, NULL, NULL, 0},
+    {"n", 1, fill_iterations, NULL, NULL, 0},
+    {"stop", 0, fill_stop, NULL, NULL, 0},
     {"total_ms", 1, NULL, "total_ms", "mean", 2},
     {"p50", 1, NULL, "total_ms", "p50", 2},
     {"p95", 1, NULL, "total_ms", "p95", 2},
+    {"cv% ", 1, fill_cv, NULL, NULL, 0},
     {"tok/s", 1, NULL, "tokens_per_second", "mean", 1},
     {"peak_MiB", 1, fill_peak, NULL, NULL, 0},
     {"held_MiB", 1, fill_held, NULL, NULL, 0},
@@ -231,19 +463,21 @@ static const column phase_columns[] = {
     {"decode_ms", 1, NULL, "decode_forward_ms", "mean", 2},
     {"prefill_tok/s", 1, NULL, "prefill_tokens_per_second", "mean", 1},
     {"decode_tok/s", 1, NULL, "decode_tokens_per_second", "mean", 1},
+    {"load", 1, fill_load, NULL, NULL, 0},
+    {"steal%", 1, fill_steal, NULL, NULL, 0},
 };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 _Static_assert(N_OF(case_columns) <= MAX_COLS && N_OF(phase_columns) <= MAX_COLS, "raise MAX_COLS");
 
 /* One case's cell of column col. */
-static void fill_cell(char *cell, const column *col, const bc_run_report *run, const bc_case_report *cr) {
+static void fill_cell(char *cell, const column *col, const view *v, const bc_case_report *cr) {
     if (col->fill) {
-        col->fill(cell, run, cr);
+        col->fill(cell, v, cr);
         return;
     }
-    int f = bc_run_field_index(run, col->field), s = bc_run_stat_index(run, col->stat);
-    fmt_num(cell, bc_case_stat(run, cr, f, s), col->decimals);
+    int f = bc_run_field_index(v->run, col->field), s = bc_run_stat_index(v->run, col->stat);
+    fmt_num(cell, bc_case_stat(v->run, cr, f, s), col->decimals);
 }
 
 static void pad(bc_text *t, size_t n) {
@@ -265,14 +499,15 @@ static void put_row(bc_text *t, const column *cols, size_t n_cols, const char *c
 
 /* A table of every case (requested order): header, a rule of dashes as
  * wide as the table, one aligned row per case. */
-static bc_status put_table(bc_text *t, const bc_run_report *run, const column *cols, size_t n_cols) {
+static bc_status put_table(bc_text *t, const view *v, const column *cols, size_t n_cols) {
+    const bc_run_report *run = v->run;
     size_t n_rows = (size_t)run->n_cases + 1;                  /* the header, then the cases */
     char *cells = calloc(n_rows * n_cols, CELL_LEN);           /* owned here */
     if (!cells) return BC_ERR_NOMEM;
     for (size_t k = 0; k < n_cols; k++) snprintf(cells + k * CELL_LEN, CELL_LEN, "%s", cols[k].header);
     for (uint32_t i = 0; i < run->n_cases; i++)
         for (size_t k = 0; k < n_cols; k++)
-            fill_cell(cells + ((i + 1) * n_cols + k) * CELL_LEN, &cols[k], run, bc_run_case(run, i));
+            fill_cell(cells + ((i + 1) * n_cols + k) * CELL_LEN, &cols[k], v, bc_run_case(run, i));
     size_t width[MAX_COLS] = {0}, total = 0;
     for (size_t r = 0; r < n_rows; r++)
         for (size_t k = 0; k < n_cols; k++) {
@@ -309,7 +544,9 @@ static void put_outcomes(bc_text *t, const bc_run_report *run) {
         for (uint32_t j = i; j < run->n_cases; j++) {
             if (!same_outcome(bc_run_case(run, j), cr)) continue;
             uint32_t end = j; /* a run of consecutive cases with this outcome: j..end */
-            while (end + 1 < run->n_cases && same_outcome(bc_run_case(run, end + 1), cr)) end++;
+            while (end + 1 < run->n_cases && same_outcome(bc_run_case(run, end + 1), cr) &&
+                   bc_run_case(run, end + 1)->c->index == bc_run_case(run, end)->c->index + 1)
+                end++; /* a selection (--cases) may leave gaps in the indexes */
             bc_text_printf(t, "%s%u", listed ? ", " : "", bc_run_case(run, j)->c->index);
             if (end > j) bc_text_printf(t, "%s%u", end > j + 1 ? "-" : ", ", bc_run_case(run, end)->c->index);
             listed = 1;
@@ -349,11 +586,31 @@ static void put_changed_settings(bc_text *t, const bc_run_report *run) {
     if (any) bc_text_put(t, "\n", 1);
 }
 
+/* "3 measured iterations", or the adaptive rule: "6 to 50 measured
+ * iterations (until the median total_ms is within +-2%)". */
+static void put_iterations(bc_text *t, const bc_run_report *run) {
+    uint32_t lo = BC_RUN_FIELD(run, min_iterations, run->iterations);
+    uint32_t hi = BC_RUN_FIELD(run, max_iterations, run->iterations);
+    double target = BC_RUN_FIELD(run, target_rel_ci, NAN), secs = BC_RUN_FIELD(run, max_seconds_per_case, NAN);
+    if (lo != hi && lo > 0)
+        bc_text_printf(t, "%u to %u measured iterations", lo, hi);
+    else
+        bc_text_printf(t, "%u measured iterations", hi);
+    if (isfinite(target)) bc_text_printf(t, " (until the median total_ms is within +-%g%%)", 100.0 * target);
+    if (isfinite(secs)) bc_text_printf(t, ", at most %g s", secs);
+}
+
 static void put_title(bc_text *t, const bc_run_report *run) {
     const char *model = BC_RUN_BACKEND(run, model, NULL), *device = BC_RUN_BACKEND(run, device, NULL);
-    bc_text_printf(t, "benchctl %s: %s on %s, %u warmup + %u measured iterations per case\n",
-                   run->benchctl_version ? run->benchctl_version : "", model ? model : "?", device ? device : "?",
-                   run->warmup, run->iterations);
+    bc_text_printf(t, "benchctl %s: %s on %s, %u warmup + ", run->benchctl_version ? run->benchctl_version : "",
+                   model ? model : "?", device ? device : "?", run->warmup);
+    put_iterations(t, run);
+    bc_text_puts(t, " per case\n");
+    const char *cases = BC_RUN_FIELD(run, selected_cases, NULL), *only = BC_RUN_FIELD(run, selected_only, NULL);
+    if (cases || only)
+        bc_text_printf(t, "selected: %u of %u cases (%s%s%s%s%s)\n", run->n_cases,
+                       BC_RUN_FIELD(run, n_matrix_cases, run->n_cases), cases ? "--cases " : "", cases ? cases : "",
+                       cases && only ? " " : "", only ? "--only " : "", only ? only : "");
 }
 
 /* The case counts and what the columns mean. */
@@ -365,17 +622,44 @@ static void put_legend(bc_text *t, const bc_run_report *run) {
                     "tok/s: generated tokens per second;\n");
     bc_text_puts(t, "peak_MiB: peak memory; held_MiB: memory held between rollouts; ttft_ms: time to first token; "
                     "ms/tok_p50/p95: a rollout's\n");
-    bc_text_puts(t, "median and p95 decode step; prefill/decode: forward time and tokens per second of each phase.\n");
+    bc_text_puts(t, "median and p95 decode step; prefill/decode: forward time and tokens per second of each phase;\n");
+    bc_text_puts(t, "n, stop: measured iterations and why they stopped; cv%: stddev / mean of total_ms; load: 1-minute "
+                    "load average at the case's start/end;\n");
+    bc_text_puts(t, "steal%: CPU time the hypervisor took while the case ran.\n");
 }
 
-static bc_status build_report(bc_text *t, const bc_run_report *run) {
-    put_title(t, run);
-    put_changed_settings(t, run);
-    if (put_table(t, run, case_columns, N_OF(case_columns)) != BC_OK) return BC_ERR_NOMEM;
+/* The footnote of the "!" mark, naming the unstable cases; nothing when
+ * none is. */
+static void put_unstable(bc_text *t, const view *v) {
+    const bc_run_report *run = v->run;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < run->n_cases; i++)
+        n += (uint32_t)bc_case_unstable(run, bc_run_case(run, i), v->max_cv, v->max_steal);
+    if (n == 0) return;
+    bc_text_printf(t, "! unstable: the cv of total_ms is above %g%% or the CPU steal above %g%%, so the numbers are "
+                      "noisy (a busy or shared machine?):\n  case%s",
+                   100.0 * v->max_cv, 100.0 * v->max_steal, n == 1 ? "" : "s");
+    uint32_t listed = 0;
+    for (uint32_t i = 0; i < run->n_cases; i++)
+        if (bc_case_unstable(run, bc_run_case(run, i), v->max_cv, v->max_steal))
+            bc_text_printf(t, "%s%u", listed++ ? "," : " ", bc_run_case(run, i)->c->index);
+    bc_text_puts(t, "; rerun them on a quiet machine (benchctl run FILE --cases");
+    listed = 0;
+    for (uint32_t i = 0; i < run->n_cases; i++)
+        if (bc_case_unstable(run, bc_run_case(run, i), v->max_cv, v->max_steal))
+            bc_text_printf(t, "%s%u", listed++ ? "," : " ", bc_run_case(run, i)->c->index);
+    bc_text_puts(t, ") or with more iterations.\n");
+}
+
+static bc_status build_report(bc_text *t, const view *v) {
+    put_title(t, v->run);
+    put_changed_settings(t, v->run);
+    if (put_table(t, v, case_columns, N_OF(case_columns)) != BC_OK) return BC_ERR_NOMEM;
     bc_text_put(t, "\n", 1);
-    if (put_table(t, run, phase_columns, N_OF(phase_columns)) != BC_OK) return BC_ERR_NOMEM;
-    put_legend(t, run);
-    put_outcomes(t, run);
+    if (put_table(t, v, phase_columns, N_OF(phase_columns)) != BC_OK) return BC_ERR_NOMEM;
+    put_legend(t, v->run);
+    put_unstable(t, v);
+    put_outcomes(t, v->run);
     return t->failed ? BC_ERR_NOMEM : BC_OK;
 }
 
@@ -383,7 +667,8 @@ static bc_status console_close(void *instance, const bc_run_report *run, bc_erro
     console_reporter *r = instance;
     clear_line(r);
     bc_text t = {0};
-    if (build_report(&t, run) != BC_OK) {
+    view v = {.run = run, .max_cv = r->unstable_cv, .max_steal = r->unstable_steal};
+    if (build_report(&t, &v) != BC_OK) {
         free(t.buf);
         return bc_error_set(err, BC_ERR_NOMEM, "console: out of memory building the tables");
     }
@@ -402,9 +687,10 @@ static const bc_reporter_ops console_ops = {
     .struct_size = sizeof(bc_reporter_ops),
     .open = console_open,
     .case_started = console_case_started,
-    .case_finished = NULL,
+    .case_finished = console_case_finished,
     .close = console_close,
     .destroy = console_destroy,
+    .iteration_finished = console_iteration_finished,
 };
 
 static const bc_plugin_desc console_desc = {
@@ -412,7 +698,7 @@ static const bc_plugin_desc console_desc = {
     .kind = BC_KIND_REPORTER,
     .name = "console",
     .version = "0.1.0",
-    .description = "readable tables at the end; a progress line with ETA when stderr is a terminal",
+    .description = "readable tables at the end; progress on stderr (a live line on a terminal, else a line per case)",
     BC_SETTINGS_TABLE(console_settings),
     .ops = &console_ops,
     .check_settings = console_check_settings,

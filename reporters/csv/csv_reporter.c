@@ -9,7 +9,9 @@
  *   prompt_max_tokens,status,error_code,rebuilt,n_iterations,
  *   then for each field F of run->field_names and each statistic S of
  *   run->stat_names, in their orders: F_S (e.g. total_ms_p95),
- *   peak_memory_mb,held_between_rollouts_mib,peak_rss_mb,message
+ *   peak_memory_mb,held_between_rollouts_mib,peak_rss_mb,
+ *   stop_reason,total_ms_rel_ci,load_avg_start,load_avg_end,cpu_steal_share,
+ *   message
  *
  * The statistics columns come from the run's tables, so a field or a
  * statistic the host adds gets its columns without a change here.
@@ -21,6 +23,7 @@
  * Settings:
  *   path   output file, default "benchctl.csv" ("-" = stdout, "*.gz" = gzip)
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +101,11 @@ static void write_header(bc_text *t, const bc_run_report *run) {
     cell(t, &first, "peak_memory_mb");
     cell(t, &first, "held_between_rollouts_mib");
     cell(t, &first, "peak_rss_mb");
+    cell(t, &first, "stop_reason");
+    cell(t, &first, "total_ms_rel_ci");
+    cell(t, &first, "load_avg_start");
+    cell(t, &first, "load_avg_end");
+    cell(t, &first, "cpu_steal_share");
     cell(t, &first, "message");
     end_row(t);
 }
@@ -127,6 +135,11 @@ static void write_row(bc_text *t, const bc_run_report *run, const bc_case_report
     cell_double(t, &first, cr->peak_memory_mib);
     cell_double(t, &first, bc_bytes_to_mib(cr->held_between_rollouts_bytes));
     cell_double(t, &first, bc_bytes_to_mib(cr->peak_rss_bytes));
+    cell(t, &first, bc_case_stop_reason(run, cr));
+    cell_double(t, &first, BC_CASE_FIELD(run, cr, total_ms_rel_ci, NAN));
+    cell_double(t, &first, BC_CASE_FIELD(run, cr, load_avg_start, NAN));
+    cell_double(t, &first, BC_CASE_FIELD(run, cr, load_avg_end, NAN));
+    cell_double(t, &first, BC_CASE_FIELD(run, cr, cpu_steal_share, NAN));
     cell(t, &first, cr->message ? cr->message : "");
     end_row(t);
 }

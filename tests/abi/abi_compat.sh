@@ -1,18 +1,18 @@
 #!/bin/sh
 # abi_compat.sh: the ABI 2.x compatibility policy, in both directions.
-#   abi_compat.sh HOST_2_0 HOST_2_1 PLUGINS_2_0 PLUGINS_2_1 SRC_DIR WORK_DIR
+#   abi_compat.sh HOST_2_1 HOST_2_2 PLUGINS_2_1 PLUGINS_2_2 SRC_DIR WORK_DIR
 # PLUGINS_* are folders holding a backend, precisions, cache policies and
-# reporters built from plugin.h as it is (2.0) and with abi_2_1.h forced in
-# (2.1: every struct one minor larger). Every pairing of host and plugins
+# reporters built from plugin.h as it is (2.1) and with abi_2_2.h forced in
+# (2.2: every struct one minor larger). Every pairing of host and plugins
 # must run compat.cfg to the end and write the same cases:
-#   2.0 host + 2.0 plugins (the reference), 2.1 host + 2.0 plugins (an old
-#   plugin in a newer benchctl), 2.0 host + 2.1 plugins (a newer plugin in an
-#   older benchctl), 2.1 host + 2.1 plugins.
+#   2.1 host + 2.1 plugins (the reference), 2.2 host + 2.1 plugins (an old
+#   plugin in a newer benchctl), 2.1 host + 2.2 plugins (a newer plugin in an
+#   older benchctl), 2.2 host + 2.2 plugins.
 set -u
-HOST20=$1
-HOST21=$2
-PLUG20=$3
-PLUG21=$4
+HOST21=$1
+HOST22=$2
+PLUG21=$3
+PLUG22=$4
 SRC=$5
 WORK=$6
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
@@ -34,30 +34,34 @@ run() {
         return
     fi
     # the case lines without the timings-free parts that may differ: all of them are deterministic
-    [ "$(grep -c '^case .* ok 2 ' "$WORK/$name/cases.txt")" -eq 16 ] || fail "$name: expected 16 ok cases"
+    [ "$(grep -c '^case .* ok 2 .* fixed$' "$WORK/$name/cases.txt")" -eq 16 ] ||
+        fail "$name: expected 16 ok cases that stopped at their fixed count"
+    # iteration_finished (2.1) reached the reporter: 16 warmup and 32 measured iterations
+    grep -q '^events 16 32$' "$WORK/$name/cases.txt" || fail "$name: expected 'events 16 32' in cases.txt"
     grep -q '"schema_version": 2' "$WORK/$name/report.json" || fail "$name: report.json lacks schema_version 2"
     [ "$(wc -l <"$WORK/$name/report.csv")" -eq 17 ] || fail "$name: report.csv should have a header and 16 rows"
     echo "ok: $name"
 }
 
-run host20-plugins20 "$HOST20" "$PLUG20"
-run host21-plugins20 "$HOST21" "$PLUG20"
-run host20-plugins21 "$HOST20" "$PLUG21"
 run host21-plugins21 "$HOST21" "$PLUG21"
+run host22-plugins21 "$HOST22" "$PLUG21"
+run host21-plugins22 "$HOST21" "$PLUG22"
+run host22-plugins22 "$HOST22" "$PLUG22"
 
 # every pairing read the same cases (same order, statuses, shapes, tokens)
-for name in host21-plugins20 host20-plugins21 host21-plugins21; do
+for name in host22-plugins21 host21-plugins22 host22-plugins22; do
     [ -f "$WORK/$name/cases.txt" ] || continue
-    cmp -s "$WORK/host20-plugins20/cases.txt" "$WORK/$name/cases.txt" ||
-        { fail "$name: cases.txt differs from the 2.0 pairing"; diff "$WORK/host20-plugins20/cases.txt" "$WORK/$name/cases.txt" | head; }
+    cmp -s "$WORK/host21-plugins21/cases.txt" "$WORK/$name/cases.txt" ||
+        { fail "$name: cases.txt differs from the 2.1 pairing"; diff "$WORK/host21-plugins21/cases.txt" "$WORK/$name/cases.txt" | head; }
 done
 
 # the hosts say which ABI each plugin speaks
-BENCHCTL_PLUGIN_PATH=$PLUG21 "$HOST20" plugins testbackend >"$WORK/plugins21.txt" 2>&1 || fail "plugins testbackend (2.1) failed"
+BENCHCTL_PLUGIN_PATH=$PLUG22 "$HOST21" plugins testbackend >"$WORK/plugins22.txt" 2>&1 || fail "plugins testbackend (2.2) failed"
+grep -q 'ABI 2.2' "$WORK/plugins22.txt" || fail "benchctl plugins does not show ABI 2.2 for a 2.2 plugin"
+BENCHCTL_PLUGIN_PATH=$PLUG21 "$HOST22" plugins testbackend >"$WORK/plugins21.txt" 2>&1 || fail "plugins testbackend (2.1) failed"
 grep -q 'ABI 2.1' "$WORK/plugins21.txt" || fail "benchctl plugins does not show ABI 2.1 for a 2.1 plugin"
-BENCHCTL_PLUGIN_PATH=$PLUG20 "$HOST21" plugins testbackend >"$WORK/plugins20.txt" 2>&1 || fail "plugins testbackend (2.0) failed"
-grep -q 'ABI 2.0' "$WORK/plugins20.txt" || fail "benchctl plugins does not show ABI 2.0 for a 2.0 plugin"
 "$HOST21" --version | grep -q 'plugin ABI 2.1' || fail "the 2.1 host does not say ABI 2.1"
+"$HOST22" --version | grep -q 'plugin ABI 2.2' || fail "the 2.2 host does not say ABI 2.2"
 
 [ "$failures" -eq 0 ] && echo "abi_compat: all passed" && exit 0
 echo "abi_compat: $failures failure(s)"

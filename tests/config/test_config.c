@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,55 @@ static void test_minimal_config_defaults(void **state) {
     assert_int_equal(c->sampling.seed, 1234);
     assert_int_equal(c->warmup, 1);
     assert_int_equal(c->iterations, 5);
+    /* the fixed count: no adaptive rule, no time cap */
+    assert_int_equal(c->adaptive, 0);
+    assert_int_equal(c->min_iterations, 5);
+    assert_int_equal(c->max_iterations, 5);
+    assert_nan(c->target_rel_ci);
+    assert_nan(c->max_seconds_per_case);
+}
+
+/* The adaptive keys: what each alone implies, and the time cap with a fixed count. */
+static void test_adaptive_iterations(void **state) {
+    fx *f = *state;
+    static const struct {
+        const char *run;
+        int adaptive;
+        uint32_t lo, hi;
+        double target, seconds;
+    } k[] = {
+        {"run = { target_rel_ci = 0.02; };", 1, 6, 50, 0.02, NAN},
+        {"run = { min_iterations = 10; };", 1, 10, 50, NAN, NAN},
+        {"run = { min_iterations = 80; };", 1, 80, 80, NAN, NAN},
+        {"run = { max_iterations = 3; };", 1, 3, 3, NAN, NAN},
+        {"run = { min_iterations = 2; max_iterations = 9; target_rel_ci = 1; max_seconds_per_case = 30; };", 1, 2,
+         9, 1.0, 30.0},
+        {"run = { iterations = 7; max_seconds_per_case = 2.5; };", 0, 7, 7, NAN, 2.5},
+        {"run = { warmup = 0; };", 0, 5, 5, NAN, NAN},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, BASE "%s\n", k[i].run);
+        bc_status st = load_text(f, text, NULL, 0, NULL);
+        if (st) fail_msg("%s: %s", k[i].run, f->err.message);
+        const bc_config *c = &f->cfg;
+        assert_int_equal(c->adaptive, k[i].adaptive);
+        assert_int_equal(c->min_iterations, k[i].lo);
+        assert_int_equal(c->max_iterations, k[i].hi);
+        assert_int_equal(c->iterations, k[i].hi); /* the most a case may measure */
+        if (isnan(k[i].target)) assert_nan(c->target_rel_ci);
+        else assert_double_close(c->target_rel_ci, k[i].target, 0);
+        if (isnan(k[i].seconds)) assert_nan(c->max_seconds_per_case);
+        else assert_double_close(c->max_seconds_per_case, k[i].seconds, 0);
+    }
+    /* the contradiction, made on the command line: both places named */
+    const char *sets[] = {"run.iterations=3", "run.max_iterations=20"};
+    expect_fail(f, BASE, sets, 2, NULL,
+                "--set run.iterations: a fixed count, which contradicts run.max_iterations (--set run.max_iterations)");
+    const char *one[] = {"run.target_rel_ci=0.05"};
+    assert_int_equal(load_text(f, BASE "run = { iterations = 4; };\n", one, 1, NULL), BC_ERR_SETTING);
+    assert_contains(f->err.message, "bench.cfg:4: run.iterations: a fixed count, which contradicts run.target_rel_ci "
+                                    "(--set run.target_rel_ci)");
 }
 
 static void test_int_accepted_for_float(void **state) {
@@ -202,7 +252,8 @@ static const char *const k_bad_cases[] = {
     "missing-matrix", "missing-backend", "missing-precisions", "empty-precisions", "precision-number",
     "duplicate-precision", "backend-number", "backend-no-name", "backend-empty-name", "settings-not-group",
     "empty-reporters", "reporter-group-no-name", "plugin-path-number", "syntax-error", "duplicate-key",
-    "iterations-too-large",
+    "iterations-too-large", "iterations-and-adaptive", "min-above-max", "target-needs-six", "target-zero",
+    "max-seconds-negative", "max-iterations-too-large", "min-iterations-zero",
 };
 
 /* Every cases/bad-*.cfg fails with the message its first line expects. */
@@ -693,6 +744,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_good_config_every_field, setup, teardown),
         cmocka_unit_test_setup_teardown(test_minimal_config_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_int_accepted_for_float, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adaptive_iterations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_syntax_error_is_format, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreadable_files, setup, teardown),

@@ -146,6 +146,13 @@ static void set_str(fixture *f, const char *name, const char *v) {
 
 /* ---------------------------------------------------- recording reporter */
 
+/* One iteration_finished call, as the recorder saw it. */
+typedef struct rec_event {
+    uint32_t index, position, n_cases, iteration, n_min, n_max;
+    int warmup;
+    double total_ms, elapsed_ms, rel_ci, eta_s;
+} rec_event;
+
 typedef struct rec {
     int opened, closed, destroyed, fail_open;
     uint32_t started_index[64]; /* case.index per case_started, in call order */
@@ -157,6 +164,9 @@ typedef struct rec {
     uint32_t closed_index[64];
     uint32_t closed_n;
     bc_case_status closed_status[64];
+    rec_event events[512]; /* iteration_finished calls, in order */
+    uint32_t n_events;
+    int fail_iteration;    /* iteration_finished fails from this call on (1-based; 0: never) */
 } rec;
 
 static rec recs[2];
@@ -206,6 +216,22 @@ static bc_status r_close(void *inst, const bc_run_report *run, bc_error *e) {
     return BC_OK;
 }
 static void r_destroy(void *inst) { ((rec *)inst)->destroyed++; }
+static bc_status r_iteration(void *inst, const bc_run_report *run, const bc_iteration_event *ev, bc_error *e) {
+    rec *r = inst;
+    assert_true(BC_HAS(ev, bc_iteration_event, eta_s));
+    assert_int_equal(run->n_fields, BC_N_FIELDS);
+    if (r->n_events < 512)
+        r->events[r->n_events] = (rec_event){.index = ev->c->index, .position = ev->position,
+                                             .n_cases = ev->n_cases, .iteration = ev->iteration, .n_min = ev->n_min,
+                                             .n_max = ev->n_max, .warmup = ev->warmup,
+                                             .total_ms = ev->values[BC_FIELD_TOTAL_MS],
+                                             .elapsed_ms = ev->case_elapsed_ms, .rel_ci = ev->rel_ci,
+                                             .eta_s = ev->eta_s};
+    r->n_events++;
+    if (r->fail_iteration && r->n_events >= (uint32_t)r->fail_iteration)
+        return bc_error_set(e, BC_ERR_IO, "cannot draw on /dev/full");
+    return BC_OK;
+}
 
 static const bc_plugin_desc rec_desc = {BC_PLUGIN_DESC_HEADER, .kind = BC_KIND_REPORTER, .name = "recorder",
                                         .version = "0"};
@@ -219,7 +245,8 @@ static bc_plugin make_recorder(void) {
     bc_plugin p = {0};
     p.desc = &rec_desc;
     p.reporter = (bc_reporter_ops){.struct_size = sizeof(bc_reporter_ops), .open = r_open, .case_started = r_started,
-                                   .case_finished = r_finished, .close = r_close, .destroy = r_destroy};
+                                   .case_finished = r_finished, .close = r_close, .destroy = r_destroy,
+                                   .iteration_finished = r_iteration};
     return p;
 }
 
@@ -325,6 +352,8 @@ static void test_warmup_and_iterations(void **state) {
         assert_int_equal(cr->status, BC_CASE_OK);
         assert_string_equal(cr->message, "");
         assert_int_equal(cr->n_iterations, 3);
+        assert_int_equal(cr->stop_reason, BC_STOP_FIXED);
+        assert_nan(cr->total_ms_rel_ci); /* fewer than 6 iterations */
         assert_double_equal(stat(cr, BC_FIELD_TOTAL_MS, BC_STAT_N), 3, 0);
         uint64_t rows = bc_case_effective_batch(cr->c);
         for (uint32_t it = 0; it < 3; it++) {
@@ -401,6 +430,7 @@ static void test_failed_case_continues(void **state) {
         const bc_case_report *cr = &res.cases[k];
         if (cr->c->batch_size == 2) {
             assert_int_equal(cr->status, BC_CASE_FAILED);
+            assert_int_equal(cr->stop_reason, BC_STOP_FAILED);
             assert_non_null(strstr(cr->message, "generate: "));
             assert_non_null(strstr(cr->message, "batch_size 2"));
             assert_int_equal(cr->n_iterations, 0);
@@ -524,12 +554,15 @@ static void test_interrupt(void **state) {
     execution_order(f, &m, order);
     assert_int_equal(res.cases[order[0]].status, BC_CASE_OK);
     assert_int_equal(res.cases[order[0]].n_iterations, 3);
+    assert_int_equal(res.cases[order[0]].stop_reason, BC_STOP_FIXED);
     assert_int_equal(res.cases[order[1]].status, BC_CASE_SKIPPED);
     assert_int_equal(res.cases[order[1]].n_iterations, 1);
-    assert_non_null(strstr(res.cases[order[1]].message, "interrupted"));
+    assert_int_equal(res.cases[order[1]].stop_reason, BC_STOP_INTERRUPTED);
+    assert_string_equal(res.cases[order[1]].message, "interrupted after 1 of 3 measured iterations");
     for (size_t i = 2; i < 6; i++) {
         assert_int_equal(res.cases[order[i]].status, BC_CASE_SKIPPED);
         assert_int_equal(res.cases[order[i]].n_iterations, 0);
+        assert_int_equal(res.cases[order[i]].stop_reason, BC_STOP_NONE); /* never started */
     }
     assert_int_equal(recs[0].closed, 1);
     assert_int_equal(recs[0].closed_n, 6);
@@ -728,6 +761,260 @@ static void test_second_interrupt(void **state) {
     free(m.cases);
 }
 
+/* --------------------------------------------------- stopping and progress */
+
+/* An adaptive config (min, max, target) on c. */
+static void adaptive(bc_runner_config *c, uint32_t lo, uint32_t hi, double target) {
+    c->min_iterations = lo;
+    c->max_iterations = hi;
+    c->target_rel_ci = target;
+}
+
+/* Stable: the median's interval within the target as soon as min_iterations
+ * allow (a loose target, so a busy machine cannot spoil it); the figure is
+ * the one the statistics give over the recorded values. */
+static void test_adaptive_stable(void **state) {
+    fixture *f = *state;
+    set_int(f, "post_us", 2000);
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0); /* 2 cases */
+    bc_runner_config c = config(f, &m, 0, 99);
+    adaptive(&c, 8, 40, 1.0);
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    assert_int_equal(res.rows_per_case, 40);
+    for (size_t k = 0; k < m.n; k++) {
+        const bc_case_report *cr = &res.cases[k];
+        assert_int_equal(cr->status, BC_CASE_OK);
+        assert_int_equal(cr->stop_reason, BC_STOP_STABLE);
+        assert_true(cr->n_iterations >= 8 && cr->n_iterations < 40);
+        assert_true(cr->total_ms_rel_ci <= 1.0);
+        bc_error e = {0};
+        assert_double_equal(cr->total_ms_rel_ci,
+                            bc_stats_median_rel_ci(cr->values + BC_FIELD_TOTAL_MS, cr->n_iterations, BC_N_FIELDS, &e),
+                            0);
+        assert_double_equal(stat(cr, BC_FIELD_TOTAL_MS, BC_STAT_N), cr->n_iterations, 0);
+    }
+    assert_int_equal(calls.generate, (int)(res.cases[0].n_iterations + res.cases[1].n_iterations));
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* Never stable: post_process alternates 1 ms and 28 ms (testbackend's
+ * jitter), so the median's interval spans both and the case runs to
+ * max_iterations. */
+static void test_adaptive_max_iterations(void **state) {
+    fixture *f = *state;
+    set_int(f, "post_us", 1000);
+    set_int(f, "jitter_us", 3000);
+    set_str(f, "jitter_pattern", "09");
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0);
+    bc_runner_config c = config(f, &m, 1, 99);
+    adaptive(&c, 6, 10, 0.02);
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    for (size_t k = 0; k < m.n; k++) {
+        const bc_case_report *cr = &res.cases[k];
+        assert_int_equal(cr->stop_reason, BC_STOP_MAX_ITERATIONS);
+        assert_int_equal(cr->n_iterations, 10);
+        assert_true(cr->total_ms_rel_ci > 0.3);
+        /* the warmup took pattern digit 0, so measured iterations start with the 9 */
+        assert_true(value(cr, 0, BC_FIELD_POST_PROCESSING_MS) > value(cr, 1, BC_FIELD_POST_PROCESSING_MS));
+    }
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* The time cap: the iteration that crosses max_seconds_per_case is the last,
+ * for a fixed count and before min_iterations alike. */
+static void test_max_seconds(void **state) {
+    fixture *f = *state;
+    set_str(f, "mode", "sleep");
+    set_int(f, "post_us", 20000);
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0);
+    for (int with_adaptive = 0; with_adaptive < 2; with_adaptive++) {
+        bc_runner_config c = config(f, &m, 0, 50);
+        if (with_adaptive) adaptive(&c, 10, 20, 0.5);
+        c.max_seconds_per_case = 0.05;
+        bc_run_result res;
+        bc_error err = {0};
+        assert_int_equal(run(f, &c, &res, &err), BC_OK);
+        for (size_t k = 0; k < m.n; k++) {
+            const bc_case_report *cr = &res.cases[k];
+            assert_int_equal(cr->status, BC_CASE_OK);
+            assert_int_equal(cr->stop_reason, BC_STOP_MAX_SECONDS);
+            assert_true(cr->n_iterations >= 1 && cr->n_iterations <= 3); /* 20 ms each */
+            assert_true(cr->wall_ms >= 50.0);
+        }
+        bc_run_result_free(&res);
+    }
+    free(m.cases);
+}
+
+/* An interrupt in an adaptive case: the message says the most it could run. */
+static void test_adaptive_interrupt(void **state) {
+    fixture *f = *state;
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0);
+    calls.stop_at_generate = 2;
+    bc_runner_config c = config(f, &m, 0, 99);
+    adaptive(&c, 6, 12, 0.001);
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    size_t order[2];
+    execution_order(f, &m, order);
+    const bc_case_report *cr = &res.cases[order[0]];
+    assert_int_equal(cr->stop_reason, BC_STOP_INTERRUPTED);
+    assert_string_equal(cr->message, "interrupted after 2 measured iterations (at most 12)");
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* Every case records the load average at both ends and the steal share
+ * between, where /proc has them (cases of 30 ms or more, so jiffies pass). */
+static void test_host_load(void **state) {
+    fixture *f = *state;
+    set_str(f, "mode", "sleep");
+    set_int(f, "post_us", 15000);
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0);
+    bc_runner_config c = config(f, &m, 0, 2);
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    for (size_t k = 0; k < m.n; k++) {
+        const bc_case_report *cr = &res.cases[k];
+        if (access("/proc/loadavg", R_OK) == 0) {
+            assert_true(isfinite(cr->load_avg_start) && cr->load_avg_start >= 0);
+            assert_true(isfinite(cr->load_avg_end) && cr->load_avg_end >= 0);
+        } else {
+            assert_nan(cr->load_avg_start);
+        }
+        if (access("/proc/stat", R_OK) == 0)
+            assert_true(isfinite(cr->cpu_steal_share) && cr->cpu_steal_share >= 0 && cr->cpu_steal_share <= 1);
+    }
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* iteration_finished: once per completed iteration, warmup ones flagged,
+ * numbered from 0 in each phase, with the bounds of the rule, the values
+ * the case report keeps, and an ETA from the first iteration on. */
+static void test_iteration_events(void **state) {
+    fixture *f = *state;
+    memset(recs, 0, sizeof recs);
+    const uint32_t batches[] = {1, 2};
+    matrix m = build(batches, 2, 0); /* 4 cases */
+    bc_plugin rp = make_recorder();
+    bc_runner_reporter rep = {&rp, &rec_settings[0], NULL};
+    bc_runner_config c = config(f, &m, 2, 3);
+    c.reporters = &rep;
+    c.n_reporters = 1;
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    const rec *r = &recs[0];
+    assert_int_equal(r->n_events, m.n * (2 + 3));
+    size_t order[4];
+    execution_order(f, &m, order);
+    for (uint32_t e = 0; e < r->n_events; e++) {
+        const rec_event *ev = &r->events[e];
+        uint32_t pos = e / 5, within = e % 5;
+        const bc_case_report *cr = &res.cases[order[pos]];
+        assert_int_equal(ev->index, order[pos]);
+        assert_int_equal(ev->position, pos);
+        assert_int_equal(ev->n_cases, m.n);
+        assert_int_equal(ev->warmup, within < 2);
+        assert_int_equal(ev->iteration, within < 2 ? within : within - 2);
+        assert_int_equal(ev->n_min, within < 2 ? 2 : 3);
+        assert_int_equal(ev->n_max, within < 2 ? 2 : 3);
+        if (!ev->warmup) assert_double_equal(ev->total_ms, value(cr, ev->iteration, BC_FIELD_TOTAL_MS), 0);
+        else assert_true(ev->total_ms > 0);
+        assert_nan(ev->rel_ci); /* a fixed count computes no interval on the way */
+        assert_true(ev->elapsed_ms > 0 && ev->elapsed_ms <= cr->wall_ms);
+        assert_true(isfinite(ev->eta_s) && ev->eta_s >= 0);
+    }
+    bc_run_result_free(&res);
+
+    /* adaptive: the bounds, and the interval once there are 6 values */
+    memset(recs, 0, sizeof recs);
+    set_int(f, "post_us", 1000);
+    c.warmup = 0;
+    adaptive(&c, 7, 9, 1e-9); /* never stable: runs to 9 */
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    assert_int_equal(r->n_events, m.n * 9);
+    for (uint32_t e = 0; e < r->n_events; e++) {
+        const rec_event *ev = &r->events[e];
+        assert_int_equal(ev->n_min, 7);
+        assert_int_equal(ev->n_max, 9);
+        if (ev->iteration + 1 < 6) assert_nan(ev->rel_ci);
+        else assert_true(isfinite(ev->rel_ci) && ev->rel_ci >= 0);
+    }
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* A failing iteration_finished is reported once and not called again; the
+ * run goes on and the reporter still closes (exit status 1). */
+static void test_iteration_event_failure(void **state) {
+    fixture *f = *state;
+    memset(recs, 0, sizeof recs);
+    n_errors = 0;
+    recs[0].fail_iteration = 3;
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0);
+    bc_plugin rp = make_recorder();
+    bc_runner_reporter rep = {&rp, &rec_settings[0], "bench.cfg:12"};
+    bc_runner_config c = config(f, &m, 1, 4);
+    c.reporters = &rep;
+    c.n_reporters = 1;
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    assert_int_equal(recs[0].n_events, 3);
+    assert_int_equal(n_errors, 1);
+    assert_non_null(strstr(last_error, "bench.cfg:12: reporter 'recorder': iteration_finished: cannot draw"));
+    assert_int_equal(recs[0].n_finished, m.n);
+    assert_int_equal(recs[0].closed, 1);
+    assert_int_equal(res.cases[0].status, BC_CASE_OK);
+    assert_int_equal(bc_run_exit_status(&res), 1);
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+/* The ETA at case_started comes from the cost model: after the big cases,
+ * the small ones are predicted smaller than the mean of the big ones. */
+static void test_eta_model(void **state) {
+    fixture *f = *state;
+    memset(recs, 0, sizeof recs);
+    set_int(f, "expand_us", 0);
+    set_int(f, "post_us", 0);
+    set_int(f, "generate_us", 200); /* per token and row: cost grows with the effective batch */
+    const uint32_t batches[] = {1, 8};
+    matrix m = build(batches, 2, 0); /* effective batches 16, 8, 2, 1 in execution order */
+    bc_plugin rp = make_recorder();
+    bc_runner_reporter rep = {&rp, &rec_settings[0], NULL};
+    bc_runner_config c = config(f, &m, 0, 2);
+    c.reporters = &rep;
+    c.n_reporters = 1;
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    size_t order[4];
+    execution_order(f, &m, order);
+    double first = res.cases[order[0]].wall_ms / 1000.0;
+    assert_nan(recs[0].started_eta[0]);
+    /* after the 16-row case: 8 + 2 + 1 rows left, about 11/16 of it (the mean would say 3x) */
+    assert_true(recs[0].started_eta[1] > 0.3 * first && recs[0].started_eta[1] < 1.5 * first);
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_warmup_and_iterations, setup, teardown),
@@ -742,6 +1029,14 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_prepare_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rebuild_groups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_interrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adaptive_stable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adaptive_max_iterations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_max_seconds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adaptive_interrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_iteration_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_iteration_event_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_eta_model, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

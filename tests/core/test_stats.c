@@ -139,6 +139,51 @@ static void test_p99_and_cv(void **state) {
     assert_nan(compute(zero, 2, 1).cv);
 }
 
+/* The distribution-free 95% interval of the median: the order statistics
+ * of the published tables (n = 6: x(1), x(6); n = 10: x(2), x(9); n = 20:
+ * x(6), x(15); n = 100: x(40), x(61)), none below 6 values, and no
+ * underflow for large n (2^-n is 0 in doubles beyond 1074). */
+static void test_median_ci(void **state) {
+    (void)state;
+    static const struct { size_t n, k; } table[] = {{6, 1}, {7, 1}, {8, 1}, {9, 2}, {10, 2}, {20, 6}, {100, 40}};
+    double sorted[3000], lo, hi;
+    for (size_t i = 0; i < 3000; i++) sorted[i] = (double)(i + 1);
+    for (size_t t = 0; t < sizeof table / sizeof table[0]; t++) {
+        size_t n = table[t].n;
+        assert_int_equal(bc_stats_median_ci(sorted, n, &lo, &hi), table[t].k);
+        assert_double_equal(lo, (double)table[t].k, 0);
+        assert_double_equal(hi, (double)(n + 1 - table[t].k), 0);
+    }
+    for (size_t n = 0; n < BC_MEDIAN_CI_MIN_N; n++) {
+        assert_int_equal(bc_stats_median_ci(sorted, n, &lo, &hi), 0);
+        assert_nan(lo);
+        assert_nan(hi);
+    }
+    /* n = 3000: k near n/2 - 0.98 sqrt(n) = 1446.3 */
+    size_t k = bc_stats_median_ci(sorted, 3000, &lo, &hi);
+    assert_true(k >= 1440 && k <= 1450);
+    assert_true(lo < hi);
+}
+
+/* The relative half-width: 1..20 unsorted gives [6, 15] around 10.5. */
+static void test_median_rel_ci(void **state) {
+    (void)state;
+    double v[40];
+    for (int i = 0; i < 20; i++) v[2 * i] = 20 - i, v[2 * i + 1] = NAN; /* stride 2, NaN in between */
+    bc_error err = {0};
+    assert_double_equal(bc_stats_median_rel_ci(v, 20, 2, &err), 4.5 / 10.5, 1e-12);
+    /* NaN values are left out: 40 values of which 20 are measured, same result */
+    assert_double_equal(bc_stats_median_rel_ci(v, 40, 1, &err), 4.5 / 10.5, 1e-12);
+    /* five values: too few */
+    assert_nan(bc_stats_median_rel_ci(v, 5, 2, &err));
+    /* identical values: a zero-width interval */
+    double same[8] = {3, 3, 3, 3, 3, 3, 3, 3};
+    assert_double_equal(bc_stats_median_rel_ci(same, 8, 1, &err), 0.0, 0);
+    /* a zero median has no relative width */
+    double zero[6] = {-1, 0, 0, 0, 0, 1};
+    assert_nan(bc_stats_median_rel_ci(zero, 6, 1, &err));
+}
+
 /* The table names every statistic once, in the enum's order. */
 static void test_names(void **state) {
     (void)state;
@@ -153,7 +198,8 @@ int main(void) {
         cmocka_unit_test(test_odd_and_even),    cmocka_unit_test(test_p95_rank_boundaries),
         cmocka_unit_test(test_nan_skipped),     cmocka_unit_test(test_all_nan_and_empty),
         cmocka_unit_test(test_stride),          cmocka_unit_test(test_p99_and_cv),
-        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_names),           cmocka_unit_test(test_median_ci),
+        cmocka_unit_test(test_median_rel_ci),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

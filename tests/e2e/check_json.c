@@ -3,7 +3,8 @@
  *   check_json REPORT.json N_CASES ITERATIONS MEASURED FAILED_BATCH
  * - top-level seed keys and the extended ones (schema version, run metadata);
  *   every case has the seed's case keys and precision, cache_policy, status;
- * - cases has N_CASES entries in requested order (index 0..N-1);
+ * - cases has N_CASES entries in requested order (index 0..N-1; with a
+ *   "selection" (--cases, --only), increasing matrix indexes);
  * - each ok case has ITERATIONS profiles whose num_generated_tokens =
  *   batch x samples x response_length and total_ms = the sum of its stages;
  * - prefill/decode fields are numbers when MEASURED is 1, null when 0;
@@ -66,7 +67,10 @@ int main(int argc, char **argv) {
                                                 "cache_policy", "status"};
         for (size_t k = 0; k < sizeof case_keys / sizeof *case_keys; k++)
             CHECK(json_object_get(c, case_keys[k]) != NULL, "cases[%zu] lacks \"%s\"", i, case_keys[k]);
-        CHECK(num(c, "index") == (double)i, "cases[%zu].index is %g: not requested order", i, num(c, "index"));
+        int selected = json_is_object(json_object_get(root, "selection"));
+        double prev = i ? num(json_array_get(cases, i - 1), "index") : -1;
+        CHECK(selected ? num(c, "index") > prev : num(c, "index") == (double)i,
+              "cases[%zu].index is %g: not requested order", i, num(c, "index"));
         const char *status = json_string_value(json_object_get(c, "status"));
         double batch = num(c, "batch_size"), samples = num(c, "samples_per_prompt");
         double resp = num(c, "requested_response_length");

@@ -99,19 +99,82 @@ has fail.txt "case 1 failed 0"
 has fail.txt "case 2 ok 2"
 has fail.err "generate: injected failure for batch_size 2"
 
-# --- the console's progress line: on a terminal (a pty from script(1)) yes, in a pipe no
+# --- the console's progress: on a terminal (a pty from script(1)) a line
+# redrawn in place; in a pipe (a CI log) one plain line per finished case,
+# and nothing of either with -q
 expect 0 notty run "$SRC/good.cfg" --reporter console
-grep -q '\[1/16\]' notty.err && fail "notty: a progress line on stderr that is not a terminal"
+grep -q "$(printf '\r')" notty.err && fail "notty: a carriage return on stderr that is not a terminal"
+[ "$(grep -c '^benchctl: \[[0-9]*/16\] done: B=.*: [0-9.]* tok/s, 2 iterations (fixed), cv [0-9.]*%' notty.err)" -eq 16 ] ||
+    { fail "notty: expected 16 per-case lines"; sed 's/^/    /' notty.err; }
+has notty.err "benchctl: [1/16] done: B=2 x3 prompt=8 resp=4 testfp32 testretain: "
 has notty.out "16 cases: 16 ok"
+expect 0 notty_quiet run "$SRC/good.cfg" --reporter console -q
+[ -s notty_quiet.err ] && { fail "notty_quiet: -q still wrote to stderr"; sed 's/^/    /' notty_quiet.err; }
 if command -v script >/dev/null 2>&1; then
     script -qec "'$BENCHCTL' run '$SRC/good.cfg' --reporter console" /dev/null >tty.log 2>&1 ||
         fail "tty: benchctl under script(1) exited non-zero"
     has tty.log "[1/16] B=2 x3 prompt=8 resp=4"
     has tty.log "[16/16] "
     has tty.log "16 cases: 16 ok"
+    grep -q 'done: ' tty.log && fail "tty: per-case lines on a terminal"
+    # iterations of 150 ms: each redraws the line; 50 columns: no line wider than 49
+    script -qec "stty cols 50; '$BENCHCTL' run '$SRC/good.cfg' --reporter console --cases 0,3 \
+        --set backend.settings.mode=sleep --set backend.settings.post_us=150000" /dev/null >tty_narrow.log 2>&1 ||
+        fail "tty_narrow: benchctl under script(1) exited non-zero"
+    has tty_narrow.log "[1/2] B=2 x3 prompt=8 resp=4 testf"
+    has tty_narrow.log "  it 2/2  ETA "
+    tr '\r' '\n' <tty_narrow.log | sed "s/$(printf '\033')\\[K//g" | grep '^\[[0-9]/2\]' >tty_narrow.lines
+    [ -s tty_narrow.lines ] || fail "tty_narrow: no progress line"
+    awk 'length > 49 { bad = 1; print "    " length ": " $0 } END { exit bad }' tty_narrow.lines ||
+        fail "tty_narrow: a progress line wider than the terminal"
 else
     echo "skip: tty (no script(1))"
 fi
+
+# --- part of the matrix: --cases and --only in plan, validate and run; the
+# reports hold the selected cases only, with their matrix indexes
+expect 0 plan_cases plan "$SRC/good.cfg" --cases 3,5-7
+has plan_cases.out "4 cases (of 16, selected) in execution order"
+[ "$(awk 'NR > 2 && $2 ~ /^[0-9]+$/ { print $2 }' plan_cases.out | sort -n | tr '\n' ' ')" = "3 5 6 7 " ] ||
+    { fail "plan_cases: expected cases 3 5 6 7"; sed 's/^/    /' plan_cases.out; }
+expect 0 validate_only validate "$SRC/good.cfg" --only precision=testbf16,batch_size=2
+has validate_only.out "ok: 4 cases (of 16, selected)"
+expect 0 run_cases run "$SRC/good.cfg" --cases 3,5-7 --reporter testreporter,json \
+    --set 'reporters.[0].settings.path="cases.txt"' --set 'reporters.[1].settings.path="cases.json"' \
+    --set 'backend.settings.measure_forwards=false'
+has cases.txt "run 4 testbackend"
+[ "$(awk '$1 == "case" { print $2 }' cases.txt | tr '\n' ' ')" = "3 5 6 7 " ] ||
+    { fail "run_cases: expected cases 3 5 6 7 in cases.txt"; sed 's/^/    /' cases.txt; }
+has cases.txt "events 4 8"
+"$CHECK_JSON" cases.json 4 2 0 0 || fail "run_cases: check_json failed on cases.json"
+grep -q '"selection": {' cases.json && grep -q '"matrix_cases": 16' cases.json ||
+    fail "run_cases: cases.json does not record the selection"
+expect 2 cases_range plan "$SRC/good.cfg" --cases 3,20
+one_error cases_range
+has cases_range.err "benchctl: --cases 3,20: case 20 does not exist: the matrix has 16 cases, 0-15"
+expect 2 only_axis run "$SRC/good.cfg" --only batchsize=2
+one_error only_axis
+has only_axis.err "--only batchsize=2: no axis 'batchsize' (did you mean 'batch_size'?)"
+expect 2 only_value validate "$SRC/good.cfg" --only precision=fp8
+has only_value.err "--only precision=fp8: no case has precision fp8 (the matrix has testfp32, testbf16)"
+expect 2 cases_twice run "$SRC/good.cfg" --cases 1 --cases 2
+has cases_twice.err "--cases is given twice"
+expect 2 plugins_cases plugins --cases 1
+has plugins_cases.err "plugins does not take --cases"
+
+# --- iterations that stop on a rule: the stop reason of every case, the
+# events the reporter saw, and the contradiction refused with both places
+expect 0 adaptive run "$SRC/good.cfg" --cases 0-3 --set 'reporters.[0].settings.path="adaptive.txt"' \
+    --set 'run={warmup=0; min_iterations=7; max_iterations=7;}'
+[ "$(grep -c '^case .* ok 7 .* max_iterations$' adaptive.txt)" -eq 4 ] ||
+    { fail "adaptive: expected 4 cases of 7 iterations stopped at max_iterations"; sed 's/^/    /' adaptive.txt; }
+has adaptive.txt "events 0 28"
+expect 0 stable run "$SRC/good.cfg" --cases 0 --set 'reporters.[0].settings.path="stable.txt"' \
+    --set 'run={target_rel_ci=1.0; min_iterations=6;}' --set backend.settings.post_us=2000
+grep -q '^case 0 ok [0-9]* .* stable$' stable.txt || { fail "stable: case 0 did not stop stable"; cat stable.txt; }
+expect 2 contradiction validate "$SRC/good.cfg" --set run.target_rel_ci=0.05
+one_error contradiction
+has contradiction.err "good.cfg:8: run.iterations: a fixed count, which contradicts run.target_rel_ci (--set run.target_rel_ci)"
 
 # --- the same failure in many cases: one line on stderr, one under the console table
 expect 3 fail_many run "$SRC/good.cfg" --reporter console --set 'backend.settings.fail_on_batch=2'
@@ -190,7 +253,7 @@ expect 2 dir_config run "$WORK"
 one_error dir_config
 expect 2 abi run "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-abinext.so\""
 one_error abi
-has abi.err "ABI 3.0, benchctl speaks ABI 2.0"
+has abi.err "ABI 3.0, benchctl speaks ABI 2.1"
 has abi.err "benchctl: hint: rebuild the plugin"
 expect 2 notelf validate "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-notelf.so\""
 one_error notelf
@@ -220,7 +283,7 @@ expect 0 bare_list validate "$SRC/good.cfg" --set precisions=testfp32 --set matr
 has bare_list.out "4 cases"
 # plugins NAME.so: the example names the file, since a search by name would not find it
 expect 0 plugins_path plugins "$FIX/benchctl-newminor.so"
-has plugins_path.out "ABI 2.1"
+has plugins_path.out "ABI 2.2"
 has plugins_path.out "name = \"$FIX/benchctl-newminor.so\""
 expect 0 help --help
 has help.out "usage: benchctl"

@@ -175,9 +175,8 @@ static double stat_of_sorted(const char *name, const double *v, uint32_t n) {
     return v[rank > 0 ? rank - 1 : 0];
 }
 
-/* The statistics table row of one field (n_rows values stride apart). */
-static void field_stats(double *out, const char *const *names, uint32_t n_stats, const double *values,
-                        uint32_t n_rows, uint32_t stride) {
+void rf_field_stats(double *out, const char *const *names, uint32_t n_stats, const double *values, uint32_t n_rows,
+                    uint32_t stride) {
     double v[64];
     uint32_t n = 0;
     for (uint32_t i = 0; i < n_rows && n < 64; i++)
@@ -236,8 +235,8 @@ static void fill_measurements(rf_run *r, uint32_t i, uint32_t n_iter, uint32_t w
         memcpy(r->values[i] + (size_t)it * nf, full, nf * sizeof full[0]);
     }
     for (uint32_t f = 0; f < nf; f++)
-        field_stats(r->stats[i] + (size_t)f * r->run.n_stats, r->run.stat_names, r->run.n_stats, r->values[i] + f,
-                    n_iter, nf);
+        rf_field_stats(r->stats[i] + (size_t)f * r->run.n_stats, r->run.stat_names, r->run.n_stats,
+                       r->values[i] + f, n_iter, nf);
 }
 
 static void init_cases(rf_run *r, unsigned flags) {
@@ -295,6 +294,18 @@ static void init_reports(rf_run *r) {
         .peak_memory_mib = 3.25, .memory = &r->memory[2], .held_between_rollouts_bytes = 1048576,
         .peak_rss_bytes = 41943040, .device_free_before_bytes = -1, .device_free_after_bytes = -1, .wall_ms = 98.5,
         .rebuilt = 0};
+    /* ABI 2.1: why each case stopped, its interval and the machine's load */
+    static const bc_stop_reason reasons[RF_N_CASES] = {BC_STOP_STABLE, BC_STOP_FAILED, BC_STOP_MAX_ITERATIONS};
+    static const double rel_ci[RF_N_CASES] = {0.0125, NAN, 0.25}, load0[RF_N_CASES] = {0.5, 1.25, NAN},
+                        load1[RF_N_CASES] = {0.75, 1.5, NAN}, steal[RF_N_CASES] = {0.0, NAN, 0.05};
+    for (int i = 0; i < RF_N_CASES; i++) {
+        bc_case_report *cr = &r->reports[i].r;
+        cr->stop_reason = reasons[i];
+        cr->total_ms_rel_ci = rel_ci[i];
+        cr->load_avg_start = load0[i];
+        cr->load_avg_end = load1[i];
+        cr->cpu_steal_share = steal[i];
+    }
 }
 
 static void init_backend(rf_run *r) {
@@ -364,13 +375,28 @@ void rf_run_init(rf_run *r, unsigned flags) {
     run->n_cases = RF_N_CASES;
     run->case_report_size = sizeof(rf_wide_report);
     run->cases = &r->reports[0].r;
+    run->min_iterations = run->max_iterations = RF_N_ITER; /* ABI 2.1: a fixed count, the whole matrix */
+    run->target_rel_ci = run->max_seconds_per_case = NAN;
+    run->n_matrix_cases = RF_N_CASES;
 
     fill_measurements(r, 0, RF_N_ITER, 16);
     fill_measurements(r, 1, 0, 32);
     fill_measurements(r, 2, RF_N_ITER, 37);
+    if (flags & RF_HOST_2_0) {
+        memset(r->narrow, 0x5A, sizeof r->narrow);
+        for (int i = 0; i < RF_N_CASES; i++) {
+            memcpy(r->narrow[i], &r->reports[i].r, RF_REPORT_SIZE_2_0);
+            memcpy(r->narrow[i], &(uint32_t){RF_REPORT_SIZE_2_0}, sizeof(uint32_t)); /* struct_size */
+        }
+        run->cases = (const bc_case_report *)(const void *)r->narrow[0];
+        run->case_report_size = RF_REPORT_SIZE_2_0;
+        run->struct_size = offsetof(bc_run_report, min_iterations);
+    }
 }
 
-bc_case_report *rf_report(rf_run *r, uint32_t i) { return &r->reports[i].r; }
+bc_case_report *rf_report(rf_run *r, uint32_t i) {
+    return (bc_case_report *)(void *)((unsigned char *)(void *)r->run.cases + (size_t)i * r->run.case_report_size);
+}
 
 bc_status rf_drive(rf_plugin *p, const bc_host *host, rf_run *r, bc_error *err) {
     if (p->desc->check_settings) {
@@ -393,10 +419,26 @@ bc_status rf_drive(rf_plugin *p, const bc_host *host, rf_run *r, bc_error *err) 
     for (uint32_t k = 0; k < RF_N_CASES && st == BC_OK; k++) {
         uint32_t i = exec[k];
         if (p->ops->case_started) p->ops->case_started(inst, &r->cases[i], k, RF_N_CASES, k == 0 ? NAN : 83.0);
+        const bc_case_report *cr = rf_report(r, i);
+        int hook = BC_HAS(p->ops, bc_reporter_ops, iteration_finished) && p->ops->iteration_finished;
+        for (uint32_t it = 0; hook && cr->n_iterations && it <= cr->n_iterations && st == BC_OK; it++) {
+            /* one warmup iteration (it 0, the first iteration's values), then the measured ones */
+            int warmup = it == 0;
+            bc_iteration_event ev = {.struct_size = sizeof ev, .c = &r->cases[i], .position = k,
+                                     .n_cases = RF_N_CASES, .warmup = warmup, .iteration = warmup ? 0 : it - 1,
+                                     .n_min = warmup ? 1 : RF_N_ITER, .n_max = warmup ? 1 : RF_N_ITER,
+                                     .values = cr->values + (size_t)(warmup ? 0 : it - 1) * r->run.n_fields,
+                                     .case_elapsed_ms = 10.0 * (it + 1), .rel_ci = NAN, .eta_s = 83.0 - it};
+            bc_run_report partial = r->run;
+            partial.n_cases = 0;
+            partial.cases = &done[0].r;
+            st = p->ops->iteration_finished(inst, &partial, &ev, err);
+        }
         finished[i] = 1;
         uint32_t n = 0;
+        size_t size = r->run.case_report_size; /* the host's stride: wide, or a 2.0 host's */
         for (uint32_t j = 0; j < RF_N_CASES; j++)
-            if (finished[j]) done[n++] = r->reports[j];
+            if (finished[j]) memcpy((unsigned char *)done + size * n++, rf_report(r, j), size);
         bc_run_report partial = r->run;
         partial.n_cases = n;
         partial.cases = &done[0].r;

@@ -26,11 +26,20 @@
  *           37 tokens wide with prompts of 12 to 37 tokens, resp 8,
  *           precision "bf16", cache "release", not rebuilt, 3 iterations;
  *           peak 3.25 MiB, 1 MiB held between rollouts.
+ * ABI 2.1 fields: case 0 stopped "stable" (total_ms_rel_ci 0.0125, load
+ * 0.5 -> 0.75, no steal), case 1 "failed" (load 1.25 -> 1.5, the rest
+ * unknown), case 2 "max_iterations" (0.25, load unknown, steal 0.05); the
+ * run: a fixed count (min = max = RF_N_ITER, no target, no time cap) over
+ * the whole matrix (no selection).
  * Execution order (rf_drive): case 1, case 0, case 2 (largest effective
- * batch first).
+ * batch first); a reporter with iteration_finished gets, for each case
+ * that measured something, one warmup event and one per iteration (ETA
+ * 83 s, then one less each time).
  */
 #ifndef BENCHCTL_TESTS_REPORTER_FIXTURE_H
 #define BENCHCTL_TESTS_REPORTER_FIXTURE_H
+
+#include <stddef.h>
 
 #include "benchctl/plugin.h"
 
@@ -48,8 +57,14 @@ enum {
     RF_EXTRA_STAT = 1 << 1,       /* a tenth statistic "p42" (nearest rank) after "max" */
     RF_OLD_FIELDS = 1 << 2,       /* only the first RF_N_FIELDS_OLD fields */
     RF_FEW_STATS = 1 << 3,        /* only the statistics "n", "mean", "max" */
-    RF_NO_BACKEND = 1 << 4        /* run->backend and run->sampling NULL */
+    RF_NO_BACKEND = 1 << 4,       /* run->backend and run->sampling NULL */
+    RF_HOST_2_0 = 1 << 5          /* an ABI 2.0 host: case reports RF_REPORT_SIZE_2_0 bytes apart and a run
+                                     report that both end before the 2.1 fields (what follows a case report
+                                     is the next one, so a reporter that reads past its end reads garbage) */
 };
+
+/* A 2.0 host's bc_case_report: everything before the 2.1 fields. */
+#define RF_REPORT_SIZE_2_0 offsetof(bc_case_report, total_ms_rel_ci)
 
 /* The host's fields, in report order. */
 enum {
@@ -94,6 +109,8 @@ typedef struct rf_run {
     bc_sampling sampling;
     bc_case cases[RF_N_CASES];
     rf_wide_report reports[RF_N_CASES];
+    /* RF_HOST_2_0: the reports as a 2.0 host lays them out */
+    _Alignas(8) unsigned char narrow[RF_N_CASES][RF_REPORT_SIZE_2_0];
     bc_memory_stats memory[RF_N_CASES];
     double values[RF_N_CASES][RF_N_ITER * RF_N_FIELDS];   /* n_iterations x n_fields */
     double stats[RF_N_CASES][RF_N_FIELDS * RF_MAX_STATS]; /* n_fields x n_stats */
@@ -118,12 +135,18 @@ bc_host rf_host(int stderr_is_tty);
 /* Builds the sample run (flags: RF_*). */
 void rf_run_init(rf_run *r, unsigned flags);
 
-/* Case report i of the sample run. */
+/* Case report i of the sample run (as the run report lays them out). */
 bc_case_report *rf_report(rf_run *r, uint32_t i);
 
 /* Statistic stat (by name) of field f of case i, as the host computed it;
  * NAN when the run has no such statistic. */
 double rf_stat(const rf_run *r, uint32_t i, int f, const char *stat);
+
+/* The statistics of one field as the host computes them (docs/reporters.md):
+ * out[0..n_stats) for the statistics names[], over values[0], values[stride],
+ * ... (n_rows of them, at most 64), NaN left out. */
+void rf_field_stats(double *out, const char *const *names, uint32_t n_stats, const double *values, uint32_t n_rows,
+                    uint32_t stride);
 
 /* Runs the reporter as the host does: check_settings (if any), open with no
  * cases, case_started and case_finished for each case in execution order

@@ -1,8 +1,11 @@
 /* test_console.c: the console reporter plugin (reporters/console), loaded
  * with dlopen: the two aligned tables (written to a file through its path
- * setting) with every number looked up by name, the progress line on a
- * "terminal", silence when stderr is not one, and check_settings. stderr is
- * captured by pointing fd 2 at a file. */
+ * setting) with every number looked up by name, the stop reasons, the cv
+ * column with its unstable mark and footnote, the load columns; the
+ * progress line on a "terminal" (iterations, ETA, cut to $COLUMNS), the
+ * plain per-case lines when stderr is not one, silence with -q; and
+ * check_settings. stderr is captured by pointing fd 2 at a file; a fake
+ * clock makes every progress event draw. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +24,8 @@
 #include "reporter_fixture.h"
 
 typedef struct fixture {
+    int log_level;     /* the host's log level (BC_LOG_WARN unless a test sets it) */
+    int old_host;      /* a 2.0 host table, without log_level */
     char dir[512];
     char path[600];   /* the table */
     char errpath[600]; /* captured stderr */
@@ -36,6 +41,8 @@ static int setup(void **state) {
     }
     rf_run_init(&f->run, 0);
     f->host = rf_host(0);
+    f->log_level = BC_LOG_WARN;
+    setenv("COLUMNS", "200", 1); /* the "terminal" is a file: its width comes from $COLUMNS */
     snprintf(f->path, sizeof f->path, "%s/table.txt", f->dir);
     snprintf(f->errpath, sizeof f->errpath, "%s/stderr.txt", f->dir);
     *state = f;
@@ -49,6 +56,10 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* A clock that moves 50 ms a reading, so every progress event redraws. */
+static uint64_t fake_ns;
+static uint64_t fake_clock(void) { return fake_ns += 50000000u; }
+
 /* Drives the console reporter with stderr captured into f->errpath. */
 static void drive(fixture *f, int tty, const char *extra) {
     char setting[700];
@@ -57,6 +68,10 @@ static void drive(fixture *f, int tty, const char *extra) {
     rf_plugin p;
     assert_int_equal(rf_load(&p, "console", overrides, extra ? 2 : 1), 0);
     bc_host host = rf_host(tty);
+    host.log_level = (bc_log_level)f->log_level;
+    if (f->old_host) host.struct_size = offsetof(bc_host, log_level);
+    fake_ns = 0;
+    host.now_ns = fake_clock;
 
     fflush(stderr);
     int saved = dup(2);
@@ -120,9 +135,13 @@ static int read_tables(fixture *f, char **text, char **lines, int max) {
 }
 
 /* title, settings line, header, rule, 3 cases, header, rule, 3 cases,
- * counts, 3 legend lines, 1 failure message */
+ * counts, 5 legend lines, the unstable footnote (2 lines), 1 failure message */
 enum { L_TITLE = 0, L_SETTINGS, L_HEAD1, L_RULE1, L_CASES1, L_HEAD2 = L_CASES1 + RF_N_CASES, L_RULE2,
-       L_CASES2, L_COUNTS = L_CASES2 + RF_N_CASES, L_LEGEND, L_MESSAGE = L_LEGEND + 3, N_LINES };
+       L_CASES2, L_COUNTS = L_CASES2 + RF_N_CASES, L_LEGEND, L_UNSTABLE = L_LEGEND + 5, L_MESSAGE = L_UNSTABLE + 2,
+       N_LINES };
+
+/* Table 1's words of a case row (a prompt "37 (12-37)" counts as two). */
+enum { W_INDEX = 0, W_STATUS = 7, W_N, W_STOP, W_TOTAL, W_P50, W_P95, W_CV, W_TPS };
 
 static void test_tables(void **state) {
     fixture *f = *state;
@@ -132,10 +151,11 @@ static void test_tables(void **state) {
     assert_int_equal(n, N_LINES);
     assert_non_null(strstr(lines[L_TITLE], "facebook/opt-125m (synthetic) on cpu"));
     assert_string_equal(lines[L_SETTINGS], "backend settings: threads=2 shared_prefill=true");
-    const char *head1[] = {"total_ms", "p50", "p95", "tok/s", "peak_MiB", "held_MiB"};
+    const char *head1[] = {"status", "n", "stop", "total_ms", "p50", "p95", "cv%", "tok/s", "peak_MiB", "held_MiB"};
     for (size_t i = 0; i < sizeof head1 / sizeof head1[0]; i++) assert_non_null(strstr(lines[L_HEAD1], head1[i]));
     assert_string_equal(lines[L_HEAD2] + strspn(lines[L_HEAD2], " "),
-                        "#  ttft_ms  ms/tok_p50  ms/tok_p95  prefill_ms  decode_ms  prefill_tok/s  decode_tok/s");
+                        "#  ttft_ms  ms/tok_p50  ms/tok_p95  prefill_ms  decode_ms  prefill_tok/s  decode_tok/s"
+                        "       load  steal%");
     /* Aligned: in each table, header, rule and rows are the same width. */
     for (int table = 0; table < 2; table++) {
         int head = table ? L_HEAD2 : L_HEAD1;
@@ -168,11 +188,40 @@ static void test_tables(void **state) {
     assert_non_null(strstr(row2, " release "));
     assert_true(strcmp(row2 + strlen(row2) - 4, " 1.0") == 0);
 
-    /* The second table: where the time went, every value looked up by name. */
+    /* How many iterations, why they stopped, how noisy (cv in percent; "!"
+     * marks an unstable case: cases 0 and 2 vary by 20%, case 2 also ran
+     * with 5% steal; case 1 measured nothing). */
+    static const char *const stop[RF_N_CASES] = {"stable", "failed", "max_iter"};
+    static const char *const n_it[RF_N_CASES] = {"3", "0", "3"};
+    for (uint32_t c = 0; c < RF_N_CASES; c++) {
+        char copy[512], want[64];
+        char *words[24];
+        int shift = c == 2; /* "37 (12-37)" */
+        assert_int_equal(split_words(lines[L_CASES1 + c], copy, sizeof copy, words, 24), 17 + shift);
+        assert_string_equal(words[W_N + shift], n_it[c]);
+        assert_string_equal(words[W_STOP + shift], stop[c]);
+        if (c == 1) {
+            assert_string_equal(words[W_CV + shift], "-");
+            continue;
+        }
+        snprintf(want, sizeof want, "%.1f!", 100.0 * rf_stat(&f->run, c, RF_F_TOTAL_MS, "cv"));
+        assert_string_equal(words[W_CV + shift], want);
+    }
+    assert_string_equal(lines[L_UNSTABLE], "! unstable: the cv of total_ms is above 5% or the CPU steal above 2%, so "
+                                           "the numbers are noisy (a busy or shared machine?):");
+    assert_string_equal(lines[L_UNSTABLE + 1], "  cases 0,2; rerun them on a quiet machine (benchctl run FILE --cases "
+                                               "0,2) or with more iterations.");
+
+    /* The second table: where the time went, every value looked up by name,
+     * then the machine's load (start/end) and steal. */
+    static const char *const load[RF_N_CASES] = {"0.50/0.75", "1.25/1.50", "-"};
+    static const char *const steal[RF_N_CASES] = {"0.0", "-", "5.0"};
     for (uint32_t c = 0; c < RF_N_CASES; c++) {
         char copy[512];
         char *words[16];
-        assert_int_equal(split_words(lines[L_CASES2 + c], copy, sizeof copy, words, 16), 8);
+        assert_int_equal(split_words(lines[L_CASES2 + c], copy, sizeof copy, words, 16), 10);
+        assert_string_equal(words[8], load[c]);
+        assert_string_equal(words[9], steal[c]);
         const int field[] = {RF_F_TIME_TO_FIRST_TOKEN_MS, RF_F_DECODE_MS_PER_TOKEN_P50, RF_F_DECODE_MS_PER_TOKEN_P95,
                              RF_F_PREFILL_FORWARD_MS, RF_F_DECODE_FORWARD_MS, RF_F_PREFILL_TOKENS_PER_SECOND,
                              RF_F_DECODE_TOKENS_PER_SECOND};
@@ -199,8 +248,8 @@ static void test_missing_names(void **state) {
     char *text, *lines[32];
     assert_int_equal(read_tables(f, &text, lines, 32), N_LINES);
     char copy[512];
-    char *words[16];
-    assert_int_equal(split_words(lines[L_CASES2], copy, sizeof copy, words, 16), 8);
+    char *words[24];
+    assert_int_equal(split_words(lines[L_CASES2], copy, sizeof copy, words, 24), 10);
     for (int k = 1; k < 8; k++) {
         if (k == 4 || k == 5) continue; /* prefill_ms and decode_ms: fields the old host has */
         assert_string_equal(words[k], "-");
@@ -208,12 +257,13 @@ static void test_missing_names(void **state) {
     assert_shows(lines[L_CASES2], rf_stat(&f->run, 0, RF_F_PREFILL_FORWARD_MS, "mean"), 2);
     /* Table 1, case 0: # batch x prompt resp precision cache status, then
      * total_ms (the mean, which the host has), p50 and p95 (which it lacks). */
-    assert_int_equal(split_words(lines[L_CASES1], copy, sizeof copy, words, 16), 14);
+    assert_int_equal(split_words(lines[L_CASES1], copy, sizeof copy, words, 24), 17);
     char want[64];
     fmt(want, sizeof want, rf_stat(&f->run, 0, RF_F_TOTAL_MS, "mean"), 2);
-    assert_string_equal(words[8], want);
-    assert_string_equal(words[9], "-");
-    assert_string_equal(words[10], "-");
+    assert_string_equal(words[W_TOTAL], want);
+    assert_string_equal(words[W_P50], "-");
+    assert_string_equal(words[W_P95], "-");
+    assert_string_equal(words[W_CV], "-"); /* no cv in this host's table */
     free(text);
 }
 
@@ -244,19 +294,55 @@ static void test_check_settings(void **state) {
     }
 }
 
+/* On a terminal: the line is redrawn in place as cases start and iterations
+ * finish (warmup, then it k/N), with the ETA, the run's elapsed time and the
+ * last finished case's tokens/s, and cleared at the end. */
 static void test_progress_on_tty(void **state) {
     fixture *f = *state;
     drive(f, 1, NULL);
     char *err = rf_slurp(f->errpath);
     assert_non_null(err);
-    /* Execution order: case 1 (ETA unknown yet), case 0, case 2 (ETA 83 s);
-     * case 2's prompts come from a file. */
-    assert_non_null(strstr(err, "\r\033[K[1/3] B=8 x1 prompt=32 resp=8 fp32 release  ETA --"));
-    assert_non_null(strstr(err, "\r\033[K[2/3] B=2 x2 prompt=16 resp=8 bf16 retain  ETA 1m23s"));
-    assert_non_null(strstr(err, "\r\033[K[3/3] B=1 x3 prompt=file resp=8 bf16 release  ETA 1m23s"));
-    assert_null(strchr(err, '\n'));              /* redrawn, never scrolled */
-    size_t len = strlen(err);                    /* and cleared at the end */
+    /* Execution order: case 1 (ETA unknown yet, fails), case 0, case 2 (ETA
+     * 83 s, one less per event); case 2's prompts come from a file. */
+    assert_non_null(strstr(err, "\r\033[K[1/3] B=8 x1 prompt=32 resp=8 fp32 release  ETA --  elapsed "));
+    assert_non_null(strstr(err, "\r\033[K[2/3] B=2 x2 prompt=16 resp=8 bf16 retain  ETA 1m23s  elapsed "));
+    assert_non_null(strstr(err, "\r\033[K[2/3] B=2 x2 prompt=16 resp=8 bf16 retain  warmup 1/1  ETA 1m23s  elapsed "));
+    assert_non_null(strstr(err, "\r\033[K[2/3] B=2 x2 prompt=16 resp=8 bf16 retain  it 1/3  ETA 1m22s  elapsed "));
+    assert_non_null(strstr(err, "\r\033[K[2/3] B=2 x2 prompt=16 resp=8 bf16 retain  it 3/3  ETA 1m20s  elapsed "));
+    char last[128];
+    snprintf(last, sizeof last, "  last %.1f tok/s", rf_stat(&f->run, 0, RF_F_TOKENS_PER_SECOND, "mean"));
+    char *third = strstr(err, "\r\033[K[3/3] B=1 x3 prompt=file resp=8 bf16 release  it 2/3  ETA 1m21s  elapsed ");
+    assert_non_null(third);
+    assert_non_null(strstr(third, last)); /* case 0 finished ok before it */
+    assert_null(strchr(err, '\n'));       /* redrawn, never scrolled */
+    size_t len = strlen(err);             /* and cleared at the end */
     assert_true(len >= 4 && strcmp(err + len - 4, "\r\033[K") == 0);
+    free(err);
+}
+
+/* A narrow terminal: every drawn line fits in $COLUMNS - 1 columns (the
+ * last column would wrap), keeping the count and the iteration. */
+static void test_progress_narrow(void **state) {
+    fixture *f = *state;
+    setenv("COLUMNS", "40", 1);
+    drive(f, 1, NULL);
+    char *err = rf_slurp(f->errpath);
+    assert_non_null(err);
+    int n = 0;
+    for (char *line = strstr(err, "\r\033[K"); line; n++) {
+        line += 4;
+        char *next = strstr(line, "\r\033[K");
+        size_t len = next ? (size_t)(next - line) : strlen(line);
+        if (len > 39) fail_msg("a progress line of %zu columns: %.*s", len, (int)len, line);
+        line = next;
+    }
+    assert_true(n > 10);
+    assert_non_null(strstr(err, "\r\033[K[2/3] B=2 x2 prompt=  it 2/3  ETA 1m21s\r")); /* the description cut */
+    setenv("COLUMNS", "12", 1); /* narrower than "[i/n]" and a part: still no wrap */
+    drive(f, 1, NULL);
+    free(err);
+    err = rf_slurp(f->errpath);
+    assert_non_null(strstr(err, "\r\033[K[2/3] B=2 x\r"));
     free(err);
 }
 
@@ -267,28 +353,126 @@ static void test_progress_off(void **state) {
     assert_non_null(err);
     assert_string_equal(err, "");
     free(err);
-}
-
-static void test_quiet_when_not_tty(void **state) {
-    fixture *f = *state;
-    drive(f, 0, NULL);
-    char *err = rf_slurp(f->errpath);
-    assert_non_null(err);
+    drive(f, 0, "progress=false");
+    err = rf_slurp(f->errpath);
     assert_string_equal(err, "");
     free(err);
 }
 
+/* When stderr is not a terminal (a CI log): one plain line per finished
+ * case, with its tokens/s, iterations, why they stopped and its cv. */
+static void test_case_lines_when_not_tty(void **state) {
+    fixture *f = *state;
+    drive(f, 0, NULL);
+    char *err = rf_slurp(f->errpath);
+    assert_non_null(err);
+    assert_null(strchr(err, '\r'));
+    assert_null(strchr(err, '\033'));
+    char want[1024];
+    snprintf(want, sizeof want,
+             "benchctl: [1/3] failed: B=8 x1 prompt=32 resp=8 fp32 release (out of memory)\n"
+             "benchctl: [2/3] done: B=2 x2 prompt=16 resp=8 bf16 retain: %.1f tok/s, 3 iterations (stable), "
+             "cv %.1f%% (unstable)\n"
+             "benchctl: [3/3] done: B=1 x3 prompt=file resp=8 bf16 release: %.1f tok/s, 3 iterations "
+             "(max_iterations), cv %.1f%% (unstable)\n",
+             rf_stat(&f->run, 0, RF_F_TOKENS_PER_SECOND, "mean"), 100.0 * rf_stat(&f->run, 0, RF_F_TOTAL_MS, "cv"),
+             rf_stat(&f->run, 2, RF_F_TOKENS_PER_SECOND, "mean"), 100.0 * rf_stat(&f->run, 2, RF_F_TOTAL_MS, "cv"));
+    assert_string_equal(err, want);
+    free(err);
+}
+
+/* verbose: a line as each case starts, too. */
 static void test_verbose_plain_lines(void **state) {
     fixture *f = *state;
     drive(f, 0, "verbose=true");
     char *err = rf_slurp(f->errpath);
     assert_non_null(err);
     assert_null(strchr(err, '\r'));
-    assert_null(strchr(err, '\033'));
-    assert_string_equal(err, "[1/3] B=8 x1 prompt=32 resp=8 fp32 release  ETA --\n"
-                             "[2/3] B=2 x2 prompt=16 resp=8 bf16 retain  ETA 1m23s\n"
-                             "[3/3] B=1 x3 prompt=file resp=8 bf16 release  ETA 1m23s\n");
+    assert_non_null(strstr(err, "benchctl: [1/3] start: B=8 x1 prompt=32 resp=8 fp32 release  ETA --\n"
+                                "benchctl: [1/3] failed: "));
+    assert_non_null(strstr(err, "\nbenchctl: [2/3] start: B=2 x2 prompt=16 resp=8 bf16 retain  ETA 1m23s\n"
+                                "benchctl: [2/3] done: "));
+    assert_non_null(strstr(err, "\nbenchctl: [3/3] start: B=1 x3 prompt=file resp=8 bf16 release  ETA 1m23s\n"));
     free(err);
+}
+
+/* -q (the host's log level below warnings): no progress at all. A 2.0 host
+ * cannot say, so progress stays on there. */
+static void test_quiet(void **state) {
+    fixture *f = *state;
+    f->log_level = BC_LOG_ERROR;
+    for (int tty = 0; tty < 2; tty++) {
+        drive(f, tty, NULL);
+        char *err = rf_slurp(f->errpath);
+        assert_string_equal(err, "");
+        free(err);
+    }
+    f->old_host = 1;
+    drive(f, 0, NULL);
+    char *err = rf_slurp(f->errpath);
+    assert_non_null(strstr(err, "benchctl: [2/3] done: "));
+    free(err);
+}
+
+/* The unstable thresholds are settings: with unstable_cv = 0.5 only the
+ * case with 5% steal is marked. */
+static void test_unstable_settings(void **state) {
+    fixture *f = *state;
+    drive(f, 0, "unstable_cv=0.5");
+    char *text, *lines[32];
+    assert_int_equal(read_tables(f, &text, lines, 32), N_LINES);
+    char copy[512];
+    char *words[24];
+    split_words(lines[L_CASES1], copy, sizeof copy, words, 24);
+    assert_null(strchr(words[W_CV], '!'));
+    split_words(lines[L_CASES1 + 2], copy, sizeof copy, words, 24);
+    assert_non_null(strchr(words[W_CV + 1], '!'));
+    assert_non_null(strstr(lines[L_UNSTABLE], "above 50% or the CPU steal above 2%"));
+    assert_non_null(strstr(lines[L_UNSTABLE + 1], "  case 2; rerun"));
+    free(text);
+    char *err = rf_slurp(f->errpath);
+    assert_non_null(strstr(err, "3 iterations (stable), cv 20.7%\n"));
+    free(err);
+}
+
+/* An adaptive rule and a selection: the title says both. */
+static void test_adaptive_title(void **state) {
+    fixture *f = *state;
+    f->run.run.min_iterations = 6;
+    f->run.run.max_iterations = 50;
+    f->run.run.target_rel_ci = 0.02;
+    f->run.run.max_seconds_per_case = 90;
+    f->run.run.n_matrix_cases = 16;
+    f->run.run.selected_cases = "0-2";
+    drive(f, 0, NULL);
+    char *text, *lines[32];
+    assert_int_equal(read_tables(f, &text, lines, 33), N_LINES + 1);
+    assert_non_null(strstr(lines[L_TITLE], ", 1 warmup + 6 to 50 measured iterations (until the median total_ms is "
+                                           "within +-2%), at most 90 s per case"));
+    assert_string_equal(lines[L_TITLE + 1], "selected: 3 of 16 cases (--cases 0-2)");
+    free(text);
+}
+
+/* A 2.0 host: no stop reasons, loads or steal (its case reports end before
+ * them): dashes, and cv marks from the cv alone. */
+static void test_host_2_0(void **state) {
+    fixture *f = *state;
+    rf_run_init(&f->run, RF_HOST_2_0);
+    drive(f, 0, NULL);
+    char *text, *lines[32];
+    assert_int_equal(read_tables(f, &text, lines, 32), N_LINES);
+    assert_non_null(strstr(lines[L_TITLE], ", 1 warmup + 3 measured iterations per case"));
+    for (uint32_t c = 0; c < RF_N_CASES; c++) {
+        char copy[512];
+        char *words[24];
+        int shift = c == 2;
+        split_words(lines[L_CASES1 + c], copy, sizeof copy, words, 24);
+        assert_string_equal(words[W_STOP + shift], "-");
+        split_words(lines[L_CASES2 + c], copy, sizeof copy, words, 24);
+        assert_string_equal(words[8], "-");
+        assert_string_equal(words[9], "-");
+    }
+    free(text);
 }
 
 int main(void) {
@@ -298,9 +482,14 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_no_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_progress_on_tty, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_progress_narrow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_progress_off, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_quiet_when_not_tty, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_case_lines_when_not_tty, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verbose_plain_lines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quiet, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unstable_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adaptive_title, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_2_0, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -180,7 +180,7 @@ static const char *const identity[] = {
  * field F and statistic S of the run's tables, then the memory columns and
  * the message. */
 static void check_header(const table *t, const bc_run_report *run) {
-    int expect_cols = N_IDENTITY + (int)(run->n_fields * run->n_stats) + 4;
+    int expect_cols = N_IDENTITY + (int)(run->n_fields * run->n_stats) + 9;
     for (int r = 0; r < t->n_rows; r++) assert_int_equal(t->n_cols[r], expect_cols);
     int c = 0;
     for (int i = 0; i < N_IDENTITY; i++) assert_string_equal(t->cells[0][c++], identity[i]);
@@ -194,6 +194,11 @@ static void check_header(const table *t, const bc_run_report *run) {
     assert_string_equal(t->cells[0][c++], "peak_memory_mb");
     assert_string_equal(t->cells[0][c++], "held_between_rollouts_mib");
     assert_string_equal(t->cells[0][c++], "peak_rss_mb");
+    assert_string_equal(t->cells[0][c++], "stop_reason");
+    assert_string_equal(t->cells[0][c++], "total_ms_rel_ci");
+    assert_string_equal(t->cells[0][c++], "load_avg_start");
+    assert_string_equal(t->cells[0][c++], "load_avg_end");
+    assert_string_equal(t->cells[0][c++], "cpu_steal_share");
     assert_string_equal(t->cells[0][c++], "message");
 }
 
@@ -258,6 +263,19 @@ static void check_table(fixture *f, const char *text) {
     assert_cell(&t, 3, "prompt_min_tokens", 12);
     assert_cell(&t, 3, "prompt_max_tokens", 37);
     assert_cell(&t, 3, "held_between_rollouts_mib", 1.0);
+    /* ABI 2.1: why each case stopped, its interval, the machine's load */
+    assert_string_equal(at(&t, 1, "stop_reason"), "stable");
+    assert_cell(&t, 1, "total_ms_rel_ci", 0.0125);
+    assert_cell(&t, 1, "load_avg_start", 0.5);
+    assert_cell(&t, 1, "load_avg_end", 0.75);
+    assert_cell(&t, 1, "cpu_steal_share", 0.0);
+    assert_string_equal(at(&t, 2, "stop_reason"), "failed");
+    assert_string_equal(at(&t, 2, "total_ms_rel_ci"), "");
+    assert_cell(&t, 2, "load_avg_end", 1.5);
+    assert_string_equal(at(&t, 2, "cpu_steal_share"), "");
+    assert_string_equal(at(&t, 3, "stop_reason"), "max_iterations");
+    assert_string_equal(at(&t, 3, "load_avg_start"), "");
+    assert_cell(&t, 3, "cpu_steal_share", 0.05);
     assert_string_equal(at(&t, 3, "rebuilt"), "false");
     assert_string_equal(at(&t, 3, "release_inference_cache"), "true");
     free_table(&t);
@@ -296,8 +314,23 @@ static void test_missing_names(void **state) {
     table t;
     run_and_parse(f, "old.csv", &t);
     check_header(&t, &f->run.run);
-    assert_int_equal(t.n_cols[0], N_IDENTITY + RF_N_FIELDS_OLD * 3 + 4);
+    assert_int_equal(t.n_cols[0], N_IDENTITY + RF_N_FIELDS_OLD * 3 + 9);
     check_stats(&t, f);
+    free_table(&t);
+}
+
+/* A 2.0 host's case reports end before the 2.1 fields: same columns, empty. */
+static void test_host_2_0(void **state) {
+    fixture *f = *state;
+    rf_run_init(&f->run, RF_HOST_2_0);
+    table t;
+    run_and_parse(f, "host20.csv", &t);
+    check_header(&t, &f->run.run);
+    check_stats(&t, f);
+    const char *added[] = {"stop_reason", "total_ms_rel_ci", "load_avg_start", "load_avg_end", "cpu_steal_share"};
+    for (int row = 1; row <= RF_N_CASES; row++)
+        for (size_t i = 0; i < sizeof added / sizeof added[0]; i++) assert_string_equal(at(&t, row, added[i]), "");
+    assert_cell(&t, 1, "n_iterations", RF_N_ITER);
     free_table(&t);
 }
 
@@ -337,6 +370,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extra_stat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_2_0, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gzip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_settings, setup, teardown),
     };

@@ -352,6 +352,78 @@ static void test_ok_case(void **state) {
     json_decref(doc);
 }
 
+/* ABI 2.1: why each case stopped, its interval and the machine's load; the
+ * run's stopping rule and selection. */
+static void test_stopping_and_load(void **state) {
+    fixture *f = *state;
+    json_t *doc = run_json(f, "out.json", NULL);
+    json_t *stopping = get(doc, "stopping");
+    assert_number(get(stopping, "min_iterations"), RF_N_ITER);
+    assert_number(get(stopping, "max_iterations"), RF_N_ITER);
+    assert_null_key(stopping, "target_rel_ci");
+    assert_null_key(stopping, "max_seconds_per_case");
+    assert_null_key(doc, "selection"); /* the whole matrix ran */
+    static const char *const reasons[RF_N_CASES] = {"stable", "failed", "max_iterations"};
+    static const double rel_ci[RF_N_CASES] = {0.0125, NAN, 0.25}, load0[RF_N_CASES] = {0.5, 1.25, NAN},
+                        load1[RF_N_CASES] = {0.75, 1.5, NAN}, steal[RF_N_CASES] = {0.0, NAN, 0.05};
+    for (size_t i = 0; i < RF_N_CASES; i++) {
+        json_t *c = json_array_get(get(doc, "cases"), i);
+        assert_str(get(c, "stop_reason"), reasons[i]);
+        json_t *ext = get(c, "extended");
+        assert_value(get(ext, "total_ms_rel_ci"), rel_ci[i]);
+        json_t *load = get(ext, "host_load");
+        assert_int_equal(json_object_size(load), 3);
+        assert_value(get(load, "load_avg_start"), load0[i]);
+        assert_value(get(load, "load_avg_end"), load1[i]);
+        assert_value(get(load, "cpu_steal_share"), steal[i]);
+    }
+    json_decref(doc);
+
+    /* an adaptive rule with a time cap, over a selection */
+    f->run.run.min_iterations = 6;
+    f->run.run.max_iterations = 50;
+    f->run.run.target_rel_ci = 0.02;
+    f->run.run.max_seconds_per_case = 120;
+    f->run.run.n_matrix_cases = 16;
+    f->run.run.selected_cases = "0-2";
+    f->run.run.selected_only = "precision=bf16,precision=fp32";
+    rf_report(&f->run, 1)->stop_reason = BC_STOP_NONE; /* never reached its iterations */
+    doc = run_json(f, "adaptive.json", NULL);
+    stopping = get(doc, "stopping");
+    assert_number(get(stopping, "min_iterations"), 6);
+    assert_number(get(stopping, "max_iterations"), 50);
+    assert_number(get(stopping, "target_rel_ci"), 0.02);
+    assert_number(get(stopping, "max_seconds_per_case"), 120);
+    json_t *sel = get(doc, "selection");
+    assert_str(get(sel, "cases"), "0-2");
+    assert_str(get(sel, "only"), "precision=bf16,precision=fp32");
+    assert_number(get(sel, "matrix_cases"), 16);
+    assert_null_key(json_array_get(get(doc, "cases"), 1), "stop_reason");
+    json_decref(doc);
+}
+
+/* A 2.0 host: its case and run reports end before the 2.1 fields, which
+ * come out null (never read past the host's element). */
+static void test_host_2_0(void **state) {
+    fixture *f = *state;
+    rf_run_init(&f->run, RF_HOST_2_0);
+    json_t *doc = run_json(f, "host20.json", NULL);
+    assert_null_key(doc, "stopping");
+    assert_null_key(doc, "selection");
+    for (size_t i = 0; i < RF_N_CASES; i++) {
+        json_t *c = json_array_get(get(doc, "cases"), i);
+        assert_null_key(c, "stop_reason");
+        json_t *ext = get(c, "extended");
+        assert_null_key(ext, "total_ms_rel_ci");
+        const char *key;
+        json_t *v;
+        json_object_foreach(get(ext, "host_load"), key, v) assert_true(json_is_null(v));
+        assert_number(get(c, "index"), (double)i);
+    }
+    check_all_stats(f, get(get(json_array_get(get(doc, "cases"), 2), "extended"), "stats"), 2);
+    json_decref(doc);
+}
+
 /* A case from a prompts file: the prompt length that actually ran, and a
  * release policy that holds less between rollouts than the retain case. */
 static void test_prompts_file_case(void **state) {
@@ -588,6 +660,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_gpu_field, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ok_case, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stopping_and_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_2_0, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prompts_file_case, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_case, setup, teardown),
         cmocka_unit_test_setup_teardown(test_never_started_case, setup, teardown),

@@ -112,7 +112,12 @@ static void test_journal(void **state) {
     assert_string_equal(json_string_value(json_object_get(rec[1], "error_code")), bc_status_name(BC_ERR_NOMEM));
     assert_string_equal(json_string_value(json_object_get(rec[1], "message")), RF_MESSAGE);
     assert_true(json_is_null(json_object_get(rec[1], "peak_memory_mb")));
+    assert_string_equal(json_string_value(json_object_get(rec[1], "stop_reason")), "failed");
+    json_t *load = json_object_get(json_object_get(rec[1], "extended"), "host_load");
+    assert_double_close(json_number_value(json_object_get(load, "load_avg_start")), 1.25, 0);
+    assert_true(json_is_null(json_object_get(load, "cpu_steal_share")));
     assert_string_equal(record_type(rec[2]), "case");
+    assert_string_equal(json_string_value(json_object_get(rec[2], "stop_reason")), "stable");
     assert_int_equal(int_of(rec[2], "index"), 0);
     json_t *profiles = json_object_get(rec[2], "profiles");
     assert_int_equal(json_array_size(profiles), RF_N_ITER);

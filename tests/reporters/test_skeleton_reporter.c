@@ -111,6 +111,7 @@ static void test_descriptor(void **state) {
     assert_non_null(p.ops->destroy);
     assert_non_null(p.ops->case_started);
     assert_non_null(p.ops->case_finished);
+    assert_non_null(p.ops->iteration_finished);
     rf_unload(&p);
 }
 

@@ -39,8 +39,14 @@
  *
  * A minor (2.N) may: append fields to the end of a struct, append hooks to
  * the end of an ops table or the host table, append status codes, setting
- * types, axis bits, per-iteration fields and statistics. Each addition is
- * marked "(since 2.N)" and must have a meaning for readers that ignore it.
+ * types, axis bits, per-iteration fields and statistics, and add new types
+ * (enums, structs passed to a new hook). Each addition is marked
+ * "(since 2.N)" and must have a meaning for readers that ignore it. A
+ * minor's first appended field must begin at or past the previous
+ * version's sizeof (an 8-byte field after an 8-byte-aligned end does; a
+ * smaller one would land in the old tail padding, where BC_HAS would take
+ * padding for the field): bc_case_report's 2.1 fields start with a double
+ * for that reason.
  * A major (3.0) is needed to remove or reorder anything, change a field's
  * type or meaning, make an optional hook required, or change bc_error,
  * whose size is fixed for all of 2.x. tests/abi builds a host and a plugin
@@ -83,7 +89,7 @@ extern "C" {
 #define BENCHCTL_PLUGIN_MAGIC 0x42435450u /* "BCTP" */
 #define BENCHCTL_ABI_MAJOR 2
 #ifndef BENCHCTL_ABI_MINOR
-#define BENCHCTL_ABI_MINOR 0
+#define BENCHCTL_ABI_MINOR 1
 #endif
 #define BENCHCTL_PLUGIN_ENTRY "benchctl_plugin_entry"
 
@@ -277,6 +283,10 @@ typedef struct bc_host {
     /* 1 when standard error is a terminal (reporters use it for progress). */
     int stderr_is_tty;
     void *host_private; /* the host's own; plugins do not touch it */
+    /* (since 2.1) The most detailed level log shows: BC_LOG_ERROR with -q,
+     * BC_LOG_WARN by default, BC_LOG_INFO with -v, BC_LOG_DEBUG with -vv. A
+     * reporter writes progress to stderr only at BC_LOG_WARN or above. */
+    bc_log_level log_level;
     BC_ABI_TAIL(bc_host)
 } bc_host;
 
@@ -486,6 +496,26 @@ typedef enum bc_case_status {
     BC_CASE_SKIPPED = 2 /* not run (e.g. run interrupted) */
 } bc_case_status;
 
+/* (since 2.1) Why a case's measured iterations stopped (bc_case_report
+ * stop_reason). The rules are the host's (docs/config.md, run.*). */
+typedef enum bc_stop_reason {
+    BC_STOP_NONE = 0,           /* the case never reached its measured iterations (not started) */
+    BC_STOP_FIXED = 1,          /* ran the fixed count, run.iterations */
+    BC_STOP_STABLE = 2,         /* the median's confidence interval met run.target_rel_ci */
+    BC_STOP_MAX_ITERATIONS = 3, /* reached run.max_iterations without meeting the target */
+    BC_STOP_MAX_SECONDS = 4,    /* the case's wall time crossed run.max_seconds_per_case */
+    BC_STOP_INTERRUPTED = 5,    /* a signal stopped it */
+    BC_STOP_FAILED = 6          /* a hook failed */
+} bc_stop_reason;
+
+/* "none", "fixed", "stable", "max_iterations", "max_seconds", "interrupted",
+ * "failed"; "unknown" for a reason from a newer minor. */
+static inline const char *bc_stop_reason_name(bc_stop_reason r) {
+    static const char *const names[] = {"none",        "fixed",       "stable", "max_iterations",
+                                        "max_seconds", "interrupted", "failed"};
+    return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "unknown";
+}
+
 typedef struct bc_case_report {
     uint32_t struct_size;
     const bc_case *c;
@@ -506,6 +536,18 @@ typedef struct bc_case_report {
     int64_t device_free_before_bytes, device_free_after_bytes; /* -1 if none */
     double wall_ms;   /* case wall time including warmup */
     int32_t rebuilt;  /* 1 when this case switched a costly axis (rebuild_axes) */
+    /* (since 2.1) Half the width of the 95% confidence interval of the
+     * median of total_ms, divided by that median, over the measured
+     * iterations (the figure run.target_rel_ci is compared with); NAN when
+     * fewer than 6 iterations were measured. */
+    double total_ms_rel_ci;
+    /* (since 2.1) The host's 1-minute load average when the case began and
+     * when it ended, and the share of all CPU time the hypervisor stole
+     * while it ran (0..1); NAN where the system does not say. */
+    double load_avg_start, load_avg_end;
+    double cpu_steal_share;
+    /* (since 2.1) Why the measured iterations stopped. */
+    bc_stop_reason stop_reason;
     BC_ABI_TAIL(bc_case_report)
 } bc_case_report;
 
@@ -547,6 +589,18 @@ typedef struct bc_run_report {
     uint32_t n_cases, case_report_size;
     /* requested order; in case_finished only the finished ones */
     const bc_case_report *cases;
+    /* (since 2.1) The rule that stops a case's measured iterations (see
+     * docs/config.md). A fixed count has min_iterations == max_iterations
+     * == iterations; iterations is max_iterations either way. */
+    uint32_t min_iterations, max_iterations;
+    double target_rel_ci;        /* stop once total_ms_rel_ci <= it; NAN: no such rule */
+    double max_seconds_per_case; /* stop after the iteration that crosses it; NAN: none */
+    /* (since 2.1) The cases of the whole matrix; n_cases is fewer when the
+     * command line selected some (each case keeps its matrix index), and
+     * the selection as given: the --cases and --only texts, NULL when not
+     * given. */
+    uint32_t n_matrix_cases;
+    const char *selected_cases, *selected_only;
     BC_ABI_TAIL(bc_run_report)
 } bc_run_report;
 
@@ -589,13 +643,35 @@ static inline double bc_case_stat(const bc_run_report *run, const bc_case_report
     return cr->stats[(size_t)field * run->n_stats + (size_t)stat];
 }
 
+/* (since 2.1) One iteration of a case finished (bc_reporter_ops
+ * iteration_finished): for progress displays. Host-owned, valid during the
+ * call; read fields past 2.1's with BC_HAS(ev, bc_iteration_event, ...). */
+typedef struct bc_iteration_event {
+    uint32_t struct_size;
+    const bc_case *c;
+    uint32_t position, n_cases; /* the case is position (0-based) of n_cases in execution order */
+    int32_t warmup;             /* 1: a warmup iteration (not recorded); 0: a measured one */
+    uint32_t iteration;         /* 0-based, counted separately for warmup and measured iterations */
+    /* Warmup: both the warmup count. Measured: the fewest and the most
+     * iterations the stop rule may run (equal for a fixed count). */
+    uint32_t n_min, n_max;
+    const double *values;       /* run->n_fields values of this iteration; NAN = not measured */
+    double case_elapsed_ms;     /* since the case began (begin_case included) */
+    /* The stop rule's figure after this measured iteration: the case's
+     * total_ms_rel_ci so far (NAN when not yet computable or for warmup). */
+    double rel_ci;
+    double eta_s;               /* the host's estimate of the run's time left; NAN when it has none */
+    BC_ABI_TAIL(bc_iteration_event)
+} bc_iteration_event;
+
 /* A reporter's hooks. */
 typedef struct bc_reporter_ops {
     uint32_t struct_size;
     /* Required. Called once before the first case. run->cases is empty. */
     bc_status (*open)(const bc_host *host, const bc_settings *settings, const bc_run_report *run,
                       void **out_instance, bc_error *err);
-    /* Optional. A case is about to run: index i of n in execution order. */
+    /* Optional. A case is about to run: index i of n in execution order,
+     * with the host's estimate of the run's time left (NAN until it has one). */
     void (*case_started)(void *instance, const bc_case *c, uint32_t i, uint32_t n, double eta_s);
     /* Optional. A case finished (ok or failed). For journals. */
     bc_status (*case_finished)(void *instance, const bc_run_report *run, const bc_case_report *cr, bc_error *err);
@@ -604,6 +680,12 @@ typedef struct bc_reporter_ops {
     bc_status (*close)(void *instance, const bc_run_report *run, bc_error *err);
     /* Required. Frees the instance (also when close was not called). */
     void (*destroy)(void *instance);
+    /* Optional (since 2.1). One iteration finished, warmup ones included
+     * (ev->warmup): for progress. run is as in case_finished (the finished
+     * cases so far). Must be quick: it runs between timed iterations. A
+     * failure is reported by the host, which stops calling it. */
+    bc_status (*iteration_finished)(void *instance, const bc_run_report *run, const bc_iteration_event *ev,
+                                    bc_error *err);
     BC_ABI_TAIL(bc_reporter_ops)
 } bc_reporter_ops;
 

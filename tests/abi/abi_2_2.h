@@ -1,19 +1,20 @@
-/* abi_2_1.h: stands in for a future ABI minor, 2.1, in tests/abi only.
+/* abi_2_2.h: stands in for the next ABI minor, 2.2, in tests/abi only
+ * (plugin.h is 2.1).
  *
  * Force-included (-include) before anything else when tests/abi builds a
- * host or a plugin "from 2.1": every growable struct of plugin.h gains two
- * fields at its end (BC_ABI_TAIL) and the minor is 1, exactly what a real
+ * host or a plugin "from 2.2": every growable struct of plugin.h gains two
+ * fields at its end (BC_ABI_TAIL) and the minor is 2, exactly what a real
  * minor may do under the policy at the top of plugin.h. Arrays of these
  * structs get a larger stride, descriptors and ops tables a larger
  * struct_size. Nothing else about the sources changes.
  */
-#ifndef BENCHCTL_TEST_ABI_2_1_H
-#define BENCHCTL_TEST_ABI_2_1_H
+#ifndef BENCHCTL_TEST_ABI_2_2_H
+#define BENCHCTL_TEST_ABI_2_2_H
 
 /* No #include here: this file comes before the sources' own feature macros
  * (_GNU_SOURCE, _POSIX_C_SOURCE); BC_ABI_TAIL expands inside plugin.h, after
  * its <stdint.h>. */
-#define BENCHCTL_ABI_MINOR 1
-#define BC_ABI_TAIL(type) uint64_t type##_added_in_2_1[2];
+#define BENCHCTL_ABI_MINOR 2
+#define BC_ABI_TAIL(type) uint64_t type##_added_in_2_2[2];
 
 #endif

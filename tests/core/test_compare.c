@@ -1,0 +1,340 @@
+/* test_compare.c: benchctl compare's comparison of two runs (core/src/compare.c),
+ * on small hand-written reports read through runfile.h:
+ * - environments: which differences refuse, which are informational, which
+ *   are one-sided; forced_length from stop_at_eos; world_size absent = 1;
+ * - backend settings that changed;
+ * - case matching: MISSING on either side, FAILED, no measured values,
+ *   a duplicate key;
+ * - the rows' numbers (medians, ratio, change and its direction), the
+ *   verdict counts and the geometric mean;
+ * - a metric that a file lacks; the outputs (console, markdown, JSON, HTML)
+ *   written to memory and checked for their landmarks.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "bc_test_assert.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compare.h"
+
+typedef struct fixture {
+    char dir[64];
+    bc_runfile a, b;
+    bc_cmp_pair pair;
+    bc_cmp_options opt;
+} fixture;
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    snprintf(f->dir, sizeof f->dir, "/tmp/bc_test_compare.XXXXXX");
+    if (!mkdtemp(f->dir)) return -1;
+    bc_cmp_options_default(&f->opt);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    bc_cmp_pair_free(&f->pair);
+    bc_runfile_free(&f->a);
+    bc_runfile_free(&f->b);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    if (system(cmd) != 0) return -1;
+    free(f);
+    return 0;
+}
+
+/* Writes text to dir/name and reads it into rf. */
+static void load(fixture *f, const char *name, const char *text, bc_runfile *rf) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", f->dir, name);
+    FILE *out = fopen(path, "w");
+    assert_non_null(out);
+    fputs(text, out);
+    assert_int_equal(fclose(out), 0);
+    bc_error err = {0};
+    if (bc_runfile_read(path, rf, &err) != BC_OK) fail_msg("%s", err.message);
+}
+
+/* A report: the header's extra keys ("model" and "iterations" have
+ * defaults when the header does not set them), then cases. Each case is
+ * "BATCH:STATUS:v1,v2,..." with the total_ms values; tokens_per_second is
+ * 1000 / total_ms. */
+static char *report(const char *header, const char *const *cases, size_t n_cases) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    fprintf(out,
+            "{\"schema_version\": 2, \"device\": \"cpu\", \"warmup\": 1,%s%s"
+            " \"backend\": \"b\", \"cpu_model\": \"CPU X\", \"benchctl_version\": \"0.1.0\","
+            " \"environment\": {\"cpu\": {\"model\": \"CPU X\", \"kernels\": \"avx2\", \"threads\": 2}},"
+            " \"fields\": [\"total_ms\", \"tokens_per_second\"]%s%s, \"cases\": [",
+            strstr(header, "\"model\"") ? "" : " \"model\": \"m\",",
+            strstr(header, "\"iterations\"") ? "" : " \"iterations\": 8,", header[0] ? ", " : "", header);
+    for (size_t i = 0; i < n_cases; i++) {
+        unsigned batch;
+        char status[16];
+        int used = 0;
+        assert_int_equal(sscanf(cases[i], "%u:%15[a-z]:%n", &batch, status, &used), 2);
+        fprintf(out,
+                "%s{\"index\": %zu, \"batch_size\": %u, \"samples_per_prompt\": 1, \"prompt_length\": 8,"
+                " \"requested_response_length\": 4, \"precision\": \"bf16\", \"dtype\": \"bfloat16\","
+                " \"cache_policy\": \"retain\", \"release_inference_cache\": false, \"status\": \"%s\","
+                " \"message\": \"%s\", \"profiles\": [",
+                i ? ", " : "", i, batch, status, strcmp(status, "ok") ? "boom" : "");
+        const char *v = cases[i] + used;
+        for (int k = 0; *v; k++) {
+            char *end;
+            double ms = strtod(v, &end);
+            if (ms > 0)
+                fprintf(out, "%s{\"total_ms\": %.17g, \"tokens_per_second\": %.17g}", k ? ", " : "", ms, 1000.0 / ms);
+            else fprintf(out, "%s{\"total_ms\": null, \"tokens_per_second\": null}", k ? ", " : "");
+            v = *end == ',' ? end + 1 : end;
+        }
+        fputs("]}", out);
+    }
+    fputs("]}\n", out);
+    fclose(out);
+    return text;
+}
+
+#define N(x) (sizeof(x) / sizeof((x)[0]))
+
+/* Eight iterations around 10 ms and around 11 ms (10% slower). */
+#define FAST "10.0,10.1,9.9,10.05,9.95,10.02,9.98,10.03"
+#define SLOW "11.0,11.1,10.9,11.05,10.95,11.02,10.98,11.03"
+
+static void build(fixture *f, const char *header_a, const char *const *ca, size_t na, const char *header_b,
+                  const char *const *cb, size_t nb) {
+    char *ta = report(header_a, ca, na), *tb = report(header_b, cb, nb);
+    load(f, "a.json", ta, &f->a);
+    load(f, "b.json", tb, &f->b);
+    free(ta), free(tb);
+    bc_error err = {0};
+    if (bc_cmp_pair_build(&f->a, &f->b, &f->opt, &f->pair, &err) != BC_OK) fail_msg("%s", err.message);
+}
+
+static const bc_cmp_row *row(const fixture *f, unsigned batch, const char *metric) {
+    for (size_t i = 0; i < f->pair.n_rows; i++) {
+        const bc_cmp_row *r = &f->pair.rows[i];
+        const bc_runfile_case *c = r->ca ? r->ca : r->cb;
+        if (c->batch_size == batch && strcmp(f->pair.metrics[r->metric], metric) == 0) return r;
+    }
+    fail_msg("no row for batch %u, %s", batch, metric);
+    return NULL;
+}
+
+static void test_verdicts_and_numbers(void **state) {
+    fixture *f = *state;
+    const char *a[] = {"1:ok:" FAST, "2:ok:" FAST, "3:ok:" FAST, "4:ok:" FAST, "5:ok:10,10,10"};
+    const char *b[] = {"1:ok:" SLOW, "2:ok:" FAST, "3:failed:", "6:ok:" FAST, "5:ok:11,11,11"};
+    build(f, "", a, N(a), "", b, N(b));
+    assert_int_equal(f->pair.n_matched, 4);
+    assert_int_equal(f->pair.n_only_a, 1);
+    assert_int_equal(f->pair.n_only_b, 1);
+    assert_int_equal(f->pair.n_rows, 12); /* 6 cases x 2 metrics */
+
+    const bc_cmp_row *r = row(f, 1, "total_ms");
+    assert_int_equal(r->verdict, BC_VERDICT_WORSE);
+    assert_false(r->higher_is_better);
+    assert_int_equal(r->n_a, 8);
+    assert_double_close(r->median_a, 10.01, 1e-12); /* (10.0 + 10.02) / 2 */
+    assert_double_close(r->median_b, 11.01, 1e-12);
+    assert_double_close(r->ratio, 11.01 / 10.01, 1e-12);
+    assert_double_close(r->change, 10.01 / 11.01 - 1, 1e-12); /* lower is better: A/B - 1 */
+    assert_true(r->change_lo <= r->change && r->change <= r->change_hi);
+    assert_true(r->exact);
+    assert_double_close(r->p, 2.0 / 12870.0, 1e-15); /* 8 vs 8, no overlap: the smallest p */
+    r = row(f, 1, "tokens_per_second");
+    assert_int_equal(r->verdict, BC_VERDICT_WORSE);
+    assert_true(r->higher_is_better);
+    assert_double_close(r->change, r->ratio - 1, 1e-15); /* higher is better: B/A - 1 */
+
+    assert_int_equal(row(f, 2, "total_ms")->verdict, BC_VERDICT_SAME);
+    r = row(f, 3, "total_ms");
+    assert_int_equal(r->verdict, BC_VERDICT_FAILED);
+    assert_string_equal(r->note, "B failed: boom");
+    assert_int_equal(row(f, 4, "total_ms")->verdict, BC_VERDICT_MISSING);
+    assert_string_equal(row(f, 4, "total_ms")->note, "only in A");
+    assert_int_equal(row(f, 6, "total_ms")->verdict, BC_VERDICT_MISSING);
+    assert_string_equal(row(f, 6, "total_ms")->note, "only in B");
+    assert_null(row(f, 6, "total_ms")->ca);
+    assert_int_equal(row(f, 5, "total_ms")->verdict, BC_VERDICT_UNDERPOWERED); /* 3 vs 3 */
+
+    /* rows: A's order, each case's metrics together, then B's own */
+    assert_int_equal(f->pair.rows[0].ca->batch_size, 1);
+    assert_int_equal(f->pair.rows[1].ca->batch_size, 1);
+    assert_int_equal(f->pair.rows[10].cb->batch_size, 6);
+
+    const bc_cmp_summary *s = &f->pair.summary[1]; /* total_ms */
+    assert_int_equal(s->counts[BC_VERDICT_WORSE], 1);
+    assert_int_equal(s->counts[BC_VERDICT_SAME], 1);
+    assert_int_equal(s->counts[BC_VERDICT_UNDERPOWERED], 1);
+    assert_int_equal(s->counts[BC_VERDICT_FAILED], 1);
+    assert_int_equal(s->counts[BC_VERDICT_MISSING], 2);
+    assert_int_equal(s->n_ratios, 3);
+    double ratios = (11.01 / 10.01) * (10.01 / 10.01) * (11.0 / 10.0);
+    assert_double_close(s->geomean_ratio, cbrt(ratios), 1e-12);
+    assert_double_close(s->geomean_change, 1 / cbrt(ratios) - 1, 1e-12);
+}
+
+/* Values that are null in every iteration of one side: MISSING, saying why. */
+static void test_no_measured_values(void **state) {
+    fixture *f = *state;
+    const char *a[] = {"1:ok:" FAST};
+    const char *b[] = {"1:ok:0,0,0"};
+    build(f, "", a, N(a), "", b, N(b));
+    const bc_cmp_row *r = row(f, 1, "total_ms");
+    assert_int_equal(r->verdict, BC_VERDICT_MISSING);
+    assert_string_equal(r->note, "no measured value in B");
+    assert_nan(r->ratio);
+}
+
+static void test_environment(void **state) {
+    fixture *f = *state;
+    const char *a[] = {"1:ok:" FAST}, *b[] = {"1:ok:" FAST};
+    build(f,
+          "\"gpu\": null, \"git_commit\": \"abc\", \"hostname\": \"h1\","
+          " \"backend_settings\": {\"threads\": 2, \"stop_at_eos\": false, \"shared_prefill\": false}",
+          a, N(a),
+          "\"gpu\": \"H100\", \"git_commit\": \"def\", \"world_size\": 2, \"iterations\": 16,"
+          " \"backend_settings\": {\"threads\": 2, \"stop_at_eos\": true, \"shared_prefill\": true, \"graphs\": true}",
+          b, N(b));
+    const bc_cmp_pair *p = &f->pair;
+    /* refusing ones first: forced length and world size; then informational
+     * (iterations, git commit); then one-sided (gpu, hostname) */
+    assert_int_equal(p->n_env_refusing, 2);
+    assert_string_equal(p->env[0].field, "forced_length");
+    assert_string_equal(p->env[0].a, "yes");
+    assert_string_equal(p->env[0].b, "no");
+    assert_string_equal(p->env[1].field, "world_size");
+    assert_string_equal(p->env[1].a, "1"); /* absent: one process */
+    assert_string_equal(p->env[1].b, "2");
+    assert_true(p->env[0].refuses && p->env[1].refuses);
+    assert_string_equal(p->env[2].field, "iterations");
+    assert_string_equal(p->env[3].field, "git_commit");
+    assert_false(p->env[2].refuses || p->env[3].refuses);
+    assert_string_equal(p->env[4].field, "gpu");
+    assert_string_equal(p->env[4].a, "");
+    assert_string_equal(p->env[4].b, "H100");
+    assert_string_equal(p->env[5].field, "hostname");
+    assert_int_equal(p->n_env, 6);
+    /* settings: stop_at_eos is the environment's; threads did not change */
+    assert_int_equal(p->n_settings, 2);
+    assert_string_equal(p->settings[0].name, "shared_prefill");
+    assert_string_equal(p->settings[0].a, "false");
+    assert_string_equal(p->settings[0].b, "true");
+    assert_string_equal(p->settings[1].name, "graphs");
+    assert_null(p->settings[1].a);
+}
+
+static void test_duplicate_key_and_missing_metric(void **state) {
+    fixture *f = *state;
+    const char *a[] = {"1:ok:" FAST, "1:ok:" SLOW}, *b[] = {"1:ok:" FAST};
+    build(f, "", a, N(a), "", b, N(b));
+    assert_non_null(strstr(f->pair.duplicate_key_warning, "cases 0 and 1 have the same key"));
+    assert_int_equal(f->pair.n_matched, 1);
+    assert_int_equal(row(f, 1, "total_ms")->verdict, BC_VERDICT_SAME); /* the first of the two */
+
+    const char *names[] = {"total_ms", "generation_ms"};
+    bc_cmp_options opt = f->opt;
+    opt.metrics = names;
+    opt.n_metrics = 2;
+    bc_cmp_pair p;
+    bc_error err = {0};
+    assert_int_equal(bc_cmp_pair_build(&f->a, &f->b, &opt, &p, &err), BC_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "no field 'generation_ms'"));
+    assert_non_null(strstr(err.hint, "total_ms, tokens_per_second"));
+}
+
+/* Runs writer into a memory buffer; returns the text (caller frees). */
+typedef void (*writer_fn)(FILE *, const bc_cmp_pair *, size_t, const bc_cmp_options *);
+static char *written(writer_fn writer, const fixture *f) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    writer(out, &f->pair, 1, &f->opt);
+    fclose(out);
+    return text;
+}
+
+static void test_outputs(void **state) {
+    fixture *f = *state;
+    const char *a[] = {"1:ok:" FAST, "2:ok:" FAST}, *b[] = {"1:ok:" SLOW, "3:ok:" FAST};
+    build(f, "\"model\": \"a|b <&>\"", a, N(a), "\"model\": \"a|b <&>\"", b, N(b));
+
+    char *text = written(bc_cmp_write_console, f);
+    assert_non_null(strstr(text, "B=1 x1 8->4 bf16 retain"));
+    assert_non_null(strstr(text, "  WORSE\n"));
+    assert_non_null(strstr(text, "  MISSING  only in A\n"));
+    assert_non_null(strstr(text, "3 cases: 1 matched, 1 only in A, 1 only in B"));
+    assert_non_null(strstr(text, "total_ms (lower is better): 1 WORSE, 2 MISSING"));
+    free(text);
+
+    text = written(bc_cmp_write_markdown, f);
+    assert_non_null(strstr(text, "| case | metric | n | A | B | B/A | change | interval | p | verdict |"));
+    assert_non_null(strstr(text, "**WORSE**"));
+    assert_non_null(strstr(text, "model a\\|b \\<&>")); /* escaped in a list item */
+    free(text);
+
+    text = written(bc_cmp_write_html, f);
+    assert_non_null(strstr(text, "<!DOCTYPE html>"));
+    assert_non_null(strstr(text, ">B=1 x1 8-&gt;4 bf16 retain</text>")); /* escaped */
+    assert_non_null(strstr(text, "class=\"bar WORSE\""));
+    assert_null(strstr(text, "<script"));
+    free(text);
+
+    char *json = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&json, &len);
+    bc_error err = {0};
+    assert_int_equal(bc_cmp_write_json(out, &f->pair, 1, &f->opt, 1, &err), BC_OK);
+    fclose(out);
+    json_error_t jerr;
+    json_t *doc = json_loads(json, 0, &jerr);
+    if (!doc) fail_msg("JSON output: %s", jerr.text);
+    json_t *rows = json_object_get(json_array_get(json_object_get(doc, "comparisons"), 0), "rows");
+    assert_int_equal(json_array_size(rows), 6);
+    json_t *missing = json_array_get(rows, 2); /* batch 2, only in A */
+    assert_string_equal(json_string_value(json_object_get(missing, "verdict")), "MISSING");
+    assert_true(json_is_null(json_object_get(missing, "ratio"))); /* NaN is null */
+    assert_true(json_is_null(json_object_get(missing, "b")));
+    assert_int_equal(json_integer_value(json_object_get(doc, "exit_status")), 1);
+    json_decref(doc);
+    free(json);
+}
+
+static void test_direction(void **state) {
+    (void)state;
+    assert_true(bc_cmp_higher_is_better("tokens_per_second"));
+    assert_true(bc_cmp_higher_is_better("decode_tokens_per_second"));
+    assert_false(bc_cmp_higher_is_better("total_ms"));
+    assert_false(bc_cmp_higher_is_better("peak_rss_bytes"));
+    assert_false(bc_cmp_higher_is_better("_per_secondx"));
+    assert_false(bc_cmp_higher_is_better("second"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_verdicts_and_numbers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_measured_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_environment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_key_and_missing_metric, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_outputs, setup, teardown),
+        cmocka_unit_test(test_direction),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

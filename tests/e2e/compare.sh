@@ -1,0 +1,207 @@
+#!/bin/sh
+# compare.sh: `benchctl compare` end to end. Runs benchctl on a small config
+# with the fixture backend (tests/fixtures/testbackend.c, found through
+# BENCHCTL_PLUGIN_PATH) several times - the same work twice, slower
+# generation (generate_us 200 -> 3000), another environment (weights_bytes,
+# hence the model's parameter count), a failing case, another prompt length -
+# and compares the reports: verdicts, exit codes, the md/json/html outputs,
+# journals, more than two files, and the seed-only JSON that DeepSpeed's OPSD
+# rollout benchmark writes (compare_seed_a.json / compare_seed_b.json, written
+# by hand from the seed's keys).
+#   compare.sh BENCHCTL E2E_SOURCE_DIR WORK_DIR CHECK_COMPARE_JSON FIXTURE_PLUGIN_DIR
+set -u
+BENCHCTL=$1
+SRC=$2
+WORK=$3
+CHECK=$4
+BENCHCTL_PLUGIN_PATH=$5
+export BENCHCTL_PLUGIN_PATH
+rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# expect CODE NAME ARGS...: runs benchctl ARGS, keeps stdout/stderr in NAME.out/NAME.err
+expect() {
+    want=$1
+    name=$2
+    shift 2
+    "$BENCHCTL" "$@" >"$name.out" 2>"$name.err"
+    got=$?
+    if [ "$got" -ne "$want" ]; then
+        fail "$name: benchctl $* exited $got, expected $want"
+        sed 's/^/    /' "$name.err" "$name.out" | head -40
+    else
+        echo "ok: $name (exit $got)"
+    fi
+}
+
+# has FILE TEXT / lacks FILE TEXT
+has() { grep -qF -- "$2" "$1" || { fail "$1 lacks '$2'"; sed 's/^/    /' "$1" | head -40; }; }
+lacks() { ! grep -qF -- "$2" "$1" || { fail "$1 has '$2'"; sed 's/^/    /' "$1" | head -40; }; }
+
+# rows FILE VERDICT: table rows of FILE with that verdict (the verdict column
+# follows two spaces and ends the line or precedes a note)
+rows() { grep -cE "  $2(  |\$)" "$1"; }
+
+# The runs: one precision and cache policy, batch 1 and 2, 12 measured
+# iterations each, a journal next to each report. An iteration takes about
+# 1 ms (4 tokens x 200 us per row), long enough that a preempted iteration on
+# a busy machine stays an outlier; 12 vs 12 iterations reach p < 0.01 even
+# when a few of them overlap the other run's (8 vs 8 already could: the
+# smallest p is 0.00016).
+cat >small.cfg <<'EOF'
+backend = { name = "testbackend"; settings = { expand_us = 20; generate_us = 200; post_us = 10; }; };
+precisions = [ "testbf16" ];
+cache_policies = [ "testretain" ];
+matrix = { batch_sizes = [1, 2]; samples_per_prompt = [1]; prompt_lengths = [8]; response_lengths = [4]; };
+sampling = { temperature = 0.0; top_p = 1.0; top_k = 0; seed = 1234; };
+run = { warmup = 1; iterations = 12; };
+reporters = ( { name = "json"; settings = { path = "run.json"; }; }, { name = "jsonl"; settings = { path = "run.jsonl"; }; } );
+EOF
+
+# run NAME [--set ...]: writes NAME.json and NAME.jsonl
+run() {
+    name=$1
+    shift
+    "$BENCHCTL" run small.cfg -q --set "reporters.[0].settings.path=\"$name.json\"" \
+        --set "reporters.[1].settings.path=\"$name.jsonl\"" "$@" >"run_$name.out" 2>"run_$name.err"
+}
+run base || fail "run base"
+run same || fail "run same"
+run slow --set backend.settings.generate_us=3000 || fail "run slow"
+run env --set backend.settings.weights_bytes=2097152 || fail "run env"
+run failing --set backend.settings.fail_on_batch=2
+[ -s failing.json ] || fail "run failing: no report"
+run other --set 'matrix.prompt_lengths=[16]' || fail "run other"
+
+# --- the same file against itself: the change is 0 and p is 1 in every row.
+# The bootstrap resamples each side on its own, so the interval is not [0, 0]
+# (an outlier iteration widens it: SAME or NOISE), but nothing is WORSE or BETTER.
+expect 0 self compare base.json base.json
+[ "$(grep -c '  +0.0%  .*  1.0000  ' self.out)" -eq 4 ] || fail "self: expected 4 rows with change +0.0% and p 1"
+[ "$(rows self.out WORSE)" -eq 0 ] && [ "$(rows self.out BETTER)" -eq 0 ] || fail "self: a WORSE or BETTER row"
+has self.out "environment: the same in every field both files state"
+has self.out "geometric mean of B/A 1 (change +0.0%)"
+
+# --- the same config run twice: no WORSE. On a shared machine a run can be
+# disturbed as a whole (a preempted 1 ms iteration takes 4 ms or more), and
+# then identical work really was slower; so the threshold is wide, and a
+# WORSE verdict gets one more run of the same config before it fails.
+"$BENCHCTL" compare base.json same.json --threshold 20% >same_first.out 2>&1
+if [ $? -eq 1 ]; then
+    echo "note: the second run of the same config was WORSE (a disturbed run?); running it once more"
+    sed 's/^/    /' same_first.out | head -12
+    run same || fail "run same (again)"
+fi
+expect 0 same compare base.json same.json --threshold 20%
+[ "$(rows same.out WORSE)" -eq 0 ] || fail "same: a WORSE row"
+
+# --- generation 15x slower: every row WORSE, exit 1; --fail-on decides the status
+expect 1 slow compare base.json slow.json
+[ "$(rows slow.out WORSE)" -eq 4 ] || fail "slow: expected 4 WORSE rows"
+has slow.out "what changed between the runs (backend settings): generate_us: 200 -> 3000"
+has slow.out "total_ms (lower is better): 2 WORSE"
+expect 0 slow_never compare base.json slow.json --fail-on never
+expect 1 slow_change compare base.json slow.json --fail-on change
+# the other way round B is faster: BETTER, which only --fail-on change fails on
+expect 0 fast compare slow.json base.json
+[ "$(rows fast.out BETTER)" -eq 4 ] || fail "fast: expected 4 BETTER rows"
+expect 1 fast_change compare slow.json base.json --fail-on change
+# a threshold above the change (about -93%): the whole interval is within it, SAME
+expect 0 slow_huge_threshold compare base.json slow.json --threshold 0.99
+[ "$(rows slow_huge_threshold.out SAME)" -eq 4 ] || fail "slow_huge_threshold: expected 4 SAME rows"
+# one metric, named
+expect 1 slow_metric compare base.json slow.json --metric generation_ms
+[ "$(rows slow_metric.out WORSE)" -eq 2 ] || fail "slow_metric: expected 2 WORSE rows"
+has slow_metric.out "generation_ms (lower is better)"
+
+# --- different environments: refused with one line per difference (exit 3)
+expect 3 env compare base.json env.json
+has env.err "differ in parameters: \"1048576\" vs \"2097152\""
+[ "$(grep -c '^benchctl: compare: ' env.err)" -eq 1 ] || fail "env: expected exactly one difference line"
+has env.err "hint: --ignore-env"
+[ -s env.out ] && fail "env: something on stdout"
+expect 0 env_ignored compare base.json env.json --ignore-env --fail-on never
+has env_ignored.out "environment differs (--ignore-env): parameters: 1048576 (A) vs 2097152 (B)"
+
+# --- failed cases and cases on one side only
+expect 0 failing compare base.json failing.json
+[ "$(grep -c '  FAILED  B failed: ' failing.out)" -eq 2 ] || fail "failing: expected 2 FAILED rows naming B's failure"
+expect 3 nomatch compare base.json other.json
+has nomatch.err "no case of other.json matches one of base.json"
+has nomatch.out "2 only in A, 2 only in B"
+[ "$(grep -c '  MISSING  only in ' nomatch.out)" -eq 8 ] || fail "nomatch: expected 8 MISSING rows"
+
+# --- a journal reads like the report; three files: each against the first
+expect 0 journal compare base.jsonl same.json --threshold 20%
+has journal.out "A: base.jsonl (benchctl journal)"
+expect 1 three compare base.json same.json slow.json --threshold 20%
+[ "$(grep -c '^A: base.json' three.out)" -eq 2 ] || fail "three: expected two sections against base.json"
+has three.out "B: slow.json"
+
+# --- usage and unreadable input: 2
+expect 2 missing_file compare base.json nosuch.json
+has missing_file.err "nosuch.json"
+printf 'not json\n' >garbage.json
+expect 2 garbage compare base.json garbage.json
+expect 2 one_file compare base.json
+expect 2 bad_metric compare base.json same.json --metric nosuch
+has bad_metric.err "no field 'nosuch'"
+expect 2 bad_threshold compare base.json same.json --threshold 3
+expect 2 bad_alpha compare base.json same.json --alpha 0
+expect 2 bad_format compare base.json same.json --format xml
+expect 2 bad_fail_on compare base.json same.json --fail-on sometimes
+expect 2 bad_option compare base.json same.json --frobnicate
+expect 2 bad_html compare base.json same.json --html /dev/null/plot.html
+expect 0 help compare --help
+has help.out "usage: benchctl compare"
+
+# --- the outputs: JSON read back, markdown table, HTML well-formed and self-contained
+expect 1 json compare base.json slow.json --format json
+"$CHECK" json.out 1 >json.rows || fail "json: check_compare_json failed"
+[ "$(grep -c ' WORSE$' json.rows)" -eq 4 ] || fail "json: expected 4 WORSE rows"
+expect 3 json_nomatch compare base.json other.json --format json
+"$CHECK" json_nomatch.out 3 >/dev/null || fail "json_nomatch: check_compare_json failed"
+
+expect 1 md compare base.json slow.json --format md
+has md.out "| case | metric | n | A | B | B/A | change | interval | p | verdict |"
+[ "$(grep -c '^| B=' md.out)" -eq 4 ] || fail "md: expected 4 table rows"
+has md.out "**WORSE**"
+
+expect 1 html compare base.json slow.json same.json --html plot/compare.html --format md
+[ -s plot/compare.html ] || fail "html: no plot/compare.html"
+if command -v xmllint >/dev/null 2>&1; then
+    xmllint --noout plot/compare.html || fail "html: xmllint finds plot/compare.html not well-formed"
+else
+    echo "skip: xmllint not installed (tools/install-deps installs libxml2-utils); well-formedness not checked"
+fi
+[ "$(grep -c '<svg' plot/compare.html)" -eq 2 ] || fail "html: expected one plot per compared file"
+has plot/compare.html "prefers-color-scheme: dark"
+has plot/compare.html 'class="bar WORSE"'
+lacks plot/compare.html "<script"
+# nothing from the network: the only URL is the SVG namespace
+[ "$(grep -o 'https\?://[^"]*' plot/compare.html | grep -vc '^http://www.w3.org/2000/svg$')" -eq 0 ] ||
+    fail "html: links to something outside the file"
+
+# --- seed-only JSON (DeepSpeed's OPSD rollout benchmark's keys)
+expect 1 seed compare "$SRC/compare_seed_a.json" "$SRC/compare_seed_b.json"
+has seed.out "(seed JSON)"
+[ "$(grep -c 'B=1 x1 8->4 bfloat16 retain .* SAME' seed.out)" -eq 2 ] || fail "seed: expected batch 1 SAME"
+[ "$(grep -c 'B=2 x1 8->4 bfloat16 retain .* WORSE' seed.out)" -eq 2 ] || fail "seed: expected batch 2 WORSE"
+has seed.out "1 only in B"
+# a DeepSpeed run against a benchctl run of the same cases: another model and device
+expect 3 seed_vs_benchctl compare "$SRC/compare_seed_a.json" base.json
+has seed_vs_benchctl.err "differ in model"
+expect 0 seed_vs_benchctl_ignored compare "$SRC/compare_seed_a.json" base.json --ignore-env --fail-on never
+has seed_vs_benchctl_ignored.out "2 matched, 0 only in A, 0 only in B"
+has seed_vs_benchctl_ignored.out "not compared, A does not say: cpu_model"
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures check(s) failed"
+    exit 1
+fi
+echo "all compare checks passed"
