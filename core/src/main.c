@@ -28,6 +28,7 @@
 #include "loader.h"
 #include "matrix.h"
 #include "replay.h"
+#include "resume.h"
 #include "runner.h"
 #include "settings.h"
 
@@ -68,12 +69,15 @@ static const char *const usage_main =
 
 static const char *const usage_run =
     "usage: benchctl run FILE [--set key=value]... [--reporter a,b] [--cases LIST] [--only FILTER]\n"
+    "                    [--resume JOURNAL]\n"
     "                    [-v|--verbose] [-q|--quiet]\n"
     "\n"
     "Runs every case of FILE's matrix and writes the reports.\n"
     "  --set key=value   override a setting of FILE, e.g. --set run.iterations=3\n"
     "                    (value as libconfig reads it: 3, 0.5, \"text\", true, [1, 2])\n"
     "  --reporter a,b    use these reporters instead of FILE's\n"
+    "  --resume JOURNAL  take the cases a killed or interrupted run of the same config\n"
+    "                    finished from its jsonl journal (or JSON report); run the rest\n"
     "  --cases LIST      run only these cases (indexes as plan shows them), e.g. 3,5-7\n"
     "  --only FILTER     run only the cases with these axis values, e.g.\n"
     "                    precision=bf16,batch_size=4 (a repeated axis: any of its values)\n"
@@ -128,7 +132,7 @@ static const char *const usage_plugins =
 enum { CMD_RUN, CMD_VALIDATE, CMD_PLAN, CMD_PLUGINS, CMD_HELP, CMD_VERSION, CMD_REPORT, CMD_COMPARE };
 
 /* What each command takes besides -h/--help. */
-enum { OPT_SET = 1, OPT_REPORTER = 2, OPT_VERBOSITY = 4, OPT_OUTPUT = 8, OPT_SELECT = 16 };
+enum { OPT_SET = 1, OPT_REPORTER = 2, OPT_VERBOSITY = 4, OPT_OUTPUT = 8, OPT_SELECT = 16, OPT_RESUME = 32 };
 
 typedef struct command {
     const char *name;
@@ -138,7 +142,7 @@ typedef struct command {
 } command;
 
 static const command k_commands[] = {
-    {"run", CMD_RUN, OPT_SET | OPT_REPORTER | OPT_VERBOSITY | OPT_SELECT, usage_run},
+    {"run", CMD_RUN, OPT_SET | OPT_REPORTER | OPT_VERBOSITY | OPT_SELECT | OPT_RESUME, usage_run},
     {"validate", CMD_VALIDATE, OPT_SET | OPT_REPORTER | OPT_VERBOSITY | OPT_SELECT, usage_validate},
     {"plan", CMD_PLAN, OPT_SET | OPT_VERBOSITY | OPT_SELECT, usage_plan},
     {"plugins", CMD_PLUGINS, OPT_VERBOSITY, usage_plugins},
@@ -163,6 +167,7 @@ typedef struct args {
     const char *output;     /* -o, --output */
     const char *cases;      /* --cases */
     const char *only;       /* --only */
+    const char *resume;     /* --resume */
     int verbose, quiet, help, version;
 } args;
 
@@ -170,7 +175,8 @@ typedef struct args {
 static const char *first_word(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--set") == 0 || strcmp(argv[i], "--reporter") == 0 || strcmp(argv[i], "-o") == 0 ||
-            strcmp(argv[i], "--output") == 0 || strcmp(argv[i], "--cases") == 0 || strcmp(argv[i], "--only") == 0) {
+            strcmp(argv[i], "--output") == 0 || strcmp(argv[i], "--cases") == 0 || strcmp(argv[i], "--only") == 0 ||
+            strcmp(argv[i], "--resume") == 0) {
             i++;
             continue;
         }
@@ -241,6 +247,15 @@ static int parse_args(int argc, char **argv, args *a) {
                 return EXIT_USAGE;
             }
             a->output = value;
+        } else if (strcmp(s, "--resume") == 0 || strncmp(s, "--resume=", 9) == 0) {
+            if (refuse_option(a, OPT_RESUME, "--resume")) return EXIT_USAGE;
+            const char *value = s[8] == '=' ? s + 9 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!value) {
+                print_error("--resume needs the journal (or JSON report) of the run to resume",
+                            "e.g. --resume out/bench.jsonl");
+                return EXIT_USAGE;
+            }
+            a->resume = value;
         } else if (strcmp(s, "--cases") == 0 || strcmp(s, "--only") == 0 || strncmp(s, "--cases=", 8) == 0 ||
                    strncmp(s, "--only=", 7) == 0) {
             int is_cases = strncmp(s, "--cases", 7) == 0;
@@ -379,6 +394,22 @@ static int cmd_run(const args *a) {
     bc_context_runner_config(&ctx, &rc_cfg, reps);
     rc_cfg.stop = &g_stop;
     rc_cfg.on_error = on_runner_error;
+    bc_resume resume = {0};
+    if (a->resume) {
+        bc_error rerr = {0};
+        bc_status rst = bc_resume_load(&resume, a->resume, ctx.cases, ctx.n_cases, ctx.cfg.sha256, &rerr);
+        if (rst != BC_OK) {
+            print_bc_error(&rerr);
+            bc_resume_free(&resume);
+            free(reps);
+            bc_context_free(&ctx);
+            return rst == BC_ERR_NOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+        }
+        rc_cfg.prior = resume.by_case;
+        if (!a->quiet)
+            fprintf(stderr, "benchctl: resuming %s: %zu of %zu cases finished there are taken as they were\n",
+                    a->resume, resume.n_taken, ctx.n_cases);
+    }
 
     struct sigaction sa = {0}, old_int, old_term;
     sa.sa_handler = on_signal;
@@ -405,6 +436,7 @@ static int cmd_run(const args *a) {
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     bc_run_result_free(&res);
+    bc_resume_free(&resume);
     free(reps);
     bc_context_free(&ctx);
     return exit_code;

@@ -249,14 +249,19 @@ static const char *release_word(const json_t *c, const json_t *top) {
 }
 
 /* The case's key (runfile.h): axes, number format and cache behaviour. */
-static char *case_key(const bc_runfile_case *c, const char *release) {
+char *bc_runfile_key(uint32_t batch_size, uint32_t samples_per_prompt, uint32_t prompt_length,
+                     uint32_t response_length, const char *dtype, const char *cache) {
     char *key = NULL;
     if (asprintf(&key, "batch_size=%u samples_per_prompt=%u prompt_length=%u response_length=%u dtype=%s cache=%s",
-                 c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length,
-                 c->dtype ? c->dtype : (c->precision ? c->precision : "?"),
-                 release ? release : (c->cache_policy ? c->cache_policy : "?")) < 0)
+                 batch_size, samples_per_prompt, prompt_length, response_length, dtype ? dtype : "?",
+                 cache ? cache : "?") < 0)
         return NULL;
     return key;
+}
+
+static char *case_key(const bc_runfile_case *c, const char *release) {
+    return bc_runfile_key(c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length,
+                          c->dtype ? c->dtype : c->precision, release ? release : c->cache_policy);
 }
 
 /* One case object (a JSON report's cases[k] or a journal's case record). */

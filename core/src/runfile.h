@@ -117,6 +117,11 @@ typedef struct bc_runfile {
  * is left empty. */
 bc_status bc_runfile_read(const char *path, bc_runfile *out, bc_error *err);
 
+/* The key (see bc_runfile_case.key) of a case with these axes; cache is
+ * "release" or "retain". malloc'ed, owned by the caller; NULL without memory. */
+char *bc_runfile_key(uint32_t batch_size, uint32_t samples_per_prompt, uint32_t prompt_length,
+                     uint32_t response_length, const char *dtype, const char *cache);
+
 /* Index of the field called name, -1 if the file has none. */
 int bc_runfile_field(const bc_runfile *rf, const char *name);
 

@@ -489,6 +489,40 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
     return BC_OK;
 }
 
+/* Case k as an earlier run recorded it (bc_prior_case): values (as many as
+ * fit), statistics recomputed from them, and the recorded measurements. */
+static void adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size_t k) {
+    const bc_prior_case *p = cfg->prior[k];
+    const bc_case_report *from = p->report;
+    bc_case_report *cr = &res->cases[k];
+    uint32_t n_it = p->n_iterations < res->rows_per_case ? p->n_iterations : res->rows_per_case;
+    double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+    memcpy(values, p->values, (size_t)n_it * N_FIELDS * sizeof *values);
+    for (size_t f = 0; f < N_FIELDS; f++)
+        bc_stats_compute(values + f, n_it, N_FIELDS, res->stats + (k * N_FIELDS + f) * BC_N_STATS, NULL);
+    cr->status = BC_CASE_OK;
+    cr->error_code = BC_OK;
+    cr->n_iterations = n_it;
+    cr->returned_response_length = from->returned_response_length;
+    cr->prompt_width_tokens = from->prompt_width_tokens;
+    cr->prompt_min_tokens = from->prompt_min_tokens;
+    cr->prompt_max_tokens = from->prompt_max_tokens;
+    cr->peak_memory_mib = from->peak_memory_mib;
+    if (from->memory) res->memory[k] = *from->memory;
+    res->memory[k].struct_size = sizeof res->memory[k];
+    cr->held_between_rollouts_bytes = from->held_between_rollouts_bytes;
+    cr->peak_rss_bytes = from->peak_rss_bytes;
+    cr->device_free_before_bytes = from->device_free_before_bytes;
+    cr->device_free_after_bytes = from->device_free_after_bytes;
+    cr->wall_ms = from->wall_ms;
+    cr->rebuilt = from->rebuilt;
+    cr->total_ms_rel_ci = from->total_ms_rel_ci;
+    cr->load_avg_start = from->load_avg_start;
+    cr->load_avg_end = from->load_avg_end;
+    cr->cpu_steal_share = from->cpu_steal_share;
+    cr->stop_reason = from->stop_reason;
+}
+
 /* Opens every reporter; a failure is reported and the others carry on. */
 static void open_reporters(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
                            bc_run_result *res) {
@@ -587,7 +621,19 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     for (size_t i = 0; i < n; i++) {
         size_t k = order[i];
         const bc_case *c = &cfg->cases[k];
-        res->cases[k].rebuilt = i == 0 || !bc_matrix_same_group(&cfg->cases[order[i - 1]], c, axes);
+        if (cfg->prior && cfg->prior[k]) { /* finished by the run being resumed */
+            adopt_prior(cfg, res, k);
+            res->n_resumed++;
+            done[k] = 1;
+            run.n_cases = 0;
+            for (size_t j = 0; j < n; j++)
+                if (done[j]) finished[run.n_cases++] = res->cases[j];
+            journal_case(cfg, &run, slots, res, k);
+            continue;
+        }
+        /* the first case run after a resumed one builds the backend's state */
+        res->cases[k].rebuilt = i == 0 || (cfg->prior && cfg->prior[order[i - 1]]) ||
+                                !bc_matrix_same_group(&cfg->cases[order[i - 1]], c, axes);
         res->n_rebuilds += (uint32_t)res->cases[k].rebuilt;
         if (stop_level(cfg)) {
             res->interrupted = 1;

@@ -97,6 +97,16 @@ typedef struct bc_runner_reporter {
                                      prefixed to its errors; may be NULL */
 } bc_runner_reporter;
 
+/* A case an earlier run finished (run --resume), taken as it was recorded
+ * instead of being run again: its report's measured fields and memory, and
+ * its values, n_iterations x BC_N_FIELDS in this runner's field order (NaN
+ * where the earlier run had no such field). */
+typedef struct bc_prior_case {
+    const bc_case_report *report;
+    const double *values;
+    uint32_t n_iterations;
+} bc_prior_case;
+
 typedef struct bc_runner_config {
     const bc_plugin *backend;
     void *backend_instance;      /* created and described by the caller, destroyed by it after bc_run */
@@ -113,6 +123,10 @@ typedef struct bc_runner_config {
     double max_seconds_per_case; /* > 0: caps a case's wall time (fixed or adaptive) */
     const bc_runner_reporter *reporters;
     size_t n_reporters;
+    /* prior[k], when not NULL, is case k as an earlier run finished it: the
+     * case is not run again; its report is taken as recorded, and handed to
+     * journaling reporters like a case that just finished. May be NULL. */
+    const bc_prior_case *const *prior;
     /* The run report's header (context.c fills it, including backend). The
      * runner fills n_fields, field_names, n_stats, stat_names, n_cases,
      * case_report_size, cases, the stop rule's fields (iterations,
@@ -136,6 +150,7 @@ typedef struct bc_run_result {
     uint32_t n_failed;       /* cases with status failed */
     uint32_t n_skipped;
     uint32_t n_rebuilds;     /* cases that built costly backend state (rebuilt = 1) */
+    uint32_t n_resumed;      /* cases taken from the run being resumed (cfg->prior) */
     int interrupted;         /* *stop was set */
     int reporter_failed;     /* some reporter hook failed */
 } bc_run_result;

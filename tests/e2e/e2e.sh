@@ -285,6 +285,48 @@ has bare_list.out "4 cases"
 expect 0 plugins_path plugins "$FIX/benchctl-newminor.so"
 has plugins_path.out "ABI 2.2"
 has plugins_path.out "name = \"$FIX/benchctl-newminor.so\""
+# --- --resume after SIGKILL: the cases the journal holds are taken as they
+# were, the rest run, and the reports hold all of them in requested order
+rm -f killed.jsonl killed.json resume.log
+resume_opts="--reporter jsonl,json --set reporters.[0].settings.path=\"killed.jsonl\" \
+ --set reporters.[1].settings.path=\"killed.json\" --set backend.settings.mode=\"sleep\" \
+ --set backend.settings.post_us=40000 --set backend.settings.case_log=\"resume.log\""
+# shellcheck disable=SC2086 # resume_opts is a list of options
+"$BENCHCTL" run "$SRC/good.cfg" $resume_opts -q >killed.out 2>killed.err &
+pid=$!
+n=0
+while [ "$n" -lt 5 ] && kill -0 "$pid" 2>/dev/null; do
+    sleep 0.05
+    n=$(grep -c '"record":"case"' killed.jsonl 2>/dev/null) || n=0
+done
+kill -KILL "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+taken=$(grep -c '"record":"case"' killed.jsonl) || taken=0
+[ "$taken" -ge 5 ] && [ "$taken" -lt 16 ] || fail "resume: the killed run left $taken cases (expected 5 to 15)"
+[ -f killed.json ] && fail "resume: the killed run wrote its JSON report"
+grep '"record":"case"' killed.jsonl >killed_cases.txt
+: >resume.log
+# shellcheck disable=SC2086
+expect 0 resumed run "$SRC/good.cfg" $resume_opts --resume killed.jsonl
+has resumed.err "resuming killed.jsonl: $taken of 16 cases finished there are taken as they were"
+[ "$(grep -c '^begin ' resume.log)" -eq $((16 - taken)) ] ||
+    fail "resume: $(grep -c '^begin ' resume.log) cases began, expected $((16 - taken))"
+"$CHECK_JSON" killed.json 16 2 1 0 || fail "resume: check_json failed on the resumed run's report"
+[ "$(grep -c '"record":"case"' killed.jsonl)" -eq 16 ] || fail "resume: the new journal does not hold all 16 cases"
+# the taken cases' profiles are the killed run's, to the digit
+while IFS= read -r line; do
+    idx=$(printf '%s' "$line" | sed 's/.*"index":\([0-9]*\).*/\1/')
+    old=$(printf '%s' "$line" | sed 's/.*"profiles":\(\[[^]]*\]\).*/\1/')
+    new=$(grep "\"record\":\"case\",\"index\":$idx," killed.jsonl | sed 's/.*"profiles":\(\[[^]]*\]\).*/\1/')
+    [ "$old" = "$new" ] || fail "resume: case $idx's profiles changed"
+done <killed_cases.txt
+# a journal of another config is refused, naming both hashes
+# shellcheck disable=SC2086
+expect 2 resume_other run "$SRC/good.cfg" $resume_opts --set run.iterations=3 --resume killed.jsonl
+has resume_other.err "written by a run of another config"
+expect 2 resume_validate validate "$SRC/good.cfg" --resume killed.jsonl
+has resume_validate.err "validate does not take --resume"
+
 expect 0 help --help
 has help.out "usage: benchctl"
 expect 0 run_help run --help

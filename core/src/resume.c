@@ -1,0 +1,77 @@
+/* resume.c: the finished cases of an earlier run, for run --resume (see
+ * resume.h). */
+#include "resume.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The replayed report of the case with this index and key, if it finished. */
+static const bc_case_report *finished_case(const bc_resume *rs, const bc_case *c, const char *key) {
+    for (size_t i = 0; i < rs->rf.n_cases; i++) {
+        const bc_runfile_case *rc = &rs->rf.cases[i];
+        if (rc->index != c->index || rc->status != BC_CASE_OK || strcmp(rc->key, key) != 0) continue;
+        /* the replay holds the same cases, sorted by index */
+        for (size_t j = 0; j < rs->rp.n_cases; j++)
+            if (rs->rp.cases[j].index == c->index) return &rs->rp.reports[j];
+    }
+    return NULL;
+}
+
+/* to[it * BC_N_FIELDS + f] := the journal's value of field f, by name. */
+static void map_values(const bc_runfile *rf, const bc_case_report *from, double *to) {
+    for (uint32_t f = 0; f < BC_N_FIELDS; f++) {
+        int g = bc_runfile_field(rf, bc_field_names[f]);
+        for (uint32_t it = 0; it < from->n_iterations; it++)
+            to[(size_t)it * BC_N_FIELDS + f] = g < 0 ? NAN : from->values[(size_t)it * rf->n_fields + (size_t)g];
+    }
+}
+
+bc_status bc_resume_load(bc_resume *rs, const char *path, const bc_case *cases, size_t n, const char *config_sha256,
+                         bc_error *err) {
+    memset(rs, 0, sizeof *rs);
+    bc_status st = bc_runfile_read(path, &rs->rf, err);
+    if (st != BC_OK) return st;
+    if (rs->rf.warning[0]) fprintf(stderr, "benchctl: warning: %s\n", rs->rf.warning);
+    if (!rs->rf.config_sha256 || strcmp(rs->rf.config_sha256, config_sha256) != 0) {
+        bc_error_set(err, BC_ERR_SETTING, "--resume %s: written by a run of another config (config_sha256 %.16s..., this "
+                     "config %.16s...)", path, rs->rf.config_sha256 ? rs->rf.config_sha256 : "missing", config_sha256);
+        bc_error_hint(err, "resume with the same FILE and the same --set and --reporter options as the first run");
+        return BC_ERR_SETTING;
+    }
+    if ((st = bc_replay_build(&rs->rf, &rs->rp, err)) != BC_OK) return st;
+    uint32_t max_it = 0;
+    for (size_t i = 0; i < rs->rf.n_cases; i++)
+        if (rs->rf.cases[i].n_iterations > max_it) max_it = rs->rf.cases[i].n_iterations;
+    rs->n_cases = n;
+    rs->priors = calloc(n + 1, sizeof *rs->priors);
+    rs->by_case = calloc(n + 1, sizeof *rs->by_case);
+    rs->values = calloc(n * (size_t)max_it * BC_N_FIELDS + 1, sizeof *rs->values);
+    if (!rs->priors || !rs->by_case || !rs->values) return bc_error_set(err, BC_ERR_NOMEM, "--resume: out of memory");
+    for (size_t k = 0; k < n; k++) {
+        const bc_case *c = &cases[k];
+        const char *dtype = c->precision_ops && c->precision_ops->dtype ? c->precision_ops->dtype : c->precision;
+        char *key = bc_runfile_key(c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length, dtype,
+                                   c->release_cache ? "release" : "retain");
+        if (!key) return bc_error_set(err, BC_ERR_NOMEM, "--resume: out of memory");
+        const bc_case_report *from = finished_case(rs, c, key);
+        free(key);
+        if (!from) continue;
+        double *to = rs->values + k * (size_t)max_it * BC_N_FIELDS;
+        map_values(&rs->rf, from, to);
+        rs->priors[k] = (bc_prior_case){.report = from, .values = to, .n_iterations = from->n_iterations};
+        rs->by_case[k] = &rs->priors[k];
+        rs->n_taken++;
+    }
+    return BC_OK;
+}
+
+void bc_resume_free(bc_resume *rs) {
+    free(rs->values);
+    free(rs->priors);
+    free(rs->by_case);
+    bc_replay_free(&rs->rp);
+    bc_runfile_free(&rs->rf);
+    memset(rs, 0, sizeof *rs);
+}
