@@ -24,12 +24,21 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config_ints.h"
 #include "config_tree.h"
 #include "overrides.h"
+#include "readfile.h"
 #include "sha256.h"
 
 /* Largest matrix value: libconfig reads plain integers as 32-bit ints. */
 #define BC_CFG_MAX_SIZE 2147483647LL
+
+/* The largest case: batch_sizes x samples_per_prompt rows (the effective
+ * batch), and rows x (prompt + response) tokens. Both are checked on the
+ * matrix's largest values (every pair of values is a case), in 64 bits where
+ * neither product can wrap (2^31 x 2^31 and 2^24 x 2^32). */
+#define BC_CFG_MAX_EFFECTIVE_BATCH (1LL << 24)
+#define BC_CFG_MAX_CASE_TOKENS (1LL << 32)
 
 /* run.min_iterations / run.max_iterations: the largest value (the runner
  * keeps every measured value of every case), and the defaults when only
@@ -309,7 +318,8 @@ static const char *const k_matrix_keys[] = {"batch_sizes", "samples_per_prompt",
                                             "response_lengths"};
 static const char *const k_sampling_keys[] = {"temperature", "top_p", "top_k", "seed"};
 static const char *const k_run_keys[] = {"warmup", "iterations", "min_iterations", "max_iterations", "target_rel_ci",
-                                         "max_seconds_per_case"};
+                                         "max_seconds_per_case", "isolation",
+                                         "case_timeout_s"};
 static const char *const k_spec_keys[] = {"name", "settings"};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -485,6 +495,32 @@ static bc_status parse_plugin_path(bc_config *cfg, const config_setting_t *root,
     return BC_OK;
 }
 
+/* run.isolation ("none" or "process") and run.case_timeout_s (> 0, only
+ * with "process": the parent kills a case's process that runs longer). */
+static bc_status parse_isolation(bc_config *cfg, const config_setting_t *run, bc_error *err) {
+    cfg->isolation = BC_CFG_DEFAULT_ISOLATION;
+    cfg->case_timeout_s = NAN;
+    const config_setting_t *s = run ? config_setting_get_member(run, "isolation") : NULL;
+    if (s) {
+        char got[96];
+        bc_cfg_describe(s, got, sizeof got);
+        const char *v = config_setting_type(s) == CONFIG_TYPE_STRING ? config_setting_get_string(s) : NULL;
+        if (v && strcmp(v, "none") == 0) cfg->isolation = 0;
+        else if (v && strcmp(v, "process") == 0) cfg->isolation = 1;
+        else
+            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, "run.isolation", "must be \"none\" or \"process\" (got %s)",
+                               got);
+    }
+    bc_status st = get_number(cfg, run, "case_timeout_s", "run.case_timeout_s", ok_seconds, "a number of seconds > 0",
+                              &cfg->case_timeout_s, err);
+    if (st) return st;
+    if (!isnan(cfg->case_timeout_s) && !cfg->isolation)
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, config_setting_get_member(run, "case_timeout_s"),
+                           "run.case_timeout_s", "needs run.isolation = \"process\" (a case in benchctl's own "
+                           "process cannot be stopped safely)");
+    return BC_OK;
+}
+
 /* The run group: warmup, and the rule that stops a case's measured
  * iterations: a fixed count (iterations) or adaptive (min_iterations,
  * max_iterations, target_rel_ci); max_seconds_per_case caps either. */
@@ -512,6 +548,8 @@ static bc_status parse_run(bc_config *cfg, const config_setting_t *root, bc_erro
         (st = get_number(cfg, run, "max_seconds_per_case", "run.max_seconds_per_case", ok_seconds,
                          "a number of seconds > 0", &cfg->max_seconds_per_case, err)))
         return st;
+
+    if ((st = parse_isolation(cfg, run, err))) return st;
 
     const config_setting_t *it_s = run ? config_setting_get_member(run, "iterations") : NULL;
     const config_setting_t *min_s = run ? config_setting_get_member(run, "min_iterations") : NULL;
@@ -548,6 +586,37 @@ static bc_status parse_run(bc_config *cfg, const config_setting_t *root, bc_erro
                            BC_CFG_DEFAULT_MIN_ITERATIONS, BC_CFG_DEFAULT_MIN_ITERATIONS, hi);
     cfg->min_iterations = (uint32_t)lo;
     cfg->max_iterations = cfg->iterations = (uint32_t)hi;
+    return BC_OK;
+}
+
+static uint32_t max_of(const uint32_t *v, size_t n, size_t *at) {
+    uint32_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] > m) m = v[i], *at = i;
+    return m;
+}
+
+/* The largest case the matrix makes must fit the limits above. */
+static bc_status check_case_size(const bc_config *cfg, const config_setting_t *matrix, bc_error *err) {
+    size_t ib = 0, is = 0, ip = 0, ir = 0;
+    const uint64_t b = max_of(cfg->batch_sizes, cfg->n_batch_sizes, &ib);
+    const uint64_t sp = max_of(cfg->samples_per_prompt, cfg->n_samples_per_prompt, &is);
+    const uint64_t p = max_of(cfg->prompt_lengths, cfg->n_prompt_lengths, &ip);
+    const uint64_t r = max_of(cfg->response_lengths, cfg->n_response_lengths, &ir);
+    const uint64_t rows = b * sp; /* < 2^62 */
+    if (rows > (uint64_t)BC_CFG_MAX_EFFECTIVE_BATCH)
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, matrix, "matrix",
+                           "batch_sizes %llu x samples_per_prompt %llu = %llu rows in one case; the effective batch "
+                           "must be <= %lld (2^24)",
+                           (unsigned long long)b, (unsigned long long)sp, (unsigned long long)rows,
+                           BC_CFG_MAX_EFFECTIVE_BATCH);
+    const uint64_t tokens = rows * (p + r); /* < 2^24 x 2^32 */
+    if (tokens > (uint64_t)BC_CFG_MAX_CASE_TOKENS)
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, matrix, "matrix",
+                           "%llu rows x (prompt_lengths %llu + response_lengths %llu) = %llu tokens in one case; a "
+                           "case must hold <= %lld (2^32) tokens",
+                           (unsigned long long)rows, (unsigned long long)p, (unsigned long long)r,
+                           (unsigned long long)tokens, BC_CFG_MAX_CASE_TOKENS);
     return BC_OK;
 }
 
@@ -588,6 +657,7 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
     if ((st = parse_sizes(cfg, matrix, "response_lengths", NULL, &cfg->response_lengths, &cfg->n_response_lengths,
                           err)))
         return st;
+    if ((st = check_case_size(cfg, matrix, err))) return st;
 
     config_setting_t *sampling = NULL;
     if ((st = get_group(cfg, root, "sampling", "sampling", &sampling, err))) return st;
@@ -621,19 +691,104 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
 
 /* ----------------------------------------------------------------- load */
 
-/* Reads path into c; one line on failure. */
-static bc_status read_file(config_t *c, const char *path, bc_error *err) {
-    FILE *f = fopen(path, "r");
-    if (!f) return bc_error_set(err, BC_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        fclose(f);
-        return bc_error_set(err, BC_ERR_IO, "%s: cannot read: %s", path, strerror(EISDIR));
+/* Limits on bench.cfg and every file it @includes (docs/config.md, "Size
+ * limits"). libconfig's scanner is quadratic in the length of a line and
+ * keeps only the part of a quoted string before a NUL byte, so both are
+ * refused before libconfig sees the text. */
+#define BC_CFG_MAX_FILE_BYTES (1024ull * 1024)
+#define BC_CFG_MAX_LINE_BYTES (64u * 1024)
+#define BC_CFG_MAX_INCLUDE_DEPTH 10
+
+/* Checks text (len bytes of path) for NUL bytes and overlong lines, then
+ * does the same for every file it names with @include, relative to dir. */
+static bc_status check_text(const char *path, const char *text, size_t len, const char *dir, int depth,
+                            bc_error *err);
+
+/* Reads path under the limits and checks it (check_text); *out (may be
+ * NULL) gets the text, which the caller frees. inc_dir is the folder
+ * libconfig resolves @include against (the top file's), NULL at the top. */
+static bc_status read_checked(const char *path, const char *inc_dir, int depth, char **out, size_t *out_len,
+                              bc_error *err) {
+    if (depth > BC_CFG_MAX_INCLUDE_DEPTH)
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: @include nested more than %d deep", path,
+                            BC_CFG_MAX_INCLUDE_DEPTH);
+    char *text = NULL;
+    size_t len = 0;
+    bc_status st = bc_read_regular(path, depth ? "included config file" : "config file", BC_CFG_MAX_FILE_BYTES,
+                                   &text, &len, err);
+    if (st == BC_ERR_NOT_FOUND) st = err->code = BC_ERR_IO; /* a config that cannot be read is an I/O error */
+    if (st != BC_OK) return st;
+    char *dir = bc_cfg_strdup(path);
+    if (!dir) {
+        free(text);
+        return bc_cfg_nomem(err);
     }
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    if (!inc_dir) inc_dir = slash ? (dir[0] ? dir : "/") : NULL;
+    st = check_text(path, text, len, inc_dir, depth, err);
+    free(dir);
+    if (st == BC_OK && out) {
+        *out = text;
+        if (out_len) *out_len = len;
+    } else {
+        free(text);
+    }
+    return st;
+}
+
+static bc_status check_text(const char *path, const char *text, size_t len, const char *dir, int depth,
+                            bc_error *err) {
+    size_t line_start = 0;
+    int line = 1;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && text[i] == '\0')
+            return bc_error_set(err, BC_ERR_FORMAT, "%s:%d: a NUL byte at column %zu; a config file must be text",
+                                path, line, i - line_start + 1);
+        if (i < len && text[i] != '\n') continue;
+        size_t n = i - line_start;
+        if (n > BC_CFG_MAX_LINE_BYTES)
+            return bc_error_set(err, BC_ERR_FORMAT, "%s:%d: the line is %zu bytes, over the limit of %u bytes", path,
+                                line, n, BC_CFG_MAX_LINE_BYTES);
+        /* @include "file": check the included file the same way */
+        const char *p = text + line_start, *end = text + i;
+        while (p < end && (*p == ' ' || *p == '\t')) p++;
+        if ((size_t)(end - p) > 8 && strncmp(p, "@include", 8) == 0) {
+            p += 8;
+            while (p < end && (*p == ' ' || *p == '\t')) p++;
+            const char *q = p < end && *p == '"' ? memchr(p + 1, '"', (size_t)(end - p - 1)) : NULL;
+            if (q) {
+                size_t nn = (size_t)(q - p - 1), nd = dir && p[1] != '/' ? strlen(dir) + 1 : 0;
+                char *inc = malloc(nd + nn + 1);
+                if (!inc) return bc_cfg_nomem(err);
+                if (nd) {
+                    memcpy(inc, dir, nd - 1);
+                    inc[nd - 1] = '/';
+                }
+                memcpy(inc + nd, p + 1, nn);
+                inc[nd + nn] = '\0';
+                bc_status st = read_checked(inc, dir, depth + 1, NULL, NULL, err);
+                free(inc);
+                if (st != BC_OK) return st;
+            }
+        }
+        line++;
+        line_start = i + 1;
+    }
+    return BC_OK;
+}
+
+/* Reads path into c; one line on failure. The file is read whole, under
+ * the limits above (a regular file, checked before it is opened), then
+ * handed to libconfig as a string. */
+static bc_status read_file(config_t *c, const char *path, bc_error *err) {
+    char *text = NULL;
+    bc_status st = read_checked(path, NULL, 0, &text, NULL, err);
+    if (st != BC_OK) return st;
     /* @include "x.cfg" is relative to the including file's folder. */
     char *dir = bc_cfg_strdup(path);
     if (!dir) {
-        fclose(f);
+        free(text);
         return bc_cfg_nomem(err);
     }
     char *slash = strrchr(dir, '/');
@@ -642,13 +797,12 @@ static bc_status read_file(config_t *c, const char *path, bc_error *err) {
         config_set_include_dir(c, dir[0] ? dir : "/");
     }
     free(dir);
-    int ok = config_read(c, f);
-    int read_error = ferror(f);
-    int saved = errno;
-    fclose(f);
+    int ok = config_read_string(c, text);
+    free(text);
     if (ok) return BC_OK;
-    if (config_error_type(c) == CONFIG_ERR_FILE_IO || read_error)
-        return bc_error_set(err, BC_ERR_IO, "%s: cannot read: %s", path, strerror(read_error ? saved : EIO));
+    if (config_error_type(c) == CONFIG_ERR_FILE_IO)
+        return bc_error_set(err, BC_ERR_IO, "%s: cannot read: %s", config_error_file(c) ? config_error_file(c) : path,
+                            config_error_text(c));
     const char *file = config_error_file(c);
     return bc_error_set(err, BC_ERR_FORMAT, "%s:%d: %s", file ? file : path, config_error_line(c),
                         config_error_text(c));
@@ -690,6 +844,7 @@ bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *ov
     cfg->cfg = c;
 
     bc_status st = read_file(c, path, err);
+    if (!st) st = bc_cfg_check_int_literals_file(path, err); /* libconfig 1.5 narrows silently */
     if (!st && reporter_override) st = bc_overrides_apply_reporters(cfg, c, reporter_override, err);
     for (size_t i = 0; !st && i < n_overrides; i++) st = bc_overrides_apply_set(cfg, c, overrides[i], err);
     if (!st) st = validate(cfg, config_root_setting(c), err);

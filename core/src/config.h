@@ -25,6 +25,9 @@ typedef struct bc_plugin_spec {
                                 "<key> (default)" for a default entry */
 } bc_plugin_spec;
 
+/* run.isolation when not given: 0 "none" (docs/performance.md says why). */
+#define BC_CFG_DEFAULT_ISOLATION 0
+
 typedef struct bc_config {
     char *path;          /* file as given */
     char *sha256;        /* hex digest of the resolved config text (after overrides) */
@@ -54,6 +57,8 @@ typedef struct bc_config {
     uint32_t min_iterations, max_iterations;
     double target_rel_ci;        /* NAN: not given */
     double max_seconds_per_case; /* NAN: not given */
+    int isolation;               /* run.isolation: 0 "none", 1 "process" (default BC_CFG_DEFAULT_ISOLATION) */
+    double case_timeout_s;       /* run.case_timeout_s; NAN: not given (no timeout) */
 
     void *cfg; /* opaque: the libconfig config_t, owned */
 

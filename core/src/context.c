@@ -10,6 +10,7 @@
 
 #include "host.h"
 #include "matrix.h"
+#include "output.h"
 #include "selection.h"
 #include "settings.h"
 
@@ -60,11 +61,11 @@ static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plu
     out->settings = (bc_settings){.struct_size = sizeof out->settings, .count = d->n_settings,
                                   .value_size = sizeof *out->values, .values = out->values};
     if ((st = bc_settings_resolve(&ctx->cfg, spec, d, out->values, err)) != BC_OK) return st;
-    if (d->check_settings && (st = d->check_settings(&out->plugin->host, &out->settings, err)) != BC_OK) {
-        char prefix[sizeof label + 64];
-        text(prefix, sizeof prefix, "%s: %s '%s'", label, bc_kind_name(d->kind), d->name);
+    char prefix[sizeof label + 64];
+    text(prefix, sizeof prefix, "%s: %s '%s'", label, bc_kind_name(d->kind), d->name);
+    bc_output_claims_owner(prefix); /* the output files it checks are its own */
+    if (d->check_settings && (st = d->check_settings(&out->plugin->host, &out->settings, err)) != BC_OK)
         return prefix_error(err, prefix);
-    }
     return BC_OK;
 }
 
@@ -73,6 +74,7 @@ static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args 
     if (!a->file) return bc_error_set(err, BC_ERR_INVALID, "missing FILE");
     bc_status st = bc_config_load(&ctx->cfg, a->file, a->sets, a->n_sets, a->reporters, err);
     if (st != BC_OK) return st;
+    bc_output_claims_begin(); /* no two plugins' outputs on one file */
     /* plugin_path entries, like every relative path in bench.cfg, are relative
      * to the directory benchctl runs in (docs/config.md) */
     st = bc_loader_init(&ctx->loader, NULL, 0, (const char *const *)ctx->cfg.plugin_paths, ctx->cfg.n_plugin_paths,
@@ -238,6 +240,7 @@ static bc_status fill_header(bc_context *ctx, const bc_context_args *a, bc_error
 bc_status bc_context_open(bc_context *ctx, const bc_context_args *args, bc_error *err) {
     *ctx = (bc_context){0};
     bc_status st = load_config_and_plugins(ctx, args, err);
+    bc_output_claims_end(); /* every output was checked; forget the claims */
     if (st == BC_OK) st = build_cases(ctx, args, err);
     if (st == BC_OK) st = create_backend(ctx, err);
     if (st == BC_OK) st = check_cases(ctx, args->allow_infeasible, err);
@@ -262,6 +265,8 @@ void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_ru
         .max_iterations = ctx->cfg.adaptive ? ctx->cfg.max_iterations : 0,
         .target_rel_ci = isnan(ctx->cfg.target_rel_ci) ? 0.0 : ctx->cfg.target_rel_ci,
         .max_seconds_per_case = isnan(ctx->cfg.max_seconds_per_case) ? 0.0 : ctx->cfg.max_seconds_per_case,
+        .isolation = ctx->cfg.isolation,
+        .case_timeout_s = isnan(ctx->cfg.case_timeout_s) ? 0.0 : ctx->cfg.case_timeout_s,
         .reporters = reps,
         .n_reporters = ctx->cfg.n_reporters,
         .run = ctx->run,

@@ -12,9 +12,25 @@
  * "-" is standard output: writes go straight to stdout, commit flushes it,
  * nothing is atomic or compressed.
  *
+ * What an existing path may be (output_target, used by open, commit and
+ * check alike):
+ *   missing          created
+ *   a regular file   replaced (temporary file + rename)
+ *   a symbolic link  followed when it ends at an existing regular file: the
+ *                    temporary file is made in the target's folder and
+ *                    renamed onto the target, so the link stays a link; a
+ *                    dangling link or one to anything else is refused
+ *   anything else    refused, never replaced: a folder, a device such as
+ *                    /dev/null, a FIFO, a socket
+ * Claims: between bc_output_claims_begin and _end (one run's validation),
+ * bc_output_check remembers each path it accepted, resolved (realpath of
+ * the path, or of its nearest existing folder plus the rest), with the
+ * owner named by bc_output_claims_owner, and refuses a second check of the
+ * same resolved path, naming both owners.
+ *
  * Ownership: bc_output_open allocates the handle; commit or abort frees it.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 
 #include "output.h"
 
@@ -30,7 +46,8 @@
 #include <zlib.h>
 
 struct bc_output {
-    char *path;     /* final path, owned */
+    char *path;     /* the path asked for, owned (error messages) */
+    char *target;   /* the file replaced at commit: path, or a symlink's target; owned */
     char *tmp_path; /* temporary path next to it, owned; NULL for stdout */
     int is_stdout;
     int fd;         /* the temporary file's descriptor, -1 for stdout */
@@ -113,8 +130,161 @@ static void sync_parent_dir(const char *path) {
 
 static void free_output(bc_output *out) {
     free(out->path);
+    free(out->target);
     free(out->tmp_path);
     free(out);
+}
+
+/* A phrase for what a non-regular file is, for error lines. */
+static const char *file_kind(mode_t m) {
+    if (S_ISDIR(m)) return "a folder";
+    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+/* The rule in the header: *target (owned) := the file an output on path
+ * creates or replaces, or an error when path names something that is not
+ * to be replaced. */
+static bc_status output_target(const char *path, char **target, bc_error *err) {
+    *target = NULL;
+    struct stat lsb, sb;
+    if (lstat(path, &lsb) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR)
+            return bc_error_set(err, BC_ERR_IO, "%s: cannot create the file: %s", path, strerror(errno));
+        *target = dup_string(path); /* missing: created (ENOTDIR is reported by the folder checks) */
+    } else if (S_ISLNK(lsb.st_mode)) {
+        if (stat(path, &sb) != 0)
+            return bc_error_set(err, BC_ERR_IO,
+                                "%s: is a symbolic link to a missing file (%s); an output follows a link only to an "
+                                "existing regular file",
+                                path, strerror(errno));
+        if (!S_ISREG(sb.st_mode))
+            return bc_error_set(err, BC_ERR_IO,
+                                "%s: is a symbolic link to %s, not to a regular file; benchctl will not replace it",
+                                path, file_kind(sb.st_mode));
+        *target = realpath(path, NULL);
+        if (!*target) return bc_error_set(err, BC_ERR_IO, "%s: cannot resolve the link: %s", path, strerror(errno));
+        return BC_OK;
+    } else if (S_ISDIR(lsb.st_mode)) {
+        return bc_error_set(err, BC_ERR_IO, "%s: is a folder, not a file", path);
+    } else if (!S_ISREG(lsb.st_mode)) {
+        return bc_error_set(err, BC_ERR_IO,
+                            "%s: is %s, not a regular file; benchctl writes an output by replacing the file whole "
+                            "and will not replace it (use \"-\" for standard output)",
+                            path, file_kind(lsb.st_mode));
+    } else {
+        *target = dup_string(path);
+    }
+    if (!*target) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+    return BC_OK;
+}
+
+/* path with every existing part resolved: realpath(path), or else the
+ * resolved folder above it plus the last name. NULL when out of memory or
+ * nothing resolves. */
+static char *resolve_path(const char *path) {
+    char *r = realpath(path, NULL);
+    if (r) return r;
+    const char *slash = strrchr(path, '/');
+    char *dir;
+    const char *base;
+    if (!slash) {
+        dir = dup_string(".");
+        base = path;
+    } else if (slash == path) {
+        dir = dup_string("/");
+        base = path + 1;
+    } else {
+        dir = strndup(path, (size_t)(slash - path));
+        base = slash + 1;
+    }
+    if (!dir) return NULL;
+    char *rd = strcmp(dir, path) == 0 ? NULL : resolve_path(dir);
+    free(dir);
+    if (!rd) return NULL;
+    /* the part that does not exist yet holds no links: "." and ".." are
+     * plain names to drop or go up by */
+    if (base[0] == '\0' || strcmp(base, ".") == 0) return rd;
+    if (strcmp(base, "..") == 0) {
+        char *up = strrchr(rd, '/');
+        if (up && up != rd) *up = '\0';
+        else if (up) up[1] = '\0';
+        return rd;
+    }
+    size_t n = strlen(rd) + strlen(base) + 2;
+    char *joined = malloc(n);
+    if (joined) snprintf(joined, n, "%s%s%s", rd, strcmp(rd, "/") == 0 ? "" : "/", base);
+    free(rd);
+    return joined;
+}
+
+typedef struct output_claim {
+    char *resolved; /* owned */
+    char *owner;    /* owned, "" when none was named */
+} output_claim;
+
+static struct {
+    int active;
+    output_claim *v;
+    size_t n, cap;
+    char *owner; /* the owner named for the next checks, owned */
+} g_claims;
+
+void bc_output_claims_begin(void) {
+    bc_output_claims_end();
+    g_claims.active = 1;
+}
+
+void bc_output_claims_owner(const char *who) {
+    free(g_claims.owner);
+    g_claims.owner = who ? dup_string(who) : NULL;
+}
+
+void bc_output_claims_end(void) {
+    for (size_t i = 0; i < g_claims.n; i++) {
+        free(g_claims.v[i].resolved);
+        free(g_claims.v[i].owner);
+    }
+    free(g_claims.v);
+    free(g_claims.owner);
+    memset(&g_claims, 0, sizeof g_claims);
+}
+
+/* Records target (for path) as claimed, or refuses it when an earlier
+ * check claimed the same file. */
+static bc_status claim(const char *path, const char *target, bc_error *err) {
+    if (!g_claims.active) return BC_OK;
+    char *resolved = resolve_path(target);
+    if (!resolved) return bc_error_set(err, BC_ERR_IO, "%s: cannot resolve the path: %s", path, strerror(errno));
+    for (size_t i = 0; i < g_claims.n; i++)
+        if (strcmp(g_claims.v[i].resolved, resolved) == 0) {
+            bc_status st = bc_error_set(
+                err, BC_ERR_SETTING, "%s: %s is already the output of %s; two outputs on one file would overwrite "
+                                     "each other (give each its own path)",
+                path, resolved, g_claims.v[i].owner[0] ? g_claims.v[i].owner : "an earlier setting");
+            free(resolved);
+            return st;
+        }
+    if (g_claims.n == g_claims.cap) {
+        size_t cap = g_claims.cap ? g_claims.cap * 2 : 8;
+        output_claim *nv = realloc(g_claims.v, cap * sizeof *nv);
+        if (!nv) {
+            free(resolved);
+            return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+        }
+        g_claims.v = nv;
+        g_claims.cap = cap;
+    }
+    char *owner = dup_string(g_claims.owner ? g_claims.owner : "");
+    if (!owner) {
+        free(resolved);
+        return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+    }
+    g_claims.v[g_claims.n++] = (output_claim){.resolved = resolved, .owner = owner};
+    return BC_OK;
 }
 
 bc_output *bc_output_open(const char *path, bc_error *err) {
@@ -138,12 +308,13 @@ bc_output *bc_output_open(const char *path, bc_error *err) {
         return out;
     }
 
-    if (make_parent_dirs(path, err) != BC_OK) goto fail;
+    if (output_target(path, &out->target, err) != BC_OK) goto fail;
+    if (make_parent_dirs(out->target, err) != BC_OK) goto fail;
 
-    size_t n = strlen(path) + 32;
+    size_t n = strlen(out->target) + 32;
     out->tmp_path = malloc(n);
     if (!out->tmp_path) goto nomem;
-    snprintf(out->tmp_path, n, "%s.tmp.%ld", path, (long)getpid());
+    snprintf(out->tmp_path, n, "%s.tmp.%ld", out->target, (long)getpid());
 
     out->fd = open(out->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (out->fd < 0) {
@@ -193,11 +364,11 @@ fail:
 bc_status bc_output_check(const char *path, bc_error *err) {
     if (!path || !*path) return bc_error_set(err, BC_ERR_INVALID, "output path is empty");
     if (strcmp(path, "-") == 0) return BC_OK;
+    char *target = NULL;
+    bc_status tst = output_target(path, &target, err);
+    if (tst != BC_OK) return tst;
     struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return bc_error_set(err, BC_ERR_IO, "%s: is a folder, not a file", path);
-    char *dir = dup_string(path);
-    if (!dir) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+    char *dir = target; /* the folder part is cut off below */
     /* the nearest folder above path that exists: open creates the rest */
     char *slash = strrchr(dir, '/');
     if (!slash) strcpy(dir, ".");
@@ -223,6 +394,11 @@ bc_status bc_output_check(const char *path, bc_error *err) {
         else *slash = '\0';
     }
     free(dir);
+    if (st != BC_OK) return st;
+    /* the claim is on the file itself, so resolve it again from path */
+    if ((st = output_target(path, &target, err)) != BC_OK) return st;
+    st = claim(path, target, err);
+    free(target);
     return st;
 }
 
@@ -326,7 +502,13 @@ bc_status bc_output_commit(bc_output *out, bc_error *err) {
         snprintf(what, sizeof what, "close failed: %s", strerror(errno));
     }
     out->fd = -1;
-    if (st == BC_OK && rename(out->tmp_path, out->path) != 0) {
+    struct stat sb;
+    if (st == BC_OK && lstat(out->target, &sb) == 0 && !S_ISREG(sb.st_mode)) { /* changed since open */
+        st = BC_ERR_IO;
+        snprintf(what, sizeof what, "%s became %s while the output was written; it is not replaced", out->target,
+                 S_ISLNK(sb.st_mode) ? "a symbolic link" : file_kind(sb.st_mode));
+    }
+    if (st == BC_OK && rename(out->tmp_path, out->target) != 0) {
         st = BC_ERR_IO;
         snprintf(what, sizeof what, "cannot rename %s into place: %s", out->tmp_path, strerror(errno));
     }
@@ -334,7 +516,7 @@ bc_status bc_output_commit(bc_output *out, bc_error *err) {
         unlink(out->tmp_path);
         bc_error_set(err, st, "%s: %s", out->path, what);
     } else {
-        sync_parent_dir(out->path);
+        sync_parent_dir(out->target);
     }
     free_output(out);
     return st;

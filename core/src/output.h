@@ -20,9 +20,24 @@ bc_status bc_output_vprintf(bc_output *out, bc_error *err, const char *fmt, va_l
 bc_status bc_output_commit(bc_output *out, bc_error *err);
 void bc_output_abort(bc_output *out);
 
-/* Whether bc_output_open(path) can create its file: path is not a folder and
- * the nearest existing folder above it is writable (open creates the
- * missing ones). Creates nothing. "-" always can. */
+/* An existing path is replaced only when it is a regular file; a symbolic
+ * link is followed when it ends at a regular file (the target is replaced,
+ * the link kept); anything else (a folder, a device, a FIFO, a socket, a
+ * dangling link) is refused and left as it is. output.c has the table. */
+
+/* Whether bc_output_open(path) can create its file: the rule above holds
+ * and the nearest existing folder above the file is writable (open creates
+ * the missing ones). Creates nothing. "-" always can. While claims are
+ * active, a path that resolves to a file an earlier check accepted is
+ * refused, naming that check's owner. */
 bc_status bc_output_check(const char *path, bc_error *err);
+
+/* Claims: one run's outputs must not share a file. begin starts an empty
+ * set (ending any earlier one); owner names who the next bc_output_check
+ * calls are for ("bench.cfg:28: reporters.[1]: reporter 'json'"); end
+ * forgets them all. Without begin, bc_output_check remembers nothing. */
+void bc_output_claims_begin(void);
+void bc_output_claims_owner(const char *who);
+void bc_output_claims_end(void);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_ints.h"
 #include "config_tree.h"
 
 
@@ -131,6 +132,7 @@ bc_status bc_overrides_apply_set(bc_config *cfg, config_t *c, const char *text, 
 
     const char *value = eq + 1;
     while (isspace((unsigned char)*value)) value++;
+    if ((st = bc_cfg_check_int_literals_value(label, value, err))) return st; /* before libconfig narrows it */
     config_t tmp;
     config_init(&tmp);
     const config_setting_t *src = parse_value(&tmp, label, value, err);

@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include "readfile.h"
 #include "stats.h"
 
 /* Largest file read: a report holds every iteration of every case, but not
@@ -25,13 +27,15 @@
  * a NUL-terminated buffer the caller frees. */
 static bc_status read_all(const char *path, char **out, size_t *out_len, bc_error *err) {
     *out = NULL;
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return bc_error_set(err, errno == ENOENT ? BC_ERR_NOT_FOUND : BC_ERR_IO, "%s: cannot read: %s", path,
-                            strerror(errno));
-    if (!S_ISREG(sb.st_mode)) return bc_error_set(err, BC_ERR_IO, "%s: not a regular file", path);
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) return bc_error_set(err, BC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* a regular file of at most the limit, checked before it is opened
+     * (readfile.h); the text inside a .gz is held to the same limit below */
+    int fd = bc_open_regular(path, "report", (uint64_t)BC_RUNFILE_MAX_BYTES, NULL, err);
+    if (fd < 0) return err && err->code ? err->code : BC_ERR_IO;
+    gzFile gz = gzdopen(fd, "rb");
+    if (!gz) {
+        close(fd);
+        return bc_error_set(err, BC_ERR_NOMEM, "%s: cannot start reading: out of memory", path);
+    }
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
     bc_status st = buf ? BC_OK : bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);

@@ -4,12 +4,21 @@
 #define _GNU_SOURCE
 #include "runner.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "eta.h"
 #include "host.h"
@@ -37,6 +46,8 @@ const char *const bc_field_names[BC_N_FIELDS] = {
 };
 
 enum { N_FIELDS = BC_N_FIELDS };
+
+volatile sig_atomic_t bc_run_in_case_child;
 
 static double ms_since(uint64_t t0) { return (double)(bc_now_ns() - t0) / 1e6; }
 
@@ -232,6 +243,7 @@ typedef struct run_state {
     const size_t *order;      /* execution order */
     size_t position;          /* of the running case in order */
     bc_eta eta;               /* fitted on the finished cases */
+    int child_fd;             /* >= 0 in an isolated case's child: events go to the parent over it */
 } run_state;
 
 static void report_error(const bc_runner_config *cfg, bc_run_result *res, const reporter_slot *s, const char *hook,
@@ -297,10 +309,62 @@ static double eta_running(const run_state *rs, const bc_case *c, uint32_t warmup
     return case_ms / 1000.0 + predict_rest_s(rs, &e, rs->position + 1);
 }
 
+/* ------------------------------------------------ per-case process isolation
+ *
+ * With cfg->isolation, each case runs in a forked child (after prepare, so
+ * the backend's state is inherited copy-on-write). The child runs the case
+ * exactly as run_case does and sends frames to the parent over a pipe:
+ *   frame  = uint32 type, uint32 payload length, payload
+ *   EVENT  = frame_event: one finished iteration (warmup or measured)
+ *   RESULT = the case report (raw struct, same binary), the memory stats
+ *            (raw struct), n_iterations x N_FIELDS doubles, the message
+ * The parent forwards EVENTs to the reporters and keeps their values, so a
+ * child that dies keeps the iterations it finished. The child's stderr goes
+ * through a second pipe: passed on to ours, its tail kept for the message. */
+enum { FRAME_EVENT = 1, FRAME_RESULT = 2, STDERR_TAIL = 1024, STDERR_LINES = 5 };
+
+typedef struct frame_event {
+    int32_t warmup;
+    uint32_t iteration;
+    double elapsed_ms, rel_ci;
+    double row[N_FIELDS];
+} frame_event;
+
+/* Writes all n bytes; 0 on success. */
+static int write_all(int fd, const void *buf, size_t n) {
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int send_frame(int fd, uint32_t type, const void *a, size_t na, const void *b, size_t nb, const void *c,
+                      size_t nc, const void *d, size_t nd) {
+    uint32_t head[2] = {type, (uint32_t)(na + nb + nc + nd)};
+    return write_all(fd, head, sizeof head) || write_all(fd, a, na) || write_all(fd, b, nb) || write_all(fd, c, nc) ||
+           write_all(fd, d, nd);
+}
+
+static void child_send_event(int fd, int warmup, uint32_t iteration, const double *row, double elapsed_ms,
+                             double rel_ci) {
+    frame_event ev = {.warmup = warmup, .iteration = iteration, .elapsed_ms = elapsed_ms, .rel_ci = rel_ci};
+    memcpy(ev.row, row, sizeof ev.row);
+    if (send_frame(fd, FRAME_EVENT, &ev, sizeof ev, NULL, 0, NULL, 0, NULL, 0)) syscall(SYS_exit_group, 1);
+}
+
 /* Tells the reporters that have iteration_finished about one iteration. */
 static void iteration_event(run_state *rs, const bc_case *c, int warmup, uint32_t iteration, const double *row,
                             double elapsed_ms, double rel_ci) {
     const bc_runner_config *cfg = rs->cfg;
+    if (rs->child_fd >= 0) {
+        child_send_event(rs->child_fd, warmup, iteration, row, elapsed_ms, rel_ci);
+        return;
+    }
     int any = 0;
     for (size_t r = 0; r < cfg->n_reporters && !any; r++) any = rs->slots[r].progress;
     if (!any) return;
@@ -339,6 +403,17 @@ static bc_stop_reason stop_rule(const bc_runner_config *cfg, uint32_t n, double 
 static double case_rel_ci(const bc_run_result *res, size_t k, uint32_t n) {
     bc_error err = {0};
     return bc_stats_median_rel_ci(res->cases[k].values + BC_FIELD_TOTAL_MS, n, N_FIELDS, &err);
+}
+
+/* Case k's statistics and CI from its measured values. */
+static void case_stats(bc_run_result *res, size_t k) {
+    bc_case_report *cr = &res->cases[k];
+    const double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+    cr->total_ms_rel_ci = case_rel_ci(res, k, cr->n_iterations);
+    for (int f = 0; f < N_FIELDS; f++) {
+        double *out = res->stats + ((size_t)k * N_FIELDS + (size_t)f) * BC_N_STATS;
+        bc_stats_compute(values + f, cr->n_iterations, N_FIELDS, out, NULL); /* out is n = 0 on failure */
+    }
 }
 
 /* Runs case k (requested index) with the backend instance. */
@@ -438,11 +513,261 @@ done:
     cr->load_avg_start = load_start.load_avg_1m;
     cr->load_avg_end = load_end.load_avg_1m;
     cr->cpu_steal_share = bc_hostload_steal_share(&load_start, &load_end);
-    cr->total_ms_rel_ci = case_rel_ci(res, k, cr->n_iterations);
-    for (int f = 0; f < N_FIELDS; f++) {
-        double *out = res->stats + ((size_t)k * N_FIELDS + (size_t)f) * BC_N_STATS;
-        bc_stats_compute(values + f, cr->n_iterations, N_FIELDS, out, NULL); /* out is n = 0 on failure */
+    case_stats(res, k);
+}
+
+/* The child's stderr: passed through to ours, the last STDERR_TAIL bytes kept. */
+typedef struct stderr_tail {
+    char buf[STDERR_TAIL];
+    size_t n;
+} stderr_tail;
+
+static void tail_add(stderr_tail *t, const char *data, size_t n) {
+    if (write_all(STDERR_FILENO, data, n)) { /* ours is gone: keep the tail anyway */
     }
+    if (n >= sizeof t->buf) {
+        memcpy(t->buf, data + n - sizeof t->buf, sizeof t->buf);
+        t->n = sizeof t->buf;
+        return;
+    }
+    if (t->n + n > sizeof t->buf) {
+        size_t drop = t->n + n - sizeof t->buf;
+        memmove(t->buf, t->buf + drop, t->n - drop);
+        t->n -= drop;
+    }
+    memcpy(t->buf + t->n, data, n);
+    t->n += n;
+}
+
+/* The last STDERR_LINES non-empty lines of the tail, joined by " | ", into out. */
+static void tail_lines(const stderr_tail *t, char *out, size_t cap) {
+    out[0] = '\0';
+    size_t end = t->n, starts[STDERR_LINES], ends[STDERR_LINES], found = 0;
+    while (end > 0 && found < STDERR_LINES) {
+        while (end > 0 && (t->buf[end - 1] == '\n' || t->buf[end - 1] == '\r')) end--;
+        if (end == 0) break;
+        size_t start = end;
+        while (start > 0 && t->buf[start - 1] != '\n') start--;
+        starts[found] = start, ends[found] = end, found++;
+        end = start;
+    }
+    size_t used = 0;
+    for (size_t i = found; i-- > 0 && used + 1 < cap;) {
+        int w = snprintf(out + used, cap - used, "%s%.*s", used ? " | " : "", (int)(ends[i] - starts[i]),
+                         t->buf + starts[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+        if (used >= cap) used = cap - 1;
+    }
+    for (char *c = out; *c; c++)
+        if ((unsigned char)*c < 0x20) *c = ' '; /* one line */
+}
+
+/* Parent: handles one complete frame from the child. Returns 1 for RESULT. */
+static int parent_frame(run_state *rs, size_t k, uint32_t type, const unsigned char *p, size_t n,
+                        uint32_t *n_measured) {
+    bc_run_result *res = rs->res;
+    bc_case_report *cr = &res->cases[k];
+    double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+    if (type == FRAME_EVENT && n == sizeof(frame_event)) {
+        frame_event ev;
+        memcpy(&ev, p, sizeof ev);
+        if (!ev.warmup && ev.iteration < res->rows_per_case) {
+            memcpy(values + (size_t)ev.iteration * N_FIELDS, ev.row, sizeof ev.row);
+            *n_measured = ev.iteration + 1;
+        }
+        iteration_event(rs, cr->c, ev.warmup, ev.iteration, ev.row, ev.elapsed_ms, ev.rel_ci);
+        return 0;
+    }
+    if (type != FRAME_RESULT || n < sizeof(bc_case_report) + sizeof(bc_memory_stats)) return 0;
+    bc_case_report got;
+    memcpy(&got, p, sizeof got);
+    p += sizeof got, n -= sizeof got;
+    memcpy(&res->memory[k], p, sizeof res->memory[k]);
+    p += sizeof res->memory[k], n -= sizeof res->memory[k];
+    if (got.n_iterations > res->rows_per_case || n < (size_t)got.n_iterations * N_FIELDS * sizeof(double)) return 0;
+    size_t nv = (size_t)got.n_iterations * N_FIELDS * sizeof(double);
+    memcpy(values, p, nv);
+    p += nv, n -= nv;
+    /* the scalars are the child's; the pointers stay the parent's */
+    got.c = cr->c;
+    got.values = cr->values;
+    got.stats = cr->stats;
+    got.memory = &res->memory[k];
+    got.message = cr->message;
+    *cr = got;
+    if (n) set_message(res, k, "%.*s", (int)(n > 4096 ? 4096 : n), (const char *)p);
+    return 1;
+}
+
+/* A signal's name: "SIGSEGV", or "signal 42". */
+static const char *signal_str(int sig, char *buf, size_t n) {
+    const char *abbrev = sigabbrev_np(sig);
+    if (abbrev) snprintf(buf, n, "SIG%s", abbrev);
+    else snprintf(buf, n, "signal %d", sig);
+    return buf;
+}
+
+/* Runs case k in a forked child (the protocol above); the parent keeps the
+ * reporters, forwards interrupts, enforces cfg->case_timeout_s and turns a
+ * child that dies into a failed case. */
+static void run_case_isolated(run_state *rs, size_t k) {
+    const bc_runner_config *cfg = rs->cfg;
+    bc_run_result *res = rs->res;
+    bc_case_report *cr = &res->cases[k];
+    int rp[2] = {-1, -1}, ep[2] = {-1, -1};
+    bc_hostload load_start, load_end;
+    bc_hostload_read(&load_start);
+    uint64_t t_case = bc_now_ns();
+    if (pipe(rp) != 0 || pipe(ep) != 0) {
+        int e = errno;
+        for (int i = 0; i < 2; i++) {
+            if (rp[i] >= 0) close(rp[i]);
+            if (ep[i] >= 0) close(ep[i]);
+        }
+        cr->status = BC_CASE_FAILED, cr->error_code = BC_ERR_INTERNAL, cr->stop_reason = BC_STOP_FAILED;
+        set_message(res, k, "isolation: cannot create a pipe: %s", strerror(e));
+        return;
+    }
+    fflush(NULL); /* the child must not write our buffered output again */
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(rp[0]), close(rp[1]), close(ep[0]), close(ep[1]);
+        cr->status = BC_CASE_FAILED, cr->error_code = BC_ERR_INTERNAL, cr->stop_reason = BC_STOP_FAILED;
+        set_message(res, k, "isolation: cannot fork: %s", strerror(e));
+        return;
+    }
+    if (pid == 0) { /* the child: run the case, send the result, leave without cleanup */
+        close(rp[0]), close(ep[0]);
+        bc_run_in_case_child = 1;
+        setpgid(0, 0); /* terminal signals reach the parent only; it forwards them */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) syscall(SYS_exit_group, 1);
+        signal(SIGPIPE, SIG_DFL);
+        if (dup2(ep[1], STDERR_FILENO) < 0) syscall(SYS_exit_group, 1);
+        close(ep[1]);
+        rs->child_fd = rp[1];
+        run_case(rs, k);
+        double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+        const char *msg = cr->message ? cr->message : "";
+        int bad = send_frame(rp[1], FRAME_RESULT, cr, sizeof *cr, &res->memory[k], sizeof res->memory[k], values,
+                             (size_t)cr->n_iterations * N_FIELDS * sizeof(double), msg, strlen(msg));
+        fflush(NULL);
+        syscall(SYS_exit_group, bad ? 1 : 0);
+    }
+    close(rp[1]), close(ep[1]);
+    fcntl(rp[0], F_SETFL, fcntl(rp[0], F_GETFL) | O_NONBLOCK);
+    fcntl(ep[0], F_SETFL, fcntl(ep[0], F_GETFL) | O_NONBLOCK);
+
+    stderr_tail tail = {.n = 0};
+    unsigned char *buf = NULL; /* received bytes not yet parsed, owned here */
+    size_t used = 0, cap = 0;
+    uint32_t n_measured = 0;
+    int got_result = 0, timed_out = 0, exited = 0, status = 0, forwarded = stop_level(cfg);
+    int open_r = 1, open_e = 1;
+    while (!exited || open_r || open_e) {
+        int level = stop_level(cfg);
+        for (; forwarded < level; forwarded++) kill(pid, SIGTERM); /* one per signal we got */
+        int wait_ms = 100;
+        if (cfg->case_timeout_s > 0 && !timed_out) {
+            double left = cfg->case_timeout_s * 1000.0 - ms_since(t_case);
+            if (left <= 0) {
+                kill(pid, SIGKILL);
+                timed_out = 1;
+            } else if (left < wait_ms) {
+                wait_ms = (int)left + 1;
+            }
+        }
+        if (!open_r && !open_e && !exited) { /* both pipes closed: the child is ending */
+            if (cfg->case_timeout_s <= 0 || timed_out) {
+                if (waitpid(pid, &status, 0) == pid) exited = 1;
+                continue;
+            }
+            wait_ms = 1;
+        }
+        struct pollfd fds[2] = {{.fd = open_r ? rp[0] : -1, .events = POLLIN},
+                                {.fd = open_e ? ep[0] : -1, .events = POLLIN}};
+        int ready = poll(fds, 2, exited ? 0 : wait_ms);
+        if (ready < 0 && errno != EINTR) break;
+        int got_any = 0;
+        for (int i = 0; i < 2 && ready > 0; i++) {
+            if (!fds[i].revents) continue;
+            char chunk[16384];
+            ssize_t r = read(fds[i].fd, chunk, sizeof chunk);
+            if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+            if (r <= 0) {
+                if (i == 0) open_r = 0;
+                else open_e = 0;
+                continue;
+            }
+            got_any = 1;
+            if (i == 1) {
+                tail_add(&tail, chunk, (size_t)r);
+                continue;
+            }
+            if (used + (size_t)r > cap) {
+                size_t ncap = cap ? cap * 2 : 65536;
+                while (ncap < used + (size_t)r) ncap *= 2;
+                unsigned char *grown = realloc(buf, ncap);
+                if (!grown) {
+                    kill(pid, SIGKILL);
+                    open_r = 0;
+                    continue;
+                }
+                buf = grown, cap = ncap;
+            }
+            memcpy(buf + used, chunk, (size_t)r);
+            used += (size_t)r;
+            size_t at = 0;
+            while (used - at >= 8) {
+                uint32_t head[2];
+                memcpy(head, buf + at, sizeof head);
+                if (used - at - 8 < head[1]) break;
+                got_result |= parent_frame(rs, k, head[0], buf + at + 8, head[1], &n_measured);
+                at += 8 + (size_t)head[1];
+            }
+            memmove(buf, buf + at, used - at);
+            used -= at;
+        }
+        if (!exited && waitpid(pid, &status, WNOHANG) == pid) exited = 1;
+        /* a child gone whose pipes a grandchild still holds: stop once drained */
+        if (exited && !got_any) break;
+    }
+    if (!exited) waitpid(pid, &status, 0);
+    close(rp[0]), close(ep[0]);
+    free(buf);
+
+    int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (got_result && clean && !timed_out) {
+        case_stats(res, k); /* from the values the child sent */
+        return;
+    }
+    /* the child died: the case failed, with what it measured before */
+    char why[160], sig[32], lines[STDERR_TAIL + 64];
+    if (timed_out)
+        snprintf(why, sizeof why, "timed out after run.case_timeout_s = %g s; its process was killed", cfg->case_timeout_s);
+    else if (WIFSIGNALED(status))
+        snprintf(why, sizeof why, "its process was killed by %s (%s)%s", signal_str(WTERMSIG(status), sig, sizeof sig),
+                 strsignal(WTERMSIG(status)),
+                 WTERMSIG(status) == SIGKILL ? "; the kernel's out-of-memory killer sends SIGKILL" : "");
+    else if (WIFEXITED(status) && !got_result)
+        snprintf(why, sizeof why, "its process exited with status %d before sending its results", WEXITSTATUS(status));
+    else
+        snprintf(why, sizeof why, "its process exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    tail_lines(&tail, lines, sizeof lines);
+    cr->status = BC_CASE_FAILED;
+    cr->error_code = BC_ERR_INTERNAL;
+    cr->stop_reason = BC_STOP_FAILED;
+    if (!got_result) cr->n_iterations = n_measured;
+    cr->wall_ms = ms_since(t_case);
+    bc_hostload_read(&load_end);
+    cr->load_avg_start = load_start.load_avg_1m;
+    cr->load_avg_end = load_end.load_avg_1m;
+    cr->cpu_steal_share = bc_hostload_steal_share(&load_start, &load_end);
+    set_message(res, k, "case process: %s%s%s", why, lines[0] ? "; its stderr ended: " : "", lines);
+    case_stats(res, k);
 }
 
 static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
@@ -617,7 +942,7 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.cases = finished;
     open_reporters(cfg, &run, slots, res);
 
-    run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .order = order};
+    run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .order = order, .child_fd = -1};
     for (size_t i = 0; i < n; i++) {
         size_t k = order[i];
         const bc_case *c = &cfg->cases[k];
@@ -646,7 +971,8 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         for (size_t r = 0; r < cfg->n_reporters; r++)
             if (slots[r].open && slots[r].r->plugin->reporter.case_started)
                 slots[r].r->plugin->reporter.case_started(slots[r].inst, c, (uint32_t)i, (uint32_t)n, eta_s);
-        run_case(&rs, k);
+        if (cfg->isolation) run_case_isolated(&rs, k);
+        else run_case(&rs, k);
         if (stop_level(cfg)) res->interrupted = 1;
         const bc_case_report *cr = &res->cases[k];
         bc_eta_add(&rs.eta, bc_eta_units(&rs.eta, c), cfg->warmup, cr->n_iterations, cr->wall_ms,

@@ -133,6 +133,12 @@ typedef struct bc_runner_config {
      * min_iterations, ...) and, when 0, n_matrix_cases (= n_cases). */
     bc_run_report run;
     volatile sig_atomic_t *stop; /* may be NULL */
+    /* Per-case process isolation (run.isolation = "process"): each case runs
+     * in a forked child after prepare; a child that crashes, exits, or runs
+     * past case_timeout_s (> 0; killed with SIGKILL) fails that case with the
+     * signal or status and the tail of its stderr, and the run goes on. */
+    int isolation;
+    double case_timeout_s;
     /* Called with a one-line message when a reporter fails; may be NULL. */
     void (*on_error)(void *ctx, const char *message);
     void *on_error_ctx;
@@ -154,6 +160,10 @@ typedef struct bc_run_result {
     int interrupted;         /* *stop was set */
     int reporter_failed;     /* some reporter hook failed */
 } bc_run_result;
+
+/* 1 in the forked child of an isolated case (run.isolation = "process"),
+ * for main.c's exit guard to word its note; 0 elsewhere. */
+extern volatile sig_atomic_t bc_run_in_case_child;
 
 /* Runs everything. Returns non-OK only when the run could not start (the
  * backend's prepare failed: "backend could not start"; out of memory); case

@@ -8,6 +8,7 @@
 #include "forward.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@ static size_t align_up(size_t n) { return (n + OPT_ALIGN - 1) / OPT_ALIGN * OPT_
  * the kernel has no huge page, 4 KiB pages are used as before. */
 #define OPT_HUGE (2u << 20)
 static void *stream_alloc(size_t bytes) {
+    if (bytes > SIZE_MAX / 2) return NULL; /* the rounding below would wrap */
     if (bytes < OPT_HUGE) return aligned_alloc(OPT_ALIGN, align_up(bytes));
     size_t n = (bytes + OPT_HUGE - 1) / OPT_HUGE * OPT_HUGE;
     void *p = aligned_alloc(OPT_HUGE, n);
@@ -87,6 +89,48 @@ int64_t opt_hparams_n_parameters(const opt_hparams *hp) {
     return n + L * layer;
 }
 
+/* "1.5 GiB", "16.0 EiB": bytes for a message, never wrapping. */
+static void human_bytes(double b, char *buf, size_t n) {
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+    size_t u = 0;
+    while (b >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) b /= 1024.0, u++;
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+}
+
+bc_status opt_hparams_check_size(const opt_hparams *hp, const char *where, bc_error *err) {
+    const double V = hp->vocab_size, C = hp->hidden_size, L = hp->num_hidden_layers, F = hp->ffn_dim;
+    const double P = hp->word_embed_proj_dim, Tp = (double)hp->max_position_embeddings + 2.0;
+    double n = V * P + Tp * C + (P != C ? 2.0 * C * P : 0.0) + 2.0 * C;
+    n += L * (4.0 * (C * C + C) + 2.0 * F * C + F + C + 4.0 * C);
+    if (n > (double)OPT_MAX_PARAMETERS) {
+        char need[32];
+        human_bytes(n * 4.0, need, sizeof need);
+        return bc_error_set(err, BC_ERR_INFEASIBLE,
+                            "%s: the model is impossible: num_hidden_layers %d, hidden_size %d, ffn_dim %d, vocab_size "
+                            "%d, max_position_embeddings %d make %.3g parameters (%s in float32); the engine takes at "
+                            "most 2^40 (%.3g)",
+                            where, hp->num_hidden_layers, hp->hidden_size, hp->ffn_dim, hp->vocab_size,
+                            hp->max_position_embeddings, n, need, (double)OPT_MAX_PARAMETERS);
+    }
+    const struct {
+        const char *what;
+        double n;
+    } tensors[] = {
+        {"vocab_size x word_embed_proj_dim (embed_tokens)", V * P},
+        {"(max_position_embeddings + 2) x hidden_size (embed_positions)", Tp * C},
+        {"hidden_size x hidden_size (q/k/v/out_proj)", C * C},
+        {"ffn_dim x hidden_size (fc1, fc2)", F * C},
+        {"hidden_size x word_embed_proj_dim (project_in, project_out)", C * P},
+    };
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
+        if (tensors[i].n > (double)OPT_MAX_TENSOR_ELEMENTS)
+            return bc_error_set(err, BC_ERR_INFEASIBLE,
+                                "%s: the model is impossible: %s is %.0f elements in one tensor; the engine takes at "
+                                "most %lld (2^31 - 1)",
+                                where, tensors[i].what, tensors[i].n, OPT_MAX_TENSOR_ELEMENTS);
+    return BC_OK;
+}
+
 /* ------------------------------------------------------------ weight arena */
 
 /* Walks every tensor in a fixed order, either sizing (base == NULL) or
@@ -143,10 +187,12 @@ static bc_status check_hparams(const opt_hparams *hp, bc_error *err) {
     if (hp->hidden_size % hp->num_attention_heads != 0)
         return bc_error_set(err, BC_ERR_INVALID, "OPT shape %s: hidden_size %d is not a multiple of %d heads",
                             hp->name, hp->hidden_size, hp->num_attention_heads);
-    return BC_OK;
+    return opt_hparams_check_size(hp, hp->name, err); /* so the arena's size cannot wrap */
 }
 
 size_t opt_weights_bytes(const opt_hparams *hp, opt_dtype dtype) {
+    bc_error ignored;
+    if (check_hparams(hp, &ignored) != BC_OK) return 0; /* a size that could wrap is not computed */
     opt_weights w;
     memset(&w, 0, sizeof w);
     w.hp = *hp;
@@ -192,8 +238,14 @@ void opt_weights_free(opt_weights *w) {
 /* ---------------------------------------------------------------- KV cache */
 
 size_t opt_kv_cache_bytes(const opt_hparams *hp, opt_dtype dtype, int B, int Smax) {
-    return 2 * align_up((size_t)hp->num_hidden_layers * (size_t)B * (size_t)Smax * (size_t)hp->hidden_size *
-                        opt_dtype_size(dtype));
+    /* K and V: L x B x Smax x C elements each; SIZE_MAX when that overflows */
+    size_t n = 0;
+    if (hp->num_hidden_layers < 0 || B < 0 || Smax < 0 || hp->hidden_size < 0 ||
+        __builtin_mul_overflow((size_t)hp->num_hidden_layers, (size_t)B, &n) ||
+        __builtin_mul_overflow(n, (size_t)Smax, &n) || __builtin_mul_overflow(n, (size_t)hp->hidden_size, &n) ||
+        __builtin_mul_overflow(n, opt_dtype_size(dtype), &n) || n > SIZE_MAX / 4)
+        return SIZE_MAX;
+    return 2 * align_up(n);
 }
 
 bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
@@ -207,7 +259,11 @@ bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype 
     kv->H = hp->num_attention_heads;
     kv->D = hp->hidden_size / hp->num_attention_heads;
     kv->Smax = Smax;
-    size_t half = opt_kv_cache_bytes(hp, dtype, B, Smax) / 2;
+    const size_t total = opt_kv_cache_bytes(hp, dtype, B, Smax);
+    if (total == SIZE_MAX)
+        return bc_error_set(err, BC_ERR_INFEASIBLE, "KV cache: %d layers x %d rows x %d positions x %d does not fit in "
+                            "memory's address space", hp->num_hidden_layers, B, Smax, hp->hidden_size);
+    size_t half = total / 2;
     kv->k = stream_alloc(half);
     kv->v = stream_alloc(half);
     if (!kv->k || !kv->v) {

@@ -45,6 +45,20 @@ bc_status opt_hparams_preset(const char *preset, opt_hparams *hp, bc_error *err)
  * norms. */
 int64_t opt_hparams_n_parameters(const opt_hparams *hp);
 
+/* The largest model and the largest tensor the engine takes. Below these,
+ * every size derived from the shape (parameters, weight bytes, KV cache and
+ * workspace bytes) fits in 64 bits with room to spare (docs/config.md,
+ * "Sizes that are checked"). */
+#define OPT_MAX_PARAMETERS (1LL << 40)
+#define OPT_MAX_TENSOR_ELEMENTS 2147483647LL
+
+/* Refuses a shape whose parameter count exceeds OPT_MAX_PARAMETERS or one of
+ * whose tensors exceeds OPT_MAX_TENSOR_ELEMENTS, computed in floating point
+ * so nothing can wrap: "<where>: the model is impossible: ..." naming the
+ * config.json keys and what the weights would need. where is config.json's
+ * path (or the preset's name). */
+bc_status opt_hparams_check_size(const opt_hparams *hp, const char *where, bc_error *err);
+
 /* A weight matrix [rows = out, cols = in] in dtype. data points into the
  * model's arena (or an mmap'ed checkpoint converted into it). */
 typedef struct opt_matrix {

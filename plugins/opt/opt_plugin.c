@@ -26,6 +26,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,13 +37,17 @@
 
 #include "benchctl/plugin.h"
 #include "checkpoint.h"
+#include "fileio.h"
 #include "rollout.h"
 #ifdef OPT_HAVE_CUDA
 #include "cuda_backend.h" /* CUDA path: plugins/opt/cuda, docs/cuda.md */
 #endif
 
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
-       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_COUNT };
+       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK, S_COUNT };
+
+/* memory_check: what a case whose planned memory exceeds what there is gets. */
+enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
 
 /* The shape of synthetic weights when `model` is left empty. */
 #define OPT_DEFAULT_PRESET "125m"
@@ -50,6 +55,7 @@ enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS
 /* "" first: the default, "from the checkpoint, else 125m". */
 static const char *const model_choices[] = {"", "125m", "350m", "1.3b", "2.7b", "6.7b", "13b", "30b", "66b", NULL};
 static const char *const device_choices[] = {"cpu", "cuda", NULL};
+static const char *const memory_check_choices[] = {"refuse", "warn", "off", NULL};
 
 static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_MODEL] = {.name = "model", .type = BC_SETTING_ENUM, .default_string = "", .choices = model_choices,
@@ -76,6 +82,9 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
                         .max = 1024, .help = "CUDA device index (device = \"cuda\")"},
     [S_CUDA_GRAPHS] = {.name = "cuda_graphs", .type = BC_SETTING_BOOL, .default_int = 1,
                        .help = "capture the decode step in a CUDA graph per batch and replay it (device = \"cuda\")"},
+    [S_MEMORY_CHECK] = {.name = "memory_check", .type = BC_SETTING_ENUM, .default_string = "refuse",
+                        .choices = memory_check_choices,
+                        .help = "a case planned to need more memory than is available: refuse it, warn, or off"},
 };
 
 typedef struct opt_backend {
@@ -84,6 +93,7 @@ typedef struct opt_backend {
     const char *preset;    /* the synthetic weights' preset; NULL with a checkpoint */
     uint64_t weights_seed;
     int threads, stop_at_eos, shared_prefill;
+    int memory_check;      /* MEMCHECK_* */
     opt_hparams hp;        /* the preset's shape, or the checkpoint's config.json */
     int have_prompts;
     opt_prompts prompts;   /* owned: the prompts file, read once in create */
@@ -123,6 +133,11 @@ static bc_status check_prompts_file(const char *path, bc_error *err) {
         return bc_error_hint(err, "prompts_file names a text file: one prompt per line, as token ids");
     }
     if (S_ISDIR(sb.st_mode)) return bc_error_set(err, BC_ERR_IO, "prompts_file %s: a directory, not a file", path);
+    if (!S_ISREG(sb.st_mode)) /* /dev/zero, a FIFO: never opened (fileio.h) */
+        return bc_error_set(err, BC_ERR_IO, "prompts_file %s: must be a regular file", path);
+    if ((uint64_t)sb.st_size > OPT_PROMPTS_MAX_BYTES)
+        return bc_error_set(err, BC_ERR_FORMAT, "prompts_file %s: %lld bytes is over the limit of %llu bytes", path,
+                            (long long)sb.st_size, (unsigned long long)OPT_PROMPTS_MAX_BYTES);
     if (access(path, R_OK) != 0)
         return bc_error_set(err, BC_ERR_IO, "prompts_file %s: cannot be read: %s", path, strerror(errno));
     return BC_OK;
@@ -155,8 +170,17 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
 }
 
 static bc_status opt_check_settings(const bc_host *host, const bc_settings *settings, bc_error *err) {
-    (void)host;
-    return check_settings(settings, err);
+    bc_status st = check_settings(settings, err);
+    /* save_tokens is an output like a report's: the host refuses a path that
+     * is not a regular file, a folder, or one another output also names */
+    const char *save = setting_str(settings, S_SAVE_TOKENS);
+    if (st == BC_OK && err && save[0] && BC_HAS(host, bc_host, output_check) && host->output_check &&
+        (st = host->output_check(host, save, err)) != BC_OK) {
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        snprintf(err->message, sizeof err->message, "opt: save_tokens: %.*s", (int)sizeof msg - 40, msg);
+    }
+    return st;
 }
 
 /* ------------------------------------------------------------- accounting */
@@ -251,6 +275,8 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
     s->threads = setting_int(v, S_THREADS) > 0 ? (int)setting_int(v, S_THREADS) : online_cores();
     s->stop_at_eos = setting_int(v, S_STOP_AT_EOS) != 0;
     s->shared_prefill = setting_int(v, S_SHARED_PREFILL) != 0;
+    const char *mc = setting_str(v, S_MEMORY_CHECK);
+    s->memory_check = strcmp(mc, "off") == 0 ? MEMCHECK_OFF : strcmp(mc, "warn") == 0 ? MEMCHECK_WARN : MEMCHECK_REFUSE;
     if (s->checkpoint[0]) {
         /* the shape is the checkpoint's config.json; its weights load later */
         st = opt_hparams_from_checkpoint(s->checkpoint, &s->hp, err);
@@ -346,7 +372,16 @@ static bc_status rollout_params(const opt_backend *s, const bc_case *c, opt_roll
     return BC_OK;
 }
 
-/* The memory case c will take, without allocating it (all fields). */
+/* a + b, or -1 once either is -1 or the sum leaves int64 */
+static int64_t add_bytes(int64_t a, int64_t b) {
+    int64_t r;
+    return a < 0 || b < 0 || __builtin_add_overflow(a, b, &r) ? -1 : r;
+}
+
+static int64_t size_bytes(size_t n) { return n > (size_t)INT64_MAX ? -1 : (int64_t)n; }
+
+/* The memory case c will take, without allocating it (all fields). Every sum
+ * is checked: a plan that leaves 64 bits is refused, not wrapped. */
 static bc_status plan_case(const opt_backend *s, const bc_case *c, bc_memory_stats *out, bc_error *err) {
     opt_dtype dt = OPT_F32;
     opt_rollout_params p;
@@ -357,15 +392,22 @@ static bc_status plan_case(const opt_backend *s, const bc_case *c, bc_memory_sta
     if (st != BC_OK) return st;
     const opt_hparams *hp = &s->hp;
     const opt_rollout_bytes b = opt_rollout_plan(&ro, hp, dt, s->threads);
-    const int64_t weights = (int64_t)opt_weights_bytes(hp, dt);
-    const int64_t host_fixed = weights + (int64_t)hp->num_hidden_layers * (int64_t)sizeof(opt_layer_weights) +
-                               prompts_bytes(s) + (int64_t)b.buffers;
+    const int64_t weights = size_bytes(opt_weights_bytes(hp, dt));
+    const int64_t kv = b.kv_cache >= SIZE_MAX / 2 ? -1 : size_bytes(b.kv_cache);
+    int64_t host_fixed = add_bytes(weights, (int64_t)hp->num_hidden_layers * (int64_t)sizeof(opt_layer_weights));
+    host_fixed = add_bytes(add_bytes(host_fixed, prompts_bytes(s)), size_bytes(b.buffers));
+    const int64_t peak = add_bytes(add_bytes(host_fixed, kv), size_bytes(b.workspace));
+    if (weights <= 0 || peak < 0)
+        return bc_error_set(err, BC_ERR_INFEASIBLE,
+                            "the case's memory does not fit in 64 bits (%d layers x %d rows x %d positions x "
+                            "hidden_size %d of KV cache)",
+                            hp->num_hidden_layers, ro.R, ro.Stot, hp->hidden_size);
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
     out->weights_bytes = weights;
-    out->kv_cache_bytes = (int64_t)b.kv_cache;
+    out->kv_cache_bytes = kv;
     out->workspace_bytes = (int64_t)b.workspace;
-    out->host_peak_bytes = host_fixed + (int64_t)(b.kv_cache + b.workspace);
+    out->host_peak_bytes = peak;
     out->resident_bytes = out->host_peak_bytes;
     out->device_peak_bytes = out->device_free_bytes = out->device_total_bytes = -1;
 #ifdef OPT_HAVE_CUDA
@@ -383,7 +425,50 @@ static int64_t physical_memory_bytes(void) {
     return pages > 0 && page > 0 ? (int64_t)pages * page : -1;
 }
 
+/* MemAvailable from /proc/meminfo (the kernel's estimate of what can be
+ * allocated without swapping), or -1 where there is none. */
+static int64_t available_memory_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[256];
+    long long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+    fclose(f);
+    return kib >= 0 && kib < INT64_MAX / 1024 ? (int64_t)kib * 1024 : -1;
+}
+
 static double gib(int64_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
+
+/* Memory admission on the host: the plan against MemAvailable plus what this
+ * backend already holds (its weights and cache are reused or freed before
+ * the case allocates), or, without /proc/meminfo, the physical memory.
+ * memory_check decides what an excess is: an error, a warning, nothing. */
+static bc_status admit_host_memory(const opt_backend *s, const bc_memory_stats *plan, bc_error *err) {
+    if (s->memory_check == MEMCHECK_OFF) return BC_OK;
+    const int64_t total = physical_memory_bytes(), avail = available_memory_bytes();
+    const int64_t held = current_bytes(s);
+    const int64_t have = avail >= 0 ? add_bytes(avail, held) : total;
+    if (have <= 0 || plan->host_peak_bytes <= have) return BC_OK;
+    char there[160];
+    if (avail >= 0)
+        snprintf(there, sizeof there, "%.1f GiB is available (MemAvailable %.1f GiB + %.1f GiB this backend holds; "
+                 "the machine has %.1f GiB)", gib(have), gib(avail), gib(held), gib(total));
+    else
+        snprintf(there, sizeof there, "this machine has %.1f GiB", gib(total));
+    if (s->memory_check == MEMCHECK_WARN) {
+        if (s->host && s->host->log)
+            s->host->log(s->host, BC_LOG_WARN,
+                         "case needs %.1f GiB of memory; %s (memory_check = \"warn\": running it anyway)",
+                         gib(plan->host_peak_bytes), there);
+        return BC_OK;
+    }
+    bc_error_set(err, BC_ERR_INFEASIBLE,
+                 "needs %.1f GiB of memory (weights %.1f GiB, KV cache %.1f GiB, workspace %.1f GiB); %s",
+                 gib(plan->host_peak_bytes), gib(plan->weights_bytes), gib(plan->kv_cache_bytes),
+                 gib(plan->workspace_bytes), there);
+    return bc_error_hint(err, "backend setting memory_check = \"warn\" (or \"off\") runs such a case anyway");
+}
 
 /* Can case c run? Precision, prompt length, positions and memory, from the
  * shape alone: loads nothing. */
@@ -392,24 +477,23 @@ static bc_status opt_check_case(void *inst, const bc_case *c, bc_error *err) {
     bc_memory_stats plan;
     bc_status st = plan_case(s, c, &plan, err);
     if (st != BC_OK) return st;
-    if (!s->cuda) {
-        const int64_t have = physical_memory_bytes();
-        if (have > 0 && plan.host_peak_bytes > have)
-            return bc_error_set(err, BC_ERR_INFEASIBLE,
-                                "needs %.1f GiB of memory (weights %.1f GiB, KV cache %.1f GiB, workspace %.1f GiB); "
-                                "this machine has %.1f GiB",
-                                gib(plan.host_peak_bytes), gib(plan.weights_bytes), gib(plan.kv_cache_bytes),
-                                gib(plan.workspace_bytes), gib(have));
-    }
+    if (!s->cuda && (st = admit_host_memory(s, &plan, err)) != BC_OK) return st;
 #ifdef OPT_HAVE_CUDA
-    if (s->cuda) {
+    if (s->cuda && s->memory_check != MEMCHECK_OFF) {
         const int64_t have = opt_cuda_backend_total_bytes(&s->cu);
-        if (have > 0 && plan.device_peak_bytes > have)
+        if (have > 0 && plan.device_peak_bytes > have) {
+            if (s->memory_check == MEMCHECK_WARN) {
+                if (s->host && s->host->log)
+                    s->host->log(s->host, BC_LOG_WARN, "case needs %.1f GiB of device memory; %s has %.1f GiB",
+                                 gib(plan.device_peak_bytes), s->cu.name, gib(have));
+                return BC_OK;
+            }
             return bc_error_set(err, BC_ERR_INFEASIBLE,
                                 "needs %.1f GiB of device memory (weights %.1f GiB, KV cache %.1f GiB, workspace "
                                 "%.1f GiB); %s has %.1f GiB",
                                 gib(plan.device_peak_bytes), gib(plan.weights_bytes), gib(plan.kv_cache_bytes),
                                 gib(plan.workspace_bytes), s->cu.name, gib(have));
+        }
     }
 #endif
     return BC_OK;
@@ -461,6 +545,11 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     bc_status st = case_dtype(c, &dt, err);
     if (st == BC_OK) st = rollout_params(s, c, &p, err);
     if (st != BC_OK) return st;
+    if (!s->cuda) { /* admission again, with the memory there is now: a failed case, not an OOM kill */
+        bc_memory_stats plan;
+        if ((st = plan_case(s, c, &plan, err)) != BC_OK || (st = admit_host_memory(s, &plan, err)) != BC_OK)
+            return st;
+    }
     end_rollout(s);
     s->case_index = c->index;
 #ifdef OPT_HAVE_CUDA

@@ -11,6 +11,8 @@
 
 #include "ptbin.h"
 
+#include "fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -725,10 +727,9 @@ static bc_status pt_set_index(opt_pt_set *s, bc_error *err) {
 }
 
 static bc_status pt_set_open_index(opt_pt_set *s, const char *dir, bc_error *err) {
-    json_error_t je;
-    json_t *idx = json_load_file(s->source, JSON_REJECT_DUPLICATES, &je);
-    if (!idx) return bc_error_set(err, BC_ERR_FORMAT, "%s: not valid JSON (line %d: %s)", s->source, je.line, je.text);
-    bc_status st = BC_OK;
+    json_t *idx = NULL; /* a regular file within the index limit (fileio.h) */
+    bc_status st = opt_load_json(s->source, "index file", OPT_INDEX_JSON_MAX_BYTES, &idx, err);
+    if (st != BC_OK) return st;
     json_t *map = json_object_get(idx, "weight_map");
     if (!json_is_object(map) || json_object_size(map) > 1000000) {
         st = bc_error_set(err, BC_ERR_FORMAT, "%s: \"weight_map\" must be an object of tensor name -> file", s->source);

@@ -21,6 +21,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "rollout.h"
 
+#include "fileio.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -101,48 +103,34 @@ static bc_status parse_prompt_line(char *line, int V, const char *path, int line
 
 bc_status opt_prompts_read(opt_prompts *out, const char *path, int V, bc_error *err) {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return bc_error_set(err, errno == ENOENT ? BC_ERR_NOT_FOUND : BC_ERR_IO, "prompts_file %s: %s", path,
-                            strerror(errno));
+    /* a regular file of at most OPT_PROMPTS_MAX_BYTES, checked before it is
+     * opened (fileio.h): /dev/zero or a FIFO is refused, not read forever */
+    char *text = NULL;
+    size_t len = 0;
+    bc_status st = opt_read_regular(path, "prompts_file", OPT_PROMPTS_MAX_BYTES, &text, &len, err);
+    if (st != BC_OK) return st;
     opt_prompts p = {0};
     int cap = 0, lineno = 0;
-    char *buf = NULL;
-    size_t bufcap = 0;
-    bc_status st = BC_OK;
-    for (;;) {
-        /* read one whole line, however long */
-        size_t len = 0;
-        int c;
-        while ((c = fgetc(f)) != EOF && c != '\n') {
-            if (len + 2 > bufcap) {
-                size_t nc = bufcap ? bufcap * 2 : 256;
-                char *nb = realloc(buf, nc);
-                if (!nb) {
-                    st = bc_error_set(err, BC_ERR_NOMEM, "prompts_file %s: line %d too long", path, lineno + 1);
-                    goto done;
-                }
-                buf = nb;
-                bufcap = nc;
-            }
-            buf[len++] = (char)c;
-        }
-        if (c == EOF && len == 0) break;
+    for (size_t start = 0; start < len && st == BC_OK;) {
+        char *line = text + start;
+        char *nl = memchr(line, '\n', len - start);
+        size_t n = nl ? (size_t)(nl - line) : len - start;
         lineno++;
-        if (!buf) continue;
-        buf[len] = '\0';
+        if (memchr(line, '\0', n)) {
+            st = bc_error_set(err, BC_ERR_FORMAT, "prompts_file %s: line %d holds a NUL byte; the file must be text",
+                              path, lineno);
+            break;
+        }
+        line[n] = '\0'; /* the newline, or the buffer's own NUL */
+        start += n + 1;
         int32_t *ids;
-        int n;
-        if ((st = parse_prompt_line(buf, V, path, lineno, &ids, &n, err)) != BC_OK) goto done;
-        if (n > 0 && (st = prompts_append(&p, &cap, ids, n, path, err)) != BC_OK) goto done;
+        int k;
+        if ((st = parse_prompt_line(line, V, path, lineno, &ids, &k, err)) != BC_OK) break;
+        if (k > 0) st = prompts_append(&p, &cap, ids, k, path, err);
     }
-    if (ferror(f))
-        st = bc_error_set(err, BC_ERR_IO, "prompts_file %s: read error after line %d", path, lineno);
-    else if (p.n_lines == 0)
+    if (st == BC_OK && p.n_lines == 0)
         st = bc_error_set(err, BC_ERR_FORMAT, "prompts_file %s: no prompts (one line of token ids each)", path);
-done:
-    free(buf);
-    fclose(f);
+    free(text);
     if (st != BC_OK) {
         opt_prompts_free(&p);
         return st;

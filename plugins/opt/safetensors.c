@@ -10,6 +10,8 @@
 
 #include "safetensors.h"
 
+#include "fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -284,14 +286,13 @@ fail:
 bc_status opt_map_readonly(const char *path, void **map, size_t *len, bc_error *err) {
     *map = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return bc_error_set(err, BC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return bc_error_set(err, BC_ERR_IO, "%s: not a regular file", path);
+    uint64_t size = 0; /* stat before open: a FIFO is refused, not waited on */
+    int fd = opt_open_regular(path, "weights file", OPT_WEIGHTS_MAX_BYTES, &size, err);
+    if (fd < 0) { /* a weights file that is missing is an I/O error here */
+        if (err && err->code == BC_ERR_NOT_FOUND) err->code = BC_ERR_IO;
+        return BC_ERR_IO;
     }
-    size_t n = (size_t)sb.st_size;
+    size_t n = (size_t)size;
     if (n > 0) {
         void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {
@@ -381,18 +382,9 @@ static int st_cmp_str(const void *a, const void *b) {
 }
 
 static bc_status st_set_open_index(opt_st_set *s, const char *dir, const char *index_path, bc_error *err) {
-    struct stat sb;
-    if (stat(index_path, &sb) != 0 || !S_ISREG(sb.st_mode))
-        return bc_error_set(err, BC_ERR_IO, "%s: not a readable regular file", index_path);
-    if ((uint64_t)sb.st_size > OPT_ST_MAX_HEADER_BYTES)
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: %lld bytes is over the %llu-byte limit", index_path,
-                            (long long)sb.st_size, (unsigned long long)OPT_ST_MAX_HEADER_BYTES);
-    json_error_t je;
-    json_t *root = json_load_file(index_path, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: not valid JSON (line %d, column %d: %s)", index_path, je.line,
-                            je.column, je.text);
-    bc_status st = BC_OK;
+    json_t *root = NULL; /* a regular file within the index limit (fileio.h) */
+    bc_status st = opt_load_json(index_path, "index file", OPT_INDEX_JSON_MAX_BYTES, &root, err);
+    if (st != BC_OK) return st;
     const char **shards = NULL;
     json_t *wm = json_is_object(root) ? json_object_get(root, "weight_map") : NULL;
     if (!json_is_object(wm)) {

@@ -13,8 +13,20 @@
  *
  * Unlike the other reporters this one does NOT write through the host's
  * atomic output (temporary file renamed at commit): that file only appears
- * when the run ends, which is exactly what a journal must not wait for. It
- * appends with plain stdio and fsync instead. For the same reason ".gz" (a
+ * when the run ends, which is exactly what a journal must not wait for.
+ * Each record is instead built whole in memory, newline included, and
+ * handed to the kernel in ONE write() on an O_APPEND descriptor, then
+ * fsync'ed: a killed run leaves whole lines (at worst a torn last one, which
+ * readers skip with a warning), never a record split across writes.
+ *
+ * Locking: the journal is locked with flock for as long as it is open.
+ * A run that starts the journal afresh (append = false) takes an exclusive
+ * lock BEFORE it truncates, so a second run on the same path is refused
+ * ("another run holds it") and the first one's records are kept. Runs that
+ * append take a shared lock: several may append at once (each line is one
+ * O_APPEND write, so lines never mix), but none while a run that truncates
+ * holds the journal. An existing path that is not a regular file is
+ * refused, not written (host->output_check, and again after open). For the same reason ".gz" (a
  * gzip stream is unreadable until its trailer) and "-" are refused, by
  * check_settings (so validate says so), which also asks the host whether
  * the path can be created.
@@ -27,9 +39,11 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -52,7 +66,7 @@ static const bc_setting_desc jsonl_settings[SET_COUNT] = {
 typedef struct jsonl_reporter {
     const bc_host *host; /* not owned */
     const char *path;    /* host-owned setting, lives until destroy */
-    FILE *fp;            /* the journal, owned; NULL once closed */
+    int fd;              /* the journal, owned and locked; -1 once closed */
     bc_jw w;             /* line buffer, reused for every record */
 } jsonl_reporter;
 
@@ -78,8 +92,20 @@ static bc_status check_journal_path(const char *path, bc_error *err) {
 static bc_status jsonl_check_settings(const bc_host *host, const bc_settings *settings, bc_error *err) {
     const char *path = bc_setting_at(settings, SET_PATH)->s;
     bc_status st = check_journal_path(path, err);
+    if (st == BC_OK) st = bc_report_check_output(host, "jsonl", path, err);
     if (st != BC_OK) return st;
-    return bc_report_check_output(host, "jsonl", path, err);
+    /* a journal another run holds is refused now, before the first case
+     * (open takes the lock for real; this one is let go at once) */
+    int append = bc_setting_at(settings, SET_APPEND)->i != 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return BC_OK; /* missing: nobody holds it */
+    if (flock(fd, (append ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+        st = bc_error_set(err, BC_ERR_IO,
+                          "jsonl: %s: another run holds this journal (it is locked); wait for it to finish or give "
+                          "this run its own path%s",
+                          path, append ? "" : " (runs with append = true may share a journal)");
+    close(fd);
+    return st;
 }
 
 /* mkdir -p for the folder part of path. */
@@ -110,12 +136,24 @@ static bc_status make_parent_dirs(const char *path, bc_error *err) {
     return BC_OK;
 }
 
-/* Writes the buffered record as one line, then flushes it to the disk. */
+/* Writes the buffered record and its newline with one write(), then
+ * flushes it to the disk. A short write (a full disk) is finished with
+ * further writes and reported if it cannot be. */
 static bc_status write_line(jsonl_reporter *r, bc_error *err) {
+    bc_jw_newline(&r->w); /* the line and its newline go out together */
     if (bc_jw_failed(&r->w)) return bc_error_set(err, BC_ERR_NOMEM, "jsonl: %s: out of memory", r->path);
-    if (fwrite(r->w.text.buf, 1, r->w.text.len, r->fp) != r->w.text.len || fputc('\n', r->fp) == EOF || fflush(r->fp) != 0)
-        return bc_error_set(err, BC_ERR_IO, "jsonl: %s: write failed: %s", r->path, strerror(errno));
-    if (fsync(fileno(r->fp)) != 0 && errno != EINVAL) /* EINVAL: a pipe or device, nothing to sync */
+    const char *p = r->w.text.buf;
+    size_t left = r->w.text.len;
+    while (left > 0) {
+        ssize_t n = write(r->fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0)
+            return bc_error_set(err, BC_ERR_IO, "jsonl: %s: write failed: %s", r->path,
+                                n < 0 ? strerror(errno) : "no progress");
+        p += n;
+        left -= (size_t)n;
+    }
+    if (fsync(r->fd) != 0 && errno != EINVAL) /* EINVAL: nothing to sync */
         return bc_error_set(err, BC_ERR_IO, "jsonl: %s: fsync failed: %s", r->path, strerror(errno));
     return BC_OK;
 }
@@ -123,9 +161,47 @@ static bc_status write_line(jsonl_reporter *r, bc_error *err) {
 static void jsonl_destroy(void *instance) {
     jsonl_reporter *r = instance;
     if (!r) return;
-    if (r->fp) fclose(r->fp); /* not closed: leave the journal without an end record */
+    if (r->fd >= 0) close(r->fd); /* not closed: leave the journal without an end record */
     bc_jw_free(&r->w);
     free(r);
+}
+
+/* Opens, locks and (unless appending) empties the journal; the descriptor
+ * or -1 with err set. */
+static int open_journal(const char *path, int append, bc_error *err) {
+    /* O_NONBLOCK: a FIFO put there since check_settings must not hang us */
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        bc_error_set(err, BC_ERR_IO, "jsonl: cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        bc_error_set(err, BC_ERR_IO, "jsonl: %s: not a regular file; a journal is written only to a regular file",
+                     path);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    if (flock(fd, (append ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK)
+            bc_error_set(err, BC_ERR_IO,
+                         "jsonl: %s: another run holds this journal (it is locked); wait for it to finish or give "
+                         "this run its own path%s",
+                         path, append ? "" : " (runs with append = true may share a journal)");
+        else
+            bc_error_set(err, BC_ERR_IO, "jsonl: %s: cannot lock the journal: %s", path, strerror(e));
+        return -1;
+    }
+    if (!append && ftruncate(fd, 0) != 0) { /* only once the lock is ours */
+        bc_error_set(err, BC_ERR_IO, "jsonl: %s: cannot empty the journal: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* The run record: schema_version, the seed's run keys and the metadata. */
@@ -152,9 +228,9 @@ static bc_status jsonl_open(const bc_host *host, const bc_settings *settings, co
     r->host = host;
     r->path = path;
     bc_jw_init(&r->w, 0); /* one line per record */
-    r->fp = fopen(path, append ? "a" : "w");
-    if (!r->fp) {
-        st = bc_error_set(err, BC_ERR_IO, "jsonl: cannot open %s: %s", path, strerror(errno));
+    r->fd = open_journal(path, append, err);
+    if (r->fd < 0) {
+        st = err && err->code ? err->code : BC_ERR_IO;
         bc_jw_free(&r->w);
         free(r);
         return st;
@@ -172,7 +248,7 @@ static bc_status jsonl_open(const bc_host *host, const bc_settings *settings, co
 static bc_status jsonl_case_finished(void *instance, const bc_run_report *run, const bc_case_report *cr,
                                      bc_error *err) {
     jsonl_reporter *r = instance;
-    if (!r->fp) return bc_error_set(err, BC_ERR_INTERNAL, "jsonl: case_finished after close");
+    if (r->fd < 0) return bc_error_set(err, BC_ERR_INTERNAL, "jsonl: case_finished after close");
     bc_jw_reset(&r->w);
     bc_rj_case(&r->w, run, cr, 1, "case");
     return write_line(r, err);
@@ -194,13 +270,13 @@ static void write_end_record(bc_jw *w, const bc_run_report *run) {
 
 static bc_status jsonl_close(void *instance, const bc_run_report *run, bc_error *err) {
     jsonl_reporter *r = instance;
-    if (!r->fp) return bc_error_set(err, BC_ERR_INTERNAL, "jsonl: closed twice");
+    if (r->fd < 0) return bc_error_set(err, BC_ERR_INTERNAL, "jsonl: closed twice");
     bc_jw_reset(&r->w);
     write_end_record(&r->w, run);
     bc_status st = write_line(r, err);
-    if (fclose(r->fp) != 0 && st == BC_OK)
+    if (close(r->fd) != 0 && st == BC_OK) /* also releases the lock */
         st = bc_error_set(err, BC_ERR_IO, "jsonl: %s: close failed: %s", r->path, strerror(errno));
-    r->fp = NULL;
+    r->fd = -1;
     return st;
 }
 

@@ -253,7 +253,8 @@ static const char *const k_bad_cases[] = {
     "duplicate-precision", "backend-number", "backend-no-name", "backend-empty-name", "settings-not-group",
     "empty-reporters", "reporter-group-no-name", "plugin-path-number", "syntax-error", "duplicate-key",
     "iterations-too-large", "iterations-and-adaptive", "min-above-max", "target-needs-six", "target-zero",
-    "max-seconds-negative", "max-iterations-too-large", "min-iterations-zero",
+    "max-seconds-negative", "max-iterations-too-large", "min-iterations-zero", "int-wraps-size",
+    "int-wraps-iterations", "int-wraps-hex", "int64-too-large", "int-wraps-in-list", "effective-batch", "case-tokens",
 };
 
 /* Every cases/bad-*.cfg fails with the message its first line expects. */
@@ -301,6 +302,42 @@ static void test_bad_files(void **state) {
     }
     closedir(d);
     assert_int_equal(on_disk, sizeof k_bad_cases / sizeof k_bad_cases[0]);
+}
+
+/* libconfig 1.5 keeps the low 32 bits of a plain integer: such literals are
+ * refused in the file, in an @include'd file and in a --set value, while
+ * 64-bit literals with L, and numbers in strings and comments, pass. */
+static void test_int_literals_that_would_wrap(void **state) {
+    fx *f = *state;
+    bc_status st = load_text(f, BASE "sampling = { seed = 5000000000L; top_k = 0x7fffffff; };\n"
+                                    "run = { iterations = 3; /* 4294967296 */ }; # -4294967295\n"
+                                    "reporters = ( { name = \"json\"; settings = { path = \"x-4294967296.json\"; }; } );\n",
+                             NULL, 0, NULL);
+    if (st) fail_msg("%s", f->err.message);
+    assert_int_equal(f->cfg.sampling.seed, 5000000000ULL);
+    assert_int_equal(f->cfg.sampling.top_k, 2147483647);
+
+    const char *sets[] = {"run.iterations=4294967297"};
+    expect_fail(f, BASE, sets, 1, NULL,
+                "--set run.iterations: 4294967297 does not fit in 32 bits: libconfig reads a plain integer as 32-bit "
+                "and would keep 1; write 4294967297L for a 64-bit integer");
+    const char *sets_ok[] = {"run.iterations=7L", "sampling.seed=-0"};
+    st = load_text(f, BASE, sets_ok, 2, NULL);
+    if (st) fail_msg("%s", f->err.message);
+    assert_int_equal(f->cfg.iterations, 7);
+
+    expect_fail(f, BASE "sampling = { seed = 0x80000000; };\n", NULL, 0, NULL,
+                "bench.cfg:4: sampling.seed: 0x80000000 does not fit in 32 bits: libconfig reads a plain integer as "
+                "32-bit and would keep -2147483648");
+    expect_fail(f, BASE "sampling = { seed = -2147483648; top_k = -2147483649; };\n", NULL, 0, NULL,
+                "bench.cfg:4: sampling.top_k: -2147483649 does not fit in 32 bits");
+
+    /* an included file is scanned too, with its own name and line */
+    char inc[192];
+    snprintf(inc, sizeof inc, "%s/inc.cfg", f->dir);
+    write_file(inc, "\nrun = { warmup = 8589934593; };\n");
+    expect_fail(f, BASE "@include \"inc.cfg\"\n", NULL, 0, NULL,
+                "inc.cfg:2: run.warmup: 8589934593 does not fit in 32 bits");
 }
 
 static void test_syntax_error_is_format(void **state) {
@@ -765,6 +802,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_shipped_configs_load, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_values_are_lists, setup, teardown),
         cmocka_unit_test(test_settings_module),
+        cmocka_unit_test_setup_teardown(test_int_literals_that_would_wrap, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -173,6 +174,49 @@ static void test_journal(void **state) {
     assert_non_null(strstr(f->err.message, "bad.jsonl:2: not a JSON line"));
 }
 
+/* A journal cut at every byte offset of its last record (as a SIGKILL in
+ * the middle of a write could leave it) always reads: either the record is
+ * whole, or it is skipped with a warning; never an error. */
+static void test_journal_cut_everywhere(void **state) {
+    fixture *f = *state;
+    const char *head =
+        "{\"record\":\"run\",\"schema_version\":2,\"model\":\"m\",\"dtype\":\"float32\","
+        "\"fields\":[\"total_ms\"]}\n"
+        "{\"record\":\"case\",\"index\":1,\"batch_size\":4,\"samples_per_prompt\":2,\"prompt_length\":8,"
+        "\"requested_response_length\":4,\"precision\":\"fp32\",\"cache_policy\":\"retain\","
+        "\"release_inference_cache\":false,\"status\":\"ok\",\"profiles\":[{\"total_ms\":5},{\"total_ms\":7}]}\n";
+    const char *last =
+        "{\"record\":\"case\",\"index\":0,\"batch_size\":1,\"samples_per_prompt\":1,\"prompt_length\":8,"
+        "\"requested_response_length\":4,\"precision\":\"fp32\",\"cache_policy\":\"retain\","
+        "\"release_inference_cache\":false,\"status\":\"ok\",\"message\":\"caf\xc3\xa9 \\u00e9\","
+        "\"profiles\":[{\"total_ms\":1.5},{\"total_ms\":2.5}]}\n";
+    size_t nh = strlen(head), nl = strlen(last);
+    char *text = malloc(nh + nl + 1);
+    assert_non_null(text);
+    memcpy(text, head, nh);
+    for (size_t cut = 0; cut <= nl; cut++) {
+        memcpy(text + nh, last, cut);
+        text[nh + cut] = '\0';
+        bc_status st = read_text(f, "cut.jsonl", text, 0);
+        if (st != BC_OK) fail_msg("cut at %zu of %zu: %s", cut, nl, f->err.message);
+        if (f->rf.n_cases == 2) continue; /* the record was whole */
+        assert_int_equal(f->rf.n_cases, 1);
+        if (cut > 0 && f->rf.warning[0] == '\0') fail_msg("cut at %zu of %zu: skipped without a warning", cut, nl);
+    }
+    free(text);
+}
+
+/* A FIFO (or any file that is not regular) is refused before it is
+ * opened, so reading it cannot hang. */
+static void test_not_regular(void **state) {
+    fixture *f = *state;
+    snprintf(f->path, sizeof f->path, "%s/pipe.jsonl", f->dir);
+    assert_int_equal(mkfifo(f->path, 0600), 0);
+    assert_int_equal(bc_runfile_read(f->path, &f->rf, &f->err), BC_ERR_IO);
+    assert_non_null(strstr(f->err.message, "regular file"));
+    assert_non_null(strstr(f->err.message, "FIFO"));
+}
+
 /* The seed's keys only (DeepSpeed's OPSD rollout benchmark): the fields are
  * the first profile's keys; precision and cache from dtype and
  * release_inference_cache; the key matches benchctl's for the same case. */
@@ -224,6 +268,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_report, setup, teardown),
         cmocka_unit_test_setup_teardown(test_journal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_journal_cut_everywhere, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_regular, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seed_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_run, setup, teardown),
     };

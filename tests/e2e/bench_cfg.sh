@@ -73,6 +73,22 @@ grep -q '/nonexistent' plan_bad.out && fail "plan_bad: the error is in the table
 rc=$?
 [ "$rc" -eq 2 ] || fail "run_bad: exited $rc, expected 2 (refused before the first case)"
 
+# Memory admission: the 66b preset (~122 GiB in bf16) is refused by validate
+# in one line, at once and without allocating; memory_check = "off" passes it.
+# (Skipped on a machine with that much memory available.)
+avail_kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo 2>/dev/null)
+if [ -n "$avail_kb" ] && [ "$avail_kb" -lt 120000000 ]; then
+    "$BENCHCTL" validate "$SRC/configs/bench.cfg" --set 'backend.settings.model="66b"' >mem.out 2>mem.err
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "validate with model 66b exited $rc, expected 2"
+    grep -q '^benchctl: .*cannot run: needs 1[0-9][0-9]\.[0-9] GiB of memory (weights .*GiB is available (MemAvailable' mem.err ||
+        { fail "validate with model 66b: no memory line"; sed 's/^/    /' mem.err; }
+    [ "$(grep -vc '^benchctl: hint:' mem.err)" -eq 1 ] || fail "validate with model 66b: expected one error line"
+    "$BENCHCTL" validate "$SRC/configs/bench.cfg" --set 'backend.settings.model="66b"' \
+        --set 'backend.settings.memory_check="off"' >/dev/null 2>mem.err ||
+        { fail "validate with memory_check off refused"; sed 's/^/    /' mem.err; }
+fi
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures bench.cfg check(s) failed"
     exit 1

@@ -327,6 +327,133 @@ has resume_other.err "written by a run of another config"
 expect 2 resume_validate validate "$SRC/good.cfg" --resume killed.jsonl
 has resume_validate.err "validate does not take --resume"
 
+# --- damaged plugins (issue 16): a truncated or foreign .so is one error line, never a signal
+mkdir -p badso
+head -c 1000 "$FIXTURE_PLUGINS/benchctl-testbackend.so" >badso/benchctl-x.so
+expect 2 plugin_truncated plugins ./badso/benchctl-x.so
+one_error plugin_truncated
+has plugin_truncated.err "badso/benchctl-x.so is truncated"
+cp "$FIXTURE_PLUGINS/benchctl-testbackend.so" badso/benchctl-arm.so
+# e_machine (offset 18) := 183 (AArch64), or 62 (x86-64) on an AArch64 host
+if [ "$(uname -m)" = aarch64 ]; then m='\076'; else m='\267'; fi
+printf "$m\\000" | dd of=badso/benchctl-arm.so bs=1 seek=18 conv=notrunc 2>/dev/null
+expect 2 plugin_foreign plugins ./badso/benchctl-arm.so
+one_error plugin_foreign
+has plugin_foreign.err "is built for"
+BENCHCTL_PLUGIN_PATH=$PWD/badso:$FIXTURE_PLUGINS "$BENCHCTL" plugins >plugin_list_bad.out 2>plugin_list_bad.err
+[ $? -le 2 ] || fail "plugins listing a truncated plugin died with a signal"
+grep -q "truncated" plugin_list_bad.out plugin_list_bad.err || fail "plugins listing does not say benchctl-x.so is truncated"
+expect 2 plugin_truncated_run run "$SRC/fail.cfg" --set 'backend.name="./badso/benchctl-x.so"'
+has plugin_truncated_run.err "is truncated"
+expect 2 plugin_truncated_validate validate "$SRC/fail.cfg" --set 'backend.name="./badso/benchctl-x.so"'
+has plugin_truncated_validate.err "is truncated"
+
+# --- run.isolation = "process": a case whose process dies fails alone, the run goes on (exit 3)
+# ASan, when built in, must let the deliberate signals through and not check the dying child for leaks
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:handle_abort=0:detect_leaks=0
+export ASAN_OPTIONS
+iso="--set run.isolation=\"process\""
+for how in segv abort exit _exit oom; do
+    # shellcheck disable=SC2086
+    expect 3 "iso_$how" run "$SRC/fail.cfg" $iso --set "backend.settings.crash=\"$how\"" \
+        --set "reporters.[0].settings.path=\"iso_$how.txt\""
+    [ "$(grep -c '^case .* ok 2 ' "iso_$how.txt")" -eq 2 ] || fail "iso_$how: the other two cases did not run"
+    has "iso_$how.txt" "case 1 failed"
+    has "iso_$how.err" "testbackend: crashing ($how) in case 1" # passed through
+    has "iso_$how.err" "its stderr ended: testbackend: crashing ($how) in case 1"
+    has "iso_$how.txt" "run 3 testbackend" # the report was written
+done
+has iso_segv.err "killed by SIGSEGV"
+has iso_abort.err "killed by SIGABRT"
+has iso_exit.err "exited with status 1 before sending its results"
+has iso__exit.err "exited with status 1 before sending its results"
+has iso_oom.err "killed by SIGKILL"
+# a case that hangs is killed after run.case_timeout_s
+# shellcheck disable=SC2086
+expect 3 iso_hang run "$SRC/fail.cfg" $iso --set run.case_timeout_s=0.5 --set 'backend.settings.crash="hang"' \
+    --set 'reporters.[0].settings.path="iso_hang.txt"'
+has iso_hang.err "timed out after run.case_timeout_s = 0.5 s"
+[ "$(grep -c '^case .* ok 2 ' iso_hang.txt)" -eq 2 ] || fail "iso_hang: the other two cases did not run"
+# isolated cases that all pass give the same report as a run without isolation
+# shellcheck disable=SC2086
+expect 0 iso_good run "$SRC/good.cfg" $iso --set 'reporters.[0].settings.path="iso_good.txt"'
+[ "$(grep -c '^case .* ok 2 ' iso_good.txt)" -eq 16 ] || fail "iso_good.txt: expected 16 ok cases"
+has iso_good.txt "case 15 ok 2 testbf16 testrelease 2 3 8 4 24"
+expect 2 iso_timeout_alone validate "$SRC/fail.cfg" --set run.case_timeout_s=1
+has iso_timeout_alone.err 'run.case_timeout_s: needs run.isolation = "process"'
+expect 2 iso_bad validate "$SRC/fail.cfg" --set 'run.isolation="fork"'
+has iso_bad.err 'run.isolation: must be "none" or "process"'
+# an interrupt still stops an isolated run: the reports are written, exit 130
+"$BENCHCTL" run "$SRC/good.cfg" $iso --set 'backend.settings.mode="sleep"' --set 'backend.settings.post_us=200000' \
+    --set 'reporters.[0].settings.path="iso_int.txt"' >iso_int.out 2>iso_int.err &
+pid=$!
+sleep 0.7
+kill -INT $pid
+wait $pid
+rc=$?
+[ "$rc" -eq 130 ] || fail "iso_int: exit $rc, expected 130"
+grep -q 'skipped' iso_int.txt || fail "iso_int: no skipped case in the report"
+
+# --- without isolation, a plugin ending the process never leaves exit status 0
+for how in exit _exit; do
+    expect 1 "guard_$how" run "$SRC/fail.cfg" --set "backend.settings.crash=\"$how\"" \
+        --set "reporters.[0].settings.path=\"guard_$how.txt\""
+    has "guard_$how.err" "a plugin ended the process during the run"
+done
+
+# --- output paths (issue 16): an existing path that is not a regular file is
+# refused before any case, never replaced. A FIFO made here stands in for a
+# device, so a wrong answer cannot replace a real device node.
+mkfifo out.fifo
+sed 's|reporters = .*|reporters = ( { name = "json"; settings = { path = "out.fifo"; }; } );|' "$SRC/good.cfg" >fifo_out.cfg
+expect 2 out_fifo run fifo_out.cfg
+one_error out_fifo
+has out_fifo.err "out.fifo: is a FIFO (named pipe), not a regular file"
+[ -p out.fifo ] || fail "out.fifo is no longer a FIFO"
+sed 's|reporters = .*|reporters = ( { name = "json"; settings = { path = "/dev/null"; }; } );|' "$SRC/good.cfg" >devnull_out.cfg
+expect 2 out_devnull validate devnull_out.cfg
+has out_devnull.err "/dev/null: is a character device, not a regular file"
+[ -c /dev/null ] || fail "/dev/null is no longer a character device"
+mkdir out_folder.json
+sed 's|reporters = .*|reporters = ( { name = "json"; settings = { path = "out_folder.json"; }; } );|' "$SRC/good.cfg" >folder_out.cfg
+expect 2 out_folder run folder_out.cfg
+has out_folder.err "out_folder.json: is a folder, not a file"
+# two reporters on one resolved path: refused at validation, naming both
+sed 's|reporters = .*|reporters = ( { name = "json"; settings = { path = "same.json"; }; }, { name = "csv"; settings = { path = "./same.json"; }; } );|' "$SRC/good.cfg" >same_out.cfg
+expect 2 out_same validate same_out.cfg
+one_error out_same
+has out_same.err "reporters.[1]: reporter 'csv': ./same.json:"
+has out_same.err "is already the output of"
+has out_same.err "reporters.[0]: reporter 'json'"
+
+# --- bench.cfg read with bounds: a FIFO is refused (not waited on), a NUL
+# byte and an overlong line are errors naming the line
+mkfifo cfg.fifo
+expect 2 cfg_fifo validate cfg.fifo
+has cfg_fifo.err "the config file is a FIFO (named pipe), not a regular file"
+printf 'backend = { name = "testbackend"; settings = { x = "a\000b"; }; };\n' >nul.cfg
+expect 2 cfg_nul validate nul.cfg
+has cfg_nul.err "nul.cfg:1: a NUL byte"
+awk 'BEGIN { printf "# "; for (i = 0; i < 70000; i++) printf "x"; printf "\n" }' >longline.cfg
+cat "$SRC/good.cfg" >>longline.cfg
+expect 2 cfg_long validate longline.cfg
+has cfg_long.err "longline.cfg:1: the line is 70002 bytes, over the limit of 65536 bytes"
+
+# --- the journal: a second run on a journal another run holds is refused
+# before its first case; the first run's journal stays whole
+sed 's|generate_us = 1;|generate_us = 20000;|; s|reporters = .*|reporters = ( { name = "jsonl"; settings = { path = "locked.jsonl"; }; } );|' \
+    "$SRC/good.cfg" >locked.cfg
+"$BENCHCTL" run locked.cfg >locked_first.out 2>locked_first.err &
+first=$!
+n=0
+while [ ! -s locked.jsonl ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
+expect 2 locked_second run locked.cfg
+one_error locked_second
+has locked_second.err "locked.jsonl: another run holds this journal"
+wait $first || fail "the first journal run failed"
+[ "$(grep -c '"record":"case"' locked.jsonl)" -eq 16 ] || fail "locked.jsonl: expected 16 case records"
+[ "$(grep -c '"record":"end"' locked.jsonl)" -eq 1 ] || fail "locked.jsonl: expected one end record"
+
 expect 0 help --help
 has help.out "usage: benchctl"
 expect 0 run_help run --help

@@ -8,8 +8,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <elf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loader.h"
 
@@ -193,6 +196,127 @@ static void test_list(void **state) {
     bc_loader_free(&l);
 }
 
+/* ------------------------------------------- damaged and foreign ELF files */
+
+/* Reads the real testbackend plugin into a malloc'ed buffer. */
+static unsigned char *read_plugin(size_t *n) {
+    FILE *f = fopen(BENCHCTL_TEST_FIXTURE_DIR "/benchctl-testbackend.so", "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)size);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    *n = (size_t)size;
+    return buf;
+}
+
+/* Writes n bytes of buf to a fresh file; returns its path (static). */
+static const char *write_fixture(const unsigned char *buf, size_t n) {
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/benchctl-elf-%ld.so", (long)getpid());
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    return path;
+}
+
+/* A real plugin cut short at any point is an error line, never a signal,
+ * both when loaded and when listed. */
+static void test_truncated_plugin(void **state) {
+    (void)state;
+    size_t n;
+    unsigned char *buf = read_plugin(&n);
+    const size_t cuts[] = {0, 3, 10, 63, 64, 100, 1000, 4096, n / 2, n - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        const char *path = write_fixture(buf, cuts[i]);
+        bc_loader l;
+        bc_error err = {0};
+        assert_int_equal(bc_loader_init(&l, NULL, 0, NULL, 0, &err), BC_OK);
+        const char *const frag[] = {path, cuts[i] < 4 ? "not an ELF file" : "truncated", NULL};
+        expect_error(&l, path, 0, frag);
+        bc_loader_free(&l);
+    }
+    unlink(write_fixture(buf, 0));
+    free(buf);
+}
+
+static void test_foreign_machine_and_class(void **state) {
+    (void)state;
+    size_t n;
+    unsigned char *buf = read_plugin(&n);
+    bc_loader l;
+    bc_error err = {0};
+    assert_int_equal(bc_loader_init(&l, NULL, 0, NULL, 0, &err), BC_OK);
+
+    uint16_t machine; /* e_machine at offset 18, in the host's byte order */
+    memcpy(&machine, buf + 18, 2);
+    uint16_t other = machine == EM_AARCH64 ? EM_X86_64 : EM_AARCH64;
+    memcpy(buf + 18, &other, 2);
+    const char *path = write_fixture(buf, n);
+    const char *const frag_machine[] = {path, "built for", "this host is", NULL};
+    expect_error(&l, path, 0, frag_machine);
+    memcpy(buf + 18, &machine, 2);
+
+    buf[EI_CLASS] = buf[EI_CLASS] == ELFCLASS64 ? ELFCLASS32 : ELFCLASS64;
+    path = write_fixture(buf, n);
+    const char *const frag_class[] = {path, "-bit ELF file; this benchctl is", NULL};
+    expect_error(&l, path, 0, frag_class);
+    buf[EI_CLASS] = buf[EI_CLASS] == ELFCLASS64 ? ELFCLASS32 : ELFCLASS64;
+
+    uint16_t type = ET_EXEC, dyn;
+    memcpy(&dyn, buf + 16, 2);
+    memcpy(buf + 16, &type, 2);
+    path = write_fixture(buf, n);
+    const char *const frag_type[] = {path, "executable, not a shared object", NULL};
+    expect_error(&l, path, 0, frag_type);
+    memcpy(buf + 16, &dyn, 2);
+
+    path = write_fixture(buf, n); /* restored: loads */
+    const bc_plugin *p = NULL;
+    assert_int_equal(bc_loader_load(&l, path, BC_KIND_BACKEND, NULL, &p, &err), BC_OK);
+    bc_loader_free(&l);
+    unlink(path);
+    free(buf);
+}
+
+static void list_count(void *ctx, const char *path, const bc_plugin *p, const char *error) {
+    (void)path;
+    int *counts = ctx;
+    counts[p ? 0 : 1]++;
+    if (error) assert_non_null(strstr(error, "truncated"));
+}
+
+/* The plugins listing reports a truncated file found on the search path. */
+static void test_list_truncated(void **state) {
+    (void)state;
+    size_t n;
+    unsigned char *buf = read_plugin(&n);
+    char dir[] = "/tmp/benchctl-elfdir-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/benchctl-x.so", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, 1000, f), 1000);
+    fclose(f);
+    bc_loader l;
+    bc_error err = {0};
+    const char *dirs[] = {dir};
+    unsetenv("BENCHCTL_PLUGIN_PATH");
+    assert_int_equal(bc_loader_init(&l, dirs, 1, NULL, 0, &err), BC_OK);
+    int counts[2] = {0, 0};
+    bc_loader_list(&l, list_count, counts);
+    assert_true(counts[1] >= 1);
+    bc_loader_free(&l);
+    unlink(path);
+    rmdir(dir);
+    free(buf);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_loads_by_name_and_path, setup, teardown),
@@ -209,6 +333,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_newer_minor_loads, setup, teardown),
         cmocka_unit_test(test_search_order),
         cmocka_unit_test(test_list),
+        cmocka_unit_test(test_truncated_plugin),
+        cmocka_unit_test(test_foreign_machine_and_class),
+        cmocka_unit_test(test_list_truncated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

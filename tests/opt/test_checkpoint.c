@@ -17,12 +17,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "checkpoint.h"
+#include "forward.h"
 #include "model.h"
 #include "safetensors.h"
 
@@ -539,6 +542,88 @@ static void test_bad_config(void **state) {
                      NULL);
 }
 
+/* config.json shapes whose sizes would wrap, or exceed the engine's limits,
+ * are refused from config.json alone (the weights file is never read: here
+ * it is the golden one, far too small for the shape). */
+static void test_impossible_shapes(void **state) {
+    fixture *fx = *state;
+    out_ckpt o;
+    ckpt_read(&o, GOLDEN "preln");
+    json_object_set_new(o.config, "hidden_size", json_integer(1048576));
+    json_object_set_new(o.config, "word_embed_proj_dim", json_integer(1048576));
+    json_object_set_new(o.config, "num_hidden_layers", json_integer(1047222));
+    json_object_set_new(o.config, "vocab_size", json_integer(4));
+    json_object_set_new(o.config, "max_position_embeddings", json_integer(1));
+    json_object_set_new(o.config, "num_attention_heads", json_integer(1));
+    json_object_set_new(o.config, "ffn_dim", json_integer(4));
+    json_object_set_new(o.config, "pad_token_id", json_integer(1));
+    json_object_set_new(o.config, "bos_token_id", json_integer(2));
+    json_object_set_new(o.config, "eos_token_id", json_integer(2));
+    ckpt_write(&o, fx->dir);
+    opt_hparams hp;
+    bc_error err = {0};
+    assert_int_equal(opt_hparams_from_checkpoint(fx->dir, &hp, &err), BC_ERR_INFEASIBLE);
+    assert_non_null(strstr(err.message, "config.json: the model is impossible: num_hidden_layers 1047222, "
+                                        "hidden_size 1048576"));
+    assert_non_null(strstr(err.message, "4.61e+18 parameters (16.0 EiB in float32)"));
+    expect_load_fail(fx->dir, OPT_F32, BC_ERR_INFEASIBLE, "the model is impossible", NULL);
+    assert_int_equal(opt_checkpoint_validate(fx->dir, &err), BC_ERR_INFEASIBLE);
+
+    /* every dimension within config.json's bounds (2^20), the total under
+     * 2^40, but one tensor over 2^31 - 1 elements */
+    ckpt_read(&o, GOLDEN "preln");
+    json_object_set_new(o.config, "vocab_size", json_integer(1048576));
+    json_object_set_new(o.config, "word_embed_proj_dim", json_integer(4096));
+    ckpt_write(&o, fx->dir);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(opt_hparams_from_checkpoint(fx->dir, &hp, &err), BC_ERR_INFEASIBLE);
+    assert_non_null(strstr(err.message, "vocab_size x word_embed_proj_dim (embed_tokens) is 4294967296 elements in "
+                                        "one tensor; the engine takes at most 2147483647"));
+
+    /* the same guard on a shape that never came from config.json */
+    memset(&hp, 0, sizeof hp);
+    hp.vocab_size = 4, hp.hidden_size = 65536, hp.num_hidden_layers = 1024, hp.num_attention_heads = 1;
+    hp.ffn_dim = 4, hp.max_position_embeddings = 1, hp.word_embed_proj_dim = 65536, hp.do_layer_norm_before = 1;
+    opt_weights w;
+    assert_int_equal(opt_weights_alloc(&w, &hp, OPT_BF16, &err), BC_ERR_INFEASIBLE);
+    assert_int_equal(opt_weights_bytes(&hp, OPT_BF16), 0);
+    /* a KV cache whose size leaves 64 bits is SIZE_MAX, never a wrapped size */
+    hp.num_hidden_layers = 1 << 20, hp.hidden_size = 1 << 20;
+    assert_true(opt_kv_cache_bytes(&hp, OPT_F32, 1 << 30, 1 << 30) == SIZE_MAX);
+}
+
+/* NaN or Inf in a weight, or a value float16 cannot hold, is an error naming
+ * the tensor and the element. */
+static void test_nonfinite_weights(void **state) {
+    fixture *fx = *state;
+    out_ckpt o;
+    ckpt_read(&o, GOLDEN "preln");
+    out_tensor *t = ckpt_get(&o, "model.decoder.layers.1.fc1.weight"); /* F32 [128, 64] */
+    const uint32_t nan_bits = 0x7fc00000u;
+    memcpy(t->data + 4 * (size_t)(3 * 64 + 5), &nan_bits, 4);
+    ckpt_write(&o, fx->dir);
+    expect_load_fail(fx->dir, OPT_BF16, BC_ERR_FORMAT, "tensor 'model.decoder.layers.1.fc1.weight' element [3, 5] is nan in the file",
+                     "the weights must be finite");
+
+    ckpt_read(&o, GOLDEN "preln");
+    t = ckpt_get(&o, "model.decoder.layers.0.self_attn_layer_norm.bias");
+    const float inf = -INFINITY;
+    memcpy(t->data + 4 * 7, &inf, 4);
+    ckpt_write(&o, fx->dir);
+    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "'model.decoder.layers.0.self_attn_layer_norm.bias' element [7] is -inf", NULL);
+
+    ckpt_read(&o, GOLDEN "preln");
+    t = ckpt_get(&o, "model.decoder.embed_tokens.weight");
+    const float big = 1e6f;
+    memcpy(t->data, &big, 4);
+    ckpt_write(&o, fx->dir);
+    expect_load_fail(fx->dir, OPT_F16, BC_ERR_FORMAT, "element [0, 0] is 1e+06 after conversion to float16", NULL);
+    opt_weights w;
+    bc_error err = {0};
+    assert_int_equal(opt_weights_load_checkpoint(&w, fx->dir, OPT_F32, &err), BC_OK); /* fine in float32 */
+    opt_weights_free(&w);
+}
+
 static void test_no_weights_file(void **state) {
     fixture *fx = *state;
     char p[512];
@@ -569,6 +654,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_unexpected_tensor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_weights_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_impossible_shapes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nonfinite_weights, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

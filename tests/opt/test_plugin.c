@@ -501,6 +501,36 @@ static void test_check_settings(void **state) {
     assert_non_null(strstr(err.message, ":2:"));
 }
 
+/* memory_check: a case planned beyond the memory there is (the 66b preset
+ * needs ~122 GiB in bf16) is refused by check_case and begin_case with what
+ * it needs and what there is, before anything is allocated; "warn" and "off"
+ * let check_case pass it. */
+static void test_memory_check(void **state) {
+    fixture *f = *state;
+    void *inst = NULL;
+    bc_error err = {0};
+    setting(f, "threads")->i = 1;
+    setting(f, "model")->s = "66b";
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+    bc_case c = make_case(&p_bf16, "bf16");
+    assert_int_equal(f->ops->check_case(inst, &c, &err), BC_ERR_INFEASIBLE);
+    assert_non_null(strstr(err.message, "needs 122.5 GiB of memory (weights 122.4 GiB"));
+    assert_non_null(strstr(err.message, "GiB is available (MemAvailable "));
+    assert_non_null(strstr(err.hint, "memory_check"));
+    memset(&err, 0, sizeof err);
+    assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_ERR_INFEASIBLE); /* allocates nothing */
+    assert_non_null(strstr(err.message, "needs 122.5 GiB"));
+    f->ops->destroy(inst);
+
+    static const char *const modes[] = {"warn", "off"};
+    for (size_t i = 0; i < 2; i++) {
+        setting(f, "memory_check")->s = modes[i];
+        assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+        assert_int_equal(f->ops->check_case(inst, &c, &err), BC_OK);
+        f->ops->destroy(inst);
+    }
+}
+
 /* check_case: what cannot run is refused before anything loads. */
 static void test_check_case(void **state) {
     fixture *f = *state;
@@ -661,6 +691,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_describe_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_case, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prepare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_plan, setup, teardown),

@@ -312,6 +312,122 @@ static void test_check(void **state) {
     assert_int_equal(count_entries(f->dir), 1);
 }
 
+/* An existing path that is not a regular file (here a FIFO made in the
+ * test's own folder, so a wrong answer can never touch a real device) is
+ * refused by check and by open, and left exactly as it was. */
+static void test_not_regular_refused(void **state) {
+    fixture *f = *state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/pipe", f->dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    bc_error err = {0};
+    assert_int_equal(bc_output_check(path, &err), BC_ERR_IO);
+    assert_non_null(strstr(err.message, "a FIFO"));
+    assert_non_null(strstr(err.message, path));
+    err = (bc_error){0};
+    assert_null(bc_output_open(path, &err));
+    assert_non_null(strstr(err.message, "not a regular file"));
+    struct stat sb;
+    assert_int_equal(lstat(path, &sb), 0);
+    assert_true(S_ISFIFO(sb.st_mode));
+    assert_int_equal(count_entries(f->dir), 1); /* no temporary file left */
+    /* a device: /dev/null is only checked, never opened for writing here */
+    err = (bc_error){0};
+    assert_int_equal(bc_output_check("/dev/null", &err), BC_ERR_IO);
+    assert_non_null(strstr(err.message, "a character device"));
+}
+
+/* A symlink to a regular file is followed: the target gets the new text,
+ * the link stays a link. A dangling link, or one to a FIFO, is refused. */
+static void test_symlink_rule(void **state) {
+    fixture *f = *state;
+    char target[600], link[600], dangling[600], fifo[600], pipelink[600];
+    snprintf(target, sizeof target, "%s/target.txt", f->dir);
+    snprintf(link, sizeof link, "%s/link.txt", f->dir);
+    snprintf(dangling, sizeof dangling, "%s/dangling.txt", f->dir);
+    snprintf(fifo, sizeof fifo, "%s/pipe", f->dir);
+    snprintf(pipelink, sizeof pipelink, "%s/pipelink", f->dir);
+    FILE *fp = fopen(target, "w");
+    assert_non_null(fp);
+    fputs("old\n", fp);
+    fclose(fp);
+    assert_int_equal(symlink("target.txt", link), 0);
+    bc_error err = {0};
+    assert_int_equal(bc_output_check(link, &err), BC_OK);
+    bc_output *out = bc_output_open(link, &err);
+    assert_non_null(out);
+    assert_int_equal(out_printf(out, &err, "new\n"), BC_OK);
+    assert_int_equal(bc_output_commit(out, &err), BC_OK);
+    struct stat sb;
+    assert_int_equal(lstat(link, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    char *text = slurp(target);
+    assert_non_null(text);
+    assert_string_equal(text, "new\n");
+    free(text);
+
+    assert_int_equal(symlink("missing.txt", dangling), 0);
+    assert_int_equal(bc_output_check(dangling, &err), BC_ERR_IO);
+    assert_non_null(strstr(err.message, "missing file"));
+    assert_null(bc_output_open(dangling, &err));
+    assert_int_equal(lstat(dangling, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(symlink("pipe", pipelink), 0);
+    assert_int_equal(bc_output_check(pipelink, &err), BC_ERR_IO);
+    assert_non_null(strstr(err.message, "a FIFO"));
+    assert_null(bc_output_open(pipelink, &err));
+    assert_int_equal(count_entries(f->dir), 5);
+}
+
+/* An existing folder is refused by check (so before any case runs). */
+static void test_folder_refused(void **state) {
+    fixture *f = *state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/report.json", f->dir);
+    assert_int_equal(mkdir(path, 0777), 0);
+    bc_error err = {0};
+    assert_int_equal(bc_output_check(path, &err), BC_ERR_IO);
+    assert_non_null(strstr(err.message, "is a folder"));
+    assert_null(bc_output_open(path, &err));
+}
+
+/* While claims are active, two checks that resolve to one file (by another
+ * spelling, or through a symlink) are refused, naming the first owner;
+ * after end, nothing is remembered. */
+static void test_claims(void **state) {
+    fixture *f = *state;
+    char a[600], b[600], c[600], real[600], link[600];
+    snprintf(a, sizeof a, "%s/new/out.json", f->dir); /* folder "new" does not exist yet */
+    snprintf(b, sizeof b, "%s/./new/../new/out.json", f->dir);
+    snprintf(c, sizeof c, "%s/other.json", f->dir);
+    snprintf(real, sizeof real, "%s/real.json", f->dir);
+    snprintf(link, sizeof link, "%s/link.json", f->dir);
+    FILE *fp = fopen(real, "w");
+    assert_non_null(fp);
+    fclose(fp);
+    assert_int_equal(symlink("real.json", link), 0);
+    bc_error err = {0};
+    bc_output_claims_begin();
+    bc_output_claims_owner("first place");
+    assert_int_equal(bc_output_check(a, &err), BC_OK);
+    assert_int_equal(bc_output_check(real, &err), BC_OK);
+    bc_output_claims_owner("second place");
+    assert_int_equal(bc_output_check(c, &err), BC_OK);
+    assert_int_equal(bc_output_check(link, &err), BC_ERR_SETTING);
+    assert_non_null(strstr(err.message, "first place"));
+    assert_non_null(strstr(err.message, "real.json"));
+    err = (bc_error){0};
+    assert_int_equal(bc_output_check(b, &err), BC_ERR_SETTING);
+    assert_non_null(strstr(err.message, "already the output of first place"));
+    assert_int_equal(bc_output_check("-", &err), BC_OK); /* stdout is never claimed */
+    assert_int_equal(bc_output_check("-", &err), BC_OK);
+    bc_output_claims_end();
+    assert_int_equal(bc_output_check(a, &err), BC_OK);
+    assert_int_equal(bc_output_check(a, &err), BC_OK);
+}
+
 static void test_stdout(void **state) {
     (void)state;
     bc_error err = {0};
@@ -332,6 +448,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_parent_is_a_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_same_path_twice_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_regular_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_symlink_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_folder_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_claims, setup, teardown),
         cmocka_unit_test(test_empty_path_refused),
         cmocka_unit_test(test_stdout),
     };

@@ -1,0 +1,46 @@
+/* fileio.h: the OPT engine's one way to open the files it is told to read
+ * (config.json, the sharded index files, every weights file, the prompts
+ * file). Plugins never link the core, so this is the engine's own copy of
+ * the rule core/src/readfile.c applies to bench.cfg and reports:
+ *
+ *   - stat BEFORE open: only a regular file is accepted; a FIFO, a device
+ *     (/dev/zero), a socket or a folder is refused without being opened, so
+ *     nothing hangs in open or streams without end;
+ *   - a stated maximum size, checked before open and again while reading;
+ *   - the open uses O_NONBLOCK and fstat must agree (same file, regular),
+ *     so a path swapped for a FIFO in between cannot hang either;
+ *   - errors name the file, what it is for, and the limit.
+ *
+ * The limits (docs/checkpoints.md, "Limits on the files read"):
+ */
+#ifndef OPT_FILEIO_H
+#define OPT_FILEIO_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "benchctl/plugin.h"
+
+#define OPT_CONFIG_JSON_MAX_BYTES ((uint64_t)1 << 20)   /* config.json: 1 MiB */
+#define OPT_INDEX_JSON_MAX_BYTES ((uint64_t)100 * 1000 * 1000) /* *.index.json: 100 MB */
+#define OPT_PROMPTS_MAX_BYTES ((uint64_t)1 << 30)       /* prompts_file: 1 GiB */
+#define OPT_WEIGHTS_MAX_BYTES ((uint64_t)1 << 42)       /* one weights file: 4 TiB */
+
+/* Opens path for reading after the checks above: the descriptor (O_CLOEXEC,
+ * blocking again) or -1 with err set (BC_ERR_NOT_FOUND when it does not
+ * exist, BC_ERR_FORMAT when over max_bytes, BC_ERR_IO otherwise). what names
+ * the file's role in errors ("config.json", "prompts_file"); *size (may be
+ * NULL) gets its size. */
+int opt_open_regular(const char *path, const char *what, uint64_t max_bytes, uint64_t *size, bc_error *err);
+
+/* Reads the whole of path into a NUL-terminated buffer the caller frees,
+ * under the same checks; growth past max_bytes while reading is refused. */
+bc_status opt_read_regular(const char *path, const char *what, uint64_t max_bytes, char **out, size_t *out_len,
+                           bc_error *err);
+
+/* opt_read_regular, then parses the text as JSON (duplicate keys
+ * refused). *out is a new reference. */
+bc_status opt_load_json(const char *path, const char *what, uint64_t max_bytes, json_t **out, bc_error *err);
+
+#endif
