@@ -33,6 +33,7 @@
 #define _XOPEN_SOURCE 700
 
 #include "output.h"
+#include "readfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -135,16 +136,6 @@ static void free_output(bc_output *out) {
     free(out);
 }
 
-/* A phrase for what a non-regular file is, for error lines. */
-static const char *file_kind(mode_t m) {
-    if (S_ISDIR(m)) return "a folder";
-    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
-
 /* The rule in the header: *target (owned) := the file an output on path
  * creates or replaces, or an error when path names something that is not
  * to be replaced. */
@@ -164,7 +155,7 @@ static bc_status output_target(const char *path, char **target, bc_error *err) {
         if (!S_ISREG(sb.st_mode))
             return bc_error_set(err, BC_ERR_IO,
                                 "%s: is a symbolic link to %s, not to a regular file; benchctl will not replace it",
-                                path, file_kind(sb.st_mode));
+                                path, bc_file_kind(sb.st_mode));
         *target = realpath(path, NULL);
         if (!*target) return bc_error_set(err, BC_ERR_IO, "%s: cannot resolve the link: %s", path, strerror(errno));
         return BC_OK;
@@ -174,7 +165,7 @@ static bc_status output_target(const char *path, char **target, bc_error *err) {
         return bc_error_set(err, BC_ERR_IO,
                             "%s: is %s, not a regular file; benchctl writes an output by replacing the file whole "
                             "and will not replace it (use \"-\" for standard output)",
-                            path, file_kind(lsb.st_mode));
+                            path, bc_file_kind(lsb.st_mode));
     } else {
         *target = dup_string(path);
     }
@@ -506,7 +497,7 @@ bc_status bc_output_commit(bc_output *out, bc_error *err) {
     if (st == BC_OK && lstat(out->target, &sb) == 0 && !S_ISREG(sb.st_mode)) { /* changed since open */
         st = BC_ERR_IO;
         snprintf(what, sizeof what, "%s became %s while the output was written; it is not replaced", out->target,
-                 S_ISLNK(sb.st_mode) ? "a symbolic link" : file_kind(sb.st_mode));
+                 S_ISLNK(sb.st_mode) ? "a symbolic link" : bc_file_kind(sb.st_mode));
     }
     if (st == BC_OK && rename(out->tmp_path, out->target) != 0) {
         st = BC_ERR_IO;

@@ -9,8 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A word for what a non-regular file is, for error lines. */
-static const char *file_kind(mode_t m) {
+const char *bc_file_kind(mode_t m) {
     if (S_ISDIR(m)) return "a folder";
     if (S_ISFIFO(m)) return "a FIFO (named pipe)";
     if (S_ISCHR(m)) return "a character device";
@@ -29,7 +28,7 @@ int bc_open_regular(const char *path, const char *what, uint64_t max_bytes, uint
     if (!S_ISREG(sb.st_mode)) {
         bc_error_set(err, BC_ERR_IO, "%s: cannot read: %s%sthe %s is %s, not a regular file", path,
                      S_ISDIR(sb.st_mode) ? strerror(EISDIR) : "", S_ISDIR(sb.st_mode) ? "; " : "", what,
-                     file_kind(sb.st_mode));
+                     bc_file_kind(sb.st_mode));
         return -1;
     }
     if ((uint64_t)sb.st_size > max_bytes) {

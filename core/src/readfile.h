@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "benchctl/plugin.h"
 
@@ -32,5 +33,9 @@ int bc_open_regular(const char *path, const char *what, uint64_t max_bytes, uint
  * is refused too. */
 bc_status bc_read_regular(const char *path, const char *what, uint64_t max_bytes, char **out, size_t *out_len,
                           bc_error *err);
+
+/* What a file that is not a regular one is, for error lines: "a folder",
+ * "a FIFO (named pipe)", "a character device", ... */
+const char *bc_file_kind(mode_t mode);
 
 #endif
