@@ -46,11 +46,14 @@ static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plu
     bc_config_spec_location(&ctx->cfg, spec, out->where, sizeof out->where); /* "bench.cfg:5", "--reporter" */
     char label[sizeof out->where + 300];
     text(label, sizeof label, "%s: %s", out->where, spec->where ? spec->where : "");
-    bc_status st = bc_loader_load(&ctx->loader, spec->name, want, out->where, &out->plugin, err);
+    /* no wanted_by: the label names where and which setting, as for every
+     * other error ("bench.cfg:3: backend: 'json' is a reporter plugin, not a
+     * backend") */
+    bc_status st = bc_loader_load(&ctx->loader, spec->name, want, NULL, &out->plugin, err);
     if (st != BC_OK) {
         /* a near name beats the loader's general hint */
         if (st == BC_ERR_NOT_FOUND) bc_loader_hint_near_name(&ctx->loader, spec->name, err);
-        return st == BC_ERR_WRONG_KIND ? st : prefix_error(err, label); /* wrong kind names where already */
+        return prefix_error(err, label);
     }
     const bc_plugin_desc *d = out->plugin->desc;
     if (bc_host_log_level() >= BC_LOG_INFO)

@@ -116,7 +116,8 @@ static bc_status note_override(bc_config *cfg, const char *key, size_t key_len, 
 
 /* Applies one "a.b.c=value" to the tree: creates missing groups on the way,
  * replaces the last key if present. "[N]" steps into an existing list
- * element (e.g. reporters.[1].settings.path), except as the last step. */
+ * element (e.g. reporters.[1].settings.path), except as the last step; "[0]"
+ * of one value written without brackets (a one-element list) is the value. */
 bc_status bc_overrides_apply_set(bc_config *cfg, config_t *c, const char *text, bc_error *err) {
     const char *eq = strchr(text, '=');
     const char *k0 = text, *k1 = eq ? eq : text + strlen(text);
@@ -167,6 +168,13 @@ bc_status bc_overrides_apply_set(bc_config *cfg, config_t *c, const char *text, 
                                   done[0] ? done : name);
                 break;
             }
+            if (idx == 0 && done[0] && !bc_cfg_is_list(cur)) {
+                /* one value where a list may stand ("reporters = { ... };")
+                 * is a one-element list: [0] is that value itself, and the
+                 * path errors name has no [0] step */
+                seg = dot + 1;
+                continue;
+            }
             if (!bc_cfg_is_list(cur) || idx >= config_setting_length(cur)) {
                 st = bc_error_set(err, BC_ERR_SETTING, "%s: %s has no element %s", label, done[0] ? done : "(root)",
                                   name);
@@ -190,6 +198,7 @@ bc_status bc_overrides_apply_set(bc_config *cfg, config_t *c, const char *text, 
             if (last) {
                 if (next) config_setting_remove(cur, name);
                 if (!copy_setting(cur, name, src)) st = bc_cfg_nomem(err);
+                snprintf(done, sizeof done, "%s", here);
                 break;
             }
             if (!next) next = config_setting_add(cur, name, CONFIG_TYPE_GROUP);
@@ -203,6 +212,13 @@ bc_status bc_overrides_apply_set(bc_config *cfg, config_t *c, const char *text, 
         seg = dot + 1;
     }
     config_destroy(&tmp);
+    /* record the path as the schema names it (a one-element [0] dropped) */
+    if (st == BC_OK && strcmp(done, key) != 0) {
+        char *canon = bc_cfg_strdup(done);
+        if (!canon) return bc_cfg_nomem(err);
+        free(cfg->override_keys[cfg->n_overrides - 1]);
+        cfg->override_keys[cfg->n_overrides - 1] = canon;
+    }
     return st;
 }
 

@@ -41,7 +41,10 @@ static void replay_case(const bc_runfile *rf, const bc_runfile_case *c, bc_repla
         .precision = c->precision,
         .precision_ops = c->dtype ? ops : NULL,
         .cache_policy = c->cache_policy,
-        .release_cache = c->cache_policy && strcmp(c->cache_policy, "release") == 0,
+        /* what the file says; the plugin name only when it says nothing
+         * (a cache plugin need not be called "release" to release) */
+        .release_cache = c->release_cache >= 0 ? c->release_cache
+                                               : c->cache_policy && strcmp(c->cache_policy, "release") == 0,
         .sampling = rf->has_sampling ? &rp->sampling : NULL,
     };
     bc_memory_stats *m = &rp->memory[k];

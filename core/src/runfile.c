@@ -285,6 +285,7 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
     const char *release = release_word(c, top);
     out->cache_policy = get_string(c, "cache_policy");
     if (!out->cache_policy && release) out->cache_policy = strdup(release);
+    out->release_cache = release ? strcmp(release, "release") == 0 : -1;
     out->status = status_from(json_string_value(json_object_get(c, "status")));
     out->error_code = status_code_from(json_string_value(json_object_get(c, "error_code")));
     out->message = get_string(c, "message");

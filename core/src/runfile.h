@@ -51,6 +51,7 @@ typedef struct bc_runfile_case {
     char *precision;    /* plugin name ("bf16"); the seed's dtype when that is all there is */
     char *dtype;        /* "bfloat16", or NULL */
     char *cache_policy; /* plugin name, or "release"/"retain" from release_inference_cache, or NULL */
+    int release_cache;  /* release_inference_cache (the case's, else the run's): 1, 0, or -1 unknown */
     uint32_t batch_size, samples_per_prompt, prompt_length, response_length;
     bc_case_status status; /* BC_CASE_OK when the file says nothing */
     bc_status error_code;  /* from the file's error_code name; BC_OK when it has none */

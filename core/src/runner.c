@@ -631,7 +631,18 @@ static void run_case_isolated(run_state *rs, size_t k) {
     }
     fflush(NULL); /* the child must not write our buffered output again */
     pid_t parent = getpid();
+    /* Signals are held from reading the stop level until the child is in its
+     * own process group: the child starts with exactly the level the parent
+     * counts as already forwarded, and one that comes meanwhile is forwarded
+     * once, not lost (it would be if it came between fork and reading the
+     * level) and not also inherited. */
+    sigset_t all, old_mask;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old_mask);
+    int forwarded = stop_level(cfg);
     pid_t pid = fork();
+    if (pid > 0) setpgid(pid, pid); /* also in the child: whichever runs first */
+    if (pid != 0) sigprocmask(SIG_SETMASK, &old_mask, NULL);
     if (pid < 0) {
         int e = errno;
         close(rp[0]), close(rp[1]), close(ep[0]), close(ep[1]);
@@ -643,6 +654,7 @@ static void run_case_isolated(run_state *rs, size_t k) {
         close(rp[0]), close(ep[0]);
         bc_run_in_case_child = 1;
         setpgid(0, 0); /* terminal signals reach the parent only; it forwards them */
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) syscall(SYS_exit_group, 1);
         signal(SIGPIPE, SIG_DFL);
@@ -665,11 +677,14 @@ static void run_case_isolated(run_state *rs, size_t k) {
     unsigned char *buf = NULL; /* received bytes not yet parsed, owned here */
     size_t used = 0, cap = 0;
     uint32_t n_measured = 0;
-    int got_result = 0, timed_out = 0, exited = 0, status = 0, forwarded = stop_level(cfg);
+    int got_result = 0, timed_out = 0, exited = 0, status = 0;
     int open_r = 1, open_e = 1;
     while (!exited || open_r || open_e) {
         int level = stop_level(cfg);
-        for (; forwarded < level; forwarded++) kill(pid, SIGTERM); /* one per signal we got */
+        /* one per signal we got, alternating SIGTERM and SIGINT: two of the
+         * same sent back to back merge into one if the child has not run its
+         * handler in between, and a second interrupt would be lost */
+        for (; forwarded < level; forwarded++) kill(pid, forwarded % 2 ? SIGINT : SIGTERM);
         int wait_ms = 100;
         if (cfg->case_timeout_s > 0 && !timed_out) {
             double left = cfg->case_timeout_s * 1000.0 - ms_since(t_case);

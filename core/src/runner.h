@@ -136,7 +136,10 @@ typedef struct bc_runner_config {
     /* Per-case process isolation (run.isolation = "process"): each case runs
      * in a forked child after prepare; a child that crashes, exits, or runs
      * past case_timeout_s (> 0; killed with SIGKILL) fails that case with the
-     * signal or status and the tail of its stderr, and the run goes on. */
+     * signal or status and the tail of its stderr, and the run goes on.
+     * Each increment of *stop during a case is passed on to its child as a
+     * signal, SIGTERM and SIGINT in turn, whose handlers (inherited from the
+     * caller, main.c's) must increment *stop there. */
     int isolation;
     double case_timeout_s;
     /* Called with a one-line message when a reporter fails; may be NULL. */

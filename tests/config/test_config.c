@@ -726,6 +726,39 @@ static void test_single_values_are_lists(void **state) {
     expect_fail(f, BASE, bad, 1, NULL, "--set precisions: must be a plugin name or a group");
 }
 
+/* "[0]" of a plugin written without brackets (a one-element list) is that
+ * plugin: --set reporters.[0].settings.path works whichever way the file
+ * wrote reporters, and errors about the setting still name the --set. */
+static void test_override_index_zero_of_single_value(void **state) {
+    fx *f = *state;
+    static const bc_setting_desc table[] = {
+        {"path", BC_SETTING_STRING, 0, 0, "results.json", 0, 0, 0, NULL, "output file"},
+    };
+    static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, BC_KIND_REPORTER, "json", "0", "test", table, 1, sizeof(bc_setting_desc), NULL, NULL};
+    const char *sets[] = {"reporters.[0].settings.path=\"other.json\""};
+    bc_status st = load_text(f, BASE "reporters = { name = \"json\"; settings = { path = \"a.json\"; }; };\n", sets,
+                             1, NULL);
+    if (st) fail_msg("%s", f->err.message);
+    assert_int_equal(f->cfg.n_reporters, 1);
+    bc_setting_value v[1];
+    st = bc_settings_resolve(&f->cfg, &f->cfg.reporters[0], &desc, v, &f->err);
+    if (st) fail_msg("%s", f->err.message);
+    assert_string_equal(v[0].s, "other.json");
+    /* the recorded key is the schema's path, so errors point at the --set */
+    assert_string_equal(f->cfg.override_keys[0], "reporters.settings.path");
+    const char *bad[] = {"reporters.[0].settings.pth=\"x\""};
+    st = load_text(f, BASE "reporters = { name = \"json\"; };\n", bad, 1, NULL);
+    if (st) fail_msg("%s", f->err.message);
+    st = bc_settings_resolve(&f->cfg, &f->cfg.reporters[0], &desc, v, &f->err);
+    assert_int_equal(st, BC_ERR_SETTING);
+    assert_contains(f->err.message, "--set reporters.[0].settings.pth: reporters.settings.pth: plugin 'json' has no "
+                                    "setting 'pth'");
+    /* only [0] of a single value; [1] is still refused */
+    const char *one[] = {"reporters.[1].settings.path=\"x\""};
+    expect_fail(f, BASE "reporters = \"json\";\n", one, 1, NULL,
+                "--set reporters.[1].settings.path: reporters has no element [1]");
+}
+
 /* The settings module: defaults, formatting, allowed values, is-default. */
 static void test_settings_module(void **state) {
     (void)state;
@@ -801,6 +834,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_hash_follows_the_resolved_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shipped_configs_load, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_values_are_lists, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_override_index_zero_of_single_value, setup, teardown),
         cmocka_unit_test(test_settings_module),
         cmocka_unit_test_setup_teardown(test_int_literals_that_would_wrap, setup, teardown),
     };

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "replay.h"
 #include "runfile.h"
 #include "stats.h"
 
@@ -248,6 +249,42 @@ static void test_seed_json(void **state) {
     assert_non_null(bc_runfile_find(&f->rf, key));
 }
 
+/* The cache behaviour comes from release_inference_cache, not from the
+ * plugin's name: a policy called "testrelease" (or anything) that released
+ * the cache replays as releasing it (the json reporter replayed a mixed run
+ * with every case "release_inference_cache": false before). */
+static void test_release_from_flag(void **state) {
+    fixture *f = *state;
+    const char *report =
+        "{\"schema_version\": 2, \"release_inference_cache\": null, \"fields\": [\"total_ms\"],\n"
+        " \"cases\": [\n"
+        "  {\"index\": 0, \"batch_size\": 1, \"precision\": \"testfp32\", \"dtype\": \"float32\",\n"
+        "   \"cache_policy\": \"testrelease\", \"release_inference_cache\": true, \"status\": \"ok\",\n"
+        "   \"profiles\": [{\"total_ms\": 1.0}]},\n"
+        "  {\"index\": 1, \"batch_size\": 1, \"precision\": \"testfp32\", \"dtype\": \"float32\",\n"
+        "   \"cache_policy\": \"release\", \"release_inference_cache\": false, \"status\": \"ok\",\n"
+        "   \"profiles\": [{\"total_ms\": 1.0}]},\n"
+        "  {\"index\": 2, \"batch_size\": 1, \"precision\": \"testfp32\", \"dtype\": \"float32\",\n"
+        "   \"cache_policy\": \"release\", \"status\": \"ok\", \"profiles\": []}\n"
+        " ]}\n";
+    if (read_text(f, "rel.json", report, 0) != BC_OK) fail_msg("%s", f->err.message);
+    const bc_runfile *rf = &f->rf;
+    assert_int_equal(rf->n_cases, 3);
+    assert_int_equal(rf->cases[0].release_cache, 1);
+    assert_non_null(strstr(rf->cases[0].key, "cache=release"));
+    assert_int_equal(rf->cases[1].release_cache, 0);
+    assert_non_null(strstr(rf->cases[1].key, "cache=retain"));
+    assert_int_equal(rf->cases[2].release_cache, -1);
+    bc_replay rp;
+    bc_error err = {0};
+    if (bc_replay_build(rf, &rp, &err) != BC_OK) fail_msg("%s", err.message);
+    assert_int_equal(rp.n_cases, 3);
+    assert_int_equal(rp.cases[0].release_cache, 1);
+    assert_int_equal(rp.cases[1].release_cache, 0);
+    assert_int_equal(rp.cases[2].release_cache, 1); /* no flag: the plugin's name */
+    bc_replay_free(&rp);
+}
+
 static void test_not_a_run(void **state) {
     fixture *f = *state;
     assert_int_equal(read_text(f, "a.json", "[1, 2]", 0), BC_ERR_FORMAT);
@@ -271,6 +308,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_journal_cut_everywhere, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_regular, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seed_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_from_flag, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_run, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,7 @@
  * counters (and, where a test asks, with extra measurements) so the tests see
  * exactly what the runner called and derived. A recording reporter (built in
  * this file) checks what reporters receive. */
+#define _POSIX_C_SOURCE 200809L /* sigaction */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include "bc_test_assert.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,6 +35,9 @@ static struct {
     int64_t resident;        /* read_memory reports resident_bytes = resident (-1: leave it) */
     const char *last_precision;
     int precision_switches;  /* begin_case saw another precision than the case before */
+    uint32_t kill_batch;     /* generate raises SIGKILL in the 2nd measured iteration of such a case */
+    uint32_t batch;          /* the running case's batch_size */
+    int case_generates;      /* generate calls in the running case */
 } calls;
 static volatile sig_atomic_t stop_flag;
 static const double k_steps_ms[] = {2.0, 4.0, 3.0, 1.0}; /* p50 2.5, p95 4 */
@@ -41,11 +46,14 @@ static bc_status w_begin(void *i, const bc_case *c, bc_error *e) {
     calls.begin++;
     if (calls.last_precision && strcmp(calls.last_precision, c->precision) != 0) calls.precision_switches++;
     calls.last_precision = c->precision;
+    calls.batch = c->batch_size;
+    calls.case_generates = 0;
     return real.begin_case(i, c, e);
 }
 static void w_end(void *i) { calls.end++; real.end_case(i); }
 static bc_status w_generate(void *i, bc_generation_stats *out, bc_error *e) {
     calls.generate++;
+    if (calls.kill_batch && calls.batch == calls.kill_batch && ++calls.case_generates == 2) raise(SIGKILL);
     bc_status st = real.generate(i, out, e);
     if (calls.add_steps) {
         out->first_token_ms = 1.5;
@@ -167,6 +175,7 @@ typedef struct rec {
     rec_event events[512]; /* iteration_finished calls, in order */
     uint32_t n_events;
     int fail_iteration;    /* iteration_finished fails from this call on (1-based; 0: never) */
+    uint32_t stop_at_event; /* sets stop_flag = 2 at this call (1-based; 0: never) */
 } rec;
 
 static rec recs[2];
@@ -228,6 +237,7 @@ static bc_status r_iteration(void *inst, const bc_run_report *run, const bc_iter
                                              .elapsed_ms = ev->case_elapsed_ms, .rel_ci = ev->rel_ci,
                                              .eta_s = ev->eta_s};
     r->n_events++;
+    if (r->stop_at_event && r->n_events == r->stop_at_event) stop_flag = 2; /* two signals at once */
     if (r->fail_iteration && r->n_events >= (uint32_t)r->fail_iteration)
         return bc_error_set(e, BC_ERR_IO, "cannot draw on /dev/full");
     return BC_OK;
@@ -1015,6 +1025,98 @@ static void test_eta_model(void **state) {
     free(m.cases);
 }
 
+/* ------------------------------------------------------- process isolation */
+
+/* A case whose process dies (SIGKILL, as the OOM killer sends; no handler,
+ * ASan's included, sees it) fails alone with the iterations it finished. */
+static void test_isolated_crash(void **state) {
+    fixture *f = *state;
+    memset(recs, 0, sizeof recs);
+    const uint32_t batches[] = {1, 2};
+    matrix m = build(batches, 2, 0); /* 4 cases, 2 of batch 2 */
+    calls.kill_batch = 2;
+    bc_plugin rp = make_recorder();
+    bc_runner_reporter rep = {&rp, &rec_settings[0], NULL};
+    bc_runner_config c = config(f, &m, 0, 3);
+    c.reporters = &rep;
+    c.n_reporters = 1;
+    c.isolation = 1;
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    assert_int_equal(bc_run_exit_status(&res), 3);
+    assert_int_equal(res.n_failed, 2);
+    for (size_t k = 0; k < m.n; k++) {
+        const bc_case_report *cr = &res.cases[k];
+        if (cr->c->batch_size == 2) {
+            assert_int_equal(cr->status, BC_CASE_FAILED);
+            assert_int_equal(cr->stop_reason, BC_STOP_FAILED);
+            assert_int_equal(cr->n_iterations, 1); /* the one finished before it died */
+            assert_true(value(cr, 0, BC_FIELD_TOTAL_MS) > 0);
+            assert_int_equal((int)stat(cr, BC_FIELD_TOTAL_MS, BC_STAT_N), 1);
+            assert_non_null(strstr(cr->message, "killed by SIGKILL"));
+        } else {
+            assert_int_equal(cr->status, BC_CASE_OK);
+            assert_int_equal(cr->n_iterations, 3);
+            assert_int_equal(cr->stop_reason, BC_STOP_FIXED);
+        }
+    }
+    assert_int_equal(recs[0].n_finished, 4);
+    assert_int_equal(recs[0].n_events, 2 * 3 + 2 * 1); /* forwarded from the children */
+    assert_int_equal(calls.generate, 0);                 /* the hooks ran in the children */
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
+static void count_signal(int sig) {
+    (void)sig;
+    stop_flag++;
+}
+
+/* Two interrupts that reach benchctl before it forwards the first still
+ * abandon the isolated case's iteration in progress, as without isolation
+ * (two SIGTERMs sent back to back used to merge into one in the child). */
+static void test_isolated_second_interrupt(void **state) {
+    fixture *f = *state;
+    memset(recs, 0, sizeof recs);
+    set_str(f, "mode", "sleep");
+    set_int(f, "post_us", 200000); /* the iteration the signals come in */
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0);
+    recs[0].stop_at_event = 1; /* after the first measured iteration */
+    bc_plugin rp = make_recorder();
+    bc_runner_reporter rep = {&rp, &rec_settings[0], NULL};
+    bc_runner_config c = config(f, &m, 0, 5);
+    c.reporters = &rep;
+    c.n_reporters = 1;
+    c.isolation = 1;
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = count_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    bc_run_result res;
+    bc_error err = {0};
+    bc_status st = run(f, &c, &res, &err);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    assert_int_equal(st, BC_OK);
+    assert_int_equal(bc_run_exit_status(&res), 130);
+    size_t order[2];
+    execution_order(f, &m, order);
+    const bc_case_report *cr = &res.cases[order[0]];
+    assert_int_equal(cr->status, BC_CASE_SKIPPED);
+    assert_int_equal(cr->stop_reason, BC_STOP_INTERRUPTED);
+    assert_int_equal(cr->n_iterations, 1);
+    assert_string_equal(cr->message,
+                        "interrupted twice (the iteration in progress was abandoned), after 1 of 5 measured iterations");
+    assert_true(cr->wall_ms < 1000.0); /* not the 5 x 200 ms of a case run to its end */
+    assert_int_equal(res.cases[order[1]].status, BC_CASE_SKIPPED);
+    assert_int_equal(res.cases[order[1]].stop_reason, BC_STOP_NONE);
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_warmup_and_iterations, setup, teardown),
@@ -1037,6 +1139,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_iteration_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_iteration_event_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_eta_model, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_isolated_crash, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_isolated_second_interrupt, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

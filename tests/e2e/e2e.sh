@@ -41,6 +41,18 @@ has() {
     grep -qF -- "$2" "$1" || { fail "$1 lacks '$2'"; sed 's/^/    /' "$1"; }
 }
 
+# started LOG: waits (up to 30 s) until the fixture backend's case_log LOG
+# shows a case has begun, so a signal is sent to a run that is running, not
+# to one still starting up on a loaded machine
+started() {
+    tries=0
+    while ! grep -q '^begin ' "$1" 2>/dev/null && [ "$tries" -lt 600 ]; do
+        sleep 0.05
+        tries=$((tries + 1))
+    done
+    grep -q '^begin ' "$1" 2>/dev/null || fail "$1: no case began within 30 s"
+}
+
 # one_error NAME: stderr has exactly one "benchctl: " error line (plus hints), and no crash
 one_error() {
     n=$(grep -v '^benchctl: hint: ' "$1.err" | grep -c '^benchctl: ')
@@ -183,10 +195,13 @@ has fail_many.err "cases 2, 3, 6, 7, 10, 11, 14, 15 failed: generate: injected f
 has fail_many.out "cases 2, 3, 6, 7, 10, 11, 14, 15 failed: generate: injected failure for batch_size 2"
 
 # --- SIGINT: the current iteration finishes, the rest is skipped, the report is still written, exit 130
+rm -f int.log
 "$BENCHCTL" run "$SRC/good.cfg" --set 'backend.settings.mode="sleep"' --set 'backend.settings.post_us=200000' \
+    --set 'backend.settings.case_log="int.log"' \
     --set 'reporters.[0].settings.path="interrupted.txt"' >interrupt.out 2>interrupt.err &
 pid=$!
-sleep 1
+started int.log
+sleep 0.3
 kill -INT "$pid"
 wait "$pid"
 got=$?
@@ -198,10 +213,13 @@ has interrupt.err "(interrupted)"
 
 # --- SIGTERM twice: the second abandons the iteration in progress; the report
 # is still written, with every case, and the exit status says SIGTERM (143)
+rm -f term.log
 "$BENCHCTL" run "$SRC/good.cfg" --set 'backend.settings.mode="sleep"' --set 'backend.settings.generate_us=2000000' \
+    --set 'backend.settings.case_log="term.log"' \
     --set 'reporters.[0].settings.path="terminated.txt"' >term.out 2>term.err &
 pid=$!
-sleep 1
+started term.log
+sleep 0.3
 kill -TERM "$pid"
 sleep 0.3
 kill -TERM "$pid"
@@ -264,7 +282,9 @@ expect 2 magic validate "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-badm
 has magic.err "wrong magic"
 expect 2 wrongkind validate "$SRC/good.cfg" --set 'backend.name="testretain"'
 one_error wrongkind
-has wrongkind.err "'testretain' is a cache plugin"
+has wrongkind.err "--set backend.name: backend: 'testretain' is a cache plugin, not a backend"
+expect 2 wrongkind2 validate "$SRC/good.cfg" --reporter testretain
+has wrongkind2.err "--reporter: reporters.[0]: 'testretain' is a cache plugin, not a reporter"
 expect 2 badsetting validate "$SRC/good.cfg" --set 'backend.settings.mode="dance"'
 one_error badsetting
 expect 2 usage frobnicate
@@ -384,10 +404,13 @@ has iso_timeout_alone.err 'run.case_timeout_s: needs run.isolation = "process"'
 expect 2 iso_bad validate "$SRC/fail.cfg" --set 'run.isolation="fork"'
 has iso_bad.err 'run.isolation: must be "none" or "process"'
 # an interrupt still stops an isolated run: the reports are written, exit 130
+rm -f iso_int.log
 "$BENCHCTL" run "$SRC/good.cfg" $iso --set 'backend.settings.mode="sleep"' --set 'backend.settings.post_us=200000' \
+    --set 'backend.settings.case_log="iso_int.log"' \
     --set 'reporters.[0].settings.path="iso_int.txt"' >iso_int.out 2>iso_int.err &
 pid=$!
-sleep 0.7
+started iso_int.log
+sleep 0.3
 kill -INT $pid
 wait $pid
 rc=$?
