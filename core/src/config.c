@@ -783,7 +783,8 @@ static bc_status check_text(const char *path, const char *text, size_t len, cons
  * handed to libconfig as a string. */
 static bc_status read_file(config_t *c, const char *path, bc_error *err) {
     char *text = NULL;
-    bc_status st = read_checked(path, NULL, 0, &text, NULL, err);
+    size_t len = 0;
+    bc_status st = read_checked(path, NULL, 0, &text, &len, err);
     if (st != BC_OK) return st;
     /* @include "x.cfg" is relative to the including file's folder. */
     char *dir = bc_cfg_strdup(path);
@@ -798,8 +799,10 @@ static bc_status read_file(config_t *c, const char *path, bc_error *err) {
     }
     free(dir);
     int ok = config_read_string(c, text);
+    /* libconfig 1.5 narrows integer literals silently: check the same text */
+    if (ok) st = bc_cfg_check_int_literals_text(path, text, len, err);
     free(text);
-    if (ok) return BC_OK;
+    if (ok) return st;
     if (config_error_type(c) == CONFIG_ERR_FILE_IO)
         return bc_error_set(err, BC_ERR_IO, "%s: cannot read: %s", config_error_file(c) ? config_error_file(c) : path,
                             config_error_text(c));
@@ -844,7 +847,6 @@ bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *ov
     cfg->cfg = c;
 
     bc_status st = read_file(c, path, err);
-    if (!st) st = bc_cfg_check_int_literals_file(path, err); /* libconfig 1.5 narrows silently */
     if (!st && reporter_override) st = bc_overrides_apply_reporters(cfg, c, reporter_override, err);
     for (size_t i = 0; !st && i < n_overrides; i++) st = bc_overrides_apply_set(cfg, c, overrides[i], err);
     if (!st) st = validate(cfg, config_root_setting(c), err);

@@ -15,6 +15,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "config_ints.h"
+#include "readfile.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -130,33 +131,6 @@ static bc_status check_number(const scanner *sc, unsigned line, const char *lit,
     return refuse(sc, line, lit, n, why, err);
 }
 
-/* Reads at most SCAN_MAX_BYTES of path into a new buffer. */
-static char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n == cap) {
-            if (cap >= SCAN_MAX_BYTES) break;
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 /* @include "name": scans the named file as libconfig would include it. */
 static bc_status scan_include(scanner *sc, const char *name, size_t n, bc_error *err) {
     if (sc->include_depth >= SCAN_MAX_INCLUDES) return BC_OK; /* libconfig refused it already */
@@ -166,8 +140,10 @@ static bc_status scan_include(scanner *sc, const char *name, size_t n, bc_error 
     else
         snprintf(path, sizeof path, "%s/%.*s", sc->include_dir, (int)n, name);
     size_t len = 0;
-    char *text = read_all(path, &len);
-    if (!text) return BC_OK; /* libconfig read it; a file gone since is not ours to report */
+    char *text = NULL;
+    bc_error ignored = {0};
+    if (bc_read_regular(path, "included config file", SCAN_MAX_BYTES, &text, &len, &ignored) != BC_OK)
+        return BC_OK; /* libconfig read it; a file gone since is not ours to report */
     scanner sub = *sc;
     sub.where_file = path;
     sub.include_depth++;
@@ -247,15 +223,9 @@ static bc_status scan_text(scanner *sc, const char *t, size_t len, bc_error *err
     return BC_OK;
 }
 
-bc_status bc_cfg_check_int_literals_file(const char *path, bc_error *err) {
-    size_t len = 0;
-    char *text = read_all(path, &len);
-    if (!text) return BC_OK; /* libconfig has read it; nothing more to say */
+bc_status bc_cfg_check_int_literals_text(const char *path, const char *text, size_t len, bc_error *err) {
     char *dir = bc_cfg_strdup(path);
-    if (!dir) {
-        free(text);
-        return bc_cfg_nomem(err);
-    }
+    if (!dir) return bc_cfg_nomem(err);
     char *slash = strrchr(dir, '/');
     const char *include_dir = NULL;
     if (slash) {
@@ -265,7 +235,6 @@ bc_status bc_cfg_check_int_literals_file(const char *path, bc_error *err) {
     scanner sc = {.where_file = path, .include_dir = include_dir, .depth = 1};
     bc_status st = scan_text(&sc, text, len, err);
     free(dir);
-    free(text);
     return st;
 }
 
