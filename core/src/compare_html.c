@@ -12,9 +12,12 @@
  * Changes beyond the axis are drawn to its edge with an arrow head.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compare.h"
+#include "htmlw.h"
+#include "report_file.h"
 
 /* Layout, in SVG user units (px at 100%). */
 enum {
@@ -27,18 +30,15 @@ enum {
     CHAR_W = 7    /* a character of the 12px labels, roughly */
 };
 
-/* Writes s with the five XML special characters escaped. */
+/* Writes s as XML text, escaped the one way the html reporter escapes it
+ * (reporters/common/htmlw.c: the special characters, and bytes that are not
+ * XML characters or not UTF-8), so a file name or label cannot break the
+ * page. */
 static void xml_text(FILE *out, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&#39;", out); break;
-        default: fputc(*s, out);
-        }
-    }
+    bc_text t = {0};
+    bc_html_text(&t, s);
+    if (t.buf && !t.failed) fputs(t.buf, out);
+    free(t.buf);
 }
 
 static const char k_style[] =
