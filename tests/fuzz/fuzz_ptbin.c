@@ -19,7 +19,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    opt_pt_file f;
+    opt_ck_file f;
     bc_error err;
     uint8_t *buf = malloc(size ? size : 1); /* exact bounds for ASan */
     if (!buf) return 0;
@@ -27,14 +27,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (opt_pt_parse(&f, "fuzz-input", buf, size, &err) == BC_OK) {
         volatile uint8_t sink = 0;
         for (size_t i = 0; i < f.n_tensors; i++) {
-            const opt_st_tensor *t = &f.tensors[i];
+            const opt_ck_tensor *t = &f.tensors[i];
             const uint8_t *p = t->data;
             if (t->nbytes) sink ^= p[0] ^ p[t->nbytes - 1];
-            if (t->nbytes != t->numel * opt_st_dtype_size(t->dtype)) abort();
+            if (t->nbytes != t->numel * opt_ck_dtype_size(t->dtype)) abort();
             if (i && strcmp(f.tensors[i - 1].name, t->name) >= 0) abort();
         }
         (void)sink;
-        opt_pt_close(&f);
+        opt_ck_file_close(&f);
     }
     free(buf);
     return 0;
