@@ -152,26 +152,23 @@ static bc_status pt_unpickle(pt_pickle *pk, const unsigned char *b, size_t len, 
             PUSH(v);
             break;
         }
-        case 'q': case 'r': { /* BINPUT, LONG_BINPUT */
-            size_t k = op == 'q' ? 1 : 4;
+        case 'q': case 'r': case 'h': case 'j': { /* BINPUT, LONG_BINPUT, BINGET, LONG_BINGET */
+            const int put = op == 'q' || op == 'r';
+            size_t k = op == 'q' || op == 'h' ? 1 : 4;
             NEED(k);
             uint64_t idx = k == 1 ? b[at] : pk_u32(b + at);
             at += k;
+            if (!put) {
+                if (idx >= pk->cap_memo || !pk->memo[idx])
+                    FAIL("%s: data.pkl: GET of unset memo index %llu at byte %zu", path, (unsigned long long)idx, op_at);
+                PUSH(pk->memo[idx]);
+                break;
+            }
             if (idx >= OPT_PICKLE_MAX_MEMO) FAIL("%s: data.pkl: memo index %llu is too large", path, (unsigned long long)idx);
             if (pk->n_stack <= pt_base(pk)) FAIL("%s: data.pkl: PUT on an empty stack at byte %zu", path, op_at);
             if (!pt_grow((void **)&pk->memo, &pk->cap_memo, (size_t)idx + 1, sizeof *pk->memo))
                 return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
             pk->memo[idx] = pk->stack[pk->n_stack - 1];
-            break;
-        }
-        case 'h': case 'j': { /* BINGET, LONG_BINGET */
-            size_t k = op == 'h' ? 1 : 4;
-            NEED(k);
-            uint64_t idx = k == 1 ? b[at] : pk_u32(b + at);
-            at += k;
-            if (idx >= pk->cap_memo || !pk->memo[idx])
-                FAIL("%s: data.pkl: GET of unset memo index %llu at byte %zu", path, (unsigned long long)idx, op_at);
-            PUSH(pk->memo[idx]);
             break;
         }
         case 'c': { /* GLOBAL "module\nname\n" */

@@ -1,7 +1,8 @@
-/* fuzz_ptbin.c: fuzz target for the pytorch_model.bin reader (opt_pt_parse in
- * plugins/opt/ptbin.c): a zip archive holding a torch state-dict pickle and
- * its storages. Whatever the input, the reader must return (no crash, no read
- * outside the buffer or an inflated entry, no leak, nothing executed); when it
+/* fuzz_ptbin.c: fuzz target for the pytorch_model.bin opener (opt_pt_parse in
+ * plugins/opt/ptbin.c, over ptzip.c and ptpickle.c): a zip archive holding a
+ * torch state-dict pickle and its storages. Whatever the input, the reader
+ * must return (no crash, no read outside the buffer or an inflated entry, no
+ * leak, nothing executed) and every error must name the file; when it
  * accepts, this target touches each tensor's first and last byte and checks
  * the table is sorted with unique names.
  *
@@ -20,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     opt_ck_file f;
-    bc_error err;
+    bc_error err = {0};
     uint8_t *buf = malloc(size ? size : 1); /* exact bounds for ASan */
     if (!buf) return 0;
     if (size) memcpy(buf, data, size);
@@ -35,6 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         (void)sink;
         opt_ck_file_close(&f);
+    } else if (err.message[0] == '\0' || strstr(err.message, "fuzz-input") == NULL) {
+        abort(); /* every error names the file */
     }
     free(buf);
     return 0;

@@ -1,5 +1,5 @@
-/* fuzz_safetensors.c: fuzz target for the safetensors header parser
- * (opt_st_parse in plugins/opt/safetensors.c). The input is a whole file:
+/* fuzz_safetensors.c: fuzz target for the safetensors opener (opt_st_parse
+ * in plugins/opt/safetensors.c, filling a ckpt_file.h table). The input is a whole file:
  * 8-byte header length, JSON header, data. Whatever the input, the parser
  * must return (no crash, no read outside the buffer, no leak); when it
  * accepts, every tensor it reports must lie inside the buffer, which this
@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     opt_ck_file f;
-    bc_error err;
+    bc_error err = {0};
     /* A private copy, so ASan sees the exact bounds of the input. */
     uint8_t *buf = malloc(size ? size : 1);
     if (!buf) return 0;

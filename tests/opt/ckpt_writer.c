@@ -154,6 +154,11 @@ void write_st_shard(const char *dir, const char *file, char tensor) {
     write_file(dir, file, bytes, 8 + (size_t)hl + 8);
 }
 
+int make_temp_dir(char *dir, size_t cap, const char *stem) {
+    int n = snprintf(dir, cap, "/tmp/%s_XXXXXX", stem);
+    return n > 0 && (size_t)n < cap && mkdtemp(dir) ? 0 : -1;
+}
+
 void remove_flat_dir(const char *dir) {
     DIR *d = opendir(dir);
     if (d) {

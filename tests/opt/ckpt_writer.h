@@ -43,6 +43,8 @@ void write_file(const char *dir, const char *name, const void *p, size_t n);
 void write_pt_shard(const char *dir, const char *file, char tensor);
 void write_st_shard(const char *dir, const char *file, char tensor);
 
+/* Makes a fresh folder /tmp/<stem>_XXXXXX into dir[cap]: 0, or -1. */
+int make_temp_dir(char *dir, size_t cap, const char *stem);
 /* Removes every file in dir, then dir (no subfolders expected). */
 void remove_flat_dir(const char *dir);
 

@@ -39,9 +39,7 @@ typedef struct fixture {
 
 static int setup(void **state) {
     fixture *fx = calloc(1, sizeof *fx);
-    if (!fx) return -1;
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/bc_ck_XXXXXX");
-    if (!mkdtemp(fx->dir)) {
+    if (!fx || make_temp_dir(fx->dir, sizeof fx->dir, "bc_ck") != 0) {
         free(fx);
         return -1;
     }

@@ -29,9 +29,7 @@ typedef struct fixture {
 
 static int setup(void **state) {
     fixture *fx = calloc(1, sizeof *fx);
-    if (!fx) return -1;
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/bc_st_XXXXXX");
-    if (!mkdtemp(fx->dir)) {
+    if (!fx || make_temp_dir(fx->dir, sizeof fx->dir, "bc_st") != 0) {
         free(fx);
         return -1;
     }
@@ -222,23 +220,26 @@ static void expect_set_fail(const fixture *fx, bc_status code, const char *s1, c
     opt_ck_set_close(&s);
 }
 
-static void test_sharded_wrong_file(void **state) {
-    fixture *fx = *state;
+/* The two shards of write_shards with an index whose weight_map maps x and y
+ * to shards 1x and 2y (1 or 2). */
+static void write_shards_mapped(const fixture *fx, int x, int y) {
     write_shards(fx);
-    const char *idx = "{\"weight_map\":{\"x\":\"model-00002-of-00002.safetensors\","
-                      "\"y\":\"model-00002-of-00002.safetensors\"}}";
+    char idx[256];
+    snprintf(idx, sizeof idx,
+             "{\"weight_map\":{\"x\":\"model-0000%d-of-00002.safetensors\",\"y\":\"model-0000%d-of-00002.safetensors\"}}", x,
+             y);
     write_bytes(fx, "model.safetensors.index.json", idx, strlen(idx));
-    expect_set_fail(fx, BC_ERR_FORMAT, "'x'", "model.safetensors.index.json");
+}
+
+static void test_sharded_wrong_file(void **state) {
+    write_shards_mapped(*state, 2, 2);
+    expect_set_fail(*state, BC_ERR_FORMAT, "'x'", "model.safetensors.index.json");
 }
 
 /* Every tensor of a shard must be in weight_map (model-00002 holds y and z). */
 static void test_sharded_unlisted_tensor(void **state) {
-    fixture *fx = *state;
-    write_shards(fx);
-    const char *idx = "{\"weight_map\":{\"x\":\"model-00001-of-00002.safetensors\","
-                      "\"y\":\"model-00002-of-00002.safetensors\"}}";
-    write_bytes(fx, "model.safetensors.index.json", idx, strlen(idx));
-    expect_set_fail(fx, BC_ERR_FORMAT, "'z'", "not in weight_map");
+    write_shards_mapped(*state, 1, 2);
+    expect_set_fail(*state, BC_ERR_FORMAT, "'z'", "not in weight_map");
 }
 
 static void test_sharded_traversal(void **state) {
