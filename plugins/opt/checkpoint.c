@@ -1,12 +1,12 @@
 /* checkpoint.c: loads a local Hugging Face OPT checkpoint directory
  * (config.json + model.safetensors, single or sharded, or else
  * pytorch_model.bin, single or sharded) into opt_weights, converting every
- * tensor to the run's dtype (docs/checkpoints.md). The file set reader
+ * tensor to the run's dtype (docs/checkpoints.md). The file-set reader
  * (ckpt_set.h) gives the same tensor list whatever the format (opt_ck_tensor,
- * sorted by name), and everything past opening the files is shared: one walk over the tensors
- * (ck_walk) either loads them or, for opt_checkpoint_validate, only checks
- * them. opt_checkpoint_check_files is the quick check that the files are
- * there at all, reading none of them.
+ * sorted by name), so everything past opening the files is one walk over the
+ * tensors (ck_walk) that either loads them or, for opt_checkpoint_validate,
+ * only checks them. opt_checkpoint_check_files is the quick check that the
+ * files are there at all, reading none of them.
  *
  * Tensor names (X = "model.decoder." or "decoder.", whichever the file uses):
  *   X embed_tokens.weight [V, P]        X embed_positions.weight [Tmax + 2, C]
