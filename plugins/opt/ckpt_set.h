@@ -10,8 +10,8 @@
  *     directory (no '/', '.' or '..'); its distinct files, at most
  *     OPT_CK_MAX_SHARDS, are opened in byte order of their names;
  *   - the tensors: every name unique across the files ("is in both"); every
- *     weight_map entry in the file it names, and every tensor of the files
- *     in weight_map.
+ *     weight_map entry in the file it names; every tensor of every shard
+ *     listed in weight_map.
  * Errors are one line naming the file (the index, or the shard) and the
  * tensor: BC_ERR_FORMAT for what the files say, BC_ERR_IO for a file that
  * cannot be opened or is not there, BC_ERR_NOMEM.

@@ -1,10 +1,11 @@
-/* test_ptbin.c: the pytorch_model.bin reader (plugins/opt/ptbin.c) and the
- * checkpoint loader's .bin path.
+/* test_ptbin.c: the pytorch_model.bin opener (plugins/opt/ptbin.c, with its
+ * zip and pickle readers ptzip.c and ptpickle.c) and the checkpoint loader's
+ * .bin path.
  *
  * tests/opt/golden/preln-bin holds the preln model's weights as torch.save
  * wrote them (tools/golden/make_golden.py); they must load bit-identically to
  * preln/model.safetensors (the golden forward on preln-bin is in
- * test_golden.c). A tiny zip writer builds the rest: small valid archives
+ * test_golden.c). The zip writer of ckpt_writer.c builds the rest: small valid archives
  * (STORED, DEFLATE, ZIP64 end records and extra fields), a sharded index over
  * two archives, and hostile inputs: a
  * truncated file, bytes that are not a zip, a pickle with a forbidden GLOBAL,
