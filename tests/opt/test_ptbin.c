@@ -5,10 +5,10 @@
  * tests/opt/golden/preln-bin holds the preln model's weights as torch.save
  * wrote them (tools/golden/make_golden.py); they must load bit-identically to
  * preln/model.safetensors (the golden forward on preln-bin is in
- * test_golden.c). The zip writer of ckpt_writer.c builds the rest: small valid archives
- * (STORED, DEFLATE, ZIP64 end records and extra fields), a sharded index over
- * two archives, and hostile inputs: a
- * truncated file, bytes that are not a zip, a pickle with a forbidden GLOBAL,
+ * test_golden.c). The zip writer of ckpt_writer.c builds the rest: small
+ * valid archives (STORED, DEFLATE, ZIP64 end records and extra fields), a
+ * sharded index over two archives, and hostile inputs: a truncated file,
+ * bytes that are not a zip, a pickle with a forbidden GLOBAL,
  * a storage offset out of range, an unset memo index, and every one-byte
  * corruption of a small valid pickle; each must fail cleanly with an error
  * that names the file.
