@@ -334,11 +334,6 @@ size_t opt_workspace_bytes(const opt_hparams *hp, int max_tokens, int Smax, int 
 
 /* ------------------------------------------------------------------- model */
 
-static int online_cores(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 bc_status opt_model_init_isa(opt_model *m, const opt_weights *w, int n_threads, int isa, bc_error *err) {
     memset(m, 0, sizeof *m);
     opt_isa best = opt_isa_detect();
@@ -350,7 +345,7 @@ bc_status opt_model_init_isa(opt_model *m, const opt_weights *w, int n_threads, 
     /* asked for the best: the best ISA that has a kernel table */
     m->k = requested_best ? opt_kernels_best() : opt_kernels_for((opt_isa)isa);
     if (!m->k) return bc_error_set(err, BC_ERR_INTERNAL, "no kernel table for %s", opt_isa_name((opt_isa)isa));
-    if (n_threads <= 0) n_threads = online_cores();
+    if (n_threads <= 0) n_threads = opt_online_cores();
     m->pool = opt_pool_create(n_threads);
     if (!m->pool) return bc_error_set(err, BC_ERR_NOMEM, "cannot create a pool of %d threads", n_threads);
     m->w = w;
