@@ -248,22 +248,30 @@ size_t opt_kv_cache_bytes(const opt_hparams *hp, opt_dtype dtype, int B, int Sma
     return 2 * align_up(n);
 }
 
-bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+bc_status opt_kv_cache_shape(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
                              bc_error *err) {
     memset(kv, 0, sizeof *kv);
     if (B < 1 || Smax < 1)
         return bc_error_set(err, BC_ERR_INVALID, "KV cache: B %d and Smax %d must be >= 1", B, Smax);
+    const size_t total = opt_kv_cache_bytes(hp, dtype, B, Smax);
+    if (total == SIZE_MAX)
+        return bc_error_set(err, BC_ERR_INFEASIBLE, "KV cache: %d layers x %d rows x %d positions x %d does not fit in "
+                            "memory's address space", hp->num_hidden_layers, B, Smax, hp->hidden_size);
     kv->dtype = dtype;
     kv->L = hp->num_hidden_layers;
     kv->B = B;
     kv->H = hp->num_attention_heads;
     kv->D = hp->hidden_size / hp->num_attention_heads;
     kv->Smax = Smax;
-    const size_t total = opt_kv_cache_bytes(hp, dtype, B, Smax);
-    if (total == SIZE_MAX)
-        return bc_error_set(err, BC_ERR_INFEASIBLE, "KV cache: %d layers x %d rows x %d positions x %d does not fit in "
-                            "memory's address space", hp->num_hidden_layers, B, Smax, hp->hidden_size);
-    size_t half = total / 2;
+    kv->bytes = total;
+    return BC_OK;
+}
+
+bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+                             bc_error *err) {
+    bc_status st = opt_kv_cache_shape(kv, hp, dtype, B, Smax, err);
+    if (st != BC_OK) return st;
+    size_t half = kv->bytes / 2;
     kv->k = stream_alloc(half);
     kv->v = stream_alloc(half);
     if (!kv->k || !kv->v) {

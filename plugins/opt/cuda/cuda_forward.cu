@@ -81,46 +81,39 @@ bc_status opt_cuda_model_reserve(opt_cuda_model *m, int max_tokens, bc_error *er
 bc_status opt_cuda_kv_cache_alloc(opt_cuda_device *d, opt_cuda_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype,
                                   int B, int Smax, bc_error *err) {
     memset(kv, 0, sizeof *kv);
-    if (B < 1 || Smax < 1) return bc_error_set(err, BC_ERR_INVALID, "KV cache: B %d and Smax %d must be >= 1", B, Smax);
-    kv->dtype = dtype;
-    kv->L = hp->num_hidden_layers;
-    kv->B = B;
-    kv->H = hp->num_attention_heads;
-    kv->D = hp->hidden_size / hp->num_attention_heads;
-    kv->Smax = Smax;
-    kv->bytes = opt_kv_cache_bytes(hp, dtype, B, Smax);
-    kv->alloc_bytes = kv->bytes + OPT_CUDA_ALIGN; /* + the length counter */
+    TRY(opt_kv_cache_shape(&kv->c, hp, dtype, B, Smax, err));
+    kv->alloc_bytes = kv->c.bytes + OPT_CUDA_ALIGN; /* + the length counter */
     char *base = NULL;
     bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_KV, kv->alloc_bytes, (void **)&base, "KV cache", err);
     if (st != BC_OK) {
         memset(kv, 0, sizeof *kv);
         return st;
     }
-    kv->k = base;
-    kv->v = base + kv->bytes / 2;
-    kv->d_len = (int *)(void *)(base + kv->bytes);
+    kv->c.k = base;
+    kv->c.v = base + kv->c.bytes / 2;
+    kv->d_len = (int *)(void *)(base + kv->c.bytes);
     return opt_cuda_kv_cache_set_len(d, kv, 0, err);
 }
 
 void opt_cuda_kv_cache_free(opt_cuda_device *d, opt_cuda_kv_cache *kv) {
-    if (!kv || !kv->k) return;
+    if (!kv || !kv->c.k) return;
     cudaStreamSynchronize(d->stream);
-    opt_cuda_free(d, OPT_CUDA_MEM_KV, kv->k, kv->alloc_bytes);
+    opt_cuda_free(d, OPT_CUDA_MEM_KV, kv->c.k, kv->alloc_bytes);
     memset(kv, 0, sizeof *kv);
 }
 
 bc_status opt_cuda_kv_cache_set_len(opt_cuda_device *d, opt_cuda_kv_cache *kv, int len, bc_error *err) {
     opt_cuda_launch_len_set(d->stream, kv->d_len, len);
     CU_CHECK(cudaGetLastError(), "len_set_kernel");
-    kv->len = len;
+    kv->c.len = len;
     return BC_OK;
 }
 
 bc_status opt_cuda_kv_cache_copy_row(opt_cuda_device *d, opt_cuda_kv_cache *dst, int dst_b,
                                      const opt_cuda_kv_cache *src, int src_b, int S, bc_error *err) {
-    const size_t tok = (size_t)dst->D * opt_dtype_size(dst->dtype);
-    opt_cuda_launch_kv_copy_row(d->stream, (char *)dst->k, (char *)dst->v, (const char *)src->k, (const char *)src->v,
-                                dst->L, dst->H, dst->B, dst_b, dst->Smax, src->B, src_b, src->Smax, tok, S);
+    const size_t tok = (size_t)dst->c.D * opt_dtype_size(dst->c.dtype);
+    opt_cuda_launch_kv_copy_row(d->stream, (char *)dst->c.k, (char *)dst->c.v, (const char *)src->c.k, (const char *)src->c.v,
+                                dst->c.L, dst->c.H, dst->c.B, dst_b, dst->c.Smax, src->c.B, src_b, src->c.Smax, tok, S);
     CU_CHECK(cudaGetLastError(), "kv_copy_row_kernel");
     return BC_OK;
 }
@@ -159,10 +152,10 @@ bc_status opt_cuda_forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const 
     opt_cuda_launch_residual_ln(dt, st, N, x, (const float *)NULL, pre ? dw(m, l0->ln1_gamma) : NULL,
                 pre ? dw(m, l0->ln1_beta) : NULL, xh, C, 1, 0, 0);
 
-    const size_t layer_kv = (size_t)kv->B * H * kv->Smax * D * es;
+    const size_t layer_kv = (size_t)kv->c.B * H * kv->c.Smax * D * es;
     for (int l = 0; l < L; l++) {
         const opt_layer_weights *lw = &w->layers[l];
-        void *kc = (char *)kv->k + (size_t)l * layer_kv, *vc = (char *)kv->v + (size_t)l * layer_kv;
+        void *kc = (char *)kv->c.k + (size_t)l * layer_kv, *vc = (char *)kv->c.v + (size_t)l * layer_kv;
         /* q, k, v: one GEMM [N, 3C] when the arena holds q_proj, k_proj, v_proj
          * (and their biases) back to back, as model.c lays them out; rows of
          * the result are 3C apart (the q, k, v buffers are adjacent in the
@@ -183,9 +176,9 @@ bc_status opt_cuda_forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const 
         }
         /* the new keys and values go to the cache: by the attention kernel
          * itself in a decode step (T == 1), else by kv_store_kernel first */
-        if (T > 1) opt_cuda_launch_kv_store(dt, st, kc, vc, kp, vp, ld, kv->d_len, B, T, H, D, kv->Smax);
+        if (T > 1) opt_cuda_launch_kv_store(dt, st, kc, vc, kp, vp, ld, kv->d_len, B, T, H, D, kv->c.Smax);
         opt_cuda_launch_attention(dt, st, att, qp, ld, kc, vc, T == 1 ? kp : (const float *)NULL,
-                    T == 1 ? vp : (const float *)NULL, d_mask, stride, kv->d_len, B, T, H, D, kv->Smax);
+                    T == 1 ? vp : (const float *)NULL, d_mask, stride, kv->d_len, B, T, H, D, kv->c.Smax);
         TRY(opt_cuda_gemm(m, y, att, dw(m, lw->out_proj.data), dw(m, lw->out_bias), N, C, C, 0, err));
         if (pre)
             opt_cuda_launch_residual_ln(dt, st, N, x, y, dw(m, lw->ln2_gamma), dw(m, lw->ln2_beta), xh, C, 1, 0, 0);
@@ -233,15 +226,15 @@ bc_status opt_cuda_forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const 
 bc_status opt_cuda_forward_check(opt_cuda_model *m, const opt_cuda_kv_cache *kv, int stride, int B, int T,
                                  opt_logits_mode mode, const float *d_logits, bc_error *err) {
     const opt_hparams *hp = &m->hp;
-    const int S1 = kv->len + T;
-    if (B != kv->B || T < 1)
-        return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: B %d (cache has %d), T %d", B, kv->B, T);
-    if (S1 > kv->Smax || S1 > hp->max_position_embeddings)
+    const int S1 = kv->c.len + T;
+    if (B != kv->c.B || T < 1)
+        return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: B %d (cache has %d), T %d", B, kv->c.B, T);
+    if (S1 > kv->c.Smax || S1 > hp->max_position_embeddings)
         return bc_error_set(err, BC_ERR_INVALID,
-                            "opt_cuda_forward: %d tokens exceed the cache (%d) or the positions (%d)", S1, kv->Smax,
+                            "opt_cuda_forward: %d tokens exceed the cache (%d) or the positions (%d)", S1, kv->c.Smax,
                             hp->max_position_embeddings);
     if (stride < S1) return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: mask stride %d < %d tokens", stride, S1);
-    if (kv->dtype != m->dt || kv->L != hp->num_hidden_layers || kv->H != hp->num_attention_heads)
+    if (kv->c.dtype != m->dt || kv->c.L != hp->num_hidden_layers || kv->c.H != hp->num_attention_heads)
         return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: KV cache shape or dtype does not match the model");
     if (mode != OPT_LOGITS_NONE && !d_logits) return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: logits is NULL");
     return BC_OK;
@@ -253,7 +246,7 @@ bc_status opt_cuda_forward(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32
     TRY(opt_cuda_model_reserve(m, B * T, err));
     TRY(opt_cuda_forward_body(m, kv, d_tokens, d_mask, mask_stride, B, T, mode, d_logits, err));
     CU_CHECK(cudaGetLastError(), "forward kernels");
-    kv->len += T;
+    kv->c.len += T;
     return BC_OK;
 }
 

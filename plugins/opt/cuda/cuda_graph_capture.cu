@@ -52,9 +52,9 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
         return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);
     TRY(opt_cuda_forward_check(m, kv, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err));
     TRY(opt_cuda_model_reserve(m, B, err));
-    const void *ptrs[] = {kv->k, kv->d_len, d_tokens, d_mask, d_logits, m->d_ws};
+    const void *ptrs[] = {kv->c.k, kv->d_len, d_tokens, d_mask, d_logits, m->d_ws};
     const uint64_t binding = opt_cuda_graphs_binding(ptrs, 6, ((uint64_t)(unsigned)mask_stride << 32) |
-                                                                  (uint64_t)(unsigned)kv->Smax);
+                                                                  (uint64_t)(unsigned)kv->c.Smax);
     void *found = NULL;
     const opt_cuda_graph_action act = opt_cuda_graphs_next(&m->graphs, B, binding, &found);
     /* the first step with these buffers runs eagerly: it makes the GEMM plans
@@ -69,7 +69,7 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
         opt_cuda_graphs_put(&m->graphs, B, binding, (void *)exec);
     }
     CU_CHECK(cudaGraphLaunch(exec, m->dev->stream), "graph launch");
-    kv->len += 1;
+    kv->c.len += 1;
     return BC_OK;
 }
 

@@ -143,7 +143,7 @@ static bc_status cuda_set_cache(void *ctx, opt_rollout *ro, int len, int group, 
     (void)ro, (void)prefix;
     opt_cuda_rollout *cr = ctx;
     if (group > 1) return bc_error_set(err, BC_ERR_INTERNAL, "opt cuda: prefix sharing asked of the CUDA device");
-    if (len == 0 || cr->kv.len != len) return opt_cuda_kv_cache_set_len(cr->dev, &cr->kv, len, err);
+    if (len == 0 || cr->kv.c.len != len) return opt_cuda_kv_cache_set_len(cr->dev, &cr->kv, len, err);
     return BC_OK;
 }
 
