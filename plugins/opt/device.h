@@ -70,6 +70,7 @@ extern const opt_step_ops opt_cpu_steps;
 /* The settings a device is made from. */
 typedef struct opt_device_config {
     int threads;      /* CPU worker threads (>= 1) */
+    int isa;          /* CPU kernel family (opt_isa), -1 = the best this CPU has */
     int index;        /* CUDA device index */
     int graphs;       /* CUDA: capture and replay decode steps */
 } opt_device_config;

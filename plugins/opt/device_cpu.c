@@ -233,6 +233,7 @@ const opt_step_ops opt_cpu_steps = {
 
 typedef struct cpu_device {
     int threads;
+    int isa;                /* opt_model_init_isa's: -1 = the best */
     int have_model;
     opt_model m;            /* owned: pool + workspace; borrows the plugin's weights */
     int64_t case_kv, case_ws; /* what the case holds while generating */
@@ -242,6 +243,7 @@ static bc_status cpu_create(const opt_device_config *cfg, void **out, bc_error *
     cpu_device *d = calloc(1, sizeof *d);
     if (!d) return bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
     d->threads = cfg->threads > 0 ? cfg->threads : opt_online_cores();
+    d->isa = cfg->isa;
     *out = d;
     return BC_OK;
 }
@@ -260,8 +262,9 @@ static bc_status cpu_open(void *ctx, bc_error *err) {
 
 static void cpu_describe(void *ctx, opt_device_info *out) {
     cpu_device *d = ctx;
-    /* the kernels opt_model_init picks (or picked): the best with a table */
-    const opt_kernels *k = d->have_model ? d->m.k : opt_kernels_best();
+    /* the kernels the model uses, or will: the asked family, else the best with a table */
+    const opt_kernels *k = d->have_model ? d->m.k : d->isa >= 0 ? opt_kernels_for((opt_isa)d->isa) : NULL;
+    if (!k) k = opt_kernels_best();
     *out = (opt_device_info){.device = "cpu", .cpu_kernels = opt_isa_name(k->isa), .cpu_threads = d->threads};
 }
 
@@ -317,7 +320,7 @@ static bc_status cpu_begin_case(void *ctx, const opt_weights *w, opt_rollout *ro
     }
     bc_status st;
     if (!d->have_model) {
-        if ((st = opt_model_init(&d->m, w, d->threads, err)) != BC_OK) return st;
+        if ((st = opt_model_init_isa(&d->m, w, d->threads, d->isa, err)) != BC_OK) return st;
         d->have_model = 1;
     }
     if ((st = opt_rollout_acquire(ro, &d->m, err)) != BC_OK) return st;

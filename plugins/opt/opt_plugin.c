@@ -280,6 +280,7 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
      * with "no CUDA device: ..." (the backend cannot start) */
     s->dev = strcmp(setting_str(v, S_DEVICE), "cuda") == 0 ? opt_device_cuda : &opt_device_cpu;
     const opt_device_config cfg = {.threads = s->threads,
+                                   .isa = -1,
                                    .index = (int)setting_int(v, S_DEVICE_INDEX),
                                    .graphs = setting_int(v, S_CUDA_GRAPHS) != 0};
     if ((st = s->dev->create(&cfg, &s->dev_ctx, err)) != BC_OK) {

@@ -65,7 +65,7 @@ static void backend_case_without_device(void **state) {
     memset(&w, 0, sizeof w); /* never touched: the device open fails first */
     w.hp = hp;
     const opt_device_ops *d = opt_device_cuda;
-    const opt_device_config cfg = {.threads = 1, .index = 0, .graphs = 1};
+    const opt_device_config cfg = {.threads = 1, .isa = -1, .index = 0, .graphs = 1};
     void *ctx = NULL;
     assert_int_equal(d->create(&cfg, &ctx, &err), BC_OK);
     assert_int_equal(d->open(ctx, &err), BC_ERR_DEVICE);

@@ -247,7 +247,7 @@ static void device_hooks(void **state) {
     const opt_device_ops *d = opt_device_cuda;
     assert_non_null(d);
     assert_string_equal(d->name, "cuda");
-    const opt_device_config cfg = {.threads = 1, .index = 0, .graphs = 1};
+    const opt_device_config cfg = {.threads = 1, .isa = -1, .index = 0, .graphs = 1};
     void *ctx = NULL;
     assert_int_equal(d->create(&cfg, &ctx, &err), BC_OK);
     opt_device_plan plan;
