@@ -92,7 +92,6 @@ typedef struct opt_device_plan {
 
 /* What a device holds now. */
 typedef struct opt_device_memory {
-    int64_t host_cache;        /* host bytes of the case's cache held now (0 when released or off the host) */
     int64_t kv_cache, workspace; /* the case's cache while generating (0 outside a case) */
     int64_t weights;           /* device weights (-1: host weights) */
     int64_t device_resident, device_peak, device_free, device_total; /* -1 on the CPU */
@@ -122,6 +121,10 @@ typedef struct opt_device_ops {
     /* Frees the case's cache (before the plugin frees ro). */
     void (*end_case)(void *ctx, opt_rollout *ro);
     void (*reset_peak)(void *ctx);
+    /* Host bytes of ro's cache held now, as allocated (0 when released, or
+     * when the cache is on a device); ro may be NULL (no case). Cheap: the
+     * plugin's accounting calls it after every hook that allocates. */
+    int64_t (*host_bytes)(void *ctx, const opt_rollout *ro);
     bc_status (*read_memory)(void *ctx, const opt_rollout *ro, opt_device_memory *out, bc_error *err);
 } opt_device_ops;
 

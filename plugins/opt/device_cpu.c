@@ -358,14 +358,18 @@ static void cpu_end_case(void *ctx, opt_rollout *ro) {
 
 static void cpu_reset_peak(void *ctx) { (void)ctx; }
 
-static bc_status cpu_read_memory(void *ctx, const opt_rollout *ro, opt_device_memory *out, bc_error *err) {
-    (void)err;
+static int64_t cpu_host_bytes(void *ctx, const opt_rollout *ro) {
     cpu_device *d = ctx;
     int64_t kv = 0, ws = 0;
     if (ro) cache_held(ro, d->have_model ? &d->m : NULL, &kv, &ws);
     else if (d->have_model) ws = (int64_t)d->m.ws.bytes;
-    *out = (opt_device_memory){.host_cache = kv + ws,
-                               .kv_cache = ro ? d->case_kv : 0,
+    return kv + ws;
+}
+
+static bc_status cpu_read_memory(void *ctx, const opt_rollout *ro, opt_device_memory *out, bc_error *err) {
+    (void)err;
+    cpu_device *d = ctx;
+    *out = (opt_device_memory){.kv_cache = ro ? d->case_kv : 0,
                                .workspace = ro ? d->case_ws : 0,
                                .weights = -1,
                                .device_resident = -1,
@@ -389,5 +393,6 @@ const opt_device_ops opt_device_cpu = {
     .cache_release = cpu_cache_release,
     .end_case = cpu_end_case,
     .reset_peak = cpu_reset_peak,
+    .host_bytes = cpu_host_bytes,
     .read_memory = cpu_read_memory,
 };

@@ -214,10 +214,7 @@ static int64_t current_bytes(const opt_backend *s) {
     const footprint f = footprint_of(s, &s->hp, s->have_weights ? s->w.dtype : OPT_F32, s->have_rollout ? &s->ro : NULL);
     int64_t n = f.prompts + (s->have_rollout ? f.buffers : 0);
     if (s->have_weights) n += (int64_t)s->w.arena_bytes + f.layer_table;
-    opt_device_memory dm;
-    bc_error err = {0};
-    if (s->dev->read_memory(s->dev_ctx, s->have_rollout ? &s->ro : NULL, &dm, &err) == BC_OK) n += dm.host_cache;
-    return n;
+    return n + s->dev->host_bytes(s->dev_ctx, s->have_rollout ? &s->ro : NULL);
 }
 
 static void account(opt_backend *s) {

@@ -262,7 +262,7 @@ static void device_hooks(void **state) {
     assert_int_equal(ro.n_generated, 6 * 9);
     opt_device_memory ms;
     assert_int_equal(d->read_memory(ctx, &ro, &ms, &err), BC_OK);
-    assert_int_equal(ms.host_cache, 0);
+    assert_int_equal(d->host_bytes(ctx, &ro), 0);
     assert_int_equal(ms.weights, plan.weights);
     assert_int_equal(ms.kv_cache, plan.kv_cache);
     assert_int_equal(ms.workspace, plan.workspace);

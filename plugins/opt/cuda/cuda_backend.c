@@ -168,6 +168,12 @@ static bc_status cuda_read_memory(void *ctx, const opt_rollout *ro, opt_device_m
     return BC_OK;
 }
 
+/* The cache is on the device. */
+static int64_t cuda_host_bytes(void *ctx, const opt_rollout *ro) {
+    (void)ctx, (void)ro;
+    return 0;
+}
+
 static const opt_device_ops cuda_ops = {
     .name = "cuda",
     .create = cuda_create,
@@ -182,6 +188,7 @@ static const opt_device_ops cuda_ops = {
     .cache_release = cuda_cache_release,
     .end_case = cuda_end_case,
     .reset_peak = cuda_reset_peak,
+    .host_bytes = cuda_host_bytes,
     .read_memory = cuda_read_memory,
 };
 
