@@ -217,6 +217,33 @@ static void sampled_reproducible(void **state) {
     for (int i = 0; i < N_TOK; i++) assert_true(a[i] >= 0 && a[i] < f->w.hp.vocab_size);
 }
 
+/* sample_stream "per_iteration" on the device: the loop seeds the rows'
+ * generators from the iteration, so iterations 0 and 1 differ and the same
+ * iteration repeats. */
+static void device_iteration_streams(void **state) {
+    fixture *f = *state;
+    bc_error err = {0};
+    mode md = {1, 0, 0, 0, 20, 0.9, 0.9};
+    opt_rollout_params p = params(&md);
+    p.per_iteration_stream = 1;
+    int32_t seqs[3][N_TOK];
+    const uint64_t iterations[3] = {0, 1, 1};
+    for (int i = 0; i < 3; i++) {
+        opt_rollout ro;
+        assert_int_equal(opt_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
+        opt_cuda_rollout cr;
+        opt_cuda_rollout_init(&cr, &ro, f->dev, f->m, md.graphs);
+        ro.iteration = iterations[i];
+        assert_int_equal(opt_rollout_expand(&ro, &err), BC_OK);
+        if (opt_cuda_rollout_generate(&cr, &err) != BC_OK) fail_msg("%s", err.message);
+        memcpy(seqs[i], ro.seq, sizeof seqs[i]);
+        opt_cuda_rollout_free(&cr);
+        opt_rollout_free(&ro, NULL);
+    }
+    assert_memory_not_equal(seqs[0], seqs[1], sizeof seqs[0]);
+    assert_memory_equal(seqs[1], seqs[2], sizeof seqs[1]);
+}
+
 static void graphs_per_batch(void **state) {
     fixture *f = *state;
     int32_t seq[N_TOK];
@@ -304,6 +331,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(forced_eos_equal_cpu, setup_preln, teardown),
         cmocka_unit_test_setup_teardown(forced_eos_equal_cpu, setup_hd80, teardown),
         cmocka_unit_test_setup_teardown(sampled_reproducible, setup_preln, teardown),
+        cmocka_unit_test_setup_teardown(device_iteration_streams, setup_preln, teardown),
         cmocka_unit_test_setup_teardown(graphs_per_batch, setup_preln, teardown),
         cmocka_unit_test_setup_teardown(device_hooks, setup_preln, teardown),
     };
