@@ -146,8 +146,8 @@ void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures,
 /* ---------------------------------------------------------------- sampling */
 
 /* One sampling step of every row, on the device, as ../sampling.c and the
- * rollout's sample_step do it: EOS suppressed unless stop_at_eos; a finished
- * row emits pad_id; greedy (first maximum) when temperature == 0, else
+ * CPU device's sampling step (../device_cpu.c) do it: EOS suppressed unless
+ * stop_at_eos; a finished row emits pad_id; greedy (first maximum) when temperature == 0, else
  * temperature, top-k, top-p, and one uniform from the row's generator (the
  * CPU path's splitmix64 stream: opt_rng_for_row, opt_rng_uniform). The token
  * of row r goes to d_seq[r, pos] and d_step_tokens[r], d_mask[r, pos] = 1,

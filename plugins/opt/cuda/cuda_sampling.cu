@@ -1,6 +1,6 @@
 /* cuda_sampling.cu: one sampling step of every row on the device (see
- * opt_cuda_sample in cuda_forward.h), as ../sampling.c and rollout.c's
- * sample_step do it, with no logits copied to the host.
+ * opt_cuda_sample in cuda_forward.h), as ../sampling.c and the CPU device's
+ * sampling step (../device_cpu.c) do it, with no logits copied to the host.
  *
  * One block of SAMPLE_THREADS per row r:
  *   finished row (stop_at_eos and EOS seen): emit pad_id;
