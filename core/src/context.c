@@ -75,7 +75,8 @@ static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plu
 /* Steps 1 and 2: the config and its plugins. */
 static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args *a, bc_error *err) {
     if (!a->file) return bc_error_set(err, BC_ERR_INVALID, "missing FILE");
-    bc_status st = bc_config_load(&ctx->cfg, a->file, a->sets, a->n_sets, a->reporters, err);
+    bc_status st = bc_config_load_text(&ctx->cfg, a->file, a->file_text, a->file_text_len, a->sets, a->n_sets,
+                                       a->reporters, err);
     if (st != BC_OK) return st;
     bc_output_claims_begin(); /* no two plugins' outputs on one file */
     /* plugin_path entries, like every relative path in bench.cfg, are relative
