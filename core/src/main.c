@@ -361,12 +361,13 @@ static int exit_for(bc_status st) {
     return st == BC_ERR_NOMEM || st == BC_ERR_DEVICE || st == BC_ERR_INTERNAL ? EXIT_RUNTIME : EXIT_USAGE;
 }
 
-/* Builds ctx from a's FILE (or its text, when text is not NULL). */
+/* Builds ctx from a's FILE (or its text, when text is not NULL; local_rank:
+ * context.h). */
 static bc_status build_context(bc_context *ctx, const args *a, int allow_infeasible, const char *text, size_t len,
-                               bc_error *err) {
+                               const int32_t *local_rank, bc_error *err) {
     bc_context_args ca = {.file = a->file, .sets = a->sets, .n_sets = a->n_sets, .reporters = a->reporters,
                           .allow_infeasible = allow_infeasible, .cases = a->cases, .only = a->only,
-                          .file_text = text, .file_text_len = len};
+                          .file_text = text, .file_text_len = len, .local_rank = local_rank};
     return bc_context_open(ctx, &ca, err);
 }
 
@@ -382,7 +383,7 @@ static int open_context(bc_context *ctx, const args *a, int allow_infeasible) {
         return EXIT_USAGE;
     }
     bc_error err = {0};
-    bc_status st = build_context(ctx, a, allow_infeasible, NULL, 0, &err);
+    bc_status st = build_context(ctx, a, allow_infeasible, NULL, 0, NULL, &err);
     if (st == BC_OK) return 0;
     print_bc_error(&err);
     return exit_for(st);
@@ -468,7 +469,7 @@ static int open_run_context(bc_context *ctx, const args *a, bc_dist *dist, bc_di
         free(text);
         return print_bc_error(&err), EXIT_RUNTIME;
     }
-    st = build_context(ctx, a, 0, text, len, &err);
+    st = build_context(ctx, a, 0, text, len, &dist->local_rank, &err);
     free(text);
     return join_ranks(ctx, dist, st, &err);
 }
@@ -567,7 +568,7 @@ static int run_context(const args *a, bc_context *ctx, bc_dist *d) {
     bc_status run_st = bc_run(&rc_cfg, &res, &err);
     g_running = 0;
     if (run_st != BC_OK) {
-        print_bc_error(&err);
+        if (lead) print_bc_error(&err); /* the ranks agreed on it */
         exit_code = run_st == BC_ERR_SETTING ? EXIT_USAGE : EXIT_RUNTIME;
     } else {
         exit_code = bc_run_exit_status(&res);

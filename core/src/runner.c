@@ -937,7 +937,9 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     uint32_t axes = bc_matrix_rebuild_axes(be->backend.rebuild_axes);
     bc_matrix_execution_order(cfg->cases, n, axes, order);
 
-    if (be->backend.prepare && (st = be->backend.prepare(cfg->backend_instance, err)) != BC_OK) {
+    st = be->backend.prepare ? be->backend.prepare(cfg->backend_instance, err) : BC_OK;
+    if (cfg->dist) st = bc_dist_agree_status(cfg->dist, st, err); /* every rank starts, or none */
+    if (st != BC_OK) {
         char msg[sizeof err->message + 512];
         snprintf(msg, sizeof msg, "%.300s%sbackend '%s' could not start: prepare: %s",
                  cfg->backend_where ? cfg->backend_where : "", cfg->backend_where ? ": " : "", be->desc->name,

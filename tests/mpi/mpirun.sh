@@ -26,6 +26,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 export OMPI_MCA_btl_base_warn_component_unused=0 OMPI_MCA_rmaps_base_oversubscribe=1
 export BENCHCTL_PLUGIN_PATH=$FIXTURES
+# under ASan: Open MPI's own allocations are not ours (lsan-openmpi.supp);
+# full stacks, so that a suppression sees the library frames
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$SRC/tests/mpi/lsan-openmpi.supp"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 
 # mpi NAME NP ARGS...: runs benchctl on NP ranks in WORK/NAME (timeout 120 s);
 # status in $code, output in NAME/out.txt and NAME/err.txt
@@ -49,16 +53,16 @@ reporters = ( { name = "json"; settings = { path = "report.json"; }; }, { name =
 EOF
 CFG=$WORK/case.cfg
 
-# 1. replicate, 2 and 3 ranks, the last rank a straggler (60 ms per rollout)
+# 1. replicate, 2 and 3 ranks, the last rank a straggler (100 ms per rollout)
 for np in 2 3; do
     last=$((np - 1))
     mpi "straggler$np" "$np" "$BENCHCTL" run "$CFG" \
-        --set "backend.settings.straggler_rank=$last" --set backend.settings.straggler_us=60000
+        --set "backend.settings.straggler_rank=$last" --set backend.settings.straggler_us=100000
     [ "$code" -eq 0 ] || { fail "straggler$np: exited $code"; sed 's/^/    /' "straggler$np/err.txt"; }
     # with 3 ranks the median is a normal rank, so the tax is the whole gap
-    tax=20
-    [ "$np" -eq 3 ] && tax=40
-    "$CHECK" "straggler$np/report.json" "$np" replicate "slowest=$last" gap_ms=40 "tax_ms=$tax" failed=0 forced=1 ||
+    tax=25
+    [ "$np" -eq 3 ] && tax=50
+    "$CHECK" "straggler$np/report.json" "$np" replicate "slowest=$last" gap_ms=50 "tax_ms=$tax" failed=0 forced=1 ||
         fail "straggler$np: report"
     grep -q 'straggler' "straggler$np/report.csv" || fail "straggler$np: report.csv has no straggler columns"
     [ "$(grep -c '^[0-9]' "straggler$np/report.csv")" -eq 4 ] || fail "straggler$np: report.csv should have 4 rows"
@@ -67,10 +71,10 @@ for np in 2 3; do
     [ "$(grep -c 'cases: 4 ok' "straggler$np/err.txt")" -eq 1 ] || fail "straggler$np: not exactly one summary line"
 done
 
-# 2. rank-dependent timings: rank r waits r x 15 ms; rank 2 is the slowest
-mpi ranked 3 "$BENCHCTL" run "$CFG" --set backend.settings.rank_us=15000
+# 2. rank-dependent timings: rank r waits r x 40 ms; rank 2 is the slowest
+mpi ranked 3 "$BENCHCTL" run "$CFG" --set backend.settings.rank_us=40000
 [ "$code" -eq 0 ] || { fail "ranked: exited $code"; sed 's/^/    /' ranked/err.txt; }
-"$CHECK" ranked/report.json 3 replicate slowest=2 gap_ms=10 failed=0 || fail "ranked: report"
+"$CHECK" ranked/report.json 3 replicate slowest=2 gap_ms=20 failed=0 || fail "ranked: report"
 
 # 3. a case that fails on rank 1 only fails everywhere, with rank 1's error; the run goes on
 mpi fail_one 2 "$BENCHCTL" run "$CFG" --set backend.settings.fail_on_batch=2 --set backend.settings.fail_rank=1
@@ -118,10 +122,18 @@ code=$?
 grep -q 'launched by srun as one of 4 tasks' srun/err.txt && grep -q 'srun --mpi=pmix' srun/err.txt ||
     { fail "srun: no line saying what to do"; sed 's/^/    /' srun/err.txt; }
 
-# 10. the single-process executable does not link MPI
+# 10. each rank's device_index defaults to its local rank when device = "cuda" (the fixture only names it)
+mpi device 2 "$BENCHCTL" run "$CFG" --cases 0 --set 'backend.settings.device="cuda"'
+[ "$code" -eq 0 ] || { fail "device: exited $code"; sed 's/^/    /' device/err.txt; }
+grep -q '"rank": 1, "host": "[^"]*", "local_rank": 1, "device": "cuda:1"' device/report.json ||
+    grep -A4 '"rank": 1,' device/report.json | grep -q '"device": "cuda:1"' || fail "device: rank 1 does not run on cuda:1"
+mpi device_set 2 "$BENCHCTL" run "$CFG" --cases 0 --set 'backend.settings.device="cuda"' --set backend.settings.device_index=0
+[ "$(grep -c '"device": "cuda:0"' device_set/report.json)" -ge 3 ] || fail "device_set: a device_index given is not kept on every rank"
+
+# 11. the single-process executable does not link MPI
 if command -v ldd >/dev/null 2>&1 && ldd "$BENCHCTL" | grep -q 'libmpi'; then fail "benchctl links libmpi"; fi
 
-# 11. the OPT engine under 2 ranks, end to end (configs/bench.cfg, one case, one iteration, 1 thread each)
+# 12. the OPT engine under 2 ranks, end to end (configs/bench.cfg, one case, one iteration, 1 thread each)
 mpi opt 2 -x BENCHCTL_PLUGIN_PATH= "$BENCHCTL" run "$SRC/configs/bench.cfg" --cases 0 --set run.warmup=0 \
     --set run.iterations=1 --set backend.settings.threads=1 --reporter json --set 'reporters.[0].settings.path="opt.json"'
 [ "$code" -eq 0 ] || { fail "opt: exited $code"; sed 's/^/    /' opt/err.txt; }
