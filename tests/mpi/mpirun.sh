@@ -71,6 +71,17 @@ for np in 2 3; do
     [ "$(grep -c 'cases: 4 ok' "straggler$np/err.txt")" -eq 1 ] || fail "straggler$np: not exactly one summary line"
 done
 
+# the html report draws one bar per rank and case, the straggler's the darker one
+mpi html 2 "$BENCHCTL" run "$CFG" --set backend.settings.straggler_rank=1 --set backend.settings.straggler_us=100000 \
+    --reporter html --set 'reporters.[0].settings.path="report.html"'
+[ "$code" -eq 0 ] || { fail "html: exited $code"; sed 's/^/    /' html/err.txt; }
+[ "$(grep -o '<section id="ranks">' html/report.html | wc -l)" -eq 1 ] || fail "html: no ranks section"
+[ "$(grep -o '<rect class="f[01]" [^>]*><title>[^<]*: rank [01] ' html/report.html | wc -l)" -eq 8 ] ||
+    fail "html: not 8 rank bars (4 cases x 2 ranks)"
+[ "$(grep -o '<rect class="f1" [^>]*><title>[^<]*: rank 1 ' html/report.html | wc -l)" -eq 4 ] ||
+    fail "html: rank 1 is not the darker bar of every case"
+if command -v xmllint >/dev/null 2>&1; then xmllint --noout html/report.html || fail "html: not well-formed"; fi
+
 # 2. rank-dependent timings: rank r waits r x 40 ms; rank 2 is the slowest
 mpi ranked 3 "$BENCHCTL" run "$CFG" --set backend.settings.rank_us=40000
 [ "$code" -eq 0 ] || { fail "ranked: exited $code"; sed 's/^/    /' ranked/err.txt; }
