@@ -239,8 +239,8 @@ bc_status bc_dist_barrier(bc_dist *d, bc_error *err) {
     return st;
 }
 
-void bc_dist_agree(bc_dist *d, bc_status *st, const char **hook, bc_error *err, volatile sig_atomic_t *stop,
-                   int32_t *stop_reason) {
+int bc_dist_agree(bc_dist *d, bc_status *st, const char **hook, bc_error *err, volatile sig_atomic_t *stop,
+                  int32_t *stop_reason) {
     status_wire mine = {.status = *st, .stop_level = stop ? (int32_t)*stop : 0,
                         .stop_reason = stop_reason ? *stop_reason : 0};
     if (*st != BC_OK) {
@@ -261,6 +261,7 @@ void bc_dist_agree(bc_dist *d, bc_status *st, const char **hook, bc_error *err, 
         bc_error_set(err, *st, "%s", all[f].message);
     }
     free(all);
+    return level;
 }
 
 bc_status bc_dist_results_alloc(bc_dist *d, size_t n_cases, bc_error *err) {

@@ -107,13 +107,15 @@ bc_status bc_dist_check_same(bc_dist *d, const char *signature, const char *devi
 /* Replicate: every rank has reached the start of an iteration. */
 bc_status bc_dist_barrier(bc_dist *d, bc_error *err);
 
-/* Replicate, after begin_case or an iteration: every rank gives its status
- * (*st, with *hook and err's message when failed), its stop level (*stop)
- * and stop decision (*stop_reason, may be NULL). Afterwards, on every
- * rank: *st, *hook and err are the first failing rank's ("rank R (host):
- * hook"), *stop is the highest level any rank saw and *stop_reason rank
- * 0's. A failing collective aborts the job. */
-void bc_dist_agree(bc_dist *d, bc_status *st, const char **hook, bc_error *err, volatile sig_atomic_t *stop,
+/* Replicate, before a case, after begin_case and after an iteration: every
+ * rank gives its status (*st, with *hook and err's message when failed), its
+ * stop level (*stop) and stop decision (*stop_reason, may be NULL).
+ * Afterwards, on every rank: *st, *hook and err are the first failing
+ * rank's ("rank R (host): hook"), *stop is at least the highest level any
+ * rank saw, and *stop_reason rank 0's. Returns that highest level: the
+ * runner decides on it, not on *stop, which a signal may raise on one rank
+ * after the agreement. A failing collective aborts the job. */
+int bc_dist_agree(bc_dist *d, bc_status *st, const char **hook, bc_error *err, volatile sig_atomic_t *stop,
                    int32_t *stop_reason);
 
 /* Allocates the per-case results for n_cases cases. */

@@ -442,18 +442,19 @@ static void run_case(run_state *rs, size_t k) {
     cr->status = BC_CASE_OK;
     st = ops->begin_case(inst, c, &err);
     hook = st != BC_OK ? "begin_case" : NULL;
-    if (dist) bc_dist_agree(dist, &st, &hook, &err, cfg->stop, NULL); /* a case fails everywhere or nowhere */
+    int stop_agreed = 0; /* distributed: the interrupt level every rank saw at the last agreement */
+    if (dist) stop_agreed = bc_dist_agree(dist, &st, &hook, &err, cfg->stop, NULL); /* fails everywhere or nowhere */
     if (st != BC_OK) goto done;
     for (uint32_t w = 0; w < cfg->warmup; w++) {
         if (dist) bc_dist_barrier(dist, &err);
         st = one_iteration(cfg, inst, c, &released, row, &it_out, &err);
-        if (dist) bc_dist_agree(dist, &st, &it_out.hook, &err, cfg->stop, NULL);
+        if (dist) stop_agreed = bc_dist_agree(dist, &st, &it_out.hook, &err, cfg->stop, NULL);
         if (st != BC_OK) {
             hook = it_out.hook;
             goto done;
         }
         if (!it_out.abandoned) iteration_event(rs, c, 1, w, row, ms_since(t_case), NAN);
-        if (stop_level(cfg)) {
+        if (dist ? stop_agreed : stop_level(cfg)) { /* a signal after the agreement waits for the next */
             mark_interrupted(cfg, res, k, "during warmup", 0, 0);
             goto done;
         }
@@ -474,12 +475,12 @@ static void run_case(run_state *rs, size_t k) {
         double elapsed = ms_since(t_case);
         double rel = st == BC_OK && has_target(cfg) ? case_rel_ci(res, k, it + 1) : NAN;
         int32_t rule = st == BC_OK ? (int32_t)stop_rule(cfg, it + 1, rel, elapsed) : BC_STOP_NONE;
-        if (dist) bc_dist_agree(dist, &st, &it_out.hook, &err, cfg->stop, &rule); /* rank 0's rule decides */
+        if (dist) stop_agreed = bc_dist_agree(dist, &st, &it_out.hook, &err, cfg->stop, &rule); /* rank 0's rule */
         if (st != BC_OK) {
             hook = it_out.hook;
             goto done;
         }
-        if (it_out.abandoned) {
+        if (it_out.abandoned) { /* the other ranks stop after this iteration too (stop_agreed) */
             for (int f = 0; f < N_FIELDS; f++) out[f] = NAN;
             mark_interrupted(cfg, res, k, "twice (the iteration in progress was abandoned),", it, hi);
             break;
@@ -489,7 +490,7 @@ static void run_case(run_state *rs, size_t k) {
         iteration_event(rs, c, 0, it, out, elapsed, rel);
         cr->stop_reason = (bc_stop_reason)rule;
         if (cr->stop_reason != BC_STOP_NONE) break;
-        if (stop_level(cfg)) {
+        if (dist ? stop_agreed : stop_level(cfg)) { /* a signal after the agreement waits for the next */
             mark_interrupted(cfg, res, k, "", it + 1, hi);
             break;
         }
@@ -994,7 +995,14 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         res->cases[k].rebuilt = i < world || (cfg->prior && cfg->prior[order[i - world]]) ||
                                 !bc_matrix_same_group(&cfg->cases[order[i - world]], c, axes);
         res->n_rebuilds += (uint32_t)res->cases[k].rebuilt;
-        if (stop_level(cfg)) {
+        int stop_now = stop_level(cfg);
+        if (cfg->dist && !shard) { /* replicate: every rank runs the case, or none */
+            bc_status ok = BC_OK;
+            const char *no_hook = NULL;
+            bc_error no_err = {0};
+            stop_now = bc_dist_agree(cfg->dist, &ok, &no_hook, &no_err, cfg->stop, NULL);
+        }
+        if (stop_now) {
             res->interrupted = 1;
             mark_interrupted(cfg, res, k, "before the case started", 0, 0);
             res->cases[k].stop_reason = BC_STOP_NONE; /* it never ran */
