@@ -212,18 +212,18 @@ bc_status bc_dist_check_same(bc_dist *d, const char *signature, const char *devi
         for (;;) {
             size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
             if (la != lb || strncmp(a, b, la) != 0) {
+                const char *ta = la ? a : "(nothing)", *tb = lb ? b : "(nothing)";
+                int na = la ? (int)(la > 200 ? 200 : la) : 9, nb = lb ? (int)(lb > 200 ? 200 : lb) : 9;
                 st = bc_error_set(err, BC_ERR_SETTING,
                                   "rank %d (%s) does not run what rank 0 (%s) runs: rank 0 has '%.*s', rank %d has "
                                   "'%.*s'",
-                                  r, d->hosts[r], d->hosts[0], (int)(la > 200 ? 200 : la), la ? a : "(nothing)", r,
-                                  (int)(lb > 200 ? 200 : lb), lb ? b : "(nothing)");
-                if (!la) snprintf(err->message + strlen(err->message) - 1, 2, "'");
+                                  r, d->hosts[r], d->hosts[0], na, ta, r, nb, tb);
                 bc_error_hint(err, "install the same benchctl build and plugins on every node");
                 break;
             }
-            if (!a[la] || !b[lb]) break;
-            a += la + 1;
-            b += lb + 1;
+            if (!a[la] && !b[lb]) break;
+            a = a[la] ? a + la + 1 : ""; /* a side with no more lines has "(nothing)" there */
+            b = b[lb] ? b + lb + 1 : "";
         }
     }
     free(mine);
