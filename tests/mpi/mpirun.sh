@@ -82,6 +82,14 @@ mpi html 2 "$BENCHCTL" run "$CFG" --set backend.settings.straggler_rank=1 --set 
     fail "html: rank 1 is not the darker bar of every case"
 if command -v xmllint >/dev/null 2>&1; then xmllint --noout html/report.html || fail "html: not well-formed"; fi
 
+# benchctl report renders a saved distributed run with its blocks (json, html)
+"$BENCHCTL" report straggler3/report.json --reporter json -o replay.json >/dev/null 2>replay.err ||
+    { fail "report straggler3: exited non-zero"; sed 's/^/    /' replay.err; }
+"$CHECK" replay.json 3 replicate slowest=2 gap_ms=50 tax_ms=50 failed=0 forced=1 || fail "report straggler3: replayed report"
+"$BENCHCTL" report straggler2/report.json --reporter html -o replay.html >/dev/null 2>&1 || fail "report html: exited non-zero"
+[ "$(grep -o '<rect class="f1" [^>]*><title>[^<]*: rank 1 ' replay.html | wc -l)" -eq 4 ] ||
+    fail "report html: the replayed page lacks the rank bars"
+
 # 2. rank-dependent timings: rank r waits r x 40 ms; rank 2 is the slowest
 mpi ranked 3 "$BENCHCTL" run "$CFG" --set backend.settings.rank_us=40000
 [ "$code" -eq 0 ] || { fail "ranked: exited $code"; sed 's/^/    /' ranked/err.txt; }
@@ -105,6 +113,8 @@ mpi shard 3 "$BENCHCTL" run "$CFG" --set 'distributed.mode="shard"' \
 [ "$code" -eq 0 ] || { fail "shard: exited $code"; sed 's/^/    /' shard/err.txt; }
 "$CHECK" shard/report.json 3 shard all_ranks largest_on=0 failed=0 || fail "shard: report"
 [ "$(grep -c '^[0-9]' shard/report.csv)" -eq 6 ] || fail "shard: report.csv should have 6 rows"
+"$BENCHCTL" report shard/report.json --reporter json -o shard_replay.json >/dev/null 2>&1 || fail "report shard: exited non-zero"
+"$CHECK" shard_replay.json 3 shard all_ranks largest_on=0 failed=0 || fail "report shard: replayed report"
 
 # 6. shard, 2 ranks, a case failing on rank 1 (where it ran) only
 mpi shard_fail 2 "$BENCHCTL" run "$CFG" --set 'distributed.mode="shard"' \
