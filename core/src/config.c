@@ -313,7 +313,9 @@ static int ok_seconds(double v) { return v > 0.0; }
 /* ---------------------------------------------------------------- schema */
 
 static const char *const k_top_keys[] = {"plugin_path", "backend", "precisions", "cache_policies",
-                                         "matrix",      "sampling", "run",       "reporters"};
+                                         "matrix",      "sampling", "run",       "reporters",
+                                         "distributed"};
+static const char *const k_distributed_keys[] = {"mode", "comm"};
 static const char *const k_matrix_keys[] = {"batch_sizes", "samples_per_prompt", "prompt_lengths",
                                             "response_lengths"};
 static const char *const k_sampling_keys[] = {"temperature", "top_p", "top_k", "seed"};
@@ -620,11 +622,45 @@ static bc_status check_case_size(const bc_config *cfg, const config_setting_t *m
     return BC_OK;
 }
 
+/* The distributed group (docs/scale.md): mode ("replicate" or "shard") and
+ * comm (a comm plugin's name, or "auto": the one the launcher implies). */
+static bc_status parse_distributed(bc_config *cfg, const config_setting_t *root, bc_error *err) {
+    cfg->distributed_mode = BC_CFG_DIST_REPLICATE;
+    config_setting_t *d = NULL;
+    bc_status st = get_group(cfg, root, "distributed", "distributed", &d, err);
+    if (st || !d) return st;
+    if ((st = check_keys(cfg, d, "distributed", k_distributed_keys, COUNT(k_distributed_keys), err))) return st;
+    const config_setting_t *m = config_setting_get_member(d, "mode");
+    if (m) {
+        char got[96];
+        bc_cfg_describe(m, got, sizeof got);
+        const char *v = config_setting_type(m) == CONFIG_TYPE_STRING ? config_setting_get_string(m) : NULL;
+        if (v && strcmp(v, "replicate") == 0) cfg->distributed_mode = BC_CFG_DIST_REPLICATE;
+        else if (v && strcmp(v, "shard") == 0) cfg->distributed_mode = BC_CFG_DIST_SHARD;
+        else
+            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, m, "distributed.mode",
+                               "must be \"replicate\" or \"shard\" (got %s)", got);
+    }
+    const config_setting_t *c = config_setting_get_member(d, "comm");
+    if (c) {
+        const char *v = config_setting_type(c) == CONFIG_TYPE_STRING ? config_setting_get_string(c) : NULL;
+        if (!v || !v[0]) {
+            char got[96];
+            bc_cfg_describe(c, got, sizeof got);
+            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, c, "distributed.comm",
+                               "must be a comm plugin's name (e.g. \"mpi\") or \"auto\" (got %s)", got);
+        }
+        if (strcmp(v, "auto") != 0 && !(cfg->distributed_comm = bc_cfg_strdup(v))) return bc_cfg_nomem(err);
+    }
+    return BC_OK;
+}
+
 /* Walks the whole tree; fills cfg. */
 static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error *err) {
     bc_status st = check_keys(cfg, root, "", k_top_keys, COUNT(k_top_keys), err);
     if (st) return st;
     if ((st = parse_plugin_path(cfg, root, err))) return st;
+    if ((st = parse_distributed(cfg, root, err))) return st;
 
     const config_setting_t *backend = config_setting_get_member(root, "backend");
     if (!backend)
@@ -780,12 +816,18 @@ static bc_status check_text(const char *path, const char *text, size_t len, cons
 
 /* Reads path into c; one line on failure. The file is read whole, under
  * the limits above (a regular file, checked before it is opened), then
- * handed to libconfig as a string. */
-static bc_status read_file(config_t *c, const char *path, bc_error *err) {
+ * handed to libconfig as a string. given_text (given_len bytes), when not
+ * NULL, is path's text read elsewhere (a distributed run's rank 0,
+ * bc_config_read_text) and is used instead of reading path. */
+static bc_status read_file(config_t *c, const char *path, const char *given_text, size_t given_len, bc_error *err) {
     char *text = NULL;
-    size_t len = 0;
-    bc_status st = read_checked(path, NULL, 0, &text, &len, err);
-    if (st != BC_OK) return st;
+    size_t len = given_len;
+    if (!given_text) {
+        bc_status st = read_checked(path, NULL, 0, &text, &len, err);
+        if (st != BC_OK) return st;
+    }
+    const char *use = given_text ? given_text : text;
+    bc_status st = BC_OK;
     /* @include "x.cfg" is relative to the including file's folder. */
     char *dir = bc_cfg_strdup(path);
     if (!dir) {
@@ -798,9 +840,9 @@ static bc_status read_file(config_t *c, const char *path, bc_error *err) {
         config_set_include_dir(c, dir[0] ? dir : "/");
     }
     free(dir);
-    int ok = config_read_string(c, text);
+    int ok = config_read_string(c, use);
     /* libconfig 1.5 narrows integer literals silently: check the same text */
-    if (ok) st = bc_cfg_check_int_literals_text(path, text, len, err);
+    if (ok) st = bc_cfg_check_int_literals_text(path, use, len, err);
     free(text);
     if (ok) return st;
     if (config_error_type(c) == CONFIG_ERR_FILE_IO)
@@ -809,6 +851,13 @@ static bc_status read_file(config_t *c, const char *path, bc_error *err) {
     const char *file = config_error_file(c);
     return bc_error_set(err, BC_ERR_FORMAT, "%s:%d: %s", file ? file : path, config_error_line(c),
                         config_error_text(c));
+}
+
+bc_status bc_config_read_text(const char *path, char **text, size_t *len, bc_error *err) {
+    *text = NULL;
+    *len = 0;
+    if (!path) return bc_error_set(err, BC_ERR_SETTING, "no config file given");
+    return read_checked(path, NULL, 0, text, len, err);
 }
 
 /* cfg->sha256 := SHA-256 of the tree as libconfig writes it. */
@@ -834,6 +883,12 @@ static bc_status hash_tree(bc_config *cfg, const config_t *c, bc_error *err) {
 
 bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *overrides, size_t n_overrides,
                          const char *reporter_override, bc_error *err) {
+    return bc_config_load_text(cfg, path, NULL, 0, overrides, n_overrides, reporter_override, err);
+}
+
+bc_status bc_config_load_text(bc_config *cfg, const char *path, const char *text, size_t text_len,
+                              const char *const *overrides, size_t n_overrides, const char *reporter_override,
+                              bc_error *err) {
     memset(cfg, 0, sizeof *cfg);
     if (!path) return bc_error_set(err, BC_ERR_SETTING, "no config file given");
     cfg->path = bc_cfg_strdup(path);
@@ -846,7 +901,7 @@ bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *ov
     config_init(c);
     cfg->cfg = c;
 
-    bc_status st = read_file(c, path, err);
+    bc_status st = read_file(c, path, text, text_len, err);
     if (!st && reporter_override) st = bc_overrides_apply_reporters(cfg, c, reporter_override, err);
     for (size_t i = 0; !st && i < n_overrides; i++) st = bc_overrides_apply_set(cfg, c, overrides[i], err);
     if (!st) st = validate(cfg, config_root_setting(c), err);
@@ -907,6 +962,7 @@ void bc_config_free(bc_config *cfg) {
     if (!cfg) return;
     free(cfg->path);
     free(cfg->sha256);
+    free(cfg->distributed_comm);
     for (size_t i = 0; cfg->plugin_paths && i < cfg->n_plugin_paths; i++) free(cfg->plugin_paths[i]);
     free(cfg->plugin_paths);
     free(cfg->backend.name);

@@ -25,6 +25,8 @@ typedef struct bc_plugin_spec {
                                 "<key> (default)" for a default entry */
 } bc_plugin_spec;
 
+enum { BC_CFG_DIST_REPLICATE = 0, BC_CFG_DIST_SHARD = 1 };
+
 /* run.isolation when not given: 0 "none" (docs/performance.md says why). */
 #define BC_CFG_DEFAULT_ISOLATION 0
 
@@ -60,6 +62,11 @@ typedef struct bc_config {
     int isolation;               /* run.isolation: 0 "none", 1 "process" (default BC_CFG_DEFAULT_ISOLATION) */
     double case_timeout_s;       /* run.case_timeout_s; NAN: not given (no timeout) */
 
+    /* distributed (docs/scale.md): the mode, and the comm plugin bench.cfg
+     * names (NULL: "auto", the one the launcher implies; owned). */
+    int distributed_mode; /* BC_CFG_DIST_REPLICATE (default) or BC_CFG_DIST_SHARD */
+    char *distributed_comm;
+
     void *cfg; /* opaque: the libconfig config_t, owned */
 
     /* Settings that came from the command line, for error locations: the
@@ -79,6 +86,19 @@ typedef struct bc_config {
  * On error returns non-OK with err->message set; cfg is left empty. */
 bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *overrides, size_t n_overrides,
                          const char *reporter_override, bc_error *err);
+
+/* As bc_config_load, with path's text already read (text_len bytes, by
+ * bc_config_read_text, e.g. on a distributed run's rank 0): path names the
+ * file in messages and its folder is where @include looks. text NULL: read
+ * path. */
+bc_status bc_config_load_text(bc_config *cfg, const char *path, const char *text, size_t text_len,
+                              const char *const *overrides, size_t n_overrides, const char *reporter_override,
+                              bc_error *err);
+
+/* Reads path (and checks the files it @includes) under the limits
+ * bc_config_load applies; *text (NUL-terminated, *len bytes) is the
+ * caller's to free. */
+bc_status bc_config_read_text(const char *path, char **text, size_t *len, bc_error *err);
 
 /* Writes where spec was named, for messages about it (e.g. a plugin that is
  * not found): "bench.cfg:5", "--set backend.name", "--reporter", or just the

@@ -72,10 +72,29 @@ static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plu
     return BC_OK;
 }
 
+/* Row index of the backend setting called name of type, or -1. */
+static int backend_row(const bc_context *ctx, const char *name, bc_setting_type type) {
+    const bc_plugin_desc *d = ctx->backend.plugin->desc;
+    for (uint32_t i = 0; i < d->n_settings; i++)
+        if (d->settings[i].name && strcmp(d->settings[i].name, name) == 0 && d->settings[i].type == type) return (int)i;
+    return -1;
+}
+
+/* A distributed rank picks its GPU by its local rank (context.h). */
+static void device_index_from_local_rank(bc_context *ctx, int32_t local_rank) {
+    int index = backend_row(ctx, "device_index", BC_SETTING_INT);
+    int device = backend_row(ctx, "device", BC_SETTING_ENUM);
+    if (device < 0) device = backend_row(ctx, "device", BC_SETTING_STRING);
+    if (index < 0 || device < 0 || bc_settings_given(&ctx->cfg.backend, "device_index")) return;
+    const char *dev = ctx->backend.values[device].s;
+    if (dev && strcmp(dev, "cuda") == 0) ctx->backend.values[index].i = local_rank;
+}
+
 /* Steps 1 and 2: the config and its plugins. */
 static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args *a, bc_error *err) {
     if (!a->file) return bc_error_set(err, BC_ERR_INVALID, "missing FILE");
-    bc_status st = bc_config_load(&ctx->cfg, a->file, a->sets, a->n_sets, a->reporters, err);
+    bc_status st = bc_config_load_text(&ctx->cfg, a->file, a->file_text, a->file_text_len, a->sets, a->n_sets,
+                                       a->reporters, err);
     if (st != BC_OK) return st;
     bc_output_claims_begin(); /* no two plugins' outputs on one file */
     /* plugin_path entries, like every relative path in bench.cfg, are relative
@@ -84,6 +103,7 @@ static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args 
                         err);
     if (st != BC_OK) return st;
     if ((st = load_plugin(ctx, &ctx->cfg.backend, BC_KIND_BACKEND, &ctx->backend, err)) != BC_OK) return st;
+    if (a->local_rank) device_index_from_local_rank(ctx, *a->local_rank);
     size_t np = ctx->cfg.n_precisions, nc = ctx->cfg.n_cache_policies, nr = ctx->cfg.n_reporters;
     ctx->precisions = calloc(np + 1, sizeof *ctx->precisions);
     ctx->caches = calloc(nc + 1, sizeof *ctx->caches);

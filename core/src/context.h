@@ -53,6 +53,14 @@ typedef struct bc_context_args {
     int allow_infeasible;            /* plan: record case check failures instead of failing */
     const char *cases;               /* --cases 3,5-7, or NULL: every case */
     const char *only;                /* --only precision=bf16, or NULL */
+    /* file's text as rank 0 of a distributed run read it (bc_config_read_text),
+     * or NULL: read file */
+    const char *file_text;
+    size_t file_text_len;
+    /* A distributed run's local rank (the rank's index on its host), or
+     * NULL: the backend's INT setting device_index, when bench.cfg does not
+     * set it and its device setting is "cuda", becomes the local rank. */
+    const int32_t *local_rank;
 } bc_context_args;
 
 typedef struct bc_context {

@@ -31,13 +31,15 @@ const char *bc_kind_name(bc_plugin_kind kind) {
     case BC_KIND_PRECISION: return "precision";
     case BC_KIND_CACHE: return "cache";
     case BC_KIND_REPORTER: return "reporter";
+    case BC_KIND_COMM: return "comm";
     }
     return "unknown";
 }
 
 static const char *kind_article(bc_plugin_kind kind) { return kind == BC_KIND_BACKEND ? "a backend" :
                                                               kind == BC_KIND_PRECISION ? "a precision" :
-                                                              kind == BC_KIND_CACHE ? "a cache" : "a reporter"; }
+                                                              kind == BC_KIND_CACHE ? "a cache" :
+                                                              kind == BC_KIND_COMM ? "a comm" : "a reporter"; }
 
 static bc_status loader_add_dir(bc_loader *l, const char *dir, bc_error *err) {
     if (!dir || !*dir) return BC_OK;
@@ -330,6 +332,15 @@ static bc_status check_ops(bc_plugin *p, const char *label, bc_error *err) {
         REQUIRE_HOOK(p->reporter, close, missing);
         REQUIRE_HOOK(p->reporter, destroy, missing);
         break;
+    case BC_KIND_COMM: /* since 2.2 */
+        copy_ops(&p->comm, sizeof p->comm, d->ops, size);
+        REQUIRE_HOOK(p->comm, open, missing);
+        REQUIRE_HOOK(p->comm, close, missing);
+        REQUIRE_HOOK(p->comm, barrier, missing);
+        REQUIRE_HOOK(p->comm, broadcast, missing);
+        REQUIRE_HOOK(p->comm, allgather, missing);
+        REQUIRE_HOOK(p->comm, abort, missing);
+        break;
     }
     if (missing[0])
         return bc_error_set(err, BC_ERR_FORMAT, "%s: %s plugin is missing required hooks: %s", label,
@@ -423,7 +434,7 @@ static bc_status load_file(const char *path, const char *shown_name, bc_plugin *
         dlclose(handle);
         return BC_ERR_ABI;
     }
-    if (d->kind < BC_KIND_BACKEND || d->kind > BC_KIND_REPORTER) {
+    if (d->kind < BC_KIND_BACKEND || d->kind > BC_KIND_COMM) {
         bc_error_set(err, BC_ERR_FORMAT, "%s: unknown plugin kind %d", label, (int)d->kind);
         dlclose(handle);
         return BC_ERR_FORMAT;

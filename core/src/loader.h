@@ -46,6 +46,7 @@ typedef struct bc_plugin {
     bc_precision_ops precision; /* BC_KIND_PRECISION */
     bc_cache_ops cache;         /* BC_KIND_CACHE */
     bc_reporter_ops reporter;   /* BC_KIND_REPORTER */
+    bc_comm_ops comm;           /* BC_KIND_COMM (since 2.2) */
 } bc_plugin;
 
 typedef struct bc_loader {
@@ -84,7 +85,7 @@ void bc_loader_hint_near_name(const bc_loader *l, const char *name, bc_error *er
 /* dlcloses every plugin and frees the loader. Safe on a zeroed loader. */
 void bc_loader_free(bc_loader *l);
 
-/* "backend", "precision", "cache", "reporter", or "unknown". */
+/* "backend", "precision", "cache", "reporter", "comm", or "unknown". */
 const char *bc_kind_name(bc_plugin_kind kind);
 
 #endif

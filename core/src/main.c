@@ -26,6 +26,7 @@
 
 #include "compare.h"
 #include "context.h"
+#include "distributed.h"
 #include "host.h"
 #include "loader.h"
 #include "matrix.h"
@@ -360,6 +361,16 @@ static int exit_for(bc_status st) {
     return st == BC_ERR_NOMEM || st == BC_ERR_DEVICE || st == BC_ERR_INTERNAL ? EXIT_RUNTIME : EXIT_USAGE;
 }
 
+/* Builds ctx from a's FILE (or its text, when text is not NULL; local_rank:
+ * context.h). */
+static bc_status build_context(bc_context *ctx, const args *a, int allow_infeasible, const char *text, size_t len,
+                               const int32_t *local_rank, bc_error *err) {
+    bc_context_args ca = {.file = a->file, .sets = a->sets, .n_sets = a->n_sets, .reporters = a->reporters,
+                          .allow_infeasible = allow_infeasible, .cases = a->cases, .only = a->only,
+                          .file_text = text, .file_text_len = len, .local_rank = local_rank};
+    return bc_context_open(ctx, &ca, err);
+}
+
 /* Builds ctx for the command; prints the error and returns the exit status
  * on failure. ctx must be freed either way. */
 static int open_context(bc_context *ctx, const args *a, int allow_infeasible) {
@@ -371,13 +382,96 @@ static int open_context(bc_context *ctx, const args *a, int allow_infeasible) {
         print_error(msg, hint);
         return EXIT_USAGE;
     }
-    bc_context_args ca = {.file = a->file, .sets = a->sets, .n_sets = a->n_sets, .reporters = a->reporters,
-                          .allow_infeasible = allow_infeasible, .cases = a->cases, .only = a->only};
     bc_error err = {0};
-    bc_status st = bc_context_open(ctx, &ca, &err);
+    bc_status st = build_context(ctx, a, allow_infeasible, NULL, 0, NULL, &err);
     if (st == BC_OK) return 0;
     print_bc_error(&err);
     return exit_for(st);
+}
+
+/* ------------------------------------------------- distributed runs
+ *
+ * Under mpirun (bc_dist_launcher_comm), every rank joins the job first; rank
+ * 0 reads bench.cfg and sends its text to every rank, every rank builds its
+ * context from it, and the ranks agree that every one could and that all run
+ * the same plugins and config (docs/scale.md). Errors every rank agreed on
+ * are printed by rank 0 only. Without a launcher, a comm named in bench.cfg
+ * (distributed.comm) is joined after each process read its own config. */
+
+/* This rank's plugins and config, one line each, for bc_dist_check_same. */
+static void run_signature(const bc_context *ctx, const bc_dist *d, char *buf, size_t n) {
+    size_t used = (size_t)snprintf(buf, n, "benchctl %s\ncomm %s %s\nconfig sha256 %s", BENCHCTL_VERSION,
+                                   d->comm->desc->name, d->comm->desc->version, ctx->cfg.sha256);
+    for (uint32_t i = 0; i < ctx->run.n_plugins && used < n; i++) {
+        const bc_plugin_ref *p = bc_run_plugin(&ctx->run, i);
+        used += (size_t)snprintf(buf + used, n - used, "\n%s %s %s abi %u.%u", p->kind, p->name, p->version,
+                                 (unsigned)p->abi_major, (unsigned)p->abi_minor);
+    }
+}
+
+/* After every rank built its context (local: how that went, err its error):
+ * agree on it, then check every rank runs the same; set the mode and each
+ * rank's seed (the seed plus the rank, in replicate). Returns the exit
+ * status, printing the error on rank 0 only. */
+static int join_ranks(bc_context *ctx, bc_dist *d, bc_status local, bc_error *err) {
+    bc_status st = bc_dist_agree_status(d, local, err);
+    if (st == BC_OK && ctx->cfg.distributed_comm && strcmp(ctx->cfg.distributed_comm, d->comm->desc->name) != 0) {
+        char where[PATH_MAX + 64];
+        bc_config_setting_location(&ctx->cfg, "distributed.comm", where, sizeof where);
+        st = bc_error_set(err, BC_ERR_SETTING, "%s: distributed.comm: names '%s', but the launcher joined the ranks "
+                                               "through '%s'",
+                          where, ctx->cfg.distributed_comm, d->comm->desc->name);
+    }
+    if (st == BC_OK) {
+        char sig[4096];
+        run_signature(ctx, d, sig, sizeof sig);
+        st = bc_dist_check_same(d, sig, ctx->backend_info.device, err);
+    }
+    if (st != BC_OK) {
+        if (d->rank == 0) print_bc_error(err);
+        return exit_for(st);
+    }
+    bc_dist_set_mode(d, ctx->cfg.distributed_mode == BC_CFG_DIST_SHARD ? BC_DIST_SHARD : BC_DIST_REPLICATE);
+    if (d->mode == BC_DIST_REPLICATE) ctx->cfg.sampling.seed += (uint64_t)d->rank; /* each rank its own prompts */
+    return 0;
+}
+
+/* Builds ctx for run, joining the ranks of a distributed run when there is
+ * one (*out = dist, else NULL). Prints errors; returns the exit status. */
+static int open_run_context(bc_context *ctx, const args *a, bc_dist *dist, bc_dist **out) {
+    *ctx = (bc_context){0};
+    *out = NULL;
+    bc_error err = {0};
+    const char *comm = bc_dist_launcher_comm();
+    if (!comm) {
+        if (bc_dist_check_srun(1, &err) != BC_OK) return print_bc_error(&err), EXIT_USAGE;
+        int rc = open_context(ctx, a, 0);
+        if (rc || !ctx->cfg.distributed_comm) return rc;
+        const char *const *dirs = (const char *const *)ctx->cfg.plugin_paths;
+        bc_status st = bc_dist_open(dist, ctx->cfg.distributed_comm, dirs, ctx->cfg.n_plugin_paths, &err);
+        *out = dist;
+        if (st != BC_OK) return print_bc_error(&err), exit_for(st);
+        return join_ranks(ctx, dist, BC_OK, &err);
+    }
+    if (!a->file) return open_context(ctx, a, 0); /* the usage error */
+    bc_status st = bc_dist_open(dist, comm, NULL, 0, &err);
+    *out = dist;
+    if (st != BC_OK) return print_bc_error(&err), exit_for(st);
+    char *text = NULL;
+    size_t len = 0;
+    bc_status read_st = dist->rank == 0 ? bc_config_read_text(a->file, &text, &len, &err) : BC_OK;
+    if ((st = bc_dist_agree_status(dist, read_st, &err)) != BC_OK) {
+        free(text);
+        if (dist->rank == 0) print_bc_error(&err);
+        return exit_for(st);
+    }
+    if ((st = bc_dist_broadcast_text(dist, &text, &len, &err)) != BC_OK) {
+        free(text);
+        return print_bc_error(&err), EXIT_RUNTIME;
+    }
+    st = build_context(ctx, a, 0, text, len, &dist->local_rank, &err);
+    free(text);
+    return join_ranks(ctx, dist, st, &err);
 }
 
 /* ------------------------------------------------------------- commands */
@@ -428,40 +522,35 @@ static void print_failures(const bc_run_result *res) {
     }
 }
 
-static int cmd_run(const args *a) {
-    bc_context ctx;
-    int rc = open_context(&ctx, a, 0);
-    if (rc) {
-        bc_context_free(&ctx);
-        return rc;
-    }
-    if (ctx.cfg.n_reporters == 0 && !a->quiet)
+/* Runs ctx's cases (on rank d->rank of a distributed run, d not NULL: the
+ * reporters and the summary on rank 0 only). */
+static int run_context(const args *a, bc_context *ctx, bc_dist *d) {
+    int lead = !d || d->rank == 0; /* the process that reports */
+    if (ctx->cfg.n_reporters == 0 && !a->quiet && lead)
         print_error("warning: no reporters configured; results will not be written",
                     "add a reporters list to the config or use --reporter console,json");
-    bc_runner_reporter *reps = calloc(ctx.cfg.n_reporters + 1, sizeof *reps);
-    if (!reps) {
-        bc_context_free(&ctx);
-        return print_error("out of memory", NULL), EXIT_RUNTIME;
-    }
+    bc_runner_reporter *reps = calloc(ctx->cfg.n_reporters + 1, sizeof *reps);
+    if (!reps) return print_error("out of memory", NULL), EXIT_RUNTIME;
     bc_runner_config rc_cfg;
-    bc_context_runner_config(&ctx, &rc_cfg, reps);
+    bc_context_runner_config(ctx, &rc_cfg, reps);
+    rc_cfg.dist = d;
+    if (!lead) rc_cfg.n_reporters = 0; /* only rank 0 writes reports */
     rc_cfg.stop = &g_stop;
     rc_cfg.on_error = on_runner_error;
     bc_resume resume = {0};
     if (a->resume) {
         bc_error rerr = {0};
-        bc_status rst = bc_resume_load(&resume, a->resume, ctx.cases, ctx.n_cases, ctx.cfg.sha256, &rerr);
+        bc_status rst = bc_resume_load(&resume, a->resume, ctx->cases, ctx->n_cases, ctx->cfg.sha256, &rerr);
         if (rst != BC_OK) {
             print_bc_error(&rerr);
             bc_resume_free(&resume);
             free(reps);
-            bc_context_free(&ctx);
             return rst == BC_ERR_NOMEM ? EXIT_RUNTIME : EXIT_USAGE;
         }
         rc_cfg.prior = resume.by_case;
         if (!a->quiet)
             fprintf(stderr, "benchctl: resuming %s: %zu of %zu cases finished there are taken as they were\n",
-                    a->resume, resume.n_taken, ctx.n_cases);
+                    a->resume, resume.n_taken, ctx->n_cases);
     }
 
     struct sigaction sa = {0}, old_int, old_term;
@@ -479,13 +568,13 @@ static int cmd_run(const args *a) {
     bc_status run_st = bc_run(&rc_cfg, &res, &err);
     g_running = 0;
     if (run_st != BC_OK) {
-        print_bc_error(&err);
-        exit_code = EXIT_RUNTIME;
+        if (lead) print_bc_error(&err); /* the ranks agreed on it */
+        exit_code = run_st == BC_ERR_SETTING ? EXIT_USAGE : EXIT_RUNTIME;
     } else {
         exit_code = bc_run_exit_status(&res);
         if (exit_code == 130 && g_signal) exit_code = 128 + g_signal;
-        print_failures(&res);
-        if (!a->quiet || exit_code)
+        if (lead) print_failures(&res);
+        if (lead && (!a->quiet || exit_code))
             fprintf(stderr, "benchctl: %zu case%s: %zu ok, %u failed, %u skipped%s%s\n", res.n_cases,
                     res.n_cases == 1 ? "" : "s", res.n_cases - res.n_failed - res.n_skipped, res.n_failed, res.n_skipped,
                     res.interrupted ? " (interrupted)" : "",
@@ -496,8 +585,17 @@ static int cmd_run(const args *a) {
     bc_run_result_free(&res);
     bc_resume_free(&resume);
     free(reps);
-    bc_context_free(&ctx);
     return exit_code;
+}
+
+static int cmd_run(const args *a) {
+    bc_dist dist = {0}, *d = NULL;
+    bc_context ctx;
+    int rc = open_run_context(&ctx, a, &dist, &d);
+    if (rc == 0) rc = run_context(a, &ctx, d);
+    bc_context_free(&ctx); /* the backend instance, before the comm leaves the job */
+    if (d) bc_dist_close(d);
+    return rc;
 }
 
 /* " (of 16, selected)" when --cases or --only left out some cases, else "". */

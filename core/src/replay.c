@@ -84,6 +84,7 @@ static void replay_case(const bc_runfile *rf, const bc_runfile_case *c, bc_repla
         .load_avg_end = c->load_avg_end,
         .cpu_steal_share = c->cpu_steal_share,
         .stop_reason = c->stop_reason,
+        .distributed = c->dist.struct_size ? &c->dist : NULL,
     };
     (void)rf;
 }
@@ -198,6 +199,15 @@ bc_status bc_replay_build(const bc_runfile *rf, bc_replay *rp, bc_error *err) {
     run->backend_values = &rp->settings;
     run->n_cases = (uint32_t)n;
     run->case_report_size = sizeof(bc_case_report);
+    if (rf->has_distributed) {
+        rp->distributed = (bc_distributed){.struct_size = sizeof rp->distributed,
+                                           .comm = rf->dist_comm,
+                                           .mode = rf->dist_mode,
+                                           .world_size = (uint32_t)rf->n_ranks,
+                                           .rank_info_size = sizeof(bc_rank_info),
+                                           .ranks = rf->ranks};
+        run->distributed = &rp->distributed;
+    }
     run->cases = rp->reports;
     return BC_OK;
 }

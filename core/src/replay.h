@@ -30,6 +30,7 @@ typedef struct bc_replay {
     const char **precisions, **cache_policies; /* distinct, in first-seen order */
     const char **field_names;                   /* the runfile's */
     size_t n_cases;
+    bc_distributed distributed; /* a distributed run's block; ranks borrowed from the runfile */
     bc_run_report run;
 } bc_replay;
 

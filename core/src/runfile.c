@@ -107,7 +107,77 @@ static char *value_text(const json_t *v) {
 /* ------------------------------------------------------------ the run */
 
 /* The header (every format's top level, or the journal's "run" record). */
+/* The top-level "distributed" block, when there is one. */
+static bc_status read_distributed_run(bc_runfile *rf, const json_t *d, bc_error *err) {
+    if (!json_is_object(d)) return BC_OK;
+    rf->has_distributed = 1;
+    rf->dist_mode = get_string(d, "mode");
+    rf->dist_comm = get_string(d, "comm");
+    rf->dist_world_size = (uint32_t)get_int(d, "world_size", 0);
+    const json_t *ranks = json_object_get(d, "ranks");
+    size_t n = json_is_array(ranks) ? json_array_size(ranks) : 0;
+    rf->ranks = calloc(n ? n : 1, sizeof *rf->ranks);
+    if (!rf->ranks) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+    rf->n_ranks = n;
+    for (size_t r = 0; r < n; r++) {
+        const json_t *ri = json_array_get(ranks, r);
+        rf->ranks[r] = (bc_rank_info){.rank = (int32_t)get_int(ri, "rank", (int64_t)r),
+                                      .local_rank = (int32_t)get_int(ri, "local_rank", -1),
+                                      .host = get_string(ri, "host"), .device = get_string(ri, "device")};
+    }
+    return BC_OK;
+}
+
+/* n numbers of the JSON array at key into out (NAN for null or missing). */
+static void get_numbers(const json_t *obj, const char *key, double *out, size_t n) {
+    const json_t *a = json_object_get(obj, key);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_is_array(a) ? json_array_get(a, i) : NULL;
+        out[i] = json_is_number(v) ? json_number_value(v) : NAN;
+    }
+}
+
+/* A case's "distributed" block, when there is one. */
+static bc_status read_distributed_case(const bc_runfile *rf, const json_t *cd, bc_runfile_case *out, bc_error *err) {
+    if (!json_is_object(cd)) return BC_OK;
+    bc_case_distributed *d = &out->dist;
+    size_t n = (size_t)get_int(cd, "n_ranks", 0);
+    if (n > 1u << 20) n = 0; /* not a count a run could have */
+    out->dist_arrays = malloc((3 * n + 1) * sizeof *out->dist_arrays);
+    if (!out->dist_arrays) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+    get_numbers(cd, "rank_time_ms", out->dist_arrays, n);
+    get_numbers(cd, "rank_tokens_per_second", out->dist_arrays + n, n);
+    get_numbers(cd, "rank_peak_memory_mib", out->dist_arrays + 2 * n, n);
+    out->dist_host = get_string(cd, "host");
+    out->dist_slowest_host = get_string(cd, "slowest_host");
+    const json_t *forced = json_object_get(cd, "lengths_forced");
+    *d = (bc_case_distributed){
+        .struct_size = sizeof *d,
+        .n_ranks = (uint32_t)n,
+        .rank = (int32_t)get_int(cd, "rank", -1),
+        .host = out->dist_host,
+        .step_tokens_per_second = get_number(cd, "step_tokens_per_second", NAN),
+        .ideal_tokens_per_second = get_number(cd, "ideal_tokens_per_second", NAN),
+        .straggler_efficiency = get_number(cd, "straggler_efficiency", NAN),
+        .straggler_tax_ms = get_number(cd, "straggler_tax_ms", NAN),
+        .rank_time_min_ms = get_number(cd, "rank_time_min_ms", NAN),
+        .rank_time_mean_ms = get_number(cd, "rank_time_mean_ms", NAN),
+        .rank_time_max_ms = get_number(cd, "rank_time_max_ms", NAN),
+        .rank_time_std_ms = get_number(cd, "rank_time_std_ms", NAN),
+        .slowest_rank = (int32_t)get_int(cd, "slowest_rank", -1),
+        .slowest_host = out->dist_slowest_host,
+        .peak_memory_max_mib = get_number(cd, "peak_memory_max_mib", NAN),
+        .peak_memory_sum_mib = get_number(cd, "peak_memory_sum_mib", NAN),
+        .full_length = json_is_boolean(forced) ? json_is_true(forced) : -1,
+        .rank_time_ms = out->dist_arrays,
+        .rank_tokens_per_second = out->dist_arrays + n,
+        .rank_peak_memory_mib = out->dist_arrays + 2 * n,
+    };
+    return BC_OK;
+}
+
 static bc_status read_header(bc_runfile *rf, const json_t *top, bc_error *err) {
+    bc_status st_dist;
     rf->schema_version = (int)get_int(top, "schema_version", 0);
     rf->model = get_string(top, "model");
     rf->device = get_string(top, "device");
@@ -142,6 +212,7 @@ static bc_status read_header(bc_runfile *rf, const json_t *top, bc_error *err) {
     rf->vocab_size = get_int(shape, "vocab_size", -1);
     rf->max_positions = get_int(shape, "max_positions", -1);
     rf->world_size = get_int(top, "world_size", -1);
+    if ((st_dist = read_distributed_run(rf, json_object_get(top, "distributed"), err)) != BC_OK) return st_dist;
     const json_t *stopping = json_object_get(top, "stopping"), *selection = json_object_get(top, "selection");
     rf->has_stopping = json_is_object(stopping);
     rf->min_iterations = (uint32_t)get_int(stopping, "min_iterations", rf->iterations);
@@ -320,6 +391,8 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
     out->cpu_steal_share = get_number(load, "cpu_steal_share", NAN);
     out->key = case_key(out, release);
     if (!out->message || !out->key) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+    bc_status dst = read_distributed_case(rf, json_object_get(c, "distributed"), out, err);
+    if (dst != BC_OK) return dst;
 
     const json_t *profiles = json_object_get(c, "profiles");
     size_t n_it = json_is_array(profiles) ? json_array_size(profiles) : 0;
@@ -496,7 +569,11 @@ void bc_runfile_free(bc_runfile *rf) {
         bc_runfile_case *c = &rf->cases[i];
         free(c->precision), free(c->dtype), free(c->cache_policy), free(c->message), free(c->key);
         free(c->values), free(c->stats);
+        free(c->dist_host), free(c->dist_slowest_host), free(c->dist_arrays);
     }
     free(rf->cases);
+    for (size_t r = 0; r < rf->n_ranks; r++) free((char *)rf->ranks[r].host), free((char *)rf->ranks[r].device);
+    free(rf->ranks);
+    free(rf->dist_mode), free(rf->dist_comm);
     memset(rf, 0, sizeof *rf);
 }

@@ -78,6 +78,12 @@ typedef struct bc_runfile_case {
      * Two runs' cases match when their keys are equal; backend settings are
      * not part of it (compare lists the ones that differ). */
     char *key;
+    /* A distributed run's case block (docs/scale.md): dist.struct_size 0
+     * when the file has none; its strings and per-rank arrays (3 x
+     * dist.n_ranks doubles in dist_arrays) are owned here. */
+    bc_case_distributed dist;
+    char *dist_host, *dist_slowest_host;
+    double *dist_arrays;
 } bc_runfile_case;
 
 typedef struct bc_runfile {
@@ -104,6 +110,13 @@ typedef struct bc_runfile {
     int complete;                        /* JSON: 1; journal: 1 when it has its "end" record */
     char warning[256];                   /* e.g. a torn last journal line that was skipped; "" if none */
     int64_t world_size;                  /* top-level "world_size" (processes that ran the work); -1 when absent (compare) */
+    /* The top-level "distributed" block (docs/scale.md); has_distributed 0
+     * when absent. ranks (n_ranks) and the strings are owned. */
+    int has_distributed;
+    char *dist_mode, *dist_comm;
+    uint32_t dist_world_size;
+    bc_rank_info *ranks;
+    size_t n_ranks;
     /* "stopping": the rule that stopped each case's iterations (has_stopping 0
      * when absent: a fixed count of iterations), and "selection": the cases the
      * command line chose (selected_* NULL and has_selection 0 when absent). */

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "distributed.h"
 #include "eta.h"
 #include "host.h"
 #include "hostload.h"
@@ -406,7 +407,7 @@ static double case_rel_ci(const bc_run_result *res, size_t k, uint32_t n) {
 }
 
 /* Case k's statistics and CI from its measured values. */
-static void case_stats(bc_run_result *res, size_t k) {
+void bc_run_case_stats(bc_run_result *res, size_t k) {
     bc_case_report *cr = &res->cases[k];
     const double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
     cr->total_ms_rel_ci = case_rel_ci(res, k, cr->n_iterations);
@@ -425,6 +426,7 @@ static void run_case(run_state *rs, size_t k) {
     const bc_case *c = &cfg->cases[k];
     bc_case_report *cr = &res->cases[k];
     double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+    bc_dist *dist = cfg->dist && cfg->dist->mode == BC_DIST_REPLICATE ? cfg->dist : NULL;
     double row[N_FIELDS];
     bc_error err = {0};
     iteration_out it_out = {0};
@@ -438,18 +440,21 @@ static void run_case(run_state *rs, size_t k) {
     uint64_t t_case = bc_now_ns();
 
     cr->status = BC_CASE_OK;
-    if ((st = ops->begin_case(inst, c, &err)) != BC_OK) {
-        hook = "begin_case";
-        goto done;
-    }
+    st = ops->begin_case(inst, c, &err);
+    hook = st != BC_OK ? "begin_case" : NULL;
+    int stop_agreed = 0; /* distributed: the interrupt level every rank saw at the last agreement */
+    if (dist) stop_agreed = bc_dist_agree(dist, &st, &hook, &err, cfg->stop, NULL); /* fails everywhere or nowhere */
+    if (st != BC_OK) goto done;
     for (uint32_t w = 0; w < cfg->warmup; w++) {
+        if (dist) bc_dist_barrier(dist, &err);
         st = one_iteration(cfg, inst, c, &released, row, &it_out, &err);
+        if (dist) stop_agreed = bc_dist_agree(dist, &st, &it_out.hook, &err, cfg->stop, NULL);
         if (st != BC_OK) {
             hook = it_out.hook;
             goto done;
         }
         if (!it_out.abandoned) iteration_event(rs, c, 1, w, row, ms_since(t_case), NAN);
-        if (stop_level(cfg)) {
+        if (dist ? stop_agreed : stop_level(cfg)) { /* a signal after the agreement waits for the next */
             mark_interrupted(cfg, res, k, "during warmup", 0, 0);
             goto done;
         }
@@ -465,24 +470,27 @@ static void run_case(run_state *rs, size_t k) {
     cr->device_free_before_bytes = before.device_free_bytes;
     for (uint32_t it = 0; it < hi; it++) {
         double *out = values + (size_t)it * N_FIELDS;
+        if (dist) bc_dist_barrier(dist, &err); /* the ranks start together, outside the timed stages */
         st = one_iteration(cfg, inst, c, &released, out, &it_out, &err);
+        double elapsed = ms_since(t_case);
+        double rel = st == BC_OK && has_target(cfg) ? case_rel_ci(res, k, it + 1) : NAN;
+        int32_t rule = st == BC_OK ? (int32_t)stop_rule(cfg, it + 1, rel, elapsed) : BC_STOP_NONE;
+        if (dist) stop_agreed = bc_dist_agree(dist, &st, &it_out.hook, &err, cfg->stop, &rule); /* rank 0's rule */
         if (st != BC_OK) {
             hook = it_out.hook;
             goto done;
         }
-        if (it_out.abandoned) {
+        if (it_out.abandoned) { /* the other ranks stop after this iteration too (stop_agreed) */
             for (int f = 0; f < N_FIELDS; f++) out[f] = NAN;
             mark_interrupted(cfg, res, k, "twice (the iteration in progress was abandoned),", it, hi);
             break;
         }
         cr->n_iterations = it + 1;
         note_generation(cr, &it_out.gen);
-        double elapsed = ms_since(t_case);
-        double rel = has_target(cfg) ? case_rel_ci(res, k, it + 1) : NAN;
         iteration_event(rs, c, 0, it, out, elapsed, rel);
-        cr->stop_reason = stop_rule(cfg, it + 1, rel, elapsed);
+        cr->stop_reason = (bc_stop_reason)rule;
         if (cr->stop_reason != BC_STOP_NONE) break;
-        if (stop_level(cfg)) {
+        if (dist ? stop_agreed : stop_level(cfg)) { /* a signal after the agreement waits for the next */
             mark_interrupted(cfg, res, k, "", it + 1, hi);
             break;
         }
@@ -513,7 +521,8 @@ done:
     cr->load_avg_start = load_start.load_avg_1m;
     cr->load_avg_end = load_end.load_avg_1m;
     cr->cpu_steal_share = bc_hostload_steal_share(&load_start, &load_end);
-    case_stats(res, k);
+    bc_run_case_stats(res, k);
+    if (dist) bc_dist_replicate_collect(dist, res, k);
 }
 
 /* The child's stderr: passed through to ours, the last STDERR_TAIL bytes kept. */
@@ -756,7 +765,7 @@ static void run_case_isolated(run_state *rs, size_t k) {
 
     int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (got_result && clean && !timed_out) {
-        case_stats(res, k); /* from the values the child sent */
+        bc_run_case_stats(res, k); /* from the values the child sent */
         return;
     }
     /* the child died: the case failed, with what it measured before */
@@ -782,7 +791,7 @@ static void run_case_isolated(run_state *rs, size_t k) {
     cr->load_avg_end = load_end.load_avg_1m;
     cr->cpu_steal_share = bc_hostload_steal_share(&load_start, &load_end);
     set_message(res, k, "case process: %s%s%s", why, lines[0] ? "; its stderr ended: " : "", lines);
-    case_stats(res, k);
+    bc_run_case_stats(res, k);
 }
 
 static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
@@ -912,6 +921,10 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     *res = (bc_run_result){0};
     bc_status st = result_alloc(cfg, res, err);
     if (st != BC_OK) return st;
+    if (cfg->dist && (cfg->isolation || cfg->prior))
+        return bc_error_set(err, BC_ERR_SETTING, "a distributed run cannot use %s",
+                            cfg->isolation ? "run.isolation = \"process\"" : "--resume");
+    if (cfg->dist && (st = bc_dist_results_alloc(cfg->dist, cfg->n_cases, err)) != BC_OK) return st;
     size_t n = cfg->n_cases;
     size_t *order = calloc(n ? n : 1, sizeof *order);                   /* execution order, owned here */
     bc_case_report *finished = calloc(n ? n : 1, sizeof *finished);     /* scratch for case_finished */
@@ -925,7 +938,9 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     uint32_t axes = bc_matrix_rebuild_axes(be->backend.rebuild_axes);
     bc_matrix_execution_order(cfg->cases, n, axes, order);
 
-    if (be->backend.prepare && (st = be->backend.prepare(cfg->backend_instance, err)) != BC_OK) {
+    st = be->backend.prepare ? be->backend.prepare(cfg->backend_instance, err) : BC_OK;
+    if (cfg->dist) st = bc_dist_agree_status(cfg->dist, st, err); /* every rank starts, or none */
+    if (st != BC_OK) {
         char msg[sizeof err->message + 512];
         snprintf(msg, sizeof msg, "%.300s%sbackend '%s' could not start: prepare: %s",
                  cfg->backend_where ? cfg->backend_where : "", cfg->backend_where ? ": " : "", be->desc->name,
@@ -955,12 +970,17 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.case_report_size = sizeof(bc_case_report);
     run.n_cases = 0;
     run.cases = finished;
+    run.distributed = cfg->dist ? &cfg->dist->report : NULL;
     open_reporters(cfg, &run, slots, res);
 
     run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .order = order, .child_fd = -1};
+    bc_dist *shard = cfg->dist && cfg->dist->mode == BC_DIST_SHARD ? cfg->dist : NULL;
+    size_t world = shard ? (size_t)shard->world_size : 1, mine = shard ? (size_t)shard->rank : 0;
+    int64_t round_case = -1; /* shard: the case this rank ran in the current round */
     for (size_t i = 0; i < n; i++) {
         size_t k = order[i];
         const bc_case *c = &cfg->cases[k];
+        if (shard && i % world != mine) goto round_end; /* another rank's case */
         if (cfg->prior && cfg->prior[k]) { /* finished by the run being resumed */
             adopt_prior(cfg, res, k);
             res->n_resumed++;
@@ -972,14 +992,22 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
             continue;
         }
         /* the first case run after a resumed one builds the backend's state */
-        res->cases[k].rebuilt = i == 0 || (cfg->prior && cfg->prior[order[i - 1]]) ||
-                                !bc_matrix_same_group(&cfg->cases[order[i - 1]], c, axes);
+        res->cases[k].rebuilt = i < world || (cfg->prior && cfg->prior[order[i - world]]) ||
+                                !bc_matrix_same_group(&cfg->cases[order[i - world]], c, axes);
         res->n_rebuilds += (uint32_t)res->cases[k].rebuilt;
-        if (stop_level(cfg)) {
+        int stop_now = stop_level(cfg);
+        if (cfg->dist && !shard) { /* replicate: every rank runs the case, or none */
+            bc_status ok = BC_OK;
+            const char *no_hook = NULL;
+            bc_error no_err = {0};
+            stop_now = bc_dist_agree(cfg->dist, &ok, &no_hook, &no_err, cfg->stop, NULL);
+        }
+        if (stop_now) {
             res->interrupted = 1;
             mark_interrupted(cfg, res, k, "before the case started", 0, 0);
             res->cases[k].stop_reason = BC_STOP_NONE; /* it never ran */
-            continue;
+            round_case = (int64_t)k;
+            goto round_end;
         }
         rs.position = i;
         double eta_s = predict_rest_s(&rs, &rs.eta, i);
@@ -992,11 +1020,28 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         const bc_case_report *cr = &res->cases[k];
         bc_eta_add(&rs.eta, bc_eta_units(&rs.eta, c), cfg->warmup, cr->n_iterations, cr->wall_ms,
                    cr->prompt_width_tokens);
+        if (shard) {
+            round_case = (int64_t)k;
+            goto round_end;
+        }
         done[k] = 1;
         run.n_cases = 0;
         for (size_t j = 0; j < n; j++)
             if (done[j]) finished[run.n_cases++] = res->cases[j];
         journal_case(cfg, &run, slots, res, k);
+        continue;
+    round_end: /* shard: once every rank ran its case of the round, all of them are everyone's */
+        if (!shard || (i % world != world - 1 && i != n - 1)) continue;
+        bc_dist_shard_exchange(shard, res, round_case, cfg->stop);
+        if (stop_level(cfg)) res->interrupted = 1;
+        round_case = -1;
+        for (size_t j = i - i % world; j <= i; j++) {
+            done[order[j]] = 1;
+            run.n_cases = 0;
+            for (size_t q = 0; q < n; q++)
+                if (done[q]) finished[run.n_cases++] = res->cases[q];
+            journal_case(cfg, &run, slots, res, order[j]);
+        }
     }
     for (size_t k = 0; k < n; k++) {
         if (res->cases[k].status == BC_CASE_FAILED) res->n_failed++;

@@ -142,10 +142,20 @@ typedef struct bc_runner_config {
      * caller, main.c's) must increment *stop there. */
     int isolation;
     double case_timeout_s;
+    /* A distributed run (distributed.h; docs/scale.md), or NULL: one
+     * process. replicate: every rank runs every case, iterations start
+     * after a barrier and the ranks agree after each (failures, stop rule,
+     * interrupts), per-rank times are gathered after each case; shard: the
+     * case at execution position i runs on rank i % world_size, and after
+     * each round of world_size cases every rank gets the round's cases.
+     * Only the caller's rank 0 passes reporters. Not with isolation. */
+    struct bc_dist *dist;
     /* Called with a one-line message when a reporter fails; may be NULL. */
     void (*on_error)(void *ctx, const char *message);
     void *on_error_ctx;
 } bc_runner_config;
+
+struct bc_dist;
 
 /* What a run produced; everything is owned by the result. */
 typedef struct bc_run_result {
@@ -173,6 +183,10 @@ extern volatile sig_atomic_t bc_run_in_case_child;
  * failures are in res. res must be freed with bc_run_result_free in every
  * case. */
 bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err);
+
+/* Recomputes case k's statistics and relative CI from its measured values
+ * (res->values) and n_iterations. */
+void bc_run_case_stats(bc_run_result *res, size_t k);
 
 /* 0 all ok; 130 interrupted; 1 a reporter failed; 3 a case failed. */
 int bc_run_exit_status(const bc_run_result *res);

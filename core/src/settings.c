@@ -247,6 +247,11 @@ static bc_status unknown_key(const bc_config *cfg, const bc_plugin_desc *desc, c
     return st;
 }
 
+int bc_settings_given(const bc_plugin_spec *spec, const char *name) {
+    const config_setting_t *group = spec->settings;
+    return group && config_setting_type(group) == CONFIG_TYPE_GROUP && config_setting_get_member(group, name) != NULL;
+}
+
 bc_status bc_settings_resolve(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
                               bc_setting_value *values, bc_error *err) {
     const char *pname = desc->name ? desc->name : spec->name;

@@ -33,6 +33,9 @@ void bc_setting_expected(const bc_setting_desc *d, char *buf, size_t n);
  * values[desc->n_settings] (defaults first; strings point into cfg and live
  * as long as it). Unknown keys get a "did you mean" hint; type and range
  * errors say what is allowed (BC_ERR_SETTING). */
+/* 1 when spec's settings group in the config sets name. */
+int bc_settings_given(const bc_plugin_spec *spec, const char *name);
+
 bc_status bc_settings_resolve(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
                               bc_setting_value *values, bc_error *err);
 

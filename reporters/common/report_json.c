@@ -144,6 +144,74 @@ static void write_selection(bc_jw *w, const bc_run_report *run) {
     bc_jw_end_object(w);
 }
 
+/* The run's distributed block (docs/reporters.md, docs/scale.md). */
+static void write_distributed_run(bc_jw *w, const bc_distributed *d) {
+    bc_jw_begin_object(w);
+    bc_jw_key_uint(w, "world_size", d->world_size);
+    bc_jw_key_string(w, "mode", d->mode);
+    bc_jw_key_string(w, "comm", d->comm);
+    bc_jw_key(w, "ranks");
+    bc_jw_begin_array(w);
+    for (uint32_t r = 0; d->ranks && r < d->world_size; r++) {
+        const bc_rank_info *ri = bc_dist_rank(d, r);
+        bc_jw_begin_object(w);
+        bc_jw_key_int(w, "rank", ri->rank);
+        bc_jw_key_string(w, "host", ri->host);
+        bc_jw_key_int(w, "local_rank", ri->local_rank);
+        bc_jw_key_string(w, "device", ri->device);
+        bc_jw_end_object(w);
+    }
+    bc_jw_end_array(w);
+    bc_jw_end_object(w);
+}
+
+/* n doubles as a JSON array (null for NaN); null when x is NULL. */
+static void double_list(bc_jw *w, const double *x, uint32_t n) {
+    if (!x) {
+        bc_jw_null(w);
+        return;
+    }
+    bc_jw_begin_array(w);
+    for (uint32_t i = 0; i < n; i++) bc_jw_double(w, x[i]);
+    bc_jw_end_array(w);
+}
+
+/* A case's distributed block: who ran it (shard), the aggregates and the
+ * per-rank arrays (replicate). */
+static void write_distributed_case(bc_jw *w, const bc_run_report *run, const bc_case_distributed *cd) {
+    const bc_distributed *d = BC_RUN_FIELD(run, distributed, NULL);
+    int shard = d && d->mode && strcmp(d->mode, "shard") == 0;
+    bc_jw_begin_object(w);
+    bc_jw_key_uint(w, "n_ranks", cd->n_ranks);
+    if (shard) {
+        bc_jw_key_int(w, "rank", cd->rank);
+        bc_jw_key_string(w, "host", cd->host);
+    } else {
+        bc_jw_key_double(w, "step_tokens_per_second", cd->step_tokens_per_second);
+        bc_jw_key_double(w, "ideal_tokens_per_second", cd->ideal_tokens_per_second);
+        bc_jw_key_double(w, "straggler_efficiency", cd->straggler_efficiency);
+        bc_jw_key_double(w, "straggler_tax_ms", cd->straggler_tax_ms);
+        bc_jw_key_double(w, "rank_time_min_ms", cd->rank_time_min_ms);
+        bc_jw_key_double(w, "rank_time_mean_ms", cd->rank_time_mean_ms);
+        bc_jw_key_double(w, "rank_time_max_ms", cd->rank_time_max_ms);
+        bc_jw_key_double(w, "rank_time_std_ms", cd->rank_time_std_ms);
+        bc_jw_key_int_or_null(w, "slowest_rank", cd->slowest_rank);
+        bc_jw_key_string(w, "slowest_host", cd->slowest_host);
+        bc_jw_key_double(w, "peak_memory_max_mib", cd->peak_memory_max_mib);
+        bc_jw_key_double(w, "peak_memory_sum_mib", cd->peak_memory_sum_mib);
+        bc_jw_key(w, "lengths_forced");
+        if (cd->full_length < 0) bc_jw_null(w);
+        else bc_jw_bool(w, cd->full_length);
+    }
+    bc_jw_key(w, "rank_time_ms");
+    double_list(w, cd->rank_time_ms, cd->n_ranks);
+    bc_jw_key(w, "rank_tokens_per_second");
+    double_list(w, cd->rank_tokens_per_second, cd->n_ranks);
+    bc_jw_key(w, "rank_peak_memory_mib");
+    double_list(w, cd->rank_peak_memory_mib, cd->n_ranks);
+    bc_jw_end_object(w);
+}
+
 void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run) {
     bc_jw_key_string(w, "benchctl_version", run->benchctl_version);
     bc_jw_key_string(w, "git_commit", run->git_commit);
@@ -177,6 +245,11 @@ void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run) {
     write_stopping(w, run);
     bc_jw_key(w, "selection");
     write_selection(w, run);
+    const bc_distributed *d = BC_RUN_FIELD(run, distributed, NULL);
+    if (d) {
+        bc_jw_key(w, "distributed");
+        write_distributed_run(w, d);
+    }
 }
 
 /* {"name": value, ...} for the statistics called names[0..n-1], looked up
@@ -309,5 +382,10 @@ void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, in
     bc_jw_key_string(w, "message", cr->message ? cr->message : "");
     bc_jw_key(w, "extended");
     write_extended(w, run, cr);
+    const bc_case_distributed *cd = BC_CASE_FIELD(run, cr, distributed, NULL);
+    if (cd) {
+        bc_jw_key(w, "distributed");
+        write_distributed_case(w, run, cd);
+    }
     bc_jw_end_object(w);
 }

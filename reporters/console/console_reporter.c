@@ -467,8 +467,66 @@ static const column phase_columns[] = {
     {"steal%", 1, fill_steal, NULL, NULL, 0},
 };
 
+/* A distributed case (docs/scale.md); NULL in a single-process run. */
+static const bc_case_distributed *case_dist(const view *v, const bc_case_report *cr) {
+    return BC_RUN_FIELD(v->run, distributed, NULL) ? BC_CASE_FIELD(v->run, cr, distributed, NULL) : NULL;
+}
+
+#define DIST_FILL(name, expr, decimals)                                               \
+    static void name(char *cell, const view *v, const bc_case_report *cr) {            \
+        const bc_case_distributed *cd = case_dist(v, cr);                              \
+        fmt_num(cell, cd ? (expr) : NAN, decimals);                                    \
+    }
+DIST_FILL(fill_step_tps, cd->step_tokens_per_second, 1)
+DIST_FILL(fill_ideal_tps, cd->ideal_tokens_per_second, 1)
+DIST_FILL(fill_efficiency, cd->straggler_efficiency, 3)
+DIST_FILL(fill_tax, cd->straggler_tax_ms, 2)
+DIST_FILL(fill_rank_min, cd->rank_time_min_ms, 2)
+DIST_FILL(fill_rank_mean, cd->rank_time_mean_ms, 2)
+DIST_FILL(fill_rank_max, cd->rank_time_max_ms, 2)
+DIST_FILL(fill_rank_std, cd->rank_time_std_ms, 2)
+DIST_FILL(fill_peak_max, cd->peak_memory_max_mib, 1)
+DIST_FILL(fill_peak_sum, cd->peak_memory_sum_mib, 1)
+
+/* replicate: "rank@host" of the slowest rank; shard: of the rank that ran it */
+static void fill_rank(char *cell, const view *v, const bc_case_report *cr) {
+    const bc_case_distributed *cd = case_dist(v, cr);
+    int32_t rank = !cd ? -1 : cd->rank >= 0 ? cd->rank : cd->slowest_rank;
+    const char *host = !cd ? NULL : cd->rank >= 0 ? cd->host : cd->slowest_host;
+    if (rank < 0) snprintf(cell, CELL_LEN, "-");
+    else snprintf(cell, CELL_LEN, "%d@%.30s", (int)rank, host ? host : "?");
+}
+
+static void fill_forced(char *cell, const view *v, const bc_case_report *cr) {
+    const bc_case_distributed *cd = case_dist(v, cr);
+    snprintf(cell, CELL_LEN, "%s", !cd || cd->full_length < 0 ? "-" : cd->full_length ? "yes" : "no");
+}
+
+/* How the ranks of a replicate run did (shard: where each case ran). */
+static const column replicate_columns[] = {
+    {"#", 1, fill_index, NULL, NULL, 0},
+    {"step_tok/s", 1, fill_step_tps, NULL, NULL, 0},
+    {"ideal_tok/s", 1, fill_ideal_tps, NULL, NULL, 0},
+    {"strag_eff", 1, fill_efficiency, NULL, NULL, 0},
+    {"strag_tax_ms", 1, fill_tax, NULL, NULL, 0},
+    {"rank_min", 1, fill_rank_min, NULL, NULL, 0},
+    {"rank_mean", 1, fill_rank_mean, NULL, NULL, 0},
+    {"rank_max", 1, fill_rank_max, NULL, NULL, 0},
+    {"rank_std", 1, fill_rank_std, NULL, NULL, 0},
+    {"slowest", 0, fill_rank, NULL, NULL, 0},
+    {"peak_max", 1, fill_peak_max, NULL, NULL, 0},
+    {"peak_sum", 1, fill_peak_sum, NULL, NULL, 0},
+    {"forced", 0, fill_forced, NULL, NULL, 0},
+};
+static const column shard_columns[] = {
+    {"#", 1, fill_index, NULL, NULL, 0},
+    {"ran_on", 0, fill_rank, NULL, NULL, 0},
+};
+
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
-_Static_assert(N_OF(case_columns) <= MAX_COLS && N_OF(phase_columns) <= MAX_COLS, "raise MAX_COLS");
+_Static_assert(N_OF(case_columns) <= MAX_COLS && N_OF(phase_columns) <= MAX_COLS &&
+                   N_OF(replicate_columns) <= MAX_COLS,
+               "raise MAX_COLS");
 
 /* One case's cell of column col. */
 static void fill_cell(char *cell, const column *col, const view *v, const bc_case_report *cr) {
@@ -606,6 +664,13 @@ static void put_title(bc_text *t, const bc_run_report *run) {
                    model ? model : "?", device ? device : "?", run->warmup);
     put_iterations(t, run);
     bc_text_puts(t, " per case\n");
+    const bc_distributed *d = BC_RUN_FIELD(run, distributed, NULL);
+    if (d)
+        bc_text_printf(t, "ranks: %u (%s, through %s)%s\n", d->world_size, d->mode ? d->mode : "?",
+                       d->comm ? d->comm : "?",
+                       d->mode && strcmp(d->mode, "shard") == 0
+                           ? "; each case ran on one rank, valid when the ranks share nothing"
+                           : "; per-rank figures: each rank's mean total_ms");
     const char *cases = BC_RUN_FIELD(run, selected_cases, NULL), *only = BC_RUN_FIELD(run, selected_only, NULL);
     if (cases || only)
         bc_text_printf(t, "selected: %u of %u cases (%s%s%s%s%s)\n", run->n_cases,
@@ -626,6 +691,12 @@ static void put_legend(bc_text *t, const bc_run_report *run) {
     bc_text_puts(t, "n, stop: measured iterations and why they stopped; cv%: stddev / mean of total_ms; load: 1-minute "
                     "load average at the case's start/end;\n");
     bc_text_puts(t, "steal%: CPU time the hypervisor took while the case ran.\n");
+    const bc_distributed *d = BC_RUN_FIELD(run, distributed, NULL);
+    if (d && !(d->mode && strcmp(d->mode, "shard") == 0))
+        bc_text_puts(t, "Ranks (docs/scale.md): step_tok/s: all ranks' tokens / the slowest rank's time per step; "
+                        "ideal_tok/s: sum of the ranks' own rates;\nstrag_eff: mean / max rank time; strag_tax_ms: "
+                        "max - median rank time; rank_*: rank times in ms; slowest: rank@host; peak_*: MiB over "
+                        "ranks;\nforced: every rank returned response_length tokens (no early stop).\n");
 }
 
 /* The footnote of the "!" mark, naming the unstable cases; nothing when
@@ -657,6 +728,14 @@ static bc_status build_report(bc_text *t, const view *v) {
     if (put_table(t, v, case_columns, N_OF(case_columns)) != BC_OK) return BC_ERR_NOMEM;
     bc_text_put(t, "\n", 1);
     if (put_table(t, v, phase_columns, N_OF(phase_columns)) != BC_OK) return BC_ERR_NOMEM;
+    const bc_distributed *d = BC_RUN_FIELD(v->run, distributed, NULL);
+    if (d) {
+        int shard = d->mode && strcmp(d->mode, "shard") == 0;
+        bc_text_put(t, "\n", 1);
+        if ((shard ? put_table(t, v, shard_columns, N_OF(shard_columns))
+                   : put_table(t, v, replicate_columns, N_OF(replicate_columns))) != BC_OK)
+            return BC_ERR_NOMEM;
+    }
     put_legend(t, v->run);
     put_unstable(t, v);
     put_outcomes(t, v->run);

@@ -83,6 +83,35 @@ static void cell_int_or_empty(bc_text *t, int *first, int64_t x) {
 
 static void end_row(bc_text *t) { bc_text_put(t, "\r\n", 2); }
 
+/* The columns of a distributed run (docs/scale.md), before "message"; only
+ * when the run is one. */
+static const char *const dist_columns[] = {
+    "rank", "host", "step_tokens_per_second", "ideal_tokens_per_second", "straggler_efficiency", "straggler_tax_ms",
+    "rank_time_min_ms", "rank_time_mean_ms", "rank_time_max_ms", "rank_time_std_ms", "slowest_rank", "slowest_host",
+    "peak_memory_max_mib", "peak_memory_sum_mib", "lengths_forced"};
+
+static void write_dist_cells(bc_text *t, int *first, const bc_case_distributed *cd) {
+    if (!cd) {
+        for (size_t i = 0; i < sizeof dist_columns / sizeof dist_columns[0]; i++) cell(t, first, "");
+        return;
+    }
+    cell_int_or_empty(t, first, cd->rank);
+    cell(t, first, cd->host ? cd->host : "");
+    cell_double(t, first, cd->step_tokens_per_second);
+    cell_double(t, first, cd->ideal_tokens_per_second);
+    cell_double(t, first, cd->straggler_efficiency);
+    cell_double(t, first, cd->straggler_tax_ms);
+    cell_double(t, first, cd->rank_time_min_ms);
+    cell_double(t, first, cd->rank_time_mean_ms);
+    cell_double(t, first, cd->rank_time_max_ms);
+    cell_double(t, first, cd->rank_time_std_ms);
+    cell_int_or_empty(t, first, cd->slowest_rank);
+    cell(t, first, cd->slowest_host ? cd->slowest_host : "");
+    cell_double(t, first, cd->peak_memory_max_mib);
+    cell_double(t, first, cd->peak_memory_sum_mib);
+    cell(t, first, cd->full_length < 0 ? "" : cd->full_length ? "true" : "false");
+}
+
 static void write_header(bc_text *t, const bc_run_report *run) {
     static const char *const identity[] = {
         "index", "precision", "dtype", "cache_policy", "release_inference_cache",
@@ -106,6 +135,8 @@ static void write_header(bc_text *t, const bc_run_report *run) {
     cell(t, &first, "load_avg_start");
     cell(t, &first, "load_avg_end");
     cell(t, &first, "cpu_steal_share");
+    if (BC_RUN_FIELD(run, distributed, NULL))
+        for (size_t i = 0; i < sizeof dist_columns / sizeof dist_columns[0]; i++) cell(t, &first, dist_columns[i]);
     cell(t, &first, "message");
     end_row(t);
 }
@@ -140,6 +171,7 @@ static void write_row(bc_text *t, const bc_run_report *run, const bc_case_report
     cell_double(t, &first, BC_CASE_FIELD(run, cr, load_avg_start, NAN));
     cell_double(t, &first, BC_CASE_FIELD(run, cr, load_avg_end, NAN));
     cell_double(t, &first, BC_CASE_FIELD(run, cr, cpu_steal_share, NAN));
+    if (BC_RUN_FIELD(run, distributed, NULL)) write_dist_cells(t, &first, BC_CASE_FIELD(run, cr, distributed, NULL));
     cell(t, &first, cr->message ? cr->message : "");
     end_row(t);
 }

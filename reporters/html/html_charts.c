@@ -26,6 +26,7 @@
 
 #include "html_page.h"
 #include "htmlw.h"
+#include "report.h"
 
 #define CHART_W 1040.0 /* full chart width, px */
 /* Bounds that keep a page small when a case ran thousands of iterations
@@ -860,4 +861,72 @@ out:
     free(notok);
     free(nodata);
     free(v);
+}
+
+/* ----------------------------------------------------------------- ranks */
+
+/* A replicate case's distributed block (docs/scale.md), or NULL. */
+static const bc_case_distributed *ranks_of(const hp_page *pg, const hp_case *k) {
+    const bc_case_distributed *cd = BC_CASE_FIELD(pg->run, k->cr, distributed, NULL);
+    return k->ok && cd && cd->rank < 0 && cd->rank_time_ms && cd->n_ranks > 0 ? cd : NULL;
+}
+
+void hp_chart_ranks(hp_page *pg) {
+    const bc_distributed *d = BC_RUN_FIELD(pg->run, distributed, NULL);
+    if (!d || (d->mode && strcmp(d->mode, "replicate") != 0)) return;
+    bc_text *t = pg->t;
+    section_open(t, "ranks", "Ranks: each rank&#8217;s time per case");
+    uint32_t rows = 0;
+    double xmax = 0.0;
+    for (uint32_t i = 0; i < pg->n; i++) {
+        const bc_case_distributed *cd = ranks_of(pg, &pg->cases[i]);
+        if (!cd) continue;
+        rows += cd->n_ranks;
+        for (uint32_t r = 0; r < cd->n_ranks; r++)
+            if (isfinite(cd->rank_time_ms[r]) && cd->rank_time_ms[r] > xmax) xmax = cd->rank_time_ms[r];
+    }
+    if (rows == 0 || xmax <= 0) {
+        bc_text_puts(t, "<p class=\"note\">Nothing to draw: no case finished on every rank.</p>\n");
+    } else {
+        const double row_h = 14.0, gap = 8.0, top = 8.0;
+        plot p;
+        memset(&p, 0, sizeof p);
+        p.x0 = label_width(pg);
+        p.x1 = CHART_W - 150;
+        p.y0 = top;
+        uint32_t n_cases = 0;
+        for (uint32_t i = 0; i < pg->n; i++) n_cases += ranks_of(pg, &pg->cases[i]) != NULL;
+        p.y1 = top + rows * row_h + n_cases * gap + 4;
+        bc_ticks_linear(&p.xt, 0.0, xmax, 8);
+        svg_open(t, CHART_W, p.y1 + 44, "Each rank's mean total_ms per case, in milliseconds; the slowest rank darker");
+        x_grid(t, &p);
+        double y = top;
+        for (uint32_t i = 0; i < pg->n; i++) {
+            const hp_case *k = &pg->cases[i];
+            const bc_case_distributed *cd = ranks_of(pg, k);
+            if (!cd) continue;
+            text_at(t, p.x0 - 8, y + row_h / 2 + 3.5, "lab", "end", k->label);
+            for (uint32_t r = 0; r < cd->n_ranks; r++, y += row_h) {
+                double v = cd->rank_time_ms[r];
+                if (!isfinite(v)) continue;
+                const bc_rank_info *ri = r < d->world_size ? bc_dist_rank(d, r) : NULL;
+                char num[32];
+                bc_html_format_number(num, sizeof num, v);
+                bc_text_printf(t, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"10\"><title>",
+                               (int32_t)r == cd->slowest_rank ? "f1" : "f0", sx(&p, 0), y + 2, sx(&p, v) - sx(&p, 0));
+                bc_html_text(t, k->label);
+                bc_html_textf(t, ": rank %u (%s) %s ms", r, ri && ri->host ? ri->host : "?", num);
+                bc_text_printf(t, "</title></rect><text x=\"%.1f\" y=\"%.1f\">", sx(&p, v) + 6, y + 11);
+                bc_html_textf(t, "r%u %s ms", r, num);
+                bc_text_puts(t, "</text>");
+            }
+            y += gap;
+            bc_text_puts(t, "\n");
+        }
+        x_axis(t, &p, "milliseconds per rollout (each rank's mean over the measured iterations)");
+        svg_close(t);
+    }
+    how(t, "One group of bars per case that finished, one bar per rank in rank order, drawn to one scale: the "
+           "rank&#8217;s mean total_ms. The darker bar is the slowest rank, the one every step of a replicate run "
+           "waits for; the gap between it and the others is the straggler tax (docs/scale.md).");
 }

@@ -73,6 +73,9 @@ void hp_chart_stages(hp_page *pg);
 void hp_chart_distributions(hp_page *pg);
 void hp_chart_progression(hp_page *pg);
 void hp_chart_memory(hp_page *pg);
+/* Per-rank bars of a replicate distributed run (docs/scale.md); nothing
+ * in a single-process run. */
+void hp_chart_ranks(hp_page *pg);
 
 /* Appends "#1, #3-5, #9" for the cases i (indexes into pg->cases) with
  * pick[i] set, by their requested-order index. Returns how many. */

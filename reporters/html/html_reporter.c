@@ -771,6 +771,7 @@ static void put_page(hp_page *pg, const char *title) {
     hp_chart_distributions(pg);
     hp_chart_progression(pg);
     hp_chart_memory(pg);
+    hp_chart_ranks(pg);
     bc_text_puts(t, "<footer>Written by benchctl ");
     bc_html_text(t, known(pg->run->benchctl_version));
     bc_text_puts(t, "&#8217;s html reporter " HTML_VERSION ". One self-contained file: no script, nothing loaded "

@@ -40,6 +40,20 @@ run() {
     grep -q '^events 16 32$' "$WORK/$name/cases.txt" || fail "$name: expected 'events 16 32' in cases.txt"
     grep -q '"schema_version": 2' "$WORK/$name/report.json" || fail "$name: report.json lacks schema_version 2"
     [ "$(wc -l <"$WORK/$name/report.csv")" -eq 17 ] || fail "$name: report.csv should have a header and 16 rows"
+    # (since 2.2) a comm plugin and the distributed blocks of the reports
+    (cd "$WORK/$name" && BENCHCTL_PLUGIN_PATH=$3 "$2" run "$SRC/compat.cfg" -q --set 'distributed.comm="testcomm"' \
+        --set 'reporters.[1].settings.path="dist.json"' --set 'reporters.[2].settings.path="dist.csv"' \
+        --set 'reporters.[0].settings.path="dist.txt"' >dist-out.txt 2>dist-err.txt)
+    code=$?
+    if [ "$code" -ne 0 ]; then
+        fail "$name: with testcomm: exited $code"
+        sed 's/^/    /' "$WORK/$name/dist-err.txt"
+        return
+    fi
+    grep -q '"world_size": 1' "$WORK/$name/dist.json" || fail "$name: dist.json lacks the distributed block"
+    [ "$(grep -c '"step_tokens_per_second"' "$WORK/$name/dist.json")" -eq 16 ] ||
+        fail "$name: dist.json should have 16 cases with distributed aggregates"
+    head -1 "$WORK/$name/dist.csv" | grep -q 'straggler_efficiency' || fail "$name: dist.csv lacks the straggler columns"
     echo "ok: $name"
 }
 
@@ -57,11 +71,11 @@ done
 
 # the hosts say which ABI each plugin speaks
 BENCHCTL_PLUGIN_PATH=$PLUG22 "$HOST21" plugins testbackend >"$WORK/plugins22.txt" 2>&1 || fail "plugins testbackend (2.2) failed"
-grep -q 'ABI 2.2' "$WORK/plugins22.txt" || fail "benchctl plugins does not show ABI 2.2 for a 2.2 plugin"
+grep -q 'ABI 2.3' "$WORK/plugins22.txt" || fail "benchctl plugins does not show ABI 2.3 for a next-minor plugin"
 BENCHCTL_PLUGIN_PATH=$PLUG21 "$HOST22" plugins testbackend >"$WORK/plugins21.txt" 2>&1 || fail "plugins testbackend (2.1) failed"
-grep -q 'ABI 2.1' "$WORK/plugins21.txt" || fail "benchctl plugins does not show ABI 2.1 for a 2.1 plugin"
-"$HOST21" --version | grep -q 'plugin ABI 2.1' || fail "the 2.1 host does not say ABI 2.1"
-"$HOST22" --version | grep -q 'plugin ABI 2.2' || fail "the 2.2 host does not say ABI 2.2"
+grep -q 'ABI 2.2' "$WORK/plugins21.txt" || fail "benchctl plugins does not show ABI 2.2 for a 2.2 plugin"
+"$HOST21" --version | grep -q 'plugin ABI 2.2' || fail "the host from plugin.h does not say ABI 2.2"
+"$HOST22" --version | grep -q 'plugin ABI 2.3' || fail "the next-minor host does not say ABI 2.3"
 
 [ "$failures" -eq 0 ] && echo "abi_compat: all passed" && exit 0
 echo "abi_compat: $failures failure(s)"

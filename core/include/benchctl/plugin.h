@@ -4,11 +4,12 @@
  * ("benchctl_plugin_entry"), of type bc_plugin_entry_fn. It returns a pointer
  * to a static bc_plugin_desc that lives as long as the library is loaded.
  *
- * Four kinds of plugin:
+ * Five kinds of plugin:
  *   backend    runs a rollout (expand prompts, generate, post-process)
  *   precision  describes a number format (element size, conversions, tolerance)
  *   cache      an inference-cache policy (retain or release between rollouts)
  *   reporter   writes results (json, csv, console, jsonl, ...)
+ *   comm       (since 2.2) joins the processes of a distributed run (mpi)
  *
  * ------------------------------------------------------------------------
  * Compatibility policy (ABI 2.x)
@@ -89,7 +90,7 @@ extern "C" {
 #define BENCHCTL_PLUGIN_MAGIC 0x42435450u /* "BCTP" */
 #define BENCHCTL_ABI_MAJOR 2
 #ifndef BENCHCTL_ABI_MINOR
-#define BENCHCTL_ABI_MINOR 1
+#define BENCHCTL_ABI_MINOR 2
 #endif
 #define BENCHCTL_PLUGIN_ENTRY "benchctl_plugin_entry"
 
@@ -516,6 +517,66 @@ static inline const char *bc_stop_reason_name(bc_stop_reason r) {
     return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "unknown";
 }
 
+/* ---------------------------------------------- distributed runs (since 2.2)
+ *
+ * A run launched by mpirun (docs/scale.md) runs on world_size ranks, joined
+ * by a comm plugin. Modes:
+ *   replicate  every rank runs every case at once on its own prompts (the
+ *              sampling seed plus the rank); each iteration starts after a
+ *              barrier and is timed by each rank alone; results are gathered
+ *              on rank 0 after the case. Durations only.
+ *   shard      the cases are spread over the ranks; each case ran on one.
+ */
+
+/* One rank of a distributed run (bc_distributed.ranks, rank_info_size apart). */
+typedef struct bc_rank_info {
+    int32_t rank, local_rank; /* local_rank: the rank's index on its host */
+    const char *host;         /* the host name the rank ran on */
+    const char *device;       /* the backend's device there, e.g. "cpu", "cuda:1"; NULL unknown */
+    BC_ABI_TAIL(bc_rank_info)
+} bc_rank_info;
+
+typedef struct bc_distributed {
+    uint32_t struct_size;
+    const char *comm;    /* the comm plugin's name, e.g. "mpi" */
+    const char *mode;    /* "replicate" or "shard" */
+    uint32_t world_size; /* ranks */
+    uint32_t rank_info_size;
+    const bc_rank_info *ranks; /* world_size, rank order; walk with bc_dist_rank */
+    BC_ABI_TAIL(bc_distributed)
+} bc_distributed;
+
+/* Rank i of d. */
+static inline const bc_rank_info *bc_dist_rank(const struct bc_distributed *d, uint32_t i) {
+    return BC_AT(bc_rank_info, d->ranks, d->rank_info_size, i);
+}
+
+/* One case of a distributed run. Times are each rank's mean total_ms over
+ * its measured iterations (the rank's time); docs/scale.md defines every
+ * figure. NAN (-1 for integers) where not applicable or not measured. */
+typedef struct bc_case_distributed {
+    uint32_t struct_size;
+    uint32_t n_ranks;  /* ranks that ran the case: world_size (replicate) or 1 (shard) */
+    int32_t rank;      /* shard: the rank that ran it; replicate: -1 */
+    const char *host;  /* shard: that rank's host; replicate: NULL */
+    /* replicate: sum over iterations of every rank's tokens / sum over
+     * iterations of the slowest rank's total_ms (the step's throughput) */
+    double step_tokens_per_second;
+    double ideal_tokens_per_second; /* sum over ranks of each rank's tokens / its own time */
+    double straggler_efficiency;    /* mean rank time / max rank time (1 = no straggler) */
+    double straggler_tax_ms;        /* max rank time - median rank time */
+    double rank_time_min_ms, rank_time_mean_ms, rank_time_max_ms, rank_time_std_ms; /* over ranks */
+    int32_t slowest_rank;           /* rank with the max time; -1 unknown */
+    const char *slowest_host;
+    double peak_memory_max_mib, peak_memory_sum_mib; /* over ranks of peak_memory_mib */
+    int32_t full_length;            /* 1: every rank returned response_length tokens per row
+                                       (lengths forced), 0: some stopped early, -1 unknown */
+    /* Per rank, n_ranks each, rank order: the rank's time, tokens/s
+     * (its tokens / its time) and peak memory. */
+    const double *rank_time_ms, *rank_tokens_per_second, *rank_peak_memory_mib;
+    BC_ABI_TAIL(bc_case_distributed)
+} bc_case_distributed;
+
 typedef struct bc_case_report {
     uint32_t struct_size;
     const bc_case *c;
@@ -548,6 +609,11 @@ typedef struct bc_case_report {
     double cpu_steal_share;
     /* (since 2.1) Why the measured iterations stopped. */
     bc_stop_reason stop_reason;
+    /* ---- (since 2.2, distributed runs) ----
+     * What the ranks of a distributed run did in this case (see
+     * bc_case_distributed); NULL in a single-process run. */
+    const struct bc_case_distributed *distributed;
+    /* ---- end of the distributed block ---- */
     BC_ABI_TAIL(bc_case_report)
 } bc_case_report;
 
@@ -601,6 +667,11 @@ typedef struct bc_run_report {
      * given. */
     uint32_t n_matrix_cases;
     const char *selected_cases, *selected_only;
+    /* ---- (since 2.2, distributed runs) ----
+     * The ranks of a distributed run (bc_distributed); NULL in a
+     * single-process run. Only rank 0 opens reporters. */
+    const struct bc_distributed *distributed;
+    /* ---- end of the distributed block ---- */
     BC_ABI_TAIL(bc_run_report)
 } bc_run_report;
 
@@ -689,13 +760,48 @@ typedef struct bc_reporter_ops {
     BC_ABI_TAIL(bc_reporter_ops)
 } bc_reporter_ops;
 
+/* ------------------------------------------------------ comm (since 2.2)
+ *
+ * A comm plugin joins the processes of a distributed run (the mpi plugin,
+ * linked against libmpi, so the core never is). The host loads it when the
+ * process was launched by an MPI launcher (docs/scale.md) and calls its
+ * collectives only between timed stages. Every collective is called by
+ * every rank in the same order. */
+
+typedef struct bc_comm_info {
+    uint32_t struct_size;
+    int32_t rank, world_size;
+    int32_t local_rank; /* index among the ranks on this host */
+    BC_ABI_TAIL(bc_comm_info)
+} bc_comm_info;
+
+typedef struct bc_comm_ops {
+    uint32_t struct_size;
+    /* Required. Joins the job (MPI_Init) and fills info (host-sized; BC_SET). */
+    bc_status (*open)(const bc_host *host, const bc_settings *settings, void **out_instance, bc_comm_info *info,
+                      bc_error *err);
+    /* Required. Leaves the job (MPI_Finalize) and frees the instance. */
+    void (*close)(void *instance);
+    /* Required. Returns once every rank has called it. */
+    bc_status (*barrier)(void *instance, bc_error *err);
+    /* Required. Copies n_bytes at buf on rank 0 into buf on every rank. */
+    bc_status (*broadcast)(void *instance, void *buf, size_t n_bytes, bc_error *err);
+    /* Required. Every rank sends n_bytes and receives every rank's, in rank
+     * order, into recv (world_size x n_bytes). */
+    bc_status (*allgather)(void *instance, const void *send, size_t n_bytes, void *recv, bc_error *err);
+    /* Required. Ends every process of the job with status (MPI_Abort). */
+    void (*abort)(void *instance, int status);
+    BC_ABI_TAIL(bc_comm_ops)
+} bc_comm_ops;
+
 /* ------------------------------------------------------------- descriptor */
 
 typedef enum bc_plugin_kind {
     BC_KIND_BACKEND = 1,
     BC_KIND_PRECISION = 2,
     BC_KIND_CACHE = 3,
-    BC_KIND_REPORTER = 4
+    BC_KIND_REPORTER = 4,
+    BC_KIND_COMM = 5 /* (since 2.2) */
 } bc_plugin_kind;
 
 typedef struct bc_plugin_desc {
@@ -710,8 +816,8 @@ typedef struct bc_plugin_desc {
     const bc_setting_desc *settings; /* n_settings rows, setting_size bytes apart */
     uint32_t n_settings;
     uint32_t setting_size; /* sizeof(bc_setting_desc); BC_SETTINGS_TABLE fills it */
-    /* Points at a bc_backend_ops, bc_precision_ops, bc_cache_ops or
-     * bc_reporter_ops, according to kind. */
+    /* Points at a bc_backend_ops, bc_precision_ops, bc_cache_ops,
+     * bc_reporter_ops or (since 2.2) bc_comm_ops, according to kind. */
     const void *ops;
     /* Optional, any kind. Checks resolved settings beyond type and range
      * (a path that must exist, two settings that contradict each other),
