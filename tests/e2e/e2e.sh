@@ -181,8 +181,10 @@ expect 0 adaptive run "$SRC/good.cfg" --cases 0-3 --set 'reporters.[0].settings.
 [ "$(grep -c '^case .* ok 7 .* max_iterations$' adaptive.txt)" -eq 4 ] ||
     { fail "adaptive: expected 4 cases of 7 iterations stopped at max_iterations"; sed 's/^/    /' adaptive.txt; }
 has adaptive.txt "events 0 28"
+# 20 ms steps and room for 100 iterations: scheduling delays on a loaded
+# machine are small against 20 ms, and the interval narrows as n grows
 expect 0 stable run "$SRC/good.cfg" --cases 0 --set 'reporters.[0].settings.path="stable.txt"' \
-    --set 'run={target_rel_ci=1.0; min_iterations=6;}' --set backend.settings.post_us=2000
+    --set 'run={target_rel_ci=1.0; min_iterations=6; max_iterations=100;}' --set backend.settings.post_us=20000
 grep -q '^case 0 ok [0-9]* .* stable$' stable.txt || { fail "stable: case 0 did not stop stable"; cat stable.txt; }
 expect 2 contradiction validate "$SRC/good.cfg" --set run.target_rel_ci=0.05
 one_error contradiction
