@@ -1,7 +1,8 @@
 /* kernels.h: the OPT engine's CPU kernels, in three variants chosen at run
  * time from the CPU's features (highest score that the CPU supports wins):
  *   portable C (always), AVX2 + F16C + FMA, AVX-512F (+ AVX512-BF16 dot
- *   products when present).
+ *   products when present); the `kernels` backend setting can force a
+ *   lower one (opt_kernels_for).
  * Activations are fp32; weights and the KV cache are fp32, fp16 or bf16;
  * accumulation is always fp32. Every SIMD variant is tested against the
  * portable one (tests/opt/test_kernels.c).
@@ -12,16 +13,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "float_bits.h" /* plugins/precision/common: prec_f32_to_f16 and the other bit rules */
+
 typedef enum opt_dtype { OPT_F32 = 0, OPT_F16 = 1, OPT_BF16 = 2 } opt_dtype;
 
 static inline size_t opt_dtype_size(opt_dtype t) { return t == OPT_F32 ? 4 : 2; }
 const char *opt_dtype_name(opt_dtype t); /* "float32", "float16", "bfloat16" */
 
+/* A kernel family, named after the instruction-set tier it needs
+ * (plugins/precision/common/cpu_isa.h, same values). */
 typedef enum opt_isa { OPT_ISA_PORTABLE = 0, OPT_ISA_AVX2 = 1, OPT_ISA_AVX512 = 2, OPT_ISA_AVX512_BF16 = 3 } opt_isa;
 
 /* The best ISA this CPU supports (cpuid + xgetbv). */
 opt_isa opt_isa_detect(void);
+/* "portable", "avx2", "avx512", "avx512_bf16" */
 const char *opt_isa_name(opt_isa isa);
+/* The family a `kernels` setting names: -1 for "auto" (or "" / NULL), an
+ * opt_isa for a family's name, -2 for anything else. */
+int opt_isa_parse(const char *name);
 
 /* A table of kernels for one ISA. Shapes in names: x[M, K] row-major fp32,
  * w[N, K] row-major in dtype, y[M, N] fp32. */
@@ -60,12 +69,6 @@ typedef struct opt_kernels {
 const opt_kernels *opt_kernels_for(opt_isa isa);
 /* The table of the best ISA this CPU supports (never NULL). */
 const opt_kernels *opt_kernels_best(void);
-
-/* Scalar conversions (round to nearest even), shared by all variants. */
-float opt_f16_to_f32(uint16_t h);
-uint16_t opt_f32_to_f16(float f);
-float opt_bf16_to_f32(uint16_t h);
-uint16_t opt_f32_to_bf16(float f);
 
 /* A fixed pool of worker threads. opt_pool_run calls fn(ctx, i, n) once for
  * every i in [0, n), n = n_threads, on the pool's n_threads threads (the

@@ -38,13 +38,14 @@
 #include "benchctl/plugin.h"
 #include "checkpoint.h"
 #include "fileio.h"
+#include "precision.h"
 #include "rollout.h"
 #ifdef OPT_HAVE_CUDA
 #include "cuda_backend.h" /* CUDA path: plugins/opt/cuda, docs/cuda.md */
 #endif
 
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
-       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK, S_COUNT };
+       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK, S_KERNELS, S_COUNT };
 
 /* memory_check: what a case whose planned memory exceeds what there is gets. */
 enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
@@ -56,6 +57,8 @@ enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
 static const char *const model_choices[] = {"", "125m", "350m", "1.3b", "2.7b", "6.7b", "13b", "30b", "66b", NULL};
 static const char *const device_choices[] = {"cpu", "cuda", NULL};
 static const char *const memory_check_choices[] = {"refuse", "warn", "off", NULL};
+/* the CPU kernel families (kernels.h), "auto" = the best this CPU runs */
+static const char *const kernels_choices[] = {"auto", "avx512_bf16", "avx512", "avx2", "portable", NULL};
 
 static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_MODEL] = {.name = "model", .type = BC_SETTING_ENUM, .default_string = "", .choices = model_choices,
@@ -85,6 +88,8 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_MEMORY_CHECK] = {.name = "memory_check", .type = BC_SETTING_ENUM, .default_string = "refuse",
                         .choices = memory_check_choices,
                         .help = "a case planned to need more memory than is available: refuse it, warn, or off"},
+    [S_KERNELS] = {.name = "kernels", .type = BC_SETTING_ENUM, .default_string = "auto", .choices = kernels_choices,
+                   .help = "CPU kernel family (auto = the best this CPU runs); one the CPU cannot run is refused"},
 };
 
 typedef struct opt_backend {
@@ -94,6 +99,7 @@ typedef struct opt_backend {
     uint64_t weights_seed;
     int threads, stop_at_eos, shared_prefill;
     int memory_check;      /* MEMCHECK_* */
+    int kernels_isa;       /* the kernels setting: -1 = auto, else the opt_isa forced */
     opt_hparams hp;        /* the preset's shape, or the checkpoint's config.json */
     int have_prompts;
     opt_prompts prompts;   /* owned: the prompts file, read once in create */
@@ -162,6 +168,17 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
         bc_error_set(err, BC_ERR_SETTING,
                      "model and checkpoint both set: the checkpoint's config.json gives the shape; remove model");
         return bc_error_hint(err, "model (\"%s\") picks the shape of synthetic weights only", model);
+    }
+    const char *kernels = setting_str(v, S_KERNELS);
+    const int isa = opt_isa_parse(kernels);
+    if (isa == -2) return bc_error_set(err, BC_ERR_SETTING, "opt: kernels = \"%s\": not a kernel family", kernels);
+    if (isa >= 0 && strcmp(setting_str(v, S_DEVICE), "cpu") != 0)
+        return bc_error_set(err, BC_ERR_SETTING, "opt: kernels = \"%s\" picks CPU kernels, but device = \"%s\"",
+                            kernels, setting_str(v, S_DEVICE));
+    if (isa >= 0 && !opt_kernels_for((opt_isa)isa)) {
+        bc_error_set(err, BC_ERR_UNSUPPORTED, "opt: kernels = \"%s\": this CPU runs at most the %s kernels", kernels,
+                     opt_isa_name(opt_isa_detect()));
+        return bc_error_hint(err, "kernels = \"auto\" runs the best family this CPU supports");
     }
     bc_status st;
     if (checkpoint[0] && (st = opt_checkpoint_check_files(checkpoint, err)) != BC_OK) return st;
@@ -276,6 +293,7 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
     s->stop_at_eos = setting_int(v, S_STOP_AT_EOS) != 0;
     s->shared_prefill = setting_int(v, S_SHARED_PREFILL) != 0;
     const char *mc = setting_str(v, S_MEMORY_CHECK);
+    s->kernels_isa = opt_isa_parse(setting_str(v, S_KERNELS)); /* checked: -1 or a family this CPU runs */
     s->memory_check = strcmp(mc, "off") == 0 ? MEMCHECK_OFF : strcmp(mc, "warn") == 0 ? MEMCHECK_WARN : MEMCHECK_REFUSE;
     if (s->checkpoint[0]) {
         /* the shape is the checkpoint's config.json; its weights load later */
@@ -323,8 +341,9 @@ static bc_status opt_describe(void *inst, bc_backend_info *info, bc_error *err) 
     BC_SET(info, bc_backend_info, ffn_size, hp->ffn_dim);
     BC_SET(info, bc_backend_info, vocab_size, hp->vocab_size);
     BC_SET(info, bc_backend_info, max_positions, hp->max_position_embeddings);
-    /* the kernels opt_model_init picks (or picked): the best with a table */
-    const opt_kernels *k = s->have_model ? s->m.k : opt_kernels_best();
+    /* the kernels the model runs (or will): the kernels setting's, or the best with a table */
+    const opt_kernels *k = s->have_model ? s->m.k : s->kernels_isa >= 0 ? opt_kernels_for((opt_isa)s->kernels_isa)
+                                                                         : opt_kernels_best();
     BC_SET(info, bc_backend_info, cpu_kernels, opt_isa_name(k->isa));
     BC_SET(info, bc_backend_info, cpu_threads, s->threads);
 #ifdef OPT_HAVE_CUDA
@@ -339,18 +358,10 @@ static bc_status opt_describe(void *inst, bc_backend_info *info, bc_error *err) 
 
 /* ------------------------------------------------------------------ cases */
 
-/* The case's precision as a dtype this backend has kernels for. */
+/* The case's precision as a dtype this backend has kernels for: the layout
+ * its precision plugin's conversions produce (precision.h). */
 static bc_status case_dtype(const bc_case *c, opt_dtype *dt, bc_error *err) {
-    const char *name = c->precision_ops && c->precision_ops->dtype ? c->precision_ops->dtype : "(none)";
-    if (strcmp(name, "float32") == 0) *dt = OPT_F32;
-    else if (strcmp(name, "float16") == 0) *dt = OPT_F16;
-    else if (strcmp(name, "bfloat16") == 0) *dt = OPT_BF16;
-    else
-        return bc_error_set(err, BC_ERR_UNSUPPORTED,
-                            "opt: precision %s (dtype %s) is not supported; the opt backend has kernels for float32, "
-                            "float16 and bfloat16",
-                            c->precision ? c->precision : "?", name);
-    return BC_OK;
+    return opt_precision_dtype(c->precision, c->precision_ops, dt, err);
 }
 
 /* The rollout a case asks for. */
@@ -566,7 +577,7 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     }
 #endif
     if (!s->have_model) {
-        if ((st = opt_model_init(&s->m, &s->w, s->threads, err)) != BC_OK) return st;
+        if ((st = opt_model_init_isa(&s->m, &s->w, s->threads, s->kernels_isa, err)) != BC_OK) return st;
         s->have_model = 1;
     }
     if ((st = opt_rollout_init(&s->ro, &s->w.hp, &p, err)) != BC_OK) return st;

@@ -123,9 +123,9 @@ static void *make_weights(opt_dtype wt, size_t n)
         if (wt == OPT_F32)
             ((float *)w)[i] = v;
         else if (wt == OPT_F16)
-            ((uint16_t *)w)[i] = opt_f32_to_f16(v);
+            ((uint16_t *)w)[i] = prec_f32_to_f16(v);
         else
-            ((uint16_t *)w)[i] = opt_f32_to_bf16(v);
+            ((uint16_t *)w)[i] = prec_f32_to_bf16(v);
     }
     return w;
 }
