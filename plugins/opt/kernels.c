@@ -26,20 +26,10 @@ const char *opt_isa_name(opt_isa isa) { return cpu_isa_name((cpu_isa)isa); }
 
 opt_isa opt_isa_detect(void) { return (opt_isa)cpu_isa_detect(); }
 
-int opt_isa_parse(const char *name)
+/* The table of a family as built (NULL: built without its instructions),
+ * whatever this CPU runs. */
+static const opt_kernels *family_table(opt_isa isa)
 {
-    if (!name || !name[0] || strcmp(name, "auto") == 0)
-        return -1;
-    for (int i = 0; i < CPU_ISA_COUNT; i++)
-        if (strcmp(name, cpu_isa_name((cpu_isa)i)) == 0)
-            return i;
-    return -2;
-}
-
-const opt_kernels *opt_kernels_for(opt_isa isa)
-{
-    if ((int)isa < 0 || isa > opt_isa_detect())
-        return NULL;
     switch (isa) {
     case OPT_ISA_PORTABLE: return opt_kernels_portable();
     case OPT_ISA_AVX2: return opt_kernels_avx2();
@@ -47,6 +37,39 @@ const opt_kernels *opt_kernels_for(opt_isa isa)
     case OPT_ISA_AVX512_BF16: return opt_kernels_avx512_bf16();
     }
     return NULL;
+}
+
+bc_status opt_kernels_choose(const char *name, opt_isa cpu, int *isa, bc_error *err)
+{
+    *isa = -1;
+    if (!name || !name[0] || strcmp(name, "auto") == 0)
+        return BC_OK;
+    int want = -1;
+    for (int i = 0; i < CPU_ISA_COUNT; i++)
+        if (strcmp(name, cpu_isa_name((cpu_isa)i)) == 0)
+            want = i;
+    if (want < 0)
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "opt: kernels = \"%s\": not a kernel family (auto, avx512_bf16, avx512, avx2, portable)",
+                            name);
+    if (want > (int)cpu) {
+        bc_error_set(err, BC_ERR_UNSUPPORTED, "opt: kernels = \"%s\": this CPU runs at most the %s kernels", name,
+                     opt_isa_name(cpu));
+        return bc_error_hint(err, "kernels = \"auto\" runs the best family this CPU supports");
+    }
+    if (!family_table((opt_isa)want))
+        return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                            "opt: kernels = \"%s\": this build has no %s kernels (its compiler lacked the flags)",
+                            name, name);
+    *isa = want;
+    return BC_OK;
+}
+
+const opt_kernels *opt_kernels_for(opt_isa isa)
+{
+    if ((int)isa < 0 || isa > opt_isa_detect())
+        return NULL;
+    return family_table(isa);
 }
 
 const opt_kernels *opt_kernels_best(void)

@@ -13,7 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "float_bits.h" /* plugins/precision/common: prec_f32_to_f16 and the other bit rules */
+#include "benchctl/plugin.h" /* bc_status, bc_error */
+#include "float_bits.h"      /* plugins/precision/common: prec_f32_to_f16 and the other bit rules */
 
 typedef enum opt_dtype { OPT_F32 = 0, OPT_F16 = 1, OPT_BF16 = 2 } opt_dtype;
 
@@ -28,9 +29,12 @@ typedef enum opt_isa { OPT_ISA_PORTABLE = 0, OPT_ISA_AVX2 = 1, OPT_ISA_AVX512 = 
 opt_isa opt_isa_detect(void);
 /* "portable", "avx2", "avx512", "avx512_bf16" */
 const char *opt_isa_name(opt_isa isa);
-/* The family a `kernels` setting names: -1 for "auto" (or "" / NULL), an
- * opt_isa for a family's name, -2 for anything else. */
-int opt_isa_parse(const char *name);
+/* The family the `kernels` setting value name asks for, on a CPU whose best
+ * family is cpu (opt_isa_detect(), or another for a test): *isa = -1 for
+ * "auto" (or "" / NULL), else the family's opt_isa. Refused, naming the
+ * family and the CPU's best: an unknown name (BC_ERR_SETTING), a family
+ * above cpu or one this build has no table for (BC_ERR_UNSUPPORTED). */
+bc_status opt_kernels_choose(const char *name, opt_isa cpu, int *isa, bc_error *err);
 
 /* A table of kernels for one ISA. Shapes in names: x[M, K] row-major fp32,
  * w[N, K] row-major in dtype, y[M, N] fp32. */

@@ -169,18 +169,12 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
                      "model and checkpoint both set: the checkpoint's config.json gives the shape; remove model");
         return bc_error_hint(err, "model (\"%s\") picks the shape of synthetic weights only", model);
     }
-    const char *kernels = setting_str(v, S_KERNELS);
-    const int isa = opt_isa_parse(kernels);
-    if (isa == -2) return bc_error_set(err, BC_ERR_SETTING, "opt: kernels = \"%s\": not a kernel family", kernels);
+    int isa;
+    bc_status st = opt_kernels_choose(setting_str(v, S_KERNELS), opt_isa_detect(), &isa, err);
+    if (st != BC_OK) return st;
     if (isa >= 0 && strcmp(setting_str(v, S_DEVICE), "cpu") != 0)
         return bc_error_set(err, BC_ERR_SETTING, "opt: kernels = \"%s\" picks CPU kernels, but device = \"%s\"",
-                            kernels, setting_str(v, S_DEVICE));
-    if (isa >= 0 && !opt_kernels_for((opt_isa)isa)) {
-        bc_error_set(err, BC_ERR_UNSUPPORTED, "opt: kernels = \"%s\": this CPU runs at most the %s kernels", kernels,
-                     opt_isa_name(opt_isa_detect()));
-        return bc_error_hint(err, "kernels = \"auto\" runs the best family this CPU supports");
-    }
-    bc_status st;
+                            setting_str(v, S_KERNELS), setting_str(v, S_DEVICE));
     if (checkpoint[0] && (st = opt_checkpoint_check_files(checkpoint, err)) != BC_OK) return st;
     if (prompts_file[0] && (st = check_prompts_file(prompts_file, err)) != BC_OK) return st;
     return BC_OK;
@@ -293,7 +287,7 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
     s->stop_at_eos = setting_int(v, S_STOP_AT_EOS) != 0;
     s->shared_prefill = setting_int(v, S_SHARED_PREFILL) != 0;
     const char *mc = setting_str(v, S_MEMORY_CHECK);
-    s->kernels_isa = opt_isa_parse(setting_str(v, S_KERNELS)); /* checked: -1 or a family this CPU runs */
+    opt_kernels_choose(setting_str(v, S_KERNELS), opt_isa_detect(), &s->kernels_isa, err); /* checked above */
     s->memory_check = strcmp(mc, "off") == 0 ? MEMCHECK_OFF : strcmp(mc, "warn") == 0 ? MEMCHECK_WARN : MEMCHECK_REFUSE;
     if (s->checkpoint[0]) {
         /* the shape is the checkpoint's config.json; its weights load later */

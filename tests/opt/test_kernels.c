@@ -130,6 +130,38 @@ static void test_names(void **state)
     assert_non_null(opt_kernels_best());
 }
 
+/* The kernels setting: auto, each family on a CPU that runs it, and the
+ * refusals (an unknown name, a family above the CPU's best), with the CPU's
+ * best given, so every path runs on any machine. */
+static void test_kernels_setting(void **state)
+{
+    (void)state;
+    bc_error err = {0};
+    int isa = 7;
+    assert_int_equal(opt_kernels_choose("auto", OPT_ISA_PORTABLE, &isa, &err), BC_OK);
+    assert_int_equal(isa, -1);
+    assert_int_equal(opt_kernels_choose("", OPT_ISA_AVX2, &isa, &err), BC_OK);
+    assert_int_equal(isa, -1);
+    assert_int_equal(opt_kernels_choose("portable", OPT_ISA_PORTABLE, &isa, &err), BC_OK);
+    assert_int_equal(isa, OPT_ISA_PORTABLE);
+    assert_int_equal(opt_kernels_choose("sse4", OPT_ISA_AVX512, &isa, &err), BC_ERR_SETTING);
+    assert_non_null(strstr(err.message, "\"sse4\": not a kernel family"));
+    assert_int_equal(isa, -1);
+    /* an AVX2-only CPU asked for AVX-512 */
+    assert_int_equal(opt_kernels_choose("avx512", OPT_ISA_AVX2, &isa, &err), BC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "kernels = \"avx512\": this CPU runs at most the avx2 kernels"));
+    assert_non_null(strstr(err.hint, "auto"));
+    assert_int_equal(opt_kernels_choose("avx2", OPT_ISA_PORTABLE, &isa, &err), BC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "at most the portable kernels"));
+    /* every family this CPU runs is accepted, and its table is that family's */
+    for (int f = 0; f <= (int)opt_isa_detect(); f++) {
+        const char *name = opt_isa_name((opt_isa)f);
+        assert_int_equal(opt_kernels_choose(name, opt_isa_detect(), &isa, &err), BC_OK);
+        assert_int_equal(isa, f);
+        assert_int_equal(opt_kernels_for((opt_isa)isa)->isa, f);
+    }
+}
+
 /* ---- data -------------------------------------------------------------- */
 
 static uint64_t rng_state;
@@ -496,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_f16_known),
         cmocka_unit_test(test_bf16_known),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_kernels_setting),
         cmocka_unit_test(test_portable),
         cmocka_unit_test(test_avx2),
         cmocka_unit_test(test_avx512),

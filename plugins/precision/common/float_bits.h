@@ -7,7 +7,8 @@
  * The precision plugins (plugins/precision), their bulk converters
  * (convert*.c) and the OPT engine's kernels (plugins/opt/kernels*.c) all use
  * these; docs/plugins.md, "Precision plugins", states the rules:
- *   float16  IEEE binary16. to_f32 exact for all 65536 patterns; from_f32
+ *   float16  IEEE binary16. to_f32 exact for every number and inf, a NaN
+ *            becomes a quiet NaN (sign and payload kept); from_f32
  *            rounds to nearest, ties to even; |x| >= 65520 (and inf) -> inf;
  *            |x| <= 2^-25 -> signed zero; subnormals rounded, not flushed;
  *            NaN -> quiet NaN with the sign and the top 9 payload bits.
@@ -42,8 +43,8 @@ static inline float prec_f16_to_f32(uint16_t h)
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu;
     uint32_t man = h & 0x3ffu;
-    if (exp == 0x1f) /* inf or NaN (payload kept) */
-        return prec_bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0x1f) /* inf, or NaN made quiet (payload kept), as F16C's vcvtph2ps does */
+        return prec_bits_f32(sign | 0x7f800000u | (man << 13) | (man ? 0x400000u : 0u));
     if (exp == 0) {
         if (man == 0)
             return prec_bits_f32(sign);
