@@ -698,6 +698,48 @@ static void test_checkpoint_plan(void **state) {
     f->ops->destroy(inst);
 }
 
+/* The kernels setting: each family this CPU runs is the one describe names,
+ * before and after the model is built, and generates; an unknown name, a
+ * family above the CPU (where there is one) and a forced family with
+ * device = "cuda" are refused by check_settings, before any case. */
+static void test_kernels_setting(void **state) {
+    fixture *f = *state;
+    bc_error err = {0};
+    setting(f, "checkpoint")->s = GOLDEN "preln";
+    setting(f, "threads")->i = 1;
+    for (int isa = 0; isa <= (int)opt_isa_detect(); isa++) {
+        const char *name = opt_isa_name((opt_isa)isa);
+        setting(f, "kernels")->s = name;
+        assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_OK);
+        void *inst = NULL;
+        assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+        bc_backend_info info = {.struct_size = sizeof info};
+        assert_int_equal(f->ops->describe(inst, &info, &err), BC_OK);
+        assert_string_equal(info.cpu_kernels, name);
+        bc_case c = make_case(&prec_bf16_ops, "bf16");
+        assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
+        assert_int_equal(f->ops->expand_prompts(inst, &err), BC_OK);
+        bc_generation_stats g = {.struct_size = sizeof g};
+        assert_int_equal(f->ops->generate(inst, &g, &err), BC_OK);
+        assert_int_equal(f->ops->describe(inst, &info, &err), BC_OK);
+        assert_string_equal(info.cpu_kernels, name); /* the family that ran */
+        f->ops->end_case(inst);
+        f->ops->destroy(inst);
+    }
+    setting(f, "kernels")->s = "sse2";
+    expect_settings_error(f, BC_ERR_SETTING, (const char *const[]){"kernels = \"sse2\"", "not a kernel family", NULL});
+    if (opt_isa_detect() < OPT_ISA_AVX512_BF16) {
+        setting(f, "kernels")->s = "avx512_bf16";
+        expect_settings_error(f, BC_ERR_UNSUPPORTED, (const char *const[]){"this CPU runs at most", NULL});
+    }
+    /* a build with the CUDA path refuses the pair; one without refuses cuda itself */
+    setting(f, "kernels")->s = "portable";
+    setting(f, "device")->s = "cuda";
+    const bc_status st = f->d->check_settings(&host, &f->settings, &err);
+    assert_true(st == BC_ERR_SETTING || st == BC_ERR_DEVICE);
+    if (st == BC_ERR_SETTING) assert_non_null(strstr(err.message, "picks CPU kernels, but device = \"cuda\""));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_descriptor, setup, teardown),
@@ -710,6 +752,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_prepare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_plan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kernels_setting, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
