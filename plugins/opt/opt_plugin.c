@@ -36,9 +36,10 @@
 #include "checkpoint.h"
 #include "fileio.h"
 #include "device.h"
+#include "precision.h"
 
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
-       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK, S_SAMPLE_STREAM, S_COUNT };
+       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK, S_SAMPLE_STREAM, S_KERNELS, S_COUNT };
 
 /* memory_check: what a case whose planned memory exceeds what there is gets. */
 enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
@@ -51,6 +52,8 @@ static const char *const model_choices[] = {"", "125m", "350m", "1.3b", "2.7b", 
 static const char *const device_choices[] = {"cpu", "cuda", NULL};
 static const char *const memory_check_choices[] = {"refuse", "warn", "off", NULL};
 static const char *const sample_stream_choices[] = {"fixed", "per_iteration", NULL};
+/* the CPU kernel families (kernels.h), "auto" = the best this CPU runs */
+static const char *const kernels_choices[] = {"auto", "avx512_bf16", "avx512", "avx2", "portable", NULL};
 
 static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_MODEL] = {.name = "model", .type = BC_SETTING_ENUM, .default_string = "", .choices = model_choices,
@@ -84,6 +87,8 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
                          .choices = sample_stream_choices,
                          .help = "sampled runs: \"fixed\" = every iteration draws the same stream (the seed's); "
                                  "\"per_iteration\" = iteration i of a case draws its own (still reproducible)"},
+    [S_KERNELS] = {.name = "kernels", .type = BC_SETTING_ENUM, .default_string = "auto", .choices = kernels_choices,
+                   .help = "CPU kernel family (auto = the best this CPU runs); one the CPU cannot run is refused"},
 };
 
 typedef struct opt_backend {
@@ -93,6 +98,7 @@ typedef struct opt_backend {
     uint64_t weights_seed;
     int threads, stop_at_eos, shared_prefill, per_iteration_stream;
     int memory_check;      /* MEMCHECK_* */
+    int kernels_isa;       /* the kernels setting: -1 = auto, else the opt_isa forced */
     opt_hparams hp;        /* the preset's shape, or the checkpoint's config.json */
     int have_prompts;
     opt_prompts prompts;   /* owned: the prompts file, read once in create */
@@ -155,7 +161,12 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
                      "model and checkpoint both set: the checkpoint's config.json gives the shape; remove model");
         return bc_error_hint(err, "model (\"%s\") picks the shape of synthetic weights only", model);
     }
-    bc_status st;
+    int isa;
+    bc_status st = opt_kernels_choose(setting_str(v, S_KERNELS), opt_isa_detect(), &isa, err);
+    if (st != BC_OK) return st;
+    if (isa >= 0 && strcmp(setting_str(v, S_DEVICE), "cpu") != 0)
+        return bc_error_set(err, BC_ERR_SETTING, "opt: kernels = \"%s\" picks CPU kernels, but device = \"%s\"",
+                            setting_str(v, S_KERNELS), setting_str(v, S_DEVICE));
     if (checkpoint[0] && (st = opt_checkpoint_check_files(checkpoint, err)) != BC_OK) return st;
     if (prompts_file[0] && (st = check_prompts_file(prompts_file, err)) != BC_OK) return st;
     return BC_OK;
@@ -271,13 +282,14 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
     s->shared_prefill = setting_int(v, S_SHARED_PREFILL) != 0;
     s->per_iteration_stream = strcmp(setting_str(v, S_SAMPLE_STREAM), "per_iteration") == 0;
     const char *mc = setting_str(v, S_MEMORY_CHECK);
+    opt_kernels_choose(setting_str(v, S_KERNELS), opt_isa_detect(), &s->kernels_isa, err); /* checked above */
     s->memory_check = strcmp(mc, "off") == 0 ? MEMCHECK_OFF : strcmp(mc, "warn") == 0 ? MEMCHECK_WARN : MEMCHECK_REFUSE;
     /* the device (check_settings refused "cuda" in a build without it); a
      * CUDA device is opened now for describe, and without one prepare fails
      * with "no CUDA device: ..." (the backend cannot start) */
     s->dev = strcmp(setting_str(v, S_DEVICE), "cuda") == 0 ? opt_device_cuda : &opt_device_cpu;
     const opt_device_config cfg = {.threads = s->threads,
-                                   .isa = -1,
+                                   .isa = s->kernels_isa,
                                    .index = (int)setting_int(v, S_DEVICE_INDEX),
                                    .graphs = setting_int(v, S_CUDA_GRAPHS) != 0};
     if ((st = s->dev->create(&cfg, &s->dev_ctx, err)) != BC_OK) {
@@ -333,18 +345,10 @@ static bc_status opt_describe(void *inst, bc_backend_info *info, bc_error *err) 
 
 /* ------------------------------------------------------------------ cases */
 
-/* The case's precision as a dtype this backend has kernels for. */
+/* The case's precision as a dtype this backend has kernels for: the layout
+ * its precision plugin's conversions produce (precision.h). */
 static bc_status case_dtype(const bc_case *c, opt_dtype *dt, bc_error *err) {
-    const char *name = c->precision_ops && c->precision_ops->dtype ? c->precision_ops->dtype : "(none)";
-    if (strcmp(name, "float32") == 0) *dt = OPT_F32;
-    else if (strcmp(name, "float16") == 0) *dt = OPT_F16;
-    else if (strcmp(name, "bfloat16") == 0) *dt = OPT_BF16;
-    else
-        return bc_error_set(err, BC_ERR_UNSUPPORTED,
-                            "opt: precision %s (dtype %s) is not supported; the opt backend has kernels for float32, "
-                            "float16 and bfloat16",
-                            c->precision ? c->precision : "?", name);
-    return BC_OK;
+    return opt_precision_dtype(c->precision, c->precision_ops, dt, err);
 }
 
 /* The rollout a case asks for. */
