@@ -189,6 +189,7 @@ static void ck_convert(void *dst, opt_dtype dt, const void *src, opt_dtype st, s
  * (all finite): about 40-50 ms per 250 MB here (docs/checkpoints.md). */
 #define CK_FINITE_BLOCK 4096
 static size_t ck_first_nonfinite(const void *src, opt_dtype t, size_t n) {
+    if (t == OPT_I8) return n; /* integers: always finite */
     const unsigned char *p = src;
     const size_t w = t == OPT_F32 ? 4 : 2;
     const uint32_t mask = t == OPT_F32 ? 0x7f800000u : t == OPT_F16 ? 0x7c00u : 0x7f80u;
@@ -282,7 +283,7 @@ static bc_status ck_matrix(ck_loader *c, const char *suffix, opt_matrix *m, int 
     if (!m->data || m->rows != rows || m->cols != cols || m->dtype != c->dtype)
         return bc_error_set(err, BC_ERR_INTERNAL, "%s: tensor '%s%s': opt_weights_alloc gave a [%d, %d] %s matrix",
                             t->path, c->prefix, suffix, m->rows, m->cols, opt_dtype_name(m->dtype));
-    ck_convert(m->data, c->dtype, t->data, sd, (size_t)rows * (size_t)cols);
+    opt_convert_matrix(m->data, c->dtype, t->data, sd, (size_t)rows, (size_t)cols);
     return ck_check_finite(t, c->prefix, suffix, t->data, sd, m->data, c->dtype, (size_t)rows * (size_t)cols,
                            (size_t)cols, err);
 }

@@ -43,8 +43,8 @@ bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
     const int shared = opt_rollout_shared_prefill(ro);
     const int prefill_rows = shared ? ro->Bp : ro->R;
     int max_tokens = prefill_rows * ro->Tp > ro->R ? prefill_rows * ro->Tp : ro->R;
-    bc_status st = opt_kv_cache_alloc(&ro->kv, hp, m->w->dtype, ro->R, ro->Stot, err);
-    if (st == BC_OK && shared) st = opt_kv_cache_alloc(&ro->kv_shared, hp, m->w->dtype, ro->Bp, ro->Tp, err);
+    bc_status st = opt_kv_cache_alloc(&ro->kv, hp, opt_kv_dtype(m->w->dtype), ro->R, ro->Stot, err);
+    if (st == BC_OK && shared) st = opt_kv_cache_alloc(&ro->kv_shared, hp, opt_kv_dtype(m->w->dtype), ro->Bp, ro->Tp, err);
     if (st == BC_OK) st = opt_model_reserve(m, max_tokens, ro->Stot, err);
     if (st == BC_OK) {
         int n = opt_pool_size(m->pool);

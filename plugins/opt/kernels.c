@@ -18,6 +18,7 @@ const char *opt_dtype_name(opt_dtype t)
     case OPT_F32: return "float32";
     case OPT_F16: return "float16";
     case OPT_BF16: return "bfloat16";
+    case OPT_I8: return "int8";
     }
     return "unknown";
 }

@@ -3,8 +3,8 @@
  *   portable C (always), AVX2 + F16C + FMA, AVX-512F (+ AVX512-BF16 dot
  *   products when present); the `kernels` backend setting can force a
  *   lower one (opt_kernels_for).
- * Activations are fp32; weights and the KV cache are fp32, fp16 or bf16;
- * accumulation is always fp32. Every SIMD variant is tested against the
+ * Activations are fp32; weights are fp32, fp16, bf16 or int8 with a scale
+ * per row, the KV cache fp32, fp16 or bf16; accumulation is always fp32. Every SIMD variant is tested against the
  * portable one (tests/opt/test_kernels.c).
  */
 #ifndef OPT_KERNELS_H
@@ -16,10 +16,28 @@
 #include "benchctl/plugin.h" /* bc_status, bc_error */
 #include "float_bits.h"      /* plugins/precision/common: prec_f32_to_f16 and the other bit rules */
 
-typedef enum opt_dtype { OPT_F32 = 0, OPT_F16 = 1, OPT_BF16 = 2 } opt_dtype;
+typedef enum opt_dtype { OPT_F32 = 0, OPT_F16 = 1, OPT_BF16 = 2, OPT_I8 = 3 } opt_dtype;
 
-static inline size_t opt_dtype_size(opt_dtype t) { return t == OPT_F32 ? 4 : 2; }
-const char *opt_dtype_name(opt_dtype t); /* "float32", "float16", "bfloat16" */
+/* Bytes per element (OPT_I8: the int8 values only, see below). */
+static inline size_t opt_dtype_size(opt_dtype t) { return t == OPT_F32 ? 4 : t == OPT_I8 ? 1 : 2; }
+const char *opt_dtype_name(opt_dtype t); /* "float32", "float16", "bfloat16", "int8" */
+
+/* An OPT_I8 matrix w[N, K] is one block: N * K int8 values q[N, K]
+ * row-major, then, at byte offset opt_i8_scales_offset(N, K), N fp32 scales,
+ * one per row (output channel): w[n, k] = scale[n] * q[n, k]. Weights only:
+ * the KV cache of an int8 model is fp32 (opt_kv_dtype). */
+static inline size_t opt_i8_scales_offset(size_t N, size_t K) { return (N * K + 63) & ~(size_t)63; }
+static inline const float *opt_i8_scales(const void *w, size_t N, size_t K)
+{
+    return (const float *)(const void *)((const char *)w + opt_i8_scales_offset(N, K));
+}
+/* Bytes of a matrix [N, K] in t, scales included. */
+static inline size_t opt_matrix_bytes(opt_dtype t, size_t N, size_t K)
+{
+    return t == OPT_I8 ? opt_i8_scales_offset(N, K) + N * sizeof(float) : N * K * opt_dtype_size(t);
+}
+/* The KV cache's dtype for weights in t: t, except fp32 for int8 weights. */
+static inline opt_dtype opt_kv_dtype(opt_dtype t) { return t == OPT_I8 ? OPT_F32 : t; }
 
 /* A kernel family, named after the instruction-set tier it needs
  * (plugins/precision/common/cpu_isa.h, same values). */
@@ -41,9 +59,12 @@ bc_status opt_kernels_choose(const char *name, opt_isa cpu, int *isa, bc_error *
 typedef struct opt_kernels {
     opt_isa isa;
     /* y[m, n] = sum_k x[m, k] * w[n, k] + (bias ? bias[n] : 0), then ReLU when
-     * relu != 0. Computes only rows n in [n0, n1) (threads split N). */
+     * relu != 0. Computes only rows n in [n0, n1) (threads split N). For
+     * OPT_I8, w is the block above and the sum is scale[n] * sum_k x q. */
     void (*linear)(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K, int N,
                    int n0, int n1, int relu);
+    /* dot, axpy, to_f32, from_f32 and attend take fp32, fp16 or bf16; to_f32
+     * and from_f32 also OPT_I8 elements alone (no scale). */
     /* Dot product of fp32 a[n] with b[n] in dtype. */
     float (*dot)(const float *a, const void *b, opt_dtype bt, int n);
     /* y[n] += alpha * x[n], x in dtype. */

@@ -32,6 +32,8 @@ ALWAYS_INLINE __m256 load8(const void *p, opt_dtype dt, size_t off)
 {
     if (dt == OPT_F32)
         return _mm256_loadu_ps((const float *)p + off);
+    if (dt == OPT_I8)
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + off))));
     __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + off));
     return dt == OPT_F16 ? _mm256_cvtph_ps(h) : prec_bf16x8_to_ps(h);
 }
@@ -48,8 +50,9 @@ ALWAYS_INLINE __m256 load8_part(const void *p, opt_dtype dt, size_t off, int n)
 {
     if (dt == OPT_F32)
         return _mm256_maskload_ps((const float *)p + off, lane_mask(n));
-    uint16_t tmp[8] = {0};
-    memcpy(tmp, (const uint16_t *)p + off, (size_t)n * 2);
+    _Alignas(32) unsigned char tmp[16] = {0};
+    const size_t es = opt_dtype_size(dt);
+    memcpy(tmp, (const char *)p + off * es, (size_t)n * es);
     return load8(tmp, dt, 0);
 }
 
@@ -66,7 +69,7 @@ ALWAYS_INLINE __m128 reduce4(__m256 a, __m256 b, __m256 c, __m256 d)
 ALWAYS_INLINE void tile(int MR, int NR, opt_dtype dt, const float *x, size_t ldx, const void *w, size_t ldw, int K,
                         const void *wpf, float out[4][4])
 {
-    const size_t es = dt == OPT_F32 ? 4 : 2;
+    const size_t es = opt_dtype_size(dt);
     __m256 acc[4][TR];
 #pragma GCC unroll 4
     for (int m = 0; m < MR; m++)
@@ -125,19 +128,21 @@ typedef void (*tile_fn)(const float *x, size_t ldx, const void *w, size_t ldw, i
 TILE_ALL(OPT_F32, f32)
 TILE_ALL(OPT_F16, f16)
 TILE_ALL(OPT_BF16, bf16)
+TILE_ALL(OPT_I8, i8)
 
 #define TILE_PTRS_ROW(NAME, MR) {tile_##NAME##_##MR##_1, tile_##NAME##_##MR##_2, tile_##NAME##_##MR##_3}
 #define TILE_PTRS(NAME) {TILE_PTRS_ROW(NAME, 1), TILE_PTRS_ROW(NAME, 2), TILE_PTRS_ROW(NAME, 3), TILE_PTRS_ROW(NAME, 4)}
 /* tiles[dtype][MR - 1][NR - 1] */
-static const tile_fn tiles[3][4][TR] = {TILE_PTRS(f32), TILE_PTRS(f16), TILE_PTRS(bf16)};
+static const tile_fn tiles[4][4][TR] = {TILE_PTRS(f32), TILE_PTRS(f16), TILE_PTRS(bf16), TILE_PTRS(i8)};
 
-static void tile_store(float *y, int N, int m0, int mr, int nc, int nr, float out[4][4], const float *bias, int first,
-                       int last, int relu)
+static void tile_store(float *y, int N, int m0, int mr, int nc, int nr, float out[4][4], const float *scale,
+                       const float *bias, int first, int last, int relu)
 {
     for (int i = 0; i < mr; i++) {
         float *yr = y + (size_t)(m0 + i) * N + nc;
         for (int j = 0; j < nr; j++) {
-            float v = first ? out[i][j] + (bias ? bias[nc + j] : 0.0f) : yr[j] + out[i][j];
+            const float o = scale ? scale[nc + j] * out[i][j] : out[i][j];
+            float v = first ? o + (bias ? bias[nc + j] : 0.0f) : yr[j] + o;
             if (last && relu && v < 0.0f)
                 v = 0.0f;
             yr[j] = v;
@@ -337,6 +342,7 @@ static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt,
                           int n0, int n1, int relu)
 {
     size_t es = opt_dtype_size(wt);
+    const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
     float out[4][4];
     for (int n = n0; n < n1; n += TR) {
         int nr = n1 - n < TR ? n1 - n : TR;
@@ -345,7 +351,7 @@ static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt,
             int mr = M - m < 4 ? M - m : 4;
             const void *wpf = m == 0 && n + TR < n1 ? wn + (size_t)TR * K * es : NULL;
             tiles[wt][mr - 1][nr - 1](x + (size_t)m * K, (size_t)K, wn, (size_t)K, K, wpf, out);
-            tile_store(y, N, m, mr, n, nr, out, bias, 1, 1, relu);
+            tile_store(y, N, m, mr, n, nr, out, scale, bias, 1, 1, relu);
         }
     }
 }
@@ -355,6 +361,7 @@ static void linear_blocked(float *y, const float *x, const void *w, opt_dtype wt
 {
     _Alignas(64) float pack[NB * KB];
     float out[4][4];
+    const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
     for (int nb = n0; nb < n1; nb += NB) {
         int nbn = n1 - nb < NB ? n1 - nb : NB;
         for (int kb = 0; kb < K; kb += KB) {
@@ -373,7 +380,7 @@ static void linear_blocked(float *y, const float *x, const void *w, opt_dtype wt
                 for (int n = 0; n < nbn; n += TR) {
                     int nr = nbn - n < TR ? nbn - n : TR;
                     tiles[OPT_F32][mr - 1][nr - 1](xm, (size_t)K, panel + (size_t)n * ldp, ldp, kbn, NULL, out);
-                    tile_store(y, N, m, mr, nb + n, nr, out, bias, first, last, relu);
+                    tile_store(y, N, m, mr, nb + n, nr, out, scale, bias, first, last, relu);
                 }
             }
         }

@@ -47,6 +47,8 @@ ALWAYS_INLINE __m512 load16(const void *p, opt_dtype dt, size_t off)
 {
     if (dt == OPT_F32)
         return _mm512_loadu_ps((const float *)p + off);
+    if (dt == OPT_I8)
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)((const int8_t *)p + off))));
     __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + off));
     return dt == OPT_F16 ? _mm512_cvtph_ps(h) : prec_bf16x16_to_ps(h);
 }
@@ -56,6 +58,8 @@ ALWAYS_INLINE __m512 load16_mask(const void *p, opt_dtype dt, size_t off, __mmas
 {
     if (dt == OPT_F32)
         return _mm512_maskz_loadu_ps(mask, (const float *)p + off);
+    if (dt == OPT_I8)
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask, (const int8_t *)p + off)));
     __m256i h = _mm256_maskz_loadu_epi16(mask, (const uint16_t *)p + off);
     return dt == OPT_F16 ? _mm512_cvtph_ps(h) : prec_bf16x16_to_ps(h);
 }
@@ -83,7 +87,7 @@ ALWAYS_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d)
 ALWAYS_INLINE void tile(int MR, int NR, opt_dtype dt, const float *x, size_t ldx, const void *w, size_t ldw, int K,
                         const void *wpf, float out[4][4])
 {
-    const size_t es = dt == OPT_F32 ? 4 : 2;
+    const size_t es = opt_dtype_size(dt);
     __m512 acc[4][4];
 #pragma GCC unroll 4
     for (int m = 0; m < MR; m++)
@@ -93,7 +97,7 @@ ALWAYS_INLINE void tile(int MR, int NR, opt_dtype dt, const float *x, size_t ldx
     int k = 0;
     for (; k + 16 <= K; k += 16) {
         __m512 wv[4];
-        if (wpf && (es == 4 || (k & 31) == 0)) /* one prefetch per 64-byte line */
+        if (wpf && (((size_t)k * es) & 63) == 0) /* one prefetch per 64-byte line */
 #pragma GCC unroll 4
             for (int n = 0; n < NR; n++)
                 _mm_prefetch((const char *)wpf + (n * ldw + (size_t)k) * es, _MM_HINT_T0);
@@ -141,21 +145,23 @@ typedef void (*tile_fn)(const float *x, size_t ldx, const void *w, size_t ldw, i
 TILE_ALL(OPT_F32, f32)
 TILE_ALL(OPT_F16, f16)
 TILE_ALL(OPT_BF16, bf16)
+TILE_ALL(OPT_I8, i8)
 
 #define TILE_PTRS_ROW(NAME, MR) {tile_##NAME##_##MR##_1, tile_##NAME##_##MR##_2, tile_##NAME##_##MR##_3, tile_##NAME##_##MR##_4}
 #define TILE_PTRS(NAME) {TILE_PTRS_ROW(NAME, 1), TILE_PTRS_ROW(NAME, 2), TILE_PTRS_ROW(NAME, 3), TILE_PTRS_ROW(NAME, 4)}
 /* tiles[dtype][MR - 1][NR - 1] */
-static const tile_fn tiles[3][4][4] = {TILE_PTRS(f32), TILE_PTRS(f16), TILE_PTRS(bf16)};
+static const tile_fn tiles[4][4][4] = {TILE_PTRS(f32), TILE_PTRS(f16), TILE_PTRS(bf16), TILE_PTRS(i8)};
 
 /* Writes (first) or adds (later K blocks) a tile's sums into y, with bias on
  * the first block and ReLU after the last. */
-static void tile_store(float *y, int N, int m0, int mr, int nc, int nr, float out[4][4], const float *bias, int first,
-                       int last, int relu)
+static void tile_store(float *y, int N, int m0, int mr, int nc, int nr, float out[4][4], const float *scale,
+                       const float *bias, int first, int last, int relu)
 {
     for (int i = 0; i < mr; i++) {
         float *yr = y + (size_t)(m0 + i) * N + nc;
         for (int j = 0; j < nr; j++) {
-            float v = first ? out[i][j] + (bias ? bias[nc + j] : 0.0f) : yr[j] + out[i][j];
+            const float o = scale ? scale[nc + j] * out[i][j] : out[i][j];
+            float v = first ? o + (bias ? bias[nc + j] : 0.0f) : yr[j] + o;
             if (last && relu && v < 0.0f)
                 v = 0.0f;
             yr[j] = v;
@@ -402,6 +408,7 @@ static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt,
                           int n0, int n1, int relu)
 {
     size_t es = opt_dtype_size(wt);
+    const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
     float out[4][4];
     for (int n = n0; n < n1; n += 4) {
         int nr = n1 - n < 4 ? n1 - n : 4;
@@ -410,7 +417,7 @@ static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt,
             int mr = M - m < 4 ? M - m : 4;
             const void *wpf = m == 0 && n + 4 < n1 ? wn + (size_t)4 * K * es : NULL;
             tiles[wt][mr - 1][nr - 1](x + (size_t)m * K, (size_t)K, wn, (size_t)K, K, wpf, out);
-            tile_store(y, N, m, mr, n, nr, out, bias, 1, 1, relu);
+            tile_store(y, N, m, mr, n, nr, out, scale, bias, 1, 1, relu);
         }
     }
 }
@@ -420,6 +427,7 @@ static void linear_blocked(float *y, const float *x, const void *w, opt_dtype wt
 {
     _Alignas(64) float pack[NB * KB];
     float out[4][4];
+    const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
     for (int nb = n0; nb < n1; nb += NB) {
         int nbn = n1 - nb < NB ? n1 - nb : NB;
         for (int kb = 0; kb < K; kb += KB) {
@@ -438,7 +446,7 @@ static void linear_blocked(float *y, const float *x, const void *w, opt_dtype wt
                 for (int n = 0; n < nbn; n += 4) {
                     int nr = nbn - n < 4 ? nbn - n : 4;
                     tiles[OPT_F32][mr - 1][nr - 1](xm, (size_t)K, panel + (size_t)n * ldp, ldp, kbn, NULL, out);
-                    tile_store(y, N, m, mr, nb + n, nr, out, bias, first, last, relu);
+                    tile_store(y, N, m, mr, nb + n, nr, out, scale, bias, first, last, relu);
                 }
             }
         }
@@ -547,6 +555,7 @@ static void linear_avx512_bf16(float *y, const float *x, const void *w, opt_dtyp
         return;
     }
     const uint16_t *wb = w;
+    const float *const scale = NULL; /* bf16 weights have no scales */
     float out[4][4];
     int Kp = (K + 31) & ~31;
     if ((long)M * Kp <= DIRECT_MAX_XK) {
@@ -560,7 +569,7 @@ static void linear_avx512_bf16(float *y, const float *x, const void *w, opt_dtyp
                 int mr = M - m < 4 ? M - m : 4;
                 const uint16_t *wpf = m == 0 && n + 4 < n1 ? wn + (size_t)4 * K : NULL;
                 tiles_dp[mr - 1][nr - 1](xb + (size_t)m * Kp, (size_t)Kp, wn, (size_t)K, K, wpf, out);
-                tile_store(y, N, m, mr, n, nr, out, bias, 1, 1, relu);
+                tile_store(y, N, m, mr, n, nr, out, scale, bias, 1, 1, relu);
             }
         }
         return;
@@ -580,7 +589,7 @@ static void linear_avx512_bf16(float *y, const float *x, const void *w, opt_dtyp
                 for (int n = 0; n < nbn; n += 4) {
                     int nr = nbn - n < 4 ? nbn - n : 4;
                     tiles_dp[mr - 1][nr - 1](xb, KB_DP, wb + (size_t)(nb + n) * K + kb, (size_t)K, kbn, NULL, out);
-                    tile_store(y, N, m, mr, nb + n, nr, out, bias, first, last, relu);
+                    tile_store(y, N, m, mr, nb + n, nr, out, scale, bias, first, last, relu);
                 }
             }
         }

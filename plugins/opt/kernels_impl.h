@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "formats.h" /* prec_int8_ops: int8 elements, one rule for every tier */
 #include "kernels.h"
 
 const opt_kernels *opt_kernels_portable(void);    /* kernels_portable.c */
@@ -26,6 +27,7 @@ static inline void opt_convert_to_f32(const prec_converters *cv, float *dst, con
     case OPT_F32: memmove(dst, src, n * sizeof(float)); return;
     case OPT_F16: cv->f16_to_f32(src, dst, n); return;
     case OPT_BF16: cv->bf16_to_f32(src, dst, n); return;
+    case OPT_I8: prec_int8_ops.to_f32(src, dst, n); return;
     }
 }
 
@@ -35,6 +37,7 @@ static inline void opt_convert_from_f32(const prec_converters *cv, void *dst, op
     case OPT_F32: memmove(dst, src, n * sizeof(float)); return;
     case OPT_F16: cv->f32_to_f16(src, dst, n); return;
     case OPT_BF16: cv->f32_to_bf16(src, dst, n); return;
+    case OPT_I8: prec_int8_ops.from_f32(src, dst, n); return;
     }
 }
 

@@ -18,14 +18,17 @@ static void row_to_f32(float *dst, const void *src, opt_dtype st, size_t off, si
 
 /* The portable linear: for each output row n, the weight row is converted to
  * fp32 in chunks of PORT_KB and applied to all M rows of x, so each weight is
- * converted once per call. y holds the partial sums between chunks. */
+ * converted once per call. y holds the partial sums between chunks; int8
+ * partial sums are multiplied by the row's scale (1 for the other dtypes,
+ * which changes no bit). */
 #define PORT_KB 256
 static void linear_portable(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K,
                             int N, int n0, int n1, int relu)
 {
     float wbuf[PORT_KB];
+    const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL;
     for (int n = n0; n < n1; n++) {
-        float b = bias ? bias[n] : 0.0f;
+        const float b = bias ? bias[n] : 0.0f, ws = scale ? scale[n] : 1.0f;
         for (int m = 0; m < M; m++)
             y[(size_t)m * N + n] = b;
         for (int k0 = 0; k0 < K; k0 += PORT_KB) {
@@ -43,7 +46,7 @@ static void linear_portable(float *y, const float *x, const void *w, opt_dtype w
                 }
                 for (; k < kb; k++)
                     s0 += xr[k] * wbuf[k];
-                y[(size_t)m * N + n] += (s0 + s1) + (s2 + s3);
+                y[(size_t)m * N + n] += ws * ((s0 + s1) + (s2 + s3));
             }
         }
         if (relu)

@@ -144,7 +144,7 @@ static size_t weights_layout(opt_weights *w, char *base) {
     do {                                                                           \
         (m).dtype = w->dtype; (m).rows = (r); (m).cols = (c);                      \
         (m).data = base ? base + off : NULL;                                       \
-        off += align_up((size_t)(r) * (size_t)(c) * opt_dtype_size(w->dtype));     \
+        off += align_up(opt_matrix_bytes(w->dtype, (size_t)(r), (size_t)(c)));     \
     } while (0)
 #define VEC(p, n)                                                                  \
     do {                                                                           \
@@ -427,21 +427,28 @@ static void residual_forward(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
+/* dst[cols] = row r of the matrix a (rows scaled back for int8). */
+static void matrix_row_to_f32(const opt_kernels *k, float *dst, const opt_matrix *a, int r) {
+    const size_t cols = (size_t)a->cols;
+    k->to_f32(dst, (const char *)a->data + (size_t)r * cols * opt_dtype_size(a->dtype), a->dtype, cols);
+    if (a->dtype == OPT_I8) {
+        const float s = opt_i8_scales(a->data, (size_t)a->rows, cols)[r];
+        for (size_t i = 0; i < cols; i++) dst[i] *= s;
+    }
+}
+
 /* x[N, C] = embed_tokens[tokens] (projected by project_in when P != C)
  *           + embed_positions[pos]. emb[N, P] is scratch. */
 static void embedding_forward(opt_model *m, float *x, float *emb, float *tmp, const int32_t *tokens, const int *pos,
                               int N) {
     const opt_weights *w = m->w;
     const int C = w->hp.hidden_size, P = w->hp.word_embed_proj_dim;
-    const size_t es = opt_dtype_size(w->dtype);
     float *e = P != C ? emb : x;
-    for (int n = 0; n < N; n++)
-        m->k->to_f32(e + (size_t)n * P, (const char *)w->embed_tokens.data + (size_t)tokens[n] * P * es, w->dtype,
-                     (size_t)P);
+    for (int n = 0; n < N; n++) matrix_row_to_f32(m->k, e + (size_t)n * P, &w->embed_tokens, tokens[n]);
     if (P != C)
         opt_linear_parallel(m->pool, m->k, x, emb, w->project_in.data, w->dtype, NULL, N, P, C, 0);
     for (int n = 0; n < N; n++) {
-        m->k->to_f32(tmp, (const char *)w->embed_positions.data + (size_t)pos[n] * C * es, w->dtype, (size_t)C);
+        matrix_row_to_f32(m->k, tmp, &w->embed_positions, pos[n]);
         residual_forward(x + (size_t)n * C, tmp, (size_t)C);
     }
 }
@@ -589,7 +596,7 @@ bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, con
                             S1, kv->Smax, hp->max_position_embeddings);
     if (mask_stride < S1)
         return bc_error_set(err, BC_ERR_INVALID, "opt_forward: mask stride %d < %d tokens", mask_stride, S1);
-    if (kv->dtype != w->dtype || kv->L != L || kv->H != hp->num_attention_heads)
+    if (kv->dtype != opt_kv_dtype(w->dtype) || kv->L != L || kv->H != hp->num_attention_heads)
         return bc_error_set(err, BC_ERR_INVALID, "opt_forward: KV cache shape or dtype does not match the model");
     if (kv->group > 1 && (B % kv->group != 0 || kv->prefix < 0 || kv->prefix > S0))
         return bc_error_set(err, BC_ERR_INVALID,

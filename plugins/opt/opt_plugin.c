@@ -346,9 +346,16 @@ static bc_status opt_describe(void *inst, bc_backend_info *info, bc_error *err) 
 /* ------------------------------------------------------------------ cases */
 
 /* The case's precision as a dtype this backend has kernels for: the layout
- * its precision plugin's conversions produce (precision.h). */
-static bc_status case_dtype(const bc_case *c, opt_dtype *dt, bc_error *err) {
-    return opt_precision_dtype(c->precision, c->precision_ops, dt, err);
+ * its precision plugin's conversions produce (precision.h); int8 has CPU
+ * kernels only. */
+static bc_status case_dtype(const opt_backend *s, const bc_case *c, opt_dtype *dt, bc_error *err) {
+    bc_status st = opt_precision_dtype(c->precision, c->precision_ops, dt, err);
+    if (st == BC_OK && *dt == OPT_I8 && s->dev != &opt_device_cpu)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                            "opt: precision %s (int8) has CPU kernels only; device = \"cuda\" runs float32, float16 "
+                            "and bfloat16",
+                            c->precision ? c->precision : "?");
+    return st;
 }
 
 /* The rollout a case asks for. */
@@ -383,7 +390,7 @@ static bc_status plan_case(const opt_backend *s, const bc_case *c, bc_memory_sta
     opt_dtype dt = OPT_F32;
     opt_rollout_params p;
     opt_rollout ro;
-    bc_status st = case_dtype(c, &dt, err);
+    bc_status st = case_dtype(s, c, &dt, err);
     if (st == BC_OK) st = rollout_params(s, c, &p, err);
     if (st == BC_OK) st = opt_rollout_dims(&ro, &s->hp, &p, err);
     if (st != BC_OK) return st;
@@ -485,7 +492,7 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     opt_dtype dt = OPT_F32;
     opt_rollout_params p;
     bc_memory_stats plan;
-    bc_status st = case_dtype(c, &dt, err);
+    bc_status st = case_dtype(s, c, &dt, err);
     if (st == BC_OK) st = rollout_params(s, c, &p, err);
     /* admission again, with the memory there is now: a failed case, not an OOM kill */
     if (st == BC_OK) st = plan_case(s, c, &plan, err);

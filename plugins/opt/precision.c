@@ -2,6 +2,7 @@
  * (precision.h). */
 #include "precision.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@ const bc_precision_ops *opt_dtype_precision(opt_dtype dt)
     switch (dt) {
     case OPT_F16: return &prec_fp16_ops;
     case OPT_BF16: return &prec_bf16_ops;
+    case OPT_I8: return &prec_int8_ops;
     case OPT_F32: break;
     }
     return &prec_fp32_ops;
@@ -19,7 +21,7 @@ const bc_precision_ops *opt_dtype_precision(opt_dtype dt)
 
 /* Values where layouts and rounding rules differ: exact, ties (to even, both
  * ways), beyond float16's range and at its edge, subnormals of both 16-bit
- * formats, signed zero, inf and NaN. */
+ * formats, signed zero, inf and NaN, int8's ties and saturation. */
 static const uint32_t probe_bits[] = {
     0x3f800000u, /* 1 */
     0xc0200000u, /* -2.5 */
@@ -38,6 +40,10 @@ static const uint32_t probe_bits[] = {
     0xff800000u, /* -inf */
     0x7fc00001u, /* quiet NaN with payload */
     0xff810000u, /* signalling NaN, negative */
+    0x40600000u, /* 3.5: int8 tie, rounds up to even */
+    0xbfc00000u, /* -1.5: int8 tie, rounds down to even */
+    0x3f400000u, /* 0.75: int8 rounds to 1, not 0 */
+    0x43000000u, /* 128: int8 saturates to 127 */
 };
 #define N_PROBE (sizeof probe_bits / sizeof probe_bits[0])
 
@@ -63,12 +69,13 @@ static int same_layout(const bc_precision_ops *ops, const bc_precision_ops *ref)
 bc_status opt_precision_dtype(const char *name, const bc_precision_ops *ops, opt_dtype *dt, bc_error *err)
 {
     const char *plugin = name ? name : "?";
-    if (!ops || !ops->to_f32 || !ops->from_f32 || (ops->element_size != 2 && ops->element_size != 4))
+    if (!ops || !ops->to_f32 || !ops->from_f32 ||
+        (ops->element_size != 1 && ops->element_size != 2 && ops->element_size != 4))
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
-                            "opt: precision %s has no conversions of 2- or 4-byte elements; the opt backend has "
-                            "kernels for float32, float16 and bfloat16",
+                            "opt: precision %s has no conversions of 1-, 2- or 4-byte elements; the opt backend has "
+                            "kernels for float32, float16, bfloat16 and int8",
                             plugin);
-    const opt_dtype all[] = {OPT_F32, OPT_F16, OPT_BF16};
+    const opt_dtype all[] = {OPT_F32, OPT_F16, OPT_BF16, OPT_I8};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (same_layout(ops, opt_dtype_precision(all[i]))) {
             *dt = all[i];
@@ -76,7 +83,7 @@ bc_status opt_precision_dtype(const char *name, const bc_precision_ops *ops, opt
         }
     return bc_error_set(err, BC_ERR_UNSUPPORTED,
                         "opt: precision %s (dtype %s, %u bytes) stores numbers in a layout the opt kernels do not "
-                        "read; they read float32, float16 and bfloat16, rounded to nearest even (docs/plugins.md)",
+                        "read; they read float32, float16, bfloat16 and int8, rounded to nearest even (docs/plugins.md)",
                         plugin, ops->dtype ? ops->dtype : "(none)", (unsigned)ops->element_size);
 }
 
@@ -106,5 +113,51 @@ void opt_convert_values(void *dst, opt_dtype dt, const void *src, opt_dtype st, 
         } else {
             to->from_f32(f32, d, k);
         }
+    }
+}
+
+float opt_i8_row_scale(float absmax) { return absmax > 0.0f ? absmax / 127.0f : 0.0f; }
+
+void opt_i8_quantize(int8_t *q, const float *src, size_t n, float scale)
+{
+    const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+    float buf[CHUNK];
+    for (size_t i = 0; i < n; i += CHUNK) {
+        const size_t k = n - i < CHUNK ? n - i : CHUNK;
+        for (size_t j = 0; j < k; j++)
+            buf[j] = src[i + j] * inv;
+        prec_int8_ops.from_f32(buf, q + i, k);
+    }
+}
+
+/* Row r of src[rows, cols] (dtype st), CHUNK values at a time: its largest
+ * magnitude (q NULL), or the row rounded to int8 with scale into q. */
+static float i8_row_pass(int8_t *q, float scale, const void *src, opt_dtype st, size_t r, size_t cols)
+{
+    const size_t ss = opt_dtype_size(st);
+    float f32[CHUNK];
+    float absmax = 0.0f;
+    for (size_t c = 0; c < cols; c += CHUNK) {
+        const size_t k = cols - c < CHUNK ? cols - c : CHUNK;
+        opt_convert_values(f32, OPT_F32, (const char *)src + (r * cols + c) * ss, st, k);
+        if (q)
+            opt_i8_quantize(q + c, f32, k, scale);
+        else
+            for (size_t i = 0; i < k; i++)
+                absmax = fabsf(f32[i]) > absmax ? fabsf(f32[i]) : absmax;
+    }
+    return absmax;
+}
+
+void opt_convert_matrix(void *dst, opt_dtype dt, const void *src, opt_dtype st, size_t rows, size_t cols)
+{
+    if (dt != OPT_I8) {
+        opt_convert_values(dst, dt, src, st, rows * cols);
+        return;
+    }
+    float *scale = (float *)(void *)((char *)dst + opt_i8_scales_offset(rows, cols));
+    for (size_t r = 0; r < rows; r++) {
+        scale[r] = opt_i8_row_scale(i8_row_pass(NULL, 0.0f, src, st, r, cols));
+        i8_row_pass((int8_t *)dst + r * cols, scale[r], src, st, r, cols);
     }
 }

@@ -1,6 +1,6 @@
 /* precision.h: the OPT engine's number formats (opt_dtype) and the precision
- * plugins behind them. The engine's kernels read three storage layouts
- * (float32, float16, bfloat16); a case's precision plugin is accepted when
+ * plugins behind them. The engine's kernels read four storage layouts
+ * (float32, float16, bfloat16, int8 with a scale per row); a case's precision plugin is accepted when
  * its conversions produce one of them, and every weight conversion (at load,
  * synthetic or from a checkpoint) goes through that format's
  * bc_precision_ops, the same tables the precision plugins hand the host
@@ -10,6 +10,7 @@
 #define OPT_PRECISION_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "benchctl/plugin.h"
 #include "kernels.h"
@@ -27,5 +28,16 @@ bc_status opt_precision_dtype(const char *name, const bc_precision_ops *ops, opt
  * to_f32 / from_f32, in bulk. src and dst may be unaligned (a file's
  * bytes); they do not overlap. */
 void opt_convert_values(void *dst, opt_dtype dt, const void *src, opt_dtype st, size_t n);
+
+/* int8 rows (kernels.h, OPT_I8): the scale of a row whose largest magnitude
+ * is absmax, absmax / 127 (0 for an all-zero row), and q[n] = src[n] /
+ * scale rounded by the int8 format's from_f32 (all 0 when scale is 0). */
+float opt_i8_row_scale(float absmax);
+void opt_i8_quantize(int8_t *q, const float *src, size_t n, float scale);
+
+/* Converts the matrix src[rows, cols] (dtype st) into dst in dt: for OPT_I8
+ * the block of kernels.h (opt_matrix_bytes), each row quantized with
+ * opt_i8_row_scale and opt_i8_quantize; for the other dtypes opt_convert_values. src may be unaligned. */
+void opt_convert_matrix(void *dst, opt_dtype dt, const void *src, opt_dtype st, size_t rows, size_t cols);
 
 #endif

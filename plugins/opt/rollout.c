@@ -250,8 +250,8 @@ opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp,
     opt_rollout_bytes b;
     const int shared = opt_rollout_shared_prefill(ro);
     const int prefill_rows = shared ? ro->Bp : ro->R;
-    b.kv_cache = opt_kv_cache_bytes(hp, dtype, ro->R, ro->Stot);
-    if (shared) b.kv_cache += opt_kv_cache_bytes(hp, dtype, ro->Bp, ro->Tp);
+    b.kv_cache = opt_kv_cache_bytes(hp, opt_kv_dtype(dtype), ro->R, ro->Stot);
+    if (shared) b.kv_cache += opt_kv_cache_bytes(hp, opt_kv_dtype(dtype), ro->Bp, ro->Tp);
     int max_tokens = prefill_rows * ro->Tp > ro->R ? prefill_rows * ro->Tp : ro->R;
     b.workspace = opt_workspace_bytes(hp, max_tokens, ro->Stot, n_threads);
     b.workspace += (size_t)ro->R * ro->V * sizeof(float);

@@ -56,6 +56,7 @@ typedef struct fill_tensor {
     uint64_t key;
     fill_kind kind;
     float std;
+    size_t cols; /* row length: an int8 matrix is filled whole rows at a time (scales per row) */
 } fill_tensor;
 
 typedef struct fill_job {
@@ -66,16 +67,47 @@ typedef struct fill_job {
 
 #define CHUNK (1u << 16)
 
+/* buf[n] = the values of elements [i, i + n) of t. */
+static void fill_values(const fill_tensor *t, float *buf, size_t i, size_t n) {
+    for (size_t j = 0; j < n; j++) {
+        if (t->kind == FILL_ONES) buf[j] = 1.0f;
+        else if (t->kind == FILL_ZEROS) buf[j] = 0.0f;
+        else buf[j] = t->std * unit_normal(splitmix64(t->key + i + j));
+    }
+}
+
+/* Rows [i0, i1) / cols of an int8 matrix: each row's values twice, once for
+ * its scale, once to quantize (precision.h). */
+static void fill_rows_i8(const fill_tensor *t, size_t i0, size_t i1) {
+    const size_t cols = t->cols, rows = t->n / cols;
+    float *scale = (float *)(void *)((char *)t->data + opt_i8_scales_offset(rows, cols));
+    float buf[256];
+    for (size_t r = i0 / cols; r < i1 / cols; r++) {
+        float absmax = 0.0f;
+        for (size_t c = 0; c < cols; c += 256) {
+            const size_t n = cols - c < 256 ? cols - c : 256;
+            fill_values(t, buf, r * cols + c, n);
+            for (size_t j = 0; j < n; j++) absmax = fabsf(buf[j]) > absmax ? fabsf(buf[j]) : absmax;
+        }
+        scale[r] = opt_i8_row_scale(absmax);
+        for (size_t c = 0; c < cols; c += 256) {
+            const size_t n = cols - c < 256 ? cols - c : 256;
+            fill_values(t, buf, r * cols + c, n);
+            opt_i8_quantize((int8_t *)t->data + r * cols + c, buf, n, scale[r]);
+        }
+    }
+}
+
 static void fill_chunk(const fill_tensor *t, size_t i0, size_t i1) {
+    if (t->dtype == OPT_I8) {
+        fill_rows_i8(t, i0, i1);
+        return;
+    }
     const bc_precision_ops *prec = opt_dtype_precision(t->dtype);
     float buf[256];
     for (size_t i = i0; i < i1; i += 256) {
         size_t n = i1 - i < 256 ? i1 - i : 256;
-        for (size_t j = 0; j < n; j++) {
-            if (t->kind == FILL_ONES) buf[j] = 1.0f;
-            else if (t->kind == FILL_ZEROS) buf[j] = 0.0f;
-            else buf[j] = t->std * unit_normal(splitmix64(t->key + i + j));
-        }
+        fill_values(t, buf, i, n);
         prec->from_f32(buf, (char *)t->data + i * prec->element_size, n);
     }
 }
@@ -86,9 +118,11 @@ static void fill_worker(void *ctx, int i, int n) {
     size_t c = 0;
     for (size_t k = 0; k < job->n_tensors; k++) {
         const fill_tensor *t = &job->t[k];
-        for (size_t i0 = 0; i0 < t->n; i0 += job->chunk, c++) {
+        /* whole rows per chunk for int8 (t->cols divides t->n) */
+        const size_t step = t->dtype == OPT_I8 ? (job->chunk / t->cols + 1) * t->cols : job->chunk;
+        for (size_t i0 = 0; i0 < t->n; i0 += step, c++) {
             if ((int)(c % (size_t)n) != i) continue;
-            size_t i1 = i0 + job->chunk < t->n ? i0 + job->chunk : t->n;
+            size_t i1 = i0 + step < t->n ? i0 + step : t->n;
             fill_chunk(t, i0, i1);
         }
     }
@@ -107,11 +141,15 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
         uint64_t id_ = tid++;                                                                 \
         if (ptr) {                                                                            \
             list[n] = (fill_tensor){(void *)(ptr), (dt), (size_t)(count),                     \
-                                    splitmix64(seed ^ splitmix64(id_ + 1)), (kd), std};        \
+                                    splitmix64(seed ^ splitmix64(id_ + 1)), (kd), std, 1};     \
             n++;                                                                              \
         }                                                                                     \
     } while (0)
-#define ADD_MAT(m) ADD((m).data, (m).dtype, (size_t)(m).rows * (size_t)(m).cols, FILL_NORMAL)
+#define ADD_MAT(m)                                                                            \
+    do {                                                                                      \
+        ADD((m).data, (m).dtype, (size_t)(m).rows * (size_t)(m).cols, FILL_NORMAL);           \
+        if ((m).data) list[n - 1].cols = (size_t)(m).cols;                                    \
+    } while (0)
     const size_t C = (size_t)hp->hidden_size, F = (size_t)hp->ffn_dim;
     const float qk_std = (float)(2.5 / sqrt((double)C));
     ADD_MAT(w->embed_tokens);
@@ -151,6 +189,7 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
     for (int l = 0; l < L; l++) {
         const opt_matrix *w2 = &w->layers[l].fc2; /* [C, F] */
         const bc_precision_ops *prec = opt_dtype_precision(w2->dtype);
+        const float *w2_scale = w2->dtype == OPT_I8 ? opt_i8_scales(w2->data, C, F) : NULL;
         for (size_t c = 0; c < C; c++) {
             double sum = 0.0;
             float row[256];
@@ -159,6 +198,7 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
                 prec->to_f32((const char *)w2->data + (c * F + f0) * prec->element_size, row, k);
                 for (size_t f = 0; f < k; f++) sum += row[f];
             }
+            if (w2_scale) sum *= w2_scale[c];
             w->layers[l].fc2_bias[c] = (float)(-m * sum);
         }
     }

@@ -232,7 +232,7 @@ static void run_case(opt_model *m, const opt_weights *w, const golden_file *g, c
     /* Prefill + K decode steps on the B rows. */
     const int Smax = T + K;
     opt_kv_cache kv;
-    if (opt_kv_cache_alloc(&kv, &w->hp, cfg->dtype, B, Smax, &err) != BC_OK) fail_msg("%s", err.message);
+    if (opt_kv_cache_alloc(&kv, &w->hp, opt_kv_dtype(cfg->dtype), B, Smax, &err) != BC_OK) fail_msg("%s", err.message);
     uint8_t *mbuf = calloc((size_t)B * Smax, 1);
     float *logits = malloc(sizeof(float) * (size_t)B * T * V);
     int *row_ok = malloc(sizeof(int) * (size_t)B * T);
@@ -262,7 +262,7 @@ static void run_case(opt_model *m, const opt_weights *w, const golden_file *g, c
     /* Greedy generation on the expanded rows (p0s0, p0s1, ...), EOS
      * suppressed for all N steps, as generate() with min_new_tokens == N. */
     const int BR = B * R, SR = T + N;
-    if (opt_kv_cache_alloc(&kv, &w->hp, cfg->dtype, BR, SR, &err) != BC_OK) fail_msg("%s", err.message);
+    if (opt_kv_cache_alloc(&kv, &w->hp, opt_kv_dtype(cfg->dtype), BR, SR, &err) != BC_OK) fail_msg("%s", err.message);
     int32_t *xids = malloc(sizeof(int32_t) * (size_t)BR * T), *out = malloc(sizeof(int32_t) * (size_t)BR * N);
     mbuf = calloc((size_t)BR * SR, 1);
     float *lg = malloc(sizeof(float) * (size_t)BR * V);
@@ -459,6 +459,9 @@ static const golden_case_cfg cfgs[] = {
     {"preln", "preln", OPT_BF16, -1, 0},
     {"postln_proj", "postln_proj", OPT_BF16, -1, 0},
     {"hd80", "hd80", OPT_BF16, -1, 0},
+    {"preln", "preln", OPT_I8, -1, 0},
+    {"postln_proj", "postln_proj", OPT_I8, -1, 0},
+    {"hd80", "hd80", OPT_I8, -1, 0},
 };
 
 #define N_CFGS (sizeof cfgs / sizeof cfgs[0])

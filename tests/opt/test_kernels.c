@@ -1,9 +1,10 @@
 /* test_kernels.c: the OPT kernels. The portable variant against a double
  * precision reference; every SIMD variant this CPU has against the portable
- * one, for fp32, fp16 and bf16 weights, odd shapes (K and N not multiples of
+ * one, for fp32, fp16, bf16 and int8 (per-row scales) weights, odd shapes (K and N not multiples of
  * 16, M = 1, 3, 4, 17 and M * K large enough for the cache-blocked path), bias
  * and ReLU on and off, and [n0, n1) sub-ranges; the scalar fp16/bf16
- * conversions against known bit patterns (round to nearest even); the fused
+ * conversions and the int8 element rule against known bit patterns (round
+ * to nearest even); the fused
  * attention (portable against a double reference, SIMD against portable).
  * A variant the CPU lacks is skipped, not passed.
  */
@@ -115,6 +116,41 @@ static void test_bf16_known(void **state)
     }
 }
 
+/* int8 elements: round to nearest even, saturate to +-127, NaN -> 0, and
+ * the kernels' to_f32 / from_f32 of OPT_I8 (element codes, no scale). */
+static void test_int8_known(void **state)
+{
+    (void)state;
+    static const float in[] = {0.0f, -0.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 0.49999997f, 126.5f,
+                               127.0f, 127.4f, 128.0f, -127.6f, -128.0f, 1e30f, INFINITY, -INFINITY, NAN, 3.7f};
+    static const int8_t want[] = {0, 0, 0, 2, 2, 0, -2, -2, 0, 126, 127, 127, 127, -127, -127, 127, 127, -127, 0, 4};
+    enum { NI = sizeof in / sizeof in[0] };
+    for (int isa = OPT_ISA_PORTABLE; isa <= (int)opt_isa_detect(); isa++) {
+        const opt_kernels *k = opt_kernels_for((opt_isa)isa);
+        if (!k)
+            continue;
+        int8_t q[NI + 1];
+        q[NI] = 99; /* nothing past n written */
+        k->from_f32(q, OPT_I8, in, NI);
+        float back[NI];
+        k->to_f32(back, q, OPT_I8, NI);
+        for (int i = 0; i < NI; i++) {
+            if (q[i] != want[i])
+                print_error("%s int8 from_f32(%a) = %d, want %d\n", opt_isa_name(k->isa), (double)in[i], q[i],
+                            want[i]);
+            assert_int_equal(q[i], want[i]);
+            assert_true(back[i] == (float)want[i]);
+        }
+        assert_int_equal(q[NI], 99);
+    }
+    assert_int_equal(opt_dtype_size(OPT_I8), 1);
+    assert_string_equal(opt_dtype_name(OPT_I8), "int8");
+    assert_int_equal(opt_kv_dtype(OPT_I8), OPT_F32);
+    assert_int_equal(opt_kv_dtype(OPT_BF16), OPT_BF16);
+    assert_int_equal(opt_i8_scales_offset(3, 5), 64);
+    assert_int_equal(opt_matrix_bytes(OPT_I8, 3, 5), 64 + 12);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -172,12 +208,26 @@ static float frand(void) /* uniform in [-1, 1) */
 }
 
 /* Weights w[N, K] in dtype wt from fp32 values; wf gets the values the dtype
- * actually holds (rounded). */
+ * actually holds (rounded). int8 (the block of kernels.h): random q in
+ * [-127, 127] and a random scale per row, one row in five scale 0. */
 static void *make_weights(opt_dtype wt, int N, int K, float *wf)
 {
     size_t n = (size_t)N * K;
-    void *w = malloc(n * opt_dtype_size(wt));
+    void *w = malloc(opt_matrix_bytes(wt, (size_t)N, (size_t)K));
     assert_non_null(w);
+    if (wt == OPT_I8) {
+        float *scale = (float *)(void *)((char *)w + opt_i8_scales_offset((size_t)N, (size_t)K));
+        for (int r = 0; r < N; r++) {
+            scale[r] = r % 5 == 3 ? 0.0f : (1.5f + frand()) / 127.0f;
+            for (int c = 0; c < K; c++) {
+                int q = (int)lrintf(127.0f * frand());
+                ((int8_t *)w)[(size_t)r * K + c] = (int8_t)q;
+                wf[(size_t)r * K + c] = scale[r] * (float)q;
+            }
+        }
+        assert_true(opt_i8_scales(w, (size_t)N, (size_t)K) == scale);
+        return w;
+    }
     for (size_t i = 0; i < n; i++) {
         float v = frand();
         if (wt == OPT_F32) {
@@ -274,7 +324,7 @@ static void run_linear_suite(const opt_kernels *k)
     static const int Ks[] = {1, 15, 16, 33, 100, 773};
     static const int Ns[] = {1, 5, 19, 64};
     rng_state = 42;
-    for (int wt = 0; wt < 3; wt++) {
+    for (int wt = 0; wt <= OPT_I8; wt++) {
         double tol = variant_tol(k, (opt_dtype)wt);
         for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
             for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
@@ -528,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_f16_known),
         cmocka_unit_test(test_bf16_known),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_int8_known),
         cmocka_unit_test(test_kernels_setting),
         cmocka_unit_test(test_portable),
         cmocka_unit_test(test_avx2),

@@ -70,9 +70,12 @@ static void test_layouts(void **state)
     assert_non_null(strstr(err.message, "precision bf16trunc (dtype bfloat16, 2 bytes)"));
     assert_non_null(strstr(err.message, "layout the opt kernels do not read"));
 
+    /* the int8 format, and one that truncates instead of rounding */
+    assert_int_equal(opt_precision_dtype("int8", &prec_int8_ops, &dt, &err), BC_OK);
+    assert_int_equal(dt, OPT_I8);
     const bc_precision_ops int8 = {sizeof(bc_precision_ops), "int8", 1, int8_to_f32, int8_from_f32, 1e-1};
-    assert_int_equal(opt_precision_dtype("int8", &int8, &dt, &err), BC_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err.message, "precision int8"));
+    assert_int_equal(opt_precision_dtype("int8trunc", &int8, &dt, &err), BC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "precision int8trunc (dtype int8, 1 bytes)"));
 
     bc_precision_ops none = prec_fp32_ops;
     none.to_f32 = NULL;

@@ -15,6 +15,10 @@
  *   bfloat16 the top half of a binary32. to_f32 exact (append 16 zero bits);
  *            from_f32 rounds to nearest, ties to even (the carry may reach
  *            inf); subnormals kept; NaN -> quiet NaN, sign and top payload kept.
+ *   int8     a two's-complement byte holding an integer in [-127, 127]
+ *            (weights times a per-row scale that the backend keeps, see
+ *            formats.c). to_f32 exact; from_f32 rounds to nearest, ties to
+ *            even, saturates to +-127 (inf too); NaN -> 0.
  * The vector forms give the same bits as the scalar ones for every input
  * (tests/opt/test_kernels.c checks them against each other).
  */
@@ -36,6 +40,22 @@ static inline float prec_bits_f32(uint32_t u)
     float f;
     memcpy(&f, &u, 4);
     return f;
+}
+
+/* int8: round to nearest, ties to even, saturate to [-127, 127], NaN -> 0.
+ * Adding 1.5 * 2^23 puts |x| < 127 where float32's spacing is 1, so the sum
+ * rounds x to an integer in the default rounding mode (C's floating-point
+ * rules keep the compiler from folding (x + c) - c without -ffast-math). */
+static inline int8_t prec_f32_to_i8(float x)
+{
+    if (!(x == x))
+        return 0;
+    if (x >= 127.0f)
+        return 127;
+    if (x <= -127.0f)
+        return -127;
+    float r = x + 12582912.0f;
+    return (int8_t)(r - 12582912.0f);
 }
 
 static inline float prec_f16_to_f32(uint16_t h)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "float_bits.h"
 
 /* ---- float32: IEEE 754 binary32 --------------------------------------------
  * Storage is the float itself, so both conversions are exact copies (NaN
@@ -79,4 +80,43 @@ const bc_precision_ops prec_bf16_ops = {
     .to_f32 = bf16_to_f32,
     .from_f32 = bf16_from_f32,
     .rel_tolerance = 5e-2,
+};
+
+/* ---- int8: one signed byte per weight, with a scale per row ------------------
+ * A stored value is an integer q in [-127, 127] (two's complement; -128 is
+ * never written, so the range is symmetric). The number it stands for is
+ * q * scale, where scale belongs to the row (one output channel of a
+ * weight matrix): the backend picks it, scale = max|row| / 127, divides the
+ * row by it before from_f32 and multiplies after to_f32 (the OPT engine:
+ * plugins/opt/precision.c, opt_convert_matrix). So these element
+ * conversions are the element code alone: to_f32 exact, from_f32 rounds to
+ * nearest even and saturates (float_bits.h, prec_f32_to_i8).
+ * rel_tolerance = 4e-2: each weight is rounded with absolute error at most
+ * scale / 2 = max|row| / 254, about 2^-8 of the row's largest weight (bf16's
+ * unit roundoff, but on the row's scale rather than each value's own, so
+ * small weights lose more). Measured on the golden checkpoints (max error
+ * 2.2e-2 of the logit scale, postln_proj), 4e-2 leaves a margin of 1.8x:
+ * docs/plugins.md, "Precision tolerances". */
+
+static void int8_to_f32(const void *src, float *dst, size_t n)
+{
+    const int8_t *q = src;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (float)q[i];
+}
+
+static void int8_from_f32(const float *src, void *dst, size_t n)
+{
+    int8_t *q = dst;
+    for (size_t i = 0; i < n; i++)
+        q[i] = prec_f32_to_i8(src[i]);
+}
+
+const bc_precision_ops prec_int8_ops = {
+    .struct_size = sizeof(bc_precision_ops),
+    .dtype = "int8",
+    .element_size = 1,
+    .to_f32 = int8_to_f32,
+    .from_f32 = int8_from_f32,
+    .rel_tolerance = 4e-2,
 };
