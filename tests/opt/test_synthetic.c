@@ -1,6 +1,7 @@
 /* test_synthetic.c: synthetic weights are deterministic, scaled like
  * Hugging Face's init, and make a model whose greedy generation is not
- * degenerate (several distinct tokens in 64, with the real vocabulary size).
+ * degenerate (several distinct tokens in 64, with the real vocabulary size);
+ * int8 ones are the fp32 ones rounded per row.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,6 +72,63 @@ static void test_scale(void **state) {
     opt_weights_free(&w);
 }
 
+/* Synthetic int8 weights are the fp32 ones rounded per row: for every row of
+ * a matrix, scale = max|row| / 127 (computed here from the fp32 weights) and
+ * |scale * q - w| <= scale / 2 (plus fp32 rounding); fc2's bias follows the
+ * int8 weights, so it stays within the rounding of the fp32 one. */
+static void check_int8_rows(const opt_matrix *f, const opt_matrix *q) {
+    assert_int_equal(q->dtype, OPT_I8);
+    const size_t R = (size_t)f->rows, C = (size_t)f->cols;
+    const float *wf = f->data, *scale = opt_i8_scales(q->data, R, C);
+    const int8_t *wq = q->data;
+    for (size_t r = 0; r < R; r++) {
+        double mx = 0;
+        for (size_t c = 0; c < C; c++) mx = fmax(mx, fabs(wf[r * C + c]));
+        assert_true(fabs(scale[r] - mx / 127.0) <= 1e-6 * mx);
+        int hit_127 = 0;
+        for (size_t c = 0; c < C; c++) {
+            const double d = fabs((double)scale[r] * wq[r * C + c] - wf[r * C + c]);
+            if (!(d <= 0.5 * scale[r] * (1 + 1e-5))) fail_msg("row %zu col %zu: int8 off by %g, scale %g", r, c, d, scale[r]);
+            hit_127 |= wq[r * C + c] == 127 || wq[r * C + c] == -127;
+        }
+        assert_true(hit_127); /* the row's largest weight uses the whole range */
+    }
+}
+
+static void test_int8_rounds_f32(void **state) {
+    (void)state;
+    opt_hparams hp = small_125m_like();
+    hp.vocab_size = 1000;
+    opt_weights f, q;
+    bc_error err = {0};
+    assert_int_equal(opt_weights_alloc(&f, &hp, OPT_F32, &err), BC_OK);
+    assert_int_equal(opt_weights_alloc(&q, &hp, OPT_I8, &err), BC_OK);
+    assert_int_equal(opt_weights_init_synthetic(&f, 5, &err), BC_OK);
+    assert_int_equal(opt_weights_init_synthetic(&q, 5, &err), BC_OK);
+    check_int8_rows(&f.embed_tokens, &q.embed_tokens);
+    check_int8_rows(&f.embed_positions, &q.embed_positions);
+    for (int l = 0; l < hp.num_hidden_layers; l += 3) {
+        check_int8_rows(&f.layers[l].q_proj, &q.layers[l].q_proj);
+        check_int8_rows(&f.layers[l].fc1, &q.layers[l].fc1);
+        check_int8_rows(&f.layers[l].fc2, &q.layers[l].fc2);
+        /* bias = -m * sum_f fc2[c, f], m = 0.02 sqrt(C) / sqrt(2 pi) (synthetic.c):
+         * the two differ by at most m times the row's total rounding */
+        const size_t C = (size_t)hp.hidden_size, F = (size_t)hp.ffn_dim;
+        const double m = 0.02 * sqrt((double)C) / sqrt(2.0 * 3.14159265358979323846);
+        const float *scale = opt_i8_scales(q.layers[l].fc2.data, C, F);
+        for (size_t c = 0; c < C; c++) {
+            double rounding = 0;
+            for (size_t k = 0; k < F; k++)
+                rounding += fabs((double)scale[c] * ((const int8_t *)q.layers[l].fc2.data)[c * F + k] -
+                                 ((const float *)f.layers[l].fc2.data)[c * F + k]);
+            assert_true(fabs((double)f.layers[l].fc2_bias[c] - q.layers[l].fc2_bias[c]) <= m * rounding + 1e-5);
+            assert_true(f.layers[l].fc2_bias[c] != 0.0f);
+        }
+    }
+    opt_weights_free(&q);
+    opt_weights_free(&f);
+}
+
 static void check_not_degenerate(opt_dtype dt) {
     opt_hparams hp = small_125m_like();
     opt_weights w;
@@ -107,6 +165,7 @@ static void check_not_degenerate(opt_dtype dt) {
 
 static void test_greedy_not_degenerate_f32(void **state) { (void)state; check_not_degenerate(OPT_F32); }
 static void test_greedy_not_degenerate_bf16(void **state) { (void)state; check_not_degenerate(OPT_BF16); }
+static void test_greedy_not_degenerate_int8(void **state) { (void)state; check_not_degenerate(OPT_I8); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
@@ -114,6 +173,8 @@ int main(void) {
         cmocka_unit_test(test_scale),
         cmocka_unit_test(test_greedy_not_degenerate_f32),
         cmocka_unit_test(test_greedy_not_degenerate_bf16),
+        cmocka_unit_test(test_int8_rounds_f32),
+        cmocka_unit_test(test_greedy_not_degenerate_int8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
