@@ -37,6 +37,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "probe.h" /* this folder: threads, timing, options shared with fmapeak.c */
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define BW_X86 1
@@ -44,7 +46,7 @@
 #define BW_X86 0
 #endif
 
-enum { BW_MAX_THREADS = 64, BW_MAX_REPS = 100, BW_ALIGN = 4096 };
+enum { BW_MAX_THREADS = PROBE_MAX_THREADS, BW_MAX_REPS = PROBE_MAX_REPS, BW_ALIGN = 4096 };
 
 /* Sums n_bytes at p (n_bytes a multiple of 256, p 64-byte aligned). The
  * result only keeps the loads from being optimized away. */
@@ -121,102 +123,27 @@ static bw_read_fn bw_pick_kernel(const char **name) {
     return bw_read_plain;
 }
 
-static double bw_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Shared by the threads of one pass. Owned by bw_pass's stack. */
-typedef struct bw_pass_ctx {
+/* One pass's work: thread index sums its own slice. */
+typedef struct bw_work {
     const unsigned char *buf;
     size_t slice_bytes; /* per thread, a multiple of 256 */
     bw_read_fn read;
-    pthread_barrier_t start;
-    double t_start;                 /* written by thread 0 after the barrier */
-    double t_end[BW_MAX_THREADS];   /* each thread's end time */
-    uint64_t sink[BW_MAX_THREADS];  /* keeps the sums alive */
-} bw_pass_ctx;
+    uint64_t sink[BW_MAX_THREADS]; /* keeps the sums alive */
+} bw_work;
 
-typedef struct bw_thread_arg {
-    bw_pass_ctx *ctx;
-    unsigned index;
-} bw_thread_arg;
-
-static void *bw_thread_main(void *opaque) {
-    bw_thread_arg *arg = opaque;
-    bw_pass_ctx *ctx = arg->ctx;
-    const uint64_t *slice = (const uint64_t *)(ctx->buf + (size_t)arg->index * ctx->slice_bytes);
-    pthread_barrier_wait(&ctx->start);
-    if (arg->index == 0)
-        ctx->t_start = bw_now_s();
-    ctx->sink[arg->index] = ctx->read(slice, ctx->slice_bytes);
-    ctx->t_end[arg->index] = bw_now_s();
-    return NULL;
+static void bw_thread_work(void *opaque, unsigned index) {
+    bw_work *w = opaque;
+    w->sink[index] = w->read((const uint64_t *)(w->buf + (size_t)index * w->slice_bytes), w->slice_bytes);
 }
 
 /* One pass over n_threads * slice_bytes bytes; returns GB/s, or -1 on error. */
 static double bw_pass(const unsigned char *buf, size_t slice_bytes, unsigned n_threads, bw_read_fn read,
                       uint64_t *sink) {
-    bw_pass_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.buf = buf;
-    ctx.slice_bytes = slice_bytes;
-    ctx.read = read;
-    if (pthread_barrier_init(&ctx.start, NULL, n_threads) != 0)
-        return -1.0;
-    pthread_t tids[BW_MAX_THREADS];
-    bw_thread_arg args[BW_MAX_THREADS];
-    unsigned started = 0;
-    int failed = 0;
-    /* Thread 0 runs on the calling thread, the others are spawned. */
-    for (unsigned t = 1; t < n_threads; ++t) {
-        args[t] = (bw_thread_arg){&ctx, t};
-        if (pthread_create(&tids[t], NULL, bw_thread_main, &args[t]) != 0) {
-            failed = 1;
-            break;
-        }
-        started = t;
-    }
-    if (failed) {
-        /* The started threads wait at the barrier forever; we cannot recover
-         * cleanly, so give up the whole program. */
-        fprintf(stderr, "bandwidth: pthread_create failed after %u threads\n", started);
-        exit(1);
-    }
-    args[0] = (bw_thread_arg){&ctx, 0};
-    bw_thread_main(&args[0]);
-    for (unsigned t = 1; t < n_threads; ++t)
-        pthread_join(tids[t], NULL);
-    pthread_barrier_destroy(&ctx.start);
-    double t_end = ctx.t_end[0];
-    for (unsigned t = 0; t < n_threads; ++t) {
-        if (ctx.t_end[t] > t_end)
-            t_end = ctx.t_end[t];
-        *sink += ctx.sink[t];
-    }
-    double seconds = t_end - ctx.t_start;
-    if (seconds <= 0.0)
-        return -1.0;
-    return (double)slice_bytes * n_threads / seconds / 1e9;
-}
-
-static int bw_cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static int bw_parse_uint(const char *flag, const char *text, unsigned long min, unsigned long max,
-                         unsigned long *out) {
-    char *end = NULL;
-    errno = 0;
-    unsigned long v = strtoul(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
-        fprintf(stderr, "bandwidth: %s wants an integer in [%lu, %lu], got '%s'\n", flag, min, max, text);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    bw_work w = {.buf = buf, .slice_bytes = slice_bytes, .read = read};
+    double seconds = probe_pass("bandwidth", n_threads, bw_thread_work, &w);
+    for (unsigned t = 0; t < n_threads; ++t)
+        *sink += w.sink[t];
+    return seconds > 0.0 ? (double)slice_bytes * n_threads / seconds / 1e9 : -1.0;
 }
 
 static void bw_usage(FILE *f) {
@@ -243,13 +170,13 @@ int main(int argc, char **argv) {
         const char *v = argv[++i];
         int rc = 0;
         if (strcmp(a, "--mib") == 0)
-            rc = bw_parse_uint(a, v, 64, 1UL << 20, &mib);
+            rc = probe_parse_uint("bandwidth", a, v, 64, 1UL << 20, &mib);
         else if (strcmp(a, "--threads") == 0)
-            rc = bw_parse_uint(a, v, 1, BW_MAX_THREADS, &max_threads);
+            rc = probe_parse_uint("bandwidth", a, v, 1, BW_MAX_THREADS, &max_threads);
         else if (strcmp(a, "--reps") == 0)
-            rc = bw_parse_uint(a, v, 1, BW_MAX_REPS, &reps);
+            rc = probe_parse_uint("bandwidth", a, v, 1, BW_MAX_REPS, &reps);
         else if (strcmp(a, "--thp") == 0)
-            rc = bw_parse_uint(a, v, 0, 1, &use_thp);
+            rc = probe_parse_uint("bandwidth", a, v, 0, 1, &use_thp);
         else if (strcmp(a, "--json") == 0)
             json_path = v;
         else {
@@ -300,7 +227,6 @@ int main(int argc, char **argv) {
             free(buf);
             return 1;
         }
-        double sorted[BW_MAX_REPS];
         for (unsigned long r = 0; r < reps; ++r) {
             double gbs = bw_pass(buf, slice, nt, read, &sink);
             if (gbs < 0) {
@@ -309,11 +235,8 @@ int main(int argc, char **argv) {
                 return 1;
             }
             passes[k][r] = gbs;
-            sorted[r] = gbs;
         }
-        qsort(sorted, reps, sizeof sorted[0], bw_cmp_double);
-        best[k] = sorted[reps - 1];
-        median[k] = (reps % 2) ? sorted[reps / 2] : 0.5 * (sorted[reps / 2 - 1] + sorted[reps / 2]);
+        probe_best_median(passes[k], reps, &best[k], &median[k]);
         printf("  threads %2u: best %7.2f GB/s, median %7.2f GB/s\n", nt, best[k], median[k]);
     }
     /* Printing the sink keeps every load observable. */

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # run_performance.sh: the side-by-side performance benchmark of
 # docs/performance.md (issue 3, section 8), in one run:
-#   1. builds the bandwidth probe (one cc line) and benchctl (CMake, the
-#      project's default RelWithDebInfo (-O2 -g), tests off, in $BUILD_DIR);
-#   2. measures memory read bandwidth (tools/bandwidth), before the engines;
-#   3. benchctl: tools/bench/performance.cfg, once per shape;
+#   1. builds the bandwidth and FMA-peak probes (one cc line each) and
+#      benchctl (CMake, the project's default RelWithDebInfo (-O2 -g), tests
+#      off, in $BUILD_DIR);
+#   2. measures memory read bandwidth and the FMA peak of every kernel family
+#      (tools/bandwidth: bandwidth.c, fmapeak.c), before the engines;
+#   3. benchctl: tools/bench/performance.cfg, once per model and shape
+#      (fp32, bf16, int8);
 #   4. Hugging Face transformers generate (tools/peers/hf_generate.py);
 #   5. CTranslate2 (tools/peers/ct2_generate.py), float32 / bfloat16 / int8;
-#   6. the bandwidth probe again, after the engines;
-#   7. tools/peers/compare.py: one table from all the JSON reports.
-# Every engine gets the same threads, shapes, warmup and iterations.
+#   6. both probes again, after the engines;
+#   7. tools/peers/compare.py: one table from all the JSON reports, with
+#      max(bandwidth bound, FMA bound) per row.
+# Every engine gets the same threads, shapes, warmup and iterations; the
+# peers run OPT-125m only.
 #
 # Usage: tools/bench/run_performance.sh [OUTDIR]
 #   OUTDIR defaults to out/performance/<UTC time>; it receives every JSON
@@ -18,6 +23,9 @@
 #   THREADS [2]  WARMUP [1]  ITERATIONS [3]
 #   SHAPES ["4,4,128,128 1,1,128,128"] B,S,P,R per shape (for quick checks;
 #       the documented benchmark uses the default)
+#   MODELS ["125m 1.3b"] benchctl's OPT presets (synthetic weights)
+#   KERNELS [auto] benchctl's kernel family (the backend's `kernels` setting:
+#       avx2 runs the AVX2 path on an AVX-512 machine)
 #   PEERS_PYTHON [/work/venv-peers/bin/python] a Python with torch,
 #       transformers, ctranslate2 and numpy from PyPI, made with:
 #         python3 -m venv /work/venv-peers
@@ -35,6 +43,8 @@ THREADS=${THREADS:-2}
 WARMUP=${WARMUP:-1}
 ITERATIONS=${ITERATIONS:-3}
 SHAPES=${SHAPES:-4,4,128,128 1,1,128,128}
+MODELS=${MODELS:-125m 1.3b}
+KERNELS=${KERNELS:-auto}
 PEERS_PYTHON=${PEERS_PYTHON:-/work/venv-peers/bin/python}
 BUILD_DIR=${BUILD_DIR:-build-perf}
 BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
@@ -54,15 +64,18 @@ fail() { printf 'run_performance: %s\n' "$*" >&2; failed+=("$1"); }
     echo "loadavg_start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "build: $BUILD_TYPE, $("$CC" --version | head -n 1)"
     echo "threads: $THREADS  warmup: $WARMUP  iterations: $ITERATIONS  shapes (B,S,P,R): $SHAPES"
+    echo "benchctl models: $MODELS  kernels: $KERNELS"
     lscpu
 } >"$OUT/machine.txt" 2>&1
 
 # --- 1. build ----------------------------------------------------------------
-say "building the bandwidth probe"
+say "building the bandwidth and FMA-peak probes"
 mkdir -p "$BUILD_DIR"
-if ! "$CC" -O2 -std=c11 -Wall -Wextra -Werror -pthread -o "$BUILD_DIR/bandwidth" tools/bandwidth/bandwidth.c; then
-    fail "bandwidth-build"
-fi
+for probe in bandwidth fmapeak; do
+    if ! "$CC" -O2 -std=c11 -Wall -Wextra -Werror -pthread -o "$BUILD_DIR/$probe" "tools/bandwidth/$probe.c"; then
+        fail "$probe-build"
+    fi
+done
 
 BENCHCTL=""
 if [[ "${SKIP_BENCHCTL:-0}" != 1 ]]; then
@@ -76,35 +89,41 @@ if [[ "${SKIP_BENCHCTL:-0}" != 1 ]]; then
     fi
 fi
 
-bandwidth() { # $1: tag
-    if [[ -x "$BUILD_DIR/bandwidth" ]]; then
-        say "bandwidth probe ($1)"
-        "$BUILD_DIR/bandwidth" --threads "$THREADS" --reps 5 --json "$OUT/bandwidth_$1.json" |
-            tee "$OUT/bandwidth_$1.log" >&2 || fail "bandwidth-$1"
-    fi
+probes() { # $1: tag
+    for probe in bandwidth fmapeak; do
+        if [[ -x "$BUILD_DIR/$probe" ]]; then
+            say "$probe probe ($1)"
+            "$BUILD_DIR/$probe" --threads "$THREADS" --reps 5 --json "$OUT/${probe}_$1.json" |
+                tee "$OUT/${probe}_$1.log" >&2 || fail "$probe-$1"
+        fi
+    done
 }
 
-# --- 2. bandwidth, before -------------------------------------------------------
-bandwidth before
+# --- 2. bandwidth and FMA peak, before --------------------------------------------
+probes before
 
 # --- 3. benchctl ------------------------------------------------------------------
 if [[ -n "$BENCHCTL" ]]; then
-    for shape in $SHAPES; do
-        IFS=, read -r b s p r <<<"$shape"
-        say "benchctl: B=$b S=$s P=$p R=$r, fp32 + bf16"
-        rm -f out/performance/benchctl.json
-        if "$BENCHCTL" run tools/bench/performance.cfg \
-            --set "matrix.batch_sizes=[$b]" --set "matrix.samples_per_prompt=[$s]" \
-            --set "matrix.prompt_lengths=[$p]" --set "matrix.response_lengths=[$r]" \
-            --set "backend.settings.threads=$THREADS" \
-            --set "run.warmup=$WARMUP" --set "run.iterations=$ITERATIONS" \
-            >"$OUT/benchctl_b${b}s${s}.log" 2>&1 && [[ -f out/performance/benchctl.json ]]; then
-            mv out/performance/benchctl.json "$OUT/benchctl_b${b}s${s}.json"
-        else
-            fail "benchctl-b${b}s${s} (see $OUT/benchctl_b${b}s${s}.log)"
-            tail -n 5 "$OUT/benchctl_b${b}s${s}.log" >&2
-            [[ -f out/performance/benchctl.json ]] && mv out/performance/benchctl.json "$OUT/benchctl_b${b}s${s}.json"
-        fi
+    for model in $MODELS; do
+        for shape in $SHAPES; do
+            IFS=, read -r b s p r <<<"$shape"
+            tag="${model}_b${b}s${s}"
+            say "benchctl: OPT-$model B=$b S=$s P=$p R=$r, fp32 + bf16 + int8, kernels $KERNELS"
+            rm -f out/performance/benchctl.json
+            if "$BENCHCTL" run tools/bench/performance.cfg \
+                --set "backend.settings.model=\"$model\"" --set "backend.settings.kernels=\"$KERNELS\"" \
+                --set "matrix.batch_sizes=[$b]" --set "matrix.samples_per_prompt=[$s]" \
+                --set "matrix.prompt_lengths=[$p]" --set "matrix.response_lengths=[$r]" \
+                --set "backend.settings.threads=$THREADS" \
+                --set "run.warmup=$WARMUP" --set "run.iterations=$ITERATIONS" \
+                >"$OUT/benchctl_$tag.log" 2>&1 && [[ -f out/performance/benchctl.json ]]; then
+                mv out/performance/benchctl.json "$OUT/benchctl_$tag.json"
+            else
+                fail "benchctl-$tag (see $OUT/benchctl_$tag.log)"
+                tail -n 5 "$OUT/benchctl_$tag.log" >&2
+                [[ -f out/performance/benchctl.json ]] && mv out/performance/benchctl.json "$OUT/benchctl_$tag.json"
+            fi
+        done
     done
 fi
 
@@ -127,8 +146,8 @@ if [[ "${SKIP_PEERS:-0}" != 1 ]]; then
     fi
 fi
 
-# --- 6. bandwidth, after ------------------------------------------------------------
-bandwidth after
+# --- 6. bandwidth and FMA peak, after ---------------------------------------------------
+probes after
 echo "loadavg_end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 
 # --- 7. the table ---------------------------------------------------------------------
@@ -139,6 +158,9 @@ done
 bws=()
 for f in "$OUT"/bandwidth_*.json; do
     [[ -f "$f" ]] && bws+=(--bandwidth "$f")
+done
+for f in "$OUT"/fmapeak_*.json; do
+    [[ -f "$f" ]] && bws+=(--fmapeak "$f")
 done
 if ((${#reports[@]})); then
     say "table ($OUT/table.md)"

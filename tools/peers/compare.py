@@ -20,18 +20,31 @@ prompt, P -> R = prompt -> response tokens):
                 shape ("-" where that row is missing or failed).
   vs CT2 best   tok/s divided by the fastest CT2 row of the same shape, any
                 compute type (CTranslate2 may lack a precision on a CPU).
-  step/bound    B=1, S=1 rows only: step ms / bandwidth bound, where
-                bound ms = weight bytes a decode step reads / read bandwidth.
-                Weight bytes: every layer's weights and biases, the final
-                layer norm, one token and one position row, and the tied
+  model         the OPT shape of the row (benchctl's model_shape; the peers
+                run OPT-125m).
+  bound ms      the fastest a decode step over the row's B x S rows could be:
+                max(bandwidth bound, FMA bound), with "bw" or "fma" saying
+                which is larger.
+                  bandwidth bound = weight bytes a decode step reads / read
+                bandwidth. Weight bytes: every layer's weights and biases, the
+                final layer norm, one token and one position row, and the tied
                 embedding matrix once as lm_head (peerjson.opt_decode_read_bytes),
-                at 4 B (fp32), 2 B (bf16) or 1 B (int8, approximate: CT2 keeps
-                biases and norms in fp32). Bandwidth: the best 2-thread pass
-                over every bandwidth JSON given (the fastest the machine was
-                seen to read), so the bound is the tightest measured one.
+                at 4 B (fp32), 2 B (bf16) or 1 B (int8, approximate: biases,
+                norms and scales are fp32). The KV cache's reads are left out.
+                Bandwidth: the best --threads pass over every bandwidth JSON
+                given (the fastest the machine was seen to read), so the bound
+                is the tightest measured one.
+                  FMA bound = 2 x rows x weight elements (one multiply-add per
+                weight and row; the biases and norms counted too, < 0.1%) /
+                the FMA peak (tools/bandwidth/fmapeak.c, best --threads pass)
+                of the kernel family the row ran: benchctl's
+                environment.cpu.kernels (avx512_bf16 counts its dpbf16 peak for
+                bf16 weights and its fp32 FMA peak otherwise); for the peers,
+                the fastest fp32 FMA family the probe measured.
+  step/bound    step ms / bound ms.
 
 Usage:
-  compare.py --bandwidth bw1.json [--bandwidth bw2.json] [--threads 2]
+  compare.py --bandwidth bw1.json [--bandwidth bw2.json] [--fmapeak fp.json] [--threads 2]
              [--markdown out.md] report.json [report.json ...]
 """
 
@@ -82,10 +95,25 @@ def fwd_ms(profiles):
                  if p.get("decode_forward_ms") is not None and p.get("num_decode_forwards")])
 
 
+def model_of(doc):
+    """(short name, peerjson cfg) of a report: benchctl's model_shape, else OPT-125m."""
+    shape = doc.get("model_shape") or {}
+    if not shape.get("hidden_size"):
+        return "125m", peerjson.OPT125M
+    cfg = dict(peerjson.OPT125M, vocab_size=shape["vocab_size"], hidden_size=shape["hidden_size"],
+               num_hidden_layers=shape["layers"], ffn_dim=shape["ffn_size"],
+               num_attention_heads=shape["heads"], max_position_embeddings=shape["max_positions"],
+               word_embed_proj_dim=shape["hidden_size"])
+    name = ((doc.get("backend_settings") or {}).get("model") or doc.get("model") or "?")
+    return name, cfg
+
+
 def rows_from(path):
     with open(path) as f:
         doc = json.load(f)
     engine = engine_of(doc)
+    model, cfg = model_of(doc)
+    kernels = ((doc.get("environment") or {}).get("cpu") or {}).get("kernels")
     out = []
     for c in doc.get("cases", []):
         dtype = c.get("dtype") or peerjson.PRECISION_DTYPE.get(c.get("precision"), c.get("precision"))
@@ -100,6 +128,9 @@ def rows_from(path):
             note = "%s: %s" % (c.get("status"), (c.get("message") or "").split(", but")[0])
         out.append({
             "engine": engine,
+            "model": model,
+            "cfg": cfg,
+            "kernels": kernels,
             "dtype": dtype,
             "shape": (c["batch_size"], c["samples_per_prompt"], c["prompt_length"], c["requested_response_length"]),
             "ok": c.get("status") == "ok",
@@ -125,6 +156,29 @@ def best_bandwidth(paths, threads):
     return best
 
 
+def fma_peaks(paths, threads):
+    """{kernel family: best GFLOP/s at threads} over every fmapeak JSON."""
+    best = {}
+    for path in paths:
+        with open(path) as f:
+            fp = json.load(f)
+        for r in fp.get("results", []):
+            if r.get("threads") == threads and r["best_gflop_per_s"] > best.get(r["kernel"], 0):
+                best[r["kernel"]] = r["best_gflop_per_s"]
+    return best
+
+
+def row_fma_peak(r, peaks):
+    """The FMA peak (GFLOP/s) of the kernel family row r ran (see the module doc), or None."""
+    k = r["kernels"]
+    if k == "avx512_bf16" and r["dtype"] != "bfloat16":
+        k = "avx512"
+    if k:
+        return peaks.get(k)
+    fp32 = [peaks[f] for f in ("avx512", "avx2") if f in peaks]
+    return max(fp32) if fp32 else None
+
+
 def fmt(x, spec):
     return "-" if x is None else format(x, spec)
 
@@ -132,7 +186,8 @@ def fmt(x, spec):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bandwidth", action="append", default=[], help="bandwidth probe JSON; repeatable")
-    ap.add_argument("--threads", type=int, default=2, help="thread count whose bandwidth sets the bound")
+    ap.add_argument("--fmapeak", action="append", default=[], help="FMA-peak probe JSON; repeatable")
+    ap.add_argument("--threads", type=int, default=2, help="thread count whose bandwidth and FMA peak set the bound")
     ap.add_argument("--markdown", help="also write the table here")
     ap.add_argument("reports", nargs="+")
     args = ap.parse_args()
@@ -141,48 +196,63 @@ def main():
     for path in args.reports:
         rows += rows_from(path)[1]
     gbs = best_bandwidth(args.bandwidth, args.threads) if args.bandwidth else None
+    peaks = fma_peaks(args.fmapeak, args.threads)
 
     def ref(engine, dtype, shape):
         for r in rows:
-            if r["engine"] == engine and r["dtype"] == dtype and r["shape"] == shape and r["ok"]:
+            if r["engine"] == engine and r["dtype"] == dtype and r["shape"] == shape and r["ok"] and r["model"] == "125m":
                 return r["tps"]
         return None
 
     order = {"benchctl": 0, "HF": 1, "CT2": 2}
     dorder = {"float32": 0, "bfloat16": 1, "int8": 2}
-    rows.sort(key=lambda r: (-r["shape"][0] * r["shape"][1], r["shape"], dorder.get(r["dtype"], 9),
-                             order.get(r["engine"], 9)))
+    rows.sort(key=lambda r: (peerjson.opt_param_count(r["cfg"]), -r["shape"][0] * r["shape"][1], r["shape"],
+                             dorder.get(r["dtype"], 9), order.get(r["engine"], 9)))
 
     lines = []
     if gbs:
-        lines.append("Bandwidth bound: best %d-thread read %.1f GB/s; decode-step weight bytes fp32 %.1f MB, "
+        lines.append("Bandwidth bound: best %d-thread read %.1f GB/s; OPT-125m decode-step weight bytes fp32 %.1f MB, "
                      "bf16 %.1f MB -> bound %.2f ms (fp32), %.2f ms (bf16)."
                      % (args.threads, gbs, peerjson.opt_decode_read_bytes(4) / 1e6,
                         peerjson.opt_decode_read_bytes(2) / 1e6,
                         peerjson.opt_decode_read_bytes(4) / (gbs * 1e9) * 1e3,
                         peerjson.opt_decode_read_bytes(2) / (gbs * 1e9) * 1e3))
+    if peaks:
+        lines.append("FMA peak (%d threads): %s." % (args.threads, ", ".join(
+            "%s %.1f GFLOP/s" % (k, v) for k, v in sorted(peaks.items()))))
+    if gbs or peaks:
         lines.append("")
-    lines.append("| engine | dtype | B x S, P->R | tok/s | tok/s range | step ms | fwd ms | vs HF | vs CT2 "
-                 "| vs CT2 best | step/bound | note |")
-    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    lines.append("| engine | model | dtype | B x S, P->R | tok/s | tok/s range | step ms | fwd ms | vs HF | vs CT2 "
+                 "| vs CT2 best | bound ms | step/bound | note |")
+    lines.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         B, S, P, R = r["shape"]
-        hf = ref("HF", r["dtype"], r["shape"])
-        ct = ref("CT2", r["dtype"], r["shape"])
+        same = r["model"] == "125m"  # the peers run OPT-125m
+        hf = ref("HF", r["dtype"], r["shape"]) if same else None
+        ct = ref("CT2", r["dtype"], r["shape"]) if same else None
         vs_hf = r["tps"] / hf if (r["ok"] and hf and r["tps"]) else None
         vs_ct = r["tps"] / ct if (r["ok"] and ct and r["tps"]) else None
         ct_all = [x["tps"] for x in rows if x["engine"] == "CT2" and x["shape"] == r["shape"] and x["ok"]
-                  and x["tps"]]
+                  and x["tps"] and same]
         vs_ct_best = r["tps"] / max(ct_all) if (r["ok"] and ct_all and r["tps"]) else None
-        ratio = None
-        if B == 1 and S == 1 and gbs and r["step"] and r["dtype"] in ELEM_BYTES:
-            bound_ms = peerjson.opt_decode_read_bytes(ELEM_BYTES[r["dtype"]]) / (gbs * 1e9) * 1e3
-            ratio = r["step"] / bound_ms
+        ratio = bound_ms = None
+        limit = ""
+        if r["dtype"] in ELEM_BYTES:
+            bw_ms = (peerjson.opt_decode_read_bytes(ELEM_BYTES[r["dtype"]], r["cfg"]) / (gbs * 1e9) * 1e3
+                     if gbs else None)
+            peak = row_fma_peak(r, peaks)
+            fma_ms = (2.0 * B * S * peerjson.opt_decode_read_bytes(1, r["cfg"]) / (peak * 1e9) * 1e3
+                      if peak else None)
+            known = [(v, n) for v, n in ((bw_ms, "bw"), (fma_ms, "fma")) if v is not None]
+            if known:
+                bound_ms, limit = max(known)
+                ratio = r["step"] / bound_ms if r["step"] else None
         rng = "%.1f-%.1f" % (r["tps_min"], r["tps_max"]) if r["ok"] and r["tps_min"] is not None else "-"
-        lines.append("| %s | %s | %dx%d, %d->%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["engine"], r["dtype"], B, S, P, R,
+        lines.append("| %s | %s | %s | %dx%d, %d->%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["engine"], r["model"], r["dtype"], B, S, P, R,
             fmt(r["tps"] if r["ok"] else None, ".1f"), rng, fmt(r["step"], ".2f"), fmt(r["fwd"], ".2f"),
-            fmt(vs_hf, ".2f"), fmt(vs_ct, ".2f"), fmt(vs_ct_best, ".2f"), fmt(ratio, ".2f"),
+            fmt(vs_hf, ".2f"), fmt(vs_ct, ".2f"), fmt(vs_ct_best, ".2f"),
+            "-" if bound_ms is None else "%.2f %s" % (bound_ms, limit), fmt(ratio, ".2f"),
             r["note"].replace("|", "/")))
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
