@@ -1,4 +1,4 @@
-/* test_precision.c: the fp32, fp16 and bf16 precision plugins.
+/* test_precision.c: the fp32, fp16, bf16 and int8 precision plugins.
  *
  * Each plugin is dlopened from the build tree. Conversions are checked against
  * known bit patterns, exhaustively over all 65536 half-width patterns, and
@@ -78,6 +78,7 @@ static void test_descriptor(void **state) {
         {"fp32", "float32", 4, 1e-6, 1e-3},
         {"fp16", "float16", 2, 0x1p-10, 0.05},
         {"bf16", "bfloat16", 2, 0x1p-7, 0.1},
+        {"int8", "int8", 1, 0x1p-8, 0.1},
     };
     fixture *f = *state;
     const bc_precision_ops *ops = f->ops;
@@ -348,6 +349,58 @@ static void test_bf16_rounding(void **state) {
     }
 }
 
+/* -------------------------------------------------------------------- int8 */
+
+/* The int8 element code by an independent rule, in double: NaN -> 0,
+ * saturate to +-127, else the nearest integer, ties to the even one. */
+static int int8_oracle(float x) {
+    if (isnan(x)) return 0;
+    if (x >= 127.0f) return 127;
+    if (x <= -127.0f) return -127;
+    const double f = floor((double)x), d = (double)x - f;
+    if (d > 0.5) return (int)f + 1;
+    if (d < 0.5) return (int)f;
+    return fmod(f, 2.0) == 0.0 ? (int)f : (int)f + 1;
+}
+
+/* Every byte converts exactly (-128 included, though never stored); from_f32
+ * matches the oracle on every tie from -130.5 to 130.5, their neighbours,
+ * specials and a strided sweep of all float32 patterns; nothing past n is
+ * written. */
+static void test_int8_rounding(void **state) {
+    fixture *f = *state;
+    const bc_precision_ops *ops = f->ops;
+    int8_t all[256];
+    float back[256];
+    for (int i = 0; i < 256; i++) all[i] = (int8_t)(i - 128);
+    ops->to_f32(all, back, 256);
+    for (int i = 0; i < 256; i++) assert_true(back[i] == (float)(i - 128));
+    float xs[3];
+    int8_t q[4];
+    for (int t = -261; t <= 261; t += 2) { /* t / 2: the ties */
+        const float tie = (float)t * 0.5f;
+        xs[0] = tie;
+        xs[1] = nextafterf(tie, -INFINITY);
+        xs[2] = nextafterf(tie, INFINITY);
+        q[3] = 99;
+        ops->from_f32(xs, q, 3);
+        for (int k = 0; k < 3; k++) {
+            if (q[k] != int8_oracle(xs[k])) fail_msg("int8 from_f32(%a) = %d, want %d", (double)xs[k], q[k], int8_oracle(xs[k]));
+        }
+        assert_int_equal(q[3], 99);
+    }
+    const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, 3.4e38f, -3.4e38f};
+    for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) {
+        ops->from_f32(&specials[i], q, 1);
+        assert_int_equal(q[0], int8_oracle(specials[i]));
+    }
+    for (uint64_t u = 0; u < 0x100000000ull; u += 65521) {
+        const float x = bits_float((uint32_t)u);
+        ops->from_f32(&x, q, 1);
+        if (q[0] != int8_oracle(x)) fail_msg("int8 from_f32(%a) = %d, want %d", (double)x, q[0], int8_oracle(x));
+    }
+}
+
 #define PLUGIN_TEST(fn, name) cmocka_unit_test_prestate_setup_teardown(fn, setup_plugin, teardown_plugin, (void *)name)
 
 int main(void) {
@@ -365,6 +418,8 @@ int main(void) {
         PLUGIN_TEST(test_bf16_known, "bf16"),
         PLUGIN_TEST(test_bf16_exhaustive, "bf16"),
         PLUGIN_TEST(test_bf16_rounding, "bf16"),
+        PLUGIN_TEST(test_descriptor, "int8"),
+        PLUGIN_TEST(test_int8_rounding, "int8"),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
