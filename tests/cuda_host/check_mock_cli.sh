@@ -7,7 +7,7 @@
 # tokens, every case ok, and the device in the JSON report; also with
 # left-padded prompts of different lengths from a prompts file, where the
 # matrix leaves prompt_lengths out (benchctl passes prompt length 0 and the
-# file decides).
+# file decides). Last, an int8 case on the mock cuda device must be refused.
 set -eu
 BENCHCTL=$1 MOCK=$2 SRC=$3 WORK=$4
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -45,3 +45,12 @@ for run in false: true: false:"$WORK/prompts.txt" true:"$WORK/prompts.txt"; do
   grep -q '"device_peak_bytes"\|"peak_memory_mb"' "$WORK/mock-$tag.json" || { echo "FAIL: no peak memory"; exit 1; }
   echo "shared_prefill=$shared prompts_file=${prompts:-none}: 8 cases, tokens identical on cpu and the mock cuda device"
 done
+# int8 has CPU kernels only: a cuda case at int8 is refused before it runs, naming the precision
+write_cfg mock-int8 "$MOCK" cuda false ""
+sed -i 's/precisions = \[ "fp32" \];/precisions = [ "int8" ];/' "$WORK/mock-int8.cfg"
+if "$BENCHCTL" run "$WORK/mock-int8.cfg" > "$WORK/mock-int8.out" 2>&1; then
+  echo "FAIL: an int8 case ran on the mock cuda device"; cat "$WORK/mock-int8.out"; exit 1
+fi
+grep -q 'precision int8 (int8) has CPU kernels only' "$WORK/mock-int8.out" ||
+  { echo "FAIL: int8 on cuda refused without saying why"; cat "$WORK/mock-int8.out"; exit 1; }
+echo "int8 on the mock cuda device: refused (CPU kernels only)"
