@@ -39,12 +39,15 @@
 #include "checkpoint.h"
 #include "fileio.h"
 #include "rollout.h"
+#include "text_prompts.h"
 #ifdef OPT_HAVE_CUDA
 #include "cuda_backend.h" /* CUDA path: plugins/opt/cuda, docs/cuda.md */
 #endif
 
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
-       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK, S_COUNT };
+       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK,
+       /* text prompts (text_prompts.h) */
+       S_PROMPTS_TEXT, S_PROMPTS_FORMAT, S_PROMPTS_FIELD, S_PROMPTS_FIT, S_PROMPTS_BUCKET_WIDTH, S_COUNT };
 
 /* memory_check: what a case whose planned memory exceeds what there is gets. */
 enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
@@ -56,6 +59,8 @@ enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
 static const char *const model_choices[] = {"", "125m", "350m", "1.3b", "2.7b", "6.7b", "13b", "30b", "66b", NULL};
 static const char *const device_choices[] = {"cpu", "cuda", NULL};
 static const char *const memory_check_choices[] = {"refuse", "warn", "off", NULL};
+static const char *const prompts_format_choices[] = {"auto", "jsonl", "lines", NULL};
+static const char *const prompts_fit_choices[] = {"ragged", "bucket", "truncate_pad", NULL};
 
 static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_MODEL] = {.name = "model", .type = BC_SETTING_ENUM, .default_string = "", .choices = model_choices,
@@ -85,6 +90,23 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_MEMORY_CHECK] = {.name = "memory_check", .type = BC_SETTING_ENUM, .default_string = "refuse",
                         .choices = memory_check_choices,
                         .help = "a case planned to need more memory than is available: refuse it, warn, or off"},
+    /* text prompts (text_prompts.h, docs/opt.md) */
+    [S_PROMPTS_TEXT] = {.name = "prompts_text", .type = BC_SETTING_STRING, .default_string = "",
+                        .help = "text prompts (JSON lines or plain lines), tokenized with the checkpoint's tokenizer, "
+                                "BOS first (\"\" = none)"},
+    [S_PROMPTS_FORMAT] = {.name = "prompts_format", .type = BC_SETTING_ENUM, .default_string = "auto",
+                          .choices = prompts_format_choices,
+                          .help = "prompts_text's format: auto (.jsonl/.json = JSON lines, else plain lines)"},
+    [S_PROMPTS_FIELD] = {.name = "prompts_field", .type = BC_SETTING_STRING, .default_string = "text",
+                         .help = "the JSON field holding each prompt of prompts_text"},
+    [S_PROMPTS_FIT] = {.name = "prompts_fit", .type = BC_SETTING_ENUM, .default_string = "ragged",
+                       .choices = prompts_fit_choices,
+                       .help = "prompts_text per case: ragged (left-padded to the longest), bucket (only prompts "
+                               "fitting the prompt length), truncate_pad (cut or left-pad to it)"},
+    [S_PROMPTS_BUCKET_WIDTH] = {.name = "prompts_bucket_width", .type = BC_SETTING_INT, .default_int = 16,
+                                .has_range = 1, .min = 1, .max = 1 << 20,
+                                .help = "prompts_fit = bucket: a prompt of n tokens fits length L when L - width < n "
+                                        "<= L"},
 };
 
 typedef struct opt_backend {
@@ -97,6 +119,7 @@ typedef struct opt_backend {
     opt_hparams hp;        /* the preset's shape, or the checkpoint's config.json */
     int have_prompts;
     opt_prompts prompts;   /* owned: the prompts file, read once in create */
+    opt_text_prompts *text; /* owned: prompts_text, tokenized in create; NULL without */
     int have_weights;
     opt_weights w;         /* owned; rebuilt when the precision changes */
     int have_model;
@@ -166,6 +189,13 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
     bc_status st;
     if (checkpoint[0] && (st = opt_checkpoint_check_files(checkpoint, err)) != BC_OK) return st;
     if (prompts_file[0] && (st = check_prompts_file(prompts_file, err)) != BC_OK) return st;
+    const char *prompts_text = setting_str(v, S_PROMPTS_TEXT);
+    if (prompts_text[0] && prompts_file[0])
+        return bc_error_set(err, BC_ERR_SETTING, "prompts_text and prompts_file both set: choose one");
+    if (prompts_text[0] && !checkpoint[0]) {
+        bc_error_set(err, BC_ERR_SETTING, "prompts_text needs a checkpoint: its tokenizer turns the text into ids");
+        return bc_error_hint(err, "synthetic weights have no tokenizer; prompts_file takes token ids");
+    }
     return BC_OK;
 }
 
@@ -186,6 +216,7 @@ static bc_status opt_check_settings(const bc_host *host, const bc_settings *sett
 /* ------------------------------------------------------------- accounting */
 
 static int64_t prompts_bytes(const opt_backend *s) {
+    if (s->text) return opt_text_prompts_bytes(s->text);
     if (!s->have_prompts) return 0;
     int64_t n = (int64_t)s->prompts.n_lines * (int64_t)sizeof(opt_prompt);
     for (int i = 0; i < s->prompts.n_lines; i++) n += (int64_t)s->prompts.lines[i].n * (int64_t)sizeof(int32_t);
@@ -259,6 +290,8 @@ static void opt_destroy(void *inst) {
     if (s->have_model) opt_model_free(&s->m);
     if (s->have_weights) opt_weights_free(&s->w);
     if (s->have_prompts) opt_prompts_free(&s->prompts);
+    opt_text_prompts_free(s->text);
+    free(s->text);
     free(s);
 }
 
@@ -291,6 +324,14 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
     if (st == BC_OK && s->prompts_file[0]) {
         st = opt_prompts_read(&s->prompts, s->prompts_file, s->hp.vocab_size, err);
         s->have_prompts = st == BC_OK;
+    }
+    if (st == BC_OK && setting_str(v, S_PROMPTS_TEXT)[0]) {
+        if (!(s->text = calloc(1, sizeof *s->text))) st = bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
+        else
+            st = opt_text_prompts_read(s->text, setting_str(v, S_PROMPTS_TEXT), setting_str(v, S_PROMPTS_FORMAT),
+                                       setting_str(v, S_PROMPTS_FIELD), s->checkpoint, s->hp.bos_token_id,
+                                       s->hp.vocab_size, opt_prompt_fit_from_name(setting_str(v, S_PROMPTS_FIT)),
+                                       (int)setting_int(v, S_PROMPTS_BUCKET_WIDTH), err);
     }
     if (st != BC_OK) {
         opt_destroy(s);
@@ -369,6 +410,8 @@ static bc_status rollout_params(const opt_backend *s, const bc_case *c, opt_roll
                               .stop_at_eos = s->stop_at_eos,
                               .shared_prefill = s->shared_prefill,
                               .prompts = s->have_prompts ? &s->prompts : NULL};
+    if (s->text) /* fitted to this case (the view lives in s->text until the next fit) */
+        return opt_text_prompts_fit(s->text, p->prompt_length, p->batch_size, &p->prompts, &p->prompt_length, err);
     return BC_OK;
 }
 
@@ -545,6 +588,14 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     bc_status st = case_dtype(c, &dt, err);
     if (st == BC_OK) st = rollout_params(s, c, &p, err);
     if (st != BC_OK) return st;
+    if (s->text && s->host && s->host->log) {
+        const opt_text_batch *b = &s->text->batch;
+        s->host->log(s->host, BC_LOG_INFO,
+                     "case %u: prompts_text: %d prompts fit; this batch: %d..%d tokens (p50 %d), padded to %d, "
+                     "%lld of %lld slots padding, %d truncated",
+                     c->index, b->set_size, b->min, b->max, b->p50, b->width, (long long)b->pad_tokens,
+                     (long long)b->slots, b->truncated);
+    }
     if (!s->cuda) { /* admission again, with the memory there is now: a failed case, not an OOM kill */
         bc_memory_stats plan;
         if ((st = plan_case(s, c, &plan, err)) != BC_OK || (st = admit_host_memory(s, &plan, err)) != BC_OK)

@@ -10,7 +10,10 @@ it three ways under tests/tokenizer/golden/:
   vocab_merges/vocab.json + merges.txt
 
 and cases.json: for each hard string (and a few hundred seeded random mixes
-of hard characters) its bytes in hex and the ids the Python tokenizer gives.
+of hard characters) its bytes in hex and the ids the Python tokenizer gives;
+prompts.jsonl, a small text prompt set (JSON lines, field "text"), with
+prompts_ids.txt, the ids tokenizers gives each prompt after OPT's BOS (2),
+one line each: what `benchctl prompts` must print (tests/e2e/prompts.sh).
 
 Invalid UTF-8 cannot be handed to tokenizers (it takes str). For those
 strings the reference is built from its parts: the text decoded with each
@@ -183,6 +186,13 @@ def main():
     with open(os.path.join(OUT, "cases.json"), "w", encoding="utf-8") as f:
         json.dump({"tokenizers_version": tokenizers.__version__, "vocab_size": tok.get_vocab_size(),
                    "n_merges": len(merges), "cases": cases}, f, indent=0)
+    prompts = [line for line in CORPUS_LINES if "\n" not in line] + ["  leading spaces", "x  y", "It's 2024!"]
+    with open(os.path.join(OUT, "prompts.jsonl"), "w", encoding="utf-8") as f:
+        for i, text in enumerate(prompts):
+            f.write(json.dumps({"id": i, "text": text}, ensure_ascii=False) + "\n")
+    with open(os.path.join(OUT, "prompts_ids.txt"), "w") as f:
+        for text in prompts:
+            f.write(" ".join(str(i) for i in [2] + tok.encode(text, add_special_tokens=False).ids) + "\n")
     print(f"{len(cases)} cases, vocab {tok.get_vocab_size()}, {len(merges)} merges -> {OUT}")
 
 
