@@ -124,9 +124,9 @@ static bc_status tok_set_string(bpe_tokenizer *t, const int16_t byte_of[BPE_BYTE
         return bc_error_set(err, BC_ERR_FORMAT, "%s: token id %d is given to two strings (the second \"%.40s\")", name,
                             id, str);
     if (t->tok_bytes_len + len > UINT32_MAX) return bc_error_set(err, BC_ERR_FORMAT, "%s: vocabulary too large", name);
-    if (t->tok_bytes_len + len > t->tok_bytes_cap) {
+    if (!t->tok_bytes || t->tok_bytes_len + len > t->tok_bytes_cap) { /* allocated even for an empty token */
         size_t nc = t->tok_bytes_cap ? t->tok_bytes_cap * 2 : 4096;
-        while (nc < t->tok_bytes_len + len) nc *= 2;
+        while (nc < t->tok_bytes_len + len) nc *= 2; /* (an empty vocabulary string, "": 0 bytes) */
         uint8_t *nb = realloc(t->tok_bytes, nc);
         if (!nb) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory", name);
         t->tok_bytes = nb;
