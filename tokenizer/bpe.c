@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bpe_unicode.h"
+#include "text_lines.h"
 
 #define BPE_NO_TOKEN UINT32_MAX
 #define BPE_BYTE_CHARS 324 /* the byte-to-unicode table's code points are below 256 + 68 */
@@ -168,20 +169,19 @@ typedef struct merge_source {
     const char *name;         /* for errors */
 } merge_source;
 
+/* merges.txt: a line that is neither blank nor the "#version" header. */
+static int is_merge_line(const char *line, size_t len) {
+    return len > 0 && !(len >= 8 && memcmp(line, "#version", 8) == 0);
+}
+
 /* Counts the merges of src (merges.txt: lines other than blank ones and
  * the "#version" header). */
 static size_t merges_count(const merge_source *src) {
     if (src->array) return json_array_size(src->array);
-    size_t n = 0;
-    for (size_t i = 0; i < src->text_len;) {
-        const char *line = src->text + i;
-        const char *nl = memchr(line, '\n', src->text_len - i);
-        size_t len = nl ? (size_t)(nl - line) : src->text_len - i;
-        i += len + 1;
-        if (len && line[len - 1] == '\r') len--;
-        if (len == 0 || (len >= 8 && memcmp(line, "#version", 8) == 0)) continue;
-        n++;
-    }
+    size_t n = 0, pos = 0, len;
+    const char *line;
+    while (bpe_next_line(src->text, src->text_len, &pos, &line, &len))
+        n += is_merge_line(line, len);
     return n;
 }
 
@@ -258,15 +258,11 @@ static bc_status load_merges(bpe_tokenizer *t, const json_t *vocab, const merge_
         }
         return st;
     }
-    size_t rank = 0, lineno = 0;
-    for (size_t i = 0; i < src->text_len && st == BC_OK;) {
-        const char *line = src->text + i;
-        const char *nl = memchr(line, '\n', src->text_len - i);
-        size_t len = nl ? (size_t)(nl - line) : src->text_len - i;
-        i += len + 1;
+    size_t rank = 0, lineno = 0, pos = 0, len;
+    const char *line;
+    while (st == BC_OK && bpe_next_line(src->text, src->text_len, &pos, &line, &len)) {
         lineno++;
-        if (len && line[len - 1] == '\r') len--;
-        if (len == 0 || (len >= 8 && memcmp(line, "#version", 8) == 0)) continue;
+        if (!is_merge_line(line, len)) continue;
         snprintf(where, sizeof where, "%s:%zu", src->name, lineno);
         st = add_merge_string(t, vocab, line, len, rank++, where, err);
     }

@@ -1,6 +1,7 @@
 /* prompt_set.c: reading and tokenizing a text prompt set (prompt_set.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "prompt_set.h"
+#include "text_lines.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -93,17 +94,14 @@ bc_status bpe_prompt_set_read(bpe_prompt_set *out, const char *path, bpe_read_fn
     if (st != BC_OK) return st;
     bpe_prompt_set s = {0};
     int cap = 0, lineno = 0;
-    for (size_t start = 0; start < len && st == BC_OK;) {
-        const char *line = text + start;
-        const char *nl = memchr(line, '\n', len - start);
-        size_t n = nl ? (size_t)(nl - line) : len - start;
-        start += n + 1;
+    size_t pos = 0, n;
+    const char *line;
+    while (st == BC_OK && bpe_next_line(text, len, &pos, &line, &n)) {
         if (lineno == INT_MAX) {
             st = bc_error_set(err, BC_ERR_FORMAT, "prompts %s: too many lines", path);
             break;
         }
         lineno++;
-        if (n && line[n - 1] == '\r') n--;
         size_t k = 0;
         while (k < n && (line[k] == ' ' || line[k] == '\t')) k++;
         if (k == n) continue; /* blank */
