@@ -38,6 +38,7 @@
 #include "benchctl/plugin.h"
 #include "checkpoint.h"
 #include "fileio.h"
+#include "lora.h"
 #include "rollout.h"
 #include "text_prompts.h"
 #ifdef OPT_HAVE_CUDA
@@ -47,7 +48,9 @@
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
        S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK,
        /* text prompts (text_prompts.h) */
-       S_PROMPTS_TEXT, S_PROMPTS_FORMAT, S_PROMPTS_FIELD, S_PROMPTS_FIT, S_PROMPTS_BUCKET_WIDTH, S_COUNT };
+       S_PROMPTS_TEXT, S_PROMPTS_FORMAT, S_PROMPTS_FIELD, S_PROMPTS_FIT, S_PROMPTS_BUCKET_WIDTH,
+       /* LoRA actor (lora.h) */
+       S_LORA_ADAPTER, S_LORA_RANK, S_LORA_ALPHA, S_LORA_TARGETS, S_LORA_UNFUSE, S_COUNT };
 
 /* memory_check: what a case whose planned memory exceeds what there is gets. */
 enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
@@ -61,6 +64,7 @@ static const char *const device_choices[] = {"cpu", "cuda", NULL};
 static const char *const memory_check_choices[] = {"refuse", "warn", "off", NULL};
 static const char *const prompts_format_choices[] = {"auto", "jsonl", "lines", NULL};
 static const char *const prompts_fit_choices[] = {"ragged", "bucket", "truncate_pad", NULL};
+static const char *const lora_unfuse_choices[] = {"subtract", "restore", NULL};
 
 static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_MODEL] = {.name = "model", .type = BC_SETTING_ENUM, .default_string = "", .choices = model_choices,
@@ -107,6 +111,21 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
                                 .has_range = 1, .min = 1, .max = 1 << 20,
                                 .help = "prompts_fit = bucket: a prompt of n tokens fits length L when L - width < n "
                                         "<= L"},
+    /* LoRA actor (lora.h, docs/opt.md): fused before each generate, unfused after */
+    [S_LORA_ADAPTER] = {.name = "lora_adapter", .type = BC_SETTING_STRING, .default_string = "",
+                        .help = "a PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors), "
+                                "fused into the weights before each generate and unfused after (\"\" = none)"},
+    [S_LORA_RANK] = {.name = "lora_rank", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1, .min = 0,
+                     .max = 65536, .help = "rank of a synthetic LoRA adapter (0 = none; not with lora_adapter)"},
+    [S_LORA_ALPHA] = {.name = "lora_alpha", .type = BC_SETTING_FLOAT, .default_float = 16.0, .has_range = 1,
+                      .min = 1e-6, .max = 1e6, .help = "the synthetic adapter's alpha (scale = alpha / rank)"},
+    [S_LORA_TARGETS] = {.name = "lora_targets", .type = BC_SETTING_STRING, .default_string = "q_proj,v_proj",
+                        .help = "the synthetic adapter's modules: q_proj, k_proj, v_proj, out_proj, fc1, fc2 "
+                                "(comma-separated) or all"},
+    [S_LORA_UNFUSE] = {.name = "lora_unfuse", .type = BC_SETTING_ENUM, .default_string = "subtract",
+                       .choices = lora_unfuse_choices,
+                       .help = "subtract the adapter again (the hybrid engine's way; drifts by rounding) or restore a "
+                               "copy of the base weights (bit for bit; holds the targets' memory)"},
 };
 
 typedef struct opt_backend {
@@ -120,6 +139,7 @@ typedef struct opt_backend {
     int have_prompts;
     opt_prompts prompts;   /* owned: the prompts file, read once in create */
     opt_text_prompts *text; /* owned: prompts_text, tokenized in create; NULL without */
+    opt_lora *lora;        /* owned: the LoRA adapter, made in create; NULL without */
     int have_weights;
     opt_weights w;         /* owned; rebuilt when the precision changes */
     int have_model;
@@ -196,6 +216,13 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
         bc_error_set(err, BC_ERR_SETTING, "prompts_text needs a checkpoint: its tokenizer turns the text into ids");
         return bc_error_hint(err, "synthetic weights have no tokenizer; prompts_file takes token ids");
     }
+    unsigned targets;
+    if (setting_str(v, S_LORA_ADAPTER)[0] && setting_int(v, S_LORA_RANK) > 0)
+        return bc_error_set(err, BC_ERR_SETTING, "lora_adapter and lora_rank both set: an adapter has its own rank");
+    if (setting_int(v, S_LORA_RANK) > 0 && (st = opt_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)))
+        return st;
+    if ((setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0) && !strcmp(setting_str(v, S_DEVICE), "cuda"))
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "lora: the CUDA path does not fuse LoRA adapters; use device = \"cpu\"");
     return BC_OK;
 }
 
@@ -292,6 +319,8 @@ static void opt_destroy(void *inst) {
     if (s->have_prompts) opt_prompts_free(&s->prompts);
     opt_text_prompts_free(s->text);
     free(s->text);
+    opt_lora_free(s->lora);
+    free(s->lora);
     free(s);
 }
 
@@ -332,6 +361,16 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
                                        setting_str(v, S_PROMPTS_FIELD), s->checkpoint, s->hp.bos_token_id,
                                        s->hp.vocab_size, opt_prompt_fit_from_name(setting_str(v, S_PROMPTS_FIT)),
                                        (int)setting_int(v, S_PROMPTS_BUCKET_WIDTH), err);
+    }
+    if (st == BC_OK && (setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0)) {
+        unsigned targets = 0;
+        if (!(s->lora = calloc(1, sizeof *s->lora))) st = bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
+        else if (setting_str(v, S_LORA_ADAPTER)[0])
+            st = opt_lora_load_peft(s->lora, setting_str(v, S_LORA_ADAPTER), &s->hp, err);
+        else if ((st = opt_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)) == BC_OK)
+            st = opt_lora_synthetic(s->lora, &s->hp, (int)setting_int(v, S_LORA_RANK),
+                                    bc_setting_at(v, S_LORA_ALPHA)->f, targets, s->weights_seed, err);
+        if (st == BC_OK) s->lora->restore = !strcmp(setting_str(v, S_LORA_UNFUSE), "restore");
     }
     if (st != BC_OK) {
         opt_destroy(s);
@@ -660,7 +699,10 @@ static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *er
         st = opt_cuda_backend_generate(&s->cu, err);
     else
 #endif
-        st = opt_rollout_generate(&s->ro, &s->m, err);
+        if (s->lora) /* as the hybrid engine: fuse, generate, unfuse (also after a failed generate) */
+            st = opt_lora_generate(s->lora, &s->w, &s->ro, &s->m, s->host, err);
+        else
+            st = opt_rollout_generate(&s->ro, &s->m, err);
     account(s);
     if (st != BC_OK) return st;
     put_generation_stats(out, &s->ro);
