@@ -254,31 +254,27 @@ typedef struct apply_job {
     float sign_scale;
     float *scratch; /* [n_threads * 2 * max_in] */
     int max_in;
+    const opt_kernels *kernels; /* the CPU's best */
 } apply_job;
 
-/* Rows o of W (dtype dt) += sign s (B A)[o, :], for rows [r0, r1). */
-static void apply_rows(const opt_lora_pair *pr, opt_matrix *W, int rank, float ss, int r0, int r1, float *delta,
-                       float *row) {
+/* Rows o of W += sign s (B A)[o, :], for rows [r0, r1): the row's delta in
+ * fp32 (rank axpys), added to the row in fp32, rounded back to W's dtype
+ * with the CPU's conversion kernels. */
+static void apply_rows(const opt_kernels *kn, const opt_lora_pair *pr, opt_matrix *W, int rank, float ss, int r0,
+                       int r1, float *restrict delta, float *restrict row) {
     const int in = pr->in;
+    const size_t es = opt_dtype_size(W->dtype);
     for (int o = r0; o < r1; o++) {
         memset(delta, 0, (size_t)in * sizeof *delta);
-        for (int k = 0; k < rank; k++) {
-            const float b = ss * pr->B[(size_t)o * rank + k];
-            const float *a = pr->A + (size_t)k * in;
-            for (int i = 0; i < in; i++) delta[i] += b * a[i];
-        }
+        for (int k = 0; k < rank; k++) kn->axpy(delta, ss * pr->B[(size_t)o * rank + k], pr->A + (size_t)k * in, OPT_F32, in);
+        void *wr = (char *)W->data + (size_t)o * in * es;
         if (W->dtype == OPT_F32) {
-            float *wr = (float *)W->data + (size_t)o * in;
-            for (int i = 0; i < in; i++) wr[i] += delta[i];
+            float *restrict w32 = wr;
+            for (int i = 0; i < in; i++) w32[i] += delta[i];
         } else {
-            uint16_t *wr = (uint16_t *)W->data + (size_t)o * in;
-            if (W->dtype == OPT_F16) {
-                for (int i = 0; i < in; i++) row[i] = opt_f16_to_f32(wr[i]) + delta[i];
-                for (int i = 0; i < in; i++) wr[i] = opt_f32_to_f16(row[i]);
-            } else {
-                for (int i = 0; i < in; i++) row[i] = opt_bf16_to_f32(wr[i]) + delta[i];
-                for (int i = 0; i < in; i++) wr[i] = opt_f32_to_bf16(row[i]);
-            }
+            kn->to_f32(row, wr, W->dtype, (size_t)in);
+            for (int i = 0; i < in; i++) row[i] += delta[i];
+            kn->from_f32(wr, W->dtype, row, (size_t)in);
         }
     }
 }
@@ -293,7 +289,7 @@ static void apply_part(void *ctx, int i, int n) {
             if (!pr->A) continue;
             opt_matrix *W = module_matrix(j->w, l, m);
             int r0 = (int)((int64_t)pr->out * i / n), r1 = (int)((int64_t)pr->out * (i + 1) / n);
-            apply_rows(pr, W, j->lo->rank, j->sign_scale, r0, r1, delta, row);
+            apply_rows(j->kernels, pr, W, j->lo->rank, j->sign_scale, r0, r1, delta, row);
         }
 }
 
@@ -353,7 +349,8 @@ bc_status opt_lora_apply(opt_lora *lo, opt_weights *w, int sign, opt_pool *pool,
         lo->scratch_floats = need;
     }
     if (lo->restore) copy_targets(lo, w, 1);
-    apply_job j = {.lo = lo, .w = w, .sign_scale = (float)sign * lo->scale, .scratch = lo->scratch, .max_in = max_in};
+    apply_job j = {.lo = lo, .w = w, .sign_scale = (float)sign * lo->scale, .scratch = lo->scratch, .max_in = max_in,
+                   .kernels = opt_kernels_best()};
     if (pool && n > 1) opt_pool_run(pool, apply_part, &j);
     else apply_part(&j, 0, 1);
     return BC_OK;
