@@ -37,6 +37,7 @@
 #include <cmocka.h>
 
 #include "forward.h"
+#include "lora.h"
 #include "model.h"
 #include "rollout.h"
 
@@ -296,6 +297,13 @@ static void test_golden(void **state) {
     bc_error err = {0};
     if (opt_weights_load_checkpoint(&w, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
     if (opt_model_init(&m, &w, 2, &err) != BC_OK) fail_msg("%s", err.message);
+    opt_lora lo = {0};
+    if (strstr(cfg->golden, "_lora")) { /* transformers + PEFT's merged model: fuse the adapter first */
+        char adir[512];
+        snprintf(adir, sizeof adir, GOLDEN "%s", cfg->golden);
+        if (opt_lora_load_peft(&lo, adir, &w.hp, &err) != BC_OK) fail_msg("%s", err.message);
+        if (opt_lora_fuse(&lo, &w, m.pool, &err) != BC_OK) fail_msg("%s", err.message);
+    }
     golden_stats st = {0};
     run_case(&m, &w, &g, "single", cfg, &st);
     run_case(&m, &w, &g, "padded", cfg, &st);
@@ -303,6 +311,7 @@ static void test_golden(void **state) {
                   "%d mismatches\n",
                   cfg->model, opt_dtype_name(cfg->dtype), st.max_diff, cfg->tol, st.scale, st.argmax_checked,
                   st.mismatches + st.argmax_mismatches);
+    opt_lora_free(&lo);
     opt_model_free(&m);
     opt_weights_free(&w);
     golden_free(&g);
@@ -432,6 +441,10 @@ static golden_case_cfg cfgs[] = {
     {"preln", "preln", OPT_BF16, TOL_BF16},
     {"postln_proj", "postln_proj", OPT_BF16, TOL_BF16},
     {"hd80", "hd80", OPT_BF16, TOL_BF16},
+    /* preln with the PEFT adapter of preln_lora fused (tools/golden/make_lora_golden.py) */
+    {"preln", "preln_lora", OPT_F32, TOL_F32},
+    {"preln", "preln_lora", OPT_F16, TOL_F16},
+    {"preln", "preln_lora", OPT_BF16, TOL_BF16},
 };
 
 #define N_CFGS (sizeof cfgs / sizeof cfgs[0])
@@ -443,7 +456,8 @@ int main(void) {
     size_t n = 0;
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_golden_reader);
     for (size_t i = 0; i < N_CFGS; i++) {
-        snprintf(names[i], sizeof names[i], "golden_%s_%s", cfgs[i].model, opt_dtype_name(cfgs[i].dtype));
+        snprintf(names[i], sizeof names[i], "golden_%s%s_%s", cfgs[i].model, strstr(cfgs[i].golden, "_lora") ? "_lora" : "",
+                 opt_dtype_name(cfgs[i].dtype));
         tests[n++] = (struct CMUnitTest){names[i], test_golden, NULL, NULL, &cfgs[i]};
     }
     for (size_t i = 0; i < N_ROLLOUT; i++) {
