@@ -567,6 +567,13 @@ bc_status bpe_encode(const bpe_tokenizer *t, const char *text, size_t len, bpe_i
     bc_status st = BC_OK;
     for (size_t i = 0; i < len && st == BC_OK;) {
         size_t e = bpe_piece_end(s, len, i);
+        if (e - i > BPE_MAX_PIECE_BYTES) {
+            st = bc_error_set(err, BC_ERR_INVALID,
+                              "tokenizer: a run of %zu bytes at byte %zu has no break (letters, digits, other "
+                              "characters or white space); the tokenizer takes runs of at most %zu bytes",
+                              e - i, i, BPE_MAX_PIECE_BYTES);
+            break;
+        }
         if (e - i == 1) {
             if ((st = ids_reserve(out, 1, err)) == BC_OK) out->ids[out->n++] = t->byte_id[s[i]];
         } else {

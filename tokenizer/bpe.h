@@ -32,6 +32,7 @@
 #define BPE_JSON_MAX_BYTES ((uint64_t)256 << 20)   /* tokenizer.json, vocab.json: 256 MiB */
 #define BPE_MERGES_MAX_BYTES ((uint64_t)256 << 20) /* merges.txt: 256 MiB */
 #define BPE_MAX_ID ((int32_t)1 << 24)              /* token ids are below 16 Mi */
+#define BPE_MAX_PIECE_BYTES ((size_t)1 << 20)      /* one piece of the split (a word, a run of digits, ...): 1 MiB */
 
 typedef struct bpe_tokenizer bpe_tokenizer;
 
@@ -65,7 +66,10 @@ typedef struct bpe_ids {
     size_t n, cap;
 } bpe_ids;
 
-/* Appends the ids of text[0..len) to out. BC_ERR_NOMEM only. */
+/* Appends the ids of text[0..len) to out. BC_ERR_NOMEM, or BC_ERR_INVALID
+ * for a piece of the split longer than BPE_MAX_PIECE_BYTES (its merges
+ * would need about 80 bytes of memory per byte); out may then hold the ids
+ * of the pieces before it. */
 bc_status bpe_encode(const bpe_tokenizer *t, const char *text, size_t len, bpe_ids *out, bc_error *err);
 
 /* The bytes of ids[0..n): *out (NUL-terminated, *out_len bytes without the

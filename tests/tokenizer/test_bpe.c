@@ -229,6 +229,20 @@ static void test_refusals(void **state) {
     assert_non_null(strstr(err.message, "empty"));
     free(vocab);
 
+    /* a run longer than BPE_MAX_PIECE_BYTES is refused; one of exactly that length is not */
+    t = load(FORMS[0]);
+    char *run = malloc(BPE_MAX_PIECE_BYTES + 2);
+    assert_non_null(run);
+    memset(run, 'a', BPE_MAX_PIECE_BYTES + 1);
+    ids = (bpe_ids){0};
+    assert_int_equal(bpe_encode(t, run, BPE_MAX_PIECE_BYTES, &ids, &err), BC_OK);
+    assert_true(ids.n > 0 && ids.n <= BPE_MAX_PIECE_BYTES);
+    ids.n = 0;
+    assert_int_equal(bpe_encode(t, run, BPE_MAX_PIECE_BYTES + 1, &ids, &err), BC_ERR_INVALID);
+    assert_non_null(strstr(err.message, "no break"));
+    free(ids.ids);
+    free(run);
+    bpe_free(t);
     assert_int_equal(bpe_load_dir(BENCHCTL_SOURCE_DIR "/tests/tokenizer", bc_read_regular, &t, &err), BC_ERR_NOT_FOUND);
     assert_non_null(strstr(err.message, "tests/tokenizer"));
 }
