@@ -83,7 +83,7 @@ int64_t opt_text_prompts_bytes(const opt_text_prompts *tp) {
 /* tp->batch for the first batch_size prompts of the view. */
 static void describe_batch(opt_text_prompts *tp, int batch_size, int truncate_to) {
     opt_text_batch *b = &tp->batch;
-    int small[256];
+    int small[256] = {0}; /* (initialised: gcc cannot see that batch_size >= 1 fills it) */
     int *len = batch_size <= 256 ? small : malloc((size_t)batch_size * sizeof *len);
     int64_t real = 0;
     b->set_size = tp->view.n_lines;
