@@ -1,12 +1,12 @@
 /* checkpoint.c: loads a local Hugging Face OPT checkpoint directory
  * (config.json + model.safetensors, single or sharded, or else
  * pytorch_model.bin, single or sharded) into opt_weights, converting every
- * tensor to the run's dtype (docs/checkpoints.md). Both formats give the same
- * tensor view list (ck_tensors: opt_st_tensor, sorted by name), and
- * everything past opening the files is shared: one walk over the tensors
- * (ck_walk) either loads them or, for opt_checkpoint_validate, only checks
- * them. opt_checkpoint_check_files is the quick check that the files are
- * there at all, reading none of them.
+ * tensor to the run's dtype (docs/checkpoints.md). The file-set reader
+ * (ckpt_set.h) gives the same tensor list whatever the format (opt_ck_tensor,
+ * sorted by name), so everything past opening the files is one walk over the
+ * tensors (ck_walk) that either loads them or, for opt_checkpoint_validate,
+ * only checks them. opt_checkpoint_check_files is the quick check that the
+ * files are there at all, reading none of them.
  *
  * Tensor names (X = "model.decoder." or "decoder.", whichever the file uses):
  *   X embed_tokens.weight [V, P]        X embed_positions.weight [Tmax + 2, C]
@@ -31,9 +31,8 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "ckpt_set.h"
 #include "fileio.h"
-#include "ptbin.h"
-#include "safetensors.h"
 
 /* Upper bound on any one dimension in config.json: refuses absurd shapes
  * before anything is allocated. */
@@ -141,81 +140,27 @@ done:
 
 /* ------------------------------------------------------------- tensors */
 
-/* The checkpoint's tensors, whichever format they came from. */
-typedef struct ck_tensors {
-    const opt_st_tensor **by_name; /* sorted by name; owned by st or pt */
-    size_t n_tensors;
-    const char *source; /* the file named in "missing tensor" messages */
-    opt_st_set st;      /* one of these two is open */
-    opt_pt_set pt;
-} ck_tensors;
-
-static int ck_exists(const char *dir, const char *name) {
-    char p[4096];
-    return snprintf(p, sizeof p, "%s/%s", dir, name) < (int)sizeof p && access(p, F_OK) == 0;
-}
-
-/* Safetensors when the directory has any; else pytorch_model.bin (or its
- * index) when present; else the safetensors reader's "cannot open" error. */
-static bc_status ck_tensors_open(ck_tensors *t, const char *dir, bc_error *err) {
-    memset(t, 0, sizeof *t);
-    bc_status st;
-    if (!ck_exists(dir, "model.safetensors") && !ck_exists(dir, "model.safetensors.index.json") &&
-        (ck_exists(dir, "pytorch_model.bin") || ck_exists(dir, "pytorch_model.bin.index.json"))) {
-        if ((st = opt_pt_set_open_dir(&t->pt, dir, err)) != BC_OK) return st;
-        t->by_name = t->pt.by_name;
-        t->n_tensors = t->pt.n_tensors;
-        t->source = t->pt.source;
-        return BC_OK;
-    }
-    if ((st = opt_st_set_open_dir(&t->st, dir, err)) != BC_OK) return st;
-    t->by_name = t->st.by_name;
-    t->n_tensors = t->st.n_tensors;
-    t->source = t->st.source;
-    return BC_OK;
-}
-
-static void ck_tensors_close(ck_tensors *t) {
-    opt_st_set_close(&t->st);
-    opt_pt_set_close(&t->pt);
-    memset(t, 0, sizeof *t);
-}
-
-static int ck_cmp_name(const void *key, const void *elem);
-
-static const opt_st_tensor *ck_tensors_find(const ck_tensors *t, const char *name) {
-    if (!t->n_tensors) return NULL;
-    const opt_st_tensor *const *hit = bsearch(name, t->by_name, t->n_tensors, sizeof *t->by_name, ck_cmp_name);
-    return hit ? *hit : NULL;
-}
-
 typedef struct ck_loader {
-    const ck_tensors *set;
+    const opt_ck_set *set;
     const char *prefix; /* "model.decoder." or "decoder." */
     opt_dtype dtype;    /* the run's dtype for matrices */
     int check_only;     /* 1: check names, dtypes and shapes; convert nothing */
     unsigned char *used; /* [set->n_tensors]: 1 once loaded, to find unexpected ones */
 } ck_loader;
 
-static int ck_cmp_name(const void *key, const void *elem) {
-    return strcmp((const char *)key, (*(const opt_st_tensor *const *)elem)->name);
-}
-
 /* The tensor called name, marked used; NULL if absent. */
-static const opt_st_tensor *ck_find(ck_loader *c, const char *name) {
-    if (!c->set->n_tensors) return NULL;
-    const opt_st_tensor *const *hit =
-        bsearch(name, c->set->by_name, c->set->n_tensors, sizeof *c->set->by_name, ck_cmp_name);
-    if (!hit) return NULL;
-    c->used[hit - c->set->by_name] = 1;
-    return *hit;
+static const opt_ck_tensor *ck_find(ck_loader *c, const char *name) {
+    size_t i = opt_ck_set_slot(c->set, name);
+    if (i == c->set->n_tensors) return NULL;
+    c->used[i] = 1;
+    return c->set->by_name[i];
 }
 
-static const char *ck_st_dtype_ok(opt_st_dtype t, opt_dtype *out) {
+static const char *ck_dtype_ok(opt_ck_dtype t, opt_dtype *out) {
     switch (t) {
-    case OPT_ST_F32: *out = OPT_F32; return "F32";
-    case OPT_ST_F16: *out = OPT_F16; return "F16";
-    case OPT_ST_BF16: *out = OPT_BF16; return "BF16";
+    case OPT_CK_F32: *out = OPT_F32; return "F32";
+    case OPT_CK_F16: *out = OPT_F16; return "F16";
+    case OPT_CK_BF16: *out = OPT_BF16; return "BF16";
     default: return NULL;
     }
 }
@@ -292,7 +237,7 @@ static size_t ck_first_nonfinite(const void *src, opt_dtype t, size_t n) {
 /* Weights must be finite, in the file and after conversion to the run's
  * dtype (an fp32 weight above 65504 becomes inf in float16). cols is 1 for
  * a vector. */
-static bc_status ck_check_finite(const opt_st_tensor *t, const char *prefix, const char *suffix, const void *src,
+static bc_status ck_check_finite(const opt_ck_tensor *t, const char *prefix, const char *suffix, const void *src,
                                  opt_dtype sd, const void *dst, opt_dtype dd, size_t n, size_t cols, bc_error *err) {
     size_t i = ck_first_nonfinite(src, sd, n);
     const char *why = "in the file";
@@ -318,15 +263,15 @@ static void ck_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) 
 
 /* Finds prefix + suffix, checks dtype and shape [d0] or [d0, d1] (d1 < 0:
  * a vector), and returns it in *out. */
-static bc_status ck_get(ck_loader *c, const char *prefix, const char *suffix, int d0, int d1, const opt_st_tensor **out,
+static bc_status ck_get(ck_loader *c, const char *prefix, const char *suffix, int d0, int d1, const opt_ck_tensor **out,
                         opt_dtype *src_dtype, bc_error *err) {
     char name[256];
     snprintf(name, sizeof name, "%s%s", prefix, suffix);
-    const opt_st_tensor *t = ck_find(c, name);
+    const opt_ck_tensor *t = ck_find(c, name);
     if (!t) return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' is missing", c->set->source, name);
-    if (!ck_st_dtype_ok(t->dtype, src_dtype))
+    if (!ck_dtype_ok(t->dtype, src_dtype))
         return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", t->path, name,
-                            opt_st_dtype_name(t->dtype));
+                            opt_ck_dtype_name(t->dtype));
     int64_t want[2] = {d0, d1};
     int want_nd = d1 < 0 ? 1 : 2;
     if (t->ndim != want_nd || t->shape[0] != want[0] || (want_nd == 2 && t->shape[1] != want[1])) {
@@ -341,7 +286,7 @@ static bc_status ck_get(ck_loader *c, const char *prefix, const char *suffix, in
 }
 
 static bc_status ck_matrix(ck_loader *c, const char *suffix, opt_matrix *m, int rows, int cols, bc_error *err) {
-    const opt_st_tensor *t;
+    const opt_ck_tensor *t;
     opt_dtype sd;
     bc_status st = ck_get(c, c->prefix, suffix, rows, cols, &t, &sd, err);
     if (st != BC_OK || c->check_only) return st;
@@ -354,7 +299,7 @@ static bc_status ck_matrix(ck_loader *c, const char *suffix, opt_matrix *m, int 
 }
 
 static bc_status ck_vector(ck_loader *c, const char *suffix, float *v, int n, bc_error *err) {
-    const opt_st_tensor *t;
+    const opt_ck_tensor *t;
     opt_dtype sd;
     bc_status st = ck_get(c, c->prefix, suffix, n, -1, &t, &sd, err);
     if (st != BC_OK || c->check_only) return st;
@@ -366,8 +311,8 @@ static bc_status ck_vector(ck_loader *c, const char *suffix, float *v, int n, bc
 
 /* lm_head.weight, when present, must be embed_tokens (OPT ties them). */
 static bc_status ck_lm_head(ck_loader *c, const opt_hparams *hp, bc_error *err) {
-    if (!ck_tensors_find(c->set, "lm_head.weight")) return BC_OK;
-    const opt_st_tensor *h, *e;
+    if (!opt_ck_set_find(c->set, "lm_head.weight")) return BC_OK;
+    const opt_ck_tensor *h, *e;
     opt_dtype hd, ed;
     bc_status st;
     if ((st = ck_get(c, "", "lm_head.weight", hp->vocab_size, hp->word_embed_proj_dim, &h, &hd, err)) != BC_OK)
@@ -461,8 +406,8 @@ static bc_status ck_walk(const char *dir, opt_dtype dtype, opt_weights *w, bc_er
     opt_hparams hp;
     bc_status st = opt_hparams_from_checkpoint(dir, &hp, err);
     if (st != BC_OK) return st;
-    ck_tensors set;
-    if ((st = ck_tensors_open(&set, dir, err)) != BC_OK) return st;
+    opt_ck_set set;
+    if ((st = opt_ck_set_open_dir(&set, dir, err)) != BC_OK) return st;
     ck_loader c = {.set = &set, .dtype = dtype, .check_only = w == NULL,
                    .used = calloc(set.n_tensors ? set.n_tensors : 1, 1)};
     opt_weights shape_only;
@@ -470,9 +415,9 @@ static bc_status ck_walk(const char *dir, opt_dtype dtype, opt_weights *w, bc_er
         st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", set.source);
         goto done;
     }
-    if (ck_tensors_find(&set, "model.decoder.embed_tokens.weight"))
+    if (opt_ck_set_find(&set, "model.decoder.embed_tokens.weight"))
         c.prefix = "model.decoder.";
-    else if (ck_tensors_find(&set, "decoder.embed_tokens.weight"))
+    else if (opt_ck_set_find(&set, "decoder.embed_tokens.weight"))
         c.prefix = "decoder.";
     else {
         st = bc_error_set(err, BC_ERR_FORMAT,
@@ -491,7 +436,7 @@ static bc_status ck_walk(const char *dir, opt_dtype dtype, opt_weights *w, bc_er
     }
 done:
     free(c.used);
-    ck_tensors_close(&set);
+    opt_ck_set_close(&set);
     return st;
 }
 
@@ -518,14 +463,11 @@ bc_status opt_checkpoint_check_files(const char *dir, bc_error *err) {
         bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: not a directory", dir);
         return bc_error_hint(err, "checkpoint names the model's directory, not one of its files");
     }
-    if (!ck_exists(dir, "config.json")) {
+    if (!opt_ck_dir_has(dir, "config.json")) {
         bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: no config.json in the directory", dir);
         return bc_error_hint(err, "a Hugging Face OPT checkpoint directory holds config.json next to its weights");
     }
-    static const char *const weight_files[] = {"model.safetensors", "model.safetensors.index.json",
-                                               "pytorch_model.bin", "pytorch_model.bin.index.json"};
-    for (size_t i = 0; i < sizeof weight_files / sizeof weight_files[0]; i++)
-        if (ck_exists(dir, weight_files[i])) return BC_OK;
+    if (opt_ck_format_of_dir(dir)) return BC_OK;
     bc_error_set(err, BC_ERR_NOT_FOUND,
                  "checkpoint %s: no weights (model.safetensors, a sharded model.safetensors.index.json, or "
                  "pytorch_model.bin)",

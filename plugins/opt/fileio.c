@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -116,5 +117,30 @@ bc_status opt_load_json(const char *path, const char *what, uint64_t max_bytes, 
     if (!*out)
         return bc_error_set(err, BC_ERR_FORMAT, "%s: not valid JSON (line %d, column %d: %s)", path, je.line,
                             je.column, je.text);
+    return BC_OK;
+}
+
+bc_status opt_map_regular(const char *path, const char *what, uint64_t max_bytes, void **map, size_t *len,
+                          bc_error *err) {
+    *map = NULL;
+    *len = 0;
+    uint64_t size = 0; /* stat before open: a FIFO is refused, not waited on */
+    int fd = opt_open_regular(path, what, max_bytes, &size, err);
+    if (fd < 0) {
+        if (err && err->code == BC_ERR_NOT_FOUND) err->code = BC_ERR_IO;
+        return BC_ERR_IO;
+    }
+    size_t n = (size_t)size;
+    if (n > 0) {
+        void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return bc_error_set(err, BC_ERR_IO, "%s %s: cannot mmap %zu bytes: %s", what, path, n, strerror(e));
+        }
+        *map = m;
+        *len = n;
+    }
+    close(fd);
     return BC_OK;
 }

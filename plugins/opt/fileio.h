@@ -1,6 +1,6 @@
 /* fileio.h: the OPT engine's one way to open the files it is told to read
  * (config.json, the sharded index files, every weights file, the prompts
- * file). Plugins never link the core, so this is the engine's own copy of
+ * file) and its one way to map a weights file. Plugins never link the core, so this is the engine's own copy of
  * the rule core/src/readfile.c applies to bench.cfg and reports:
  *
  *   - stat BEFORE open: only a regular file is accepted; a FIFO, a device
@@ -42,5 +42,12 @@ bc_status opt_read_regular(const char *path, const char *what, uint64_t max_byte
 /* opt_read_regular, then parses the text as JSON (duplicate keys
  * refused). *out is a new reference. */
 bc_status opt_load_json(const char *path, const char *what, uint64_t max_bytes, json_t **out, bc_error *err);
+
+/* Maps path read-only (MAP_PRIVATE) under the same checks; *map is NULL and
+ * *len 0 for an empty file. The caller owns the mapping and munmaps it. A
+ * missing file is BC_ERR_IO here: the caller was told the file exists (an
+ * index names it, or it was looked for). */
+bc_status opt_map_regular(const char *path, const char *what, uint64_t max_bytes, void **map, size_t *len,
+                          bc_error *err);
 
 #endif

@@ -49,6 +49,11 @@ typedef struct opt_kv_cache {
 
 bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
                              bc_error *err);
+/* Checks B and Smax and fills kv's shape (dtype, L, B, H, D, Smax) and bytes,
+ * allocating nothing (len, k, v, group, prefix 0): the shape of every KV
+ * cache, on the host (opt_kv_cache_alloc) or a device. */
+bc_status opt_kv_cache_shape(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+                             bc_error *err);
 /* Bytes opt_kv_cache_alloc would allocate. */
 size_t opt_kv_cache_bytes(const opt_hparams *hp, opt_dtype dtype, int B, int Smax);
 void opt_kv_cache_free(opt_kv_cache *kv);

@@ -78,6 +78,8 @@ opt_pool *opt_pool_create(int n_threads);
 int opt_pool_size(const opt_pool *p);
 void opt_pool_run(opt_pool *p, void (*fn)(void *ctx, int i, int n), void *ctx);
 void opt_pool_destroy(opt_pool *p);
+/* The online CPU cores (at least 1): what a thread count of 0 means. */
+int opt_online_cores(void);
 
 /* y = x w^T + b over a pool: splits N into per-thread blocks aligned to 64
  * bytes of output, so no two threads write the same cache line. */

@@ -52,6 +52,7 @@ void opt_lora_free(opt_lora *lo) {
     free(lo->arena);
     free(lo->scratch);
     free(lo->backup);
+    if (lo->pool) opt_pool_destroy(lo->pool);
     memset(lo, 0, sizeof *lo);
 }
 
@@ -148,20 +149,20 @@ static bc_status refuse_key(const json_t *cfg, const char *key, const char *path
 }
 
 /* Copies tensor t (F32, F16 or BF16; [rows, cols]) into dst as fp32. */
-static bc_status copy_tensor(float *dst, const opt_st_tensor *t, int rows, int cols, bc_error *err) {
+static bc_status copy_tensor(float *dst, const opt_ck_tensor *t, int rows, int cols, bc_error *err) {
     if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols)
         return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor %s: shape must be [%d, %d]", t->path, t->name, rows, cols);
-    if (t->dtype != OPT_ST_F32 && t->dtype != OPT_ST_F16 && t->dtype != OPT_ST_BF16)
+    if (t->dtype != OPT_CK_F32 && t->dtype != OPT_CK_F16 && t->dtype != OPT_CK_BF16)
         return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor %s: dtype %s; LoRA weights must be F32, F16 or BF16",
-                            t->path, t->name, opt_st_dtype_name(t->dtype));
+                            t->path, t->name, opt_ck_dtype_name(t->dtype));
     const unsigned char *s = t->data;
     for (size_t i = 0; i < (size_t)rows * cols; i++) {
-        if (t->dtype == OPT_ST_F32) {
+        if (t->dtype == OPT_CK_F32) {
             memcpy(&dst[i], s + 4 * i, 4);
         } else {
             uint16_t h;
             memcpy(&h, s + 2 * i, 2);
-            dst[i] = t->dtype == OPT_ST_F16 ? opt_f16_to_f32(h) : opt_bf16_to_f32(h);
+            dst[i] = t->dtype == OPT_CK_F16 ? opt_f16_to_f32(h) : opt_bf16_to_f32(h);
         }
     }
     return BC_OK;
@@ -169,13 +170,13 @@ static bc_status copy_tensor(float *dst, const opt_st_tensor *t, int rows, int c
 
 /* The tensor of layer l, module m, "A" or "B", under either prefix PEFT
  * writes for an OPTForCausalLM. */
-static const opt_st_tensor *find_lora(const opt_st_file *f, int l, int m, char ab) {
+static const opt_ck_tensor *find_lora(const opt_ck_file *f, int l, int m, char ab) {
     static const char *const prefixes[] = {"base_model.model.model.decoder.layers", "base_model.model.decoder.layers"};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
         char name[256];
         snprintf(name, sizeof name, "%s.%d.%s%s.lora_%c.weight", prefixes[i], l,
                  m <= OPT_LORA_OUT ? "self_attn." : "", k_module_names[m], ab);
-        const opt_st_tensor *t = opt_st_find(f, name);
+        const opt_ck_tensor *t = opt_ck_file_find(f, name);
         if (t) return t;
     }
     return NULL;
@@ -218,8 +219,8 @@ bc_status opt_lora_load_peft(opt_lora *lo, const char *dir, const opt_hparams *h
                         err);
     json_decref(cfg);
     if (st != BC_OK) return st;
-    opt_st_file f;
-    if ((st = opt_st_open(&f, wpath, err)) != BC_OK) {
+    opt_ck_file f;
+    if ((st = opt_ck_file_open(&f, opt_st_parse, wpath, err)) != BC_OK) {
         opt_lora_free(lo);
         return st;
     }
@@ -228,7 +229,7 @@ bc_status opt_lora_load_peft(opt_lora *lo, const char *dir, const opt_hparams *h
         for (int m = 0; st == BC_OK && m < OPT_LORA_N_MODULES; m++) {
             opt_lora_pair *pr = &lo->pairs[l * OPT_LORA_N_MODULES + m];
             if (!pr->A) continue;
-            const opt_st_tensor *a = find_lora(&f, l, m, 'A'), *b = find_lora(&f, l, m, 'B');
+            const opt_ck_tensor *a = find_lora(&f, l, m, 'A'), *b = find_lora(&f, l, m, 'B');
             if (!a || !b)
                 st = bc_error_set(err, BC_ERR_FORMAT, "%s: no lora_%c of layer %d's %s", wpath, a ? 'B' : 'A', l,
                                   k_module_names[m]);
@@ -241,7 +242,7 @@ bc_status opt_lora_load_peft(opt_lora *lo, const char *dir, const opt_hparams *h
                           "%s: %zu tensors, of which %zu are the targets' lora_A and lora_B; the others are not LoRA "
                           "weights of an OPT layer this adapter_config.json names",
                           wpath, f.n_tensors, used);
-    opt_st_close(&f);
+    opt_ck_file_close(&f);
     if (st != BC_OK) opt_lora_free(lo);
     return st;
 }
@@ -362,16 +363,24 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-bc_status opt_lora_generate(opt_lora *lo, opt_weights *w, opt_rollout *ro, opt_model *m, const bc_host *host,
-                            bc_error *err) {
+bc_status opt_lora_set_threads(opt_lora *lo, int threads, bc_error *err) {
+    if (lo->pool) opt_pool_destroy(lo->pool);
+    lo->pool = NULL;
+    if (threads > 1 && !(lo->pool = opt_pool_create(threads)))
+        return bc_error_set(err, BC_ERR_NOMEM, "lora: no thread pool of %d threads", threads);
+    return BC_OK;
+}
+
+bc_status opt_lora_around(opt_lora *lo, opt_weights *w, bc_status (*run)(void *ctx, bc_error *err), void *ctx,
+                          const bc_host *host, bc_error *err) {
     double t0 = now_ms();
-    bc_status st = opt_lora_fuse(lo, w, m->pool, err);
+    bc_status st = opt_lora_fuse(lo, w, lo->pool, err);
     lo->fuse_ms = now_ms() - t0;
     if (st != BC_OK) return st;
-    st = opt_rollout_generate(ro, m, err);
+    st = run(ctx, err);
     bc_error uerr;
     t0 = now_ms();
-    bc_status su = opt_lora_unfuse(lo, w, m->pool, st == BC_OK ? err : &uerr);
+    bc_status su = opt_lora_unfuse(lo, w, lo->pool, st == BC_OK ? err : &uerr);
     lo->unfuse_ms = now_ms() - t0;
     if (host && host->log)
         host->log(host, BC_LOG_DEBUG, "lora: rank %d, fuse %.3f ms, unfuse %.3f ms", lo->rank, lo->fuse_ms,

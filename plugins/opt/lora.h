@@ -25,7 +25,6 @@
 #define OPT_LORA_H
 
 #include "forward.h"
-#include "rollout.h"
 
 typedef enum opt_lora_module {
     OPT_LORA_Q = 0, OPT_LORA_K, OPT_LORA_V, OPT_LORA_OUT, OPT_LORA_FC1, OPT_LORA_FC2, OPT_LORA_N_MODULES
@@ -54,6 +53,7 @@ typedef struct opt_lora {
     int restore;       /* 1: unfuse copies the base weights back (set before the first fuse) */
     void *backup;      /* [backup_bytes] the targets' base weights while fused (restore); owned */
     size_t backup_bytes;
+    opt_pool *pool;    /* the threads opt_lora_around fuses and unfuses with (NULL: one); owned */
 } opt_lora;
 
 /* "q_proj,v_proj" (or "all") -> bits; BC_ERR_SETTING naming an unknown one. */
@@ -93,11 +93,14 @@ static inline bc_status opt_lora_unfuse(opt_lora *lo, opt_weights *w, opt_pool *
     return opt_lora_apply(lo, w, -1, pool, err);
 }
 
-/* The hybrid engine's generate: fuse lo into w, generate ro on m (whose
- * weights are w), unfuse, also after a failed generate. The two times go to
- * lo->fuse_ms and lo->unfuse_ms and, at debug level, to host's log (host
- * may be NULL). */
-bc_status opt_lora_generate(opt_lora *lo, opt_weights *w, opt_rollout *ro, opt_model *m, const bc_host *host,
-                            bc_error *err);
+/* The threads opt_lora_around uses (a pool of its own, made now; 1: none). */
+bc_status opt_lora_set_threads(opt_lora *lo, int threads, bc_error *err);
+
+/* The hybrid engine's generate: fuse lo into w, run(ctx) (the generate stage
+ * on a model whose weights are w), unfuse, also after a failed run. The two
+ * times go to lo->fuse_ms and lo->unfuse_ms and, at debug level, to host's
+ * log (host may be NULL). */
+bc_status opt_lora_around(opt_lora *lo, opt_weights *w, bc_status (*run)(void *ctx, bc_error *err), void *ctx,
+                          const bc_host *host, bc_error *err);
 
 #endif

@@ -248,22 +248,30 @@ size_t opt_kv_cache_bytes(const opt_hparams *hp, opt_dtype dtype, int B, int Sma
     return 2 * align_up(n);
 }
 
-bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+bc_status opt_kv_cache_shape(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
                              bc_error *err) {
     memset(kv, 0, sizeof *kv);
     if (B < 1 || Smax < 1)
         return bc_error_set(err, BC_ERR_INVALID, "KV cache: B %d and Smax %d must be >= 1", B, Smax);
+    const size_t total = opt_kv_cache_bytes(hp, dtype, B, Smax);
+    if (total == SIZE_MAX)
+        return bc_error_set(err, BC_ERR_INFEASIBLE, "KV cache: %d layers x %d rows x %d positions x %d does not fit in "
+                            "memory's address space", hp->num_hidden_layers, B, Smax, hp->hidden_size);
     kv->dtype = dtype;
     kv->L = hp->num_hidden_layers;
     kv->B = B;
     kv->H = hp->num_attention_heads;
     kv->D = hp->hidden_size / hp->num_attention_heads;
     kv->Smax = Smax;
-    const size_t total = opt_kv_cache_bytes(hp, dtype, B, Smax);
-    if (total == SIZE_MAX)
-        return bc_error_set(err, BC_ERR_INFEASIBLE, "KV cache: %d layers x %d rows x %d positions x %d does not fit in "
-                            "memory's address space", hp->num_hidden_layers, B, Smax, hp->hidden_size);
-    size_t half = total / 2;
+    kv->bytes = total;
+    return BC_OK;
+}
+
+bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+                             bc_error *err) {
+    bc_status st = opt_kv_cache_shape(kv, hp, dtype, B, Smax, err);
+    if (st != BC_OK) return st;
+    size_t half = kv->bytes / 2;
     kv->k = stream_alloc(half);
     kv->v = stream_alloc(half);
     if (!kv->k || !kv->v) {
@@ -334,11 +342,6 @@ size_t opt_workspace_bytes(const opt_hparams *hp, int max_tokens, int Smax, int 
 
 /* ------------------------------------------------------------------- model */
 
-static int online_cores(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 bc_status opt_model_init_isa(opt_model *m, const opt_weights *w, int n_threads, int isa, bc_error *err) {
     memset(m, 0, sizeof *m);
     opt_isa best = opt_isa_detect();
@@ -350,7 +353,7 @@ bc_status opt_model_init_isa(opt_model *m, const opt_weights *w, int n_threads, 
     /* asked for the best: the best ISA that has a kernel table */
     m->k = requested_best ? opt_kernels_best() : opt_kernels_for((opt_isa)isa);
     if (!m->k) return bc_error_set(err, BC_ERR_INTERNAL, "no kernel table for %s", opt_isa_name((opt_isa)isa));
-    if (n_threads <= 0) n_threads = online_cores();
+    if (n_threads <= 0) n_threads = opt_online_cores();
     m->pool = opt_pool_create(n_threads);
     if (!m->pool) return bc_error_set(err, BC_ERR_NOMEM, "cannot create a pool of %d threads", n_threads);
     m->w = w;

@@ -1,8 +1,9 @@
 /* opt_plugin.c: the `opt` backend plugin, benchctl's native OPT rollout
  * engine, on the CPU or (device = "cuda") a CUDA GPU. ABI glue only: the
- * model is in model.c (forward.h), the rollout in rollout.c, sampling in
- * sampling.c, kernels in kernels*.c, checkpoints in checkpoint.c, the CUDA
- * path in cuda/.
+ * device is picked once at create (device.h: device_cpu.c, cuda/), the
+ * rollout and its one generate loop are in rollout.c, the model in model.c
+ * (forward.h), sampling in sampling.c, kernels in kernels*.c, checkpoints in
+ * checkpoint.c.
  *
  * Lifetime of what it owns:
  *   check_settings  (no instance) the files the settings name exist, and the
@@ -10,17 +11,17 @@
  *   create       settings, the shape (a preset's, or the checkpoint's
  *                config.json), the prompts file's prompts; no weights
  *   check_case   nothing: can the case run (precision, positions, memory)?
- *   prepare      checks every tensor of the checkpoint; opens the CUDA device
+ *   prepare      checks every tensor of the checkpoint; opens the device
  *   begin_case   weights (built again only when the case's precision changes,
- *                hence rebuild_axes = precision), the model's pool (once),
- *                the rollout's prompts and buffers, and its cache (KV cache +
- *                workspace)
+ *                hence rebuild_axes = precision), the rollout's prompts and
+ *                buffers, and on the device the model and the case's cache
+ *                (KV cache + workspace)
  *   cache_release / cache_acquire   free and take back the cache
  *   end_case     frees the rollout and its cache; weights stay for the next case
  *   destroy      everything
  * Memory accounting is exact: every byte this plugin allocates for the model,
  * the prompts, the cache and the rollout is counted (see docs/opt.md,
- * "Memory"). Structs the host passes in to be filled are written with
+ * "Memory"); the plan of a case is one function, footprint(). Structs the host passes in to be filled are written with
  * BC_SET, only as far as the host's struct reaches.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -31,22 +32,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#if defined(__GLIBC__)
-#include <malloc.h> /* malloc_trim */
-#endif
-
 #include "benchctl/plugin.h"
 #include "checkpoint.h"
 #include "fileio.h"
+#include "device.h"
 #include "lora.h"
-#include "rollout.h"
 #include "text_prompts.h"
-#ifdef OPT_HAVE_CUDA
-#include "cuda_backend.h" /* CUDA path: plugins/opt/cuda, docs/cuda.md */
-#endif
 
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
-       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK,
+       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK, S_SAMPLE_STREAM,
        /* text prompts (text_prompts.h) */
        S_PROMPTS_TEXT, S_PROMPTS_FORMAT, S_PROMPTS_FIELD, S_PROMPTS_FIT, S_PROMPTS_BUCKET_WIDTH,
        /* LoRA actor (lora.h) */
@@ -62,6 +56,7 @@ enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
 static const char *const model_choices[] = {"", "125m", "350m", "1.3b", "2.7b", "6.7b", "13b", "30b", "66b", NULL};
 static const char *const device_choices[] = {"cpu", "cuda", NULL};
 static const char *const memory_check_choices[] = {"refuse", "warn", "off", NULL};
+static const char *const sample_stream_choices[] = {"fixed", "per_iteration", NULL};
 static const char *const prompts_format_choices[] = {"auto", "jsonl", "lines", NULL};
 static const char *const prompts_fit_choices[] = {"ragged", "bucket", "truncate_pad", NULL};
 static const char *const lora_unfuse_choices[] = {"subtract", "restore", NULL};
@@ -94,6 +89,10 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_MEMORY_CHECK] = {.name = "memory_check", .type = BC_SETTING_ENUM, .default_string = "refuse",
                         .choices = memory_check_choices,
                         .help = "a case planned to need more memory than is available: refuse it, warn, or off"},
+    [S_SAMPLE_STREAM] = {.name = "sample_stream", .type = BC_SETTING_ENUM, .default_string = "fixed",
+                         .choices = sample_stream_choices,
+                         .help = "sampled runs: \"fixed\" = every iteration draws the same stream (the seed's); "
+                                 "\"per_iteration\" = iteration i of a case draws its own (still reproducible)"},
     /* text prompts (text_prompts.h, docs/opt.md) */
     [S_PROMPTS_TEXT] = {.name = "prompts_text", .type = BC_SETTING_STRING, .default_string = "",
                         .help = "text prompts (JSON lines or plain lines), tokenized with the checkpoint's tokenizer, "
@@ -133,7 +132,7 @@ typedef struct opt_backend {
     const char *checkpoint, *prompts_file, *save_tokens; /* host-owned settings, "" when unset */
     const char *preset;    /* the synthetic weights' preset; NULL with a checkpoint */
     uint64_t weights_seed;
-    int threads, stop_at_eos, shared_prefill;
+    int threads, stop_at_eos, shared_prefill, per_iteration_stream;
     int memory_check;      /* MEMCHECK_* */
     opt_hparams hp;        /* the preset's shape, or the checkpoint's config.json */
     int have_prompts;
@@ -142,19 +141,14 @@ typedef struct opt_backend {
     opt_lora *lora;        /* owned: the LoRA adapter, made in create; NULL without */
     int have_weights;
     opt_weights w;         /* owned; rebuilt when the precision changes */
-    int have_model;
-    opt_model m;           /* owned: pool + workspace; borrows w */
+    const opt_device_ops *dev; /* where the model runs, picked at create */
+    void *dev_ctx;         /* owned: the device, the model on it, the case's cache */
     int have_rollout;
     opt_rollout ro;        /* owned; one per case */
     uint32_t case_index;   /* of the current case (save_tokens) */
-    int64_t case_kv_bytes, case_ws_bytes; /* what the case holds while generating */
+    uint64_t n_generates;  /* generates in the current case (sample_stream) */
     int64_t peak_bytes;    /* high-water mark of current_bytes() */
     char model_desc[600];
-    int cuda;              /* device = "cuda": generation runs in cu */
-#ifdef OPT_HAVE_CUDA
-    opt_cuda_backend cu;   /* owned: device, device weights, the case's device cache */
-    char device_str[32];   /* "cuda:N" */
-#endif
 } opt_backend;
 
 /* --------------------------------------------------------------- settings */
@@ -195,12 +189,10 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
                             S_COUNT);
     const char *model = setting_str(v, S_MODEL), *checkpoint = setting_str(v, S_CHECKPOINT);
     const char *prompts_file = setting_str(v, S_PROMPTS_FILE);
-#ifndef OPT_HAVE_CUDA
-    if (strcmp(setting_str(v, S_DEVICE), "cuda") == 0) {
+    if (strcmp(setting_str(v, S_DEVICE), "cuda") == 0 && !opt_device_cuda) {
         bc_error_set(err, BC_ERR_DEVICE, "no CUDA device: this build of the opt plugin has no CUDA path (device = \"cuda\")");
         return bc_error_hint(err, "set device = \"cpu\", or rebuild benchctl where CMake finds the CUDA Toolkit");
     }
-#endif
     if (model[0] && checkpoint[0]) {
         bc_error_set(err, BC_ERR_SETTING,
                      "model and checkpoint both set: the checkpoint's config.json gives the shape; remove model");
@@ -242,37 +234,44 @@ static bc_status opt_check_settings(const bc_host *host, const bc_settings *sett
 
 /* ------------------------------------------------------------- accounting */
 
-static int64_t prompts_bytes(const opt_backend *s) {
-    if (s->text) return opt_text_prompts_bytes(s->text);
-    if (!s->have_prompts) return 0;
-    int64_t n = (int64_t)s->prompts.n_lines * (int64_t)sizeof(opt_prompt);
-    for (int i = 0; i < s->prompts.n_lines; i++) n += (int64_t)s->prompts.lines[i].n * (int64_t)sizeof(int32_t);
-    return n;
-}
+/* The memory of a case, in parts: what the host holds besides the cache,
+ * and the cache on the device that holds it. */
+typedef struct footprint {
+    int64_t weights;     /* the host weights' arena */
+    int64_t layer_table; /* the host weights' per-layer table */
+    int64_t prompts;     /* the prompts file's prompts */
+    int64_t buffers;     /* the rollout's host buffers (prompts, sequences, masks, generators, timings) */
+    opt_device_plan dev; /* the case's cache (and device weights) on the device */
+} footprint;
 
-static int64_t cache_bytes_now(const opt_backend *s, int64_t *kv, int64_t *ws) {
-    *kv = *ws = 0;
-    if (s->have_rollout) {
-        *kv = (int64_t)(s->ro.kv.bytes + s->ro.kv_shared.bytes);
-        if (s->ro.logits) *ws += (int64_t)s->ro.R * s->ro.V * (int64_t)sizeof(float);
-        if (s->ro.logits_shared) *ws += (int64_t)s->ro.Bp * s->ro.V * (int64_t)sizeof(float);
-        *ws += (int64_t)s->ro.n_samplers * ((int64_t)s->ro.V * (int64_t)sizeof(opt_sample_pair) + (int64_t)sizeof(opt_sampler));
+static int64_t size_bytes(size_t n) { return n > (size_t)INT64_MAX ? -1 : (int64_t)n; }
+
+/* The one footprint formula: a case of ro's dimensions on shape hp in dt
+ * (plan_memory, check_case, begin_case's admission and the memory reports
+ * all come from here). */
+static footprint footprint_of(const opt_backend *s, const opt_hparams *hp, opt_dtype dt, const opt_rollout *ro) {
+    footprint f;
+    f.weights = size_bytes(opt_weights_bytes(hp, dt));
+    f.layer_table = (int64_t)hp->num_hidden_layers * (int64_t)sizeof(opt_layer_weights);
+    f.prompts = s->text ? opt_text_prompts_bytes(s->text) : 0;
+    if (s->have_prompts) {
+        f.prompts = (int64_t)s->prompts.n_lines * (int64_t)sizeof(opt_prompt);
+        for (int i = 0; i < s->prompts.n_lines; i++)
+            f.prompts += (int64_t)s->prompts.lines[i].n * (int64_t)sizeof(int32_t);
     }
-    if (s->have_model) *ws += (int64_t)s->m.ws.bytes;
-    return *kv + *ws;
+    f.buffers = ro ? size_bytes(opt_rollout_plan(ro, hp, dt, s->threads).buffers) : 0;
+    f.dev = (opt_device_plan){.weights = -1, .device_peak = -1};
+    if (ro) s->dev->plan(s->dev_ctx, hp, dt, ro, &f.dev);
+    return f;
 }
 
-/* Every byte allocated now: weights (arena + layer table), prompts, cache,
- * rollout buffers. */
+/* Every host byte allocated now: weights (arena + layer table), prompts,
+ * rollout buffers, the cache where the device keeps it on the host. */
 static int64_t current_bytes(const opt_backend *s) {
-    int64_t kv, ws, n = cache_bytes_now(s, &kv, &ws) + prompts_bytes(s);
-    if (s->have_weights)
-        n += (int64_t)s->w.arena_bytes + (int64_t)s->w.hp.num_hidden_layers * (int64_t)sizeof(opt_layer_weights);
-    if (s->have_rollout) {
-        opt_rollout_bytes b = opt_rollout_plan(&s->ro, &s->w.hp, s->w.dtype, opt_pool_size(s->m.pool));
-        n += (int64_t)b.buffers;
-    }
-    return n;
+    const footprint f = footprint_of(s, &s->hp, s->have_weights ? s->w.dtype : OPT_F32, s->have_rollout ? &s->ro : NULL);
+    int64_t n = f.prompts + (s->have_rollout ? f.buffers : 0);
+    if (s->have_weights) n += (int64_t)s->w.arena_bytes + f.layer_table;
+    return n + s->dev->host_bytes(s->dev_ctx, s->have_rollout ? &s->ro : NULL);
 }
 
 static void account(opt_backend *s) {
@@ -294,27 +293,21 @@ static void put_memory_stats(bc_memory_stats *out, const bc_memory_stats *m) {
 
 /* -------------------------------------------------------------- lifecycle */
 
-static int online_cores(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 static void end_rollout(opt_backend *s) {
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda) opt_cuda_backend_end_case(&s->cu); /* borrows s->ro */
-#endif
-    if (s->have_rollout) opt_rollout_free(&s->ro, s->have_model ? &s->m : NULL);
+    if (s->have_rollout) {
+        s->dev->end_case(s->dev_ctx, &s->ro);
+        opt_rollout_free(&s->ro, NULL);
+    }
     s->have_rollout = 0;
 }
 
 static void opt_destroy(void *inst) {
     opt_backend *s = inst;
     if (!s) return;
-    end_rollout(s);
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda) opt_cuda_backend_free(&s->cu);
-#endif
-    if (s->have_model) opt_model_free(&s->m);
+    if (s->dev_ctx) {
+        end_rollout(s);
+        s->dev->destroy(s->dev_ctx);
+    }
     if (s->have_weights) opt_weights_free(&s->w);
     if (s->have_prompts) opt_prompts_free(&s->prompts);
     opt_text_prompts_free(s->text);
@@ -334,11 +327,24 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
     s->prompts_file = setting_str(v, S_PROMPTS_FILE);
     s->save_tokens = setting_str(v, S_SAVE_TOKENS);
     s->weights_seed = (uint64_t)setting_int(v, S_WEIGHTS_SEED);
-    s->threads = setting_int(v, S_THREADS) > 0 ? (int)setting_int(v, S_THREADS) : online_cores();
+    s->threads = setting_int(v, S_THREADS) > 0 ? (int)setting_int(v, S_THREADS) : opt_online_cores();
     s->stop_at_eos = setting_int(v, S_STOP_AT_EOS) != 0;
     s->shared_prefill = setting_int(v, S_SHARED_PREFILL) != 0;
+    s->per_iteration_stream = strcmp(setting_str(v, S_SAMPLE_STREAM), "per_iteration") == 0;
     const char *mc = setting_str(v, S_MEMORY_CHECK);
     s->memory_check = strcmp(mc, "off") == 0 ? MEMCHECK_OFF : strcmp(mc, "warn") == 0 ? MEMCHECK_WARN : MEMCHECK_REFUSE;
+    /* the device (check_settings refused "cuda" in a build without it); a
+     * CUDA device is opened now for describe, and without one prepare fails
+     * with "no CUDA device: ..." (the backend cannot start) */
+    s->dev = strcmp(setting_str(v, S_DEVICE), "cuda") == 0 ? opt_device_cuda : &opt_device_cpu;
+    const opt_device_config cfg = {.threads = s->threads,
+                                   .isa = -1,
+                                   .index = (int)setting_int(v, S_DEVICE_INDEX),
+                                   .graphs = setting_int(v, S_CUDA_GRAPHS) != 0};
+    if ((st = s->dev->create(&cfg, &s->dev_ctx, err)) != BC_OK) {
+        free(s);
+        return st;
+    }
     if (s->checkpoint[0]) {
         /* the shape is the checkpoint's config.json; its weights load later */
         st = opt_hparams_from_checkpoint(s->checkpoint, &s->hp, err);
@@ -370,19 +376,16 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
         else if ((st = opt_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)) == BC_OK)
             st = opt_lora_synthetic(s->lora, &s->hp, (int)setting_int(v, S_LORA_RANK),
                                     bc_setting_at(v, S_LORA_ALPHA)->f, targets, s->weights_seed, err);
-        if (st == BC_OK) s->lora->restore = !strcmp(setting_str(v, S_LORA_UNFUSE), "restore");
+        if (st == BC_OK) {
+            s->lora->restore = !strcmp(setting_str(v, S_LORA_UNFUSE), "restore");
+            st = opt_lora_set_threads(s->lora, s->threads, err);
+        }
     }
     if (st != BC_OK) {
         opt_destroy(s);
         return st;
     }
     s->peak_bytes = current_bytes(s);
-#ifdef OPT_HAVE_CUDA
-    /* CUDA: the device is opened now for describe; without one, prepare
-     * fails with "no CUDA device: ..." (the backend cannot start) */
-    s->cuda = strcmp(setting_str(v, S_DEVICE), "cuda") == 0;
-    if (s->cuda) opt_cuda_backend_init(&s->cu, (int)setting_int(v, S_DEVICE_INDEX), setting_int(v, S_CUDA_GRAPHS) != 0);
-#endif
     *out = s;
     return BC_OK;
 }
@@ -391,10 +394,12 @@ static bc_status opt_describe(void *inst, bc_backend_info *info, bc_error *err) 
     (void)err;
     opt_backend *s = inst;
     const opt_hparams *hp = &s->hp;
+    opt_device_info d;
+    s->dev->describe(s->dev_ctx, &d);
     BC_SET(info, bc_backend_info, model, s->model_desc);
-    BC_SET(info, bc_backend_info, device, "cpu");
-    BC_SET(info, bc_backend_info, device_name, NULL);
-    BC_SET(info, bc_backend_info, driver, NULL);
+    BC_SET(info, bc_backend_info, device, d.device);
+    BC_SET(info, bc_backend_info, device_name, d.device_name);
+    BC_SET(info, bc_backend_info, driver, d.driver);
     BC_SET(info, bc_backend_info, model_family, "opt");
     BC_SET(info, bc_backend_info, n_parameters, opt_hparams_n_parameters(hp));
     BC_SET(info, bc_backend_info, n_layers, hp->num_hidden_layers);
@@ -403,17 +408,8 @@ static bc_status opt_describe(void *inst, bc_backend_info *info, bc_error *err) 
     BC_SET(info, bc_backend_info, ffn_size, hp->ffn_dim);
     BC_SET(info, bc_backend_info, vocab_size, hp->vocab_size);
     BC_SET(info, bc_backend_info, max_positions, hp->max_position_embeddings);
-    /* the kernels opt_model_init picks (or picked): the best with a table */
-    const opt_kernels *k = s->have_model ? s->m.k : opt_kernels_best();
-    BC_SET(info, bc_backend_info, cpu_kernels, opt_isa_name(k->isa));
-    BC_SET(info, bc_backend_info, cpu_threads, s->threads);
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda) {
-        opt_cuda_backend_describe(&s->cu, info, s->device_str, sizeof s->device_str);
-        BC_SET(info, bc_backend_info, cpu_kernels, NULL);
-        BC_SET(info, bc_backend_info, cpu_threads, -1);
-    }
-#endif
+    BC_SET(info, bc_backend_info, cpu_kernels, d.cpu_kernels);
+    BC_SET(info, bc_backend_info, cpu_threads, d.cpu_threads);
     return BC_OK;
 }
 
@@ -448,6 +444,7 @@ static bc_status rollout_params(const opt_backend *s, const bc_case *c, opt_roll
                               .sampling = {sp->temperature, sp->top_p, sp->top_k, sp->seed},
                               .stop_at_eos = s->stop_at_eos,
                               .shared_prefill = s->shared_prefill,
+                              .per_iteration_stream = s->per_iteration_stream,
                               .prompts = s->have_prompts ? &s->prompts : NULL};
     if (s->text) /* fitted to this case (the view lives in s->text until the next fit) */
         return opt_text_prompts_fit(s->text, p->prompt_length, p->batch_size, &p->prompts, &p->prompt_length, err);
@@ -460,8 +457,6 @@ static int64_t add_bytes(int64_t a, int64_t b) {
     return a < 0 || b < 0 || __builtin_add_overflow(a, b, &r) ? -1 : r;
 }
 
-static int64_t size_bytes(size_t n) { return n > (size_t)INT64_MAX ? -1 : (int64_t)n; }
-
 /* The memory case c will take, without allocating it (all fields). Every sum
  * is checked: a plan that leaves 64 bits is refused, not wrapped. */
 static bc_status plan_case(const opt_backend *s, const bc_case *c, bc_memory_stats *out, bc_error *err) {
@@ -473,82 +468,49 @@ static bc_status plan_case(const opt_backend *s, const bc_case *c, bc_memory_sta
     if (st == BC_OK) st = opt_rollout_dims(&ro, &s->hp, &p, err);
     if (st != BC_OK) return st;
     const opt_hparams *hp = &s->hp;
-    const opt_rollout_bytes b = opt_rollout_plan(&ro, hp, dt, s->threads);
-    const int64_t weights = size_bytes(opt_weights_bytes(hp, dt));
-    const int64_t kv = b.kv_cache >= SIZE_MAX / 2 ? -1 : size_bytes(b.kv_cache);
-    int64_t host_fixed = add_bytes(weights, (int64_t)hp->num_hidden_layers * (int64_t)sizeof(opt_layer_weights));
-    host_fixed = add_bytes(add_bytes(host_fixed, prompts_bytes(s)), size_bytes(b.buffers));
-    const int64_t peak = add_bytes(add_bytes(host_fixed, kv), size_bytes(b.workspace));
-    if (weights <= 0 || peak < 0)
+    const footprint f = footprint_of(s, hp, dt, &ro);
+    const int64_t host_fixed = add_bytes(add_bytes(add_bytes(f.weights, f.layer_table), f.prompts), f.buffers);
+    const int on_host = f.dev.device_peak < 0; /* the cache is on the host */
+    const int64_t peak = on_host ? add_bytes(add_bytes(host_fixed, f.dev.kv_cache), f.dev.workspace) : host_fixed;
+    if (f.weights <= 0 || peak < 0)
         return bc_error_set(err, BC_ERR_INFEASIBLE,
                             "the case's memory does not fit in 64 bits (%d layers x %d rows x %d positions x "
                             "hidden_size %d of KV cache)",
                             hp->num_hidden_layers, ro.R, ro.Stot, hp->hidden_size);
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
-    out->weights_bytes = weights;
-    out->kv_cache_bytes = kv;
-    out->workspace_bytes = (int64_t)b.workspace;
+    out->weights_bytes = f.dev.weights >= 0 ? f.dev.weights : f.weights;
+    out->kv_cache_bytes = f.dev.kv_cache;
+    out->workspace_bytes = f.dev.workspace;
     out->host_peak_bytes = peak;
-    out->resident_bytes = out->host_peak_bytes;
-    out->device_peak_bytes = out->device_free_bytes = out->device_total_bytes = -1;
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda) { /* device bytes; the host keeps weights and the rollout's buffers */
-        opt_cuda_backend_plan_memory(hp, dt, &ro, out);
-        out->host_peak_bytes = host_fixed;
-        out->resident_bytes = out->device_peak_bytes;
-    }
-#endif
+    out->device_peak_bytes = f.dev.device_peak;
+    out->resident_bytes = on_host ? peak : f.dev.device_peak;
+    out->device_free_bytes = out->device_total_bytes = -1;
     return BC_OK;
-}
-
-static int64_t physical_memory_bytes(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (int64_t)pages * page : -1;
-}
-
-/* MemAvailable from /proc/meminfo (the kernel's estimate of what can be
- * allocated without swapping), or -1 where there is none. */
-static int64_t available_memory_bytes(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1;
-    char line[256];
-    long long kib = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
-    fclose(f);
-    return kib >= 0 && kib < INT64_MAX / 1024 ? (int64_t)kib * 1024 : -1;
 }
 
 static double gib(int64_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
 
-/* Memory admission on the host: the plan against MemAvailable plus what this
- * backend already holds (its weights and cache are reused or freed before
- * the case allocates), or, without /proc/meminfo, the physical memory.
- * memory_check decides what an excess is: an error, a warning, nothing. */
-static bc_status admit_host_memory(const opt_backend *s, const bc_memory_stats *plan, bc_error *err) {
+/* Memory admission: the plan against what the device says there is (the
+ * host: MemAvailable plus what this backend already holds, which is reused
+ * or freed before the case allocates; a GPU: its memory). memory_check
+ * decides what an excess is: an error, a warning, nothing. */
+static bc_status admit_memory(const opt_backend *s, const bc_memory_stats *plan, bc_error *err) {
     if (s->memory_check == MEMCHECK_OFF) return BC_OK;
-    const int64_t total = physical_memory_bytes(), avail = available_memory_bytes();
-    const int64_t held = current_bytes(s);
-    const int64_t have = avail >= 0 ? add_bytes(avail, held) : total;
-    if (have <= 0 || plan->host_peak_bytes <= have) return BC_OK;
-    char there[160];
-    if (avail >= 0)
-        snprintf(there, sizeof there, "%.1f GiB is available (MemAvailable %.1f GiB + %.1f GiB this backend holds; "
-                 "the machine has %.1f GiB)", gib(have), gib(avail), gib(held), gib(total));
-    else
-        snprintf(there, sizeof there, "this machine has %.1f GiB", gib(total));
+    const int on_device = plan->device_peak_bytes >= 0;
+    const int64_t need = on_device ? plan->device_peak_bytes : plan->host_peak_bytes;
+    char there[200] = "";
+    const int64_t have = s->dev->capacity(s->dev_ctx, current_bytes(s), there, sizeof there);
+    if (have <= 0 || need <= have) return BC_OK;
+    const char *what = on_device ? "device memory" : "memory";
     if (s->memory_check == MEMCHECK_WARN) {
         if (s->host && s->host->log)
-            s->host->log(s->host, BC_LOG_WARN,
-                         "case needs %.1f GiB of memory; %s (memory_check = \"warn\": running it anyway)",
-                         gib(plan->host_peak_bytes), there);
+            s->host->log(s->host, BC_LOG_WARN, "case needs %.1f GiB of %s; %s (memory_check = \"warn\": running it anyway)",
+                         gib(need), what, there);
         return BC_OK;
     }
-    bc_error_set(err, BC_ERR_INFEASIBLE,
-                 "needs %.1f GiB of memory (weights %.1f GiB, KV cache %.1f GiB, workspace %.1f GiB); %s",
-                 gib(plan->host_peak_bytes), gib(plan->weights_bytes), gib(plan->kv_cache_bytes),
-                 gib(plan->workspace_bytes), there);
+    bc_error_set(err, BC_ERR_INFEASIBLE, "needs %.1f GiB of %s (weights %.1f GiB, KV cache %.1f GiB, workspace %.1f GiB); %s",
+                 gib(need), what, gib(plan->weights_bytes), gib(plan->kv_cache_bytes), gib(plan->workspace_bytes), there);
     return bc_error_hint(err, "backend setting memory_check = \"warn\" (or \"off\") runs such a case anyway");
 }
 
@@ -559,26 +521,7 @@ static bc_status opt_check_case(void *inst, const bc_case *c, bc_error *err) {
     bc_memory_stats plan;
     bc_status st = plan_case(s, c, &plan, err);
     if (st != BC_OK) return st;
-    if (!s->cuda && (st = admit_host_memory(s, &plan, err)) != BC_OK) return st;
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda && s->memory_check != MEMCHECK_OFF) {
-        const int64_t have = opt_cuda_backend_total_bytes(&s->cu);
-        if (have > 0 && plan.device_peak_bytes > have) {
-            if (s->memory_check == MEMCHECK_WARN) {
-                if (s->host && s->host->log)
-                    s->host->log(s->host, BC_LOG_WARN, "case needs %.1f GiB of device memory; %s has %.1f GiB",
-                                 gib(plan.device_peak_bytes), s->cu.name, gib(have));
-                return BC_OK;
-            }
-            return bc_error_set(err, BC_ERR_INFEASIBLE,
-                                "needs %.1f GiB of device memory (weights %.1f GiB, KV cache %.1f GiB, workspace "
-                                "%.1f GiB); %s has %.1f GiB",
-                                gib(plan.device_peak_bytes), gib(plan.weights_bytes), gib(plan.kv_cache_bytes),
-                                gib(plan.workspace_bytes), s->cu.name, gib(have));
-        }
-    }
-#endif
-    return BC_OK;
+    return admit_memory(s, &plan, err);
 }
 
 static bc_status opt_plan_memory(void *inst, const bc_case *c, bc_memory_stats *out, bc_error *err) {
@@ -588,15 +531,12 @@ static bc_status opt_plan_memory(void *inst, const bc_case *c, bc_memory_stats *
     return st;
 }
 
-/* Heavy checks, once before the first case: the checkpoint's tensors (so
- * a broken file stops the run before it starts) and the CUDA device. */
+/* Heavy checks, once before the first case: the device and the
+ * checkpoint's tensors (so a broken file stops the run before it starts). */
 static bc_status opt_prepare(void *inst, bc_error *err) {
     opt_backend *s = inst;
-    bc_status st = BC_OK;
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda && (st = opt_cuda_backend_open(&s->cu, err)) != BC_OK) return st;
-#endif
-    if (s->checkpoint[0]) st = opt_checkpoint_validate(s->checkpoint, err);
+    bc_status st = s->dev->open(s->dev_ctx, err);
+    if (st == BC_OK && s->checkpoint[0]) st = opt_checkpoint_validate(s->checkpoint, err);
     return st;
 }
 
@@ -624,8 +564,12 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     opt_backend *s = inst;
     opt_dtype dt = OPT_F32;
     opt_rollout_params p;
+    bc_memory_stats plan;
     bc_status st = case_dtype(c, &dt, err);
     if (st == BC_OK) st = rollout_params(s, c, &p, err);
+    /* admission again, with the memory there is now: a failed case, not an OOM kill */
+    if (st == BC_OK) st = plan_case(s, c, &plan, err);
+    if (st == BC_OK) st = admit_memory(s, &plan, err);
     if (st != BC_OK) return st;
     if (s->text && s->host && s->host->log) {
         const opt_text_batch *b = &s->text->batch;
@@ -635,36 +579,16 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
                      c->index, b->set_size, b->min, b->max, b->p50, b->width, (long long)b->pad_tokens,
                      (long long)b->slots, b->truncated);
     }
-    if (!s->cuda) { /* admission again, with the memory there is now: a failed case, not an OOM kill */
-        bc_memory_stats plan;
-        if ((st = plan_case(s, c, &plan, err)) != BC_OK || (st = admit_host_memory(s, &plan, err)) != BC_OK)
-            return st;
-    }
     end_rollout(s);
     s->case_index = c->index;
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda && (st = opt_cuda_backend_open(&s->cu, err)) != BC_OK) return st; /* before building weights */
-#endif
+    s->n_generates = 0;
+    if ((st = s->dev->open(s->dev_ctx, err)) != BC_OK) return st; /* before building weights */
     if ((st = build_weights(s, dt, err)) != BC_OK) return st;
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda) { /* no CPU model: prompts and buffers here, the cache on the device */
-        if ((st = opt_rollout_init(&s->ro, &s->w.hp, &p, err)) != BC_OK) return st;
-        s->have_rollout = 1;
-        st = opt_cuda_backend_begin_case(&s->cu, &s->w, &s->ro, err);
-        account(s);
-        return st;
-    }
-#endif
-    if (!s->have_model) {
-        if ((st = opt_model_init(&s->m, &s->w, s->threads, err)) != BC_OK) return st;
-        s->have_model = 1;
-    }
     if ((st = opt_rollout_init(&s->ro, &s->w.hp, &p, err)) != BC_OK) return st;
     s->have_rollout = 1;
-    if ((st = opt_rollout_acquire(&s->ro, &s->m, err)) != BC_OK) return st;
-    cache_bytes_now(s, &s->case_kv_bytes, &s->case_ws_bytes);
+    st = s->dev->begin_case(s->dev_ctx, &s->w, &s->ro, err);
     account(s);
-    return BC_OK;
+    return st;
 }
 
 static bc_status opt_expand_prompts(void *inst, bc_error *err) {
@@ -690,19 +614,19 @@ static void put_generation_stats(bc_generation_stats *out, const opt_rollout *ro
     BC_SET(out, bc_generation_stats, prompt_max_tokens, ro->prompt_max);
 }
 
+/* The device's generate stage, as opt_lora_around runs it. */
+static bc_status device_generate(void *inst, bc_error *err) {
+    opt_backend *s = inst;
+    return s->dev->generate(s->dev_ctx, &s->ro, err);
+}
+
 static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *err) {
     opt_backend *s = inst;
     if (!s->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt: generate outside a case");
-    bc_status st;
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda)
-        st = opt_cuda_backend_generate(&s->cu, err);
-    else
-#endif
-        if (s->lora) /* as the hybrid engine: fuse, generate, unfuse (also after a failed generate) */
-            st = opt_lora_generate(s->lora, &s->w, &s->ro, &s->m, s->host, err);
-        else
-            st = opt_rollout_generate(&s->ro, &s->m, err);
+    s->ro.iteration = s->n_generates++;
+    bc_status st = s->lora /* as the hybrid engine: fuse, generate, unfuse (also after a failed generate) */
+                       ? opt_lora_around(s->lora, &s->w, device_generate, s, s->host, err)
+                       : s->dev->generate(s->dev_ctx, &s->ro, err);
     account(s);
     if (st != BC_OK) return st;
     put_generation_stats(out, &s->ro);
@@ -746,28 +670,14 @@ static bc_status opt_post_process(void *inst, bc_error *err) {
 static bc_status opt_cache_release(void *inst, bc_error *err) {
     (void)err;
     opt_backend *s = inst;
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda) {
-        opt_cuda_backend_cache_release(&s->cu);
-        return BC_OK;
-    }
-#endif
-    if (s->have_rollout) opt_rollout_release(&s->ro, &s->m);
-#if defined(__GLIBC__)
-    /* glibc keeps freed blocks below its (adaptive) mmap threshold in the
-     * heap; give them back to the system, so release really releases */
-    malloc_trim(0);
-#endif
+    if (s->have_rollout) s->dev->cache_release(s->dev_ctx, &s->ro);
     return BC_OK;
 }
 
 static bc_status opt_cache_acquire(void *inst, bc_error *err) {
     opt_backend *s = inst;
     if (!s->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt: cache_acquire outside a case");
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda) return opt_cuda_backend_cache_acquire(&s->cu, err);
-#endif
-    bc_status st = opt_rollout_acquire(&s->ro, &s->m, err);
+    bc_status st = s->dev->cache_acquire(s->dev_ctx, &s->ro, err);
     account(s);
     return st;
 }
@@ -775,27 +685,24 @@ static bc_status opt_cache_acquire(void *inst, bc_error *err) {
 static void opt_reset_peak_memory(void *inst) {
     opt_backend *s = inst;
     s->peak_bytes = current_bytes(s);
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda) opt_cuda_backend_reset_peak(&s->cu);
-#endif
+    s->dev->reset_peak(s->dev_ctx);
 }
 
 static bc_status opt_read_memory(void *inst, bc_memory_stats *out, bc_error *err) {
     opt_backend *s = inst;
     account(s);
+    opt_device_memory dm;
+    bc_status st = s->dev->read_memory(s->dev_ctx, s->have_rollout ? &s->ro : NULL, &dm, err);
     bc_memory_stats m = {.struct_size = sizeof m};
-    m.weights_bytes = s->have_weights ? (int64_t)s->w.arena_bytes : 0;
-    m.kv_cache_bytes = s->have_rollout ? s->case_kv_bytes : 0;
-    m.workspace_bytes = s->have_rollout ? s->case_ws_bytes : 0;
+    m.weights_bytes = dm.weights >= 0 ? dm.weights : s->have_weights ? (int64_t)s->w.arena_bytes : 0;
+    m.kv_cache_bytes = dm.kv_cache;
+    m.workspace_bytes = dm.workspace;
     m.host_peak_bytes = s->peak_bytes;
-    m.device_peak_bytes = m.device_free_bytes = m.device_total_bytes = -1;
-    m.resident_bytes = current_bytes(s); /* after a release: without the cache */
-    bc_status st = BC_OK;
-#ifdef OPT_HAVE_CUDA
-    if (s->cuda) st = opt_cuda_backend_read_memory(&s->cu, &m, err); /* device bytes */
-#else
-    (void)err;
-#endif
+    m.device_peak_bytes = dm.device_peak;
+    m.device_free_bytes = dm.device_free;
+    m.device_total_bytes = dm.device_total;
+    /* after a release: without the cache */
+    m.resident_bytes = dm.device_resident >= 0 ? dm.device_resident : current_bytes(s);
     put_memory_stats(out, &m);
     return st;
 }

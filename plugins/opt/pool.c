@@ -143,6 +143,11 @@ static void *worker_main(void *arg)
     }
 }
 
+int opt_online_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
 opt_pool *opt_pool_create(int n_threads)
 {
     if (n_threads < 1)
@@ -159,8 +164,7 @@ opt_pool *opt_pool_create(int n_threads)
     p->fn = NULL;
     p->ctx = NULL;
     p->n_threads = n_threads;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    p->spin_ns = cpus > 0 && n_threads > cpus ? POOL_SPIN_NS_OVERSUBSCRIBED : POOL_SPIN_NS;
+    p->spin_ns = n_threads > opt_online_cores() ? POOL_SPIN_NS_OVERSUBSCRIBED : POOL_SPIN_NS;
     p->workers = NULL;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);

@@ -21,6 +21,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "rollout.h"
 
+#include "device.h"
 #include "fileio.h"
 
 #include <errno.h>
@@ -28,13 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* ---------------------------------------------------------------- prompts */
 
@@ -221,8 +215,9 @@ bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rol
     ro->eos_at = malloc(R * sizeof *ro->eos_at);
     ro->rngs = malloc(R * sizeof *ro->rngs);
     ro->step_ms = malloc((size_t)ro->Tr * sizeof *ro->step_ms);
+    ro->marks = malloc((size_t)opt_rollout_n_marks(ro->Tr) * sizeof *ro->marks);
     if (!ro->prompt_ids || !ro->prompt_mask || !ro->seq || !ro->mask || !ro->prefill_ids || !ro->step_tokens ||
-        !ro->eos_at || !ro->rngs || !ro->step_ms) {
+        !ro->eos_at || !ro->rngs || !ro->step_ms || !ro->marks) {
         opt_rollout_free(ro, NULL);
         return bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d rows x %d tokens", (int)R, ro->Stot);
     }
@@ -246,79 +241,27 @@ bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rol
     return BC_OK;
 }
 
-/* ------------------------------------------------------------------ cache */
+/* ------------------------------------------------------------------ sizes */
 
-static int shared(const opt_rollout *ro) { return ro->p.shared_prefill && ro->Sp > 1; }
+int opt_rollout_shared_prefill(const opt_rollout *ro) { return ro->p.shared_prefill && ro->Sp > 1; }
+
+int opt_rollout_n_marks(int Tr) { return 3 * Tr + 4; }
 
 opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype, int n_threads) {
     opt_rollout_bytes b;
-    const int prefill_rows = shared(ro) ? ro->Bp : ro->R;
+    const int shared = opt_rollout_shared_prefill(ro);
+    const int prefill_rows = shared ? ro->Bp : ro->R;
     b.kv_cache = opt_kv_cache_bytes(hp, dtype, ro->R, ro->Stot);
-    if (shared(ro)) b.kv_cache += opt_kv_cache_bytes(hp, dtype, ro->Bp, ro->Tp);
+    if (shared) b.kv_cache += opt_kv_cache_bytes(hp, dtype, ro->Bp, ro->Tp);
     int max_tokens = prefill_rows * ro->Tp > ro->R ? prefill_rows * ro->Tp : ro->R;
     b.workspace = opt_workspace_bytes(hp, max_tokens, ro->Stot, n_threads);
     b.workspace += (size_t)ro->R * ro->V * sizeof(float);
-    if (shared(ro)) b.workspace += (size_t)ro->Bp * ro->V * sizeof(float);
+    if (shared) b.workspace += (size_t)ro->Bp * ro->V * sizeof(float);
     b.workspace += (size_t)n_threads * ((size_t)ro->V * sizeof(opt_sample_pair) + sizeof(opt_sampler));
     b.buffers = (size_t)ro->Bp * ro->Tp * 5 + (size_t)ro->R * ro->Stot * 5 + (size_t)ro->R * ro->Tp * sizeof(int32_t) +
-                (size_t)ro->R * (sizeof(int32_t) + sizeof(int) + sizeof(opt_rng)) + (size_t)ro->Tr * sizeof(double);
+                (size_t)ro->R * (sizeof(int32_t) + sizeof(int) + sizeof(opt_rng)) + (size_t)ro->Tr * sizeof(double) +
+                (size_t)opt_rollout_n_marks(ro->Tr) * sizeof(double);
     return b;
-}
-
-bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
-    if (ro->have_cache) return BC_OK;
-    const opt_hparams *hp = &m->w->hp;
-    const int prefill_rows = shared(ro) ? ro->Bp : ro->R;
-    int max_tokens = prefill_rows * ro->Tp > ro->R ? prefill_rows * ro->Tp : ro->R;
-    bc_status st = opt_kv_cache_alloc(&ro->kv, hp, m->w->dtype, ro->R, ro->Stot, err);
-    if (st == BC_OK && shared(ro)) st = opt_kv_cache_alloc(&ro->kv_shared, hp, m->w->dtype, ro->Bp, ro->Tp, err);
-    if (st == BC_OK) st = opt_model_reserve(m, max_tokens, ro->Stot, err);
-    if (st == BC_OK) {
-        int n = opt_pool_size(m->pool);
-        ro->samplers = calloc((size_t)n, sizeof *ro->samplers);
-        if (!ro->samplers) st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d samplers", n);
-        for (int i = 0; i < n && st == BC_OK; i++) {
-            st = opt_sampler_init(&ro->samplers[i], ro->V, &ro->p.sampling, err);
-            if (st == BC_OK) ro->n_samplers = i + 1;
-        }
-    }
-    if (st == BC_OK) {
-        ro->logits = malloc((size_t)ro->R * ro->V * sizeof(float));
-        if (shared(ro)) ro->logits_shared = malloc((size_t)ro->Bp * ro->V * sizeof(float));
-        if (!ro->logits || (shared(ro) && !ro->logits_shared))
-            st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d x %d logits", ro->R, ro->V);
-    }
-    ro->have_cache = 1;
-    if (st != BC_OK) {
-        opt_rollout_release(ro, m);
-        return st;
-    }
-    /* touch every page now, so taking the cache back costs what it costs
-     * here (cache_acquire_ms) and not as page faults inside the prefill */
-    memset(ro->kv.k, 0, ro->kv.bytes / 2);
-    memset(ro->kv.v, 0, ro->kv.bytes / 2);
-    if (ro->kv_shared.k) {
-        memset(ro->kv_shared.k, 0, ro->kv_shared.bytes / 2);
-        memset(ro->kv_shared.v, 0, ro->kv_shared.bytes / 2);
-    }
-    memset(ro->logits, 0, (size_t)ro->R * ro->V * sizeof(float));
-    if (ro->logits_shared) memset(ro->logits_shared, 0, (size_t)ro->Bp * ro->V * sizeof(float));
-    memset(m->ws.arena, 0, m->ws.bytes);
-    return BC_OK;
-}
-
-void opt_rollout_release(opt_rollout *ro, opt_model *m) {
-    opt_kv_cache_free(&ro->kv);
-    opt_kv_cache_free(&ro->kv_shared);
-    for (int i = 0; i < ro->n_samplers; i++) opt_sampler_free(&ro->samplers[i]);
-    free(ro->samplers);
-    ro->samplers = NULL;
-    ro->n_samplers = 0;
-    free(ro->logits);
-    free(ro->logits_shared);
-    ro->logits = ro->logits_shared = NULL;
-    if (m) opt_model_release_workspace(m);
-    ro->have_cache = 0;
 }
 
 /* ----------------------------------------------------------------- stages */
@@ -337,65 +280,21 @@ bc_status opt_rollout_expand(opt_rollout *ro, bc_error *err) {
     return BC_OK;
 }
 
-/* One sampling step split across the pool: thread i samples rows
- * [R i / n, R (i + 1) / n) with its own sampler; every row has its own
- * generator, so the tokens do not depend on the split. */
-typedef struct sample_job {
-    opt_rollout *ro;
-    int k;                     /* response index being sampled */
-    int64_t generated[64][8];  /* per thread (first 64), padded to a cache line */
-    int running[64][16];
-} sample_job;
+#define TRY(x)                        \
+    do {                              \
+        bc_status st_ = (x);          \
+        if (st_ != BC_OK) return st_; \
+    } while (0)
 
-static void sample_worker(void *ctx, int i, int n) {
-    sample_job *j = ctx;
-    opt_rollout *ro = j->ro;
-    const int k = j->k;
-    const int lo = (int)((long)ro->R * i / n), hi = (int)((long)ro->R * (i + 1) / n);
-    opt_sampler *smp = &ro->samplers[i < ro->n_samplers ? i : 0];
-    int64_t generated = 0;
-    int running = 0;
-    for (int r = lo; r < hi; r++) {
-        int32_t *seq = ro->seq + (size_t)r * ro->Stot;
-        float *lg = ro->logits + (size_t)r * ro->V;
-        if (ro->eos_at[r] >= 0) {
-            seq[ro->Tp + k] = ro->pad_id;
-            continue;
-        }
-        if (!ro->p.stop_at_eos && ro->eos_id >= 0 && ro->eos_id < ro->V) lg[ro->eos_id] = -INFINITY;
-        int32_t tok = opt_sample(smp, lg, &ro->rngs[r]);
-        seq[ro->Tp + k] = tok;
-        generated++;
-        if (ro->p.stop_at_eos && tok == ro->eos_id) ro->eos_at[r] = k;
-        else running++;
-    }
-    j->generated[i % 64][0] += generated;
-    j->running[i % 64][0] += running;
-}
-
-/* Samples token k of every row from ro->logits [R, V] into seq. Returns the
- * number of rows still running. */
-static int sample_step(opt_rollout *ro, opt_model *m, sample_job *job, int k) {
-    memset(job, 0, sizeof *job);
-    job->ro = ro;
-    job->k = k;
-    if (ro->n_samplers > 1 && ro->R > 1 && opt_pool_size(m->pool) <= 64) opt_pool_run(m->pool, sample_worker, job);
-    else sample_worker(job, 0, 1);
-    int running = 0;
-    for (int i = 0; i < 64; i++) {
-        ro->n_generated += job->generated[i][0];
-        running += job->running[i][0];
-    }
-    return running;
-}
-
-bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err) {
-    const double t_start = now_ms();
-    bc_status st = opt_rollout_acquire(ro, m, err);
-    if (st != BC_OK) return st;
-    const int R = ro->R, Tp = ro->Tp, V = ro->V;
+bc_status opt_rollout_run(opt_rollout *ro, const opt_step_ops *ops, void *ctx, bc_error *err) {
+    ops->marks_reset(ctx, ro);
+    const int m_start = ops->mark(ctx, ro);
+    TRY(ops->acquire(ctx, ro, err));
+    const int R = ro->R, Tp = ro->Tp, Sp = ro->Sp;
+    const uint64_t seed = ro->p.per_iteration_stream ? opt_rng_stream_seed(ro->p.sampling.seed, ro->iteration)
+                                                     : ro->p.sampling.seed;
     for (int r = 0; r < R; r++) {
-        ro->rngs[r] = opt_rng_for_row(ro->p.sampling.seed, (uint64_t)r);
+        ro->rngs[r] = opt_rng_for_row(seed, (uint64_t)r);
         ro->eos_at[r] = -1;
     }
     ro->n_generated = 0;
@@ -404,58 +303,56 @@ bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err) {
     ro->n_steps = 0;
     ro->returned_len = 0;
     ro->response_start = Tp;
-    ro->n_prefill_tokens = (int64_t)(shared(ro) ? ro->Bp : R) * Tp;
+    const int shared = opt_rollout_shared_prefill(ro);
+    ro->n_prefill_tokens = (int64_t)(shared ? ro->Bp : R) * Tp;
+    TRY(ops->start(ctx, ro, err));
 
-    /* prefill */
-    double t0 = now_ms();
-    ro->kv.len = 0;
-    ro->kv.group = ro->kv.prefix = 0; /* off during the prefill, which writes every row */
-    const int group = ro->Sp > 1 && !ro->p.private_prefix;
-    if (shared(ro)) {
-        ro->kv_shared.len = 0;
-        st = opt_forward(m, &ro->kv_shared, ro->prompt_ids, ro->prompt_mask, Tp, ro->Bp, Tp, OPT_LOGITS_LAST,
-                         ro->logits_shared, err);
-        if (st != BC_OK) return st;
-        for (int r = 0; r < R; r++) {
-            if (!group || r % ro->Sp == 0) opt_kv_cache_copy_row(&ro->kv, r, &ro->kv_shared, r / ro->Sp, Tp);
-            memcpy(ro->logits + (size_t)r * V, ro->logits_shared + (size_t)(r / ro->Sp) * V, (size_t)V * sizeof(float));
-        }
-        ro->kv.len = Tp;
+    /* prefill; prefix sharing is off during it (it writes every row) */
+    const int group = Sp > 1 && !ro->p.private_prefix && ops->grouped_prefix;
+    TRY(ops->set_cache(ctx, ro, 0, 0, 0, err));
+    const int m0 = ops->mark(ctx, ro);
+    if (shared) {
+        TRY(ops->prefill(ctx, ro, 1, err));
+        for (int r = 0; r < R; r++) TRY(ops->copy_prompt(ctx, ro, r, !group || r % Sp == 0, err));
     } else {
-        st = opt_forward(m, &ro->kv, ro->prefill_ids, ro->mask, ro->Stot, R, Tp, OPT_LOGITS_LAST, ro->logits, err);
-        if (st != BC_OK) return st;
+        TRY(ops->prefill(ctx, ro, 0, err));
     }
-    if (group) {
-        ro->kv.group = ro->Sp;
-        ro->kv.prefix = Tp;
-    }
-    ro->prefill_ms = now_ms() - t0;
+    TRY(ops->set_cache(ctx, ro, Tp, group ? Sp : 0, group ? Tp : 0, err));
+    const int m1 = ops->mark(ctx, ro);
 
-    /* token 0 of every row, from the prefill's logits */
-    sample_job job;
-    int running = sample_step(ro, m, &job, 0);
-    ro->first_token_ms = now_ms() - t_start;
-    const int64_t first_tokens = ro->n_generated;
-
-    /* decode: step k feeds token k - 1 and samples token k */
-    int k = 1;
+    /* token 0 of every row, from the prefill's logits; then decode step k
+     * feeds token k - 1 and samples token k. Marks per step: before the
+     * forward, after it, after sampling. */
+    int running = 0, k = 1;
+    TRY(ops->sample(ctx, ro, 0, &running, err));
+    const int m_first = ops->mark(ctx, ro);
+    int first = -1; /* the first step's first mark; steps are 3 marks apart */
     for (; k < ro->Tr; k++) {
         if (ro->p.stop_at_eos && running == 0) break;
-        for (int r = 0; r < R; r++) {
-            ro->step_tokens[r] = ro->seq[(size_t)r * ro->Stot + Tp + k - 1];
-            ro->mask[(size_t)r * ro->Stot + Tp + k - 1] = 1;
-        }
-        double t1 = now_ms();
-        st = opt_forward(m, &ro->kv, ro->step_tokens, ro->mask, ro->Stot, R, 1, OPT_LOGITS_LAST, ro->logits, err);
-        ro->decode_ms += now_ms() - t1;
-        if (st != BC_OK) return st;
+        const int a = ops->mark(ctx, ro);
+        TRY(ops->decode(ctx, ro, k, err));
+        (void)ops->mark(ctx, ro);
+        if (first < 0) first = a;
         ro->n_decode_forwards++;
-        running = sample_step(ro, m, &job, k);
-        ro->step_ms[ro->n_steps++] = now_ms() - t1;
+        TRY(ops->sample(ctx, ro, k, &running, err));
+        (void)ops->mark(ctx, ro);
     }
     ro->returned_len = k;
-    ro->n_decode_tokens = ro->n_generated - first_tokens;
+    TRY(ops->finish(ctx, ro, err));
+    ro->prefill_ms = ops->elapsed_ms(ctx, ro, m0, m1);
+    ro->first_token_ms = ops->elapsed_ms(ctx, ro, m_start, m_first);
+    for (int i = 0; i < (int)ro->n_decode_forwards && first >= 0; i++) {
+        const int a = first + 3 * i;
+        ro->decode_ms += ops->elapsed_ms(ctx, ro, a, a + 1);
+        ro->step_ms[ro->n_steps++] = ops->elapsed_ms(ctx, ro, a, a + 2);
+    }
+    /* token 0 comes from the prefill: one per row (no row has finished yet) */
+    ro->n_decode_tokens = ro->n_generated - R;
     return BC_OK;
+}
+
+bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err) {
+    return opt_rollout_run(ro, &opt_cpu_steps, m, err);
 }
 
 bc_status opt_rollout_post_process(opt_rollout *ro, bc_error *err) {
@@ -483,5 +380,6 @@ void opt_rollout_free(opt_rollout *ro, opt_model *m) {
     free(ro->eos_at);
     free(ro->rngs);
     free(ro->step_ms);
+    free(ro->marks);
     memset(ro, 0, sizeof *ro);
 }

@@ -1,7 +1,9 @@
 /* rollout.h: one rollout of the OPT engine, as DeepSpeed's
  * HybridEngineRollout does it: expand prompts, generate (prefill, then decode
  * with the KV cache), post-process. Knows nothing about kernels or the plugin
- * ABI beyond bc_status, so a CUDA path can reuse it with its own forward.
+ * ABI beyond bc_status. The generate stage is one loop (opt_rollout_run,
+ * device.h) over a device's steps; the CPU's steps and cache are in
+ * device_cpu.c, the CUDA device's in cuda/cuda_engine.c.
  *
  * Shapes (legend of model.h): Bp prompts, Sp samples per prompt, R = Bp * Sp
  * rows, Tp padded prompt length, Tr requested response length, Stot = Tp + Tr.
@@ -44,6 +46,8 @@ typedef struct opt_rollout_params {
     int private_prefix;      /* 0 (default): with Sp > 1, decode attention reads a prompt's Tp cached
                               * tokens from its first sample's row for all its samples (opt_kv_cache
                               * group/prefix); 1: every row reads its own copy */
+    int per_iteration_stream; /* 0 (default): every generate draws the same stream (rows' generators from
+                               * seed); 1: generate i mixes i (opt_rollout.iteration) into the seed */
     const opt_prompts *prompts; /* NULL: synthetic prompts; else borrowed for opt_rollout_init */
 } opt_rollout_params;
 
@@ -73,6 +77,9 @@ typedef struct opt_rollout {
     int32_t *step_tokens;    /* [R] tokens fed to one decode step; owned */
     int *eos_at;             /* [R] response index of the row's EOS, -1 if none; owned */
     opt_rng *rngs;           /* [R] per-row generators; owned */
+    uint64_t iteration;      /* index of this generate in the case (set by the caller; per_iteration_stream) */
+    double *marks;           /* [opt_rollout_n_marks(Tr)] the loop's timing marks on the CPU device; owned */
+    int n_marks;             /* marks recorded in this generate */
     /* results of the last rollout */
     int prompt_min, prompt_max; /* shortest and longest real prompt (== Tp for synthetic prompts) */
     int returned_len;        /* response tokens per row actually returned */
@@ -85,7 +92,8 @@ typedef struct opt_rollout {
     int n_steps;             /* entries of step_ms filled (== n_decode_forwards) */
     int64_t n_prefill_tokens;/* token slots the prefill processed: prefill rows x Tp */
     int64_t n_decode_tokens; /* tokens the decode steps produced, all rows (n_generated minus token 0) */
-    /* the cache: freed by opt_rollout_release, taken back by opt_rollout_acquire */
+    /* the CPU device's cache (device_cpu.c): freed by opt_rollout_release,
+     * taken back by opt_rollout_acquire; unused on other devices */
     int have_cache;
     opt_kv_cache kv;         /* R rows x Stot */
     opt_kv_cache kv_shared;  /* Bp rows x Tp (shared prefill only) */
@@ -111,15 +119,22 @@ bc_status opt_rollout_dims(opt_rollout *ro, const opt_hparams *hp, const opt_rol
  * allocates the sequence buffers; no cache yet. hp gives V, pad, eos and
  * Tmax. */
 bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rollout_params *p, bc_error *err);
-/* The byte sizes for a model and thread count, before or after acquire. */
+/* The byte sizes for a model and thread count on the CPU device, before or
+ * after acquire (buffers: on every device). */
 opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype, int n_threads);
-/* Allocates the KV cache(s), logits, the samplers (one per pool thread) and m's workspace. */
+/* 1 when the prefill runs once per prompt (shared_prefill with Sp > 1). */
+int opt_rollout_shared_prefill(const opt_rollout *ro);
+/* The timing marks one generate of Tr tokens records (ro->marks). */
+int opt_rollout_n_marks(int Tr);
+/* The CPU device's cache (device_cpu.c): allocates the KV cache(s), logits,
+ * the samplers (one per pool thread) and m's workspace ... */
 bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err);
-/* Frees them (the model keeps its weights and pool). */
+/* ... and frees them (the model keeps its weights and pool). */
 void opt_rollout_release(opt_rollout *ro, opt_model *m);
 
-/* The three stages. generate acquires the cache first if it is released,
- * and fills the results above (timings included). */
+/* The three stages. generate (on the CPU device: opt_rollout_run with
+ * opt_cpu_steps) acquires the cache first if it is released, and fills the
+ * results above (timings included). */
 bc_status opt_rollout_expand(opt_rollout *ro, bc_error *err);
 bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err);
 bc_status opt_rollout_post_process(opt_rollout *ro, bc_error *err);

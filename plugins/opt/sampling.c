@@ -13,32 +13,26 @@
  * sorted at every step.
  */
 #include "sampling.h"
+#include "splitmix.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
+static uint64_t splitmix64(uint64_t x) { return opt_splitmix_next(&x); }
 
 opt_rng opt_rng_for_row(uint64_t seed, uint64_t row) {
     opt_rng r = {splitmix64(seed ^ splitmix64(row + 0x5eed))};
     return r;
 }
 
-uint64_t opt_rng_next(opt_rng *r) {
-    r->state += 0x9e3779b97f4a7c15ull;
-    uint64_t z = r->state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+uint64_t opt_rng_stream_seed(uint64_t seed, uint64_t iteration) {
+    return seed ^ splitmix64(splitmix64(iteration) ^ 0x6974657261746eull);
 }
 
-double opt_rng_uniform(opt_rng *r) { return (double)(opt_rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+uint64_t opt_rng_next(opt_rng *r) { return opt_splitmix_next(&r->state); }
+
+double opt_rng_uniform(opt_rng *r) { return opt_uniform_from(opt_rng_next(r)); }
 
 bc_status opt_sampler_init(opt_sampler *s, int V, const opt_sampling *p, bc_error *err) {
     memset(s, 0, sizeof *s);

@@ -20,6 +20,9 @@ typedef struct opt_rng {
 
 /* The generator of row `row` of a run seeded with seed. */
 opt_rng opt_rng_for_row(uint64_t seed, uint64_t row);
+/* The seed of a run's iteration-th stream (sample_stream = "per_iteration"):
+ * a different stream per iteration, the same from run to run. */
+uint64_t opt_rng_stream_seed(uint64_t seed, uint64_t iteration);
 uint64_t opt_rng_next(opt_rng *r);
 /* Uniform in [0, 1), 53 bits. */
 double opt_rng_uniform(opt_rng *r);

@@ -139,8 +139,7 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
 #undef ADD_MAT
 #undef ADD
     fill_job job = {list, n, CHUNK};
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    opt_pool *pool = opt_pool_create(cores > 0 ? (int)cores : 1);
+    opt_pool *pool = opt_pool_create(opt_online_cores());
     if (pool) {
         opt_pool_run(pool, fill_worker, &job);
         opt_pool_destroy(pool);

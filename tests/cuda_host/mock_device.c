@@ -158,34 +158,30 @@ opt_dtype opt_cuda_model_dtype(const opt_cuda_model *m) { return m->hw->dtype; }
 bc_status opt_cuda_kv_cache_alloc(opt_cuda_device *d, opt_cuda_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype,
                                   int B, int Smax, bc_error *err) {
     memset(kv, 0, sizeof *kv);
-    kv->dtype = dtype;
-    kv->L = hp->num_hidden_layers;
-    kv->B = B;
-    kv->H = hp->num_attention_heads;
-    kv->D = hp->hidden_size / hp->num_attention_heads;
-    kv->Smax = Smax;
-    kv->bytes = opt_kv_cache_bytes(hp, dtype, B, Smax);
-    kv->alloc_bytes = kv->bytes + OPT_CUDA_ALIGN;
-    char *base = NULL;
-    bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_KV, kv->alloc_bytes, (void **)&base, "KV cache", err);
+    bc_status st = opt_kv_cache_shape(&kv->c, hp, dtype, B, Smax, err);
     if (st != BC_OK) return st;
-    kv->k = base;
-    kv->v = base + kv->bytes / 2;
-    kv->d_len = (int *)(void *)(base + kv->bytes);
+    kv->alloc_bytes = kv->c.bytes + OPT_CUDA_ALIGN;
+    char *base = NULL;
+    st = opt_cuda_alloc(d, OPT_CUDA_MEM_KV, kv->alloc_bytes, (void **)&base, "KV cache", err);
+    if (st != BC_OK) return st;
+    kv->c.k = base;
+    kv->c.v = base + kv->c.bytes / 2;
+    kv->d_len = (int *)(void *)(base + kv->c.bytes);
     return BC_OK;
 }
 void opt_cuda_kv_cache_free(opt_cuda_device *d, opt_cuda_kv_cache *kv) {
-    if (!kv || !kv->k) return;
-    opt_cuda_free(d, OPT_CUDA_MEM_KV, kv->k, kv->alloc_bytes);
+    if (!kv || !kv->c.k) return;
+    opt_cuda_free(d, OPT_CUDA_MEM_KV, kv->c.k, kv->alloc_bytes);
     memset(kv, 0, sizeof *kv);
 }
 bc_status opt_cuda_kv_cache_set_len(opt_cuda_device *d, opt_cuda_kv_cache *kv, int len, bc_error *err) {
     (void)d, (void)err;
-    kv->len = *kv->d_len = len;
+    kv->c.len = *kv->d_len = len;
     return BC_OK;
 }
 static opt_kv_cache view(const opt_cuda_kv_cache *kv) {
-    opt_kv_cache c = {kv->dtype, kv->L, kv->B, kv->H, kv->D, kv->Smax, *kv->d_len, kv->k, kv->v, kv->bytes, 0, 0};
+    opt_kv_cache c = kv->c; /* no prefix sharing, as on the device */
+    c.len = *kv->d_len;
     return c;
 }
 bc_status opt_cuda_kv_cache_copy_row(opt_cuda_device *d, opt_cuda_kv_cache *dst, int dst_b,
@@ -201,10 +197,10 @@ bc_status opt_cuda_forward(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32
     bc_status st = opt_cuda_model_reserve(m, B * T, err);
     if (st != BC_OK) return st;
     opt_kv_cache c = view(kv);
-    if (c.len != kv->len) return bc_error_set(err, BC_ERR_INTERNAL, "mock: host len %d, device len %d", kv->len, c.len);
+    if (c.len != kv->c.len) return bc_error_set(err, BC_ERR_INTERNAL, "mock: host len %d, device len %d", kv->c.len, c.len);
     st = opt_forward(&m->cpu, &c, d_tokens, d_mask, mask_stride, B, T, mode, d_logits, err);
     if (st != BC_OK) return st;
-    kv->len = *kv->d_len = c.len;
+    kv->c.len = *kv->d_len = c.len;
     return BC_OK;
 }
 
@@ -212,9 +208,9 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
                                const uint8_t *d_mask, int mask_stride, int B, float *d_logits, int use_graph,
                                bc_error *err) {
     if (use_graph) {
-        const void *ptrs[] = {kv->k, kv->d_len, d_tokens, d_mask, d_logits, m->ws};
+        const void *ptrs[] = {kv->c.k, kv->d_len, d_tokens, d_mask, d_logits, m->ws};
         void *exec = NULL;
-        uint64_t binding = opt_cuda_graphs_binding(ptrs, 6, ((uint64_t)(unsigned)mask_stride << 32) | (unsigned)kv->Smax);
+        uint64_t binding = opt_cuda_graphs_binding(ptrs, 6, ((uint64_t)(unsigned)mask_stride << 32) | (unsigned)kv->c.Smax);
         if (opt_cuda_graphs_next(&m->graphs, B, binding, &exec) == OPT_CUDA_GRAPH_CAPTURE)
             opt_cuda_graphs_put(&m->graphs, B, binding, (void *)(uintptr_t)(0x1000 + B));
     }

@@ -64,29 +64,28 @@ static void backend_case_without_device(void **state) {
     opt_weights w;
     memset(&w, 0, sizeof w); /* never touched: the device open fails first */
     w.hp = hp;
-    opt_cuda_backend b;
-    opt_cuda_backend_init(&b, 0, 1);
-    assert_int_equal(opt_cuda_backend_open(&b, &err), BC_ERR_DEVICE);
+    const opt_device_ops *d = opt_device_cuda;
+    const opt_device_config cfg = {.threads = 1, .isa = -1, .index = 0, .graphs = 1};
+    void *ctx = NULL;
+    assert_int_equal(d->create(&cfg, &ctx, &err), BC_OK);
+    assert_int_equal(d->open(ctx, &err), BC_ERR_DEVICE);
     assert_int_equal(strncmp(err.message, "no CUDA device: ", 16), 0);
-    assert_int_equal(opt_cuda_backend_total_bytes(&b), -1);
+    char where[200];
+    assert_int_equal(d->capacity(ctx, 0, where, sizeof where), -1);
     for (int i = 0; i < 2; i++) { /* every case fails the same way */
-        assert_int_equal(opt_cuda_backend_begin_case(&b, &w, &ro, &err), BC_ERR_DEVICE);
+        assert_int_equal(d->begin_case(ctx, &w, &ro, &err), BC_ERR_DEVICE);
         assert_int_equal(strncmp(err.message, "no CUDA device: ", 16), 0);
     }
-    bc_memory_stats ms;
-    memset(&ms, 0, sizeof ms);
-    ms.struct_size = sizeof ms;
-    assert_int_equal(opt_cuda_backend_read_memory(&b, &ms, &err), BC_OK);
-    assert_int_equal(ms.device_peak_bytes, -1);
-    bc_backend_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    char dev[32];
-    opt_cuda_backend_describe(&b, &info, dev, sizeof dev);
+    opt_device_memory ms;
+    assert_int_equal(d->read_memory(ctx, &ro, &ms, &err), BC_OK);
+    assert_int_equal(ms.device_peak, -1);
+    assert_int_equal(ms.weights, -1);
+    opt_device_info info;
+    d->describe(ctx, &info);
     assert_string_equal(info.device, "cuda:0");
     assert_int_equal(strncmp(info.device_name, "no CUDA device: ", 16), 0);
-    opt_cuda_backend_end_case(&b);
-    opt_cuda_backend_free(&b);
+    d->end_case(ctx, &ro);
+    d->destroy(ctx);
     opt_rollout_free(&ro, NULL);
 }
 

@@ -1,5 +1,5 @@
-/* test_cuda_rollout.c: the device-side rollout driver (cuda_rollout.c) and
- * the plugin glue (cuda_backend.c) on the host mock of the device API
+/* test_cuda_rollout.c: the rollout loop's steps on the CUDA device
+ * (cuda_rollout.c) and the device hooks (cuda_backend.c) on the host mock of the device API
  * (mock_device.c), against the CPU rollout on the golden models:
  * identical greedy tokens in every mode (graphs on/off, retain/release,
  * shared prefill, stop_at_eos), top-k 1 sampling equal to greedy, sampled
@@ -217,6 +217,33 @@ static void sampled_reproducible(void **state) {
     for (int i = 0; i < N_TOK; i++) assert_true(a[i] >= 0 && a[i] < f->w.hp.vocab_size);
 }
 
+/* sample_stream "per_iteration" on the device: the loop seeds the rows'
+ * generators from the iteration, so iterations 0 and 1 differ and the same
+ * iteration repeats. */
+static void device_iteration_streams(void **state) {
+    fixture *f = *state;
+    bc_error err = {0};
+    mode md = {1, 0, 0, 0, 20, 0.9, 0.9};
+    opt_rollout_params p = params(&md);
+    p.per_iteration_stream = 1;
+    int32_t seqs[3][N_TOK];
+    const uint64_t iterations[3] = {0, 1, 1};
+    for (int i = 0; i < 3; i++) {
+        opt_rollout ro;
+        assert_int_equal(opt_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
+        opt_cuda_rollout cr;
+        opt_cuda_rollout_init(&cr, &ro, f->dev, f->m, md.graphs);
+        ro.iteration = iterations[i];
+        assert_int_equal(opt_rollout_expand(&ro, &err), BC_OK);
+        if (opt_cuda_rollout_generate(&cr, &err) != BC_OK) fail_msg("%s", err.message);
+        memcpy(seqs[i], ro.seq, sizeof seqs[i]);
+        opt_cuda_rollout_free(&cr);
+        opt_rollout_free(&ro, NULL);
+    }
+    assert_memory_not_equal(seqs[0], seqs[1], sizeof seqs[0]);
+    assert_memory_equal(seqs[1], seqs[2], sizeof seqs[1]);
+}
+
 static void graphs_per_batch(void **state) {
     fixture *f = *state;
     int32_t seq[N_TOK];
@@ -235,58 +262,63 @@ static void graphs_per_batch(void **state) {
     assert_true(cap2 - cap1 >= 2);
 }
 
-/* The plugin's path: plan, case, generate, memory, without a device. */
-static void backend_glue(void **state) {
+/* The CUDA device's hooks (../device.h, as the plugin calls them): plan,
+ * case, generate, memory, on the mock device. */
+static void device_hooks(void **state) {
     fixture *f = *state;
     bc_error err = {0};
     mode md = {1, 0, 1, 0, 0, 0.0, 1.0};
     opt_rollout_params p = params(&md);
     opt_rollout ro;
     assert_int_equal(opt_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
-    bc_memory_stats plan;
-    memset(&plan, 0, sizeof plan);
-    plan.struct_size = sizeof plan;
-    opt_cuda_backend_plan_memory(&f->w.hp, OPT_F32, &ro, &plan);
-    opt_cuda_backend b;
-    opt_cuda_backend_init(&b, 0, 1);
-    assert_int_equal(opt_cuda_backend_begin_case(&b, &f->w, &ro, &err), BC_OK);
-    opt_cuda_backend_reset_peak(&b);
+    const opt_device_ops *d = opt_device_cuda;
+    assert_non_null(d);
+    assert_string_equal(d->name, "cuda");
+    const opt_device_config cfg = {.threads = 1, .isa = -1, .index = 0, .graphs = 1};
+    void *ctx = NULL;
+    assert_int_equal(d->create(&cfg, &ctx, &err), BC_OK);
+    opt_device_plan plan;
+    d->plan(ctx, &f->w.hp, OPT_F32, &ro, &plan);
+    assert_int_equal(d->open(ctx, &err), BC_OK);
+    assert_int_equal(d->begin_case(ctx, &f->w, &ro, &err), BC_OK);
+    d->reset_peak(ctx);
     assert_int_equal(opt_rollout_expand(&ro, &err), BC_OK);
-    assert_int_equal(opt_cuda_backend_generate(&b, &err), BC_OK);
+    assert_int_equal(d->generate(ctx, &ro, &err), BC_OK);
     assert_int_equal(ro.returned_len, 9);
     assert_int_equal(ro.n_decode_forwards, 8);
     assert_int_equal(ro.n_generated, 6 * 9);
-    bc_memory_stats ms;
-    memset(&ms, 0, sizeof ms);
-    ms.struct_size = sizeof ms;
-    assert_int_equal(opt_cuda_backend_read_memory(&b, &ms, &err), BC_OK);
-    assert_int_equal(ms.weights_bytes, plan.weights_bytes);
-    assert_int_equal(ms.kv_cache_bytes, plan.kv_cache_bytes);
-    assert_int_equal(ms.workspace_bytes, plan.workspace_bytes);
-    assert_int_equal(ms.device_peak_bytes, plan.device_peak_bytes);
-    assert_int_equal(ms.resident_bytes, plan.device_peak_bytes); /* everything is held during the case */
-    assert_true(ms.device_free_bytes >= 0 && ms.device_total_bytes > 0);
-    assert_int_equal(opt_cuda_backend_total_bytes(&b), ms.device_total_bytes);
-    opt_cuda_backend_cache_release(&b);
-    assert_int_equal(opt_cuda_backend_read_memory(&b, &ms, &err), BC_OK);
-    assert_int_equal(ms.resident_bytes, plan.weights_bytes); /* released: the weights stay */
-    assert_int_equal(opt_cuda_backend_cache_acquire(&b, &err), BC_OK);
-    bc_backend_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    char dev[32];
-    opt_cuda_backend_describe(&b, &info, dev, sizeof dev);
+    opt_device_memory ms;
+    assert_int_equal(d->read_memory(ctx, &ro, &ms, &err), BC_OK);
+    assert_int_equal(d->host_bytes(ctx, &ro), 0);
+    assert_int_equal(ms.weights, plan.weights);
+    assert_int_equal(ms.kv_cache, plan.kv_cache);
+    assert_int_equal(ms.workspace, plan.workspace);
+    assert_int_equal(ms.device_peak, plan.device_peak);
+    assert_int_equal(ms.device_resident, plan.device_peak); /* everything is held during the case */
+    assert_true(ms.device_free >= 0 && ms.device_total > 0);
+    char where[200];
+    assert_int_equal(d->capacity(ctx, 0, where, sizeof where), ms.device_total);
+    assert_non_null(strstr(where, "mock device has "));
+    d->cache_release(ctx, &ro);
+    assert_int_equal(d->read_memory(ctx, &ro, &ms, &err), BC_OK);
+    assert_int_equal(ms.device_resident, plan.weights); /* released: the weights stay */
+    assert_int_equal(d->cache_acquire(ctx, &ro, &err), BC_OK);
+    opt_device_info info;
+    d->describe(ctx, &info);
     assert_string_equal(info.device, "cuda:0");
     assert_string_equal(info.device_name, "mock device");
-    opt_cuda_backend_free(&b);
+    assert_null(info.cpu_kernels);
+    assert_int_equal(info.cpu_threads, -1);
+    d->end_case(ctx, &ro);
+    d->destroy(ctx);
     opt_rollout_free(&ro, NULL);
     /* no device: each case fails with the one line */
     mock_cuda_devices = 0;
     assert_int_equal(opt_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
-    opt_cuda_backend_init(&b, 0, 1);
-    assert_int_equal(opt_cuda_backend_begin_case(&b, &f->w, &ro, &err), BC_ERR_DEVICE);
+    assert_int_equal(d->create(&cfg, &ctx, &err), BC_OK);
+    assert_int_equal(d->begin_case(ctx, &f->w, &ro, &err), BC_ERR_DEVICE);
     assert_int_equal(strncmp(err.message, "no CUDA device: ", 16), 0);
-    opt_cuda_backend_free(&b);
+    d->destroy(ctx);
     opt_rollout_free(&ro, NULL);
     mock_cuda_devices = 1;
 }
@@ -299,8 +331,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(forced_eos_equal_cpu, setup_preln, teardown),
         cmocka_unit_test_setup_teardown(forced_eos_equal_cpu, setup_hd80, teardown),
         cmocka_unit_test_setup_teardown(sampled_reproducible, setup_preln, teardown),
+        cmocka_unit_test_setup_teardown(device_iteration_streams, setup_preln, teardown),
         cmocka_unit_test_setup_teardown(graphs_per_batch, setup_preln, teardown),
-        cmocka_unit_test_setup_teardown(backend_glue, setup_preln, teardown),
+        cmocka_unit_test_setup_teardown(device_hooks, setup_preln, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
-/* fuzz_safetensors.c: fuzz target for the safetensors header parser
- * (opt_st_parse in plugins/opt/safetensors.c). The input is a whole file:
+/* fuzz_safetensors.c: fuzz target for the safetensors opener (opt_st_parse
+ * in plugins/opt/safetensors.c, filling a ckpt_file.h table). The input is a whole file:
  * 8-byte header length, JSON header, data. Whatever the input, the parser
  * must return (no crash, no read outside the buffer, no leak); when it
  * accepts, every tensor it reports must lie inside the buffer, which this
@@ -21,8 +21,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    opt_st_file f;
-    bc_error err;
+    opt_ck_file f;
+    bc_error err = {0};
     /* A private copy, so ASan sees the exact bounds of the input. */
     uint8_t *buf = malloc(size ? size : 1);
     if (!buf) return 0;
@@ -30,18 +30,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (opt_st_parse(&f, "fuzz-input", buf, size, &err) == BC_OK) {
         volatile uint8_t sink = 0;
         for (size_t i = 0; i < f.n_tensors; i++) {
-            const opt_st_tensor *t = &f.tensors[i];
+            const opt_ck_tensor *t = &f.tensors[i];
             const uint8_t *p = t->data;
             if (p < buf || p + t->nbytes > buf + size) abort(); /* outside the input */
             if (t->nbytes) sink ^= p[0] ^ p[t->nbytes - 1];
-            if (opt_st_find(&f, t->name) != t) abort();       /* table not sorted or names not unique */
-            if (t->nbytes != t->numel * opt_st_dtype_size(t->dtype)) abort();
+            if (opt_ck_file_find(&f, t->name) != t) abort();       /* table not sorted or names not unique */
+            if (t->nbytes != t->numel * opt_ck_dtype_size(t->dtype)) abort();
         }
         (void)sink;
     } else if (err.message[0] == '\0' || strstr(err.message, "fuzz-input") == NULL) {
         abort(); /* every error names the file */
     }
-    opt_st_close(&f);
+    opt_ck_file_close(&f);
     free(buf);
     return 0;
 }

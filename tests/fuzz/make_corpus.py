@@ -49,12 +49,17 @@ SEEDS = {
 }
 
 
-def main():
-    os.makedirs(OUT, exist_ok=True)
-    for name, blob in SEEDS.items():
-        with open(os.path.join(OUT, name), "wb") as f:
+def write_seeds(out, seeds):
+    """Writes each seed of seeds (name -> bytes) to out/name."""
+    os.makedirs(out, exist_ok=True)
+    for name, blob in seeds.items():
+        with open(os.path.join(out, name), "wb") as f:
             f.write(blob)
-    print(f"{len(SEEDS)} seeds in {OUT}")
+    print(f"wrote {len(seeds)} seeds to {out}")
+
+
+def main():
+    write_seeds(OUT, SEEDS)
 
 
 if __name__ == "__main__":

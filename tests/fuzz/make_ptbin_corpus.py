@@ -10,6 +10,8 @@ import os
 import struct
 import zipfile
 
+from make_corpus import write_seeds  # the safetensors seeds' writer, same folder
+
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "ptbin")
 
 
@@ -67,11 +69,7 @@ SEEDS = {
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    for name, data in SEEDS.items():
-        with open(os.path.join(OUT, name), "wb") as f:
-            f.write(data)
-    print(f"wrote {len(SEEDS)} seeds to {OUT}")
+    write_seeds(OUT, SEEDS)
 
 
 if __name__ == "__main__":

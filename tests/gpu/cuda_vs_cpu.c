@@ -214,7 +214,7 @@ static bc_status gpu_rollout(opt_cuda_device *dev, opt_cuda_model *gm, const opt
             /* 3. exact accounting: the bytes held are the plan (+ one length counter per cache) */
             opt_cuda_plan plan = opt_cuda_rollout_plan(&cr);
             opt_cuda_mem *m = opt_cuda_device_mem(dev);
-            const size_t counters = (size_t)(cr.kv_shared.k ? 2 : 1) * OPT_CUDA_ALIGN;
+            const size_t counters = (size_t)(cr.kv_shared.c.k ? 2 : 1) * OPT_CUDA_ALIGN;
             CHECK(m->held[OPT_CUDA_MEM_KV] == plan.kv_cache + counters, "KV bytes held %zu, plan %zu",
                   m->held[OPT_CUDA_MEM_KV], plan.kv_cache + counters);
             CHECK(m->held[OPT_CUDA_MEM_WORKSPACE] == plan.workspace, "workspace bytes held %zu, plan %zu",

@@ -61,7 +61,7 @@ static int bench(opt_cuda_device *dev, const char *preset, double bw) {
     OK(opt_cuda_model_create(&m, dev, &w, &err));
     OK(opt_cuda_kv_cache_alloc(dev, &kv, &hp, OPT_F16, 1, PROMPT + 2 * STEPS + 2, &err));
     OK(opt_cuda_model_reserve(m, PROMPT, &err));
-    const int Smax = kv.Smax;
+    const int Smax = kv.c.Smax;
     int32_t tokens[PROMPT];
     uint8_t mask[PROMPT + 2 * STEPS + 2];
     for (int t = 0; t < PROMPT; t++) tokens[t] = 3 + (t * 7919) % (hp.vocab_size - 3);

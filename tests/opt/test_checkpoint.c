@@ -10,7 +10,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <dirent.h>
 #include <jansson.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,7 +26,8 @@
 #include "checkpoint.h"
 #include "forward.h"
 #include "model.h"
-#include "safetensors.h"
+#include "ckpt_set.h"
+#include "ckpt_writer.h"
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/opt/golden/"
 
@@ -39,9 +39,7 @@ typedef struct fixture {
 
 static int setup(void **state) {
     fixture *fx = calloc(1, sizeof *fx);
-    if (!fx) return -1;
-    snprintf(fx->dir, sizeof fx->dir, "/tmp/bc_ck_XXXXXX");
-    if (!mkdtemp(fx->dir)) {
+    if (!fx || make_temp_dir(fx->dir, sizeof fx->dir, "bc_ck") != 0) {
         free(fx);
         return -1;
     }
@@ -51,18 +49,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     fixture *fx = *state;
-    DIR *d = opendir(fx->dir);
-    if (d) {
-        struct dirent *e;
-        char p[512];
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            snprintf(p, sizeof p, "%s/%s", fx->dir, e->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    rmdir(fx->dir);
+    remove_flat_dir(fx->dir);
     free(fx);
     return 0;
 }
@@ -85,15 +72,15 @@ typedef struct out_ckpt {
 
 static void ckpt_read(out_ckpt *o, const char *src_dir) {
     memset(o, 0, sizeof *o);
-    opt_st_set s;
+    opt_ck_set s;
     bc_error err = {0};
-    assert_int_equal(opt_st_set_open_dir(&s, src_dir, &err), BC_OK);
+    assert_int_equal(opt_ck_set_open_dir(&s, src_dir, &err), BC_OK);
     assert_true(s.n_tensors <= 128);
     for (size_t i = 0; i < s.n_tensors; i++) {
-        const opt_st_tensor *t = s.by_name[i];
+        const opt_ck_tensor *t = s.by_name[i];
         out_tensor *d = &o->t[o->n++];
         snprintf(d->name, sizeof d->name, "%s", t->name);
-        snprintf(d->dtype, sizeof d->dtype, "%s", opt_st_dtype_name(t->dtype));
+        snprintf(d->dtype, sizeof d->dtype, "%s", opt_ck_dtype_name(t->dtype));
         d->ndim = t->ndim;
         memcpy(d->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
         d->nbytes = t->nbytes;
@@ -101,7 +88,7 @@ static void ckpt_read(out_ckpt *o, const char *src_dir) {
         assert_non_null(d->data);
         memcpy(d->data, t->data, t->nbytes);
     }
-    opt_st_set_close(&s);
+    opt_ck_set_close(&s);
     char p[512];
     snprintf(p, sizeof p, "%s/config.json", src_dir);
     o->config = json_load_file(p, 0, NULL);
@@ -433,12 +420,12 @@ static void test_missing_tensor(void **state) {
 static void test_sharded_source(void **state) {
     (void)state;
     /* The sharded golden set is read through its index, from three files. */
-    opt_st_set s;
+    opt_ck_set s;
     bc_error err = {0};
-    assert_int_equal(opt_st_set_open_dir(&s, GOLDEN "preln_sharded", &err), BC_OK);
+    assert_int_equal(opt_ck_set_open_dir(&s, GOLDEN "preln_sharded", &err), BC_OK);
     assert_non_null(strstr(s.source, "model.safetensors.index.json"));
     assert_int_equal(s.n_files, 3);
-    opt_st_set_close(&s);
+    opt_ck_set_close(&s);
 }
 
 static void test_wrong_shape(void **state) {

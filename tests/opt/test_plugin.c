@@ -27,7 +27,7 @@
 
 #include "../plugins/plugin_dl.h"
 #include "checkpoint.h"
-#include "safetensors.h"
+#include "ckpt_set.h"
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/opt/golden/"
 
@@ -401,13 +401,13 @@ static void test_small_host_structs(void **state) {
 
 /* Sums the numel of every tensor in dir's safetensors except a tied lm_head. */
 static int64_t checkpoint_parameters(const char *dir) {
-    opt_st_set set;
+    opt_ck_set set;
     bc_error err = {0};
-    if (opt_st_set_open_dir(&set, dir, &err) != BC_OK) fail_msg("%s", err.message);
+    if (opt_ck_set_open_dir(&set, dir, &err) != BC_OK) fail_msg("%s", err.message);
     int64_t n = 0;
     for (size_t i = 0; i < set.n_tensors; i++)
         if (strcmp(set.by_name[i]->name, "lm_head.weight") != 0) n += (int64_t)set.by_name[i]->numel;
-    opt_st_set_close(&set);
+    opt_ck_set_close(&set);
     return n;
 }
 

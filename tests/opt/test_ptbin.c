@@ -1,13 +1,14 @@
-/* test_ptbin.c: the pytorch_model.bin reader (plugins/opt/ptbin.c) and the
- * checkpoint loader's .bin path.
+/* test_ptbin.c: the pytorch_model.bin opener (plugins/opt/ptbin.c, with its
+ * zip and pickle readers ptzip.c and ptpickle.c) and the checkpoint loader's
+ * .bin path.
  *
  * tests/opt/golden/preln-bin holds the preln model's weights as torch.save
  * wrote them (tools/golden/make_golden.py); they must load bit-identically to
  * preln/model.safetensors (the golden forward on preln-bin is in
- * test_golden.c). A tiny zip writer builds the rest: small valid archives
- * (STORED, DEFLATE, ZIP64 end records and extra fields), a sharded index over
- * two archives, and hostile inputs: a
- * truncated file, bytes that are not a zip, a pickle with a forbidden GLOBAL,
+ * test_golden.c). The zip writer of ckpt_writer.c builds the rest: small
+ * valid archives (STORED, DEFLATE, ZIP64 end records and extra fields), a
+ * sharded index over two archives, and hostile inputs: a truncated file,
+ * bytes that are not a zip, a pickle with a forbidden GLOBAL,
  * a storage offset out of range, an unset memo index, and every one-byte
  * corruption of a small valid pickle; each must fail cleanly with an error
  * that names the file.
@@ -26,135 +27,16 @@
 
 #include <cmocka.h>
 
+#include "ckpt_writer.h"
 #include "model.h"
 #include "ptbin.h"
-#include "safetensors.h"
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/opt/golden/"
 #define FAKE "dir/pytorch_model.bin"
 
-/* ------------------------------------------------------------ zip writer */
-
-typedef struct buf {
-    unsigned char *p;
-    size_t n, cap;
-} buf;
-
-static void put(buf *b, const void *src, size_t n) {
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-        assert_non_null(b->p);
-    }
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
-}
-static void put16(buf *b, unsigned v) {
-    unsigned char x[2] = {(unsigned char)v, (unsigned char)(v >> 8)};
-    put(b, x, 2);
-}
-static void put32(buf *b, uint32_t v) {
-    put16(b, v & 0xFFFF);
-    put16(b, v >> 16);
-}
-
-typedef struct zentry {
-    const char *name;
-    const void *data;
-    size_t n;
-} zentry;
-
-/* A zip of the entries; compress_it != 0 compresses them (raw DEFLATE). */
-static void put64(buf *b, uint64_t v) {
-    put32(b, (uint32_t)v);
-    put32(b, (uint32_t)(v >> 32));
-}
-
-/* zip64 != 0: the central directory keeps sizes and offsets in ZIP64 extra
- * fields and the archive ends with ZIP64 end records, as large torch files do. */
-static buf make_zip_ex(const zentry *e, int n, int compress_it, int zip64) {
-    buf z = {0}, cd = {0};
-    for (int i = 0; i < n; i++) {
-        const void *data = e[i].data;
-        size_t cn = e[i].n;
-        unsigned char *c = NULL;
-        if (compress_it) {
-            c = malloc(e[i].n * 2 + 64);
-            z_stream s;
-            memset(&s, 0, sizeof s);
-            assert_int_equal(deflateInit2(&s, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
-            s.next_in = (Bytef *)(uintptr_t)e[i].data;
-            s.avail_in = (uInt)e[i].n;
-            s.next_out = c;
-            s.avail_out = (uInt)(e[i].n * 2 + 64);
-            assert_int_equal(deflate(&s, Z_FINISH), Z_STREAM_END);
-            cn = s.total_out;
-            deflateEnd(&s);
-            data = c;
-        }
-        uint32_t off = (uint32_t)z.n, crc = (uint32_t)crc32(0, e[i].data, (uInt)e[i].n);
-        size_t nl = strlen(e[i].name);
-        put32(&z, 0x04034b50u); put16(&z, 20); put16(&z, 0); put16(&z, compress_it ? 8 : 0); put32(&z, 0);
-        put32(&z, crc); put32(&z, (uint32_t)cn); put32(&z, (uint32_t)e[i].n); put16(&z, (unsigned)nl); put16(&z, 0);
-        put(&z, e[i].name, nl);
-        put(&z, data, cn);
-        put32(&cd, 0x02014b50u); put16(&cd, 20); put16(&cd, 20); put16(&cd, 0); put16(&cd, compress_it ? 8 : 0);
-        put32(&cd, 0); put32(&cd, crc);
-        put32(&cd, zip64 ? 0xFFFFFFFFu : (uint32_t)cn);
-        put32(&cd, zip64 ? 0xFFFFFFFFu : (uint32_t)e[i].n);
-        put16(&cd, (unsigned)nl); put16(&cd, zip64 ? 28 : 0); put16(&cd, 0); put16(&cd, 0); put16(&cd, 0);
-        put32(&cd, 0);
-        put32(&cd, zip64 ? 0xFFFFFFFFu : off);
-        put(&cd, e[i].name, nl);
-        if (zip64) {
-            put16(&cd, 1); put16(&cd, 24); put64(&cd, e[i].n); put64(&cd, cn); put64(&cd, off);
-        }
-        free(c);
-    }
-    uint32_t cd_off = (uint32_t)z.n;
-    put(&z, cd.p, cd.n);
-    if (zip64) {
-        uint64_t e64 = z.n;
-        put32(&z, 0x06064b50u); put64(&z, 44); put16(&z, 45); put16(&z, 45); put32(&z, 0); put32(&z, 0);
-        put64(&z, (uint64_t)n); put64(&z, (uint64_t)n); put64(&z, cd.n); put64(&z, cd_off);
-        put32(&z, 0x07064b50u); put32(&z, 0); put64(&z, e64); put32(&z, 1);
-    }
-    put32(&z, 0x06054b50u); put16(&z, 0); put16(&z, 0);
-    put16(&z, zip64 ? 0xFFFF : (unsigned)n); put16(&z, zip64 ? 0xFFFF : (unsigned)n);
-    put32(&z, zip64 ? 0xFFFFFFFFu : (uint32_t)cd.n); put32(&z, zip64 ? 0xFFFFFFFFu : cd_off); put16(&z, 0);
-    free(cd.p);
-    return z;
-}
-
-static buf make_zip(const zentry *e, int n, int compress_it) { return make_zip_ex(e, n, compress_it, 0); }
-
-/* A state dict {"w": tensor of 2 F32 at storage offset `off` in a 4-element
- * storage}, as torch's protocol-2 pickle spells it. */
-static size_t make_pickle(unsigned char *p, int off, const char *mod, const char *name) {
-    size_t n = 0;
-#define B(s) (memcpy(p + n, s, sizeof s - 1), n += sizeof s - 1)
-    B("\x80\x02}q\x00(X\x01\x00\x00\x00wq\x01");
-    if (mod) {
-        p[n++] = 'c';
-        memcpy(p + n, mod, strlen(mod)), n += strlen(mod);
-        p[n++] = '\n';
-        memcpy(p + n, name, strlen(name)), n += strlen(name);
-        p[n++] = '\n';
-    } else {
-        B("ctorch._utils\n_rebuild_tensor_v2\n");
-    }
-    B("q\x02((X\x07\x00\x00\x00storageq\x03" "ctorch\nFloatStorage\nq\x04X\x01\x00\x00\x00" "0X\x03\x00\x00\x00" "cpuK\x04tQK");
-    p[n++] = (unsigned char)off;
-    B("K\x02\x85K\x01\x85\x89" "ccollections\nOrderedDict\n)Rtq\x05Ru.");
-#undef B
-    return n;
-}
-
-static const float STORAGE[4] = {1.5f, -2.0f, 3.25f, 4.0f};
-
 /* Parses a zip of pkl plus a 4-element F32 storage "0"; the zip is freed
  * before returning, so only the status and error are meaningful. */
-static bc_status parse_pickle(opt_pt_file *f, const unsigned char *pkl, size_t n, int deflate, bc_error *err) {
+static bc_status parse_pickle(opt_ck_file *f, const unsigned char *pkl, size_t n, int deflate, bc_error *err) {
     zentry e[] = {{"archive/data.pkl", pkl, n}, {"archive/byteorder", "little", 6}, {"archive/data/0", STORAGE, 16}};
     buf z = make_zip(e, 3, deflate);
     bc_status st = opt_pt_parse(f, FAKE, z.p, z.n, err);
@@ -168,13 +50,13 @@ static bc_status parse_pickle(opt_pt_file *f, const unsigned char *pkl, size_t n
 static void test_bin_matches_safetensors(void **state) {
     (void)state;
     bc_error err = {0};
-    opt_pt_set pt;
-    opt_st_set st;
-    if (opt_pt_set_open_dir(&pt, GOLDEN "preln-bin", &err) != BC_OK) fail_msg("%s", err.message);
-    if (opt_st_set_open_dir(&st, GOLDEN "preln", &err) != BC_OK) fail_msg("%s", err.message);
+    opt_ck_set pt;
+    opt_ck_set st;
+    if (opt_ck_set_open_dir(&pt, GOLDEN "preln-bin", &err) != BC_OK) fail_msg("%s", err.message);
+    if (opt_ck_set_open_dir(&st, GOLDEN "preln", &err) != BC_OK) fail_msg("%s", err.message);
     assert_true(st.n_tensors > 30);
     for (size_t i = 0; i < st.n_tensors; i++) {
-        const opt_st_tensor *a = st.by_name[i], *b = NULL;
+        const opt_ck_tensor *a = st.by_name[i], *b = NULL;
         for (size_t k = 0; k < pt.n_tensors; k++)
             if (strcmp(pt.by_name[k]->name, a->name) == 0) b = pt.by_name[k];
         if (!b) fail_msg("%s missing from the .bin", a->name);
@@ -186,8 +68,8 @@ static void test_bin_matches_safetensors(void **state) {
     }
     /* The .bin also carries the tied lm_head (sharing embed_tokens' storage). */
     assert_int_equal(pt.n_tensors, st.n_tensors + 1);
-    opt_pt_set_close(&pt);
-    opt_st_set_close(&st);
+    opt_ck_set_close(&pt);
+    opt_ck_set_close(&st);
 }
 
 static void cmp_matrix(const opt_matrix *a, const opt_matrix *b) {
@@ -243,18 +125,18 @@ static void test_small_valid_stored_deflate_zip64(void **state) {
     for (int mode = 0; mode < 4; mode++) { /* STORED, DEFLATE, each without and with ZIP64 */
         zentry e[] = {{"archive/data.pkl", pkl, n}, {"archive/data/0", STORAGE, 16}};
         buf z = make_zip_ex(e, 2, mode & 1, mode >> 1);
-        opt_pt_file f;
+        opt_ck_file f;
         bc_error err = {0};
         if (opt_pt_parse(&f, FAKE, z.p, z.n, &err) != BC_OK) fail_msg("%s", err.message);
         assert_int_equal(f.n_tensors, 1);
         assert_string_equal(f.tensors[0].name, "w");
-        assert_int_equal(f.tensors[0].dtype, OPT_ST_F32);
+        assert_int_equal(f.tensors[0].dtype, OPT_CK_F32);
         assert_int_equal(f.tensors[0].ndim, 1);
         assert_int_equal(f.tensors[0].shape[0], 2);
         float got[2];
         memcpy(got, f.tensors[0].data, sizeof got);
         assert_true(got[0] == STORAGE[1] && got[1] == STORAGE[2]); /* offset 1 */
-        opt_pt_close(&f);
+        opt_ck_file_close(&f);
         free(z.p);
     }
 }
@@ -273,10 +155,10 @@ static void test_truncated(void **state) {
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         unsigned char *p = malloc(cuts[i] ? cuts[i] : 1); /* exact-size copy so ASan sees any over-read */
         memcpy(p, all, cuts[i]);
-        opt_pt_file f;
+        opt_ck_file f;
         bc_error err = {0};
         expect_error(opt_pt_parse(&f, FAKE, p, cuts[i], &err), &err, NULL);
-        opt_pt_close(&f);
+        opt_ck_file_close(&f);
         free(p);
     }
     /* Through the loader: a checkpoint dir whose .bin is cut short. */
@@ -304,7 +186,7 @@ static void test_not_a_zip(void **state) {
     (void)state;
     char junk[4096];
     memset(junk, 'A', sizeof junk);
-    opt_pt_file f;
+    opt_ck_file f;
     bc_error err = {0};
     expect_error(opt_pt_parse(&f, FAKE, junk, sizeof junk, &err), &err, "not a zip");
     /* A zip without a data.pkl. */
@@ -326,7 +208,7 @@ static void test_forbidden_global(void **state) {
     (void)state;
     unsigned char pkl[512];
     size_t n = make_pickle(pkl, 0, "os", "system");
-    opt_pt_file f;
+    opt_ck_file f;
     bc_error err = {0};
     expect_error(parse_pickle(&f, pkl, n, 0, &err), &err, "refusing GLOBAL 'os system'");
     const char *evil = "\x80\x02" "cbuiltins\neval\n" "X\x01\x00\x00\x00" "1\x85R.";
@@ -340,18 +222,18 @@ static void test_storage_offset_out_of_range(void **state) {
     (void)state;
     unsigned char pkl[512];
     size_t n = make_pickle(pkl, 3, NULL, NULL); /* elements [3, 5) of 4 */
-    opt_pt_file f;
+    opt_ck_file f;
     bc_error err = {0};
     expect_error(parse_pickle(&f, pkl, n, 0, &err), &err, "outside its 4-element storage");
     n = make_pickle(pkl, 2, NULL, NULL); /* [2, 4): fits */
     if (parse_pickle(&f, pkl, n, 0, &err) != BC_OK) fail_msg("%s", err.message);
-    opt_pt_close(&f);
+    opt_ck_file_close(&f);
 }
 
 static void test_bad_memo(void **state) {
     (void)state;
     const char *p = "\x80\x02h\x07.";
-    opt_pt_file f;
+    opt_ck_file f;
     bc_error err = {0};
     expect_error(parse_pickle(&f, (const unsigned char *)p, strlen(p), 0, &err), &err, "memo index 7");
     const char *q = "\x80\x02}r\xff\xff\xff\x7f.";
@@ -374,11 +256,11 @@ static void test_every_byte_corrupted(void **state) {
             z.p[i] = vals[v];
             unsigned char *copy = malloc(z.n);
             memcpy(copy, z.p, z.n);
-            opt_pt_file f;
+            opt_ck_file f;
             bc_error err = {0};
             if (opt_pt_parse(&f, FAKE, copy, z.n, &err) == BC_OK) {
                 ok++;
-                opt_pt_close(&f);
+                opt_ck_file_close(&f);
             } else {
                 bad++;
                 assert_non_null(strstr(err.message, FAKE));
@@ -392,46 +274,27 @@ static void test_every_byte_corrupted(void **state) {
     free(z.p);
 }
 
-static void write_file(const char *dir, const char *name, const void *p, size_t n) {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *fp = fopen(path, "wb");
-    assert_non_null(fp);
-    assert_int_equal(fwrite(p, 1, n, fp), n);
-    fclose(fp);
-}
-
 /* pytorch_model.bin.index.json over two crafted shards: the tensors of both
  * come back; a weight_map entry naming the wrong shard is refused. */
 static void test_sharded(void **state) {
     (void)state;
     char dir[] = "/tmp/bc_ptshard_XXXXXX";
     assert_non_null(mkdtemp(dir));
-    unsigned char pkl[512];
-    size_t n = make_pickle(pkl, 0, NULL, NULL);
-    zentry e[] = {{"archive/data.pkl", pkl, n}, {"archive/data/0", STORAGE, 16}};
-    buf z = make_zip(e, 2, 0);
-    write_file(dir, "a.bin", z.p, z.n);
-    /* The same pickle with the tensor "w" renamed "v". */
-    for (size_t i = 0; i + 1 < n; i++)
-        if (pkl[i] == 'X' && pkl[i + 1] == 1 && pkl[i + 5] == 'w') pkl[i + 5] = 'v';
-    free(z.p);
-    z = make_zip(e, 2, 0);
-    write_file(dir, "b.bin", z.p, z.n);
-    free(z.p);
+    write_pt_shard(dir, "a.bin", 'w');
+    write_pt_shard(dir, "b.bin", 'v');
     const char *good = "{\"weight_map\": {\"w\": \"a.bin\", \"v\": \"b.bin\"}}";
     write_file(dir, "pytorch_model.bin.index.json", good, strlen(good));
-    opt_pt_set s;
+    opt_ck_set s;
     bc_error err = {0};
-    if (opt_pt_set_open_dir(&s, dir, &err) != BC_OK) fail_msg("%s", err.message);
+    if (opt_ck_set_open_dir(&s, dir, &err) != BC_OK) fail_msg("%s", err.message);
     assert_int_equal(s.n_files, 2);
     assert_int_equal(s.n_tensors, 2);
     assert_string_equal(s.by_name[0]->name, "v");
     assert_string_equal(s.by_name[1]->name, "w");
-    opt_pt_set_close(&s);
+    opt_ck_set_close(&s);
     const char *bad = "{\"weight_map\": {\"w\": \"b.bin\", \"v\": \"b.bin\"}}";
     write_file(dir, "pytorch_model.bin.index.json", bad, strlen(bad));
-    assert_int_not_equal(opt_pt_set_open_dir(&s, dir, &err), BC_OK);
+    assert_int_not_equal(opt_ck_set_open_dir(&s, dir, &err), BC_OK);
     print_message("  error: %s\n", err.message);
     assert_non_null(strstr(err.message, "b.bin"));
     assert_non_null(strstr(err.message, "'w'"));

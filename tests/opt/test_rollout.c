@@ -3,7 +3,8 @@
  * per-row prefill), shared-prefix decode attention (same tokens as every row
  * reading its own cached prompt), prompts files (left padding gives the same tokens as the
  * prompt alone; pad id 0 is legal), determinism, cache release/acquire, the
- * feasibility check and what generate measures.
+ * feasibility check, what generate measures and the sample stream per
+ * iteration.
  * A tiny synthetic model; a vocabulary of 8 makes EOS frequent.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -192,6 +193,40 @@ static void test_seeded_determinism(void **state) {
 
 /* Rows are sampled in parallel, each with its own generator: the tokens do
  * not depend on the thread count. */
+/* sample_stream: "fixed" draws the same tokens at every generate of a
+ * rollout; "per_iteration" draws a different stream per iteration, the same
+ * for the same iteration index in another run. */
+static void test_sample_stream(void **state) {
+    (void)state;
+    fixture *f = make(64, 1);
+    bc_error err = {0};
+    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 2, .prompt_length = 4, .response_length = 10,
+                            .sampling = {1.0, 1.0, 0, 5}};
+    const size_t n = (size_t)4 * 14 * sizeof(int32_t);
+    int32_t first[4 * 14], again[4 * 14];
+    for (int per_iteration = 0; per_iteration <= 1; per_iteration++) {
+        p.per_iteration_stream = per_iteration;
+        opt_rollout a, b;
+        run(f, &p, &a); /* iteration 0 */
+        memcpy(first, a.seq, n);
+        a.iteration = 1;
+        assert_int_equal(opt_rollout_expand(&a, &err), BC_OK);
+        assert_int_equal(opt_rollout_generate(&a, &f->m, &err), BC_OK);
+        memcpy(again, a.seq, n);
+        if (per_iteration) assert_memory_not_equal(first, again, n);
+        else assert_memory_equal(first, again, n);
+        /* another run: the same stream at the same iteration */
+        assert_int_equal(opt_rollout_init(&b, &f->hp, &p, &err), BC_OK);
+        b.iteration = 1;
+        assert_int_equal(opt_rollout_expand(&b, &err), BC_OK);
+        assert_int_equal(opt_rollout_generate(&b, &f->m, &err), BC_OK);
+        assert_memory_equal(b.seq, again, n);
+        opt_rollout_free(&a, &f->m);
+        opt_rollout_free(&b, &f->m);
+    }
+    destroy(f);
+}
+
 static void test_threads_same_tokens(void **state) {
     (void)state;
     fixture *f1 = make_threads(64, 1, 1), *f3 = make_threads(64, 1, 3);
@@ -356,6 +391,7 @@ int main(void) {
         cmocka_unit_test(test_prompts_file),               cmocka_unit_test(test_too_long),
         cmocka_unit_test(test_generation_stats),
         cmocka_unit_test(test_threads_same_tokens),
+        cmocka_unit_test(test_sample_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

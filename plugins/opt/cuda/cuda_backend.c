@@ -1,10 +1,11 @@
-/* cuda_backend.c: the opt plugin's hooks on a CUDA device (see cuda_backend.h). */
+/* cuda_backend.c: the CUDA device of the OPT engine (see cuda_backend.h and
+ * ../device.h): the device, the model on it (uploaded from the plugin's host
+ * weights) and each case's device side (cuda_rollout.h). */
 #include "cuda_backend.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-
-static int shared(const opt_rollout *ro) { return ro->p.shared_prefill && ro->Sp > 1; }
 
 /* Opens the device once; on failure keeps the reason as the device name. */
 bc_status opt_cuda_backend_open(opt_cuda_backend *b, bc_error *err) {
@@ -23,17 +24,82 @@ void opt_cuda_backend_init(opt_cuda_backend *b, int device_index, int use_graphs
     memset(b, 0, sizeof *b);
     b->index = device_index;
     b->use_graphs = use_graphs;
+    snprintf(b->device, sizeof b->device, "cuda:%d", device_index);
     bc_error err = {0};
     (void)opt_cuda_backend_open(b, &err); /* a failure is reported by each case */
 }
 
-void opt_cuda_backend_end_case(opt_cuda_backend *b) {
+void opt_cuda_backend_free(opt_cuda_backend *b) {
+    if (b->have_rollout) opt_cuda_rollout_free(&b->cr);
+    b->have_rollout = 0;
+    opt_cuda_model_destroy(b->m);
+    b->m = NULL;
+    opt_cuda_device_close(b->dev);
+    b->dev = NULL;
+}
+
+/* ----------------------------------------------------------- device hooks */
+
+static bc_status cuda_create(const opt_device_config *cfg, void **out, bc_error *err) {
+    opt_cuda_backend *b = malloc(sizeof *b);
+    if (!b) return bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
+    opt_cuda_backend_init(b, cfg->index, cfg->graphs);
+    *out = b;
+    return BC_OK;
+}
+
+static void cuda_destroy(void *ctx) {
+    if (!ctx) return;
+    opt_cuda_backend_free(ctx);
+    free(ctx);
+}
+
+static bc_status cuda_open(void *ctx, bc_error *err) { return opt_cuda_backend_open(ctx, err); }
+
+static void cuda_describe(void *ctx, opt_device_info *out) {
+    opt_cuda_backend *b = ctx;
+    *out = (opt_device_info){.device = b->device,
+                             .device_name = b->name,
+                             .driver = b->driver[0] ? b->driver : NULL,
+                             .cpu_threads = -1};
+}
+
+static void cuda_plan(void *ctx, const opt_hparams *hp, opt_dtype dt, const opt_rollout *ro, opt_device_plan *out) {
+    (void)ctx;
+    const int shared = opt_rollout_shared_prefill(ro);
+    const opt_cuda_plan p = opt_cuda_plan_rollout(hp, dt, ro->R, ro->Bp, ro->Tp, ro->Stot, shared);
+    out->weights = (int64_t)p.weights;
+    out->kv_cache = (int64_t)p.kv_cache;
+    out->workspace = (int64_t)p.workspace;
+    /* + the device length counter of each KV cache */
+    out->device_peak = (int64_t)(p.weights + p.kv_cache + p.workspace + (size_t)(shared ? 2 : 1) * OPT_CUDA_ALIGN);
+}
+
+static double gib(int64_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
+
+/* The device's total bytes, -1 when no device is open. */
+static int64_t cuda_capacity(void *ctx, int64_t held_host, char *where, size_t where_len) {
+    (void)held_host;
+    opt_cuda_backend *b = ctx;
+    size_t fr = 0, tot = 0;
+    bc_error err = {0};
+    if (!b->dev || opt_cuda_mem_get_info(b->dev, &fr, &tot, &err) != BC_OK) return -1;
+    snprintf(where, where_len, "%s has %.1f GiB", b->name, gib((int64_t)tot));
+    return (int64_t)tot;
+}
+
+static void cuda_end_case(void *ctx, opt_rollout *ro) {
+    (void)ro;
+    opt_cuda_backend *b = ctx;
     if (b->have_rollout) opt_cuda_rollout_free(&b->cr);
     b->have_rollout = 0;
 }
 
-bc_status opt_cuda_backend_begin_case(opt_cuda_backend *b, const opt_weights *w, opt_rollout *ro, bc_error *err) {
-    opt_cuda_backend_end_case(b);
+/* Opens the device if needed, uploads w when it is not the one on the
+ * device, and acquires ro's device cache. */
+static bc_status cuda_begin_case(void *ctx, const opt_weights *w, opt_rollout *ro, bc_error *err) {
+    opt_cuda_backend *b = ctx;
+    cuda_end_case(b, ro);
     bc_status st = opt_cuda_backend_open(b, err);
     if (st != BC_OK) return st;
     if (b->m && (b->uploaded != w->arena || b->uploaded_dtype != w->dtype)) {
@@ -52,76 +118,78 @@ bc_status opt_cuda_backend_begin_case(opt_cuda_backend *b, const opt_weights *w,
     return opt_cuda_rollout_acquire(&b->cr, err);
 }
 
-bc_status opt_cuda_backend_generate(opt_cuda_backend *b, bc_error *err) {
-    if (!b->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt cuda: generate outside a case");
-    return opt_cuda_rollout_generate(&b->cr, err);
+static bc_status cuda_generate(void *ctx, opt_rollout *ro, bc_error *err) {
+    opt_cuda_backend *b = ctx;
+    if (!b->have_rollout || b->cr.ro != ro) return bc_error_set(err, BC_ERR_INTERNAL, "opt cuda: generate outside a case");
+    return opt_rollout_run(ro, &opt_cuda_steps, &b->cr, err);
 }
 
-bc_status opt_cuda_backend_cache_acquire(opt_cuda_backend *b, bc_error *err) {
+static bc_status cuda_cache_acquire(void *ctx, opt_rollout *ro, bc_error *err) {
+    (void)ro;
+    opt_cuda_backend *b = ctx;
     if (!b->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt cuda: cache_acquire outside a case");
     return opt_cuda_rollout_acquire(&b->cr, err);
 }
 
-void opt_cuda_backend_cache_release(opt_cuda_backend *b) {
+static void cuda_cache_release(void *ctx, opt_rollout *ro) {
+    (void)ro;
+    opt_cuda_backend *b = ctx;
     if (b->have_rollout) opt_cuda_rollout_release(&b->cr);
 }
 
-void opt_cuda_backend_reset_peak(opt_cuda_backend *b) {
+static void cuda_reset_peak(void *ctx) {
+    opt_cuda_backend *b = ctx;
     if (b->dev) opt_cuda_mem_reset_peak(opt_cuda_device_mem(b->dev));
 }
 
-bc_status opt_cuda_backend_read_memory(opt_cuda_backend *b, bc_memory_stats *out, bc_error *err) {
-    if (!b->dev) {
-        BC_SET(out, bc_memory_stats, device_peak_bytes, -1);
-        BC_SET(out, bc_memory_stats, device_free_bytes, -1);
-        BC_SET(out, bc_memory_stats, device_total_bytes, -1);
-        return BC_OK; /* resident_bytes: the caller's host figure */
-    }
+/* Device bytes per kind, what is held now, the device high-water mark and
+ * cudaMemGetInfo. */
+static bc_status cuda_read_memory(void *ctx, const opt_rollout *ro, opt_device_memory *out, bc_error *err) {
+    (void)ro;
+    opt_cuda_backend *b = ctx;
+    *out = (opt_device_memory){.weights = -1,
+                               .device_resident = -1,
+                               .device_peak = -1,
+                               .device_free = -1,
+                               .device_total = -1};
+    if (!b->dev) return BC_OK;
     const opt_cuda_mem *m = opt_cuda_device_mem(b->dev);
-    BC_SET(out, bc_memory_stats, weights_bytes, (int64_t)m->held[OPT_CUDA_MEM_WEIGHTS]);
+    out->weights = (int64_t)m->held[OPT_CUDA_MEM_WEIGHTS];
     /* the case's cache as planned (the harness reads memory after a release too) */
-    BC_SET(out, bc_memory_stats, kv_cache_bytes, b->have_rollout ? (int64_t)b->case_plan.kv_cache : 0);
-    BC_SET(out, bc_memory_stats, workspace_bytes, b->have_rollout ? (int64_t)b->case_plan.workspace : 0);
-    BC_SET(out, bc_memory_stats, device_peak_bytes, (int64_t)m->peak);
-    BC_SET(out, bc_memory_stats, resident_bytes, (int64_t)m->current); /* without the cache after a release */
+    out->kv_cache = b->have_rollout ? (int64_t)b->case_plan.kv_cache : 0;
+    out->workspace = b->have_rollout ? (int64_t)b->case_plan.workspace : 0;
+    out->device_peak = (int64_t)m->peak;
+    out->device_resident = (int64_t)m->current; /* without the cache after a release */
     size_t fr = 0, tot = 0;
     bc_status st = opt_cuda_mem_get_info(b->dev, &fr, &tot, err);
     if (st != BC_OK) return st;
-    BC_SET(out, bc_memory_stats, device_free_bytes, (int64_t)fr);
-    BC_SET(out, bc_memory_stats, device_total_bytes, (int64_t)tot);
+    out->device_free = (int64_t)fr;
+    out->device_total = (int64_t)tot;
     return BC_OK;
 }
 
-int64_t opt_cuda_backend_total_bytes(opt_cuda_backend *b) {
-    size_t fr = 0, tot = 0;
-    bc_error err = {0};
-    if (!b->dev || opt_cuda_mem_get_info(b->dev, &fr, &tot, &err) != BC_OK) return -1;
-    return (int64_t)tot;
+/* The cache is on the device. */
+static int64_t cuda_host_bytes(void *ctx, const opt_rollout *ro) {
+    (void)ctx, (void)ro;
+    return 0;
 }
 
-void opt_cuda_backend_plan_memory(const opt_hparams *hp, opt_dtype dt, const opt_rollout *ro, bc_memory_stats *out) {
-    opt_cuda_plan p = opt_cuda_plan_rollout(hp, dt, ro->R, ro->Bp, ro->Tp, ro->Stot, shared(ro));
-    BC_SET(out, bc_memory_stats, weights_bytes, (int64_t)p.weights);
-    BC_SET(out, bc_memory_stats, kv_cache_bytes, (int64_t)p.kv_cache);
-    BC_SET(out, bc_memory_stats, workspace_bytes, (int64_t)p.workspace);
-    /* + the device length counter of each KV cache */
-    BC_SET(out, bc_memory_stats, device_peak_bytes,
-           (int64_t)(p.weights + p.kv_cache + p.workspace + (size_t)(shared(ro) ? 2 : 1) * OPT_CUDA_ALIGN));
-    BC_SET(out, bc_memory_stats, device_free_bytes, -1);
-    BC_SET(out, bc_memory_stats, device_total_bytes, -1);
-}
+static const opt_device_ops cuda_ops = {
+    .name = "cuda",
+    .create = cuda_create,
+    .destroy = cuda_destroy,
+    .open = cuda_open,
+    .describe = cuda_describe,
+    .plan = cuda_plan,
+    .capacity = cuda_capacity,
+    .begin_case = cuda_begin_case,
+    .generate = cuda_generate,
+    .cache_acquire = cuda_cache_acquire,
+    .cache_release = cuda_cache_release,
+    .end_case = cuda_end_case,
+    .reset_peak = cuda_reset_peak,
+    .host_bytes = cuda_host_bytes,
+    .read_memory = cuda_read_memory,
+};
 
-void opt_cuda_backend_free(opt_cuda_backend *b) {
-    opt_cuda_backend_end_case(b);
-    opt_cuda_model_destroy(b->m);
-    b->m = NULL;
-    opt_cuda_device_close(b->dev);
-    b->dev = NULL;
-}
-
-void opt_cuda_backend_describe(opt_cuda_backend *b, bc_backend_info *info, char *device, size_t device_len) {
-    snprintf(device, device_len, "cuda:%d", b->index);
-    BC_SET(info, bc_backend_info, device, device);
-    BC_SET(info, bc_backend_info, device_name, b->name);
-    BC_SET(info, bc_backend_info, driver, b->driver[0] ? b->driver : NULL);
-}
+const opt_device_ops *const opt_device_cuda = &cuda_ops;

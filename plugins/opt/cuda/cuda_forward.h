@@ -94,13 +94,10 @@ opt_dtype opt_cuda_model_dtype(const opt_cuda_model *m);
 /* ---------------------------------------------------------------- KV cache */
 
 typedef struct opt_cuda_kv_cache {
-    opt_dtype dtype;
-    int L, B, H, D, Smax;
-    int len;        /* S on the host ... */
-    int *d_len;     /* ... and on the device (kept equal) */
-    void *k, *v;    /* [L][B][H][Smax][D] each, in dtype, device; one allocation */
-    size_t bytes;   /* opt_kv_cache_bytes(): the same as the CPU path */
-    size_t alloc_bytes; /* bytes + the length counter */
+    opt_kv_cache c;  /* the CPU cache's shape, len (on the host), bytes; k, v in device memory
+                      * ([L][B][H][Smax][D] each, one allocation); no prefix sharing */
+    int *d_len;      /* the length on the device (kept equal to c.len) */
+    size_t alloc_bytes; /* c.bytes + the length counter */
 } opt_cuda_kv_cache;
 
 bc_status opt_cuda_kv_cache_alloc(opt_cuda_device *d, opt_cuda_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype,
@@ -115,7 +112,7 @@ bc_status opt_cuda_kv_cache_copy_row(opt_cuda_device *d, opt_cuda_kv_cache *dst,
 /* ----------------------------------------------------------------- forward */
 
 /* As opt_forward (forward.h) with device buffers:
- *   d_tokens  [B, T] int32      d_mask [B, mask_stride] uint8 for s < kv->len + T
+ *   d_tokens  [B, T] int32      d_mask [B, mask_stride] uint8 for s < kv->c.len + T
  *   d_logits  fp32 [B, T, V] (ALL) or [B, V] (LAST)
  * Appends T tokens to kv (host and device length). Tokens are not range
  * checked on the device (the caller's tokens come from the sampler). */
@@ -149,8 +146,8 @@ void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures,
 /* ---------------------------------------------------------------- sampling */
 
 /* One sampling step of every row, on the device, as ../sampling.c and the
- * rollout's sample_step do it: EOS suppressed unless stop_at_eos; a finished
- * row emits pad_id; greedy (first maximum) when temperature == 0, else
+ * CPU device's sampling step (../device_cpu.c) do it: EOS suppressed unless
+ * stop_at_eos; a finished row emits pad_id; greedy (first maximum) when temperature == 0, else
  * temperature, top-k, top-p, and one uniform from the row's generator (the
  * CPU path's splitmix64 stream: opt_rng_for_row, opt_rng_uniform). The token
  * of row r goes to d_seq[r, pos] and d_step_tokens[r], d_mask[r, pos] = 1,

@@ -1,21 +1,18 @@
-/* cuda_rollout.c: the generate stage on a CUDA device (see cuda_rollout.h),
- * step for step as rollout.c's opt_rollout_generate:
- *   prefill   one forward over the prompts of every row (or, with shared
- *             prefill, of every prompt once, its KV rows and logits copied
- *             to its samples); sample token 0;
- *   step k    one decode forward of token k - 1 (a graph replay when
- *             use_graphs), then sample token k, all on the device.
- * Timings are CUDA events on the device's stream (opt_cuda_mark): the
- * prefill forward, each decode forward, each decode step (forward +
- * sampling) and the first token (from the start of generate, a mark before
- * the uploads, to token 0 of every row sampled).
+/* cuda_rollout.c: the rollout loop's steps on a CUDA device (see
+ * cuda_rollout.h and ../device.h): the loop (../rollout.c, opt_rollout_run)
+ * is the CPU's; here each step queues its work on the device's stream:
+ *   start     the expanded rows, masks and generators to the device;
+ *   prefill   one forward over the prompts of every row (or of every prompt
+ *             once, whose KV rows and logits copy_prompt copies to its samples);
+ *   decode    one forward of token k - 1 (a graph replay when use_graphs);
+ *   sample    token k of every row, on the device;
+ *   finish    waits, and brings the tokens back.
+ * Timing marks are CUDA events on the stream (opt_cuda_mark).
  */
 #include "cuda_rollout.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static int shared(const opt_rollout *ro) { return ro->p.shared_prefill && ro->Sp > 1; }
 
 void opt_cuda_rollout_init(opt_cuda_rollout *cr, opt_rollout *ro, opt_cuda_device *dev, opt_cuda_model *m,
                            int use_graphs) {
@@ -29,7 +26,7 @@ void opt_cuda_rollout_init(opt_cuda_rollout *cr, opt_rollout *ro, opt_cuda_devic
 opt_cuda_plan opt_cuda_rollout_plan(const opt_cuda_rollout *cr) {
     const opt_rollout *ro = cr->ro;
     return opt_cuda_plan_rollout(opt_cuda_model_hparams(cr->m), opt_cuda_model_dtype(cr->m), ro->R, ro->Bp, ro->Tp,
-                                 ro->Stot, shared(ro));
+                                 ro->Stot, opt_rollout_shared_prefill(ro));
 }
 
 void opt_cuda_rollout_release(opt_cuda_rollout *cr) {
@@ -49,10 +46,10 @@ bc_status opt_cuda_rollout_acquire(opt_cuda_rollout *cr, bc_error *err) {
     const opt_dtype dt = opt_cuda_model_dtype(cr->m);
     const opt_cuda_plan plan = opt_cuda_rollout_plan(cr);
     bc_status st = opt_cuda_kv_cache_alloc(cr->dev, &cr->kv, hp, dt, ro->R, ro->Stot, err);
-    if (st == BC_OK && shared(ro)) st = opt_cuda_kv_cache_alloc(cr->dev, &cr->kv_shared, hp, dt, ro->Bp, ro->Tp, err);
+    if (st == BC_OK && opt_rollout_shared_prefill(ro)) st = opt_cuda_kv_cache_alloc(cr->dev, &cr->kv_shared, hp, dt, ro->Bp, ro->Tp, err);
     if (st == BC_OK) st = opt_cuda_model_reserve(cr->m, plan.max_tokens, err);
     if (st == BC_OK) {
-        cr->buf_bytes = opt_cuda_rollout_layout_for(ro->V, ro->R, ro->Bp, ro->Tp, ro->Stot, shared(ro), &cr->l);
+        cr->buf_bytes = opt_cuda_rollout_layout_for(ro->V, ro->R, ro->Bp, ro->Tp, ro->Stot, opt_rollout_shared_prefill(ro), &cr->l);
         st = opt_cuda_alloc(cr->dev, OPT_CUDA_MEM_WORKSPACE, cr->buf_bytes, (void **)&cr->d_buf, "rollout buffers", err);
         if (st != BC_OK) cr->buf_bytes = 0;
     }
@@ -98,105 +95,122 @@ static bc_status sample(opt_cuda_rollout *cr, int *running, bc_error *err) {
     return BC_OK;
 }
 
-bc_status opt_cuda_rollout_generate(opt_cuda_rollout *cr, bc_error *err) {
-    opt_rollout *ro = cr->ro;
+static bc_status cuda_acquire(void *ctx, opt_rollout *ro, bc_error *err) {
+    (void)ro;
+    return opt_cuda_rollout_acquire(ctx, err);
+}
+
+static void cuda_marks_reset(void *ctx, opt_rollout *ro) {
+    (void)ro;
+    opt_cuda_marks_reset(((opt_cuda_rollout *)ctx)->dev);
+}
+
+static int cuda_mark(void *ctx, opt_rollout *ro) {
+    (void)ro;
+    return opt_cuda_mark(((opt_cuda_rollout *)ctx)->dev);
+}
+
+static double cuda_elapsed_ms(void *ctx, opt_rollout *ro, int from, int to) {
+    (void)ro;
+    return opt_cuda_marks_ms(((opt_cuda_rollout *)ctx)->dev, from, to);
+}
+
+/* The expanded rows, masks, generators, EOS positions and counters to the device. */
+static bc_status cuda_start(void *ctx, opt_rollout *ro, bc_error *err) {
+    opt_cuda_rollout *cr = ctx;
     opt_cuda_device *d = cr->dev;
-    /* every time below is between two marks on the stream (CUDA events);
-     * m_start stands for the start of generate */
-    opt_cuda_marks_reset(d);
-    const int m_start = opt_cuda_mark(d);
-    TRY(opt_cuda_rollout_acquire(cr, err));
-    const int R = ro->R, Tp = ro->Tp, Bp = ro->Bp, V = ro->V;
-    /* the expanded rows, masks, generators and counters to the device */
-    uint64_t *rng = malloc((size_t)R * sizeof *rng);
-    int32_t *eos = malloc((size_t)R * sizeof *eos);
-    if (!rng || !eos) {
-        free(rng);
-        free(eos);
-        return bc_error_set(err, BC_ERR_NOMEM, "CUDA rollout: no host memory for %d rows", R);
-    }
-    for (int r = 0; r < R; r++) {
-        rng[r] = opt_rng_for_row(ro->p.sampling.seed, (uint64_t)r).state;
-        eos[r] = -1;
-        ro->eos_at[r] = -1;
-    }
+    const size_t R = (size_t)ro->R, Tp = (size_t)ro->Tp;
     const int64_t zero[2] = {0, 0};
-    bc_status st = opt_cuda_upload(d, BUF(void, rng), rng, (size_t)R * sizeof *rng, err);
-    if (st == BC_OK) st = opt_cuda_upload(d, BUF(void, eos_at), eos, (size_t)R * sizeof *eos, err);
-    free(rng);
-    free(eos);
-    TRY(st);
+    _Static_assert(sizeof(opt_rng) == sizeof(uint64_t), "a generator is its 64-bit state");
+    _Static_assert(sizeof(int) == sizeof(int32_t), "eos_at is int32 on the device");
+    TRY(opt_cuda_upload(d, BUF(void, rng), ro->rngs, R * sizeof *ro->rngs, err));
+    TRY(opt_cuda_upload(d, BUF(void, eos_at), ro->eos_at, R * sizeof *ro->eos_at, err));
     TRY(opt_cuda_upload(d, BUF(void, counters), zero, sizeof zero, err));
-    TRY(opt_cuda_upload(d, BUF(void, seq), ro->seq, (size_t)R * ro->Stot * sizeof *ro->seq, err));
-    TRY(opt_cuda_upload(d, BUF(void, mask), ro->mask, (size_t)R * ro->Stot, err));
-    TRY(opt_cuda_upload(d, BUF(void, prefill_ids), ro->prefill_ids, (size_t)R * Tp * sizeof *ro->prefill_ids, err));
-    if (shared(ro)) {
-        TRY(opt_cuda_upload(d, BUF(void, prompt_ids), ro->prompt_ids, (size_t)Bp * Tp * sizeof *ro->prompt_ids, err));
-        TRY(opt_cuda_upload(d, BUF(void, prompt_mask), ro->prompt_mask, (size_t)Bp * Tp, err));
+    TRY(opt_cuda_upload(d, BUF(void, seq), ro->seq, R * ro->Stot * sizeof *ro->seq, err));
+    TRY(opt_cuda_upload(d, BUF(void, mask), ro->mask, R * ro->Stot, err));
+    TRY(opt_cuda_upload(d, BUF(void, prefill_ids), ro->prefill_ids, R * Tp * sizeof *ro->prefill_ids, err));
+    if (opt_rollout_shared_prefill(ro)) {
+        TRY(opt_cuda_upload(d, BUF(void, prompt_ids), ro->prompt_ids, (size_t)ro->Bp * Tp * sizeof *ro->prompt_ids,
+                            err));
+        TRY(opt_cuda_upload(d, BUF(void, prompt_mask), ro->prompt_mask, (size_t)ro->Bp * Tp, err));
     }
-    ro->n_generated = 0;
-    ro->n_decode_forwards = 0;
-    ro->decode_ms = 0.0;
-    ro->n_steps = 0;
-    ro->returned_len = 0;
-    ro->response_start = Tp;
-    ro->n_prefill_tokens = (int64_t)(shared(ro) ? Bp : R) * Tp;
+    return BC_OK;
+}
 
-    /* prefill */
-    TRY(opt_cuda_kv_cache_set_len(d, &cr->kv, 0, err));
-    const int m0 = opt_cuda_mark(d);
-    if (shared(ro)) {
-        TRY(opt_cuda_kv_cache_set_len(d, &cr->kv_shared, 0, err));
-        TRY(opt_cuda_forward(cr->m, &cr->kv_shared, BUF(int32_t, prompt_ids), BUF(uint8_t, prompt_mask), Tp, Bp, Tp,
-                             OPT_LOGITS_LAST, BUF(float, logits_shared), err));
-        for (int r = 0; r < R; r++) {
-            TRY(opt_cuda_kv_cache_copy_row(d, &cr->kv, r, &cr->kv_shared, r / ro->Sp, Tp, err));
-            TRY(opt_cuda_copy(d, BUF(float, logits) + (size_t)r * V, BUF(float, logits_shared) + (size_t)(r / ro->Sp) * V,
-                              (size_t)V * sizeof(float), err));
-        }
-        TRY(opt_cuda_kv_cache_set_len(d, &cr->kv, Tp, err));
-    } else {
-        TRY(opt_cuda_forward(cr->m, &cr->kv, BUF(int32_t, prefill_ids), BUF(uint8_t, mask), ro->Stot, R, Tp,
-                             OPT_LOGITS_LAST, BUF(float, logits), err));
-    }
-    const int m1 = opt_cuda_mark(d);
+/* The device kernels read every row's keys from the row itself: no prefix
+ * sharing (grouped_prefix = 0, so the loop never asks for it). */
+static bc_status cuda_set_cache(void *ctx, opt_rollout *ro, int len, int group, int prefix, bc_error *err) {
+    (void)ro, (void)prefix;
+    opt_cuda_rollout *cr = ctx;
+    if (group > 1) return bc_error_set(err, BC_ERR_INTERNAL, "opt cuda: prefix sharing asked of the CUDA device");
+    if (len == 0 || cr->kv.c.len != len) return opt_cuda_kv_cache_set_len(cr->dev, &cr->kv, len, err);
+    return BC_OK;
+}
 
-    /* token 0 of every row; then decode step k feeds token k - 1 and samples
-     * token k. Marks per step: before the forward, after it, after sampling. */
-    int running = 0, k = 1;
-    TRY(sample(cr, &running, err));
-    const int m_first = opt_cuda_mark(d);
-    int first = -1; /* the first step's first mark; steps are 3 marks apart */
-    for (; k < ro->Tr; k++) {
-        if (ro->p.stop_at_eos && running == 0) break;
-        int a = opt_cuda_mark(d);
-        TRY(opt_cuda_decode_step(cr->m, &cr->kv, BUF(int32_t, step_tokens), BUF(uint8_t, mask), ro->Stot, R,
-                                 BUF(float, logits), cr->use_graphs, err));
-        (void)opt_cuda_mark(d);
-        if (first < 0) first = a;
-        ro->n_decode_forwards++;
-        TRY(sample(cr, &running, err));
-        (void)opt_cuda_mark(d);
+static bc_status cuda_prefill(void *ctx, opt_rollout *ro, int prompts, bc_error *err) {
+    opt_cuda_rollout *cr = ctx;
+    if (prompts) {
+        TRY(opt_cuda_kv_cache_set_len(cr->dev, &cr->kv_shared, 0, err));
+        return opt_cuda_forward(cr->m, &cr->kv_shared, BUF(int32_t, prompt_ids), BUF(uint8_t, prompt_mask), ro->Tp,
+                                ro->Bp, ro->Tp, OPT_LOGITS_LAST, BUF(float, logits_shared), err);
     }
-    ro->returned_len = k;
+    return opt_cuda_forward(cr->m, &cr->kv, BUF(int32_t, prefill_ids), BUF(uint8_t, mask), ro->Stot, ro->R, ro->Tp,
+                            OPT_LOGITS_LAST, BUF(float, logits), err);
+}
+
+static bc_status cuda_copy_prompt(void *ctx, opt_rollout *ro, int r, int kv, bc_error *err) {
+    opt_cuda_rollout *cr = ctx;
+    const int b = r / ro->Sp;
+    const size_t V = (size_t)ro->V;
+    if (kv) TRY(opt_cuda_kv_cache_copy_row(cr->dev, &cr->kv, r, &cr->kv_shared, b, ro->Tp, err));
+    return opt_cuda_copy(cr->dev, BUF(float, logits) + (size_t)r * V, BUF(float, logits_shared) + (size_t)b * V,
+                         V * sizeof(float), err);
+}
+
+/* The sampler left token k - 1 in step_tokens and the mask set on the device. */
+static bc_status cuda_decode(void *ctx, opt_rollout *ro, int k, bc_error *err) {
+    (void)k;
+    opt_cuda_rollout *cr = ctx;
+    return opt_cuda_decode_step(cr->m, &cr->kv, BUF(int32_t, step_tokens), BUF(uint8_t, mask), ro->Stot, ro->R,
+                                BUF(float, logits), cr->use_graphs, err);
+}
+
+static bc_status cuda_sample(void *ctx, opt_rollout *ro, int k, int *running, bc_error *err) {
+    (void)ro, (void)k;
+    return sample(ctx, running, err);
+}
+
+/* Sequences, masks, EOS positions and the token count back. */
+static bc_status cuda_finish(void *ctx, opt_rollout *ro, bc_error *err) {
+    opt_cuda_rollout *cr = ctx;
+    opt_cuda_device *d = cr->dev;
+    const size_t R = (size_t)ro->R;
     TRY(opt_cuda_sync(d, err));
-    ro->prefill_ms = opt_cuda_marks_ms(d, m0, m1);
-    ro->first_token_ms = opt_cuda_marks_ms(d, m_start, m_first);
-    for (int i = 0; i < (int)ro->n_decode_forwards && first >= 0; i++) {
-        const int a = first + 3 * i;
-        ro->decode_ms += opt_cuda_marks_ms(d, a, a + 1);
-        ro->step_ms[ro->n_steps++] = opt_cuda_marks_ms(d, a, a + 2);
-    }
-
-    /* results back: sequences, EOS positions, the token count */
-    TRY(opt_cuda_download(d, ro->seq, BUF(void, seq), (size_t)R * ro->Stot * sizeof *ro->seq, err));
-    TRY(opt_cuda_download(d, ro->mask, BUF(void, mask), (size_t)R * ro->Stot, err));
-    TRY(opt_cuda_download(d, ro->eos_at, BUF(void, eos_at), (size_t)R * sizeof *ro->eos_at, err));
+    TRY(opt_cuda_download(d, ro->seq, BUF(void, seq), R * ro->Stot * sizeof *ro->seq, err));
+    TRY(opt_cuda_download(d, ro->mask, BUF(void, mask), R * ro->Stot, err));
+    TRY(opt_cuda_download(d, ro->eos_at, BUF(void, eos_at), R * sizeof *ro->eos_at, err));
     TRY(opt_cuda_download(d, cr->counters, BUF(void, counters), sizeof cr->counters, err));
     ro->n_generated = cr->counters[1];
-    /* token 0 comes from the prefill: one per row (no row has finished yet) */
-    ro->n_decode_tokens = ro->n_generated - R;
     return BC_OK;
+}
+
+const opt_step_ops opt_cuda_steps = {
+    .grouped_prefix = 0,
+    .acquire = cuda_acquire,
+    .marks_reset = cuda_marks_reset,
+    .mark = cuda_mark,
+    .elapsed_ms = cuda_elapsed_ms,
+    .start = cuda_start,
+    .set_cache = cuda_set_cache,
+    .prefill = cuda_prefill,
+    .copy_prompt = cuda_copy_prompt,
+    .decode = cuda_decode,
+    .sample = cuda_sample,
+    .finish = cuda_finish,
+};
+
+bc_status opt_cuda_rollout_generate(opt_cuda_rollout *cr, bc_error *err) {
+    return opt_rollout_run(cr->ro, &opt_cuda_steps, cr, err);
 }
 
 void opt_cuda_rollout_free(opt_cuda_rollout *cr) {

@@ -1,10 +1,11 @@
-/* cuda_rollout.h: the generate stage of an OPT rollout on a CUDA device.
+/* cuda_rollout.h: an OPT rollout's device side on a CUDA device.
  *
- * The rollout itself (prompts, expansion, post-processing, the row order and
- * the results) is ../rollout.h's opt_rollout, shared with the CPU path; this
- * adds its device side: the device KV cache(s), the model's activations and
- * the rollout's device buffers (cuda_plan.h), acquired and released as the
- * cache policy says, and a generate that runs prefill, decode steps (CUDA
+ * The rollout itself (prompts, expansion, the generate loop,
+ * post-processing, the row order and the results) is ../rollout.h's
+ * opt_rollout and ../device.h's opt_rollout_run, shared with the CPU; this
+ * adds the device KV cache(s), the model's activations and the rollout's
+ * device buffers (cuda_plan.h), acquired and released as the cache policy
+ * says, and the loop's steps (opt_cuda_steps): prefill, decode steps (CUDA
  * graphs optional) and sampling on the device. Only the sampled tokens come
  * back, once at the end (plus 8 bytes per step with stop_at_eos).
  * On return of generate, ro's results (seq, eos_at, returned_len,
@@ -17,7 +18,7 @@
 
 #include "cuda_forward.h"
 #include "cuda_plan.h"
-#include "rollout.h"
+#include "device.h"
 
 typedef struct opt_cuda_rollout {
     opt_rollout *ro;          /* borrowed: prompts, params and results */
@@ -42,8 +43,11 @@ opt_cuda_plan opt_cuda_rollout_plan(const opt_cuda_rollout *cr);
 bc_status opt_cuda_rollout_acquire(opt_cuda_rollout *cr, bc_error *err);
 /* Frees them and the model's activations and graphs. */
 void opt_cuda_rollout_release(opt_cuda_rollout *cr);
-/* Prefill + decode + sampling on the device; acquires first if released.
- * Call after opt_rollout_expand; opt_rollout_post_process follows as on the CPU. */
+/* The loop's steps on the device; ctx is an opt_cuda_rollout. */
+extern const opt_step_ops opt_cuda_steps;
+/* opt_rollout_run over opt_cuda_steps: prefill + decode + sampling on the
+ * device; acquires first if released. Call after opt_rollout_expand;
+ * opt_rollout_post_process follows as on the CPU. */
 bc_status opt_cuda_rollout_generate(opt_cuda_rollout *cr, bc_error *err);
 void opt_cuda_rollout_free(opt_cuda_rollout *cr);
 

@@ -1,6 +1,6 @@
 /* cuda_sampling.cu: one sampling step of every row on the device (see
- * opt_cuda_sample in cuda_forward.h), as ../sampling.c and rollout.c's
- * sample_step do it, with no logits copied to the host.
+ * opt_cuda_sample in cuda_forward.h), as ../sampling.c and the CPU device's
+ * sampling step (../device_cpu.c) do it, with no logits copied to the host.
  *
  * One block of SAMPLE_THREADS per row r:
  *   finished row (stop_at_eos and EOS seen): emit pad_id;
@@ -27,30 +27,10 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "cuda_reduce.cuh"
 #include "cuda_sample_math.h"
 
 #define SAMPLE_THREADS 512
-
-
-template <typename T> __device__ T bsum(T v, T *sh) {
-    __syncthreads();
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-    __syncthreads();
-    T t = 0;
-    for (int i = 0; i < (int)(blockDim.x >> 5); i++) t += sh[i];
-    return t;
-}
-
-__device__ float bmax(float v, float *sh) {
-    __syncthreads();
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-    __syncthreads();
-    float t = sh[0];
-    for (int i = 1; i < (int)(blockDim.x >> 5); i++) t = fmaxf(t, sh[i]);
-    return t;
-}
 
 /* (value, index) argmax: larger value, or equal value and lower index. */
 __device__ void bargmax(float *v, int *i, float *shv, int *shi) {
@@ -71,7 +51,6 @@ __device__ void bargmax(float *v, int *i, float *shv, int *shi) {
 }
 
 __global__ void __launch_bounds__(SAMPLE_THREADS, 1) sample_kernel(opt_cuda_sample_args a, float inv_t) {
-    __shared__ double shd[32];
     __shared__ float shf[32];
     __shared__ int shi[32];
     __shared__ double chunk[SAMPLE_THREADS];
@@ -107,7 +86,7 @@ __global__ void __launch_bounds__(SAMPLE_THREADS, 1) sample_kernel(opt_cuda_samp
             if (isinf(x) && x < 0) continue;
             n++;
         }
-        n = bsum(n, shi);
+        n = block_sum(n);
         if (n == 0) {
             tok = 0;
             goto emit;
@@ -122,7 +101,7 @@ __global__ void __launch_bounds__(SAMPLE_THREADS, 1) sample_kernel(opt_cuda_samp
                 const unsigned cand = t | (1u << bit);
                 int c = 0;
                 for (int v = tid; v < V; v += nt) c += lg[v] != -INFINITY && opt_fkey(lg[v]) >= cand;
-                if (bsum(c, shi) >= k) t = cand;
+                if (block_sum(c) >= k) t = cand;
             }
             kth = opt_keyf(t);
         }
@@ -132,14 +111,14 @@ __global__ void __launch_bounds__(SAMPLE_THREADS, 1) sample_kernel(opt_cuda_samp
         float mx = -INFINITY;
         for (int v = tid; v < V; v += nt)
             if (lg[v] != -INFINITY) mx = fmaxf(mx, lg[v]);
-        mx = bmax(mx, shf);
+        mx = block_max(mx);
         double s = 0.0;
         for (int v = tid; v < V; v += nt) {
             float e = (lg[v] != -INFINITY) ? expf(lg[v] - mx) : -1.0f;
             pr[v] = e;
             if (e >= 0.0f) s += e;
         }
-        s = bsum(s, shd);
+        s = block_sum(s);
         for (int v = tid; v < V; v += nt)
             if (pr[v] >= 0.0f) pr[v] = (float)(pr[v] / s);
         /* top-p: the smallest key t with mass(p > t) < top_p; keep p >= t */
@@ -151,7 +130,7 @@ __global__ void __launch_bounds__(SAMPLE_THREADS, 1) sample_kernel(opt_cuda_samp
                 double mass = 0.0;
                 for (int v = tid; v < V; v += nt)
                     if (pr[v] > th) mass += pr[v];
-                if (bsum(mass, shd) < a.p.top_p) hi = mid;
+                if (block_sum(mass) < a.p.top_p) hi = mid;
                 else lo = mid + 1;
             }
             const float th = opt_keyf(lo);
@@ -162,7 +141,7 @@ __global__ void __launch_bounds__(SAMPLE_THREADS, 1) sample_kernel(opt_cuda_samp
         s = 0.0;
         for (int v = tid; v < V; v += nt)
             if (pr[v] >= 0.0f) s += pr[v];
-        s = bsum(s, shd);
+        s = block_sum(s);
         /* draw: contiguous chunks per thread, an exclusive scan of their sums */
         const int per = (V + nt - 1) / nt, c0 = tid * per, c1 = c0 + per < V ? c0 + per : V;
         double cs = 0.0;

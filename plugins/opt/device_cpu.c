@@ -1,0 +1,398 @@
+/* device_cpu.c: the CPU device (device.h): the model of model.h on a thread
+ * pool, the case's cache (KV caches, logits, samplers, the model's
+ * workspace) in the opt_rollout, and the rollout loop's steps on it.
+ * Timing marks are wall-clock readings (CLOCK_MONOTONIC) in ro->marks.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "device.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h> /* malloc_trim */
+#endif
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ------------------------------------------------------------------ cache */
+
+/* The bytes of ro's cache as allocated (0 when released): KV caches, logits,
+ * samplers and m's workspace. */
+static void cache_held(const opt_rollout *ro, const opt_model *m, int64_t *kv, int64_t *ws) {
+    *kv = *ws = 0;
+    if (!ro->have_cache) return;
+    *kv = (int64_t)(ro->kv.bytes + ro->kv_shared.bytes);
+    if (ro->logits) *ws += (int64_t)ro->R * ro->V * (int64_t)sizeof(float);
+    if (ro->logits_shared) *ws += (int64_t)ro->Bp * ro->V * (int64_t)sizeof(float);
+    *ws += (int64_t)ro->n_samplers * ((int64_t)ro->V * (int64_t)sizeof(opt_sample_pair) + (int64_t)sizeof(opt_sampler));
+    if (m) *ws += (int64_t)m->ws.bytes;
+}
+
+bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
+    if (ro->have_cache) return BC_OK;
+    const opt_hparams *hp = &m->w->hp;
+    const int shared = opt_rollout_shared_prefill(ro);
+    const int prefill_rows = shared ? ro->Bp : ro->R;
+    int max_tokens = prefill_rows * ro->Tp > ro->R ? prefill_rows * ro->Tp : ro->R;
+    bc_status st = opt_kv_cache_alloc(&ro->kv, hp, m->w->dtype, ro->R, ro->Stot, err);
+    if (st == BC_OK && shared) st = opt_kv_cache_alloc(&ro->kv_shared, hp, m->w->dtype, ro->Bp, ro->Tp, err);
+    if (st == BC_OK) st = opt_model_reserve(m, max_tokens, ro->Stot, err);
+    if (st == BC_OK) {
+        int n = opt_pool_size(m->pool);
+        ro->samplers = calloc((size_t)n, sizeof *ro->samplers);
+        if (!ro->samplers) st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d samplers", n);
+        for (int i = 0; i < n && st == BC_OK; i++) {
+            st = opt_sampler_init(&ro->samplers[i], ro->V, &ro->p.sampling, err);
+            if (st == BC_OK) ro->n_samplers = i + 1;
+        }
+    }
+    if (st == BC_OK) {
+        ro->logits = malloc((size_t)ro->R * ro->V * sizeof(float));
+        if (shared) ro->logits_shared = malloc((size_t)ro->Bp * ro->V * sizeof(float));
+        if (!ro->logits || (shared && !ro->logits_shared))
+            st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d x %d logits", ro->R, ro->V);
+    }
+    ro->have_cache = 1;
+    if (st != BC_OK) {
+        opt_rollout_release(ro, m);
+        return st;
+    }
+    /* touch every page now, so taking the cache back costs what it costs
+     * here (cache_acquire_ms) and not as page faults inside the prefill */
+    memset(ro->kv.k, 0, ro->kv.bytes / 2);
+    memset(ro->kv.v, 0, ro->kv.bytes / 2);
+    if (ro->kv_shared.k) {
+        memset(ro->kv_shared.k, 0, ro->kv_shared.bytes / 2);
+        memset(ro->kv_shared.v, 0, ro->kv_shared.bytes / 2);
+    }
+    memset(ro->logits, 0, (size_t)ro->R * ro->V * sizeof(float));
+    if (ro->logits_shared) memset(ro->logits_shared, 0, (size_t)ro->Bp * ro->V * sizeof(float));
+    memset(m->ws.arena, 0, m->ws.bytes);
+    return BC_OK;
+}
+
+void opt_rollout_release(opt_rollout *ro, opt_model *m) {
+    opt_kv_cache_free(&ro->kv);
+    opt_kv_cache_free(&ro->kv_shared);
+    for (int i = 0; i < ro->n_samplers; i++) opt_sampler_free(&ro->samplers[i]);
+    free(ro->samplers);
+    ro->samplers = NULL;
+    ro->n_samplers = 0;
+    free(ro->logits);
+    free(ro->logits_shared);
+    ro->logits = ro->logits_shared = NULL;
+    if (m) opt_model_release_workspace(m);
+    ro->have_cache = 0;
+}
+
+/* ------------------------------------------------------------------ steps */
+
+static bc_status cpu_acquire(void *ctx, opt_rollout *ro, bc_error *err) { return opt_rollout_acquire(ro, ctx, err); }
+
+static void cpu_marks_reset(void *ctx, opt_rollout *ro) {
+    (void)ctx;
+    ro->n_marks = 0;
+}
+
+static int cpu_mark(void *ctx, opt_rollout *ro) {
+    (void)ctx;
+    const int i = ro->n_marks < opt_rollout_n_marks(ro->Tr) ? ro->n_marks++ : ro->n_marks - 1;
+    ro->marks[i] = now_ms();
+    return i;
+}
+
+static double cpu_elapsed_ms(void *ctx, opt_rollout *ro, int from, int to) {
+    (void)ctx;
+    return ro->marks[to] - ro->marks[from];
+}
+
+static bc_status cpu_start(void *ctx, opt_rollout *ro, bc_error *err) {
+    (void)ctx, (void)ro, (void)err; /* the rows are where the model reads them */
+    return BC_OK;
+}
+
+static bc_status cpu_set_cache(void *ctx, opt_rollout *ro, int len, int group, int prefix, bc_error *err) {
+    (void)ctx, (void)err;
+    ro->kv.len = len;
+    ro->kv.group = group;
+    ro->kv.prefix = prefix;
+    return BC_OK;
+}
+
+static bc_status cpu_prefill(void *ctx, opt_rollout *ro, int prompts, bc_error *err) {
+    opt_model *m = ctx;
+    if (prompts) {
+        ro->kv_shared.len = 0;
+        return opt_forward(m, &ro->kv_shared, ro->prompt_ids, ro->prompt_mask, ro->Tp, ro->Bp, ro->Tp,
+                           OPT_LOGITS_LAST, ro->logits_shared, err);
+    }
+    return opt_forward(m, &ro->kv, ro->prefill_ids, ro->mask, ro->Stot, ro->R, ro->Tp, OPT_LOGITS_LAST, ro->logits,
+                       err);
+}
+
+static bc_status cpu_copy_prompt(void *ctx, opt_rollout *ro, int r, int kv, bc_error *err) {
+    (void)ctx, (void)err;
+    const int b = r / ro->Sp;
+    if (kv) opt_kv_cache_copy_row(&ro->kv, r, &ro->kv_shared, b, ro->Tp);
+    memcpy(ro->logits + (size_t)r * ro->V, ro->logits_shared + (size_t)b * ro->V, (size_t)ro->V * sizeof(float));
+    return BC_OK;
+}
+
+static bc_status cpu_decode(void *ctx, opt_rollout *ro, int k, bc_error *err) {
+    for (int r = 0; r < ro->R; r++) {
+        ro->step_tokens[r] = ro->seq[(size_t)r * ro->Stot + ro->Tp + k - 1];
+        ro->mask[(size_t)r * ro->Stot + ro->Tp + k - 1] = 1;
+    }
+    return opt_forward(ctx, &ro->kv, ro->step_tokens, ro->mask, ro->Stot, ro->R, 1, OPT_LOGITS_LAST, ro->logits, err);
+}
+
+/* One sampling step split across the pool: thread i samples rows
+ * [R i / n, R (i + 1) / n) with its own sampler; every row has its own
+ * generator, so the tokens do not depend on the split. */
+typedef struct sample_job {
+    opt_rollout *ro;
+    int k;                     /* response index being sampled */
+    int64_t generated[64][8];  /* per thread (first 64), padded to a cache line */
+    int running[64][16];
+} sample_job;
+
+static void sample_worker(void *ctx, int i, int n) {
+    sample_job *j = ctx;
+    opt_rollout *ro = j->ro;
+    const int k = j->k;
+    const int lo = (int)((long)ro->R * i / n), hi = (int)((long)ro->R * (i + 1) / n);
+    opt_sampler *smp = &ro->samplers[i < ro->n_samplers ? i : 0];
+    int64_t generated = 0;
+    int running = 0;
+    for (int r = lo; r < hi; r++) {
+        int32_t *seq = ro->seq + (size_t)r * ro->Stot;
+        float *lg = ro->logits + (size_t)r * ro->V;
+        if (ro->eos_at[r] >= 0) {
+            seq[ro->Tp + k] = ro->pad_id;
+            continue;
+        }
+        if (!ro->p.stop_at_eos && ro->eos_id >= 0 && ro->eos_id < ro->V) lg[ro->eos_id] = -INFINITY;
+        int32_t tok = opt_sample(smp, lg, &ro->rngs[r]);
+        seq[ro->Tp + k] = tok;
+        generated++;
+        if (ro->p.stop_at_eos && tok == ro->eos_id) ro->eos_at[r] = k;
+        else running++;
+    }
+    j->generated[i % 64][0] += generated;
+    j->running[i % 64][0] += running;
+}
+
+/* Samples token k of every row from ro->logits [R, V] into seq. */
+static bc_status cpu_sample(void *ctx, opt_rollout *ro, int k, int *running, bc_error *err) {
+    (void)err;
+    opt_model *m = ctx;
+    sample_job job;
+    memset(&job, 0, sizeof job);
+    job.ro = ro;
+    job.k = k;
+    if (ro->n_samplers > 1 && ro->R > 1 && opt_pool_size(m->pool) <= 64) opt_pool_run(m->pool, sample_worker, &job);
+    else sample_worker(&job, 0, 1);
+    *running = 0;
+    for (int i = 0; i < 64; i++) {
+        ro->n_generated += job.generated[i][0];
+        *running += job.running[i][0];
+    }
+    return BC_OK;
+}
+
+static bc_status cpu_finish(void *ctx, opt_rollout *ro, bc_error *err) {
+    (void)ctx, (void)ro, (void)err; /* everything happened on the host already */
+    return BC_OK;
+}
+
+const opt_step_ops opt_cpu_steps = {
+    .grouped_prefix = 1,
+    .acquire = cpu_acquire,
+    .marks_reset = cpu_marks_reset,
+    .mark = cpu_mark,
+    .elapsed_ms = cpu_elapsed_ms,
+    .start = cpu_start,
+    .set_cache = cpu_set_cache,
+    .prefill = cpu_prefill,
+    .copy_prompt = cpu_copy_prompt,
+    .decode = cpu_decode,
+    .sample = cpu_sample,
+    .finish = cpu_finish,
+};
+
+/* ----------------------------------------------------------------- device */
+
+typedef struct cpu_device {
+    int threads;
+    int isa;                /* opt_model_init_isa's: -1 = the best */
+    int have_model;
+    opt_model m;            /* owned: pool + workspace; borrows the plugin's weights */
+    int64_t case_kv, case_ws; /* what the case holds while generating */
+} cpu_device;
+
+static bc_status cpu_create(const opt_device_config *cfg, void **out, bc_error *err) {
+    cpu_device *d = calloc(1, sizeof *d);
+    if (!d) return bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
+    d->threads = cfg->threads > 0 ? cfg->threads : opt_online_cores();
+    d->isa = cfg->isa;
+    *out = d;
+    return BC_OK;
+}
+
+static void cpu_destroy(void *ctx) {
+    cpu_device *d = ctx;
+    if (!d) return;
+    if (d->have_model) opt_model_free(&d->m);
+    free(d);
+}
+
+static bc_status cpu_open(void *ctx, bc_error *err) {
+    (void)ctx, (void)err;
+    return BC_OK;
+}
+
+static void cpu_describe(void *ctx, opt_device_info *out) {
+    cpu_device *d = ctx;
+    /* the kernels the model uses, or will: the asked family, else the best with a table */
+    const opt_kernels *k = d->have_model ? d->m.k : d->isa >= 0 ? opt_kernels_for((opt_isa)d->isa) : NULL;
+    if (!k) k = opt_kernels_best();
+    *out = (opt_device_info){.device = "cpu", .cpu_kernels = opt_isa_name(k->isa), .cpu_threads = d->threads};
+}
+
+static void cpu_plan(void *ctx, const opt_hparams *hp, opt_dtype dt, const opt_rollout *ro, opt_device_plan *out) {
+    const cpu_device *d = ctx;
+    const opt_rollout_bytes b = opt_rollout_plan(ro, hp, dt, d->threads);
+    out->weights = -1;
+    out->kv_cache = b.kv_cache >= SIZE_MAX / 2 ? -1 : (int64_t)b.kv_cache;
+    out->workspace = b.workspace > (size_t)INT64_MAX ? -1 : (int64_t)b.workspace;
+    out->device_peak = -1;
+}
+
+static int64_t physical_memory_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (int64_t)pages * page : -1;
+}
+
+/* MemAvailable from /proc/meminfo (the kernel's estimate of what can be
+ * allocated without swapping), or -1 where there is none. */
+static int64_t available_memory_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1;
+    char line[256];
+    long long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+    fclose(f);
+    return kib >= 0 && kib < INT64_MAX / 1024 ? (int64_t)kib * 1024 : -1;
+}
+
+static double gib(int64_t bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
+
+/* MemAvailable plus what this backend already holds (its weights and cache
+ * are reused or freed before the case allocates), or, without
+ * /proc/meminfo, the physical memory. */
+static int64_t cpu_capacity(void *ctx, int64_t held_host, char *where, size_t where_len) {
+    (void)ctx;
+    const int64_t total = physical_memory_bytes(), avail = available_memory_bytes();
+    const int64_t have = avail >= 0 && held_host >= 0 && avail <= INT64_MAX - held_host ? avail + held_host : total;
+    if (avail >= 0)
+        snprintf(where, where_len, "%.1f GiB is available (MemAvailable %.1f GiB + %.1f GiB this backend holds; "
+                 "the machine has %.1f GiB)", gib(have), gib(avail), gib(held_host), gib(total));
+    else
+        snprintf(where, where_len, "this machine has %.1f GiB", gib(total));
+    return have;
+}
+
+static bc_status cpu_begin_case(void *ctx, const opt_weights *w, opt_rollout *ro, bc_error *err) {
+    cpu_device *d = ctx;
+    if (d->have_model && d->m.w != w) {
+        opt_model_free(&d->m);
+        d->have_model = 0;
+    }
+    bc_status st;
+    if (!d->have_model) {
+        if ((st = opt_model_init_isa(&d->m, w, d->threads, d->isa, err)) != BC_OK) return st;
+        d->have_model = 1;
+    }
+    if ((st = opt_rollout_acquire(ro, &d->m, err)) != BC_OK) return st;
+    cache_held(ro, &d->m, &d->case_kv, &d->case_ws);
+    return BC_OK;
+}
+
+static bc_status cpu_generate(void *ctx, opt_rollout *ro, bc_error *err) {
+    cpu_device *d = ctx;
+    if (!d->have_model) return bc_error_set(err, BC_ERR_INTERNAL, "opt cpu: generate outside a case");
+    return opt_rollout_run(ro, &opt_cpu_steps, &d->m, err);
+}
+
+static bc_status cpu_cache_acquire(void *ctx, opt_rollout *ro, bc_error *err) {
+    cpu_device *d = ctx;
+    if (!d->have_model) return bc_error_set(err, BC_ERR_INTERNAL, "opt cpu: cache_acquire outside a case");
+    return opt_rollout_acquire(ro, &d->m, err);
+}
+
+static void cpu_cache_release(void *ctx, opt_rollout *ro) {
+    cpu_device *d = ctx;
+    opt_rollout_release(ro, d->have_model ? &d->m : NULL);
+#if defined(__GLIBC__)
+    /* glibc keeps freed blocks below its (adaptive) mmap threshold in the
+     * heap; give them back to the system, so release really releases */
+    malloc_trim(0);
+#endif
+}
+
+static void cpu_end_case(void *ctx, opt_rollout *ro) {
+    cpu_device *d = ctx;
+    opt_rollout_release(ro, d->have_model ? &d->m : NULL);
+    d->case_kv = d->case_ws = 0;
+}
+
+static void cpu_reset_peak(void *ctx) { (void)ctx; }
+
+static int64_t cpu_host_bytes(void *ctx, const opt_rollout *ro) {
+    cpu_device *d = ctx;
+    int64_t kv = 0, ws = 0;
+    if (ro) cache_held(ro, d->have_model ? &d->m : NULL, &kv, &ws);
+    else if (d->have_model) ws = (int64_t)d->m.ws.bytes;
+    return kv + ws;
+}
+
+static bc_status cpu_read_memory(void *ctx, const opt_rollout *ro, opt_device_memory *out, bc_error *err) {
+    (void)err;
+    cpu_device *d = ctx;
+    *out = (opt_device_memory){.kv_cache = ro ? d->case_kv : 0,
+                               .workspace = ro ? d->case_ws : 0,
+                               .weights = -1,
+                               .device_resident = -1,
+                               .device_peak = -1,
+                               .device_free = -1,
+                               .device_total = -1};
+    return BC_OK;
+}
+
+const opt_device_ops opt_device_cpu = {
+    .name = "cpu",
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .open = cpu_open,
+    .describe = cpu_describe,
+    .plan = cpu_plan,
+    .capacity = cpu_capacity,
+    .begin_case = cpu_begin_case,
+    .generate = cpu_generate,
+    .cache_acquire = cpu_cache_acquire,
+    .cache_release = cpu_cache_release,
+    .end_case = cpu_end_case,
+    .reset_peak = cpu_reset_peak,
+    .host_bytes = cpu_host_bytes,
+    .read_memory = cpu_read_memory,
+};
