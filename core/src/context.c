@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "context.h"
 
+#include <libconfig.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,12 +43,12 @@ static bc_status prefix_error(bc_error *err, const char *prefix) {
 /* For a plugin with more_settings (since 2.2): resolves the settings of its
  * own table, asks it for its other rows, appends them (out->desc) and
  * resolves the whole group against both. */
-static bc_status resolve_more_settings(bc_context *ctx, const bc_plugin_spec *spec, bc_context_plugin *out,
+static bc_status resolve_more_settings(const bc_config *cfg, const bc_plugin_spec *spec, bc_context_plugin *out,
                                        const char *prefix, bc_error *err) {
     const bc_plugin_desc *d = out->plugin->desc;
     if (!d->free_more_settings)
         return bc_error_set(err, BC_ERR_FORMAT, "%s: has more_settings but no free_more_settings", prefix);
-    bc_status st = bc_settings_resolve_known(&ctx->cfg, spec, d, out->values, err);
+    bc_status st = bc_settings_resolve_known(cfg, spec, d, out->values, err);
     if (st != BC_OK) return st;
     const bc_setting_desc *rows = NULL;
     uint32_t n = 0, size = 0;
@@ -75,7 +76,47 @@ static bc_status resolve_more_settings(bc_context *ctx, const bc_plugin_spec *sp
     out->desc.setting_size = sizeof(bc_setting_desc);
     out->settings.values = out->values;
     out->settings.count = total;
-    return bc_settings_resolve(&ctx->cfg, spec, &out->desc, out->values, err);
+    return bc_settings_resolve(cfg, spec, &out->desc, out->values, err);
+}
+
+bc_status bc_context_resolve_settings(const bc_config *cfg, const bc_plugin_spec *spec, bc_context_plugin *out,
+                                      const char *prefix, bc_error *err) {
+    const bc_plugin_desc *d = out->plugin->desc;
+    out->desc = *d;
+    out->values = calloc(d->n_settings + 1, sizeof *out->values);
+    if (!out->values) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    out->settings = (bc_settings){.struct_size = sizeof out->settings, .count = d->n_settings,
+                                  .value_size = sizeof *out->values, .values = out->values};
+    if (d->more_settings) return resolve_more_settings(cfg, spec, out, prefix, err);
+    return bc_settings_resolve(cfg, spec, d, out->values, err);
+}
+
+bc_status bc_context_resolve_cli_settings(const bc_plugin *p, const char *const *sets, size_t n_sets,
+                                          bc_context_plugin *out, bc_error *err) {
+    size_t len = 1;
+    for (size_t i = 0; i < n_sets; i++) len += strlen(sets[i]) + 3;
+    char *text = malloc(len);
+    if (!text) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n_sets; i++) k += (size_t)sprintf(text + k, "%s;\n", sets[i]);
+    text[k] = '\0';
+    config_t lc;
+    config_init(&lc);
+    bc_status st = BC_OK;
+    if (config_read_string(&lc, text) != CONFIG_TRUE) {
+        st = bc_error_set(err, BC_ERR_SETTING, "--set: %s (a value is a libconfig value: 4, 0.5, true, \"text\")",
+                          config_error_text(&lc));
+    } else {
+        bc_config cfg = {.path = "--set"};
+        bc_plugin_spec spec = {.name = (char *)p->desc->name, .settings = config_root_setting(&lc), .where = ""};
+        *out = (bc_context_plugin){.plugin = p};
+        char prefix[128];
+        snprintf(prefix, sizeof prefix, "plugin '%s'", p->desc->name);
+        st = bc_context_resolve_settings(&cfg, &spec, out, prefix, err);
+    }
+    config_destroy(&lc);
+    free(text);
+    return st;
 }
 
 /* Loads the plugin spec names, of kind want, resolves its settings and runs
@@ -98,16 +139,9 @@ static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plu
     if (bc_host_log_level() >= BC_LOG_INFO)
         fprintf(stderr, "benchctl: %s: %s plugin %s %s from %s\n", out->where, bc_kind_name(d->kind), d->name,
                 d->version ? d->version : "?", out->plugin->path);
-    out->desc = *d;
-    out->values = calloc(d->n_settings + 1, sizeof *out->values);
-    if (!out->values) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
-    out->settings = (bc_settings){.struct_size = sizeof out->settings, .count = d->n_settings,
-                                  .value_size = sizeof *out->values, .values = out->values};
     char prefix[sizeof label + 64];
     text(prefix, sizeof prefix, "%s: %s '%s'", label, bc_kind_name(d->kind), d->name);
-    if (d->more_settings) st = resolve_more_settings(ctx, spec, out, prefix, err);
-    else st = bc_settings_resolve(&ctx->cfg, spec, d, out->values, err);
-    if (st != BC_OK) return st;
+    if ((st = bc_context_resolve_settings(&ctx->cfg, spec, out, prefix, err)) != BC_OK) return st;
     bc_output_claims_owner(prefix); /* the output files it checks are its own */
     if (d->check_settings && (st = d->check_settings(&out->plugin->host, &out->settings, err)) != BC_OK)
         return prefix_error(err, prefix);
@@ -318,8 +352,7 @@ void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_ru
     };
 }
 
-/* Frees what load_plugin made for p (the instance, if any, is gone). */
-static void free_plugin_settings(bc_context_plugin *p) {
+void bc_context_free_settings(bc_context_plugin *p) {
     free(p->values);
     free(p->all_rows);
     if (p->more_rows && p->plugin && p->plugin->desc->free_more_settings)
@@ -327,14 +360,14 @@ static void free_plugin_settings(bc_context_plugin *p) {
 }
 
 static void free_plugins(bc_context_plugin *p, size_t n) {
-    for (size_t i = 0; p && i < n; i++) free_plugin_settings(&p[i]);
+    for (size_t i = 0; p && i < n; i++) bc_context_free_settings(&p[i]);
     free(p);
 }
 
 void bc_context_free(bc_context *ctx) {
     if (ctx->backend_instance) ctx->backend.plugin->backend.destroy(ctx->backend_instance);
     ctx->backend_instance = NULL;
-    free_plugin_settings(&ctx->backend);
+    bc_context_free_settings(&ctx->backend);
     free_plugins(ctx->precisions, ctx->cfg.n_precisions);
     free_plugins(ctx->caches, ctx->cfg.n_cache_policies);
     free_plugins(ctx->reporters, ctx->cfg.n_reporters);

@@ -80,6 +80,22 @@ typedef struct bc_context {
     bc_run_report run;                                  /* the header for reporters */
 } bc_context;
 
+/* Step 2 for one plugin out->plugin: resolves spec's settings group against
+ * its table (defaults, types, ranges, unknown names) into out (desc, values,
+ * settings); for a plugin with more_settings (since 2.2), its own rows
+ * first, then the rows it returns for them, appended. prefix names the
+ * plugin in errors. out's settings are freed by bc_context_free_settings,
+ * after the plugin's last instance is gone. */
+bc_status bc_context_resolve_settings(const bc_config *cfg, const bc_plugin_spec *spec, bc_context_plugin *out,
+                                      const char *prefix, bc_error *err);
+void bc_context_free_settings(bc_context_plugin *p);
+
+/* As bc_context_resolve_settings for p, from n_sets "NAME=VALUE" strings
+ * (libconfig values) instead of a bench.cfg (`benchctl plugins NAME --set
+ * ...`); errors are located at "--set". */
+bc_status bc_context_resolve_cli_settings(const bc_plugin *p, const char *const *sets, size_t n_sets,
+                                          bc_context_plugin *out, bc_error *err);
+
 /* Builds ctx (steps 1-6 above). On failure returns the code with err's
  * message (and hint) set; ctx must still be freed. */
 bc_status bc_context_open(bc_context *ctx, const bc_context_args *args, bc_error *err);
