@@ -160,6 +160,15 @@ static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args 
                         err);
     if (st != BC_OK) return st;
     if ((st = load_plugin(ctx, &ctx->cfg.backend, BC_KIND_BACKEND, &ctx->backend, err)) != BC_OK) return st;
+    size_t nb = ctx->cfg.n_more_backends;
+    ctx->more_backends = calloc(nb + 1, sizeof *ctx->more_backends);
+    ctx->more_instances = calloc(nb + 1, sizeof *ctx->more_instances);
+    ctx->more_infos = calloc(nb + 1, sizeof *ctx->more_infos);
+    if (!ctx->more_backends || !ctx->more_instances || !ctx->more_infos)
+        return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < nb; i++)
+        if ((st = load_plugin(ctx, &ctx->cfg.more_backends[i], BC_KIND_BACKEND, &ctx->more_backends[i], err)) != BC_OK)
+            return st;
     size_t np = ctx->cfg.n_precisions, nc = ctx->cfg.n_cache_policies, nr = ctx->cfg.n_reporters;
     ctx->precisions = calloc(np + 1, sizeof *ctx->precisions);
     ctx->caches = calloc(nc + 1, sizeof *ctx->caches);
@@ -182,6 +191,40 @@ static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args 
         if ((st = load_plugin(ctx, &ctx->cfg.reporters[i], BC_KIND_REPORTER, &ctx->reporters[i], err)) != BC_OK)
             return st;
     return BC_OK;
+}
+
+/* Backend i's label, as cases and reports name it (0: the first). */
+static const char *backend_label(const bc_context *ctx, size_t i) {
+    const bc_plugin_spec *spec = i == 0 ? &ctx->cfg.backend : &ctx->cfg.more_backends[i - 1];
+    const bc_context_plugin *cp = i == 0 ? &ctx->backend : &ctx->more_backends[i - 1];
+    return spec->label ? spec->label : cp->plugin->desc->name;
+}
+
+static size_t n_backends(const bc_context *ctx) { return 1 + ctx->cfg.n_more_backends; }
+
+/* The backends axis, outermost: the matrix's cases once per backend, backend
+ * b's case k at index b * n + k, each naming its backend. */
+static bc_status add_backend_axis(bc_context *ctx, bc_error *err) {
+    size_t n = ctx->n_cases, nb = n_backends(ctx);
+    if (nb > 1) {
+        bc_case *all = realloc(ctx->cases, (n * nb + 1) * sizeof *all);
+        if (!all) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+        ctx->cases = all;
+        for (size_t b = 1; b < nb; b++) memcpy(all + b * n, all, n * sizeof *all);
+        ctx->n_cases = n * nb;
+    }
+    for (size_t k = 0; k < ctx->n_cases; k++) {
+        ctx->cases[k].index = (uint32_t)k;
+        ctx->cases[k].backend = backend_label(ctx, k / n);
+    }
+    return BC_OK;
+}
+
+/* The backend (its index in the list) that runs case c. */
+static size_t backend_of(const bc_context *ctx, const bc_case *c) {
+    for (size_t i = 1; i < n_backends(ctx); i++)
+        if (strcmp(c->backend, backend_label(ctx, i)) == 0) return i;
+    return 0;
 }
 
 /* Step 3: the matrix, and the cases the command line selects. */
@@ -208,6 +251,7 @@ static bc_status build_cases(bc_context *ctx, const bc_context_args *a, bc_error
     bc_status st = bc_matrix_build(&axes, &ctx->cases, &ctx->n_cases, err);
     free(pops), free(cops);
     if (st != BC_OK) return prefix_error(err, ctx->cfg.path);
+    if ((st = add_backend_axis(ctx, err)) != BC_OK) return st;
     ctx->n_matrix_cases = ctx->n_cases;
     if ((st = bc_selection_apply(ctx->cases, &ctx->n_cases, a->cases, a->only, err)) != BC_OK) return st;
     ctx->checks = calloc(ctx->n_cases + 1, sizeof *ctx->checks);
@@ -215,18 +259,34 @@ static bc_status build_cases(bc_context *ctx, const bc_context_args *a, bc_error
     return BC_OK;
 }
 
-/* Step 4: the backend instance, created light and described. */
-static bc_status create_backend(bc_context *ctx, bc_error *err) {
-    const bc_plugin *be = ctx->backend.plugin;
-    char prefix[sizeof ctx->backend.where + 128];
-    text(prefix, sizeof prefix, "%s: backend '%s'", ctx->backend.where, be->desc->name);
-    bc_status st = be->backend.create(&be->host, &ctx->backend.settings, &ctx->backend_instance, err);
+/* One backend instance, created light and described. */
+static bc_status create_one_backend(bc_context_plugin *cp, void **instance, bc_backend_info *info, bc_error *err) {
+    const bc_plugin *be = cp->plugin;
+    char prefix[sizeof cp->where + 128];
+    text(prefix, sizeof prefix, "%s: backend '%s'", cp->where, be->desc->name);
+    bc_status st = be->backend.create(&be->host, &cp->settings, instance, err);
     if (st != BC_OK) return prefix_error(err, prefix);
-    bc_backend_info *info = &ctx->backend_info;
     *info = (bc_backend_info){.struct_size = sizeof *info};
     info->n_parameters = info->n_layers = info->hidden_size = info->n_heads = -1;
     info->ffn_size = info->vocab_size = info->max_positions = info->cpu_threads = -1;
-    if ((st = be->backend.describe(ctx->backend_instance, info, err)) != BC_OK) return prefix_error(err, prefix);
+    if ((st = be->backend.describe(*instance, info, err)) != BC_OK) return prefix_error(err, prefix);
+    return BC_OK;
+}
+
+/* Step 4: every backend's instance, created light and described. */
+static bc_status create_backend(bc_context *ctx, bc_error *err) {
+    bc_status st = create_one_backend(&ctx->backend, &ctx->backend_instance, &ctx->backend_info, err);
+    for (size_t i = 0; st == BC_OK && i < ctx->cfg.n_more_backends; i++)
+        st = create_one_backend(&ctx->more_backends[i], &ctx->more_instances[i], &ctx->more_infos[i], err);
+    if (st != BC_OK) return st;
+    ctx->runner_backends = calloc(n_backends(ctx), sizeof *ctx->runner_backends);
+    if (!ctx->runner_backends) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n_backends(ctx); i++) {
+        const bc_context_plugin *cp = i == 0 ? &ctx->backend : &ctx->more_backends[i - 1];
+        ctx->runner_backends[i] = (bc_runner_backend){
+            .label = backend_label(ctx, i), .plugin = cp->plugin,
+            .instance = i == 0 ? ctx->backend_instance : ctx->more_instances[i - 1], .where = cp->where};
+    }
     return BC_OK;
 }
 
@@ -245,17 +305,19 @@ static void locate_case_error(const bc_context *ctx, const bc_case *c, bc_status
         text(buf + used, n - used, ": matrix");
         return;
     }
-    text(buf, n, "%s: backend", ctx->backend.where);
+    size_t b = backend_of(ctx, c);
+    text(buf, n, "%s: %s", b == 0 ? ctx->backend.where : ctx->more_backends[b - 1].where,
+         b == 0 ? ctx->cfg.backend.where : ctx->cfg.more_backends[b - 1].where);
 }
 
 /* Step 5: every case through check_case. */
 static bc_status check_cases(bc_context *ctx, int allow_infeasible, bc_error *err) {
-    const bc_plugin *be = ctx->backend.plugin;
-    if (!be->backend.check_case) return BC_OK;
     size_t first = ctx->n_cases;
     for (size_t k = 0; k < ctx->n_cases; k++) {
+        const bc_runner_backend *rb = &ctx->runner_backends[backend_of(ctx, &ctx->cases[k])];
+        if (!rb->plugin->backend.check_case) continue;
         bc_error cerr = {0};
-        bc_status st = be->backend.check_case(ctx->backend_instance, &ctx->cases[k], &cerr);
+        bc_status st = rb->plugin->backend.check_case(rb->instance, &ctx->cases[k], &cerr);
         ctx->checks[k].code = st;
         if (st == BC_OK) continue;
         text(ctx->checks[k].message, sizeof ctx->checks[k].message, "%s", cerr.message);
@@ -280,10 +342,11 @@ static bc_status check_cases(bc_context *ctx, int allow_infeasible, bc_error *er
 
 /* Step 6: the run report's header. */
 static bc_status fill_header(bc_context *ctx, const bc_context_args *a, bc_error *err) {
-    size_t n_all = 1 + ctx->cfg.n_precisions + ctx->cfg.n_cache_policies + ctx->cfg.n_reporters, k = 0;
+    size_t n_all = n_backends(ctx) + ctx->cfg.n_precisions + ctx->cfg.n_cache_policies + ctx->cfg.n_reporters, k = 0;
     const bc_plugin **all = calloc(n_all, sizeof *all);
     if (!all) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
     all[k++] = ctx->backend.plugin;
+    for (size_t i = 0; i < ctx->cfg.n_more_backends; i++) all[k++] = ctx->more_backends[i].plugin;
     for (size_t i = 0; i < ctx->cfg.n_precisions; i++) all[k++] = ctx->precisions[i].plugin;
     for (size_t i = 0; i < ctx->cfg.n_cache_policies; i++) all[k++] = ctx->caches[i].plugin;
     for (size_t i = 0; i < ctx->cfg.n_reporters; i++) all[k++] = ctx->reporters[i].plugin;
@@ -336,6 +399,8 @@ void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_ru
         .backend = ctx->backend.plugin,
         .backend_instance = ctx->backend_instance,
         .backend_where = ctx->backend.where,
+        .backends = ctx->runner_backends,
+        .n_backends = ctx->runner_backends ? n_backends(ctx) : 0,
         .cases = ctx->cases,
         .n_cases = ctx->n_cases,
         .warmup = ctx->cfg.warmup,
@@ -367,7 +432,13 @@ static void free_plugins(bc_context_plugin *p, size_t n) {
 void bc_context_free(bc_context *ctx) {
     if (ctx->backend_instance) ctx->backend.plugin->backend.destroy(ctx->backend_instance);
     ctx->backend_instance = NULL;
+    for (size_t i = 0; ctx->more_instances && i < ctx->cfg.n_more_backends; i++)
+        if (ctx->more_instances[i]) ctx->more_backends[i].plugin->backend.destroy(ctx->more_instances[i]);
     bc_context_free_settings(&ctx->backend);
+    free_plugins(ctx->more_backends, ctx->more_backends ? ctx->cfg.n_more_backends : 0);
+    free(ctx->more_instances);
+    free(ctx->more_infos);
+    free(ctx->runner_backends);
     free_plugins(ctx->precisions, ctx->cfg.n_precisions);
     free_plugins(ctx->caches, ctx->cfg.n_cache_policies);
     free_plugins(ctx->reporters, ctx->cfg.n_reporters);

@@ -76,6 +76,13 @@ typedef struct bc_context {
     size_t n_infeasible;
     void *backend_instance;                             /* created by the backend, destroyed in bc_context_free */
     bc_backend_info backend_info;                       /* filled by describe */
+    /* The backends list's other entries (cfg.n_more_backends), each with its
+     * instance and description, all owned like the first's; and the runner's
+     * view of every backend (the first included), built with the instances. */
+    bc_context_plugin *more_backends;
+    void **more_instances;
+    bc_backend_info *more_infos;
+    bc_runner_backend *runner_backends;                 /* 1 + cfg.n_more_backends, owned */
     bc_run_meta meta;
     bc_run_report run;                                  /* the header for reporters */
 } bc_context;

@@ -91,4 +91,44 @@ has plugins_fake.out "chatty       bool    false"
 [ $? -eq 2 ] || fail "plugins worker --set comand=1: expected exit 2"
 has plugins_typo.err "no setting 'comand' (did you mean 'command'?)"
 
+# engines as an axis: two backends (the fake worker twice, told apart by
+# their labels) run the same matrix, backend by backend; every report names
+# each case's backend; a crash in one backend's case loses nothing else;
+# compare --by backend pairs the backends' cases within the one file
+cat >axis.cfg <<CFG
+backends = ( { name = "worker"; label = "fake-a"; settings = { command = "$FAKE"; }; },
+             { name = "worker"; label = "fake-b";
+               settings = { command = "$FAKE --fail crash --at generate --when-batch 2"; timeout_s = 5.0; }; } );
+precisions = [ "fp32" ];
+matrix = { batch_sizes = [1, 2, 4]; samples_per_prompt = [2]; prompt_lengths = [8]; response_lengths = [4]; };
+sampling = { temperature = 0.0; top_p = 1.0; top_k = 0; seed = 1234; };
+run = { warmup = 1; iterations = 6; };
+reporters = ( "console", { name = "json"; settings = { path = "axis.json"; }; },
+              { name = "csv"; settings = { path = "axis.csv"; }; } );
+CFG
+"$BENCHCTL" run axis.cfg >axis.out 2>axis.err
+rc=$?
+[ "$rc" -eq 3 ] || fail "axis: exit $rc, expected 3 (a case failed)"
+has axis.err "6 cases: 5 ok, 1 failed"
+has axis.err "case 4 (fp32 retain, batch 2 x 2 samples, prompt 8, response 4) failed: generate: worker fake: generate"
+[ "$(grep -c '"backend": "fake-a"' axis.json)" -eq 3 ] || fail "axis.json: expected 3 cases of fake-a"
+[ "$(grep -c '"backend": "fake-b"' axis.json)" -eq 3 ] || fail "axis.json: expected 3 cases of fake-b"
+[ "$(tr -d '\r' <axis.csv | grep -c ',fake-b$')" -eq 3 ] || fail "axis.csv: expected 3 rows ending in fake-b"
+has axis.out "#  backend  batch"
+# backend by backend: every fake-a case finishes before the first fake-b one
+first_b=$(grep -n 'fake-b' axis.err | head -1 | cut -d: -f1)
+last_a=$(grep -n 'done: .*fake-a' axis.err | tail -1 | cut -d: -f1)
+[ -n "$first_b" ] && [ -n "$last_a" ] && [ "$last_a" -lt "$first_b" ] || fail "axis: the backends' cases interleave"
+"$BENCHCTL" compare --by backend --fail-on never axis.json >cmp.out 2>cmp.err
+rc=$?
+[ "$rc" -eq 0 ] || { fail "compare --by backend: exit $rc"; cat cmp.err; }
+has cmp.out "A: axis.json \[fake-a\]"
+has cmp.out "B: axis.json \[fake-b\]"
+has cmp.out "3 cases: 3 matched, 0 only in A, 0 only in B"
+"$BENCHCTL" compare --by backend crash.cfg run.json >cmp2.out 2>cmp2.err
+[ $? -eq 2 ] || fail "compare --by backend with two files: expected exit 2"
+"$BENCHCTL" compare --by backend run.json >cmp3.out 2>cmp3.err
+[ $? -eq 2 ] || fail "compare --by backend on a one-backend run: expected exit 2"
+has cmp3.err "name one backend only"
+
 if [ "$failures" -eq 0 ]; then echo "worker_e2e: all passed"; else echo "worker_e2e: $failures failure(s)"; exit 1; fi
