@@ -227,6 +227,10 @@ static size_t backend_of(const bc_context *ctx, const bc_case *c) {
     return 0;
 }
 
+const bc_runner_backend *bc_context_backend_of(const bc_context *ctx, const bc_case *c) {
+    return &ctx->runner_backends[backend_of(ctx, c)];
+}
+
 /* Step 3: the matrix, and the cases the command line selects. */
 static bc_status build_cases(bc_context *ctx, const bc_context_args *a, bc_error *err) {
     size_t np = ctx->cfg.n_precisions, nc = ctx->cfg.n_cache_policies;

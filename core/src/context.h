@@ -111,6 +111,9 @@ bc_status bc_context_open(bc_context *ctx, const bc_context_args *args, bc_error
  * from ctx and reps. */
 void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_runner_reporter *reps);
 
+/* The backend (plugin, instance) that runs case c of ctx's cases. */
+const bc_runner_backend *bc_context_backend_of(const bc_context *ctx, const bc_case *c);
+
 /* Describes a case in one phrase: "bf16 retain, batch 4 x 2 samples, prompt 32, response 16". */
 void bc_context_describe_case(const bc_case *c, char *buf, size_t n);
 

@@ -532,10 +532,11 @@ static void print_mib(int64_t bytes) {
 /* One row of the plan: the memory columns and the check. */
 static void plan_memory_columns(const bc_context *ctx, const bc_case *c, const bc_case_check *chk, char *last_error,
                                 size_t cap) {
-    const bc_backend_ops *ops = &ctx->backend.plugin->backend;
+    const bc_runner_backend *rb = bc_context_backend_of(ctx, c); /* the case's, with a backends list */
+    const bc_backend_ops *ops = &rb->plugin->backend;
     bc_memory_stats m = {.struct_size = sizeof m, -1, -1, -1, -1, -1, -1, -1, -1};
     bc_error err = {0};
-    if (ops->plan_memory && chk->code == BC_OK && ops->plan_memory(ctx->backend_instance, c, &m, &err) == BC_OK) {
+    if (ops->plan_memory && chk->code == BC_OK && ops->plan_memory(rb->instance, c, &m, &err) == BC_OK) {
         printf(" ");
         print_mib(m.weights_bytes);
         print_mib(m.kv_cache_bytes);

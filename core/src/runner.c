@@ -146,20 +146,6 @@ static void *backend_instance(const bc_runner_config *cfg, const bc_case *c) {
     return cfg->n_backends ? cfg->backends[backend_index(cfg, c)].instance : cfg->backend_instance;
 }
 
-/* order[0..n) (an execution order) made stable-sorted by backend, so the
- * cases run backend by backend in the list's order. */
-static void order_by_backend(const bc_runner_config *cfg, size_t *order, size_t n) {
-    if (cfg->n_backends < 2) return;
-    size_t *sorted = malloc(n * sizeof *sorted);
-    if (!sorted) return; /* the order stays valid, only interleaved */
-    size_t k = 0;
-    for (size_t b = 0; b < cfg->n_backends; b++)
-        for (size_t i = 0; i < n; i++)
-            if (backend_index(cfg, &cfg->cases[order[i]]) == b) sorted[k++] = order[i];
-    memcpy(order, sorted, n * sizeof *order);
-    free(sorted);
-}
-
 /* Where one iteration stopped, when it did not complete. */
 typedef struct iteration_out {
     const char *hook;        /* the hook that failed, or NULL */
@@ -963,7 +949,6 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     uint32_t axes = bc_matrix_rebuild_axes(cfg->backend->backend.rebuild_axes);
     for (size_t b = 1; b < cfg->n_backends; b++) axes |= bc_matrix_rebuild_axes(cfg->backends[b].plugin->backend.rebuild_axes);
     bc_matrix_execution_order(cfg->cases, n, axes, order);
-    order_by_backend(cfg, order, n);
 
     const bc_runner_backend one = {.plugin = cfg->backend, .instance = cfg->backend_instance, .where = cfg->backend_where};
     for (size_t b = 0; b < (cfg->n_backends ? cfg->n_backends : 1); b++) {
@@ -1016,8 +1001,7 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         }
         /* the first case run after a resumed one builds the backend's state */
         res->cases[k].rebuilt = i == 0 || (cfg->prior && cfg->prior[order[i - 1]]) ||
-                                !bc_matrix_same_group(&cfg->cases[order[i - 1]], c, axes) ||
-                                backend_index(cfg, &cfg->cases[order[i - 1]]) != backend_index(cfg, c);
+                                !bc_matrix_same_group(&cfg->cases[order[i - 1]], c, axes);
         res->n_rebuilds += (uint32_t)res->cases[k].rebuilt;
         if (stop_level(cfg)) {
             res->interrupted = 1;
