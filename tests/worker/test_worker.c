@@ -25,25 +25,6 @@
 #include "bc_test_assert.h"
 #include "sampling.h" /* plugins/opt: opt_rng_for_row, opt_rng_next */
 
-static uint64_t test_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void test_log(const bc_host *host, bc_log_level level, const char *fmt, ...) {
-    (void)host, (void)level, (void)fmt;
-}
-
-static const bc_host test_host = {
-    .struct_size = sizeof(bc_host),
-    .abi_major = BENCHCTL_ABI_MAJOR,
-    .abi_minor = BENCHCTL_ABI_MINOR,
-    .benchctl_version = "test",
-    .log = test_log,
-    .now_ns = test_now_ns,
-};
-
 /* The plugin's own settings (its table's order), then the fake's four. */
 enum { V_COMMAND, V_ENV, V_TIMEOUT, V_SAVE_TOKENS, V_MODEL, V_THREADS, V_SCALE, V_CHATTY, N_VALUES };
 
@@ -121,7 +102,7 @@ static bc_status run_case(fixture *f, uint32_t batch, bc_generation_stats *g, bc
 
 static void create_ok(fixture *f) {
     bc_error err = {0};
-    bc_status st = f->ops->create(&test_host, &f->settings, &f->inst, &err);
+    bc_status st = f->ops->create(test_plugin_host(), &f->settings, &f->inst, &err);
     if (st != BC_OK) fail_msg("create: %s", err.message);
 }
 
@@ -136,7 +117,7 @@ static void test_hello_table(void **state) {
     bc_error err = {0};
     bc_settings own = f->settings;
     own.count = V_MODEL; /* what the host has before the hello: the plugin's own table */
-    assert_int_equal(f->desc->more_settings(&test_host, &own, &rows, &n, &size, &err), BC_OK);
+    assert_int_equal(f->desc->more_settings(test_plugin_host(), &own, &rows, &n, &size, &err), BC_OK);
     assert_int_equal(n, 4);
     assert_int_equal(size, sizeof(bc_setting_desc));
     assert_string_equal(rows[0].name, "model");
@@ -160,10 +141,10 @@ static void test_empty_command_has_no_more_settings(void **state) {
     const bc_setting_desc *rows = (const bc_setting_desc *)1;
     uint32_t n = 7, size = 0;
     bc_error err = {0};
-    assert_int_equal(f->desc->more_settings(&test_host, &f->settings, &rows, &n, &size, &err), BC_OK);
+    assert_int_equal(f->desc->more_settings(test_plugin_host(), &f->settings, &rows, &n, &size, &err), BC_OK);
     assert_null(rows);
     assert_int_equal(n, 0);
-    assert_int_equal(f->ops->create(&test_host, &f->settings, &f->inst, &err), BC_ERR_SETTING);
+    assert_int_equal(f->ops->create(test_plugin_host(), &f->settings, &f->inst, &err), BC_ERR_SETTING);
     assert_non_null(strstr(err.message, "command is empty"));
 }
 
@@ -217,7 +198,7 @@ static void test_configure_error(void **state) {
     fixture *f = *state;
     f->values[V_THREADS].i = 100;
     bc_error err = {0};
-    assert_int_equal(f->ops->create(&test_host, &f->settings, &f->inst, &err), BC_ERR_SETTING);
+    assert_int_equal(f->ops->create(test_plugin_host(), &f->settings, &f->inst, &err), BC_ERR_SETTING);
     assert_non_null(strstr(err.message, "worker fake: configure: threads > 64"));
 }
 
@@ -290,7 +271,7 @@ static void hello_fails(fixture *f, const char *args, double timeout_s, const ch
     fake_args(f, args);
     f->values[V_TIMEOUT].f = timeout_s;
     bc_error err = {0};
-    assert_int_equal(f->ops->create(&test_host, &f->settings, &f->inst, &err), BC_ERR_DEVICE);
+    assert_int_equal(f->ops->create(test_plugin_host(), &f->settings, &f->inst, &err), BC_ERR_DEVICE);
     assert_null(f->inst);
     if (!strstr(err.message, message_part)) fail_msg("'%s' lacks '%s'", err.message, message_part);
 }
@@ -308,7 +289,7 @@ static void test_not_a_program(void **state) {
     fixture *f = *state;
     snprintf(f->command, sizeof f->command, "/nonexistent/worker --x");
     bc_error err = {0};
-    assert_int_equal(f->ops->create(&test_host, &f->settings, &f->inst, &err), BC_ERR_DEVICE);
+    assert_int_equal(f->ops->create(test_plugin_host(), &f->settings, &f->inst, &err), BC_ERR_DEVICE);
     assert_non_null(strstr(err.message, "exited with status 127"));
     assert_non_null(strstr(err.message, "cannot run the worker command: /nonexistent/worker"));
 }
@@ -317,7 +298,7 @@ static void test_unclosed_quote(void **state) {
     fixture *f = *state;
     snprintf(f->command, sizeof f->command, "%s '--fail", FAKE_WORKER);
     bc_error err = {0};
-    assert_int_equal(f->ops->create(&test_host, &f->settings, &f->inst, &err), BC_ERR_SETTING);
+    assert_int_equal(f->ops->create(test_plugin_host(), &f->settings, &f->inst, &err), BC_ERR_SETTING);
     assert_non_null(strstr(err.message, "command: a ' quote is not closed"));
 }
 
