@@ -160,13 +160,12 @@ static bc_status parse_hello(wk_client *c, const json_t *o, wk_hello *h, bc_erro
         strcmp(json_string_value(json_object_get(o, "op")), "hello") != 0)
         return bc_error_set(err, BC_ERR_DEVICE, "the first line is not {\"op\":\"hello\", ...}");
     json_t *proto = json_object_get(o, "protocol");
-    if (!json_is_integer(proto) || json_integer_value(proto) != WK_PROTOCOL_VERSION) {
-        char got[64];
-        if (json_is_integer(proto)) snprintf(got, sizeof got, "%lld", (long long)json_integer_value(proto));
-        else snprintf(got, sizeof got, "no integer");
-        return bc_error_set(err, BC_ERR_DEVICE, "the worker speaks protocol %s, benchctl speaks protocol %d", got,
+    if (!json_is_integer(proto))
+        return bc_error_set(err, BC_ERR_DEVICE, "the hello has no integer \"protocol\"; benchctl speaks protocol %d",
                             WK_PROTOCOL_VERSION);
-    }
+    if (json_integer_value(proto) != WK_PROTOCOL_VERSION)
+        return bc_error_set(err, BC_ERR_DEVICE, "the worker speaks protocol %lld, benchctl speaks protocol %d",
+                            (long long)json_integer_value(proto), WK_PROTOCOL_VERSION);
     const char *engine = json_string_value(json_object_get(o, "engine"));
     const char *version = json_string_value(json_object_get(o, "engine_version"));
     const char *device = json_string_value(json_object_get(o, "device"));

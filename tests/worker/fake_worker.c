@@ -12,6 +12,8 @@
  *   garbage   writes a line that is not JSON to stdout
  *   wrong-id  replies with another id
  *   version   (hello only) says protocol 2
+ *   bare      (hello only) says only {"op":"hello","protocol":1}
+ *   reserved  (hello only) declares a setting called "command", the plugin's own
  *   error     replies ok:false with error code CODE (default "unsupported")
  *   slow      sleeps --delay-ms before replying (within the timeout)
  *
@@ -90,6 +92,16 @@ static int misbehave(const char *op, json_int_t id) {
 }
 
 static void hello(void) {
+    if (strcmp(fail_mode, "bare") == 0) {
+        send_obj(json_pack("{s:s, s:i}", "op", "hello", "protocol", 1));
+        return;
+    }
+    if (strcmp(fail_mode, "reserved") == 0) {
+        send_obj(json_pack("{s:s, s:i, s:s, s:s, s:s, s:[{s:s, s:s, s:s, s:s}]}", "op", "hello", "protocol", 1,
+                           "engine", "fake", "engine_version", "1.0", "device", "cpu", "settings", "name", "command",
+                           "type", "string", "default", "", "help", "clashes"));
+        return;
+    }
     if (strcmp(fail_at, "hello") == 0 && strcmp(fail_mode, "version") != 0 && misbehave("hello", 0)) return;
     json_t *settings = json_pack(
         "[{s:s, s:s, s:s, s:[s,s], s:s}, {s:s, s:s, s:i, s:i, s:s}, {s:s, s:s, s:f, s:s}, {s:s, s:s, s:b, s:s}]",

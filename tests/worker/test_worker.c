@@ -285,6 +285,12 @@ static void test_no_hello(void **state) {
 static void test_exit_before_hello(void **state) {
     hello_fails(*state, "--fail exit --at hello", 10.0, "the worker exited with status 3; stderr: fake_worker: failing");
 }
+static void test_hello_without_its_fields(void **state) {
+    hello_fails(*state, "--fail bare", 10.0, "the hello needs \"engine\"");
+}
+static void test_hello_reserved_setting(void **state) {
+    hello_fails(*state, "--fail reserved", 10.0, "settings[0]: 'command' is a setting of the worker plugin itself");
+}
 static void test_not_a_program(void **state) {
     fixture *f = *state;
     snprintf(f->command, sizeof f->command, "/nonexistent/worker --x");
@@ -334,6 +340,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_version_mismatch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_hello, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_before_hello, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hello_without_its_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hello_reserved_setting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_program, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unclosed_quote, setup, teardown),
         cmocka_unit_test(test_prompts_are_opts),
