@@ -81,6 +81,7 @@ static void replay_case(const bc_runfile *rf, const bc_runfile_case *c, bc_repla
         .wall_ms = c->wall_ms,
         .rebuilt = c->rebuilt,
         .total_ms_rel_ci = c->total_ms_rel_ci,
+        .token_agreement = c->token_agreement,
         .load_avg_start = c->load_avg_start,
         .load_avg_end = c->load_avg_end,
         .cpu_steal_share = c->cpu_steal_share,

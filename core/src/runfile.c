@@ -338,6 +338,7 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
         if (strcmp(reason, bc_stop_reason_name((bc_stop_reason)r)) == 0) out->stop_reason = (bc_stop_reason)r;
     const json_t *load = json_object_get(ext, "host_load");
     out->total_ms_rel_ci = get_number(ext, "total_ms_rel_ci", NAN);
+    out->token_agreement = get_number(ext, "token_agreement", NAN);
     out->load_avg_start = get_number(load, "load_avg_start", NAN);
     out->load_avg_end = get_number(load, "load_avg_end", NAN);
     out->cpu_steal_share = get_number(load, "cpu_steal_share", NAN);

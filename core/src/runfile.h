@@ -72,6 +72,7 @@ typedef struct bc_runfile_case {
      * BC_STOP_NONE and NAN when the file does not say. */
     bc_stop_reason stop_reason;
     double total_ms_rel_ci, load_avg_start, load_avg_end, cpu_steal_share;
+    double token_agreement; /* extended.token_agreement (2.2 reports), NAN when absent */
     /* The case's identity across runs: its axis values, its number format
      * (the dtype, so a benchctl "bf16" case matches a DeepSpeed "bfloat16"
      * one) and whether the cache was released, e.g.

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agreement.h"
 #include "eta.h"
 #include "host.h"
 #include "hostload.h"
@@ -94,6 +95,7 @@ static void generation_unknown(bc_generation_stats *g) {
     g->num_prefill_tokens = g->num_decode_tokens = -1;
     g->prompt_width_tokens = g->prompt_min_tokens = g->prompt_max_tokens = -1;
     g->engine_prompt_expansion_ms = g->engine_generation_ms = g->engine_post_processing_ms = NAN;
+    g->token_rows = g->token_cols = g->token_stride = -1;
 }
 
 /* count / (ms / 1000) when both are known and ms > 0, else NaN. */
@@ -502,6 +504,7 @@ static void run_case(run_state *rs, size_t k) {
         }
         cr->n_iterations = it + 1;
         note_generation(cr, &it_out.gen);
+        bc_agreement_keep(&res->tokens[k], c, &it_out.gen);
         double elapsed = ms_since(t_case);
         double rel = has_target(cfg) ? case_rel_ci(res, k, it + 1) : NAN;
         iteration_event(rs, c, 0, it, out, elapsed, rel);
@@ -823,7 +826,8 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
     res->stats = calloc(n * N_FIELDS * BC_N_STATS + 1, sizeof *res->stats);
     res->memory = calloc(n ? n : 1, sizeof *res->memory);
     res->messages = calloc(n ? n : 1, sizeof *res->messages);
-    if (!res->cases || !res->values || !res->stats || !res->memory || !res->messages)
+    res->tokens = calloc(n ? n : 1, sizeof *res->tokens);
+    if (!res->cases || !res->values || !res->stats || !res->memory || !res->messages || !res->tokens)
         return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory for %zu cases", n);
     for (size_t k = 0; k < n; k++) {
         bc_case_report *cr = &res->cases[k];
@@ -845,6 +849,7 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
         cr->wall_ms = NAN;
         cr->stop_reason = BC_STOP_NONE;
         cr->total_ms_rel_ci = cr->load_avg_start = cr->load_avg_end = cr->cpu_steal_share = NAN;
+        cr->token_agreement = NAN;
         for (size_t f = 0; f < N_FIELDS; f++) {
             double *s = res->stats + (k * N_FIELDS + f) * BC_N_STATS;
             s[BC_STAT_N] = 0.0;
@@ -886,6 +891,7 @@ static void adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size_t 
     cr->load_avg_end = from->load_avg_end;
     cr->cpu_steal_share = from->cpu_steal_share;
     cr->stop_reason = from->stop_reason;
+    if (BC_ELEM_HAS(from->struct_size, bc_case_report, token_agreement)) cr->token_agreement = from->token_agreement;
 }
 
 /* Opens every reporter; a failure is reported and the others carry on. */
@@ -1031,6 +1037,7 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         if (res->cases[k].status == BC_CASE_SKIPPED) res->n_skipped++;
     }
 
+    bc_agreement_compute(cfg->cases, n, res->tokens, res->cases);
     run.n_cases = (uint32_t)n;
     run.cases = res->cases;
     close_reporters(cfg, &run, slots, res);
@@ -1053,5 +1060,6 @@ void bc_run_result_free(bc_run_result *res) {
     free(res->values);
     free(res->stats);
     free(res->memory);
+    bc_agreement_free(res->tokens, res->n_cases);
     *res = (bc_run_result){0};
 }

@@ -181,6 +181,9 @@ typedef struct worker {
     uint32_t iteration;
     int want_tokens;
     json_t *tokens;              /* the last rollout's, owned, when want_tokens */
+    int32_t *token_ids;          /* the same as rows x token_cols ids, owned (generate's tokens) */
+    size_t token_cap;
+    int64_t token_rows, token_cols;
     double *step_ms;             /* decode_step_ms of the last rollout, owned */
     size_t step_cap;
     int64_t peak_bytes;          /* the largest peak_memory_bytes since reset_peak_memory, -1 unknown */
@@ -283,6 +286,7 @@ static void worker_destroy(void *instance) {
     forget_description(w);
     json_decref(w->begin_args);
     json_decref(w->tokens);
+    free(w->token_ids);
     free(w->step_ms);
     launch_free(&w->launch);
     free(w);
@@ -355,7 +359,7 @@ static bc_status begin_case_args(worker *w, const bc_case *c, json_t **out, bc_e
     const bc_sampling *s = c->sampling;
     int greedy = !(s->temperature > 0);
     const char *dtype = c->precision_ops ? c->precision_ops->dtype : c->precision;
-    w->want_tokens = greedy && strcmp(dtype, "float32") == 0 && bc_setting_at(w->settings, S_SAVE_TOKENS)->s[0];
+    w->want_tokens = greedy && strcmp(dtype, "float32") == 0; /* the token agreement, and save_tokens */
     json_t *cs = json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:b, s:f, s:I, s:f, s:b}", "batch_size",
                            (json_int_t)c->batch_size, "samples_per_prompt", (json_int_t)c->samples_per_prompt,
                            "prompt_length", (json_int_t)c->prompt_length, "response_length",
@@ -422,6 +426,29 @@ static void take_steps(worker *w, const json_t *profile, bc_generation_stats *ou
     BC_SET(out, bc_generation_stats, n_decode_steps, (uint32_t)n);
 }
 
+/* Hands the last rollout's tokens (w->tokens, a list of rows of ids) to the
+ * host, as rows x the shortest row's length; none when they are malformed. */
+static void take_tokens(worker *w, bc_generation_stats *out) {
+    size_t rows = json_array_size(w->tokens), cols = SIZE_MAX;
+    for (size_t r = 0; r < rows; r++) {
+        size_t n = json_array_size(json_array_get(w->tokens, r));
+        if (n < cols) cols = n;
+    }
+    if (rows == 0 || cols == 0 || cols == SIZE_MAX) return;
+    if (rows * cols > w->token_cap) {
+        int32_t *p = realloc(w->token_ids, rows * cols * sizeof *p);
+        if (!p) return;
+        w->token_ids = p, w->token_cap = rows * cols;
+    }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t t = 0; t < cols; t++)
+            w->token_ids[r * cols + t] = (int32_t)json_integer_value(json_array_get(json_array_get(w->tokens, r), t));
+    BC_SET(out, bc_generation_stats, tokens, w->token_ids);
+    BC_SET(out, bc_generation_stats, token_rows, (int64_t)rows);
+    BC_SET(out, bc_generation_stats, token_cols, (int64_t)cols);
+    BC_SET(out, bc_generation_stats, token_stride, (int64_t)cols);
+}
+
 static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_error *err) {
     worker *w = instance;
     if (!wk_client_running(&w->client))
@@ -461,6 +488,7 @@ static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_er
     if (w->want_tokens) {
         json_decref(w->tokens);
         w->tokens = json_incref(json_object_get(reply, "tokens"));
+        take_tokens(w, out);
     }
     json_decref(reply);
     return BC_OK;

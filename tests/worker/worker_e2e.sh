@@ -115,6 +115,12 @@ has axis.err "case 4 (fp32 retain, batch 2 x 2 samples, prompt 8, response 4) fa
 [ "$(grep -c '"backend": "fake-b"' axis.json)" -eq 3 ] || fail "axis.json: expected 3 cases of fake-b"
 [ "$(tr -d '\r' <axis.csv | grep -c ',fake-b$')" -eq 3 ] || fail "axis.csv: expected 3 rows ending in fake-b"
 has axis.out "#  backend  batch"
+# the token agreement: fake-b's greedy float32 cases that ran agree with fake-a's token for token
+[ "$(grep -c '"token_agreement": 1,' axis.json)" -eq 2 ] || fail "axis.json: expected 2 cases with token_agreement 1"
+"$BENCHCTL" run axis.cfg --set sampling.temperature=0.7 --set 'reporters.[1].settings.path="sampled.json"' \
+    >sampled.out 2>sampled.err
+[ -f sampled.json ] || fail "sampled.json was not written"
+grep -q token_agreement sampled.json && fail "sampled.json: a token agreement for sampled cases"
 # backend by backend: every fake-a case finishes before the first fake-b one
 first_b=$(grep -n 'fake-b' axis.err | head -1 | cut -d: -f1)
 last_a=$(grep -n 'done: .*fake-a' axis.err | tail -1 | cut -d: -f1)

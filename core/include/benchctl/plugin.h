@@ -403,6 +403,14 @@ typedef struct bc_generation_stats {
      * minus it). The host sets them to BC_NOT_MEASURED; an in-process
      * backend leaves them so. */
     double engine_prompt_expansion_ms, engine_generation_ms, engine_post_processing_ms;
+    /* (since 2.2) The generated token ids of this rollout, for the token
+     * agreement between backends (greedy float32 cases): token_rows rows
+     * (all rows, batch x samples) of token_cols ids, row r at
+     * tokens + r * token_stride, prompts left out. Owned by the backend,
+     * valid until its next hook call; NULL (the host's default) when not
+     * kept. */
+    const int32_t *tokens;
+    int64_t token_rows, token_cols, token_stride;
     BC_ABI_TAIL(bc_generation_stats)
 } bc_generation_stats;
 
@@ -561,6 +569,12 @@ typedef struct bc_case_report {
     double cpu_steal_share;
     /* (since 2.1) Why the measured iterations stopped. */
     bc_stop_reason stop_reason;
+    /* (since 2.2) A run with a backends list, greedy float32 cases: the
+     * share (0..1) of this case's generated tokens (its last measured
+     * rollout's) equal to those of the same case on the first backend that
+     * ran it with tokens; NAN when not checked (that first backend's own
+     * case, sampling, another dtype, a backend that keeps no tokens). */
+    double token_agreement;
     BC_ABI_TAIL(bc_case_report)
 } bc_case_report;
 
