@@ -141,9 +141,6 @@ static size_t terminal_width(void) {
     return cols > 0 && cols < 10000 ? (size_t)cols : 80;
 }
 
-/* The case's backend (2.2), or NULL. */
-static const char *case_backend(const bc_case *c) { return BC_HAS(c, bc_case, backend) ? c->backend : NULL; }
-
 /* "B=4 x4 prompt=128 resp=128 bf16 retain", and the case's backend when it
  * is not the run's first (a backends list); "prompt=file" when the prompts
  * file decides the length. */
@@ -155,7 +152,7 @@ static void describe_case(char *buf, size_t size, const bc_case *c, const char *
         snprintf(prompt, sizeof prompt, "file");
     int k = snprintf(buf, size, "B=%u x%u prompt=%s resp=%u %s %s", c->batch_size, c->samples_per_prompt, prompt,
                      c->response_length, c->precision ? c->precision : "?", c->cache_policy ? c->cache_policy : "?");
-    const char *b = case_backend(c);
+    const char *b = bc_case_backend(c);
     if (b && strcmp(b, first_backend) != 0 && k > 0 && (size_t)k < size) snprintf(buf + k, size - (size_t)k, " %s", b);
 }
 
@@ -442,14 +439,14 @@ static void fill_steal(char *cell, const view *v, const bc_case_report *cr) {
 /* What ran and how long it took. */
 static void fill_backend(char *cell, const view *v, const bc_case_report *cr) {
     (void)v;
-    snprintf(cell, CELL_LEN, "%s", case_backend(cr->c) ? case_backend(cr->c) : "-");
+    snprintf(cell, CELL_LEN, "%s", bc_case_backend(cr->c) ? bc_case_backend(cr->c) : "-");
 }
 
 /* 1 when the run's cases name more than one backend. */
 static int several_backends(const bc_run_report *run) {
     const char *first = NULL;
     for (uint32_t i = 0; i < run->n_cases; i++) {
-        const char *b = case_backend(bc_run_case(run, i)->c);
+        const char *b = bc_case_backend(bc_run_case(run, i)->c);
         if (b && !first) first = b;
         else if (b && strcmp(b, first) != 0) return 1;
     }

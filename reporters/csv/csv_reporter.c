@@ -142,7 +142,7 @@ static void write_row(bc_text *t, const bc_run_report *run, const bc_case_report
     cell_double(t, &first, BC_CASE_FIELD(run, cr, load_avg_end, NAN));
     cell_double(t, &first, BC_CASE_FIELD(run, cr, cpu_steal_share, NAN));
     cell(t, &first, cr->message ? cr->message : "");
-    cell(t, &first, BC_HAS(c, bc_case, backend) && c->backend ? c->backend : "");
+    cell(t, &first, bc_case_backend(c) ? bc_case_backend(c) : "");
     end_row(t);
 }
 

@@ -183,9 +183,6 @@ typedef struct varying {
     int samples, prompt, response, precision, cache, backend;
 } varying;
 
-/* The case's backend (2.2: a run with a backends list names it), or NULL. */
-static const char *case_backend(const bc_case *c) { return BC_HAS(c, bc_case, backend) ? c->backend : NULL; }
-
 static varying find_varying(const bc_run_report *run, uint32_t n) {
     varying v = {0};
     if (n == 0) return v;
@@ -197,7 +194,7 @@ static varying find_varying(const bc_run_report *run, uint32_t n) {
         v.response |= c->response_length != a->response_length;
         v.precision |= !same_str(c->precision, a->precision);
         v.cache |= !same_str(c->cache_policy, a->cache_policy);
-        v.backend |= !same_str(case_backend(c), case_backend(a));
+        v.backend |= !same_str(bc_case_backend(c), bc_case_backend(a));
     }
     return v;
 }
@@ -209,7 +206,7 @@ static void make_label(char *buf, size_t size, const bc_case *c, const varying *
     snprintf(buf, size, "#%u", c->index);
     if (v->backend) {
         append_cut(buf, size, " ", 1);
-        append_cut(buf, size, case_backend(c) ? case_backend(c) : "?", 16);
+        append_cut(buf, size, bc_case_backend(c) ? bc_case_backend(c) : "?", 16);
     }
     char shape[48];
     snprintf(shape, sizeof shape, " B%u\xC3\x97%u", c->batch_size, c->samples_per_prompt);
