@@ -104,7 +104,8 @@ class Worker:
             self.proc.wait()
         for t in self.pumps:
             t.join(timeout=10)
-        self.proc.stdin.close()
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            f.close()
 
     def __enter__(self):
         return self

@@ -174,38 +174,30 @@ class CTranslate2Engine(Engine):
         if compute_type not in supported:
             raise WorkerError("unsupported", "compute type %s is not supported on this %s (supported: %s)"
                               % (compute_type, device, ", ".join(sorted(supported))))
+        models.check_case_fits(case, prompt_ids, models.model_config(self.values))
         model_dir = self._converted()
-        cfg_vocab = self._vocab_size(model_dir)
-        if max(max(r) for r in prompt_ids) >= cfg_vocab:
-            raise WorkerError("infeasible", "prompt ids reach %d, the model's vocabulary has %d"
-                              % (max(max(r) for r in prompt_ids), cfg_vocab))
+        if case["do_sample"]:
+            # The seed reaches a Generator's threads when they start: a
+            # sampled case gets new ones, so its draws follow its seed.
+            ctranslate2.set_random_seed(case["seed"])
+            self.generator_key = None
         if self.generator_key != compute_type:
             self.generator = None
             self.generator = ctranslate2.Generator(model_dir, device=device, compute_type=compute_type,
                                                    intra_threads=self.values["threads"], inter_threads=1)
             self.generator_key = compute_type
-        if case["do_sample"]:
-            ctranslate2.set_random_seed(case["seed"])
         models.reset_peak_rss()  # the peak is since begin_case
         self.case = case
         self.prompts = [[models.token_string(t) for t in row] for row in prompt_ids]
 
-    def _vocab_size(self, model_dir):
-        import json
-        with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
-            vocab = json.load(f).get("vocab_size")
-        if vocab is None:
-            with open(os.path.join(model_dir, "vocabulary.json"), encoding="utf-8") as f:
-                vocab = len(json.load(f))
-        return vocab
-
-    def _options(self, step_marks):
+    def _options(self, step_marks, row_marks):
         c = self.case
         R = c["response_length"]
 
         def on_token(step):
-            if step.step >= len(step_marks):
-                step_marks.append(time.perf_counter())
+            t = time.perf_counter()
+            step_marks.setdefault(step.step, t)
+            row_marks.setdefault(step.batch_id, t)
 
         opts = dict(max_length=R, min_length=R, include_prompt_in_result=False, beam_size=1, max_batch_size=0,
                     callback=on_token)
@@ -219,8 +211,11 @@ class CTranslate2Engine(Engine):
         c = self.case
         S, R = c["samples_per_prompt"], c["response_length"]
         on_cpu = self.values["device"] == "cpu"
-        steps = []  # perf_counter when step k's first token was reported
-        opts = self._options(steps)
+        # perf_counter when each decoding step's first token was reported, and
+        # each row's first token (rows with shorter prompts start earlier:
+        # CTranslate2 feeds the rest of the longer prompts step by step)
+        step_marks, row_marks = {}, {}
+        opts = self._options(step_marks, row_marks)
         t0 = time.perf_counter()
         rows = [p for p in self.prompts for _ in range(S)]
         t1 = time.perf_counter()
@@ -230,16 +225,18 @@ class CTranslate2Engine(Engine):
         mask = [[1] * (len(p) + len(r)) for p, r in zip(rows, ids)]      # prompt + response
         t3 = time.perf_counter()
         del mask
-        if len(ids) != len(rows) or any(len(r) != R for r in ids) or len(steps) != R:
+        if (len(ids) != len(rows) or any(len(r) != R for r in ids) or len(step_marks) < R
+                or len(row_marks) != len(rows)):
             raise WorkerError("internal", "generate_batch made %s tokens a row in %d steps, wanted %d"
-                              % (sorted({len(r) for r in ids}), len(steps), R))
-        step_ms = [(steps[k] - steps[k - 1]) * 1e3 for k in range(1, R)]
+                              % (sorted({len(r) for r in ids}), len(step_marks), R))
+        steps = [step_marks[k] for k in sorted(step_marks)]
+        step_ms = [(steps[k] - steps[k - 1]) * 1e3 for k in range(1, len(steps))]
         expand_ms = (t1 - t0) * 1e3
         prof = dict(
             prompt_expansion_ms=expand_ms, generation_ms=(t2 - t1) * 1e3, post_processing_ms=(t3 - t2) * 1e3,
             prefill_forward_ms=(steps[0] - t1) * 1e3, decode_forward_ms=(steps[-1] - steps[0]) * 1e3,
-            num_decode_forwards=R - 1, num_generated_tokens=len(ids) * R,
-            time_to_first_token_ms=expand_ms + (steps[0] - t1) * 1e3,
+            num_decode_forwards=len(steps) - 1, num_generated_tokens=len(ids) * R,
+            time_to_first_token_ms=expand_ms + (max(row_marks.values()) - t1) * 1e3,
             decode_step_ms=step_ms,
             peak_memory_bytes=models.peak_rss_bytes() if on_cpu else None)
         return prof, (ids if c["return_tokens"] else None)

@@ -78,6 +78,7 @@ class DeepSpeedEngine(Engine):
     def begin_case(self, case, prompt_ids):
         torch, transformers, deepspeed = self._import()
         dtype = hf.torch_dtype(torch, case["dtype"])
+        models.check_case_fits(case, prompt_ids, models.model_config(self.values))
         rows = case["batch_size"] * case["samples_per_prompt"]
         key = (case["dtype"], rows)
         if self.engine_key != key:

@@ -205,20 +205,13 @@ class TransformersEngine(Engine):
     def begin_case(self, case, prompt_ids):
         torch, transformers = self._import()
         dtype = torch_dtype(torch, case["dtype"])
+        models.check_case_fits(case, prompt_ids, models.model_config(self.values))
         device = self.values["device"]
         if self.model_key != case["dtype"]:
             self.model = None
             free_memory(torch, device == "cuda")
             self.model = build_model(torch, transformers, self.values, dtype, device)
             self.model_key = case["dtype"]
-        vocab = self.model.config.vocab_size
-        if max(max(r) for r in prompt_ids) >= vocab:
-            raise WorkerError("infeasible", "prompt ids reach %d, the model's vocabulary has %d"
-                              % (max(max(r) for r in prompt_ids), vocab))
-        if case["prompt_length"] + case["response_length"] > self.model.config.max_position_embeddings:
-            raise WorkerError("infeasible", "prompt + response = %d tokens, the model has %d positions"
-                              % (case["prompt_length"] + case["response_length"],
-                                 self.model.config.max_position_embeddings))
         self.rollout = TorchRollout(torch, self.model, self.model.generate, case, prompt_ids, device,
                                     self.model.config.pad_token_id)
 

@@ -101,6 +101,18 @@ def describe_reply(desc, values, dtypes):
         raise WorkerError("setting", "setting checkpoint: config.json has no %s" % e) from e
 
 
+def check_case_fits(case, prompt_ids, cfg):
+    """Raises WorkerError("infeasible") when the prompts hold ids outside the
+    model's vocabulary or prompt + response exceed its positions."""
+    top = max(max(r) for r in prompt_ids)
+    if top >= cfg["vocab_size"]:
+        raise WorkerError("infeasible", "prompt ids reach %d, the model's vocabulary has %d" % (top, cfg["vocab_size"]))
+    need = max(len(r) for r in prompt_ids) + case["response_length"]
+    if need > cfg["max_position_embeddings"]:
+        raise WorkerError("infeasible", "prompt + response = %d tokens, the model has %d positions"
+                          % (need, cfg["max_position_embeddings"]))
+
+
 def read_checkpoint_config(directory):
     """The checkpoint's config.json as a dict; WorkerError("setting") when unreadable."""
     path = os.path.join(directory, "config.json")
