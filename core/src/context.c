@@ -39,6 +39,45 @@ static bc_status prefix_error(bc_error *err, const char *prefix) {
     return err->code;
 }
 
+/* For a plugin with more_settings (since 2.2): resolves the settings of its
+ * own table, asks it for its other rows, appends them (out->desc) and
+ * resolves the whole group against both. */
+static bc_status resolve_more_settings(bc_context *ctx, const bc_plugin_spec *spec, bc_context_plugin *out,
+                                       const char *prefix, bc_error *err) {
+    const bc_plugin_desc *d = out->plugin->desc;
+    if (!d->free_more_settings)
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: has more_settings but no free_more_settings", prefix);
+    bc_status st = bc_settings_resolve_known(&ctx->cfg, spec, d, out->values, err);
+    if (st != BC_OK) return st;
+    const bc_setting_desc *rows = NULL;
+    uint32_t n = 0, size = 0;
+    if ((st = d->more_settings(&out->plugin->host, &out->settings, &rows, &n, &size, err)) != BC_OK)
+        return prefix_error(err, prefix);
+    out->more_rows = rows, out->n_more_rows = n;
+    if (n > 0 && (!rows || size < BC_SIZE_THROUGH(bc_setting_desc, help)))
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: more_settings returned %u rows of %u bytes", prefix, (unsigned)n,
+                            (unsigned)size);
+    uint32_t total = d->n_settings + n;
+    out->all_rows = calloc((size_t)total + 1, sizeof *out->all_rows);
+    bc_setting_value *values = realloc(out->values, ((size_t)total + 1) * sizeof *values);
+    if (values) out->values = values;
+    if (!out->all_rows || !values) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < d->n_settings; i++) out->all_rows[i] = d->settings[i];
+    for (uint32_t j = 0; j < n; j++) {
+        bc_setting_desc *row = &out->all_rows[d->n_settings + j];
+        memcpy(row, BC_AT(bc_setting_desc, rows, size, j), size < sizeof *row ? size : sizeof *row);
+        for (uint32_t i = 0; row->name && i < d->n_settings + j; i++)
+            if (strcmp(out->all_rows[i].name, row->name) == 0)
+                return bc_error_set(err, BC_ERR_FORMAT, "%s: setting '%s' is declared twice", prefix, row->name);
+    }
+    out->desc.settings = out->all_rows;
+    out->desc.n_settings = total;
+    out->desc.setting_size = sizeof(bc_setting_desc);
+    out->settings.values = out->values;
+    out->settings.count = total;
+    return bc_settings_resolve(&ctx->cfg, spec, &out->desc, out->values, err);
+}
+
 /* Loads the plugin spec names, of kind want, resolves its settings and runs
  * its check_settings. */
 static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plugin_kind want, bc_context_plugin *out,
@@ -59,13 +98,16 @@ static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plu
     if (bc_host_log_level() >= BC_LOG_INFO)
         fprintf(stderr, "benchctl: %s: %s plugin %s %s from %s\n", out->where, bc_kind_name(d->kind), d->name,
                 d->version ? d->version : "?", out->plugin->path);
+    out->desc = *d;
     out->values = calloc(d->n_settings + 1, sizeof *out->values);
     if (!out->values) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
     out->settings = (bc_settings){.struct_size = sizeof out->settings, .count = d->n_settings,
                                   .value_size = sizeof *out->values, .values = out->values};
-    if ((st = bc_settings_resolve(&ctx->cfg, spec, d, out->values, err)) != BC_OK) return st;
     char prefix[sizeof label + 64];
     text(prefix, sizeof prefix, "%s: %s '%s'", label, bc_kind_name(d->kind), d->name);
+    if (d->more_settings) st = resolve_more_settings(ctx, spec, out, prefix, err);
+    else st = bc_settings_resolve(&ctx->cfg, spec, d, out->values, err);
+    if (st != BC_OK) return st;
     bc_output_claims_owner(prefix); /* the output files it checks are its own */
     if (d->check_settings && (st = d->check_settings(&out->plugin->host, &out->settings, err)) != BC_OK)
         return prefix_error(err, prefix);
@@ -216,7 +258,7 @@ static bc_status fill_header(bc_context *ctx, const bc_context_args *a, bc_error
     if (st != BC_OK) return st;
     bc_run_report *run = &ctx->run;
     bc_run_meta_fill(&ctx->meta, ctx->cfg.path, ctx->cfg.sha256, run);
-    const bc_plugin_desc *bd = ctx->backend.plugin->desc;
+    const bc_plugin_desc *bd = &ctx->backend.desc; /* with the rows more_settings added */
     run->backend_name = bd->name;
     run->backend = &ctx->backend_info;
     run->backend_settings = bd->settings;
@@ -276,15 +318,23 @@ void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_ru
     };
 }
 
+/* Frees what load_plugin made for p (the instance, if any, is gone). */
+static void free_plugin_settings(bc_context_plugin *p) {
+    free(p->values);
+    free(p->all_rows);
+    if (p->more_rows && p->plugin && p->plugin->desc->free_more_settings)
+        p->plugin->desc->free_more_settings(p->more_rows, p->n_more_rows);
+}
+
 static void free_plugins(bc_context_plugin *p, size_t n) {
-    for (size_t i = 0; p && i < n; i++) free(p[i].values);
+    for (size_t i = 0; p && i < n; i++) free_plugin_settings(&p[i]);
     free(p);
 }
 
 void bc_context_free(bc_context *ctx) {
     if (ctx->backend_instance) ctx->backend.plugin->backend.destroy(ctx->backend_instance);
     ctx->backend_instance = NULL;
-    free(ctx->backend.values);
+    free_plugin_settings(&ctx->backend);
     free_plugins(ctx->precisions, ctx->cfg.n_precisions);
     free_plugins(ctx->caches, ctx->cfg.n_cache_policies);
     free_plugins(ctx->reporters, ctx->cfg.n_reporters);

@@ -37,6 +37,14 @@ typedef struct bc_context_plugin {
     bc_setting_value *values; /* plugin->desc->n_settings, owned */
     bc_settings settings;     /* the view plugins get of values */
     char where[PATH_MAX + 64];/* where the config names it: "bench.cfg:5", "--reporter" */
+    /* The settings table the values follow: the plugin's own, or, for a
+     * plugin with more_settings (since 2.2), its own rows then the ones
+     * more_settings returned (all_rows, owned; more_rows are the plugin's,
+     * handed back to its free_more_settings by bc_context_free). */
+    bc_plugin_desc desc;
+    bc_setting_desc *all_rows;
+    const bc_setting_desc *more_rows;
+    uint32_t n_more_rows;
 } bc_context_plugin;
 
 /* What a case's check_case said (plan prints it). */

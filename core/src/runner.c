@@ -43,6 +43,8 @@ const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_DECODE_MS_PER_TOKEN_P95] = "decode_ms_per_token_p95",
     [BC_FIELD_PREFILL_TOKENS_PER_SECOND] = "prefill_tokens_per_second",
     [BC_FIELD_DECODE_TOKENS_PER_SECOND] = "decode_tokens_per_second",
+    [BC_FIELD_ENGINE_TOTAL_MS] = "engine_total_ms",
+    [BC_FIELD_PROTOCOL_OVERHEAD_MS] = "protocol_overhead_ms",
 };
 
 enum { N_FIELDS = BC_N_FIELDS };
@@ -91,6 +93,7 @@ static void generation_unknown(bc_generation_stats *g) {
     g->num_decode_forwards = g->num_generated_tokens = g->returned_response_length = -1;
     g->num_prefill_tokens = g->num_decode_tokens = -1;
     g->prompt_width_tokens = g->prompt_min_tokens = g->prompt_max_tokens = -1;
+    g->engine_prompt_expansion_ms = g->engine_generation_ms = g->engine_post_processing_ms = NAN;
 }
 
 /* count / (ms / 1000) when both are known and ms > 0, else NaN. */
@@ -98,7 +101,7 @@ static double per_second(int64_t count, double ms) {
     return count >= 0 && bc_is_measured(ms) && ms > 0 ? (double)count / (ms / 1000.0) : NAN;
 }
 
-/* The fields generate's stats give (row has N_FIELDS values). */
+/* The fields generate's stats give (row has N_FIELDS values, total_ms set). */
 static void fields_from_generation(const bc_generation_stats *g, double gen_ms, double expand_ms, double *row) {
     if (g->num_generated_tokens >= 0) {
         row[BC_FIELD_NUM_GENERATED_TOKENS] = (double)g->num_generated_tokens;
@@ -119,6 +122,12 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
     }
     row[BC_FIELD_PREFILL_TOKENS_PER_SECOND] = per_second(g->num_prefill_tokens, g->prefill_forward_ms);
     row[BC_FIELD_DECODE_TOKENS_PER_SECOND] = per_second(g->num_decode_tokens, g->decode_forward_ms);
+    if (bc_is_measured(g->engine_prompt_expansion_ms) && bc_is_measured(g->engine_generation_ms) &&
+        bc_is_measured(g->engine_post_processing_ms)) {
+        row[BC_FIELD_ENGINE_TOTAL_MS] = g->engine_prompt_expansion_ms + g->engine_generation_ms +
+                                        g->engine_post_processing_ms;
+        row[BC_FIELD_PROTOCOL_OVERHEAD_MS] = row[BC_FIELD_TOTAL_MS] - row[BC_FIELD_ENGINE_TOTAL_MS];
+    }
 }
 
 /* Where one iteration stopped, when it did not complete. */

@@ -84,6 +84,8 @@ typedef enum bc_field {
     BC_FIELD_DECODE_MS_PER_TOKEN_P95,
     BC_FIELD_PREFILL_TOKENS_PER_SECOND,
     BC_FIELD_DECODE_TOKENS_PER_SECOND,
+    BC_FIELD_ENGINE_TOTAL_MS,       /* a worker backend's engine's own stage times, summed */
+    BC_FIELD_PROTOCOL_OVERHEAD_MS,  /* total_ms - engine_total_ms: the transport to the engine */
     BC_N_FIELDS
 } bc_field;
 

@@ -89,7 +89,7 @@ extern "C" {
 #define BENCHCTL_PLUGIN_MAGIC 0x42435450u /* "BCTP" */
 #define BENCHCTL_ABI_MAJOR 2
 #ifndef BENCHCTL_ABI_MINOR
-#define BENCHCTL_ABI_MINOR 1
+#define BENCHCTL_ABI_MINOR 2
 #endif
 #define BENCHCTL_PLUGIN_ENTRY "benchctl_plugin_entry"
 
@@ -390,6 +390,14 @@ typedef struct bc_generation_stats {
     /* The prompts as they ran: the padded width, and the shortest and longest
      * real prompt (they differ with a prompts file). */
     int64_t prompt_width_tokens, prompt_min_tokens, prompt_max_tokens;
+    /* (since 2.2) For a backend that drives an engine outside benchctl (the
+     * worker backend's child process): the engine's own times of this
+     * rollout's three stages, as the engine measured them, ms. The host's
+     * stage times around the hooks also hold the transport; the reports
+     * show engine_total_ms (their sum) and protocol_overhead_ms (total_ms
+     * minus it). The host sets them to BC_NOT_MEASURED; an in-process
+     * backend leaves them so. */
+    double engine_prompt_expansion_ms, engine_generation_ms, engine_post_processing_ms;
     BC_ABI_TAIL(bc_generation_stats)
 } bc_generation_stats;
 
@@ -718,6 +726,21 @@ typedef struct bc_plugin_desc {
      * quickly and without side effects; validate and run call it before
      * anything else of the plugin. */
     bc_status (*check_settings)(const bc_host *host, const bc_settings *settings, bc_error *err);
+    /* (since 2.2) Optional, any kind: settings only the plugin can name once
+     * it looks (the worker backend starts its engine, which declares its
+     * own). Called with the values of the table above resolved from
+     * bench.cfg (whose settings group may also hold names that table
+     * lacks), before check_settings. Returns *n_rows more rows, *row_size
+     * bytes apart, that the host appends to the table: bench.cfg's group is
+     * then validated against both like any table, `benchctl plugins NAME`
+     * prints both, and the plugin's instance and check_settings get
+     * n_settings + *n_rows values, its own table's first. The rows and their
+     * strings are the plugin's until the host hands them to
+     * free_more_settings (required with more_settings), after the last
+     * instance is destroyed. */
+    bc_status (*more_settings)(const bc_host *host, const bc_settings *settings, const bc_setting_desc **rows,
+                               uint32_t *n_rows, uint32_t *row_size, bc_error *err);
+    void (*free_more_settings)(const bc_setting_desc *rows, uint32_t n_rows);
     BC_ABI_TAIL(bc_plugin_desc)
 } bc_plugin_desc;
 
