@@ -7,16 +7,18 @@ hybrid engine enabled (inference kernels for generation, ZeRO stage 0), and
 one rollout is the seed's: expand the prompts (each row repeated
 samples_per_prompt times), engine.generate with forced length (EOS suppressed
 until response_length), post-process (the mask over prompt + response). The
-stages, the prefill/decode split (hooks on the wrapped model's forward), the
-peak memory (torch.cuda.max_memory_allocated) and the tokens are measured as
-in hf.py, with CUDA events, so the profile fields map one to one.
+rollout is the transformers engine's (hf.TorchRollout): stages, the
+prefill/decode split (hooks on the wrapped model's forward), peak memory
+(torch.cuda.max_memory_allocated) and tokens are measured the same way, with
+CUDA events, so the profile fields map one to one.
 
 Without a CUDA GPU, or without the deepspeed package, `hello` still works and
 begin_case fails with one line saying why.
 """
 
-from . import hf, models
-from .protocol import Engine, WorkerError, setting
+from . import models
+from .hf import TransformersEngine, build_model, free_memory
+from .protocol import WorkerError, setting
 
 
 def ds_config(dtype_name, batch_rows):
@@ -34,13 +36,8 @@ def ds_config(dtype_name, batch_rows):
     }
 
 
-class DeepSpeedEngine(Engine):
+class DeepSpeedEngine(TransformersEngine):
     name = "deepspeed"
-
-    def __init__(self):
-        self.values = None
-        self.engine = self.engine_key = None
-        self.rollout = None
 
     def settings_table(self):
         table = models.model_settings(device_choices=("cuda",))
@@ -56,54 +53,25 @@ class DeepSpeedEngine(Engine):
     def device(self):
         return "cuda"
 
-    def configure(self, values):
-        self.desc = models.check_model_settings(values)
-        self.values = values
-        self.engine = self.engine_key = None
-
     def _import(self):
         models.require_packages("deepspeed", ["torch", "transformers", "deepspeed"])
         import torch
         if not torch.cuda.is_available():
             raise WorkerError("unsupported", "deepspeed: the hybrid engine needs a CUDA GPU; torch %s sees none"
                               % torch.__version__)
+        return super()._import()
+
+    def _prepare(self, torch, transformers, case, dtype):
+        """The hybrid engine around the case's model, made once per dtype and
+        row count (its batch size)."""
         import deepspeed
-        import transformers
-        transformers.logging.set_verbosity_error()
-        return torch, transformers, deepspeed
-
-    def describe(self):
-        return models.describe_reply(self.desc, self.values, models.TORCH_DTYPES)
-
-    def begin_case(self, case, prompt_ids):
-        torch, transformers, deepspeed = self._import()
-        dtype = hf.torch_dtype(torch, case["dtype"])
-        models.check_case_fits(case, prompt_ids, models.model_config(self.values))
         rows = case["batch_size"] * case["samples_per_prompt"]
-        key = (case["dtype"], rows)
-        if self.engine_key != key:
-            self.engine = None
-            hf.free_memory(torch, True)
-            model = hf.build_model(torch, transformers, self.values, dtype, "cuda")
-            self.engine, *_ = deepspeed.initialize(model=model, config=ds_config(case["dtype"], rows))
-            self.engine.eval()
-            self.engine_key = key
-        module = self.engine.module
-        self.rollout = hf.TorchRollout(torch, module, self.engine.generate, case, prompt_ids, "cuda",
-                                       module.config.pad_token_id)
+        if self.model_key != (case["dtype"], rows):
+            self.model = None
+            free_memory(torch, True)
+            model = build_model(torch, transformers, self.values, dtype, "cuda")
+            self.model, *_ = deepspeed.initialize(model=model, config=ds_config(case["dtype"], rows))
+            self.model.eval()
+            self.model_key = (case["dtype"], rows)
+        return self.model.module, self.model.generate
 
-    def generate(self, iteration, warmup):
-        return self.rollout.run()
-
-    def release_cache(self):
-        import torch
-        hf.free_memory(torch, True)
-
-    def end_case(self):
-        if self.rollout:
-            self.rollout.close()
-            self.rollout = None
-
-    def close(self):
-        self.end_case()
-        self.engine = None

@@ -206,21 +206,27 @@ class TransformersEngine(Engine):
         torch, transformers = self._import()
         dtype = torch_dtype(torch, case["dtype"])
         models.check_case_fits(case, prompt_ids, models.model_config(self.values))
+        module, generate_fn = self._prepare(torch, transformers, case, dtype)
+        self.rollout = TorchRollout(torch, module, generate_fn, case, prompt_ids, self.values["device"],
+                                    module.config.pad_token_id)
+
+    def _prepare(self, torch, transformers, case, dtype):
+        """The case's model, built once per dtype -> (the module the forward
+        hooks go on, the generate function)."""
         device = self.values["device"]
         if self.model_key != case["dtype"]:
             self.model = None
-            free_memory(torch, device == "cuda")
+            free_memory(torch, device.startswith("cuda"))
             self.model = build_model(torch, transformers, self.values, dtype, device)
             self.model_key = case["dtype"]
-        self.rollout = TorchRollout(torch, self.model, self.model.generate, case, prompt_ids, device,
-                                    self.model.config.pad_token_id)
+        return self.model, self.model.generate
 
     def generate(self, iteration, warmup):
         return self.rollout.run()
 
     def release_cache(self):
         import torch
-        free_memory(torch, self.values["device"] == "cuda")
+        free_memory(torch, self.values["device"].startswith("cuda"))
 
     def end_case(self):
         if self.rollout:
