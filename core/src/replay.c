@@ -46,6 +46,7 @@ static void replay_case(const bc_runfile *rf, const bc_runfile_case *c, bc_repla
         .release_cache = c->release_cache >= 0 ? c->release_cache
                                                : c->cache_policy && strcmp(c->cache_policy, "release") == 0,
         .sampling = rf->has_sampling ? &rp->sampling : NULL,
+        .backend = c->backend,
     };
     bc_memory_stats *m = &rp->memory[k];
     *m = (bc_memory_stats){.struct_size = sizeof *m};

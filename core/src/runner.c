@@ -130,6 +130,22 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
     }
 }
 
+/* The backend (its index in cfg->backends) that runs case c; 0 with one. */
+static size_t backend_index(const bc_runner_config *cfg, const bc_case *c) {
+    if (cfg->n_backends < 2 || !BC_HAS(c, bc_case, backend) || !c->backend) return 0;
+    for (size_t i = 0; i < cfg->n_backends; i++)
+        if (strcmp(cfg->backends[i].label, c->backend) == 0) return i;
+    return 0;
+}
+
+static const bc_plugin *backend_plugin(const bc_runner_config *cfg, const bc_case *c) {
+    return cfg->n_backends ? cfg->backends[backend_index(cfg, c)].plugin : cfg->backend;
+}
+
+static void *backend_instance(const bc_runner_config *cfg, const bc_case *c) {
+    return cfg->n_backends ? cfg->backends[backend_index(cfg, c)].instance : cfg->backend_instance;
+}
+
 /* Where one iteration stopped, when it did not complete. */
 typedef struct iteration_out {
     const char *hook;        /* the hook that failed, or NULL */
@@ -141,7 +157,7 @@ typedef struct iteration_out {
  * hook error returns it, with out->hook naming the hook. */
 static bc_status one_iteration(const bc_runner_config *cfg, void *inst, const bc_case *c, int *released, double *row,
                                iteration_out *out, bc_error *err) {
-    const bc_backend_ops *ops = &cfg->backend->backend;
+    const bc_backend_ops *ops = &backend_plugin(cfg, c)->backend;
     double scratch[N_FIELDS];
     if (!row) row = scratch;
     for (int f = 0; f < N_FIELDS; f++) row[f] = NAN;
@@ -429,9 +445,9 @@ static void case_stats(bc_run_result *res, size_t k) {
 static void run_case(run_state *rs, size_t k) {
     const bc_runner_config *cfg = rs->cfg;
     bc_run_result *res = rs->res;
-    const bc_backend_ops *ops = &cfg->backend->backend;
-    void *inst = cfg->backend_instance;
     const bc_case *c = &cfg->cases[k];
+    const bc_backend_ops *ops = &backend_plugin(cfg, c)->backend;
+    void *inst = backend_instance(cfg, c);
     bc_case_report *cr = &res->cases[k];
     double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
     double row[N_FIELDS];
@@ -930,15 +946,18 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         free(order), free(finished), free(done), free(slots);
         return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory");
     }
-    const bc_plugin *be = cfg->backend;
-    uint32_t axes = bc_matrix_rebuild_axes(be->backend.rebuild_axes);
+    uint32_t axes = bc_matrix_rebuild_axes(cfg->backend->backend.rebuild_axes);
+    for (size_t b = 1; b < cfg->n_backends; b++) axes |= bc_matrix_rebuild_axes(cfg->backends[b].plugin->backend.rebuild_axes);
     bc_matrix_execution_order(cfg->cases, n, axes, order);
 
-    if (be->backend.prepare && (st = be->backend.prepare(cfg->backend_instance, err)) != BC_OK) {
+    const bc_runner_backend one = {.plugin = cfg->backend, .instance = cfg->backend_instance, .where = cfg->backend_where};
+    for (size_t b = 0; b < (cfg->n_backends ? cfg->n_backends : 1); b++) {
+        const bc_runner_backend *rb = cfg->n_backends ? &cfg->backends[b] : &one;
+        const bc_plugin *be = rb->plugin;
+        if (!be->backend.prepare || (st = be->backend.prepare(rb->instance, err)) == BC_OK) continue;
         char msg[sizeof err->message + 512];
-        snprintf(msg, sizeof msg, "%.300s%sbackend '%s' could not start: prepare: %s",
-                 cfg->backend_where ? cfg->backend_where : "", cfg->backend_where ? ": " : "", be->desc->name,
-                 err->message);
+        snprintf(msg, sizeof msg, "%.300s%sbackend '%s' could not start: prepare: %s", rb->where ? rb->where : "",
+                 rb->where ? ": " : "", be->desc->name, err->message);
         char hint[sizeof err->hint];
         memcpy(hint, err->hint, sizeof hint);
         bc_error_set(err, st, "%s", msg);

@@ -109,10 +109,25 @@ typedef struct bc_prior_case {
     uint32_t n_iterations;
 } bc_prior_case;
 
+/* One backend of a run with a backends list: it runs the cases whose
+ * bc_case.backend is label. */
+typedef struct bc_runner_backend {
+    const char *label;
+    const bc_plugin *plugin;
+    void *instance;     /* created and described by the caller, destroyed by it after bc_run */
+    const char *where;  /* "bench.cfg:7", prefixed to prepare errors; may be NULL */
+} bc_runner_backend;
+
 typedef struct bc_runner_config {
     const bc_plugin *backend;
     void *backend_instance;      /* created and described by the caller, destroyed by it after bc_run */
     const char *backend_where;   /* "bench.cfg:7", prefixed to prepare errors; may be NULL */
+    /* Every backend, when there may be more than one (the first is backend
+     * above): each case runs on the one its bc_case.backend names, and the
+     * cases run backend by backend, in this order. n_backends 0: backend
+     * runs every case. */
+    const bc_runner_backend *backends;
+    size_t n_backends;
     const bc_case *cases;        /* requested order (case.index: position in the whole matrix) */
     size_t n_cases;
     uint32_t warmup;

@@ -22,7 +22,7 @@ static double now_ms(void) {
  * when they do not fit. Returns err's code. */
 static bc_status annotate(wk_client *c, const char *op, int with_stderr, bc_error *err) {
     char text[2 * sizeof err->message + WK_STDERR_TAIL_BYTES];
-    int k = snprintf(text, sizeof text, "worker %s: %s: %s", c->engine, op, err->message);
+    int k = snprintf(text, sizeof text, "worker%s%s: %s: %s", c->engine[0] ? " " : "", c->engine, op, err->message);
     size_t head = k < 0 ? 0 : (size_t)k < sizeof text ? (size_t)k : sizeof text - 1;
     const size_t cap = sizeof err->message - 1;
     if (with_stderr && head + 40 < cap) {
@@ -218,7 +218,7 @@ bc_status wk_client_start(wk_client *c, const bc_host *host, const wk_command *c
     c->cmd = *cmd;
     c->host = host;
     c->next_id = 1;
-    snprintf(c->engine, sizeof c->engine, "%s", "(starting)");
+    c->engine[0] = '\0'; /* until the hello names it */
     if (!cmd->argv || !cmd->argv[0])
         return bc_error_set(err, BC_ERR_SETTING, "worker: command is empty: set it to the worker's command line");
     bc_status st = wk_proc_start(&c->proc, host, cmd->argv, cmd->env, cmd->n_env, err);

@@ -49,7 +49,7 @@ typedef struct wk_client {
     wk_command cmd;
     const bc_host *host;
     uint64_t next_id;
-    char engine[64]; /* from the hello, for messages; "worker" before it */
+    char engine[64]; /* from the hello, for messages; "" before it */
 } wk_client;
 
 /* Starts the worker and reads its hello into *hello (owned by the caller,

@@ -166,9 +166,9 @@ typedef struct worker {
     launch launch;
     wk_client client;
     wk_hello hello;              /* of the worker now (or last) running */
-    /* what describe said */
-    char *model, *model_family, *device_name; /* owned */
-    char model_text[320];
+    /* what describe said; describe's strings point here, so they stay valid
+     * across restarts until destroy */
+    char model_text[320], device[64], engine_version[64], model_family[64], device_name[128];
     json_t *dtypes;              /* a list of strings, owned */
     int64_t vocab_size, max_positions, n_parameters, n_layers, hidden_size, n_heads, ffn_size;
     /* the case */
@@ -199,11 +199,12 @@ static double json_num(const json_t *o, const char *key) {
 }
 
 static void forget_description(worker *w) {
-    free(w->model), free(w->model_family), free(w->device_name);
-    w->model = w->model_family = w->device_name = NULL;
     json_decref(w->dtypes);
     w->dtypes = NULL;
 }
+
+/* buf := s, or "" for NULL. */
+static void keep_text(char *buf, size_t n, const char *s) { snprintf(buf, n, "%s", s ? s : ""); }
 
 /* The configure request's settings: every row of the hello with its
  * resolved value (the host appended the hello's rows after ours). */
@@ -244,9 +245,10 @@ static bc_status take_description(worker *w, const json_t *r, bc_error *err) {
                             "worker %s: describe: the reply needs \"model\", \"dtypes\" (a list) and \"vocab_size\" > 3",
                             w->client.engine);
     }
-    w->model = strdup(model);
-    w->model_family = json_str(r, "model_family") ? strdup(json_str(r, "model_family")) : NULL;
-    w->device_name = json_str(r, "device_name") ? strdup(json_str(r, "device_name")) : NULL;
+    keep_text(w->model_family, sizeof w->model_family, json_str(r, "model_family"));
+    keep_text(w->device_name, sizeof w->device_name, json_str(r, "device_name"));
+    keep_text(w->device, sizeof w->device, w->hello.device);
+    keep_text(w->engine_version, sizeof w->engine_version, w->hello.engine_version);
     w->dtypes = json_incref(dtypes);
     w->max_positions = json_int(r, "max_positions");
     w->n_parameters = json_int(r, "parameters");
@@ -254,8 +256,7 @@ static bc_status take_description(worker *w, const json_t *r, bc_error *err) {
     w->hidden_size = json_int(r, "hidden_size");
     w->n_heads = json_int(r, "n_heads");
     w->ffn_size = json_int(r, "ffn_size");
-    if (!w->model) return bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for describe");
-    snprintf(w->model_text, sizeof w->model_text, "%s (%s %s)", w->model, w->hello.engine, w->hello.engine_version);
+    snprintf(w->model_text, sizeof w->model_text, "%s (%s %s)", model, w->hello.engine, w->hello.engine_version);
     return BC_OK;
 }
 
@@ -307,10 +308,10 @@ static bc_status worker_describe(void *instance, bc_backend_info *info, bc_error
     (void)err;
     worker *w = instance;
     BC_SET(info, bc_backend_info, model, w->model_text);
-    BC_SET(info, bc_backend_info, device, w->hello.device);
-    BC_SET(info, bc_backend_info, device_name, w->device_name);
-    BC_SET(info, bc_backend_info, driver, w->hello.engine_version);
-    BC_SET(info, bc_backend_info, model_family, w->model_family);
+    BC_SET(info, bc_backend_info, device, w->device);
+    BC_SET(info, bc_backend_info, device_name, w->device_name[0] ? w->device_name : NULL);
+    BC_SET(info, bc_backend_info, driver, w->engine_version);
+    BC_SET(info, bc_backend_info, model_family, w->model_family[0] ? w->model_family : NULL);
     BC_SET(info, bc_backend_info, n_parameters, w->n_parameters);
     BC_SET(info, bc_backend_info, n_layers, w->n_layers);
     BC_SET(info, bc_backend_info, hidden_size, w->hidden_size);
@@ -482,7 +483,7 @@ static void worker_reset_peak_memory(void *instance) {
 static bc_status worker_read_memory(void *instance, bc_memory_stats *out, bc_error *err) {
     (void)err;
     worker *w = instance;
-    if (strncmp(w->hello.device ? w->hello.device : "cpu", "cpu", 3) == 0)
+    if (strncmp(w->device, "cpu", 3) == 0)
         BC_SET(out, bc_memory_stats, host_peak_bytes, w->peak_bytes);
     else BC_SET(out, bc_memory_stats, device_peak_bytes, w->peak_bytes);
     return BC_OK;

@@ -301,6 +301,7 @@ void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, in
     bc_jw_key_string(w, "precision", c->precision);
     bc_jw_key_string(w, "dtype", bc_case_dtype(c));
     bc_jw_key_string(w, "cache_policy", c->cache_policy);
+    if (BC_HAS(c, bc_case, backend) && c->backend) bc_jw_key_string(w, "backend", c->backend); /* (2.2) */
     bc_jw_key_bool(w, "release_inference_cache", c->release_cache);
     bc_jw_key_bool(w, "rebuilt", cr->rebuilt != 0);
     bc_jw_key_string(w, "status", bc_case_status_name(cr->status));

@@ -180,8 +180,11 @@ static int same_str(const char *a, const char *b) { return strcmp(a ? a : "", b 
 
 /* Which axes take more than one value in the run. */
 typedef struct varying {
-    int samples, prompt, response, precision, cache;
+    int samples, prompt, response, precision, cache, backend;
 } varying;
+
+/* The case's backend (2.2: a run with a backends list names it), or NULL. */
+static const char *case_backend(const bc_case *c) { return BC_HAS(c, bc_case, backend) ? c->backend : NULL; }
 
 static varying find_varying(const bc_run_report *run, uint32_t n) {
     varying v = {0};
@@ -194,14 +197,23 @@ static varying find_varying(const bc_run_report *run, uint32_t n) {
         v.response |= c->response_length != a->response_length;
         v.precision |= !same_str(c->precision, a->precision);
         v.cache |= !same_str(c->cache_policy, a->cache_policy);
+        v.backend |= !same_str(case_backend(c), case_backend(a));
     }
     return v;
 }
 
-/* "#3 B4×2 128→64 bf16 release": the index and batch shape always, the
- * lengths, precision and cache policy when they vary in the run. */
+/* "#3 native B4×2 128→64 bf16 release": the index and batch shape always,
+ * the backend, lengths, precision and cache policy when they vary in the
+ * run. */
 static void make_label(char *buf, size_t size, const bc_case *c, const varying *v) {
-    snprintf(buf, size, "#%u B%u\xC3\x97%u", c->index, c->batch_size, c->samples_per_prompt);
+    snprintf(buf, size, "#%u", c->index);
+    if (v->backend) {
+        append_cut(buf, size, " ", 1);
+        append_cut(buf, size, case_backend(c) ? case_backend(c) : "?", 16);
+    }
+    char shape[48];
+    snprintf(shape, sizeof shape, " B%u\xC3\x97%u", c->batch_size, c->samples_per_prompt);
+    append_cut(buf, size, shape, sizeof shape);
     if (v->prompt || v->response) {
         char part[48];
         if (c->prompt_length > 0)

@@ -199,9 +199,9 @@ static void test_rollout(void **state) {
         assert_int_equal(g.returned_response_length, 4);
         assert_int_equal(g.num_prefill_tokens, 3 * 2 * 8);
         assert_int_equal(g.n_decode_steps, 3);
-        assert_double_equal(g.engine_prompt_expansion_ms, 0.01, 1e-12);
-        assert_double_equal(g.engine_post_processing_ms, 0.01, 1e-12);
-        assert_true(g.engine_generation_ms >= 0.02);
+        assert_double_equal(g.engine_prompt_expansion_ms, 0.0, 0.0);
+        assert_double_equal(g.engine_post_processing_ms, 0.0, 0.0);
+        assert_true(g.engine_generation_ms >= 0.0 && g.engine_generation_ms < 1e4);
         assert_double_equal(g.first_token_ms, 0.02, 1e-12);
         assert_int_equal(f->ops->cache_release(f->inst, &err), BC_OK);
         assert_int_equal(f->ops->cache_acquire(f->inst, &err), BC_OK);
@@ -232,8 +232,10 @@ static void fail_then_recover(fixture *f, const char *mode, double timeout_s, co
     fake_args(f, args);
     f->values[V_TIMEOUT].f = timeout_s;
     create_ok(f);
+    bc_backend_info info = {.struct_size = sizeof info};
     bc_generation_stats g;
     bc_error err = {0};
+    assert_int_equal(f->ops->describe(f->inst, &info, &err), BC_OK);
     assert_int_equal(run_case(f, 1, &g, &err), BC_OK);
     bc_status st = run_case(f, 2, &g, &err);
     assert_int_equal(st, BC_ERR_DEVICE);
@@ -245,6 +247,10 @@ static void fail_then_recover(fixture *f, const char *mode, double timeout_s, co
         fail_msg("'%s' lacks the worker's last stderr lines", err.message);
     assert_int_equal(run_case(f, 1, &g, &err), BC_OK);
     assert_int_equal(g.num_generated_tokens, 1 * 2 * 4);
+    /* what describe gave stays valid across the restart, until destroy */
+    assert_string_equal(info.model, "fake model (fake 1.0)");
+    assert_string_equal(info.device, "cpu");
+    assert_string_equal(info.driver, "1.0");
 }
 
 static void test_crash(void **state) { fail_then_recover(*state, "crash", 10.0, "the worker was killed by signal 11"); }

@@ -358,6 +358,11 @@ struct bc_case {
     const char *cache_policy; /* cache plugin name, e.g. "retain" */
     int32_t release_cache;    /* what the policy said for this case */
     const bc_sampling *sampling;
+    /* (since 2.2) The backend that runs the case, as the reports name it:
+     * bench.cfg's backend, or one entry of its backends list (the
+     * outermost axis of the matrix), by its label (default: the plugin's
+     * name). NULL from a host before 2.2. */
+    const char *backend;
     BC_ABI_TAIL(bc_case)
 };
 
