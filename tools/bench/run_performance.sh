@@ -7,7 +7,7 @@
 #   3. benchctl: tools/bench/performance.cfg, once per shape;
 #   4. Hugging Face transformers generate: the same file with the `worker`
 #      backend running `tools/peers-worker transformers` (docs/pyworkers.md);
-#   5. CTranslate2, the same way: float32 / bfloat16, and int8 (compute_type);
+#   5. CTranslate2, the same way: float32, and int8 (compute_type);
 #   6. the bandwidth probe again, after the engines;
 #   7. tools/bench/perf_table.py: one table from all the JSON reports.
 # Every engine gets the same threads, shapes, warmup and iterations.
@@ -116,8 +116,11 @@ if [[ -n "$BENCHCTL" && "${SKIP_PEERS:-0}" != 1 ]]; then
     else
         OMP_NUM_THREADS=$THREADS engine hf --set 'backend.name="worker"' \
             --set 'backend.settings.command="tools/peers-worker transformers"'
+        # CTranslate2 4.8.5 has no bfloat16 on a CPU without it (describe
+        # leaves it out, and benchctl refuses a run with a case the engine
+        # cannot run), so float32 only, and int8 beside it
         OMP_NUM_THREADS=$THREADS engine ct2 --set 'backend.name="worker"' \
-            --set 'backend.settings.command="tools/peers-worker ctranslate2"'
+            --set 'backend.settings.command="tools/peers-worker ctranslate2"' --set 'precisions=["fp32"]'
         OMP_NUM_THREADS=$THREADS engine ct2int8 --set 'backend.name="worker"' \
             --set 'backend.settings.command="tools/peers-worker ctranslate2"' \
             --set 'backend.settings.compute_type="int8"' --set 'precisions=["fp32"]'
