@@ -79,9 +79,19 @@ def median(xs):
 WORKER_ENGINES = {"transformers": "HF", "ctranslate2": "CT2", "deepspeed": "DS"}
 
 
-def engine_of(doc):
-    """benchctl, or the engine a worker backend ran (the last word of its
-    command, e.g. "tools/peers-worker transformers") as HF / CT2 / DS."""
+LABELS = dict(WORKER_ENGINES, native="benchctl", opt="benchctl")
+
+
+def engine_of(doc, case):
+    """benchctl, or the engine a worker backend ran, as HF / CT2 / DS: from
+    the case's backend label (a run over several backends, configs/peers.cfg),
+    else from the run's one backend (a worker's engine is the last word of its
+    command, e.g. "tools/peers-worker transformers")."""
+    label = case.get("backend")
+    if label in LABELS:
+        return LABELS[label]
+    if label and label != "worker":
+        return label
     if doc.get("backend") != "worker":
         return "benchctl"
     words = shlex.split((doc.get("backend_settings") or {}).get("command") or "")
@@ -108,9 +118,9 @@ def fwd_ms(profiles):
 def rows_from(path):
     with open(path) as f:
         doc = json.load(f)
-    engine = engine_of(doc)
     out = []
     for c in doc.get("cases", []):
+        engine = engine_of(doc, c)
         dtype = c.get("dtype") or c.get("precision")
         profiles = c.get("profiles") or []
         tps = (c.get("summary") or {}).get("tokens_per_second") or {}

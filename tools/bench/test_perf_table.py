@@ -3,8 +3,9 @@
 library (ctest: pyworker_perf_table):
 - OPT-125m's parameter count is the published 125,239,296 and the decode-step
   read bytes are derived from it;
-- each report's engine comes from its backend (a worker's from the last word
-  of its command), CT2's compute type from its settings;
+- each case's engine comes from its backend label, else from the run's
+  backend (a worker's from the last word of its command), CT2's compute type
+  from its settings;
 - the decode step is (generation_ms - prefill_forward_ms) / num_decode_forwards.
 """
 
@@ -52,6 +53,11 @@ class PerfTable(unittest.TestCase):
         ct = rows(report("worker", {"command": "tools/peers-worker  ctranslate2", "compute_type": "int8_float32"},
                          "float32", (1300.0,)))[0]
         self.assertEqual((ct["engine"], ct["dtype"], ct["note"]), ("CT2", "int8", "compute int8_float32"))
+
+    def test_labels_of_a_run_over_backends(self):
+        doc = report("opt", {"model": "125m"}, "float32", (1300.0,))
+        doc["cases"] = [dict(doc["cases"][0], backend=b) for b in ("native", "transformers", "ctranslate2", "x")]
+        self.assertEqual([r["engine"] for r in rows(doc)], ["benchctl", "HF", "CT2", "x"])
 
 
 if __name__ == "__main__":
