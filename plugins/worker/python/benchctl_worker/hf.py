@@ -112,7 +112,8 @@ class TorchRollout:
         kw = dict(max_new_tokens=c["response_length"], min_new_tokens=c["response_length"], use_cache=True,
                   pad_token_id=self.pad_id, num_beams=1, do_sample=c["do_sample"])
         if c["do_sample"]:
-            kw.update(temperature=c["temperature"], top_k=c["top_k"] if c["top_k"] > 0 else None, top_p=c["top_p"])
+            # top_k 0 is off for transformers too (None would take its default, 50)
+            kw.update(temperature=c["temperature"], top_k=c["top_k"], top_p=c["top_p"])
         return kw
 
     def run(self):
