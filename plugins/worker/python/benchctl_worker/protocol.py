@@ -222,7 +222,7 @@ class Session:
                 "engine_version": self.engine.engine_version(), "device": self.engine.device(),
                 "settings": self.table}
 
-    def _need_configured(self, op):
+    def _need_configured(self):
         if not self.configured:  # the host always configures first; defaults otherwise
             self.engine.configure(resolve_settings(self.table, {}))
             self.configured = True
@@ -242,14 +242,14 @@ class Session:
             self.configured = True
             return {}, False
         if op == "describe":
-            self._need_configured(op)
+            self._need_configured()
             d = self.engine.describe()
             for key in ("model", "dtypes", "vocab_size"):
                 if key not in d:
                     raise WorkerError("internal", "describe: the engine gave no %s" % key)
             return d, False
         if op == "begin_case":
-            self._need_configured(op)
+            self._need_configured()
             if self.in_case:
                 raise WorkerError("internal", "begin_case inside a case (no end_case)")
             case, prompt_ids = req.get("case"), req.get("prompt_ids")
