@@ -4,6 +4,7 @@
  *   benchctl validate FILE [--set key=value]... [--reporter a,b] [--cases LIST] [--only FILTER]
  *   benchctl plan FILE [--set key=value]...
  *   benchctl plugins [NAME]
+ *   benchctl prompts FILE --checkpoint DIR [--format F] [--field NAME] [--bos ID]
  *   benchctl --help | --version | COMMAND --help
  *
  * The command line only: what a command works with is built by context.c
@@ -30,6 +31,7 @@
 #include "host.h"
 #include "loader.h"
 #include "matrix.h"
+#include "prompts.h"
 #include "replay.h"
 #include "resume.h"
 #include "runner.h"
@@ -110,6 +112,7 @@ static const char *const usage_main =
     "  plugins [NAME]  list the plugins found, or print NAME's settings\n"
     "  report RUN      render a saved run (JSON or journal) through reporters\n"
     "  compare A B...  compare finished runs case by case, with statistics\n"
+    "  prompts FILE    print the token ids a text prompt set becomes\n"
     "\n"
     "options:\n"
     "  -h, --help      this help (benchctl COMMAND --help: the command's)\n"
@@ -175,11 +178,14 @@ static const char *const usage_report =
     "2 for usage errors or a file that is not a run.\n";
 
 static const char *const usage_plugins =
-    "usage: benchctl plugins [NAME]\n"
+    "usage: benchctl plugins [NAME [--set SETTING=VALUE ...]]\n"
     "\n"
     "Without NAME: every plugin found on the search path, with its kind,\n"
     "version, description and file; broken plugins are listed with their error.\n"
-    "With NAME (or the path of a .so): that plugin's settings table.\n";
+    "With NAME (or the path of a .so): that plugin's settings table. A plugin\n"
+    "whose settings depend on its own (the worker backend: its engine declares\n"
+    "them) shows them all once given those, e.g.\n"
+    "  benchctl plugins worker --set command=\"python3 -m benchctl_worker transformers\"\n";
 
 /* ------------------------------------------------------------- arguments */
 
@@ -199,7 +205,7 @@ static const command k_commands[] = {
     {"run", CMD_RUN, OPT_SET | OPT_REPORTER | OPT_VERBOSITY | OPT_SELECT | OPT_RESUME, usage_run},
     {"validate", CMD_VALIDATE, OPT_SET | OPT_REPORTER | OPT_VERBOSITY | OPT_SELECT, usage_validate},
     {"plan", CMD_PLAN, OPT_SET | OPT_VERBOSITY | OPT_SELECT, usage_plan},
-    {"plugins", CMD_PLUGINS, OPT_VERBOSITY, usage_plugins},
+    {"plugins", CMD_PLUGINS, OPT_SET | OPT_VERBOSITY, usage_plugins},
     {"report", CMD_REPORT, OPT_REPORTER | OPT_OUTPUT | OPT_VERBOSITY, usage_report},
     {"compare", CMD_COMPARE, 0, bc_compare_usage}, /* parses its own options: see main() */
     {"help", CMD_HELP, 0, usage_main},
@@ -262,7 +268,7 @@ static int parse_args(int argc, char **argv, args *a) {
         if (!a->cmd) {
             char msg[300];
             snprintf(msg, sizeof msg, "unknown command '%.200s'", word);
-            print_error(msg, "commands: run, validate, plan, plugins, report, compare; see benchctl --help");
+            print_error(msg, "commands: run, validate, plan, plugins, report, compare, prompts; see benchctl --help");
             return EXIT_USAGE;
         }
     }
@@ -627,10 +633,11 @@ static void print_mib(int64_t bytes) {
 /* One row of the plan: the memory columns and the check. */
 static void plan_memory_columns(const bc_context *ctx, const bc_case *c, const bc_case_check *chk, char *last_error,
                                 size_t cap) {
-    const bc_backend_ops *ops = &ctx->backend.plugin->backend;
+    const bc_runner_backend *rb = bc_context_backend_of(ctx, c); /* the case's, with a backends list */
+    const bc_backend_ops *ops = &rb->plugin->backend;
     bc_memory_stats m = {.struct_size = sizeof m, -1, -1, -1, -1, -1, -1, -1, -1};
     bc_error err = {0};
-    if (ops->plan_memory && chk->code == BC_OK && ops->plan_memory(ctx->backend_instance, c, &m, &err) == BC_OK) {
+    if (ops->plan_memory && chk->code == BC_OK && ops->plan_memory(rb->instance, c, &m, &err) == BC_OK) {
         printf(" ");
         print_mib(m.weights_bytes);
         print_mib(m.kv_cache_bytes);
@@ -844,7 +851,14 @@ static int cmd_plugins(const args *a) {
         bc_loader_free(&l);
         return EXIT_USAGE;
     }
-    const bc_plugin_desc *d = p->desc;
+    bc_context_plugin resolved = {0};
+    if (bc_context_resolve_cli_settings(p, a->sets, a->n_sets, &resolved, &err) != BC_OK) {
+        print_bc_error(&err);
+        bc_context_free_settings(&resolved);
+        bc_loader_free(&l);
+        return EXIT_USAGE;
+    }
+    const bc_plugin_desc *d = &resolved.desc; /* with the rows more_settings added */
     printf("%s %s (%s plugin, ABI %u.%u): %s\n%s\n", d->name, d->version ? d->version : "?", bc_kind_name(d->kind),
            d->abi_major, d->abi_minor, d->description ? d->description : "", p->path);
     if (d->n_settings == 0) {
@@ -853,6 +867,7 @@ static int cmd_plugins(const args *a) {
         print_settings_table(d);
         print_settings_usage(d, found_by_name(&l, p) ? d->name : p->path);
     }
+    bc_context_free_settings(&resolved);
     bc_loader_free(&l);
     return 0;
 }
@@ -871,6 +886,86 @@ static int cmd_report(const args *a) {
     return st == BC_ERR_IO || st == BC_ERR_NOMEM || st == BC_ERR_INTERNAL ? EXIT_RUNTIME : EXIT_USAGE;
 }
 
+/* --------------------------------------------------------------- prompts */
+
+static const char usage_prompts[] =
+    "usage: benchctl prompts FILE --checkpoint DIR [--format auto|jsonl|lines] [--field NAME] [--bos ID]\n"
+    "\n"
+    "Tokenizes the text prompts in FILE with the tokenizer of checkpoint DIR\n"
+    "(tokenizer.json, or vocab.json + merges.txt) exactly as the opt backend's\n"
+    "prompts_text does, and prints each prompt's token ids on one line (the\n"
+    "prompts_file format); a summary goes to stderr.\n"
+    "\n"
+    "options:\n"
+    "  --checkpoint DIR  the checkpoint whose tokenizer to use (required)\n"
+    "  --format F        auto (default: .jsonl/.json = JSON lines, else plain\n"
+    "                    lines), jsonl or lines\n"
+    "  --field NAME      the JSON field holding the prompt (default text)\n"
+    "  --bos ID          the id put before each prompt (default 2, OPT's BOS;\n"
+    "                    -1: none)\n"
+    "\n"
+    "Exit status: 0 ok, 2 usage errors or a file that cannot be read or tokenized.\n";
+
+/* `benchctl prompts ...`: argv[0] is "prompts"; its own options. */
+static int cmd_prompts(int argc, char **argv) {
+    bc_prompts_request r = {.bos_id = 2};
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            fputs(usage_prompts, stdout);
+            return 0;
+        }
+        int takes = !strcmp(o, "--checkpoint") || !strcmp(o, "--format") || !strcmp(o, "--field") || !strcmp(o, "--bos");
+        if (takes && i + 1 >= argc) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "prompts: %s needs a value", o);
+            print_error(msg, "see benchctl prompts --help");
+            return EXIT_USAGE;
+        }
+        if (!strcmp(o, "--checkpoint")) r.checkpoint = argv[++i];
+        else if (!strcmp(o, "--format")) r.format = argv[++i];
+        else if (!strcmp(o, "--field")) r.field = argv[++i];
+        else if (!strcmp(o, "--bos")) {
+            char *end;
+            errno = 0;
+            long v = strtol(argv[++i], &end, 10);
+            if (errno || *end || end == argv[i] || v < -1 || v > INT_MAX) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "prompts: --bos %.60s: must be a token id, or -1 for none", argv[i]);
+                print_error(msg, NULL);
+                return EXIT_USAGE;
+            }
+            r.bos_id = (int)v;
+        } else if (o[0] == '-' && o[1]) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "prompts: unknown option %.60s", o);
+            print_error(msg, "see benchctl prompts --help");
+            return EXIT_USAGE;
+        } else if (r.file) {
+            print_error("prompts: one FILE only", "see benchctl prompts --help");
+            return EXIT_USAGE;
+        } else {
+            r.file = o;
+        }
+    }
+    if (!r.file || !r.checkpoint) {
+        print_error(!r.file ? "prompts: no FILE given" : "prompts: --checkpoint DIR is required",
+                    "see benchctl prompts --help");
+        return EXIT_USAGE;
+    }
+    bc_error err = {0};
+    bc_prompts_summary sum;
+    if (bc_prompts_write(&r, stdout, &sum, &err) != BC_OK) {
+        print_bc_error(&err);
+        return EXIT_USAGE;
+    }
+    fprintf(stderr, "benchctl: %s: %d prompts, %lld tokens; per prompt min %d, p50 %d, max %d", r.file, sum.count,
+            sum.tokens, sum.min, sum.p50, sum.max);
+    if (r.bos_id >= 0) fprintf(stderr, " (BOS %d first)", r.bos_id);
+    fputc('\n', stderr);
+    return 0;
+}
+
 static void print_version(void) {
     printf("benchctl %s (git %s, plugin ABI %d.%d)\n", BENCHCTL_VERSION, BENCHCTL_GIT_COMMIT, BENCHCTL_ABI_MAJOR,
            BENCHCTL_ABI_MINOR);
@@ -878,6 +973,7 @@ static void print_version(void) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "compare") == 0) return bc_cmd_compare(argc - 1, argv + 1); /* its own options */
+    if (argc > 1 && strcmp(argv[1], "prompts") == 0) return cmd_prompts(argc - 1, argv + 1);      /* its own options */
     args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc) {

@@ -23,6 +23,7 @@
 
 #include "device.h"
 #include "fileio.h"
+#include "../common/synthetic_prompts.h"
 
 #include <errno.h>
 #include <math.h>
@@ -159,6 +160,7 @@ bc_status opt_rollout_check(const opt_hparams *hp, const opt_rollout_params *p, 
             if (n < sh.min_len) sh.min_len = n;
         }
         sh.max_len = sh.width;
+        if (p->prompts->width > sh.width) sh.width = p->prompts->width;
     } else {
         if (p->prompt_length == 0)
             return bc_error_set(err, BC_ERR_SETTING,
@@ -229,12 +231,8 @@ bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rol
             for (int t = 0; t < pad; t++) ids[t] = ro->pad_id, mk[t] = 0;
             for (int t = 0; t < ln->n; t++) ids[pad + t] = ln->ids[t], mk[pad + t] = 1;
         } else {
-            /* uniform in [3, V), one generator per prompt */
-            opt_rng g = opt_rng_for_row(p->sampling.seed ^ 0x70726f6d7074ull, (uint64_t)b);
-            for (int t = 0; t < ro->Tp; t++) {
-                ids[t] = 3 + (int32_t)(opt_rng_next(&g) % (uint64_t)(ro->V - 3));
-                mk[t] = 1;
-            }
+            bc_synthetic_prompt(p->sampling.seed, (uint64_t)b, ro->V, ids, ro->Tp); /* plugins/common */
+            memset(mk, 1, (size_t)ro->Tp);
         }
     }
     return BC_OK;

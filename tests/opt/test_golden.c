@@ -42,6 +42,7 @@
 #include <cmocka.h>
 
 #include "forward.h"
+#include "lora.h"
 #include "model.h"
 #include "precision.h"
 #include "rollout.h"
@@ -321,6 +322,13 @@ static void test_golden(void **state) {
         golden_free(&g);
         skip();
     }
+    opt_lora lo = {0};
+    if (strstr(cfg->golden, "_lora")) { /* transformers + PEFT's merged model: fuse the adapter first */
+        char adir[512];
+        snprintf(adir, sizeof adir, GOLDEN "%s", cfg->golden);
+        if (opt_lora_load_peft(&lo, adir, &w.hp, &err) != BC_OK) fail_msg("%s", err.message);
+        if (opt_lora_fuse(&lo, &w, m.pool, &err) != BC_OK) fail_msg("%s", err.message);
+    }
     golden_stats st = {0};
     run_case(&m, &w, &g, "single", cfg, &st);
     run_case(&m, &w, &g, "padded", cfg, &st);
@@ -329,6 +337,7 @@ static void test_golden(void **state) {
                   cfg->model, opt_dtype_name(cfg->dtype), opt_isa_name(m.k->isa), st.max_diff, cfg->tol, st.scale,
                   st.argmax_checked,
                   st.mismatches + st.argmax_mismatches);
+    opt_lora_free(&lo);
     opt_model_free(&m);
     opt_weights_free(&w);
     golden_free(&g);
@@ -462,6 +471,10 @@ static const golden_case_cfg cfgs[] = {
     {"preln", "preln", OPT_I8, -1, 0},
     {"postln_proj", "postln_proj", OPT_I8, -1, 0},
     {"hd80", "hd80", OPT_I8, -1, 0},
+    /* preln with the PEFT adapter of preln_lora fused (tools/golden/make_lora_golden.py) */
+    {"preln", "preln_lora", OPT_F32, -1, 0},
+    {"preln", "preln_lora", OPT_F16, -1, 0},
+    {"preln", "preln_lora", OPT_BF16, -1, 0},
 };
 
 #define N_CFGS (sizeof cfgs / sizeof cfgs[0])
@@ -482,7 +495,8 @@ int main(void) {
             runs[f][i] = cfgs[i];
             runs[f][i].isa = isa;
             runs[f][i].tol = opt_dtype_precision(cfgs[i].dtype)->rel_tolerance; /* the plugin's own */
-            snprintf(names[k], sizeof names[k], "golden_%s_%s%s", cfgs[i].model, opt_dtype_name(cfgs[i].dtype), fam);
+            snprintf(names[k], sizeof names[k], "golden_%s%s_%s%s", cfgs[i].model,
+                     strstr(cfgs[i].golden, "_lora") ? "_lora" : "", opt_dtype_name(cfgs[i].dtype), fam);
             tests[n++] = (struct CMUnitTest){names[k++], test_golden, NULL, NULL, &runs[f][i]};
         }
         for (size_t i = 0; i < N_ROLLOUT; i++) {

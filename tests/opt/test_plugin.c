@@ -340,7 +340,19 @@ static void test_rollout_and_memory(void **state) {
     assert_int_equal(mem.kv_cache_bytes, 2 * plan.kv_cache_bytes);
     f->ops->end_case(inst);
 
-    /* a precision with no kernels is refused by name, by check_case and begin_case */
+    /* the int8 plugin: weights about a quarter of fp32's (scales, biases and
+     * norms stay fp32), the KV cache fp32's */
+    bc_case ci8 = make_case(&prec_int8_ops, "int8");
+    bc_memory_stats mem8 = {.struct_size = sizeof mem8};
+    assert_int_equal(f->ops->begin_case(inst, &ci8, &err), BC_OK);
+    assert_int_equal(f->ops->read_memory(inst, &mem8, &err), BC_OK);
+    assert_true(mem8.weights_bytes < mem.weights_bytes * 4 / 10);
+    assert_true(mem8.weights_bytes > mem.weights_bytes / 5);
+    assert_int_equal(mem8.kv_cache_bytes, mem.kv_cache_bytes);
+    f->ops->end_case(inst);
+
+    /* a precision with no kernels (an int8 with other rules) is refused by
+     * name, by check_case and begin_case */
     bc_case c8 = make_case(&p_int8, "int8");
     assert_int_equal(f->ops->check_case(inst, &c8, &err), BC_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.message, "int8"));
