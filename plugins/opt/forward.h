@@ -45,6 +45,13 @@ typedef struct opt_kv_cache {
      * copies of those keys are never read (they need not be filled).
      * B must be a multiple of G. Set by the caller after prefill. */
     int group, prefix;
+    /* Rows at their own lengths (continuous batching; NULL and NULL after
+     * alloc: off). With slot_of, batch row b of a forward works on cache row
+     * slot_of[b] (B may then be less than the cache's B, the rows any
+     * distinct slots), holding len_of[b] cached tokens: the forward appends
+     * at len_of[b] and attends to keys s < len_of[b] + t; len stays as it is
+     * and the caller moves len_of on. Not with group. Borrowed. */
+    const int *slot_of, *len_of;
 } opt_kv_cache;
 
 bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
@@ -110,7 +117,9 @@ typedef enum opt_logits_mode {
  *   tokens    [B, T]             token ids in [0, V)
  *   mask      [B, mask_stride]   1 real / 0 pad for s in [0, kv->len + T)
  *   logits    see mode; fp32
- * B must equal kv->B and kv->len + T <= min(kv->Smax, Tmax). */
+ * B must equal kv->B and kv->len + T <= min(kv->Smax, Tmax); with
+ * kv->slot_of, B <= kv->B and len_of[b] + T within the same bounds for every
+ * row b (the mask's row b then covers s in [0, len_of[b] + T)). */
 bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
                       int B, int T, opt_logits_mode mode, float *logits, bc_error *err);
 
