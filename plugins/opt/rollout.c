@@ -401,6 +401,7 @@ bc_status opt_rollout_run(opt_rollout *ro, const opt_step_ops *ops, void *ctx, b
         TRY(ops->decode(ctx, ro, k, err));
         (void)ops->mark(ctx, ro);
         if (first < 0) first = a;
+        ro->step_active[ro->n_decode_forwards] = running; /* the rows this step generates for */
         ro->n_decode_forwards++;
         TRY(ops->sample(ctx, ro, k, &running, err));
         (void)ops->mark(ctx, ro);
@@ -421,7 +422,6 @@ bc_status opt_rollout_run(opt_rollout *ro, const opt_step_ops *ops, void *ctx, b
         ro->row_first_ms[r] = ro->first_token_ms;
         ro->row_done_step[r] = ro->eos_at[r] >= 0 ? ro->eos_at[r] : ro->returned_len - 1;
     }
-    for (int i = 0; i < ro->n_steps; i++) ro->step_active[i] = R;
     return BC_OK;
 }
 

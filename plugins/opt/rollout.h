@@ -107,7 +107,8 @@ typedef struct opt_rollout {
     int64_t n_prefill_forwards;
     double scheduler_ms;     /* continuous: choosing rows that retire and join, gathering a step's inputs */
     double cache_mgmt_ms;    /* continuous: handing cache rows to joining rows (masks, lengths) */
-    int *step_active;        /* [max_steps] rows decoded by step k = 1.. at [k - 1]; owned */
+    int *step_active;        /* [max_steps] rows decode step k = 1.. generated for (static: the rows not
+                              * finished, though every row runs) at [k - 1]; owned */
     double *row_first_ms;    /* [R] start of generate to the row's token 0; owned */
     int *row_done_step;      /* [R] decode steps run when the row finished (0: at its token 0); owned */
     int *slot_row;           /* continuous: [Cap] the row a cache row holds (-1 free); owned */

@@ -1,5 +1,5 @@
 /* abi_2_2.h: stands in for the next ABI minor, in tests/abi only: plugin.h
- * is 2.2, this makes a build "from 2.3" (the file's name and the folders'
+ * is 2.3, this makes a build "from 2.4" (the file's name and the folders'
  * "2.1"/"2.2" mean "plugin.h as it is" and "the next minor").
  *
  * Force-included (-include) before anything else when tests/abi builds a
@@ -15,7 +15,7 @@
 /* No #include here: this file comes before the sources' own feature macros
  * (_GNU_SOURCE, _POSIX_C_SOURCE); BC_ABI_TAIL expands inside plugin.h, after
  * its <stdint.h>. */
-#define BENCHCTL_ABI_MINOR 3
+#define BENCHCTL_ABI_MINOR 4
 #define BC_ABI_TAIL(type) uint64_t type##_added_in_2_2[2];
 
 #endif

@@ -71,11 +71,11 @@ done
 
 # the hosts say which ABI each plugin speaks
 BENCHCTL_PLUGIN_PATH=$PLUG22 "$HOST21" plugins testbackend >"$WORK/plugins22.txt" 2>&1 || fail "plugins testbackend (2.2) failed"
-grep -q 'ABI 2.3' "$WORK/plugins22.txt" || fail "benchctl plugins does not show ABI 2.3 for a next-minor plugin"
+grep -q 'ABI 2.4' "$WORK/plugins22.txt" || fail "benchctl plugins does not show ABI 2.4 for a next-minor plugin"
 BENCHCTL_PLUGIN_PATH=$PLUG21 "$HOST22" plugins testbackend >"$WORK/plugins21.txt" 2>&1 || fail "plugins testbackend (2.1) failed"
-grep -q 'ABI 2.2' "$WORK/plugins21.txt" || fail "benchctl plugins does not show ABI 2.2 for a 2.2 plugin"
-"$HOST21" --version | grep -q 'plugin ABI 2.2' || fail "the host from plugin.h does not say ABI 2.2"
-"$HOST22" --version | grep -q 'plugin ABI 2.3' || fail "the next-minor host does not say ABI 2.3"
+grep -q 'ABI 2.3' "$WORK/plugins21.txt" || fail "benchctl plugins does not show ABI 2.3 for a 2.3 plugin"
+"$HOST21" --version | grep -q 'plugin ABI 2.3' || fail "the host from plugin.h does not say ABI 2.3"
+"$HOST22" --version | grep -q 'plugin ABI 2.4' || fail "the next-minor host does not say ABI 2.4"
 
 [ "$failures" -eq 0 ] && echo "abi_compat: all passed" && exit 0
 echo "abi_compat: $failures failure(s)"

@@ -90,7 +90,7 @@ extern "C" {
 #define BENCHCTL_PLUGIN_MAGIC 0x42435450u /* "BCTP" */
 #define BENCHCTL_ABI_MAJOR 2
 #ifndef BENCHCTL_ABI_MINOR
-#define BENCHCTL_ABI_MINOR 2
+#define BENCHCTL_ABI_MINOR 3
 #endif
 #define BENCHCTL_PLUGIN_ENTRY "benchctl_plugin_entry"
 
@@ -391,6 +391,25 @@ typedef struct bc_generation_stats {
     /* The prompts as they ran: the padded width, and the shortest and longest
      * real prompt (they differ with a prompts file). */
     int64_t prompt_width_tokens, prompt_min_tokens, prompt_max_tokens;
+    /* ---- (since 2.3) response lengths and continuous batching; the host
+     * sets them unknown (-1, NaN) before generate ---- */
+    /* Response token slots the batch held: a static batch rows x returned
+     * length (finished rows still run), continuous batching the rows (token
+     * 0) plus the rows of every decode step. Against num_generated_tokens
+     * (the useful tokens) it gives the padding waste. */
+    int64_t padded_token_slots;
+    /* The rows' response lengths, tokens. */
+    double response_length_min, response_length_p50, response_length_p95, response_length_max;
+    /* DeepSpeed's continuous profile: prefill forwards run (1 for a static
+     * batch), the scheduler's and the cache management's ms, the mean rows
+     * a decode step generated for, the rows decoding at once (-1: static). */
+    int64_t num_prefill_forwards;
+    double scheduler_overhead_ms, cache_management_overhead_ms;
+    double active_batch_size;
+    int64_t continuous_batch_size;
+    /* active_batch_size over the rows that could decode (the capacity, or
+     * every row of a static batch). */
+    double occupancy;
     BC_ABI_TAIL(bc_generation_stats)
 } bc_generation_stats;
 
