@@ -501,6 +501,64 @@ static void test_check_settings(void **state) {
     assert_non_null(strstr(err.message, ":2:"));
 }
 
+/* Drawn lengths and continuous batching through the plugin: the settings'
+ * checks, the cache planned for the capacity's rows (and held as planned),
+ * and the 2.3 generation fields. */
+static void test_continuous(void **state) {
+    fixture *f = *state;
+    bc_error err = {0};
+    void *inst = NULL;
+    /* the lengths file goes with "empirical" only, and must hold lengths */
+    setting(f, "response_lengths")->s = "empirical";
+    const char *nofile[] = {"response_lengths = \"empirical\"", "response_lengths_file", NULL};
+    expect_settings_error(f, BC_ERR_SETTING, nofile);
+    setting(f, "response_lengths_file")->s = scratch(f, "lengths.txt", "4 2\nx\n");
+    assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_OK);
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_ERR_FORMAT);
+    assert_non_null(strstr(err.message, ":2:"));
+    setting(f, "response_lengths")->s = "fixed";
+    const char *stray[] = {"response_lengths = \"fixed\"", "lengths.txt", NULL};
+    expect_settings_error(f, BC_ERR_SETTING, stray);
+    setting(f, "response_lengths_file")->s = "";
+    /* CUDA refuses continuous batching with one line (or has no CUDA path at all) */
+    setting(f, "batching")->s = "continuous";
+    setting(f, "device")->s = "cuda";
+    bc_status st = f->d->check_settings(&host, &f->settings, &err);
+    assert_true(st == BC_ERR_DEVICE || (st == BC_ERR_SETTING && strstr(err.message, "continuous")));
+    setting(f, "device")->s = "cpu";
+
+    setting(f, "threads")->i = 2;
+    setting(f, "batch_capacity")->i = 1;
+    setting(f, "response_lengths")->s = "uniform";
+    setting(f, "response_length_min_ratio")->f = 0.3;
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+    bc_case c = make_case(&p_bf16, "bf16"); /* 2 rows, prompt 4, response 3 */
+    assert_int_equal(f->ops->prepare(inst, &err), BC_OK);
+    bc_memory_stats plan = {.struct_size = sizeof plan}, mem = {.struct_size = sizeof mem};
+    assert_int_equal(f->ops->plan_memory(inst, &c, &plan, &err), BC_OK);
+    /* one cache row: 12 layers x 1 row x 7 tokens x 768 x 2 bytes, for K and for V */
+    assert_int_equal(plan.kv_cache_bytes, 2 * 12 * 1 * 7 * 768 * 2);
+    assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
+    assert_int_equal(f->ops->read_memory(inst, &mem, &err), BC_OK);
+    assert_int_equal(mem.kv_cache_bytes, plan.kv_cache_bytes);
+    assert_int_equal(mem.workspace_bytes, plan.workspace_bytes);
+    assert_int_equal(mem.host_peak_bytes, plan.host_peak_bytes);
+    bc_generation_stats g = {.struct_size = sizeof g};
+    assert_int_equal(f->ops->expand_prompts(inst, &err), BC_OK);
+    assert_int_equal(f->ops->generate(inst, &g, &err), BC_OK);
+    assert_int_equal(g.continuous_batch_size, 1);
+    assert_int_equal(g.num_prefill_forwards, 2); /* one row at a time */
+    assert_int_equal(g.padded_token_slots, g.num_generated_tokens);
+    assert_true(g.response_length_min >= 1 && g.response_length_max <= 3);
+    assert_int_equal(g.num_generated_tokens, (int64_t)(g.response_length_min + g.response_length_max));
+    assert_double_equal(g.active_batch_size, 1.0, 0.0);
+    assert_double_equal(g.occupancy, 1.0, 0.0);
+    assert_true(g.scheduler_overhead_ms >= 0 && g.cache_management_overhead_ms >= 0);
+    assert_int_equal(f->ops->post_process(inst, &err), BC_OK);
+    f->ops->end_case(inst);
+    f->ops->destroy(inst);
+}
+
 /* memory_check: a case planned beyond the memory there is (the 66b preset
  * needs ~122 GiB in bf16) is refused by check_case and begin_case with what
  * it needs and what there is, before anything is allocated; "warn" and "off"
@@ -706,6 +764,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_small_host_structs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_describe_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_continuous, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_case, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prepare, setup, teardown),
