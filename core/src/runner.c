@@ -56,6 +56,10 @@ const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_ACTIVE_BATCH_SIZE] = "active_batch_size",
     [BC_FIELD_CONTINUOUS_BATCH_SIZE] = "continuous_batch_size",
     [BC_FIELD_OCCUPANCY] = "occupancy",
+    [BC_FIELD_KV_PAGES_PEAK] = "kv_pages_peak",
+    [BC_FIELD_KV_BYTES_PEAK] = "kv_bytes_peak",
+    [BC_FIELD_KV_FRAGMENTATION] = "kv_fragmentation",
+    [BC_FIELD_KV_BYTES_SAVED] = "kv_bytes_saved",
 };
 
 enum { N_FIELDS = BC_N_FIELDS };
@@ -107,6 +111,9 @@ static void generation_unknown(bc_generation_stats *g) {
     g->padded_token_slots = g->num_prefill_forwards = g->continuous_batch_size = -1;
     g->response_length_min = g->response_length_p50 = g->response_length_p95 = g->response_length_max = NAN;
     g->scheduler_overhead_ms = g->cache_management_overhead_ms = g->active_batch_size = g->occupancy = NAN;
+    g->kv_pages_peak = g->kv_bytes_peak = -1;
+    g->kv_fragmentation = NAN;
+    g->kv_bytes_saved = INT64_MIN; /* may be negative: a paged peak above the contiguous cache */
 }
 
 /* The count as a field value, NaN when unknown (< 0). */
@@ -151,6 +158,10 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
     row[BC_FIELD_ACTIVE_BATCH_SIZE] = g->active_batch_size;
     row[BC_FIELD_CONTINUOUS_BATCH_SIZE] = count_field(g->continuous_batch_size);
     row[BC_FIELD_OCCUPANCY] = g->occupancy;
+    row[BC_FIELD_KV_PAGES_PEAK] = count_field(g->kv_pages_peak);
+    row[BC_FIELD_KV_BYTES_PEAK] = count_field(g->kv_bytes_peak);
+    row[BC_FIELD_KV_FRAGMENTATION] = g->kv_fragmentation;
+    if (g->kv_bytes_saved != INT64_MIN) row[BC_FIELD_KV_BYTES_SAVED] = (double)g->kv_bytes_saved;
 }
 
 /* Where one iteration stopped, when it did not complete. */

@@ -26,11 +26,32 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Row r leaves slot s after `step` decode steps. */
+/* Row r leaves slot s after `step` decode steps; a paged cache gets the
+ * row's pages back. */
 static void retire(opt_rollout *ro, int s, int step, int *n_active) {
     ro->row_done_step[ro->slot_row[s]] = step;
     ro->slot_row[s] = -1;
     (*n_active)--;
+    if (ro->kv.paged) {
+        const double t0 = now_ms();
+        opt_kv_cache_return_row(&ro->kv, s);
+        ro->cache_mgmt_ms += now_ms() - t0;
+    }
+}
+
+/* The pages the occupied slots hold now (P tokens each); keeps the peak and
+ * the share of its token slots that were empty then. */
+static void note_pages(opt_rollout *ro, int P) {
+    int64_t pages = 0, tokens = 0;
+    for (int s = 0; s < ro->Cap; s++)
+        if (ro->slot_row[s] >= 0) {
+            pages += (ro->slot_len[s] + P - 1) / P;
+            tokens += ro->slot_len[s];
+        }
+    if (pages > ro->kv_pages_peak) {
+        ro->kv_pages_peak = pages;
+        ro->kv_fragmentation = pages > 0 ? 1.0 - (double)tokens / ((double)pages * P) : 0.0;
+    }
 }
 
 /* Samples row r's token k from lg into seq; retires the row from slot s when
@@ -54,6 +75,9 @@ bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *er
     ro->n_prefill_tokens = 0;
     ro->prefill_ms = 0.0;
     ro->first_token_ms = -1.0;
+    const opt_hparams *hp = &m->w->hp;
+    const int P = kv->paged ? opt_kv_page_tokens(hp, m->w->dtype, ro->p.page_tokens) : 0;
+    if (P) ro->kv_pages_peak = 0;
     int next = 0, n_active = 0, step = 0;
     int64_t active_sum = 0;
     bc_status st = BC_OK;
@@ -87,6 +111,7 @@ bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *er
             ro->n_prefill_forwards++;
             ro->n_prefill_tokens += (int64_t)n_join * Tp;
             n_active += n_join;
+            if (P) note_pages(ro, P);
             for (int j = 0; j < n_join; j++) {
                 const int s = ro->batch_slot[j], r = ro->slot_row[s];
                 sample_in_slot(ro, s, ro->logits + (size_t)j * V, 0, step, &n_active);
@@ -122,11 +147,11 @@ bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *er
         ro->step_active[step] = n;
         active_sum += n;
         step++;
+        for (int i = 0; i < n; i++) ro->slot_len[ro->batch_slot[i]]++;
+        if (P) note_pages(ro, P);
         for (int i = 0; i < n; i++) {
             const int s = ro->batch_slot[i];
-            const int k = ro->slot_len[s] + 1 - Tp;
-            ro->slot_len[s]++;
-            sample_in_slot(ro, s, ro->logits + (size_t)i * V, k, step, &n_active);
+            sample_in_slot(ro, s, ro->logits + (size_t)i * V, ro->slot_len[s] - Tp, step, &n_active);
         }
         ro->step_ms[step - 1] = now_ms() - t1;
     }
@@ -141,5 +166,11 @@ bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *er
     ro->n_decode_tokens = ro->n_generated - R;
     ro->n_padded_slots = R + active_sum;
     if (ro->first_token_ms < 0) ro->first_token_ms = 0.0;
+    if (P) {
+        const int64_t page_bytes = 2 * (int64_t)hp->num_hidden_layers * P * hp->hidden_size *
+                                   (int64_t)opt_dtype_size(m->w->dtype);
+        ro->kv_bytes_peak = ro->kv_pages_peak * page_bytes;
+        ro->kv_bytes_saved = (int64_t)opt_kv_cache_bytes(hp, m->w->dtype, Cap, Stot) - ro->kv_bytes_peak;
+    }
     return BC_OK;
 }

@@ -43,9 +43,12 @@ bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
     const int shared = opt_rollout_shared_prefill(ro);
     const int rows = opt_rollout_cache_rows(ro), prefill_rows = shared ? ro->Bp : rows;
     int max_tokens = prefill_rows * ro->Tp > rows ? prefill_rows * ro->Tp : rows;
-    bc_status st = opt_kv_cache_alloc(&ro->kv, hp, m->w->dtype, rows, ro->Stot, err);
+    const int S = opt_rollout_cache_positions(ro, hp, m->w->dtype);
+    bc_status st = ro->p.kv_paged ? opt_kv_cache_alloc_paged(&ro->kv, hp, m->w->dtype, rows, S,
+                                                             opt_kv_page_tokens(hp, m->w->dtype, ro->p.page_tokens), err)
+                                  : opt_kv_cache_alloc(&ro->kv, hp, m->w->dtype, rows, S, err);
     if (st == BC_OK && shared) st = opt_kv_cache_alloc(&ro->kv_shared, hp, m->w->dtype, ro->Bp, ro->Tp, err);
-    if (st == BC_OK) st = opt_model_reserve(m, max_tokens, ro->Stot, err);
+    if (st == BC_OK) st = opt_model_reserve(m, max_tokens, S, err);
     if (st == BC_OK) {
         int n = opt_pool_size(m->pool);
         ro->samplers = calloc((size_t)n, sizeof *ro->samplers);
@@ -68,8 +71,10 @@ bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
     }
     /* touch every page now, so taking the cache back costs what it costs
      * here (cache_acquire_ms) and not as page faults inside the prefill */
-    memset(ro->kv.k, 0, ro->kv.bytes / 2);
-    memset(ro->kv.v, 0, ro->kv.bytes / 2);
+    if (!ro->kv.paged) { /* paged: memory is taken as rows are written */
+        memset(ro->kv.k, 0, ro->kv.bytes / 2);
+        memset(ro->kv.v, 0, ro->kv.bytes / 2);
+    }
     if (ro->kv_shared.k) {
         memset(ro->kv_shared.k, 0, ro->kv_shared.bytes / 2);
         memset(ro->kv_shared.v, 0, ro->kv_shared.bytes / 2);

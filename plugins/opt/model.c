@@ -285,8 +285,65 @@ bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype 
     return BC_OK;
 }
 
+static size_t os_page_bytes(void) {
+    long pg = sysconf(_SC_PAGESIZE);
+    return pg > 0 ? (size_t)pg : 4096;
+}
+
+int opt_kv_page_tokens(const opt_hparams *hp, opt_dtype dtype, int asked) {
+    if (asked > 0) return asked;
+    const size_t tok = (size_t)(hp->hidden_size / hp->num_attention_heads) * opt_dtype_size(dtype), pg = os_page_bytes();
+    int n = 1;
+    while ((n * tok) % pg != 0 && n < (1 << 20)) n++;
+    return n;
+}
+
+bc_status opt_kv_cache_alloc_paged(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+                                   int page_tokens, bc_error *err) {
+    if (page_tokens < 1 || Smax % page_tokens != 0)
+        return bc_error_set(err, BC_ERR_INVALID, "paged KV cache: %d positions are not whole pages of %d tokens", Smax,
+                            page_tokens);
+    bc_status st = opt_kv_cache_shape(kv, hp, dtype, B, Smax, err);
+    if (st != BC_OK) return st;
+    const size_t page = (size_t)page_tokens * kv->D * opt_dtype_size(dtype), pg = os_page_bytes();
+    if (page % pg != 0)
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "kv_page_tokens %d: a page of %d tokens x %d x %zu bytes per head is not a whole number "
+                            "of the system's %zu-byte pages; use a multiple of %d (or 0)",
+                            page_tokens, page_tokens, kv->D, opt_dtype_size(dtype), pg,
+                            opt_kv_page_tokens(hp, dtype, 0));
+    const size_t half = kv->bytes / 2;
+    kv->k = mmap(NULL, half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    kv->v = mmap(NULL, half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (kv->k == MAP_FAILED || kv->v == MAP_FAILED) {
+        if (kv->k != MAP_FAILED) munmap(kv->k, half);
+        if (kv->v != MAP_FAILED) munmap(kv->v, half);
+        kv->k = kv->v = NULL;
+        return bc_error_set(err, BC_ERR_NOMEM, "paged KV cache: cannot map 2 x %zu bytes (B %d, Smax %d)", half, B,
+                            Smax);
+    }
+    kv->paged = 1;
+    return BC_OK;
+}
+
+void opt_kv_cache_return_row(opt_kv_cache *kv, int b) {
+    if (!kv->paged) return;
+    const size_t head = (size_t)kv->Smax * kv->D * opt_dtype_size(kv->dtype); /* whole pages (alloc_paged) */
+    for (int l = 0; l < kv->L; l++) {
+        const size_t off = ((size_t)l * kv->B + b) * kv->H * head;
+        (void)madvise((char *)kv->k + off, head * kv->H, MADV_DONTNEED);
+        (void)madvise((char *)kv->v + off, head * kv->H, MADV_DONTNEED);
+    }
+}
+
 void opt_kv_cache_free(opt_kv_cache *kv) {
     if (!kv) return;
+    if (kv->paged) {
+        if (kv->k) munmap(kv->k, kv->bytes / 2);
+        if (kv->v) munmap(kv->v, kv->bytes / 2);
+        kv->k = kv->v = NULL;
+        kv->paged = 0;
+    }
     free(kv->k);
     free(kv->v);
     kv->k = kv->v = NULL;

@@ -41,7 +41,7 @@
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
        S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK, S_SAMPLE_STREAM, S_RESPONSE_LENGTHS,
        S_LENGTH_MIN_RATIO, S_LENGTH_MEAN, S_LENGTH_SIGMA, S_LENGTHS_FILE, S_BATCHING, S_BATCH_CAPACITY,
-       S_SAVE_SCHEDULE, S_COUNT };
+       S_SAVE_SCHEDULE, S_KV_LAYOUT, S_KV_PAGE_TOKENS, S_COUNT };
 
 /* memory_check: what a case whose planned memory exceeds what there is gets. */
 enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
@@ -57,6 +57,7 @@ static const char *const sample_stream_choices[] = {"fixed", "per_iteration", NU
 /* in opt_length_kind's order */
 static const char *const response_lengths_choices[] = {"fixed", "uniform", "lognormal", "empirical", NULL};
 static const char *const batching_choices[] = {"static", "continuous", NULL};
+static const char *const kv_layout_choices[] = {"contiguous", "paged", NULL};
 
 static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_MODEL] = {.name = "model", .type = BC_SETTING_ENUM, .default_string = "", .choices = model_choices,
@@ -115,6 +116,13 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_SAVE_SCHEDULE] = {.name = "save_schedule", .type = BC_SETTING_STRING, .default_string = "",
                          .help = "write each rollout's schedule here: active rows per decode step, each row's "
                                  "length, time to first token and completion step ({case} = case index)"},
+    [S_KV_LAYOUT] = {.name = "kv_layout", .type = BC_SETTING_ENUM, .default_string = "contiguous",
+                     .choices = kv_layout_choices,
+                     .help = "\"paged\": KV memory taken a page at a time as rows grow and returned as they "
+                             "finish (batching = \"continuous\")"},
+    [S_KV_PAGE_TOKENS] = {.name = "kv_page_tokens", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1,
+                          .min = 0, .max = 65536,
+                          .help = "paged: tokens per page (0 = the smallest a system page allows)"},
 };
 
 typedef struct opt_backend {
@@ -125,7 +133,7 @@ typedef struct opt_backend {
     int threads, stop_at_eos, shared_prefill, per_iteration_stream;
     int memory_check;      /* MEMCHECK_* */
     opt_length_dist lengths; /* values owned (response_lengths_file) */
-    int continuous, capacity;
+    int continuous, capacity, kv_paged, page_tokens;
     const char *save_schedule; /* host-owned, "" when unset */
     opt_hparams hp;        /* the preset's shape, or the checkpoint's config.json */
     int have_prompts;
@@ -195,6 +203,10 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
                             "response_lengths = \"%s\" with response_lengths_file \"%s\": the file goes with "
                             "\"empirical\" and only with it",
                             lengths, lengths_file);
+    if (strcmp(setting_str(v, S_KV_LAYOUT), "paged") == 0 && strcmp(setting_str(v, S_BATCHING), "continuous") != 0)
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "kv_layout = \"paged\" needs batching = \"continuous\" (the rows of a static batch take "
+                            "and return their pages together)");
     if (strcmp(setting_str(v, S_DEVICE), "cuda") == 0 &&
         (strcmp(lengths, "fixed") != 0 || strcmp(setting_str(v, S_BATCHING), "static") != 0))
         return bc_error_set(err, BC_ERR_SETTING,
@@ -327,6 +339,8 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
     s->lengths.sigma = bc_setting_at(v, S_LENGTH_SIGMA)->f;
     s->continuous = strcmp(setting_str(v, S_BATCHING), "continuous") == 0;
     s->capacity = (int)setting_int(v, S_BATCH_CAPACITY);
+    s->kv_paged = strcmp(setting_str(v, S_KV_LAYOUT), "paged") == 0;
+    s->page_tokens = (int)setting_int(v, S_KV_PAGE_TOKENS);
     s->save_schedule = setting_str(v, S_SAVE_SCHEDULE);
     const char *mc = setting_str(v, S_MEMORY_CHECK);
     s->memory_check = strcmp(mc, "off") == 0 ? MEMCHECK_OFF : strcmp(mc, "warn") == 0 ? MEMCHECK_WARN : MEMCHECK_REFUSE;
@@ -429,7 +443,9 @@ static bc_status rollout_params(const opt_backend *s, const bc_case *c, opt_roll
                               .prompts = s->have_prompts ? &s->prompts : NULL,
                               .lengths = s->lengths,
                               .continuous = s->continuous,
-                              .capacity = s->capacity};
+                              .capacity = s->capacity,
+                              .kv_paged = s->kv_paged,
+                              .page_tokens = s->page_tokens};
     return BC_OK;
 }
 
@@ -600,6 +616,10 @@ static void put_generation_stats(bc_generation_stats *out, const opt_rollout *ro
     BC_SET(out, bc_generation_stats, active_batch_size, mean_active);
     BC_SET(out, bc_generation_stats, continuous_batch_size, ro->Cap ? ro->Cap : -1);
     BC_SET(out, bc_generation_stats, occupancy, mean_active / (ro->Cap ? ro->Cap : ro->R));
+    BC_SET(out, bc_generation_stats, kv_pages_peak, ro->kv_pages_peak);
+    BC_SET(out, bc_generation_stats, kv_bytes_peak, ro->kv_bytes_peak);
+    BC_SET(out, bc_generation_stats, kv_fragmentation, ro->kv_fragmentation);
+    BC_SET(out, bc_generation_stats, kv_bytes_saved, ro->kv_bytes_saved);
 }
 
 static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *err) {

@@ -188,6 +188,12 @@ bc_status opt_rollout_check(const opt_hparams *hp, const opt_rollout_params *p, 
         return bc_error_set(err, BC_ERR_SETTING, "response lengths empirical: no lengths given");
     if (p->capacity < 0)
         return bc_error_set(err, BC_ERR_SETTING, "continuous batching: capacity %d must be >= 0", p->capacity);
+    if (p->kv_paged && !p->continuous)
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "kv_layout = \"paged\" needs batching = \"continuous\" (rows of a static batch take "
+                            "and return their pages together)");
+    if (p->page_tokens < 0)
+        return bc_error_set(err, BC_ERR_SETTING, "kv_page_tokens %d must be >= 0", p->page_tokens);
     if (shape) *shape = sh;
     return BC_OK;
 }
@@ -281,16 +287,23 @@ int opt_rollout_shared_prefill(const opt_rollout *ro) { return ro->p.shared_pref
 
 int opt_rollout_cache_rows(const opt_rollout *ro) { return ro->Cap ? ro->Cap : ro->R; }
 
+int opt_rollout_cache_positions(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype) {
+    if (!ro->p.kv_paged) return ro->Stot;
+    const int P = opt_kv_page_tokens(hp, dtype, ro->p.page_tokens);
+    return (int)(((long long)ro->Stot + P - 1) / P * P);
+}
+
 int opt_rollout_n_marks(int Tr) { return 3 * Tr + 4; }
 
 opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype, int n_threads) {
     opt_rollout_bytes b;
     const int shared = opt_rollout_shared_prefill(ro);
     const int rows = opt_rollout_cache_rows(ro), prefill_rows = shared ? ro->Bp : rows;
-    b.kv_cache = opt_kv_cache_bytes(hp, dtype, rows, ro->Stot);
+    const int S = opt_rollout_cache_positions(ro, hp, dtype);
+    b.kv_cache = opt_kv_cache_bytes(hp, dtype, rows, S); /* paged: reserved, the most it can take */
     if (shared) b.kv_cache += opt_kv_cache_bytes(hp, dtype, ro->Bp, ro->Tp);
     int max_tokens = prefill_rows * ro->Tp > rows ? prefill_rows * ro->Tp : rows;
-    b.workspace = opt_workspace_bytes(hp, max_tokens, ro->Stot, n_threads);
+    b.workspace = opt_workspace_bytes(hp, max_tokens, S, n_threads);
     b.workspace += (size_t)rows * ro->V * sizeof(float);
     if (shared) b.workspace += (size_t)ro->Bp * ro->V * sizeof(float);
     b.workspace += (size_t)n_threads * ((size_t)ro->V * sizeof(opt_sample_pair) + sizeof(opt_sampler));
@@ -362,6 +375,10 @@ static void rollout_results_reset(opt_rollout *ro) {
     ro->response_start = ro->Tp;
     ro->n_prefill_forwards = 0;
     ro->scheduler_ms = ro->cache_mgmt_ms = 0.0;
+    ro->kv_pages_peak = -1;
+    ro->kv_bytes_peak = ro->have_cache ? (int64_t)ro->kv.bytes : -1; /* -1: the cache is on another device */
+    ro->kv_bytes_saved = 0;
+    ro->kv_fragmentation = NAN;
 }
 
 bc_status opt_rollout_run(opt_rollout *ro, const opt_step_ops *ops, void *ctx, bc_error *err) {

@@ -53,6 +53,8 @@ typedef struct opt_rollout_params {
                               * other than fixed, a row stops at its length with EOS there */
     int continuous;          /* 0: a static batch of R rows; 1: continuous batching (CPU device, continuous.c) */
     int capacity;            /* continuous: rows decoding at once (0 or > R: R) */
+    int kv_paged;            /* 1: the paged KV layout (continuous batching only; forward.h) */
+    int page_tokens;         /* its page, tokens (0: the smallest the system's page allows) */
 } opt_rollout_params;
 
 /* The prompts of a rollout as they will run: the padded width Tp and the
@@ -111,6 +113,12 @@ typedef struct opt_rollout {
                               * finished, though every row runs) at [k - 1]; owned */
     double *row_first_ms;    /* [R] start of generate to the row's token 0; owned */
     int *row_done_step;      /* [R] decode steps run when the row finished (0: at its token 0); owned */
+    /* the paged KV layout: pages (page_tokens tokens of one row, every layer
+     * and head, K and V) held at the peak, their bytes, the share of their
+     * token slots empty then, and the contiguous layout's bytes minus the
+     * peak; contiguous: pages -1, bytes the cache's, fragmentation NaN, 0 */
+    int64_t kv_pages_peak, kv_bytes_peak, kv_bytes_saved;
+    double kv_fragmentation;
     int *slot_row;           /* continuous: [Cap] the row a cache row holds (-1 free); owned */
     int *slot_len;           /* [Cap] its cached tokens; owned */
     int *batch_slot, *batch_len; /* [Cap] one forward's rows: cache row and length; owned */
@@ -152,6 +160,8 @@ int opt_rollout_shared_prefill(const opt_rollout *ro);
 int opt_rollout_n_marks(int Tr);
 /* Rows a forward of the CPU cache holds: R, or Cap with continuous batching. */
 int opt_rollout_cache_rows(const opt_rollout *ro);
+/* Positions of the CPU cache's rows: Stot, rounded up to whole pages when paged. */
+int opt_rollout_cache_positions(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype);
 /* Samples row r's token k from its logits lg [V] (which it may change) with
  * smp and the row's generator: EOS suppressed unless stop_at_eos, forced at
  * the row's drawn length; a row already finished gets the pad id. Returns 1

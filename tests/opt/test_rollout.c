@@ -7,6 +7,7 @@
  * iteration.
  * A tiny synthetic model; a vocabulary of 8 makes EOS frequent.
  */
+#define _DEFAULT_SOURCE /* mincore */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "rollout.h"
@@ -435,6 +437,62 @@ static void test_continuous_same_tokens(void **state) {
     destroy(f);
 }
 
+/* Resident system pages of the pages [p, p + bytes) touches. */
+static size_t resident_pages(const void *q, size_t bytes) {
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    const char *p = (const char *)((uintptr_t)q / pg * pg);
+    bytes += (size_t)((const char *)q - p);
+    const size_t n = (bytes + pg - 1) / pg;
+    unsigned char *vec = calloc(n, 1);
+    assert_non_null(vec);
+    assert_int_equal(mincore((void *)p, bytes, vec), 0);
+    size_t in = 0;
+    for (size_t i = 0; i < n; i++) in += vec[i] & 1;
+    free(vec);
+    return in;
+}
+
+/* The paged KV layout: the same tokens as the contiguous one; pages counted
+ * at the peak; every finished row's memory back with the system (nothing of
+ * the cache resident after the rollout, where the contiguous cache stays). */
+static void test_paged_kv(void **state) {
+    (void)state;
+    fixture *f = make(8, 1);
+    opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5, .response_length = 14,
+                            .sampling = {1.0, 0.9, 0, 23}, .stop_at_eos = 1, .continuous = 1, .capacity = 4,
+                            .lengths = {.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8}};
+    opt_rollout a, b;
+    run(f, &p, &a);
+    p.kv_paged = 1;
+    run(f, &p, &b);
+    assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+    assert_int_equal(a.kv_pages_peak, -1);
+    assert_true(resident_pages(a.kv.k, a.kv.bytes / 2) > 0);
+    /* D = 8 fp32 = 32 bytes a token: a 4 KiB page holds 128 tokens, so every row is one page */
+    const int P = opt_kv_page_tokens(&f->hp, OPT_F32, 0);
+    assert_int_equal(P * 32 % sysconf(_SC_PAGESIZE), 0);
+    assert_int_equal(b.kv.Smax % P, 0);
+    assert_true(b.kv_pages_peak >= 1 && b.kv_pages_peak <= 4 * ((a.Stot + P - 1) / P));
+    assert_true(b.kv_fragmentation > 0.0 && b.kv_fragmentation < 1.0);
+    assert_int_equal(b.kv_bytes_peak, b.kv_pages_peak * 2 * 2 * P * 32 * 4);
+    assert_int_equal(b.kv_bytes_saved, (int64_t)opt_kv_cache_bytes(&f->hp, OPT_F32, 4, a.Stot) - b.kv_bytes_peak);
+    assert_int_equal(resident_pages(b.kv.k, b.kv.bytes / 2), 0);
+    assert_int_equal(resident_pages(b.kv.v, b.kv.bytes / 2), 0);
+    opt_rollout_free(&a, &f->m);
+    opt_rollout_free(&b, &f->m);
+    /* a page that is not whole system pages, and paged without continuous batching */
+    bc_error err = {0};
+    p.page_tokens = 3;
+    assert_int_equal(opt_rollout_init(&b, &f->hp, &p, &err), BC_OK);
+    assert_int_equal(opt_rollout_acquire(&b, &f->m, &err), BC_ERR_SETTING);
+    assert_non_null(strstr(err.message, "kv_page_tokens 3"));
+    opt_rollout_free(&b, &f->m);
+    p.page_tokens = 0;
+    p.continuous = 0;
+    assert_int_equal(opt_rollout_init(&b, &f->hp, &p, &err), BC_ERR_SETTING);
+    destroy(f);
+}
+
 /* Drawn lengths: the same for every run of a seed, within [1, Tr], the
  * distribution's shape; a row stops at its length with EOS there. */
 static void test_drawn_lengths(void **state) {
@@ -494,6 +552,7 @@ static void test_drawn_lengths(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_continuous_same_tokens), cmocka_unit_test(test_drawn_lengths),
+        cmocka_unit_test(test_paged_kv),
         cmocka_unit_test(test_expansion_and_exact_length), cmocka_unit_test(test_stop_at_eos),
         cmocka_unit_test(test_shared_prefill_same_tokens),
         cmocka_unit_test(test_shared_prefix_same_tokens), cmocka_unit_test(test_seeded_determinism),

@@ -410,6 +410,13 @@ typedef struct bc_generation_stats {
     /* active_batch_size over the rows that could decode (the capacity, or
      * every row of a static batch). */
     double occupancy;
+    /* The KV cache: pages held at the peak (-1: not paged), bytes held at the
+     * peak, the share of the peak's page slots holding no token (NaN: not
+     * paged), and the bytes a contiguous cache of the same case would take
+     * beyond the peak (0: contiguous). */
+    int64_t kv_pages_peak, kv_bytes_peak;
+    double kv_fragmentation;
+    int64_t kv_bytes_saved;
     BC_ABI_TAIL(bc_generation_stats)
 } bc_generation_stats;
 
