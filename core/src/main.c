@@ -4,6 +4,7 @@
  *   benchctl validate FILE [--set key=value]... [--reporter a,b] [--cases LIST] [--only FILTER]
  *   benchctl plan FILE [--set key=value]...
  *   benchctl plugins [NAME]
+ *   benchctl prompts FILE --checkpoint DIR [--format F] [--field NAME] [--bos ID]
  *   benchctl --help | --version | COMMAND --help
  *
  * The command line only: what a command works with is built by context.c
@@ -30,6 +31,7 @@
 #include "host.h"
 #include "loader.h"
 #include "matrix.h"
+#include "prompts.h"
 #include "replay.h"
 #include "resume.h"
 #include "runner.h"
@@ -110,6 +112,7 @@ static const char *const usage_main =
     "  plugins [NAME]  list the plugins found, or print NAME's settings\n"
     "  report RUN      render a saved run (JSON or journal) through reporters\n"
     "  compare A B...  compare finished runs case by case, with statistics\n"
+    "  prompts FILE    print the token ids a text prompt set becomes\n"
     "\n"
     "options:\n"
     "  -h, --help      this help (benchctl COMMAND --help: the command's)\n"
@@ -262,7 +265,7 @@ static int parse_args(int argc, char **argv, args *a) {
         if (!a->cmd) {
             char msg[300];
             snprintf(msg, sizeof msg, "unknown command '%.200s'", word);
-            print_error(msg, "commands: run, validate, plan, plugins, report, compare; see benchctl --help");
+            print_error(msg, "commands: run, validate, plan, plugins, report, compare, prompts; see benchctl --help");
             return EXIT_USAGE;
         }
     }
@@ -871,6 +874,86 @@ static int cmd_report(const args *a) {
     return st == BC_ERR_IO || st == BC_ERR_NOMEM || st == BC_ERR_INTERNAL ? EXIT_RUNTIME : EXIT_USAGE;
 }
 
+/* --------------------------------------------------------------- prompts */
+
+static const char usage_prompts[] =
+    "usage: benchctl prompts FILE --checkpoint DIR [--format auto|jsonl|lines] [--field NAME] [--bos ID]\n"
+    "\n"
+    "Tokenizes the text prompts in FILE with the tokenizer of checkpoint DIR\n"
+    "(tokenizer.json, or vocab.json + merges.txt) exactly as the opt backend's\n"
+    "prompts_text does, and prints each prompt's token ids on one line (the\n"
+    "prompts_file format); a summary goes to stderr.\n"
+    "\n"
+    "options:\n"
+    "  --checkpoint DIR  the checkpoint whose tokenizer to use (required)\n"
+    "  --format F        auto (default: .jsonl/.json = JSON lines, else plain\n"
+    "                    lines), jsonl or lines\n"
+    "  --field NAME      the JSON field holding the prompt (default text)\n"
+    "  --bos ID          the id put before each prompt (default 2, OPT's BOS;\n"
+    "                    -1: none)\n"
+    "\n"
+    "Exit status: 0 ok, 2 usage errors or a file that cannot be read or tokenized.\n";
+
+/* `benchctl prompts ...`: argv[0] is "prompts"; its own options. */
+static int cmd_prompts(int argc, char **argv) {
+    bc_prompts_request r = {.bos_id = 2};
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            fputs(usage_prompts, stdout);
+            return 0;
+        }
+        int takes = !strcmp(o, "--checkpoint") || !strcmp(o, "--format") || !strcmp(o, "--field") || !strcmp(o, "--bos");
+        if (takes && i + 1 >= argc) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "prompts: %s needs a value", o);
+            print_error(msg, "see benchctl prompts --help");
+            return EXIT_USAGE;
+        }
+        if (!strcmp(o, "--checkpoint")) r.checkpoint = argv[++i];
+        else if (!strcmp(o, "--format")) r.format = argv[++i];
+        else if (!strcmp(o, "--field")) r.field = argv[++i];
+        else if (!strcmp(o, "--bos")) {
+            char *end;
+            errno = 0;
+            long v = strtol(argv[++i], &end, 10);
+            if (errno || *end || end == argv[i] || v < -1 || v > INT_MAX) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "prompts: --bos %.60s: must be a token id, or -1 for none", argv[i]);
+                print_error(msg, NULL);
+                return EXIT_USAGE;
+            }
+            r.bos_id = (int)v;
+        } else if (o[0] == '-' && o[1]) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "prompts: unknown option %.60s", o);
+            print_error(msg, "see benchctl prompts --help");
+            return EXIT_USAGE;
+        } else if (r.file) {
+            print_error("prompts: one FILE only", "see benchctl prompts --help");
+            return EXIT_USAGE;
+        } else {
+            r.file = o;
+        }
+    }
+    if (!r.file || !r.checkpoint) {
+        print_error(!r.file ? "prompts: no FILE given" : "prompts: --checkpoint DIR is required",
+                    "see benchctl prompts --help");
+        return EXIT_USAGE;
+    }
+    bc_error err = {0};
+    bc_prompts_summary sum;
+    if (bc_prompts_write(&r, stdout, &sum, &err) != BC_OK) {
+        print_bc_error(&err);
+        return EXIT_USAGE;
+    }
+    fprintf(stderr, "benchctl: %s: %d prompts, %lld tokens; per prompt min %d, p50 %d, max %d", r.file, sum.count,
+            sum.tokens, sum.min, sum.p50, sum.max);
+    if (r.bos_id >= 0) fprintf(stderr, " (BOS %d first)", r.bos_id);
+    fputc('\n', stderr);
+    return 0;
+}
+
 static void print_version(void) {
     printf("benchctl %s (git %s, plugin ABI %d.%d)\n", BENCHCTL_VERSION, BENCHCTL_GIT_COMMIT, BENCHCTL_ABI_MAJOR,
            BENCHCTL_ABI_MINOR);
@@ -878,6 +961,7 @@ static void print_version(void) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "compare") == 0) return bc_cmd_compare(argc - 1, argv + 1); /* its own options */
+    if (argc > 1 && strcmp(argv[1], "prompts") == 0) return cmd_prompts(argc - 1, argv + 1);      /* its own options */
     args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc) {

@@ -33,6 +33,7 @@
 #include "checkpoint.h"
 #include "ckpt_set.h"
 #include "fileio.h"
+#include "precision.h"
 
 /* Upper bound on any one dimension in config.json: refuses absurd shapes
  * before anything is allocated. */
@@ -173,25 +174,13 @@ static float ck_read_f32(const unsigned char *src, opt_dtype t, size_t i) {
     }
     uint16_t h;
     memcpy(&h, src + 2 * i, 2);
-    return t == OPT_F16 ? opt_f16_to_f32(h) : opt_bf16_to_f32(h);
+    return t == OPT_F16 ? prec_f16_to_f32(h) : prec_bf16_to_f32(h);
 }
 
-/* Converts n elements src (type st, maybe unaligned) into dst (type dt). */
+/* Converts n elements src (type st, maybe unaligned) into dst (type dt),
+ * through the formats' precision ops (precision.h). */
 static void ck_convert(void *dst, opt_dtype dt, const void *src, opt_dtype st, size_t n) {
-    if (dt == st) {
-        memcpy(dst, src, n * opt_dtype_size(dt));
-        return;
-    }
-    const unsigned char *s = src;
-    for (size_t i = 0; i < n; i++) {
-        float f = ck_read_f32(s, st, i);
-        if (dt == OPT_F32) {
-            ((float *)dst)[i] = f;
-        } else {
-            uint16_t h = dt == OPT_F16 ? opt_f32_to_f16(f) : opt_f32_to_bf16(f);
-            memcpy((unsigned char *)dst + 2 * i, &h, 2);
-        }
-    }
+    opt_convert_values(dst, dt, src, st, n);
 }
 
 /* The index of the first element of src (n elements of type t) that is NaN

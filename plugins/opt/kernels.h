@@ -1,7 +1,8 @@
 /* kernels.h: the OPT engine's CPU kernels, in three variants chosen at run
  * time from the CPU's features (highest score that the CPU supports wins):
  *   portable C (always), AVX2 + F16C + FMA, AVX-512F (+ AVX512-BF16 dot
- *   products when present).
+ *   products when present); the `kernels` backend setting can force a
+ *   lower one (opt_kernels_for).
  * Activations are fp32; weights and the KV cache are fp32, fp16 or bf16;
  * accumulation is always fp32. Every SIMD variant is tested against the
  * portable one (tests/opt/test_kernels.c).
@@ -12,16 +13,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "benchctl/plugin.h" /* bc_status, bc_error */
+#include "float_bits.h"      /* plugins/precision/common: prec_f32_to_f16 and the other bit rules */
+
 typedef enum opt_dtype { OPT_F32 = 0, OPT_F16 = 1, OPT_BF16 = 2 } opt_dtype;
 
 static inline size_t opt_dtype_size(opt_dtype t) { return t == OPT_F32 ? 4 : 2; }
 const char *opt_dtype_name(opt_dtype t); /* "float32", "float16", "bfloat16" */
 
+/* A kernel family, named after the instruction-set tier it needs
+ * (plugins/precision/common/cpu_isa.h, same values). */
 typedef enum opt_isa { OPT_ISA_PORTABLE = 0, OPT_ISA_AVX2 = 1, OPT_ISA_AVX512 = 2, OPT_ISA_AVX512_BF16 = 3 } opt_isa;
 
 /* The best ISA this CPU supports (cpuid + xgetbv). */
 opt_isa opt_isa_detect(void);
+/* "portable", "avx2", "avx512", "avx512_bf16" */
 const char *opt_isa_name(opt_isa isa);
+/* The family the `kernels` setting value name asks for, on a CPU whose best
+ * family is cpu (opt_isa_detect(), or another for a test): *isa = -1 for
+ * "auto" (or "" / NULL), else the family's opt_isa. Refused, naming the
+ * family and the CPU's best: an unknown name (BC_ERR_SETTING), a family
+ * above cpu or one this build has no table for (BC_ERR_UNSUPPORTED). */
+bc_status opt_kernels_choose(const char *name, opt_isa cpu, int *isa, bc_error *err);
 
 /* A table of kernels for one ISA. Shapes in names: x[M, K] row-major fp32,
  * w[N, K] row-major in dtype, y[M, N] fp32. */
@@ -60,12 +73,6 @@ typedef struct opt_kernels {
 const opt_kernels *opt_kernels_for(opt_isa isa);
 /* The table of the best ISA this CPU supports (never NULL). */
 const opt_kernels *opt_kernels_best(void);
-
-/* Scalar conversions (round to nearest even), shared by all variants. */
-float opt_f16_to_f32(uint16_t h);
-uint16_t opt_f32_to_f16(float f);
-float opt_bf16_to_f32(uint16_t h);
-uint16_t opt_f32_to_bf16(float f);
 
 /* A fixed pool of worker threads. opt_pool_run calls fn(ctx, i, n) once for
  * every i in [0, n), n = n_threads, on the pool's n_threads threads (the

@@ -28,17 +28,12 @@ enum {
     TR = 3,                /* rows of w per register tile */
 };
 
-ALWAYS_INLINE __m256 bf16x8_to_ps(__m128i h)
-{
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
 ALWAYS_INLINE __m256 load8(const void *p, opt_dtype dt, size_t off)
 {
     if (dt == OPT_F32)
         return _mm256_loadu_ps((const float *)p + off);
     __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + off));
-    return dt == OPT_F16 ? _mm256_cvtph_ps(h) : bf16x8_to_ps(h);
+    return dt == OPT_F16 ? _mm256_cvtph_ps(h) : prec_bf16x8_to_ps(h);
 }
 
 /* mask with the first n (0..8) lanes set */
@@ -152,63 +147,15 @@ static void tile_store(float *y, int N, int m0, int mr, int nc, int nr, float ou
 
 /* ---- conversions ---------------------------------------------------------- */
 
+/* Bulk conversions: the AVX2 + F16C converters of plugins/precision/common. */
 static void to_f32_avx2(float *dst, const void *src, opt_dtype st, size_t n)
 {
-    size_t i = 0;
-    const uint16_t *s = src;
-    switch (st) {
-    case OPT_F32:
-        memmove(dst, src, n * sizeof(float));
-        return;
-    case OPT_F16:
-        for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(dst + i, load8(src, OPT_F16, i));
-        for (; i < n; i++)
-            dst[i] = opt_f16_to_f32(s[i]);
-        return;
-    case OPT_BF16:
-        for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(dst + i, load8(src, OPT_BF16, i));
-        for (; i < n; i++)
-            dst[i] = opt_bf16_to_f32(s[i]);
-        return;
-    }
-}
-
-/* fp32 -> bf16, round to nearest even; NaN made quiet (as opt_f32_to_bf16). */
-ALWAYS_INLINE __m128i ps_to_bf16(__m256 v)
-{
-    __m256i u = _mm256_castps_si256(v);
-    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
-    __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    r = _mm256_blendv_epi8(r, q, nan);
-    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    opt_convert_to_f32(prec_converters_avx2(), dst, src, st, n);
 }
 
 static void from_f32_avx2(void *dst, opt_dtype dt, const float *src, size_t n)
 {
-    size_t i = 0;
-    uint16_t *d = dst;
-    switch (dt) {
-    case OPT_F32:
-        memmove(dst, src, n * sizeof(float));
-        return;
-    case OPT_F16:
-        for (; i + 8 <= n; i += 8)
-            _mm_storeu_si128((__m128i *)(d + i),
-                             _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        for (; i < n; i++)
-            d[i] = opt_f32_to_f16(src[i]);
-        return;
-    case OPT_BF16:
-        for (; i + 8 <= n; i += 8)
-            _mm_storeu_si128((__m128i *)(d + i), ps_to_bf16(_mm256_loadu_ps(src + i)));
-        for (; i < n; i++)
-            d[i] = opt_f32_to_bf16(src[i]);
-        return;
-    }
+    opt_convert_from_f32(prec_converters_avx2(), dst, dt, src, n);
 }
 
 /* ---- dot, axpy --------------------------------------------------------------- */

@@ -43,17 +43,12 @@ enum {
 
 /* ---- loads of 16 weights as fp32 --------------------------------------- */
 
-ALWAYS_INLINE __m512 bf16x16_to_ps(__m256i h)
-{
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
 ALWAYS_INLINE __m512 load16(const void *p, opt_dtype dt, size_t off)
 {
     if (dt == OPT_F32)
         return _mm512_loadu_ps((const float *)p + off);
     __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + off));
-    return dt == OPT_F16 ? _mm512_cvtph_ps(h) : bf16x16_to_ps(h);
+    return dt == OPT_F16 ? _mm512_cvtph_ps(h) : prec_bf16x16_to_ps(h);
 }
 
 /* Lanes outside mask read nothing (no fault) and are 0. */
@@ -62,7 +57,7 @@ ALWAYS_INLINE __m512 load16_mask(const void *p, opt_dtype dt, size_t off, __mmas
     if (dt == OPT_F32)
         return _mm512_maskz_loadu_ps(mask, (const float *)p + off);
     __m256i h = _mm256_maskz_loadu_epi16(mask, (const uint16_t *)p + off);
-    return dt == OPT_F16 ? _mm512_cvtph_ps(h) : bf16x16_to_ps(h);
+    return dt == OPT_F16 ? _mm512_cvtph_ps(h) : prec_bf16x16_to_ps(h);
 }
 
 ALWAYS_INLINE __mmask16 tail_mask(int n) { return (__mmask16)((1u << n) - 1u); }
@@ -170,68 +165,15 @@ static void tile_store(float *y, int N, int m0, int mr, int nc, int nr, float ou
 
 /* ---- conversions -------------------------------------------------------- */
 
+/* Bulk conversions: the AVX-512 converters of plugins/precision/common. */
 static void to_f32_avx512(float *dst, const void *src, opt_dtype st, size_t n)
 {
-    size_t i = 0;
-    switch (st) {
-    case OPT_F32:
-        memmove(dst, src, n * sizeof(float));
-        return;
-    case OPT_F16:
-        for (; i + 16 <= n; i += 16)
-            _mm512_storeu_ps(dst + i, load16(src, OPT_F16, i));
-        if (i < n)
-            _mm512_mask_storeu_ps(dst + i, tail_mask((int)(n - i)), load16_mask(src, OPT_F16, i, tail_mask((int)(n - i))));
-        return;
-    case OPT_BF16:
-        for (; i + 16 <= n; i += 16)
-            _mm512_storeu_ps(dst + i, load16(src, OPT_BF16, i));
-        if (i < n)
-            _mm512_mask_storeu_ps(dst + i, tail_mask((int)(n - i)), load16_mask(src, OPT_BF16, i, tail_mask((int)(n - i))));
-        return;
-    }
-}
-
-/* fp32 -> bf16 round to nearest even on integers; NaN keeps its sign and top
- * payload and becomes quiet (as opt_f32_to_bf16). */
-ALWAYS_INLINE __m256i ps_to_bf16(__m512 v)
-{
-    __m512i u = _mm512_castps_si512(v);
-    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-    return _mm512_cvtepi32_epi16(r);
+    opt_convert_to_f32(prec_converters_avx512(), dst, src, st, n);
 }
 
 static void from_f32_avx512(void *dst, opt_dtype dt, const float *src, size_t n)
 {
-    size_t i = 0;
-    uint16_t *d = dst;
-    switch (dt) {
-    case OPT_F32:
-        memmove(dst, src, n * sizeof(float));
-        return;
-    case OPT_F16:
-        for (; i + 16 <= n; i += 16)
-            _mm256_storeu_si256((__m256i *)(d + i),
-                                _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        if (i < n) {
-            __mmask16 mask = tail_mask((int)(n - i));
-            _mm256_mask_storeu_epi16(d + i, mask,
-                                     _mm512_cvtps_ph(_mm512_maskz_loadu_ps(mask, src + i),
-                                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        }
-        return;
-    case OPT_BF16:
-        for (; i + 16 <= n; i += 16)
-            _mm256_storeu_si256((__m256i *)(d + i), ps_to_bf16(_mm512_loadu_ps(src + i)));
-        if (i < n) {
-            __mmask16 mask = tail_mask((int)(n - i));
-            _mm256_mask_storeu_epi16(d + i, mask, ps_to_bf16(_mm512_maskz_loadu_ps(mask, src + i)));
-        }
-        return;
-    }
+    opt_convert_from_f32(prec_converters_avx512(), dst, dt, src, n);
 }
 
 /* ---- dot, axpy ----------------------------------------------------------- */

@@ -37,11 +37,19 @@
 #include "checkpoint.h"
 #include "fileio.h"
 #include "device.h"
+#include "lora.h"
+#include "precision.h"
+#include "text_prompts.h"
 
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
-       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK, S_SAMPLE_STREAM, S_RESPONSE_LENGTHS,
-       S_LENGTH_MIN_RATIO, S_LENGTH_MEAN, S_LENGTH_SIGMA, S_LENGTHS_FILE, S_BATCHING, S_BATCH_CAPACITY,
-       S_SAVE_SCHEDULE, S_KV_LAYOUT, S_KV_PAGE_TOKENS, S_COUNT };
+       S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK, S_SAMPLE_STREAM, S_KERNELS,
+       /* text prompts (text_prompts.h) */
+       S_PROMPTS_TEXT, S_PROMPTS_FORMAT, S_PROMPTS_FIELD, S_PROMPTS_FIT, S_PROMPTS_BUCKET_WIDTH,
+       /* LoRA actor (lora.h) */
+       S_LORA_ADAPTER, S_LORA_RANK, S_LORA_ALPHA, S_LORA_TARGETS, S_LORA_UNFUSE,
+       /* response lengths, continuous batching, paged KV (rollout.h) */
+       S_RESPONSE_LENGTHS, S_LENGTH_MIN_RATIO, S_LENGTH_MEAN, S_LENGTH_SIGMA, S_LENGTHS_FILE, S_BATCHING,
+       S_BATCH_CAPACITY, S_SAVE_SCHEDULE, S_KV_LAYOUT, S_KV_PAGE_TOKENS, S_COUNT };
 
 /* memory_check: what a case whose planned memory exceeds what there is gets. */
 enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
@@ -54,6 +62,11 @@ static const char *const model_choices[] = {"", "125m", "350m", "1.3b", "2.7b", 
 static const char *const device_choices[] = {"cpu", "cuda", NULL};
 static const char *const memory_check_choices[] = {"refuse", "warn", "off", NULL};
 static const char *const sample_stream_choices[] = {"fixed", "per_iteration", NULL};
+/* the CPU kernel families (kernels.h), "auto" = the best this CPU runs */
+static const char *const kernels_choices[] = {"auto", "avx512_bf16", "avx512", "avx2", "portable", NULL};
+static const char *const prompts_format_choices[] = {"auto", "jsonl", "lines", NULL};
+static const char *const prompts_fit_choices[] = {"ragged", "bucket", "truncate_pad", NULL};
+static const char *const lora_unfuse_choices[] = {"subtract", "restore", NULL};
 /* in opt_length_kind's order */
 static const char *const response_lengths_choices[] = {"fixed", "uniform", "lognormal", "empirical", NULL};
 static const char *const batching_choices[] = {"static", "continuous", NULL};
@@ -91,6 +104,40 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
                          .choices = sample_stream_choices,
                          .help = "sampled runs: \"fixed\" = every iteration draws the same stream (the seed's); "
                                  "\"per_iteration\" = iteration i of a case draws its own (still reproducible)"},
+    [S_KERNELS] = {.name = "kernels", .type = BC_SETTING_ENUM, .default_string = "auto", .choices = kernels_choices,
+                   .help = "CPU kernel family (auto = the best this CPU runs); one the CPU cannot run is refused"},
+    /* text prompts (text_prompts.h, docs/opt.md) */
+    [S_PROMPTS_TEXT] = {.name = "prompts_text", .type = BC_SETTING_STRING, .default_string = "",
+                        .help = "text prompts (JSON lines or plain lines), tokenized with the checkpoint's tokenizer, "
+                                "BOS first (\"\" = none)"},
+    [S_PROMPTS_FORMAT] = {.name = "prompts_format", .type = BC_SETTING_ENUM, .default_string = "auto",
+                          .choices = prompts_format_choices,
+                          .help = "prompts_text's format: auto (.jsonl/.json = JSON lines, else plain lines)"},
+    [S_PROMPTS_FIELD] = {.name = "prompts_field", .type = BC_SETTING_STRING, .default_string = "text",
+                         .help = "the JSON field holding each prompt of prompts_text"},
+    [S_PROMPTS_FIT] = {.name = "prompts_fit", .type = BC_SETTING_ENUM, .default_string = "ragged",
+                       .choices = prompts_fit_choices,
+                       .help = "prompts_text per case: ragged (left-padded to the longest), bucket (only prompts "
+                               "fitting the prompt length), truncate_pad (cut or left-pad to it)"},
+    [S_PROMPTS_BUCKET_WIDTH] = {.name = "prompts_bucket_width", .type = BC_SETTING_INT, .default_int = 16,
+                                .has_range = 1, .min = 1, .max = 1 << 20,
+                                .help = "prompts_fit = bucket: a prompt of n tokens fits length L when L - width < n "
+                                        "<= L"},
+    /* LoRA actor (lora.h, docs/opt.md): fused before each generate, unfused after */
+    [S_LORA_ADAPTER] = {.name = "lora_adapter", .type = BC_SETTING_STRING, .default_string = "",
+                        .help = "a PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors), "
+                                "fused into the weights before each generate and unfused after (\"\" = none)"},
+    [S_LORA_RANK] = {.name = "lora_rank", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1, .min = 0,
+                     .max = 65536, .help = "rank of a synthetic LoRA adapter (0 = none; not with lora_adapter)"},
+    [S_LORA_ALPHA] = {.name = "lora_alpha", .type = BC_SETTING_FLOAT, .default_float = 16.0, .has_range = 1,
+                      .min = 1e-6, .max = 1e6, .help = "the synthetic adapter's alpha (scale = alpha / rank)"},
+    [S_LORA_TARGETS] = {.name = "lora_targets", .type = BC_SETTING_STRING, .default_string = "q_proj,v_proj",
+                        .help = "the synthetic adapter's modules: q_proj, k_proj, v_proj, out_proj, fc1, fc2 "
+                                "(comma-separated) or all"},
+    [S_LORA_UNFUSE] = {.name = "lora_unfuse", .type = BC_SETTING_ENUM, .default_string = "subtract",
+                       .choices = lora_unfuse_choices,
+                       .help = "subtract the adapter again (the hybrid engine's way; drifts by rounding) or restore a "
+                               "copy of the base weights (bit for bit; holds the targets' memory)"},
     /* response lengths and continuous batching (docs/opt.md) */
     [S_RESPONSE_LENGTHS] = {.name = "response_lengths", .type = BC_SETTING_ENUM, .default_string = "fixed",
                             .choices = response_lengths_choices,
@@ -132,12 +179,15 @@ typedef struct opt_backend {
     uint64_t weights_seed;
     int threads, stop_at_eos, shared_prefill, per_iteration_stream;
     int memory_check;      /* MEMCHECK_* */
+    int kernels_isa;       /* the kernels setting: -1 = auto, else the opt_isa forced */
     opt_length_dist lengths; /* values owned (response_lengths_file) */
     int continuous, capacity, kv_paged, page_tokens;
     const char *save_schedule; /* host-owned, "" when unset */
     opt_hparams hp;        /* the preset's shape, or the checkpoint's config.json */
     int have_prompts;
     opt_prompts prompts;   /* owned: the prompts file, read once in create */
+    opt_text_prompts *text; /* owned: prompts_text, tokenized in create; NULL without */
+    opt_lora *lora;        /* owned: the LoRA adapter, made in create; NULL without */
     int have_weights;
     opt_weights w;         /* owned; rebuilt when the precision changes */
     const opt_device_ops *dev; /* where the model runs, picked at create */
@@ -212,9 +262,28 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
         return bc_error_set(err, BC_ERR_SETTING,
                             "device = \"cuda\" runs response_lengths = \"fixed\" with batching = \"static\" only; "
                             "drawn lengths and continuous batching run on device = \"cpu\"");
-    bc_status st;
+    int isa;
+    bc_status st = opt_kernels_choose(setting_str(v, S_KERNELS), opt_isa_detect(), &isa, err);
+    if (st != BC_OK) return st;
+    if (isa >= 0 && strcmp(setting_str(v, S_DEVICE), "cpu") != 0)
+        return bc_error_set(err, BC_ERR_SETTING, "opt: kernels = \"%s\" picks CPU kernels, but device = \"%s\"",
+                            setting_str(v, S_KERNELS), setting_str(v, S_DEVICE));
     if (checkpoint[0] && (st = opt_checkpoint_check_files(checkpoint, err)) != BC_OK) return st;
     if (prompts_file[0] && (st = check_prompts_file(prompts_file, err)) != BC_OK) return st;
+    const char *prompts_text = setting_str(v, S_PROMPTS_TEXT);
+    if (prompts_text[0] && prompts_file[0])
+        return bc_error_set(err, BC_ERR_SETTING, "prompts_text and prompts_file both set: choose one");
+    if (prompts_text[0] && !checkpoint[0]) {
+        bc_error_set(err, BC_ERR_SETTING, "prompts_text needs a checkpoint: its tokenizer turns the text into ids");
+        return bc_error_hint(err, "synthetic weights have no tokenizer; prompts_file takes token ids");
+    }
+    unsigned targets;
+    if (setting_str(v, S_LORA_ADAPTER)[0] && setting_int(v, S_LORA_RANK) > 0)
+        return bc_error_set(err, BC_ERR_SETTING, "lora_adapter and lora_rank both set: an adapter has its own rank");
+    if (setting_int(v, S_LORA_RANK) > 0 && (st = opt_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)))
+        return st;
+    if ((setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0) && !strcmp(setting_str(v, S_DEVICE), "cuda"))
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "lora: the CUDA path does not fuse LoRA adapters; use device = \"cpu\"");
     return BC_OK;
 }
 
@@ -257,7 +326,7 @@ static footprint footprint_of(const opt_backend *s, const opt_hparams *hp, opt_d
     footprint f;
     f.weights = size_bytes(opt_weights_bytes(hp, dt));
     f.layer_table = (int64_t)hp->num_hidden_layers * (int64_t)sizeof(opt_layer_weights);
-    f.prompts = 0;
+    f.prompts = s->text ? opt_text_prompts_bytes(s->text) : 0;
     if (s->have_prompts) {
         f.prompts = (int64_t)s->prompts.n_lines * (int64_t)sizeof(opt_prompt);
         for (int i = 0; i < s->prompts.n_lines; i++)
@@ -314,6 +383,10 @@ static void opt_destroy(void *inst) {
     }
     if (s->have_weights) opt_weights_free(&s->w);
     if (s->have_prompts) opt_prompts_free(&s->prompts);
+    opt_text_prompts_free(s->text);
+    free(s->text);
+    opt_lora_free(s->lora);
+    free(s->lora);
     free((void *)s->lengths.values);
     free(s);
 }
@@ -343,13 +416,14 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
     s->page_tokens = (int)setting_int(v, S_KV_PAGE_TOKENS);
     s->save_schedule = setting_str(v, S_SAVE_SCHEDULE);
     const char *mc = setting_str(v, S_MEMORY_CHECK);
+    opt_kernels_choose(setting_str(v, S_KERNELS), opt_isa_detect(), &s->kernels_isa, err); /* checked above */
     s->memory_check = strcmp(mc, "off") == 0 ? MEMCHECK_OFF : strcmp(mc, "warn") == 0 ? MEMCHECK_WARN : MEMCHECK_REFUSE;
     /* the device (check_settings refused "cuda" in a build without it); a
      * CUDA device is opened now for describe, and without one prepare fails
      * with "no CUDA device: ..." (the backend cannot start) */
     s->dev = strcmp(setting_str(v, S_DEVICE), "cuda") == 0 ? opt_device_cuda : &opt_device_cpu;
     const opt_device_config cfg = {.threads = s->threads,
-                                   .isa = -1,
+                                   .isa = s->kernels_isa,
                                    .index = (int)setting_int(v, S_DEVICE_INDEX),
                                    .graphs = setting_int(v, S_CUDA_GRAPHS) != 0};
     if ((st = s->dev->create(&cfg, &s->dev_ctx, err)) != BC_OK) {
@@ -375,6 +449,27 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
         int32_t *values = NULL;
         st = opt_lengths_read(setting_str(v, S_LENGTHS_FILE), &values, &s->lengths.n_values, err);
         s->lengths.values = values;
+    }
+    if (st == BC_OK && setting_str(v, S_PROMPTS_TEXT)[0]) {
+        if (!(s->text = calloc(1, sizeof *s->text))) st = bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
+        else
+            st = opt_text_prompts_read(s->text, setting_str(v, S_PROMPTS_TEXT), setting_str(v, S_PROMPTS_FORMAT),
+                                       setting_str(v, S_PROMPTS_FIELD), s->checkpoint, s->hp.bos_token_id,
+                                       s->hp.vocab_size, opt_prompt_fit_from_name(setting_str(v, S_PROMPTS_FIT)),
+                                       (int)setting_int(v, S_PROMPTS_BUCKET_WIDTH), err);
+    }
+    if (st == BC_OK && (setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0)) {
+        unsigned targets = 0;
+        if (!(s->lora = calloc(1, sizeof *s->lora))) st = bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
+        else if (setting_str(v, S_LORA_ADAPTER)[0])
+            st = opt_lora_load_peft(s->lora, setting_str(v, S_LORA_ADAPTER), &s->hp, err);
+        else if ((st = opt_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)) == BC_OK)
+            st = opt_lora_synthetic(s->lora, &s->hp, (int)setting_int(v, S_LORA_RANK),
+                                    bc_setting_at(v, S_LORA_ALPHA)->f, targets, s->weights_seed, err);
+        if (st == BC_OK) {
+            s->lora->restore = !strcmp(setting_str(v, S_LORA_UNFUSE), "restore");
+            st = opt_lora_set_threads(s->lora, s->threads, err);
+        }
     }
     if (st != BC_OK) {
         opt_destroy(s);
@@ -410,18 +505,10 @@ static bc_status opt_describe(void *inst, bc_backend_info *info, bc_error *err) 
 
 /* ------------------------------------------------------------------ cases */
 
-/* The case's precision as a dtype this backend has kernels for. */
+/* The case's precision as a dtype this backend has kernels for: the layout
+ * its precision plugin's conversions produce (precision.h). */
 static bc_status case_dtype(const bc_case *c, opt_dtype *dt, bc_error *err) {
-    const char *name = c->precision_ops && c->precision_ops->dtype ? c->precision_ops->dtype : "(none)";
-    if (strcmp(name, "float32") == 0) *dt = OPT_F32;
-    else if (strcmp(name, "float16") == 0) *dt = OPT_F16;
-    else if (strcmp(name, "bfloat16") == 0) *dt = OPT_BF16;
-    else
-        return bc_error_set(err, BC_ERR_UNSUPPORTED,
-                            "opt: precision %s (dtype %s) is not supported; the opt backend has kernels for float32, "
-                            "float16 and bfloat16",
-                            c->precision ? c->precision : "?", name);
-    return BC_OK;
+    return opt_precision_dtype(c->precision, c->precision_ops, dt, err);
 }
 
 /* The rollout a case asks for. */
@@ -446,6 +533,8 @@ static bc_status rollout_params(const opt_backend *s, const bc_case *c, opt_roll
                               .capacity = s->capacity,
                               .kv_paged = s->kv_paged,
                               .page_tokens = s->page_tokens};
+    if (s->text) /* fitted to this case (the view lives in s->text until the next fit) */
+        return opt_text_prompts_fit(s->text, p->prompt_length, p->batch_size, &p->prompts, &p->prompt_length, err);
     return BC_OK;
 }
 
@@ -569,6 +658,14 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     if (st == BC_OK) st = plan_case(s, c, &plan, err);
     if (st == BC_OK) st = admit_memory(s, &plan, err);
     if (st != BC_OK) return st;
+    if (s->text && s->host && s->host->log) {
+        const opt_text_batch *b = &s->text->batch;
+        s->host->log(s->host, BC_LOG_INFO,
+                     "case %u: prompts_text: %d prompts fit; this batch: %d..%d tokens (p50 %d), padded to %d, "
+                     "%lld of %lld slots padding, %d truncated",
+                     c->index, b->set_size, b->min, b->max, b->p50, b->width, (long long)b->pad_tokens,
+                     (long long)b->slots, b->truncated);
+    }
     end_rollout(s);
     s->case_index = c->index;
     s->n_generates = 0;
@@ -622,11 +719,19 @@ static void put_generation_stats(bc_generation_stats *out, const opt_rollout *ro
     BC_SET(out, bc_generation_stats, kv_bytes_saved, ro->kv_bytes_saved);
 }
 
+/* The device's generate stage, as opt_lora_around runs it. */
+static bc_status device_generate(void *inst, bc_error *err) {
+    opt_backend *s = inst;
+    return s->dev->generate(s->dev_ctx, &s->ro, err);
+}
+
 static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *err) {
     opt_backend *s = inst;
     if (!s->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt: generate outside a case");
     s->ro.iteration = s->n_generates++;
-    bc_status st = s->dev->generate(s->dev_ctx, &s->ro, err);
+    bc_status st = s->lora /* as the hybrid engine: fuse, generate, unfuse (also after a failed generate) */
+                       ? opt_lora_around(s->lora, &s->w, device_generate, s, s->host, err)
+                       : s->dev->generate(s->dev_ctx, &s->ro, err);
     account(s);
     if (st != BC_OK) return st;
     put_generation_stats(out, &s->ro);

@@ -159,6 +159,7 @@ bc_status opt_rollout_check(const opt_hparams *hp, const opt_rollout_params *p, 
             if (n < sh.min_len) sh.min_len = n;
         }
         sh.max_len = sh.width;
+        if (p->prompts->width > sh.width) sh.width = p->prompts->width;
     } else {
         if (p->prompt_length == 0)
             return bc_error_set(err, BC_ERR_SETTING,

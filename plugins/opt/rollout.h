@@ -27,6 +27,7 @@ typedef struct opt_prompt {
 typedef struct opt_prompts {
     opt_prompt *lines; /* [n_lines], owned */
     int n_lines;
+    int width;         /* 0: a batch is padded to its longest prompt; else to this (>= every prompt) */
 } opt_prompts;
 
 /* Reads path; errors name the file (and line): BC_ERR_NOT_FOUND (no such

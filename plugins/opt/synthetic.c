@@ -21,9 +21,11 @@
  *                               the constant direction relu's positive mean
  *                               would add to every position in every layer
  *   other biases 0, layer-norm gamma 1, beta 0 (as Hugging Face)
- * Values are rounded to the weight dtype (round to nearest even).
+ * Values are rounded to the weight dtype by its precision ops (precision.h:
+ * the precision plugin's from_f32, round to nearest even), in bulk.
  */
 #include "model.h"
+#include "precision.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -65,6 +67,7 @@ typedef struct fill_job {
 #define CHUNK (1u << 16)
 
 static void fill_chunk(const fill_tensor *t, size_t i0, size_t i1) {
+    const bc_precision_ops *prec = opt_dtype_precision(t->dtype);
     float buf[256];
     for (size_t i = i0; i < i1; i += 256) {
         size_t n = i1 - i < 256 ? i1 - i : 256;
@@ -73,11 +76,7 @@ static void fill_chunk(const fill_tensor *t, size_t i0, size_t i1) {
             else if (t->kind == FILL_ZEROS) buf[j] = 0.0f;
             else buf[j] = t->std * unit_normal(splitmix64(t->key + i + j));
         }
-        for (size_t j = 0; j < n; j++) {
-            if (t->dtype == OPT_F32) ((float *)t->data)[i + j] = buf[j];
-            else if (t->dtype == OPT_F16) ((uint16_t *)t->data)[i + j] = opt_f32_to_f16(buf[j]);
-            else ((uint16_t *)t->data)[i + j] = opt_f32_to_bf16(buf[j]);
-        }
+        prec->from_f32(buf, (char *)t->data + i * prec->element_size, n);
     }
 }
 
@@ -151,13 +150,14 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
     const double m = std * sqrt((double)C) / sqrt(2.0 * 3.14159265358979323846);
     for (int l = 0; l < L; l++) {
         const opt_matrix *w2 = &w->layers[l].fc2; /* [C, F] */
+        const bc_precision_ops *prec = opt_dtype_precision(w2->dtype);
         for (size_t c = 0; c < C; c++) {
             double sum = 0.0;
-            for (size_t f = 0; f < F; f++) {
-                size_t i = c * F + f;
-                sum += w2->dtype == OPT_F32 ? ((const float *)w2->data)[i]
-                       : w2->dtype == OPT_F16 ? opt_f16_to_f32(((const uint16_t *)w2->data)[i])
-                                              : opt_bf16_to_f32(((const uint16_t *)w2->data)[i]);
+            float row[256];
+            for (size_t f0 = 0; f0 < F; f0 += 256) {
+                const size_t k = F - f0 < 256 ? F - f0 : 256;
+                prec->to_f32((const char *)w2->data + (c * F + f0) * prec->element_size, row, k);
+                for (size_t f = 0; f < k; f++) sum += row[f];
             }
             w->layers[l].fc2_bias[c] = (float)(-m * sum);
         }

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "loader.h"
@@ -176,6 +177,7 @@ typedef struct rec {
     uint32_t n_events;
     int fail_iteration;    /* iteration_finished fails from this call on (1-based; 0: never) */
     uint32_t stop_at_event; /* sets stop_flag = 2 at this call (1-based; 0: never) */
+    uint32_t stop_delay_ms; /* ... after this long: an isolated child is then in its next iteration */
 } rec;
 
 static rec recs[2];
@@ -237,7 +239,11 @@ static bc_status r_iteration(void *inst, const bc_run_report *run, const bc_iter
                                              .elapsed_ms = ev->case_elapsed_ms, .rel_ci = ev->rel_ci,
                                              .eta_s = ev->eta_s};
     r->n_events++;
-    if (r->stop_at_event && r->n_events == r->stop_at_event) stop_flag = 2; /* two signals at once */
+    if (r->stop_at_event && r->n_events == r->stop_at_event) {
+        struct timespec delay = {.tv_sec = r->stop_delay_ms / 1000, .tv_nsec = (r->stop_delay_ms % 1000) * 1000000L};
+        while (nanosleep(&delay, &delay) != 0) continue;
+        stop_flag = 2; /* two signals at once */
+    }
     if (r->fail_iteration && r->n_events >= (uint32_t)r->fail_iteration)
         return bc_error_set(e, BC_ERR_IO, "cannot draw on /dev/full");
     return BC_OK;
@@ -1082,10 +1088,11 @@ static void test_isolated_second_interrupt(void **state) {
     fixture *f = *state;
     memset(recs, 0, sizeof recs);
     set_str(f, "mode", "sleep");
-    set_int(f, "post_us", 200000); /* the iteration the signals come in */
+    set_int(f, "generate_us", 250000); /* 4 tokens: a 1 s generate, the stage the signals come in */
     const uint32_t batches[] = {1};
     matrix m = build(batches, 1, 0);
-    recs[0].stop_at_event = 1; /* after the first measured iteration */
+    recs[0].stop_at_event = 1; /* after the first measured iteration, */
+    recs[0].stop_delay_ms = 300; /* once the child is well into the second's generate, however loaded */
     bc_plugin rp = make_recorder();
     bc_runner_reporter rep = {&rp, &rec_settings[0], NULL};
     bc_runner_config c = config(f, &m, 0, 5);
@@ -1112,7 +1119,7 @@ static void test_isolated_second_interrupt(void **state) {
     assert_int_equal(cr->n_iterations, 1);
     assert_string_equal(cr->message,
                         "interrupted twice (the iteration in progress was abandoned), after 1 of 5 measured iterations");
-    assert_true(cr->wall_ms < 1000.0); /* not the 5 x 200 ms of a case run to its end */
+    assert_true(cr->wall_ms < 4000.0); /* 2 generates, not the 5 x 1 s of a case run to its end */
     assert_int_equal(res.cases[order[1]].status, BC_CASE_SKIPPED);
     assert_int_equal(res.cases[order[1]].stop_reason, BC_STOP_NONE);
     bc_run_result_free(&res);

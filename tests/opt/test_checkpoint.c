@@ -159,7 +159,7 @@ static void expect_load_fail(const char *dir, opt_dtype dt, bc_status code, cons
 static float elem_f32(const opt_matrix *m, size_t i) {
     if (m->dtype == OPT_F32) return ((const float *)m->data)[i];
     uint16_t h = ((const uint16_t *)m->data)[i];
-    return m->dtype == OPT_F16 ? opt_f16_to_f32(h) : opt_bf16_to_f32(h);
+    return m->dtype == OPT_F16 ? prec_f16_to_f32(h) : prec_bf16_to_f32(h);
 }
 
 static void assert_matrix_equal(const opt_matrix *a, const opt_matrix *b) {
@@ -217,7 +217,7 @@ static float raw_f32(const out_tensor *t, size_t i) {
     }
     uint16_t h;
     memcpy(&h, t->data + 2 * i, 2);
-    return strcmp(t->dtype, "F16") == 0 ? opt_f16_to_f32(h) : opt_bf16_to_f32(h);
+    return strcmp(t->dtype, "F16") == 0 ? prec_f16_to_f32(h) : prec_bf16_to_f32(h);
 }
 
 /* ------------------------------------------------------------- good loads */
@@ -333,8 +333,8 @@ static void test_f32_to_half(void **state) {
     const out_tensor *k = ckpt_get(&o, "model.decoder.layers.0.self_attn.k_proj.weight");
     const out_tensor *kb = ckpt_get(&o, "model.decoder.layers.0.self_attn.k_proj.bias");
     for (size_t i = 0; i < 64 * 64; i++) {
-        assert_int_equal(((uint16_t *)w16.layers[0].k_proj.data)[i], opt_f32_to_f16(raw_f32(k, i)));
-        assert_int_equal(((uint16_t *)wb.layers[0].k_proj.data)[i], opt_f32_to_bf16(raw_f32(k, i)));
+        assert_int_equal(((uint16_t *)w16.layers[0].k_proj.data)[i], prec_f32_to_f16(raw_f32(k, i)));
+        assert_int_equal(((uint16_t *)wb.layers[0].k_proj.data)[i], prec_f32_to_bf16(raw_f32(k, i)));
     }
     /* Biases stay fp32. */
     assert_memory_equal(w16.layers[0].k_bias, kb->data, kb->nbytes);

@@ -7,8 +7,9 @@
  * with each prompt expanded R times (p0s0, p0s1, ...). This test loads each
  * checkpoint with opt_weights_load_checkpoint, runs opt_forward and checks:
  *   - logits at every real (mask == 1) position: |ours - ref| <= tol * scale,
- *     scale = max(1, max |ref|), tol = the precision plugins' rel_tolerance
- *     (fp32 1e-4, fp16 1e-2, bf16 5e-2; docs/plugins.md);
+ *     scale = max(1, max |ref|), tol = the precision plugin's rel_tolerance,
+ *     read from its ops (precision.h: the tables plugins/precision hands the
+ *     host; docs/plugins.md);
  *   - the argmax agrees wherever the reference's top-2 margin exceeds
  *     2 * tol * scale (so a tie-breaking difference cannot fail it);
  *   - fp32 only: the greedy tokens (EOS suppressed, min_new_tokens ==
@@ -16,6 +17,10 @@
  *     over opt_forward here, once from the engine's own rollout
  *     (opt_rollout_*: prompts file, expansion, generate, post-process), with
  *     and without shared prefill.
+ * Each check runs with the best kernel family (auto) and again with every
+ * family this CPU runs forced (portable, avx2, avx512, avx512_bf16, as the
+ * `kernels` setting does), so an AVX-512 machine also checks the AVX2 path;
+ * a family the CPU cannot run is skipped, saying so.
  * On failure it prints the first mismatches and the max difference.
  *
  * golden.bin format (tools/golden/README.md): "BCGOLDEN", u32 version (1),
@@ -37,7 +42,9 @@
 #include <cmocka.h>
 
 #include "forward.h"
+#include "lora.h"
 #include "model.h"
+#include "precision.h"
 #include "rollout.h"
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/opt/golden/"
@@ -180,8 +187,23 @@ typedef struct golden_case_cfg {
     const char *model;  /* checkpoint directory under tests/opt/golden */
     const char *golden; /* whose golden.bin */
     opt_dtype dtype;
-    double tol;
+    int isa;            /* kernel family forced (opt_isa), -1 = auto */
+    double tol;         /* the precision plugin's rel_tolerance, set in main */
 } golden_case_cfg;
+
+/* Loads the model with the case's kernel family; 0 (the test skipped) when
+ * this CPU cannot run it. */
+static int model_init(opt_model *m, const opt_weights *w, const golden_case_cfg *cfg) {
+    bc_error err = {0};
+    if (cfg->isa > (int)opt_isa_detect()) {
+        print_message("  this CPU runs at most %s: %s kernels skipped\n", opt_isa_name(opt_isa_detect()),
+                      opt_isa_name((opt_isa)cfg->isa));
+        return 0;
+    }
+    if (opt_model_init_isa(m, w, 2, cfg->isa, &err) != BC_OK) fail_msg("%s", err.message);
+    if (cfg->isa >= 0) assert_int_equal(m->k->isa, cfg->isa);
+    return 1;
+}
 
 static int argmax_no_eos(const float *x, int V, int eos) {
     int best = eos == 0 ? 1 : 0;
@@ -295,14 +317,27 @@ static void test_golden(void **state) {
     opt_model m;
     bc_error err = {0};
     if (opt_weights_load_checkpoint(&w, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
-    if (opt_model_init(&m, &w, 2, &err) != BC_OK) fail_msg("%s", err.message);
+    if (!model_init(&m, &w, cfg)) {
+        opt_weights_free(&w);
+        golden_free(&g);
+        skip();
+    }
+    opt_lora lo = {0};
+    if (strstr(cfg->golden, "_lora")) { /* transformers + PEFT's merged model: fuse the adapter first */
+        char adir[512];
+        snprintf(adir, sizeof adir, GOLDEN "%s", cfg->golden);
+        if (opt_lora_load_peft(&lo, adir, &w.hp, &err) != BC_OK) fail_msg("%s", err.message);
+        if (opt_lora_fuse(&lo, &w, m.pool, &err) != BC_OK) fail_msg("%s", err.message);
+    }
     golden_stats st = {0};
     run_case(&m, &w, &g, "single", cfg, &st);
     run_case(&m, &w, &g, "padded", cfg, &st);
-    print_message("  %s %s: max |diff| / scale %.3g (tolerance %.0e, logit scale %.3g), %d argmax checks, "
-                  "%d mismatches\n",
-                  cfg->model, opt_dtype_name(cfg->dtype), st.max_diff, cfg->tol, st.scale, st.argmax_checked,
+    print_message("  %s %s %s kernels: max |diff| / scale %.3g (tolerance %.0e, logit scale %.3g), %d argmax "
+                  "checks, %d mismatches\n",
+                  cfg->model, opt_dtype_name(cfg->dtype), opt_isa_name(m.k->isa), st.max_diff, cfg->tol, st.scale,
+                  st.argmax_checked,
                   st.mismatches + st.argmax_mismatches);
+    opt_lora_free(&lo);
     opt_model_free(&m);
     opt_weights_free(&w);
     golden_free(&g);
@@ -420,7 +455,11 @@ static void test_rollout_golden(void **state) {
     opt_model m;
     bc_error err = {0};
     if (opt_weights_load_checkpoint(&w, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
-    if (opt_model_init(&m, &w, 2, &err) != BC_OK) fail_msg("%s", err.message);
+    if (!model_init(&m, &w, cfg)) {
+        opt_weights_free(&w);
+        golden_free(&g);
+        skip();
+    }
     int bad = 0;
     /* static with and without shared prefill; continuous on 1 and 3 rows
      * (rows wait and join); drawn lengths, static and continuous */
@@ -446,40 +485,52 @@ static void test_golden_reader(void **state) {
     golden_free(&g);
 }
 
-#define TOL_F32 1e-4 /* precision plugin fp32 rel_tolerance */
-#define TOL_F16 1e-2 /* fp16 */
-#define TOL_BF16 5e-2 /* bf16 */
-
-static golden_case_cfg cfgs[] = {
-    {"preln", "preln", OPT_F32, TOL_F32},
-    {"preln_sharded", "preln", OPT_F32, TOL_F32},
-    {"preln-bin", "preln", OPT_F32, TOL_F32}, /* the same weights as pytorch_model.bin */
-    {"postln_proj", "postln_proj", OPT_F32, TOL_F32},
-    {"hd80", "hd80", OPT_F32, TOL_F32},
-    {"preln", "preln", OPT_F16, TOL_F16},
-    {"postln_proj", "postln_proj", OPT_F16, TOL_F16},
-    {"hd80", "hd80", OPT_F16, TOL_F16},
-    {"preln", "preln", OPT_BF16, TOL_BF16},
-    {"postln_proj", "postln_proj", OPT_BF16, TOL_BF16},
-    {"hd80", "hd80", OPT_BF16, TOL_BF16},
+/* The checkpoints and precisions; main runs each with every kernel family. */
+static const golden_case_cfg cfgs[] = {
+    {"preln", "preln", OPT_F32, -1, 0},
+    {"preln_sharded", "preln", OPT_F32, -1, 0},
+    {"preln-bin", "preln", OPT_F32, -1, 0}, /* the same weights as pytorch_model.bin */
+    {"postln_proj", "postln_proj", OPT_F32, -1, 0},
+    {"hd80", "hd80", OPT_F32, -1, 0},
+    {"preln", "preln", OPT_F16, -1, 0},
+    {"postln_proj", "postln_proj", OPT_F16, -1, 0},
+    {"hd80", "hd80", OPT_F16, -1, 0},
+    {"preln", "preln", OPT_BF16, -1, 0},
+    {"postln_proj", "postln_proj", OPT_BF16, -1, 0},
+    {"hd80", "hd80", OPT_BF16, -1, 0},
+    /* preln with the PEFT adapter of preln_lora fused (tools/golden/make_lora_golden.py) */
+    {"preln", "preln_lora", OPT_F32, -1, 0},
+    {"preln", "preln_lora", OPT_F16, -1, 0},
+    {"preln", "preln_lora", OPT_BF16, -1, 0},
 };
 
 #define N_CFGS (sizeof cfgs / sizeof cfgs[0])
 #define N_ROLLOUT 5 /* the fp32 entries of cfgs come first */
+#define N_FAMILIES (1 + 4) /* auto, then each opt_isa */
 
 int main(void) {
-    struct CMUnitTest tests[1 + N_CFGS + N_ROLLOUT];
-    static char names[N_CFGS + N_ROLLOUT][64];
-    size_t n = 0;
+    static golden_case_cfg runs[N_FAMILIES][N_CFGS];
+    static struct CMUnitTest tests[1 + N_FAMILIES * (N_CFGS + N_ROLLOUT)];
+    static char names[N_FAMILIES * (N_CFGS + N_ROLLOUT)][80];
+    size_t n = 0, k = 0;
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_golden_reader);
-    for (size_t i = 0; i < N_CFGS; i++) {
-        snprintf(names[i], sizeof names[i], "golden_%s_%s", cfgs[i].model, opt_dtype_name(cfgs[i].dtype));
-        tests[n++] = (struct CMUnitTest){names[i], test_golden, NULL, NULL, &cfgs[i]};
-    }
-    for (size_t i = 0; i < N_ROLLOUT; i++) {
-        if (cfgs[i].dtype != OPT_F32) return 1; /* cfgs out of order */
-        snprintf(names[N_CFGS + i], sizeof names[0], "rollout_golden_%s", cfgs[i].model);
-        tests[n++] = (struct CMUnitTest){names[N_CFGS + i], test_rollout_golden, NULL, NULL, &cfgs[i]};
+    for (int f = 0; f < N_FAMILIES; f++) {
+        const int isa = f - 1;
+        char fam[24] = "";
+        if (isa >= 0) snprintf(fam, sizeof fam, "_%s", opt_isa_name((opt_isa)isa));
+        for (size_t i = 0; i < N_CFGS; i++) {
+            runs[f][i] = cfgs[i];
+            runs[f][i].isa = isa;
+            runs[f][i].tol = opt_dtype_precision(cfgs[i].dtype)->rel_tolerance; /* the plugin's own */
+            snprintf(names[k], sizeof names[k], "golden_%s%s_%s%s", cfgs[i].model,
+                     strstr(cfgs[i].golden, "_lora") ? "_lora" : "", opt_dtype_name(cfgs[i].dtype), fam);
+            tests[n++] = (struct CMUnitTest){names[k++], test_golden, NULL, NULL, &runs[f][i]};
+        }
+        for (size_t i = 0; i < N_ROLLOUT; i++) {
+            if (cfgs[i].dtype != OPT_F32) return 1; /* cfgs out of order */
+            snprintf(names[k], sizeof names[k], "rollout_golden_%s%s", cfgs[i].model, fam);
+            tests[n++] = (struct CMUnitTest){names[k++], test_rollout_golden, NULL, NULL, &runs[f][i]};
+        }
     }
     return _cmocka_run_group_tests("test_golden", tests, n, NULL, NULL);
 }

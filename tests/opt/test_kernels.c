@@ -56,7 +56,7 @@ static void test_f16_known(void **state)
         {1e-10f, 0x0000}, {-1e-10f, 0x8000},
     };
     for (size_t i = 0; i < sizeof enc / sizeof enc[0]; i++) {
-        uint16_t h = opt_f32_to_f16(enc[i].f);
+        uint16_t h = prec_f32_to_f16(enc[i].f);
         if (h != enc[i].h)
             print_error("f32_to_f16(%a) = 0x%04x, want 0x%04x\n", (double)enc[i].f, h, enc[i].h);
         assert_int_equal(h, enc[i].h);
@@ -66,21 +66,21 @@ static void test_f16_known(void **state)
         {0x3c00, 1.0f}, {0xc000, -2.0f}, {0x3555, 0x1.554p-2f}, {0x8000, -0.0f},
     };
     for (size_t i = 0; i < sizeof dec / sizeof dec[0]; i++)
-        assert_int_equal(bits(opt_f16_to_f32(dec[i].h)), bits(dec[i].f));
-    assert_true(isinf(opt_f16_to_f32(0x7c00)) && opt_f16_to_f32(0x7c00) > 0);
-    assert_true(isinf(opt_f16_to_f32(0xfc00)) && opt_f16_to_f32(0xfc00) < 0);
-    assert_true(isnan(opt_f16_to_f32(0x7e00)));
-    uint16_t hn = opt_f32_to_f16(NAN);
+        assert_int_equal(bits(prec_f16_to_f32(dec[i].h)), bits(dec[i].f));
+    assert_true(isinf(prec_f16_to_f32(0x7c00)) && prec_f16_to_f32(0x7c00) > 0);
+    assert_true(isinf(prec_f16_to_f32(0xfc00)) && prec_f16_to_f32(0xfc00) < 0);
+    assert_true(isnan(prec_f16_to_f32(0x7e00)));
+    uint16_t hn = prec_f32_to_f16(NAN);
     assert_int_equal(hn & 0x7c00, 0x7c00);
     assert_int_not_equal(hn & 0x03ff, 0);
     /* a signalling NaN stays a NaN (and becomes quiet) */
-    hn = opt_f32_to_f16(fbits(0x7f800001u));
+    hn = prec_f32_to_f16(fbits(0x7f800001u));
     assert_int_equal(hn & 0x7e00, 0x7e00);
     /* every finite fp16 survives a round trip through fp32 */
     for (uint32_t h = 0; h < 0x10000u; h++) {
         if ((h & 0x7c00u) == 0x7c00u)
             continue;
-        assert_int_equal(opt_f32_to_f16(opt_f16_to_f32((uint16_t)h)), h);
+        assert_int_equal(prec_f32_to_f16(prec_f16_to_f32((uint16_t)h)), h);
     }
 }
 
@@ -98,20 +98,20 @@ static void test_bf16_known(void **state)
         {fbits(0x00018000u), 0x0002},             /* subnormal tie, odd below: up */
     };
     for (size_t i = 0; i < sizeof enc / sizeof enc[0]; i++) {
-        uint16_t h = opt_f32_to_bf16(enc[i].f);
+        uint16_t h = prec_f32_to_bf16(enc[i].f);
         if (h != enc[i].h)
             print_error("f32_to_bf16(%a) = 0x%04x, want 0x%04x\n", (double)enc[i].f, h, enc[i].h);
         assert_int_equal(h, enc[i].h);
     }
-    assert_int_equal(opt_f32_to_bf16(fbits(0x7fc00001u)), 0x7fc0);
-    assert_int_equal(opt_f32_to_bf16(fbits(0x7f800001u)), 0x7fc0); /* sNaN made quiet, not inf */
-    assert_int_equal(opt_f32_to_bf16(fbits(0xff810000u)), 0xffc1);
-    assert_int_equal(bits(opt_bf16_to_f32(0x3f80)), bits(1.0f));
-    assert_int_equal(bits(opt_bf16_to_f32(0x4049)), 0x40490000u);
+    assert_int_equal(prec_f32_to_bf16(fbits(0x7fc00001u)), 0x7fc0);
+    assert_int_equal(prec_f32_to_bf16(fbits(0x7f800001u)), 0x7fc0); /* sNaN made quiet, not inf */
+    assert_int_equal(prec_f32_to_bf16(fbits(0xff810000u)), 0xffc1);
+    assert_int_equal(bits(prec_bf16_to_f32(0x3f80)), bits(1.0f));
+    assert_int_equal(bits(prec_bf16_to_f32(0x4049)), 0x40490000u);
     for (uint32_t h = 0; h < 0x10000u; h++) {
         if ((h & 0x7f80u) == 0x7f80u && (h & 0x7fu))
             continue; /* NaN */
-        assert_int_equal(opt_f32_to_bf16(opt_bf16_to_f32((uint16_t)h)), h);
+        assert_int_equal(prec_f32_to_bf16(prec_bf16_to_f32((uint16_t)h)), h);
     }
 }
 
@@ -128,6 +128,38 @@ static void test_names(void **state)
     assert_non_null(opt_kernels_for(OPT_ISA_PORTABLE));
     assert_null(opt_kernels_for((opt_isa)(best + 1)));
     assert_non_null(opt_kernels_best());
+}
+
+/* The kernels setting: auto, each family on a CPU that runs it, and the
+ * refusals (an unknown name, a family above the CPU's best), with the CPU's
+ * best given, so every path runs on any machine. */
+static void test_kernels_setting(void **state)
+{
+    (void)state;
+    bc_error err = {0};
+    int isa = 7;
+    assert_int_equal(opt_kernels_choose("auto", OPT_ISA_PORTABLE, &isa, &err), BC_OK);
+    assert_int_equal(isa, -1);
+    assert_int_equal(opt_kernels_choose("", OPT_ISA_AVX2, &isa, &err), BC_OK);
+    assert_int_equal(isa, -1);
+    assert_int_equal(opt_kernels_choose("portable", OPT_ISA_PORTABLE, &isa, &err), BC_OK);
+    assert_int_equal(isa, OPT_ISA_PORTABLE);
+    assert_int_equal(opt_kernels_choose("sse4", OPT_ISA_AVX512, &isa, &err), BC_ERR_SETTING);
+    assert_non_null(strstr(err.message, "\"sse4\": not a kernel family"));
+    assert_int_equal(isa, -1);
+    /* an AVX2-only CPU asked for AVX-512 */
+    assert_int_equal(opt_kernels_choose("avx512", OPT_ISA_AVX2, &isa, &err), BC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "kernels = \"avx512\": this CPU runs at most the avx2 kernels"));
+    assert_non_null(strstr(err.hint, "auto"));
+    assert_int_equal(opt_kernels_choose("avx2", OPT_ISA_PORTABLE, &isa, &err), BC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "at most the portable kernels"));
+    /* every family this CPU runs is accepted, and its table is that family's */
+    for (int f = 0; f <= (int)opt_isa_detect(); f++) {
+        const char *name = opt_isa_name((opt_isa)f);
+        assert_int_equal(opt_kernels_choose(name, opt_isa_detect(), &isa, &err), BC_OK);
+        assert_int_equal(isa, f);
+        assert_int_equal(opt_kernels_for((opt_isa)isa)->isa, f);
+    }
 }
 
 /* ---- data -------------------------------------------------------------- */
@@ -151,11 +183,11 @@ static void *make_weights(opt_dtype wt, int N, int K, float *wf)
         if (wt == OPT_F32) {
             ((float *)w)[i] = v;
         } else if (wt == OPT_F16) {
-            ((uint16_t *)w)[i] = opt_f32_to_f16(v);
-            v = opt_f16_to_f32(((uint16_t *)w)[i]);
+            ((uint16_t *)w)[i] = prec_f32_to_f16(v);
+            v = prec_f16_to_f32(((uint16_t *)w)[i]);
         } else {
-            ((uint16_t *)w)[i] = opt_f32_to_bf16(v);
-            v = opt_bf16_to_f32(((uint16_t *)w)[i]);
+            ((uint16_t *)w)[i] = prec_f32_to_bf16(v);
+            v = prec_bf16_to_f32(((uint16_t *)w)[i]);
         }
         wf[i] = v;
     }
@@ -496,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_f16_known),
         cmocka_unit_test(test_bf16_known),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_kernels_setting),
         cmocka_unit_test(test_portable),
         cmocka_unit_test(test_avx2),
         cmocka_unit_test(test_avx512),

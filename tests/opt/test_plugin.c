@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "../plugins/plugin_dl.h"
+#include "formats.h" /* the precision plugins' ops: the engine checks their layout */
 #include "checkpoint.h"
 #include "ckpt_set.h"
 
@@ -103,8 +104,6 @@ static const bc_host host = {.struct_size = sizeof(bc_host),
 
 static void no_conv(const void *s, float *d, size_t n) { (void)s, (void)d, (void)n; }
 static void no_conv2(const float *s, void *d, size_t n) { (void)s, (void)d, (void)n; }
-static const bc_precision_ops p_bf16 = {sizeof(bc_precision_ops), "bfloat16", 2, no_conv, no_conv2, 5e-2};
-static const bc_precision_ops p_fp32 = {sizeof(bc_precision_ops), "float32", 4, no_conv, no_conv2, 1e-4};
 static const bc_precision_ops p_int8 = {sizeof(bc_precision_ops), "int8", 1, no_conv, no_conv2, 1e-1};
 static const bc_sampling greedy = {.struct_size = sizeof(bc_sampling), .temperature = 0.0, .top_p = 1.0, .seed = 5};
 
@@ -114,7 +113,7 @@ typedef struct fixture {
     void *dl;
     const bc_plugin_desc *d;
     const bc_backend_ops *ops;
-    bc_setting_value v[32];
+    bc_setting_value v[64];
     bc_settings settings; /* over v */
     char tmp[64];         /* a scratch directory, removed in teardown */
 } fixture;
@@ -123,7 +122,7 @@ static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     f->d = test_plugin_open("opt", &f->dl);
     f->ops = f->d->ops;
-    assert_true(f->d->n_settings <= 32);
+    assert_true(f->d->n_settings <= 64);
     for (uint32_t i = 0; i < f->d->n_settings; i++) {
         const bc_setting_desc *s = BC_AT(bc_setting_desc, f->d->settings, f->d->setting_size, i);
         f->v[i].i = s->default_int;
@@ -281,7 +280,7 @@ static void test_rollout_and_memory(void **state) {
     for (size_t i = 0; i < 4; i++) known += strcmp(info.cpu_kernels, kernels[i]) == 0;
     assert_int_equal(known, 1);
 
-    bc_case c = make_case(&p_bf16, "bf16");
+    bc_case c = make_case(&prec_bf16_ops, "bf16");
     assert_int_equal(f->ops->check_case(inst, &c, &err), BC_OK);
     assert_int_equal(f->ops->prepare(inst, &err), BC_OK); /* synthetic weights: nothing to check */
     bc_memory_stats plan = {.struct_size = sizeof plan}, mem = {.struct_size = sizeof mem};
@@ -334,7 +333,7 @@ static void test_rollout_and_memory(void **state) {
     f->ops->end_case(inst);
 
     /* another precision: weights rebuilt in fp32, twice the bytes of the matrices */
-    bc_case c32 = make_case(&p_fp32, "fp32");
+    bc_case c32 = make_case(&prec_fp32_ops, "fp32");
     assert_int_equal(f->ops->begin_case(inst, &c32, &err), BC_OK);
     assert_int_equal(f->ops->read_memory(inst, &mem, &err), BC_OK);
     assert_true(mem.weights_bytes > plan.weights_bytes * 19 / 10);
@@ -374,7 +373,7 @@ static void test_small_host_structs(void **state) {
     assert_non_null(strstr(buf.info.model, "opt-125m"));
     for (size_t i = info_size; i < sizeof buf; i++) assert_int_equal(buf.bytes[i], GUARD);
 
-    bc_case c = make_case(&p_bf16, "bf16");
+    bc_case c = make_case(&prec_bf16_ops, "bf16");
     c.batch_size = 1, c.samples_per_prompt = 1, c.prompt_length = 2, c.response_length = 2;
     const size_t mem_size = offsetof(bc_memory_stats, resident_bytes);
     memset(&buf, GUARD, sizeof buf);
@@ -532,7 +531,7 @@ static void test_continuous(void **state) {
     setting(f, "response_lengths")->s = "uniform";
     setting(f, "response_length_min_ratio")->f = 0.3;
     assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
-    bc_case c = make_case(&p_bf16, "bf16"); /* 2 rows, prompt 4, response 3 */
+    bc_case c = make_case(&prec_bf16_ops, "bf16"); /* 2 rows, prompt 4, response 3 */
     assert_int_equal(f->ops->prepare(inst, &err), BC_OK);
     bc_memory_stats plan = {.struct_size = sizeof plan}, mem = {.struct_size = sizeof mem};
     assert_int_equal(f->ops->plan_memory(inst, &c, &plan, &err), BC_OK);
@@ -586,7 +585,7 @@ static void test_memory_check(void **state) {
     setting(f, "threads")->i = 1;
     setting(f, "model")->s = "66b";
     assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
-    bc_case c = make_case(&p_bf16, "bf16");
+    bc_case c = make_case(&prec_bf16_ops, "bf16");
     assert_int_equal(f->ops->check_case(inst, &c, &err), BC_ERR_INFEASIBLE);
     assert_non_null(strstr(err.message, "needs 122.5 GiB of memory (weights 122.4 GiB"));
     assert_non_null(strstr(err.message, "GiB is available (MemAvailable "));
@@ -612,7 +611,7 @@ static void test_check_case(void **state) {
     bc_error err = {0};
     setting(f, "threads")->i = 1;
     assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
-    bc_case c = make_case(&p_bf16, "bf16");
+    bc_case c = make_case(&prec_bf16_ops, "bf16");
     /* 2000 + 100 tokens do not fit OPT's 2048 positions; 1948 + 100 do */
     c.prompt_length = 2000;
     c.response_length = 100;
@@ -627,7 +626,7 @@ static void test_check_case(void **state) {
     assert_int_equal(f->ops->check_case(inst, &c, &err), BC_ERR_SETTING);
     assert_non_null(strstr(err.message, "prompt length 0 needs prompts_file"));
     /* far more memory than any machine of ours has */
-    c = make_case(&p_bf16, "bf16");
+    c = make_case(&prec_bf16_ops, "bf16");
     c.batch_size = 4096, c.samples_per_prompt = 16, c.prompt_length = 1024, c.response_length = 1024;
     assert_int_equal(f->ops->check_case(inst, &c, &err), BC_ERR_INFEASIBLE);
     assert_non_null(strstr(err.message, "GiB"));
@@ -636,7 +635,7 @@ static void test_check_case(void **state) {
     /* with a prompts file, 0 takes the width from the longest prompt of the batch */
     setting(f, "prompts_file")->s = scratch(f, "prompts.txt", "5 6 7\n8 9 10 11 12 13 14\n");
     assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
-    c = make_case(&p_fp32, "fp32");
+    c = make_case(&prec_fp32_ops, "fp32");
     c.batch_size = 2, c.samples_per_prompt = 1, c.prompt_length = 0, c.response_length = 2041;
     assert_int_equal(f->ops->check_case(inst, &c, &err), BC_OK); /* 7 + 2041 = 2048 */
     c.response_length = 2042;
@@ -719,7 +718,7 @@ static void test_errors(void **state) {
     setting(f, "device")->s = "cpu";
     /* a case without sampling parameters is refused, not dereferenced */
     assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
-    bc_case c = make_case(&p_bf16, "bf16");
+    bc_case c = make_case(&prec_bf16_ops, "bf16");
     c.sampling = NULL;
     assert_int_equal(f->ops->check_case(inst, &c, &err), BC_ERR_INVALID);
     f->ops->destroy(inst);
@@ -738,7 +737,7 @@ static void test_checkpoint_plan(void **state) {
     setting(f, "threads")->i = 1;
     void *inst = NULL;
     assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
-    bc_case c = make_case(&p_fp32, "fp32");
+    bc_case c = make_case(&prec_fp32_ops, "fp32");
     bc_memory_stats plan = {.struct_size = sizeof plan}, mem = {.struct_size = sizeof mem};
     assert_int_equal(f->ops->plan_memory(inst, &c, &plan, &err), BC_OK);
     /* L layers x 2 rows x 7 tokens x C x 4 bytes, for K and for V */
@@ -757,6 +756,48 @@ static void test_checkpoint_plan(void **state) {
     f->ops->destroy(inst);
 }
 
+/* The kernels setting: each family this CPU runs is the one describe names,
+ * before and after the model is built, and generates; an unknown name, a
+ * family above the CPU (where there is one) and a forced family with
+ * device = "cuda" are refused by check_settings, before any case. */
+static void test_kernels_setting(void **state) {
+    fixture *f = *state;
+    bc_error err = {0};
+    setting(f, "checkpoint")->s = GOLDEN "preln";
+    setting(f, "threads")->i = 1;
+    for (int isa = 0; isa <= (int)opt_isa_detect(); isa++) {
+        const char *name = opt_isa_name((opt_isa)isa);
+        setting(f, "kernels")->s = name;
+        assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_OK);
+        void *inst = NULL;
+        assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+        bc_backend_info info = {.struct_size = sizeof info};
+        assert_int_equal(f->ops->describe(inst, &info, &err), BC_OK);
+        assert_string_equal(info.cpu_kernels, name);
+        bc_case c = make_case(&prec_bf16_ops, "bf16");
+        assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
+        assert_int_equal(f->ops->expand_prompts(inst, &err), BC_OK);
+        bc_generation_stats g = {.struct_size = sizeof g};
+        assert_int_equal(f->ops->generate(inst, &g, &err), BC_OK);
+        assert_int_equal(f->ops->describe(inst, &info, &err), BC_OK);
+        assert_string_equal(info.cpu_kernels, name); /* the family that ran */
+        f->ops->end_case(inst);
+        f->ops->destroy(inst);
+    }
+    setting(f, "kernels")->s = "sse2";
+    expect_settings_error(f, BC_ERR_SETTING, (const char *const[]){"kernels = \"sse2\"", "not a kernel family", NULL});
+    if (opt_isa_detect() < OPT_ISA_AVX512_BF16) {
+        setting(f, "kernels")->s = "avx512_bf16";
+        expect_settings_error(f, BC_ERR_UNSUPPORTED, (const char *const[]){"this CPU runs at most", NULL});
+    }
+    /* a build with the CUDA path refuses the pair; one without refuses cuda itself */
+    setting(f, "kernels")->s = "portable";
+    setting(f, "device")->s = "cuda";
+    const bc_status st = f->d->check_settings(&host, &f->settings, &err);
+    assert_true(st == BC_ERR_SETTING || st == BC_ERR_DEVICE);
+    if (st == BC_ERR_SETTING) assert_non_null(strstr(err.message, "picks CPU kernels, but device = \"cuda\""));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_descriptor, setup, teardown),
@@ -770,6 +811,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_prepare, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_plan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kernels_setting, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,8 @@
  *   - linear at M = 1 (decode, B = 1) and M = 16 (decode, B = 16): the
  *     weight bytes streamed per second (GB/s) and GFLOP/s;
  *   - linear at M = 512 (prefill): GFLOP/s;
+ *   - the bulk conversions (to_f32 / from_f32: each family's tier of the
+ *     precision converters) of 4 Mi values, one thread: GB/s read + written;
  *   - opt_pool_run's per-call overhead with an empty task, and with a task
  *     that is busy for 5 us per index (ideal: 5 us per call at any count).
  * Each figure is the median of several timed repetitions (the machine may be
@@ -123,11 +125,31 @@ static void *make_weights(opt_dtype wt, size_t n)
         if (wt == OPT_F32)
             ((float *)w)[i] = v;
         else if (wt == OPT_F16)
-            ((uint16_t *)w)[i] = opt_f32_to_f16(v);
+            ((uint16_t *)w)[i] = prec_f32_to_f16(v);
         else
-            ((uint16_t *)w)[i] = opt_f32_to_bf16(v);
+            ((uint16_t *)w)[i] = prec_f32_to_bf16(v);
     }
     return w;
+}
+
+/* ---- conversions ------------------------------------------------------------------ */
+
+typedef struct cvt_ctx {
+    const opt_kernels *k;
+    opt_dtype dt;
+    int down; /* 1: from_f32 (f32 -> dt), 0: to_f32 */
+    float *f;
+    void *h;
+    size_t n;
+} cvt_ctx;
+
+static void cvt_run(void *vctx)
+{
+    cvt_ctx *c = vctx;
+    if (c->down)
+        c->k->from_f32(c->h, c->dt, c->f, c->n);
+    else
+        c->k->to_f32(c->f, c->h, c->dt, c->n);
 }
 
 /* ---- pool overhead --------------------------------------------------------------- */
@@ -269,5 +291,30 @@ int main(int argc, char **argv)
     free(bias);
     free(y);
     free(x);
+
+    /* conversions */
+    const size_t cn = (size_t)4 << 20;
+    float *cf = malloc(cn * sizeof(float));
+    uint16_t *ch = malloc(cn * sizeof(uint16_t));
+    if (!cf || !ch)
+        return 1;
+    for (size_t i = 0; i < cn; i++)
+        cf[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    for (int isa = 0; isa <= (int)opt_isa_detect(); isa++) {
+        const opt_kernels *k = opt_kernels_for((opt_isa)isa);
+        if (!k || (isa_only && strcmp(isa_only, opt_isa_name((opt_isa)isa))))
+            continue;
+        for (int dt = OPT_F16; dt <= OPT_BF16; dt++)
+            for (int down = 1; down >= 0; down--) {
+                cvt_ctx cc = {k, (opt_dtype)dt, down, cf, ch, cn};
+                double t = time_median(cvt_run, &cc, min_s);
+                printf("convert %-11s %-8s %s %zu Mi values: %9.1f us  %7.1f GB/s\n", opt_isa_name((opt_isa)isa),
+                       opt_dtype_name((opt_dtype)dt), down ? "from_f32" : "to_f32  ", cn >> 20, t * 1e6,
+                       (double)cn * 6 / t * 1e-9);
+                fflush(stdout);
+            }
+    }
+    free(ch);
+    free(cf);
     return 0;
 }

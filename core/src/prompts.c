@@ -1,0 +1,44 @@
+/* prompts.c: `benchctl prompts` (prompts.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "prompts.h"
+
+#include <stdlib.h>
+
+#include "bpe.h"
+#include "prompt_set.h"
+#include "readfile.h"
+
+/* The largest prompts file read: the opt backend's limit (plugins/opt/fileio.h). */
+#define BC_PROMPTS_MAX_BYTES ((uint64_t)1 << 30)
+
+bc_status bc_prompts_write(const bc_prompts_request *r, FILE *out, bc_prompts_summary *summary, bc_error *err) {
+    int format = bpe_prompt_format_from_name(r->format);
+    if (format < 0) return bc_error_set(err, BC_ERR_INVALID, "--format %s: must be auto, jsonl or lines", r->format);
+    bpe_tokenizer *t = NULL;
+    bc_status st = bpe_load_dir(r->checkpoint, bc_read_regular, &t, err);
+    if (st != BC_OK) return st;
+    bpe_prompt_set set;
+    st = bpe_prompt_set_read(&set, r->file, bc_read_regular, BC_PROMPTS_MAX_BYTES, (bpe_prompt_format)format,
+                             r->field, t, r->bos_id, err);
+    bpe_free(t);
+    if (st != BC_OK) return st;
+    int *len = malloc((size_t)set.count * sizeof *len);
+    if (!len) st = bc_error_set(err, BC_ERR_NOMEM, "prompts %s: no memory", r->file);
+    long long tokens = 0;
+    for (int i = 0; st == BC_OK && i < set.count; i++) {
+        const bpe_prompt *p = &set.prompts[i];
+        for (int k = 0; k < p->n; k++) fprintf(out, k ? " %d" : "%d", p->ids[k]);
+        fputc('\n', out);
+        len[i] = p->n;
+        tokens += p->n;
+    }
+    if (st == BC_OK && (fflush(out) != 0 || ferror(out)))
+        st = bc_error_set(err, BC_ERR_IO, "prompts: the token ids could not be written");
+    if (st == BC_OK) {
+        bpe_length_summary s = bpe_length_summary_of(len, set.count);
+        *summary = (bc_prompts_summary){.count = set.count, .min = s.min, .p50 = s.p50, .max = s.max, .tokens = tokens};
+    }
+    free(len);
+    bpe_prompt_set_free(&set);
+    return st;
+}

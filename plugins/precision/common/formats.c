@@ -1,0 +1,82 @@
+/* formats.c: the bc_precision_ops of float32, float16 and bfloat16.
+ * Conversion rules: float_bits.h; bulk speed: convert.h (the fastest tier the
+ * CPU runs, chosen at each call from a cached cpuid answer). Tolerances: see
+ * docs/plugins.md, "Precision plugins"; the reasoning for each is below.
+ */
+#include "formats.h"
+
+#include <string.h>
+
+#include "convert.h"
+
+/* ---- float32: IEEE 754 binary32 --------------------------------------------
+ * Storage is the float itself, so both conversions are exact copies (NaN
+ * payloads included). rel_tolerance = 1e-4: fp32 carries 24 significant bits
+ * (eps = 2^-23 ~ 1.2e-7), but the reference (PyTorch) and our kernels sum in
+ * different orders and use different exp/tanh approximations; over a forward
+ * of ~10^3-10^4-term dot products and a dozen layers that drift stays around
+ * 1e-6..1e-5 of the logit scale, and 1e-4 leaves an order of magnitude of
+ * headroom while still catching any real bug (a wrong mask, a missing bias),
+ * which shows up at the 1e-2..1 level. */
+
+static void fp32_to_f32(const void *src, float *dst, size_t n)
+{
+    if (n)
+        memmove(dst, src, n * sizeof(float));
+}
+
+static void fp32_from_f32(const float *src, void *dst, size_t n)
+{
+    if (n)
+        memmove(dst, src, n * sizeof(float));
+}
+
+const bc_precision_ops prec_fp32_ops = {
+    .struct_size = sizeof(bc_precision_ops),
+    .dtype = "float32",
+    .element_size = 4,
+    .to_f32 = fp32_to_f32,
+    .from_f32 = fp32_from_f32,
+    .rel_tolerance = 1e-4,
+};
+
+/* ---- float16: IEEE 754 binary16 ---------------------------------------------
+ * 1 sign bit, 5 exponent bits (bias 15), 10 fraction bits. Largest finite
+ * 65504; smallest normal 2^-14; smallest subnormal 2^-24; eps 2^-10.
+ * rel_tolerance = 1e-2, about 10 eps: weights and KV cache are stored in fp16
+ * (each value rounded once, relative error <= 2^-11) while accumulation is
+ * fp32; these independent roundings mostly average out inside a dot product
+ * but compound through the residual stream of every layer. Ten eps of the
+ * logit scale covers that and still catches real bugs. */
+
+static void fp16_to_f32(const void *src, float *dst, size_t n) { prec_converters_best()->f16_to_f32(src, dst, n); }
+
+static void fp16_from_f32(const float *src, void *dst, size_t n) { prec_converters_best()->f32_to_f16(src, dst, n); }
+
+const bc_precision_ops prec_fp16_ops = {
+    .struct_size = sizeof(bc_precision_ops),
+    .dtype = "float16",
+    .element_size = 2,
+    .to_f32 = fp16_to_f32,
+    .from_f32 = fp16_from_f32,
+    .rel_tolerance = 1e-2,
+};
+
+/* ---- bfloat16: the top 16 bits of a binary32 ---------------------------------
+ * 1 sign bit, 8 exponent bits (bias 127, float32's range), 7 fraction bits;
+ * eps 2^-7. rel_tolerance = 5e-2, about 6 eps: the fp16 argument with 3 fewer
+ * fraction bits, so 8x coarser roundings (relative error <= 2^-8 per stored
+ * value); 5e-2 of the logit scale covers it and still catches real bugs. */
+
+static void bf16_to_f32(const void *src, float *dst, size_t n) { prec_converters_best()->bf16_to_f32(src, dst, n); }
+
+static void bf16_from_f32(const float *src, void *dst, size_t n) { prec_converters_best()->f32_to_bf16(src, dst, n); }
+
+const bc_precision_ops prec_bf16_ops = {
+    .struct_size = sizeof(bc_precision_ops),
+    .dtype = "bfloat16",
+    .element_size = 2,
+    .to_f32 = bf16_to_f32,
+    .from_f32 = bf16_from_f32,
+    .rel_tolerance = 5e-2,
+};

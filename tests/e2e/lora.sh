@@ -1,0 +1,45 @@
+#!/bin/sh
+# lora.sh: the OPT engine's LoRA actor end to end: the PEFT adapter of
+# tests/opt/golden/preln_lora fused around every generate of the golden preln
+# checkpoint (the times logged at -vv), a synthetic adapter with restore, and
+# contradicting or bad settings refused before the run.
+#   lora.sh BENCHCTL SOURCE_DIR WORK_DIR
+set -u
+BENCHCTL=$1
+SRC=$2
+WORK=$3
+G=$SRC/tests/opt/golden
+rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+unset BENCHCTL_PLUGIN_PATH
+failures=0
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+CFG=$SRC/tests/e2e/prompts_text.cfg
+ck="backend.settings.checkpoint=\"$G/preln\""
+
+"$BENCHCTL" run "$CFG" --set "$ck" --set 'matrix.prompt_lengths=[8]' \
+    --set "backend.settings.lora_adapter=\"$G/preln_lora\"" -vv >peft.out 2>peft.err ||
+    { fail "run with lora_adapter exited non-zero"; cat peft.err; }
+[ "$(grep -c 'opt: debug: lora: rank 4, fuse [0-9.]* ms, unfuse [0-9.]* ms' peft.err)" -eq 1 ] ||
+    { fail "lora_adapter: expected one fuse/unfuse line (1 iteration, no warmup)"; grep lora peft.err; }
+"$BENCHCTL" run "$CFG" --set "$ck" --set 'matrix.prompt_lengths=[8]' --set 'backend.settings.lora_rank=8' \
+    --set 'backend.settings.lora_targets="all"' --set 'backend.settings.lora_unfuse="restore"' -vv >syn.out 2>syn.err ||
+    { fail "run with lora_rank exited non-zero"; cat syn.err; }
+grep -q 'opt: debug: lora: rank 8' syn.err || fail "lora_rank: no fuse/unfuse line"
+"$BENCHCTL" validate "$CFG" --set "$ck" --set 'matrix.prompt_lengths=[8]' --set 'backend.settings.lora_rank=8' \
+    --set "backend.settings.lora_adapter=\"$G/preln_lora\"" >both.out 2>both.err
+[ $? -eq 2 ] || fail "lora_adapter with lora_rank was not refused"
+grep -q "lora_adapter and lora_rank both set" both.err || { fail "both: message"; cat both.err; }
+"$BENCHCTL" validate "$CFG" --set "$ck" --set 'matrix.prompt_lengths=[8]' --set 'backend.settings.lora_rank=8' \
+    --set 'backend.settings.lora_targets="q_proj,lm_head"' >tgt.out 2>tgt.err
+[ $? -eq 2 ] || fail "a bad lora_targets was not refused"
+grep -q '"lm_head" is not a module' tgt.err || { fail "lora_targets: message"; cat tgt.err; }
+"$BENCHCTL" validate "$CFG" --set "$ck" --set 'matrix.prompt_lengths=[8]' \
+    --set "backend.settings.lora_adapter=\"$G/preln\"" >noad.out 2>noad.err
+[ $? -eq 2 ] || fail "a directory without adapter_config.json was not refused"
+grep -q "adapter_config.json" noad.err || { fail "no adapter: message"; cat noad.err; }
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "lora.sh: all checks passed"

@@ -1,0 +1,60 @@
+/* fuzz_tokenizer.c: fuzz target for the byte-level BPE tokenizer
+ * (tokenizer/bpe.c, bpe_pretok.c). The first byte of the input chooses:
+ *   even: the rest is text, encoded with the golden tokenizer
+ *         (tests/tokenizer/golden/json_pairs, loaded once); decode must give
+ *         the text back, with no more ids than bytes;
+ *   odd:  the rest is a tokenizer.json; loading must succeed or fail with an
+ *         error naming the file, and a loaded tokenizer must round-trip the
+ *         input's own bytes.
+ * Built as fuzz_tokenizer (libFuzzer, BENCHCTL_FUZZ=ON) and always as
+ * fuzz_tokenizer_replay over tests/fuzz/corpus/tokenizer. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpe.h"
+#include "readfile.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void round_trip(const bpe_tokenizer *t, const uint8_t *s, size_t n) {
+    bpe_ids ids = {0};
+    bc_error err;
+    if (bpe_encode(t, (const char *)s, n, &ids, &err) != BC_OK) abort();
+    if (ids.n > n) abort();
+    char *text;
+    size_t len;
+    if (bpe_decode(t, ids.ids, ids.n, &text, &len, &err) != BC_OK) abort();
+    if (len != n || (n && memcmp(text, s, n) != 0)) abort();
+    free(text);
+    free(ids.ids);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static bpe_tokenizer *golden;
+    if (!golden) {
+        bc_error err;
+        if (bpe_load_dir(BENCHCTL_TOKENIZER_GOLDEN, bc_read_regular, &golden, &err) != BC_OK) abort();
+    }
+    if (size == 0) return 0;
+    /* a private copy, so ASan sees the exact bounds */
+    uint8_t *buf = malloc(size - 1 ? size - 1 : 1);
+    if (!buf) return 0;
+    memcpy(buf, data + 1, size - 1);
+    if ((data[0] & 1) == 0) {
+        round_trip(golden, buf, size - 1);
+    } else {
+        bpe_tokenizer *t = NULL;
+        bc_error err;
+        err.message[0] = '\0';
+        if (bpe_load_tokenizer_json((const char *)buf, size - 1, "fuzz-input", &t, &err) == BC_OK) {
+            round_trip(t, buf, size - 1);
+            bpe_free(t);
+        } else if (t != NULL || strstr(err.message, "fuzz-input") == NULL) {
+            abort(); /* every error names the file, and nothing is handed back */
+        }
+    }
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,245 @@
+/* test_lora.c: LoRA adapters fused into and unfused from the OPT engine's
+ * weights (plugins/opt/lora.c), on the golden preln checkpoint
+ * (tests/opt/golden/preln; C 64, F 128, 2 layers) with a synthetic adapter
+ * on every module:
+ *   - fuse gives W + s B A (computed here in double) to the dtype's rounding;
+ *   - the same bits whatever the thread count;
+ *   - unfuse brings W back: by subtraction, the drift after 1 and 100
+ *     fuse/unfuse cycles in fp32, fp16 and bf16 is printed and held to the
+ *     bounds docs/opt.md states; with restore, bit for bit;
+ *   - bad settings and adapter files are refused, naming them.
+ * Logits against transformers + PEFT's merged model: test_golden.c. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "forward.h"
+#include "lora.h"
+#include "model.h"
+
+#define PRELN BENCHCTL_SOURCE_DIR "/tests/opt/golden/preln"
+
+static opt_weights load(opt_dtype dt) {
+    opt_weights w;
+    bc_error err;
+    if (opt_weights_load_checkpoint(&w, PRELN, dt, &err) != BC_OK) fail_msg("%s", err.message);
+    return w;
+}
+
+static opt_lora synthetic(const opt_weights *w, int rank, unsigned targets) {
+    opt_lora lo;
+    bc_error err;
+    if (opt_lora_synthetic(&lo, &w->hp, rank, 2.0 * rank, targets, 7, &err) != BC_OK) fail_msg("%s", err.message);
+    return lo;
+}
+
+static double elem(const opt_matrix *m, size_t i) {
+    if (m->dtype == OPT_F32) return ((const float *)m->data)[i];
+    uint16_t h = ((const uint16_t *)m->data)[i];
+    return m->dtype == OPT_F16 ? prec_f16_to_f32(h) : prec_bf16_to_f32(h);
+}
+
+static opt_matrix *target(opt_weights *w, int l, int m) {
+    opt_layer_weights *ly = &w->layers[l];
+    opt_matrix *mats[] = {&ly->q_proj, &ly->k_proj, &ly->v_proj, &ly->out_proj, &ly->fc1, &ly->fc2};
+    return mats[m];
+}
+
+/* fused == base + s B A (double) within the dtype's rounding (half an ulp
+ * of the result, plus the fp32 sum's error), and the adapter moves weights. */
+static void check_fused(opt_dtype dt) {
+    opt_weights base = load(dt), w = load(dt);
+    opt_lora lo = synthetic(&w, 4, (1u << OPT_LORA_N_MODULES) - 1);
+    bc_error err;
+    assert_int_equal(opt_lora_fuse(&lo, &w, NULL, &err), BC_OK);
+    const double half_ulp = dt == OPT_F32 ? 0x1p-24 : dt == OPT_F16 ? 0x1p-11 : 0x1p-8;
+    double worst = 0, moved = 0;
+    for (int l = 0; l < lo.n_layers; l++)
+        for (int m = 0; m < OPT_LORA_N_MODULES; m++) {
+            const opt_lora_pair *pr = &lo.pairs[l * OPT_LORA_N_MODULES + m];
+            const opt_matrix *W0 = target(&base, l, m), *W1 = target(&w, l, m);
+            for (int o = 0; o < pr->out; o++)
+                for (int i = 0; i < pr->in; i++) {
+                    double d = 0, dabs = 0;
+                    for (int k = 0; k < lo.rank; k++) {
+                        double t = (double)pr->B[(size_t)o * lo.rank + k] * pr->A[(size_t)k * pr->in + i];
+                        d += t;
+                        dabs += fabs(t);
+                    }
+                    size_t at = (size_t)o * pr->in + i;
+                    double ref = elem(W0, at) + lo.scale * d, got = elem(W1, at);
+                    /* rounding to the dtype, plus the fp32 sum of rank terms and the fp32 addition */
+                    double tol = half_ulp * fabs(ref) + 0x1p-23 * (lo.rank + 2) * lo.scale * dabs + 0x1p-24 * fabs(ref) +
+                                 (dt == OPT_F16 ? 0x1p-25 : 0) /* fp16 subnormals: fixed spacing 2^-24 */ + 1e-30;
+                    if (fabs(got - ref) / tol > worst) worst = fabs(got - ref) / tol;
+                    if (fabs(got - elem(W0, at)) > moved) moved = fabs(got - elem(W0, at));
+                }
+        }
+    print_message("  %s: fused vs W + sBA (double): worst error %.3g of its bound; largest change %.3g\n",
+                  opt_dtype_name(dt), worst, moved);
+    assert_true(worst <= 1.0);
+    assert_true(moved > 1e-2); /* the adapter is not a no-op */
+    opt_lora_free(&lo);
+    opt_weights_free(&base);
+    opt_weights_free(&w);
+}
+
+static void test_fuse_matches_reference(void **state) {
+    (void)state;
+    check_fused(OPT_F32);
+    check_fused(OPT_F16);
+    check_fused(OPT_BF16);
+}
+
+static void test_threads_give_the_same_bits(void **state) {
+    (void)state;
+    opt_weights a = load(OPT_F32), b = load(OPT_F32);
+    opt_lora lo = synthetic(&a, 8, (1u << OPT_LORA_FC1) | (1u << OPT_LORA_Q));
+    opt_pool *pool = opt_pool_create(3);
+    assert_non_null(pool);
+    bc_error err;
+    assert_int_equal(opt_lora_fuse(&lo, &a, NULL, &err), BC_OK);
+    assert_int_equal(opt_lora_fuse(&lo, &b, pool, &err), BC_OK);
+    assert_int_equal(a.arena_bytes, b.arena_bytes);
+    assert_memory_equal(a.arena, b.arena, a.arena_bytes);
+    opt_pool_destroy(pool);
+    opt_lora_free(&lo);
+    opt_weights_free(&a);
+    opt_weights_free(&b);
+}
+
+/* Drift of the targets after n fuse/unfuse cycles: the largest |w_n - w_0|
+ * over max |w_0|, and the share of elements whose bits changed. */
+static void drift(opt_dtype dt, int cycles, int restore, double *rel, double *changed) {
+    opt_weights base = load(dt), w = load(dt);
+    opt_lora lo = synthetic(&w, 8, (1u << OPT_LORA_N_MODULES) - 1);
+    lo.restore = restore;
+    bc_error err;
+    for (int c = 0; c < cycles; c++) {
+        assert_int_equal(opt_lora_fuse(&lo, &w, NULL, &err), BC_OK);
+        assert_int_equal(opt_lora_unfuse(&lo, &w, NULL, &err), BC_OK);
+    }
+    double worst = 0, scale = 0;
+    size_t n = 0, diff = 0;
+    const size_t es = opt_dtype_size(dt);
+    for (int l = 0; l < lo.n_layers; l++)
+        for (int m = 0; m < OPT_LORA_N_MODULES; m++) {
+            const opt_matrix *W0 = target(&base, l, m), *W1 = target(&w, l, m);
+            for (size_t i = 0; i < (size_t)W0->rows * W0->cols; i++) {
+                double a = elem(W0, i), b = elem(W1, i);
+                if (fabs(a) > scale) scale = fabs(a);
+                if (fabs(a - b) > worst) worst = fabs(a - b);
+                diff += memcmp((const char *)W0->data + i * es, (const char *)W1->data + i * es, es) != 0;
+                n++;
+            }
+        }
+    *rel = worst / scale;
+    *changed = (double)diff / (double)n;
+    opt_lora_free(&lo);
+    opt_weights_free(&base);
+    opt_weights_free(&w);
+}
+
+static void test_unfuse_drift(void **state) {
+    (void)state;
+    static const struct {
+        opt_dtype dt;
+        double bound_1, bound_100; /* max |w_n - w_0| / max |w_0|, documented in docs/opt.md */
+    } cases[] = {{OPT_F32, 1e-6, 1e-5}, {OPT_F16, 2e-3, 2e-2}, {OPT_BF16, 2e-2, 1e-1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double r1, c1, r100, c100;
+        drift(cases[i].dt, 1, 0, &r1, &c1);
+        drift(cases[i].dt, 100, 0, &r100, &c100);
+        print_message("  %s: after 1 cycle max drift %.3g of max |w|, %.2f%% of elements changed; after 100: %.3g, "
+                      "%.2f%%\n",
+                      opt_dtype_name(cases[i].dt), r1, 100 * c1, r100, 100 * c100);
+        assert_true(r1 <= cases[i].bound_1);
+        assert_true(r100 <= cases[i].bound_100);
+    }
+}
+
+/* lora_unfuse = restore: the base weights come back bit for bit, 100 times. */
+static void test_unfuse_restore_is_exact(void **state) {
+    (void)state;
+    const opt_dtype dts[] = {OPT_F32, OPT_F16, OPT_BF16};
+    for (size_t i = 0; i < 3; i++) {
+        double rel, changed;
+        drift(dts[i], 100, 1, &rel, &changed);
+        assert_true(rel == 0.0);
+        assert_true(changed == 0.0);
+    }
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_refusals(void **state) {
+    (void)state;
+    bc_error err;
+    unsigned t;
+    assert_int_equal(opt_lora_targets_parse("q_proj,fc2", &t, &err), BC_OK);
+    assert_int_equal(t, (1u << OPT_LORA_Q) | (1u << OPT_LORA_FC2));
+    assert_int_equal(opt_lora_targets_parse("q_proj,lm_head", &t, &err), BC_ERR_SETTING);
+    assert_non_null(strstr(err.message, "lm_head"));
+    assert_int_equal(opt_lora_targets_parse("", &t, &err), BC_ERR_SETTING);
+    opt_hparams hp;
+    assert_int_equal(opt_hparams_preset("125m", &hp, &err), BC_OK);
+    opt_lora lo;
+    assert_int_equal(opt_lora_synthetic(&lo, &hp, 0, 16, 1, 1, &err), BC_ERR_SETTING);
+    assert_int_equal(opt_lora_synthetic(&lo, &hp, 4, -1, 1, 1, &err), BC_ERR_SETTING);
+
+    char dir[] = "/tmp/bc_lora.XXXXXX", cfg[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(cfg, sizeof cfg, "%s/adapter_config.json", dir);
+    assert_int_equal(opt_lora_load_peft(&lo, dir, &hp, &err), BC_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "adapter_config.json"));
+    static const struct {
+        const char *json, *word;
+        bc_status code;
+    } bad[] = {
+        {"{\"r\": 0, \"lora_alpha\": 8, \"target_modules\": [\"q_proj\"]}", "\"r\"", BC_ERR_FORMAT},
+        {"{\"r\": 4, \"target_modules\": [\"q_proj\"]}", "lora_alpha", BC_ERR_FORMAT},
+        {"{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": \"q_proj|v_proj\"}", "target_modules", BC_ERR_UNSUPPORTED},
+        {"{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": [\"lm_head\"]}", "target_modules[0]", BC_ERR_UNSUPPORTED},
+        {"{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": [\"q_proj\"], \"use_dora\": true}", "use_dora",
+         BC_ERR_UNSUPPORTED},
+        {"{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": [\"q_proj\"], \"bias\": \"all\"}", "bias",
+         BC_ERR_UNSUPPORTED},
+        {"{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": [\"q_proj\"], \"bias\": \"none\"}", "adapter_model",
+         BC_OK}, /* no adapter_model.safetensors: the safetensors reader's error, whichever code it gives */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_text(cfg, bad[i].json);
+        bc_status st = opt_lora_load_peft(&lo, dir, &hp, &err);
+        if (bad[i].code != BC_OK) assert_int_equal(st, bad[i].code);
+        else assert_int_not_equal(st, BC_OK);
+        if (!strstr(err.message, bad[i].word)) fail_msg("\"%s\" lacks \"%s\"", err.message, bad[i].word);
+    }
+    unlink(cfg);
+    rmdir(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fuse_matches_reference),
+        cmocka_unit_test(test_threads_give_the_same_bits),
+        cmocka_unit_test(test_unfuse_drift),
+        cmocka_unit_test(test_unfuse_restore_is_exact),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,613 @@
+/* bpe.c: loading a byte-level BPE tokenizer, encoding and decoding (bpe.h).
+ *
+ * Runtime tables (all owned by the bpe_tokenizer, freed by bpe_free):
+ *   byte_id[256]          the token of each single byte
+ *   tok_off/tok_len[V]    each id's bytes in tok_bytes (decode); tok_len =
+ *                         BPE_NO_TOKEN for an id that is not assigned
+ *   pairs                 open-addressing hash of merges: (left id, right id)
+ *                         -> (rank, merged id)
+ * Strings are looked up only while loading (in jansson's objects).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "bpe.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpe_unicode.h"
+#include "text_lines.h"
+
+#define BPE_NO_TOKEN UINT32_MAX
+#define BPE_BYTE_CHARS 324 /* the byte-to-unicode table's code points are below 256 + 68 */
+
+typedef struct bpe_pair {
+    uint64_t key; /* left << 32 | right; BPE_EMPTY_KEY for a free slot */
+    int32_t rank, merged;
+} bpe_pair;
+#define BPE_EMPTY_KEY UINT64_MAX
+
+struct bpe_tokenizer {
+    int32_t byte_id[256];
+    int32_t n_ids;     /* one past the largest id */
+    uint32_t *tok_off; /* [n_ids] */
+    uint32_t *tok_len; /* [n_ids] */
+    uint8_t *tok_bytes;
+    size_t tok_bytes_len, tok_bytes_cap;
+    bpe_pair *pairs; /* [pair_mask + 1] */
+    size_t pair_mask, n_merges;
+};
+
+/* ------------------------------------------------------- byte-to-unicode */
+
+/* GPT-2's table: the printable bytes '!'..'~', 0xA1..0xAC and 0xAE..0xFF
+ * stand for themselves; the other 68 bytes, in order, for U+0100.. */
+static void byte_chars(uint32_t cp[256]) {
+    uint32_t next = 256;
+    for (int b = 0; b < 256; b++) {
+        int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+        cp[b] = printable ? (uint32_t)b : next++;
+    }
+}
+
+static size_t utf8_put(uint32_t cp, char *out) {
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    out[0] = (char)(0xE0 | (cp >> 12));
+    out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+}
+
+/* The code point of the valid UTF-8 character at s (length *len), or
+ * UINT32_MAX for an invalid byte (*len = 1). */
+static uint32_t utf8_get(const uint8_t *s, size_t n, size_t *len) {
+    bpe_class cls;
+    size_t l = bpe_utf8_char(s, n, &cls);
+    *len = l;
+    if (l == 1) return s[0] < 0x80 ? s[0] : UINT32_MAX;
+    uint32_t cp = s[0] & (l == 2 ? 0x1Fu : l == 3 ? 0x0Fu : 0x07u);
+    for (size_t k = 1; k < l; k++) cp = (cp << 6) | (s[k] & 0x3Fu);
+    return cp;
+}
+
+/* ------------------------------------------------------------- building */
+
+static bc_status tok_new(bpe_tokenizer **out, bc_error *err) {
+    bpe_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory");
+    *out = t;
+    return BC_OK;
+}
+
+void bpe_free(bpe_tokenizer *t) {
+    if (!t) return;
+    free(t->tok_off);
+    free(t->tok_len);
+    free(t->tok_bytes);
+    free(t->pairs);
+    free(t);
+}
+
+int32_t bpe_vocab_size(const bpe_tokenizer *t) { return t->n_ids; }
+size_t bpe_merge_count(const bpe_tokenizer *t) { return t->n_merges; }
+
+/* A token id from JSON: an integer in [0, BPE_MAX_ID), else -1. */
+static int32_t json_id(const json_t *v) {
+    if (!json_is_integer(v)) return -1;
+    json_int_t i = json_integer_value(v);
+    return i >= 0 && i < BPE_MAX_ID ? (int32_t)i : -1;
+}
+
+/* Sizes the id tables for ids below n_ids. */
+static bc_status tok_alloc_ids(bpe_tokenizer *t, int32_t n_ids, const char *name, bc_error *err) {
+    t->n_ids = n_ids;
+    t->tok_off = malloc((size_t)n_ids * sizeof *t->tok_off);
+    t->tok_len = malloc((size_t)n_ids * sizeof *t->tok_len);
+    if (!t->tok_off || !t->tok_len) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for %d ids", name, n_ids);
+    for (int32_t i = 0; i < n_ids; i++) t->tok_len[i] = BPE_NO_TOKEN;
+    return BC_OK;
+}
+
+/* Gives id the bytes its string stands for: each byte-level character its
+ * byte, any other character (an added token's) its own UTF-8. */
+static bc_status tok_set_string(bpe_tokenizer *t, const int16_t byte_of[BPE_BYTE_CHARS], int32_t id, const char *str,
+                                size_t len, const char *name, bc_error *err) {
+    if (t->tok_len[id] != BPE_NO_TOKEN)
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: token id %d is given to two strings (the second \"%.40s\")", name,
+                            id, str);
+    if (t->tok_bytes_len + len > UINT32_MAX) return bc_error_set(err, BC_ERR_FORMAT, "%s: vocabulary too large", name);
+    if (!t->tok_bytes || t->tok_bytes_len + len > t->tok_bytes_cap) { /* allocated even for an empty token */
+        size_t nc = t->tok_bytes_cap ? t->tok_bytes_cap * 2 : 4096;
+        while (nc < t->tok_bytes_len + len) nc *= 2; /* (an empty vocabulary string, "": 0 bytes) */
+        uint8_t *nb = realloc(t->tok_bytes, nc);
+        if (!nb) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory", name);
+        t->tok_bytes = nb;
+        t->tok_bytes_cap = nc;
+    }
+    uint8_t *dst = t->tok_bytes + t->tok_bytes_len;
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        size_t l;
+        uint32_t cp = utf8_get((const uint8_t *)str + i, len - i, &l);
+        if (cp < BPE_BYTE_CHARS && byte_of[cp] >= 0) dst[n++] = (uint8_t)byte_of[cp];
+        else memcpy(dst + n, str + i, l), n += l;
+        i += l;
+    }
+    t->tok_off[id] = (uint32_t)t->tok_bytes_len;
+    t->tok_len[id] = (uint32_t)n;
+    t->tok_bytes_len += n;
+    return BC_OK;
+}
+
+static size_t pair_slot(const bpe_tokenizer *t, uint64_t key) {
+    size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17);
+    while (t->pairs[h & t->pair_mask].key != BPE_EMPTY_KEY && t->pairs[h & t->pair_mask].key != key) h++;
+    return h & t->pair_mask;
+}
+
+static const bpe_pair *pair_find(const bpe_tokenizer *t, int32_t left, int32_t right) {
+    uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
+    const bpe_pair *p = &t->pairs[pair_slot(t, key)];
+    return p->key == key ? p : NULL;
+}
+
+/* What the loader has: the vocabulary object and the merges, one of two
+ * shapes (tokenizer.json's array, merges.txt's lines). */
+typedef struct merge_source {
+    const json_t *array;      /* tokenizer.json: "a b" strings or ["a", "b"] pairs */
+    const char *text;         /* merges.txt */
+    size_t text_len;
+    const char *name;         /* for errors */
+} merge_source;
+
+/* merges.txt: a line that is neither blank nor the "#version" header. */
+static int is_merge_line(const char *line, size_t len) {
+    return len > 0 && !(len >= 8 && memcmp(line, "#version", 8) == 0);
+}
+
+/* Counts the merges of src (merges.txt: lines other than blank ones and
+ * the "#version" header). */
+static size_t merges_count(const merge_source *src) {
+    if (src->array) return json_array_size(src->array);
+    size_t n = 0, pos = 0, len;
+    const char *line;
+    while (bpe_next_line(src->text, src->text_len, &pos, &line, &len))
+        n += is_merge_line(line, len);
+    return n;
+}
+
+/* Adds one merge (a, b) of rank `rank`: both and their concatenation must
+ * be tokens. As in tokenizers, a pair listed twice keeps the later rank. */
+static bc_status add_merge(bpe_tokenizer *t, const json_t *vocab, const char *a, size_t alen, const char *b,
+                           size_t blen, size_t rank, const char *where, bc_error *err) {
+    char small[256];
+    char *cat = alen + blen + 1 <= sizeof small ? small : malloc(alen + blen + 1);
+    if (!cat) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory", where);
+    memcpy(cat, a, alen);
+    memcpy(cat + alen, b, blen);
+    cat[alen + blen] = '\0';
+    int32_t ida = json_id(json_object_getn(vocab, a, alen));
+    int32_t idb = json_id(json_object_getn(vocab, b, blen));
+    int32_t idm = json_id(json_object_getn(vocab, cat, alen + blen));
+    bc_status st = BC_OK;
+    if (ida < 0 || idb < 0 || idm < 0)
+        st = bc_error_set(err, BC_ERR_FORMAT, "%s: merge \"%.*s %.*s\": \"%.*s\" is not in the vocabulary", where,
+                          (int)(alen > 60 ? 60 : alen), a, (int)(blen > 60 ? 60 : blen), b,
+                          ida < 0 ? (int)(alen > 60 ? 60 : alen) : idb < 0 ? (int)(blen > 60 ? 60 : blen)
+                                                                          : (int)(alen + blen > 60 ? 60 : alen + blen),
+                          ida < 0 ? a : idb < 0 ? b : cat);
+    if (cat != small) free(cat);
+    if (st != BC_OK) return st;
+    uint64_t key = (uint64_t)(uint32_t)ida << 32 | (uint32_t)idb;
+    bpe_pair *p = &t->pairs[pair_slot(t, key)];
+    if (p->key == BPE_EMPTY_KEY) t->n_merges++;
+    p->key = key;
+    p->rank = (int32_t)rank;
+    p->merged = idm;
+    return BC_OK;
+}
+
+/* One merge "a b": exactly one space between two non-empty tokens. */
+static bc_status add_merge_string(bpe_tokenizer *t, const json_t *vocab, const char *s, size_t len, size_t rank,
+                                  const char *where, bc_error *err) {
+    const char *sp = memchr(s, ' ', len);
+    if (!sp || sp == s || sp == s + len - 1 || memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s)))
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: merge \"%.80s\" is not two tokens separated by one space", where,
+                            s);
+    return add_merge(t, vocab, s, (size_t)(sp - s), sp + 1, len - (size_t)(sp + 1 - s), rank, where, err);
+}
+
+static bc_status load_merges(bpe_tokenizer *t, const json_t *vocab, const merge_source *src, bc_error *err) {
+    size_t n = merges_count(src);
+    if (n == 0) return bc_error_set(err, BC_ERR_FORMAT, "%s: the merge table is empty; a BPE tokenizer needs merges", src->name);
+    if (n > (size_t)INT32_MAX / 4)
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: %zu merges are too many", src->name, n);
+    size_t cap = 16;
+    while (cap < 2 * n) cap *= 2;
+    t->pairs = malloc(cap * sizeof *t->pairs);
+    if (!t->pairs) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for %zu merges", src->name, n);
+    for (size_t i = 0; i < cap; i++) t->pairs[i].key = BPE_EMPTY_KEY;
+    t->pair_mask = cap - 1;
+    char where[600];
+    bc_status st = BC_OK;
+    if (src->array) {
+        for (size_t i = 0; i < n && st == BC_OK; i++) {
+            const json_t *m = json_array_get(src->array, i);
+            snprintf(where, sizeof where, "%s: model.merges[%zu]", src->name, i);
+            if (json_is_string(m)) {
+                st = add_merge_string(t, vocab, json_string_value(m), json_string_length(m), i, where, err);
+            } else if (json_is_array(m) && json_array_size(m) == 2 && json_is_string(json_array_get(m, 0)) &&
+                       json_is_string(json_array_get(m, 1)) && json_string_length(json_array_get(m, 0)) &&
+                       json_string_length(json_array_get(m, 1))) {
+                const json_t *a = json_array_get(m, 0), *b = json_array_get(m, 1);
+                st = add_merge(t, vocab, json_string_value(a), json_string_length(a), json_string_value(b),
+                               json_string_length(b), i, where, err);
+            } else {
+                st = bc_error_set(err, BC_ERR_FORMAT, "%s: neither a string \"a b\" nor a pair [\"a\", \"b\"] of tokens",
+                                  where);
+            }
+        }
+        return st;
+    }
+    size_t rank = 0, lineno = 0, pos = 0, len;
+    const char *line;
+    while (st == BC_OK && bpe_next_line(src->text, src->text_len, &pos, &line, &len)) {
+        lineno++;
+        if (!is_merge_line(line, len)) continue;
+        snprintf(where, sizeof where, "%s:%zu", src->name, lineno);
+        st = add_merge_string(t, vocab, line, len, rank++, where, err);
+    }
+    return st;
+}
+
+/* Builds the tokenizer from a vocabulary object, merges and (may be NULL)
+ * tokenizer.json's added_tokens. */
+static bc_status build(bpe_tokenizer *t, const json_t *vocab, const char *vocab_name, const json_t *added,
+                       const merge_source *merges, bc_error *err) {
+    if (!json_is_object(vocab) || json_object_size(vocab) == 0)
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: the vocabulary must be a non-empty object of token: id",
+                            vocab_name);
+    int32_t max_id = -1;
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)vocab, key, v) {
+        int32_t id = json_id(v);
+        if (id < 0)
+            return bc_error_set(err, BC_ERR_FORMAT, "%s: token \"%.40s\": the id must be an integer in [0, %d)",
+                                vocab_name, key, BPE_MAX_ID);
+        if (id > max_id) max_id = id;
+    }
+    size_t n_added = added ? json_array_size(added) : 0;
+    for (size_t i = 0; i < n_added; i++) {
+        const json_t *a = json_array_get(added, i);
+        int32_t id = json_id(json_object_get(a, "id"));
+        if (!json_is_object(a) || id < 0 || !json_is_string(json_object_get(a, "content")))
+            return bc_error_set(err, BC_ERR_FORMAT,
+                                "%s: added_tokens[%zu] needs an \"id\" in [0, %d) and a string \"content\"",
+                                vocab_name, i, BPE_MAX_ID);
+        if (id > max_id) max_id = id;
+    }
+    bc_status st = tok_alloc_ids(t, max_id + 1, vocab_name, err);
+    if (st != BC_OK) return st;
+    uint32_t cp[256];
+    byte_chars(cp);
+    int16_t byte_of[BPE_BYTE_CHARS];
+    for (int i = 0; i < BPE_BYTE_CHARS; i++) byte_of[i] = -1;
+    for (int b = 0; b < 256; b++) byte_of[cp[b]] = (int16_t)b;
+    size_t key_len;
+    json_object_keylen_foreach((json_t *)vocab, key, key_len, v) {
+        if ((st = tok_set_string(t, byte_of, json_id(v), key, key_len, vocab_name, err)) != BC_OK) return st;
+    }
+    for (size_t i = 0; i < n_added; i++) { /* an added token also in the vocabulary keeps its vocabulary bytes */
+        const json_t *a = json_array_get(added, i);
+        int32_t id = json_id(json_object_get(a, "id"));
+        const json_t *c = json_object_get(a, "content");
+        if (t->tok_len[id] != BPE_NO_TOKEN) continue;
+        if ((st = tok_set_string(t, byte_of, id, json_string_value(c), json_string_length(c), vocab_name, err)) != BC_OK)
+            return st;
+    }
+    for (int b = 0; b < 256; b++) {
+        char s[4];
+        size_t l = utf8_put(cp[b], s);
+        int32_t id = json_id(json_object_getn(vocab, s, l));
+        if (id < 0)
+            return bc_error_set(err, BC_ERR_FORMAT,
+                                "%s: byte 0x%02X (\"%.*s\") has no token; a byte-level BPE vocabulary holds all 256 bytes",
+                                vocab_name, b, (int)l, s);
+        t->byte_id[b] = id;
+    }
+    return load_merges(t, vocab, merges, err);
+}
+
+/* A field of tokenizer.json that must be absent, null, false or "" (a
+ * feature this tokenizer does not have). */
+static bc_status refuse_feature(const json_t *obj, const char *field, const char *where, const char *name,
+                                bc_error *err) {
+    const json_t *v = json_object_get(obj, field);
+    if (!v || json_is_null(v) || json_is_false(v) || (json_is_string(v) && json_string_length(v) == 0)) return BC_OK;
+    return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: %s.%s is set; this byte-level BPE tokenizer does not support it",
+                        name, where, field);
+}
+
+/* The pre-tokenizer must be ByteLevel with its regex and no prefix space
+ * (directly or as the only ByteLevel of a Sequence is not supported). */
+static bc_status check_pre_tokenizer(const json_t *pre, const char *name, bc_error *err) {
+    const char *type = json_string_value(json_object_get(pre, "type"));
+    if (!pre || !type || strcmp(type, "ByteLevel") != 0)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: pre_tokenizer %s; only a ByteLevel pre-tokenizer is supported",
+                            name, type ? type : "missing");
+    const json_t *re = json_object_get(pre, "use_regex");
+    if (re && !json_is_true(re))
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: pre_tokenizer.use_regex is false; only the GPT-2 split is supported",
+                            name);
+    return refuse_feature(pre, "add_prefix_space", "pre_tokenizer", name, err);
+}
+
+bc_status bpe_load_tokenizer_json(const char *text, size_t len, const char *name, bpe_tokenizer **out, bc_error *err) {
+    *out = NULL;
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: line %d: not valid JSON: %s", name, jerr.line, jerr.text);
+    bc_status st = BC_OK;
+    const json_t *model = json_object_get(root, "model");
+    const char *type = json_string_value(json_object_get(model, "type"));
+    const json_t *merges = json_object_get(model, "merges");
+    if (!json_is_object(model))
+        st = bc_error_set(err, BC_ERR_FORMAT, "%s: no \"model\" object", name);
+    else if (type && strcmp(type, "BPE") != 0)
+        st = bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: model.type %s; only BPE is supported", name, type);
+    else if (!json_is_array(merges))
+        st = bc_error_set(err, BC_ERR_FORMAT, "%s: model.merges must be an array", name);
+    else if (json_object_get(root, "normalizer") && !json_is_null(json_object_get(root, "normalizer")))
+        st = bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: a normalizer is set; only tokenizers without one are supported",
+                          name);
+    else if ((st = check_pre_tokenizer(json_object_get(root, "pre_tokenizer"), name, err)) != BC_OK) {
+    } else if ((st = refuse_feature(model, "dropout", "model", name, err)) != BC_OK ||
+               (st = refuse_feature(model, "continuing_subword_prefix", "model", name, err)) != BC_OK ||
+               (st = refuse_feature(model, "end_of_word_suffix", "model", name, err)) != BC_OK ||
+               (st = refuse_feature(model, "byte_fallback", "model", name, err)) != BC_OK ||
+               (st = refuse_feature(model, "ignore_merges", "model", name, err)) != BC_OK) {
+    }
+    const json_t *added = json_object_get(root, "added_tokens");
+    if (st == BC_OK && added && !json_is_array(added))
+        st = bc_error_set(err, BC_ERR_FORMAT, "%s: added_tokens must be an array", name);
+    bpe_tokenizer *t = NULL;
+    if (st == BC_OK) st = tok_new(&t, err);
+    if (st == BC_OK) {
+        char vname[600];
+        snprintf(vname, sizeof vname, "%s: model.vocab", name);
+        merge_source src = {.array = merges, .name = name};
+        st = build(t, json_object_get(model, "vocab"), vname, added, &src, err);
+    }
+    json_decref(root);
+    if (st != BC_OK) {
+        bpe_free(t);
+        return st;
+    }
+    *out = t;
+    return BC_OK;
+}
+
+bc_status bpe_load_vocab_merges(const char *vocab_json, size_t vocab_len, const char *vocab_name, const char *merges,
+                                size_t merges_len, const char *merges_name, bpe_tokenizer **out, bc_error *err) {
+    *out = NULL;
+    json_error_t jerr;
+    json_t *vocab = json_loadb(vocab_json, vocab_len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!vocab)
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: line %d: not valid JSON: %s", vocab_name, jerr.line, jerr.text);
+    bpe_tokenizer *t = NULL;
+    bc_status st = tok_new(&t, err);
+    if (st == BC_OK) {
+        merge_source src = {.text = merges, .text_len = merges_len, .name = merges_name};
+        st = build(t, vocab, vocab_name, NULL, &src, err);
+    }
+    json_decref(vocab);
+    if (st != BC_OK) {
+        bpe_free(t);
+        return st;
+    }
+    *out = t;
+    return BC_OK;
+}
+
+bc_status bpe_load_dir(const char *dir, bpe_read_fn read, bpe_tokenizer **out, bc_error *err) {
+    *out = NULL;
+    char p1[4096], p2[4096];
+    if ((size_t)snprintf(p1, sizeof p1, "%s/tokenizer.json", dir) >= sizeof p1)
+        return bc_error_set(err, BC_ERR_INVALID, "tokenizer: the path %.80s... is too long", dir);
+    char *a = NULL, *b = NULL;
+    size_t alen = 0, blen = 0;
+    bc_error e1;
+    bc_status st = read(p1, "tokenizer.json", BPE_JSON_MAX_BYTES, &a, &alen, &e1);
+    if (st == BC_OK) {
+        st = bpe_load_tokenizer_json(a, alen, p1, out, err);
+        free(a);
+        return st;
+    }
+    if (st != BC_ERR_NOT_FOUND) {
+        if (err) *err = e1;
+        return st;
+    }
+    snprintf(p1, sizeof p1, "%s/vocab.json", dir);
+    snprintf(p2, sizeof p2, "%s/merges.txt", dir);
+    st = read(p1, "vocab.json", BPE_JSON_MAX_BYTES, &a, &alen, err);
+    if (st == BC_ERR_NOT_FOUND) {
+        bc_error_set(err, BC_ERR_NOT_FOUND, "tokenizer: %s has neither tokenizer.json nor vocab.json + merges.txt", dir);
+        return bc_error_hint(err, "a Hugging Face checkpoint of a GPT-2 style model carries one of the two");
+    }
+    if (st == BC_OK) st = read(p2, "merges.txt", BPE_MERGES_MAX_BYTES, &b, &blen, err);
+    if (st == BC_OK) st = bpe_load_vocab_merges(a, alen, p1, b, blen, p2, out, err);
+    free(a);
+    free(b);
+    return st;
+}
+
+/* ------------------------------------------------------------- encoding */
+
+/* A candidate merge of the symbols at left and right (right == next[left]
+ * when it was pushed). */
+typedef struct bpe_cand {
+    int32_t rank, left, right, merged;
+    int32_t left_id, right_id; /* still the symbols' ids, or the candidate is stale */
+} bpe_cand;
+
+static int cand_before(const bpe_cand *a, const bpe_cand *b) {
+    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+}
+
+typedef struct bpe_work {
+    int32_t *id, *prev, *next; /* [cap] symbols of the piece; id -1 = absorbed */
+    bpe_cand *heap;            /* [3 * cap] */
+    size_t cap, n_heap;
+} bpe_work;
+
+static void heap_push(bpe_work *w, bpe_cand c) {
+    size_t i = w->n_heap++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!cand_before(&c, &w->heap[p])) break;
+        w->heap[i] = w->heap[p];
+        i = p;
+    }
+    w->heap[i] = c;
+}
+
+static bpe_cand heap_pop(bpe_work *w) {
+    bpe_cand top = w->heap[0], last = w->heap[--w->n_heap];
+    size_t i = 0, n = w->n_heap;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && cand_before(&w->heap[c + 1], &w->heap[c])) c++;
+        if (!cand_before(&w->heap[c], &last)) break;
+        w->heap[i] = w->heap[c];
+        i = c;
+    }
+    if (n) w->heap[i] = last;
+    return top;
+}
+
+static void push_pair(const bpe_tokenizer *t, bpe_work *w, int32_t left, int32_t right) {
+    if (left < 0 || right < 0) return;
+    const bpe_pair *p = pair_find(t, w->id[left], w->id[right]);
+    if (p)
+        heap_push(w, (bpe_cand){.rank = p->rank, .left = left, .right = right, .merged = p->merged,
+                                .left_id = w->id[left], .right_id = w->id[right]});
+}
+
+static bc_status ids_reserve(bpe_ids *out, size_t more, bc_error *err) {
+    if (out->n + more <= out->cap) return BC_OK;
+    size_t nc = out->cap ? out->cap * 2 : 256;
+    while (nc < out->n + more) nc *= 2;
+    int32_t *ni = realloc(out->ids, nc * sizeof *ni);
+    if (!ni) return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory for %zu ids", nc);
+    out->ids = ni;
+    out->cap = nc;
+    return BC_OK;
+}
+
+/* Encodes one piece of m >= 2 bytes into out. */
+static bc_status encode_piece(const bpe_tokenizer *t, bpe_work *w, const uint8_t *s, size_t m, bpe_ids *out,
+                              bc_error *err) {
+    if (m > w->cap) {
+        size_t nc = w->cap ? w->cap : 64;
+        while (nc < m) nc *= 2;
+        free(w->id);
+        free(w->prev);
+        free(w->next);
+        free(w->heap);
+        w->id = malloc(nc * sizeof *w->id);
+        w->prev = malloc(nc * sizeof *w->prev);
+        w->next = malloc(nc * sizeof *w->next);
+        w->heap = malloc(3 * nc * sizeof *w->heap);
+        w->cap = nc;
+        if (!w->id || !w->prev || !w->next || !w->heap) {
+            w->cap = 0;
+            return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory for a piece of %zu bytes", m);
+        }
+    }
+    const int32_t n = (int32_t)m;
+    for (int32_t i = 0; i < n; i++) {
+        w->id[i] = t->byte_id[s[i]];
+        w->prev[i] = i - 1;
+        w->next[i] = i + 1 < n ? i + 1 : -1;
+    }
+    w->n_heap = 0;
+    for (int32_t i = 0; i + 1 < n; i++) push_pair(t, w, i, i + 1);
+    while (w->n_heap) {
+        bpe_cand c = heap_pop(w);
+        if (w->id[c.left] != c.left_id || w->next[c.left] != c.right || w->id[c.right] != c.right_id) continue;
+        w->id[c.left] = c.merged; /* the left symbol absorbs the right one */
+        w->id[c.right] = -1;
+        int32_t after = w->next[c.right];
+        w->next[c.left] = after;
+        if (after >= 0) w->prev[after] = c.left;
+        push_pair(t, w, w->prev[c.left], c.left);
+        push_pair(t, w, c.left, after);
+    }
+    bc_status st = ids_reserve(out, m, err);
+    if (st != BC_OK) return st;
+    for (int32_t i = 0; i >= 0; i = w->next[i]) out->ids[out->n++] = w->id[i];
+    return BC_OK;
+}
+
+bc_status bpe_encode(const bpe_tokenizer *t, const char *text, size_t len, bpe_ids *out, bc_error *err) {
+    const uint8_t *s = (const uint8_t *)text;
+    bpe_work w = {0};
+    bc_status st = BC_OK;
+    for (size_t i = 0; i < len && st == BC_OK;) {
+        size_t e = bpe_piece_end(s, len, i);
+        if (e - i > BPE_MAX_PIECE_BYTES) {
+            st = bc_error_set(err, BC_ERR_INVALID,
+                              "tokenizer: a run of %zu bytes at byte %zu has no break (letters, digits, other "
+                              "characters or white space); the tokenizer takes runs of at most %zu bytes",
+                              e - i, i, BPE_MAX_PIECE_BYTES);
+            break;
+        }
+        if (e - i == 1) {
+            if ((st = ids_reserve(out, 1, err)) == BC_OK) out->ids[out->n++] = t->byte_id[s[i]];
+        } else {
+            st = encode_piece(t, &w, s + i, e - i, out, err);
+        }
+        i = e;
+    }
+    free(w.id);
+    free(w.prev);
+    free(w.next);
+    free(w.heap);
+    return st;
+}
+
+/* ------------------------------------------------------------- decoding */
+
+bc_status bpe_decode(const bpe_tokenizer *t, const int32_t *ids, size_t n, char **out, size_t *out_len, bc_error *err) {
+    *out = NULL;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= t->n_ids || t->tok_len[ids[i]] == BPE_NO_TOKEN)
+            return bc_error_set(err, BC_ERR_INVALID, "tokenizer: id %d (at %zu) is not in the vocabulary of %d ids",
+                                ids[i], i, t->n_ids);
+        total += t->tok_len[ids[i]];
+    }
+    char *buf = malloc(total + 1);
+    if (!buf) return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory for %zu bytes", total);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(buf + k, t->tok_bytes + t->tok_off[ids[i]], t->tok_len[ids[i]]);
+        k += t->tok_len[ids[i]];
+    }
+    buf[k] = '\0';
+    *out = buf;
+    *out_len = k;
+    return BC_OK;
+}
