@@ -56,9 +56,8 @@ static void note_pages(opt_rollout *ro, int P) {
 
 /* Samples row r's token k from lg into seq; retires the row from slot s when
  * it finished (EOS, or Tr tokens). */
-static void sample_in_slot(opt_rollout *ro, int s, const float *lg_in, int k, int step, int *n_active) {
+static void sample_in_slot(opt_rollout *ro, int s, float *lg, int k, int step, int *n_active) {
     const int r = ro->slot_row[s];
-    float *lg = (float *)lg_in; /* the forward's logits; sample_row may change them */
     int goes_on;
     ro->n_generated += opt_rollout_sample_row(ro, &ro->samplers[0], lg, r, k, &goes_on);
     if (!goes_on || k + 1 >= ro->Tr) retire(ro, s, step, n_active);
