@@ -528,6 +528,9 @@ static void test_continuous(void **state) {
 
     setting(f, "threads")->i = 2;
     setting(f, "batch_capacity")->i = 1;
+    char sched[96];
+    snprintf(sched, sizeof sched, "%s/schedule-{case}.txt", f->tmp);
+    setting(f, "save_schedule")->s = sched;
     setting(f, "response_lengths")->s = "uniform";
     setting(f, "response_length_min_ratio")->f = 0.3;
     assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
@@ -554,6 +557,26 @@ static void test_continuous(void **state) {
     assert_double_equal(g.occupancy, 1.0, 0.0);
     assert_true(g.scheduler_overhead_ms >= 0 && g.cache_management_overhead_ms >= 0);
     assert_int_equal(f->ops->post_process(inst, &err), BC_OK);
+    /* the schedule: one row active in every step, then each row's line */
+    snprintf(sched, sizeof sched, "%s/schedule-0.txt", f->tmp);
+    FILE *in = fopen(sched, "r");
+    assert_non_null(in);
+    char line[256];
+    assert_non_null(fgets(line, sizeof line, in));
+    assert_int_equal(strncmp(line, "steps", 5), 0);
+    for (const char *q = line + 5; *q && *q != '\n'; q++) assert_true(*q == ' ' || *q == '1');
+    int rows = 0, len, done;
+    double ttft;
+    while (fgets(line, sizeof line, in)) {
+        int r;
+        assert_int_equal(sscanf(line, "row %d length %d first_token_ms %lf done_step %d", &r, &len, &ttft, &done), 4);
+        assert_int_equal(r, rows);
+        assert_true(len >= 1 && len <= 3 && ttft > 0 && done >= 0);
+        rows++;
+    }
+    fclose(in);
+    unlink(sched);
+    assert_int_equal(rows, 2);
     f->ops->end_case(inst);
     f->ops->destroy(inst);
 }
