@@ -721,6 +721,7 @@ bc_status bc_cmp_write_json(FILE *out, const bc_cmp_pair *pairs, size_t n_pairs,
 
 const char bc_compare_usage[] =
     "usage: benchctl compare [options] BASE OTHER [OTHER...]\n"
+    "       benchctl compare [options] --by backend RUN\n"
     "\n"
     "Compares finished runs case by case: each OTHER against BASE (A = BASE,\n"
     "B = OTHER). Each file is a benchctl JSON report (.gz too), a jsonl journal,\n"
@@ -738,6 +739,8 @@ const char bc_compare_usage[] =
     "  --threshold X      smallest change that counts: 0.03 or 3% (default 3%)\n"
     "  --format F         console (default), md (GitHub table) or json\n"
     "  --html FILE        also write a forest plot as one self-contained HTML file\n"
+    "  --by backend       one run with a backends list: its first backend (BASE)\n"
+    "                     against each other one, case by case\n"
     "  --ignore-env       compare runs whose environments differ, listing how\n"
     "  --fail-on WHAT     worse (default): exit 1 on any WORSE; change: on WORSE\n"
     "                     or BETTER; never\n"
@@ -772,6 +775,7 @@ typedef struct compare_args {
     out_format format;
     fail_on fail;
     const char *html;
+    int by_backend; /* --by backend: one file, its first backend against each other */
     int help;
 } compare_args;
 
@@ -855,6 +859,9 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
             else if (strcmp(v, "change") == 0) a->fail = FAIL_ON_CHANGE;
             else if (strcmp(v, "never") == 0) a->fail = FAIL_ON_NEVER;
             else return usage_error("--fail-on worse, change or never", "--fail-on '%s': unknown", v);
+        } else if ((v = option_value(argc, argv, &i, "--by", &missing))) {
+            if (strcmp(v, "backend") != 0) return usage_error("--by backend", "--by '%s': unknown (backend is)", v);
+            a->by_backend = 1;
         } else if ((v = option_value(argc, argv, &i, "--html", &missing))) {
             a->html = v;
         } else if (missing) {
@@ -868,7 +875,10 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
     if (n_given) a->opt.metrics = a->metrics;
     if (a->help) return 0;
     if (n_given && a->opt.n_metrics == 0) return usage_error("e.g. --metric total_ms", "--metric: no field named");
-    if (a->n_files < 2)
+    if (a->by_backend && a->n_files != 1)
+        return usage_error("e.g. benchctl compare --by backend run.json", "--by backend compares within one run, got %zu",
+                           a->n_files);
+    if (!a->by_backend && a->n_files < 2)
         return usage_error("e.g. benchctl compare base.json new.json", "needs two or more runs, got %zu", a->n_files);
     return 0;
 }
@@ -926,6 +936,35 @@ static int read_runs(const compare_args *a, bc_runfile *runs) {
     return 0;
 }
 
+/* --by backend: the one file read once per backend its cases name, each
+ * copy keeping that backend's cases; *runs (n_runs of them) is owned by the
+ * caller. */
+static int read_runs_by_backend(const compare_args *a, bc_runfile **runs, size_t *n_runs) {
+    bc_runfile first;
+    bc_error err = {0};
+    if (read_runs(a, &first) != 0) return EXIT_USAGE;
+    const char **names = NULL;
+    size_t n = bc_runfile_backends(&first, &names);
+    int rc = 0;
+    if (n < 2) {
+        rc = usage_error("a run with a backends list in its bench.cfg names each case's backend",
+                         "--by backend: the cases of %s name %s", a->files[0], n ? "one backend only" : "no backend");
+    } else if (!(*runs = calloc(n, sizeof **runs))) {
+        rc = usage_error(NULL, "out of memory");
+    }
+    for (size_t b = 0; !rc && b < n; b++) {
+        *n_runs = b + 1;
+        if (bc_runfile_read(a->files[0], &(*runs)[b], &err) != BC_OK ||
+            bc_runfile_keep_backend(&(*runs)[b], names[b], &err) != BC_OK) {
+            fprintf(stderr, "benchctl: compare: %s\n", err.message);
+            rc = EXIT_USAGE;
+        }
+    }
+    free(names);
+    bc_runfile_free(&first);
+    return rc;
+}
+
 /* Prints why pairs are not comparable (stderr); returns how many are not. */
 static size_t report_refusals(const bc_cmp_pair *pairs, size_t n_pairs, int ignore_env) {
     size_t refused = 0;
@@ -959,12 +998,15 @@ int bc_cmd_compare(int argc, char **argv) {
         free_compare_args(&a);
         return EXIT_USAGE;
     }
-    bc_runfile *runs = calloc(a.n_files, sizeof *runs);
-    bc_cmp_pair *pairs = calloc(a.n_files, sizeof *pairs);
+    size_t n_runs = a.n_files;
+    bc_runfile *runs = NULL;
+    if (a.by_backend) rc = read_runs_by_backend(&a, &runs, &n_runs);
+    else if (!(runs = calloc(n_runs, sizeof *runs))) rc = usage_error(NULL, "out of memory");
+    else rc = read_runs(&a, runs);
+    bc_cmp_pair *pairs = calloc(n_runs, sizeof *pairs);
     size_t n_pairs = 0;
-    if (!runs || !pairs) rc = usage_error(NULL, "out of memory");
-    if (!rc) rc = read_runs(&a, runs);
-    for (size_t k = 1; !rc && k < a.n_files; k++) {
+    if (!rc && !pairs) rc = usage_error(NULL, "out of memory");
+    for (size_t k = 1; !rc && k < n_runs; k++) {
         if (bc_cmp_pair_build(&runs[0], &runs[k], &a.opt, &pairs[k - 1], &err) != BC_OK) {
             fprintf(stderr, "benchctl: compare: %s\n", err.message);
             if (err.hint[0]) fprintf(stderr, "benchctl: hint: %s\n", err.hint);
@@ -998,7 +1040,7 @@ int bc_cmd_compare(int argc, char **argv) {
         }
     }
     for (size_t k = 0; k < n_pairs; k++) bc_cmp_pair_free(&pairs[k]);
-    for (size_t i = 0; runs && i < a.n_files; i++) bc_runfile_free(&runs[i]);
+    for (size_t i = 0; runs && i < n_runs; i++) bc_runfile_free(&runs[i]);
     free(pairs), free(runs);
     free_compare_args(&a);
     return rc;

@@ -312,9 +312,8 @@ static int ok_seconds(double v) { return v > 0.0; }
 
 /* ---------------------------------------------------------------- schema */
 
-static const char *const k_top_keys[] = {"plugin_path", "backend", "precisions", "cache_policies",
-                                         "matrix",      "sampling", "run",       "reporters",
-                                         "distributed"};
+static const char *const k_top_keys[] = {"plugin_path", "backend", "backends", "precisions", "cache_policies",
+                                         "matrix",      "sampling", "run",      "reporters", "distributed"};
 static const char *const k_distributed_keys[] = {"mode", "comm"};
 static const char *const k_matrix_keys[] = {"batch_sizes", "samples_per_prompt", "prompt_lengths",
                                             "response_lengths"};
@@ -323,18 +322,20 @@ static const char *const k_run_keys[] = {"warmup", "iterations", "min_iterations
                                          "max_seconds_per_case", "isolation",
                                          "case_timeout_s"};
 static const char *const k_spec_keys[] = {"name", "settings"};
+static const char *const k_backend_keys[] = {"name", "label", "settings"};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 #define SPEC_FORMS "a plugin name or a group { name = \"...\"; settings = { ... }; }"
 #define SIZES_WHAT "a non-empty list of integers >= 1"
 
-/* Fills spec from s, a string or a { name; settings; } group at path. */
-static bc_status parse_spec(const bc_config *cfg, const config_setting_t *s, const char *path, bc_plugin_spec *spec,
-                            bc_error *err) {
+/* Fills spec from s, a string or a group at path with the keys keys[n_keys]
+ * ({ name; settings; }, and label for a backends entry). */
+static bc_status parse_spec_keys(const bc_config *cfg, const config_setting_t *s, const char *path,
+                                 const char *const *keys, size_t n_keys, bc_plugin_spec *spec, bc_error *err) {
     char got[96];
     const config_setting_t *name_s = s;
     if (config_setting_type(s) == CONFIG_TYPE_GROUP) {
-        bc_status st = check_keys(cfg, s, path, k_spec_keys, COUNT(k_spec_keys), err);
+        bc_status st = check_keys(cfg, s, path, keys, n_keys, err);
         if (st) return st;
         char sub[256];
         bc_cfg_path_join(sub, sizeof sub, path, "name");
@@ -364,6 +365,63 @@ static bc_status parse_spec(const bc_config *cfg, const config_setting_t *s, con
     spec->line = (int)config_setting_source_line(s);
     if (!spec->name || !spec->where) return bc_cfg_nomem(err);
     return BC_OK;
+}
+
+static bc_status parse_spec(const bc_config *cfg, const config_setting_t *s, const char *path, bc_plugin_spec *spec,
+                            bc_error *err) {
+    return parse_spec_keys(cfg, s, path, k_spec_keys, COUNT(k_spec_keys), spec, err);
+}
+
+/* The backends list: the outermost axis of the matrix. Its first entry goes
+ * to cfg->backend, the others to cfg->more_backends; each label (default: the
+ * plugin's name) must be distinct, since the reports name a case's backend
+ * by it. */
+static bc_status parse_backends(bc_config *cfg, const config_setting_t *list, bc_error *err) {
+    char got[96];
+    if (!bc_cfg_is_list(list) || config_setting_length(list) == 0) {
+        bc_cfg_describe(list, got, sizeof got);
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, list, "backends",
+                           "must be a non-empty list, each { name = \"...\"; label = \"...\"; settings = { ... }; } "
+                           "(got %s)",
+                           got);
+    }
+    size_t n = (size_t)config_setting_length(list);
+    bc_plugin_spec *all = calloc(n, sizeof *all);
+    if (!all) return bc_cfg_nomem(err);
+    bc_status st = BC_OK;
+    size_t filled = 0;
+    for (size_t i = 0; st == BC_OK && i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
+        char path[256];
+        bc_cfg_path_index(path, sizeof path, "backends", i);
+        st = parse_spec_keys(cfg, e, path, k_backend_keys, COUNT(k_backend_keys), &all[i], err);
+        filled = i + 1;
+        const config_setting_t *label = st == BC_OK && config_setting_type(e) == CONFIG_TYPE_GROUP
+                                            ? config_setting_get_member(e, "label")
+                                            : NULL;
+        if (label) {
+            char sub[300];
+            bc_cfg_path_join(sub, sizeof sub, path, "label");
+            if (config_setting_type(label) != CONFIG_TYPE_STRING || !config_setting_get_string(label)[0]) {
+                bc_cfg_describe(label, got, sizeof got);
+                st = bc_cfg_fail(cfg, err, BC_ERR_SETTING, label, sub, "must be a non-empty string (got %s)", got);
+            } else if (!(all[i].label = bc_cfg_strdup(config_setting_get_string(label)))) {
+                st = bc_cfg_nomem(err);
+            }
+        }
+        for (size_t j = 0; st == BC_OK && j < i; j++) {
+            const char *a = all[j].label ? all[j].label : all[j].name, *b = all[i].label ? all[i].label : all[i].name;
+            if (strcmp(a, b) == 0)
+                st = bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, path,
+                                 "names backend '%s' as backends.[%zu] does: give each a distinct label = \"...\"", b, j);
+        }
+    }
+    /* cfg owns every entry from here, whatever happened */
+    cfg->backend = all[0];
+    cfg->more_backends = filled > 1 ? all + 1 : NULL;
+    cfg->n_more_backends = filled > 1 ? filled - 1 : 0;
+    cfg->backends_block = all;
+    return st;
 }
 
 /* A list of plugin specs at top-level key. Absent: default_name (one entry)
@@ -663,10 +721,15 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
     if ((st = parse_distributed(cfg, root, err))) return st;
 
     const config_setting_t *backend = config_setting_get_member(root, "backend");
-    if (!backend)
+    const config_setting_t *backends = config_setting_get_member(root, "backends");
+    if (backend && backends)
+        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, backends, "backends",
+                           "given with backend: give one backend, or a list of them in backends");
+    if (!backend && !backends)
         return bc_cfg_fail(cfg, err, BC_ERR_SETTING, NULL, "backend",
-                    "is required: %s, e.g. backend = { name = \"opt\"; };", SPEC_FORMS);
-    if ((st = parse_spec(cfg, backend, "backend", &cfg->backend, err))) return st;
+                    "is required: %s, e.g. backend = { name = \"opt\"; }; (or a list of them in backends)", SPEC_FORMS);
+    if (backends && (st = parse_backends(cfg, backends, err))) return st;
+    if (backend && (st = parse_spec(cfg, backend, "backend", &cfg->backend, err))) return st;
 
     if ((st = parse_spec_list(cfg, root, "precisions", NULL, 1, &cfg->precisions, &cfg->n_precisions, err)))
         return st;
@@ -950,11 +1013,14 @@ void bc_config_spec_location(const bc_config *cfg, const bc_plugin_spec *spec, c
 
 /* ----------------------------------------------------------------- free */
 
+static void free_spec_strings(bc_plugin_spec *spec) {
+    free(spec->name);
+    free(spec->where);
+    free(spec->label);
+}
+
 static void free_specs(bc_plugin_spec *specs, size_t n) {
-    for (size_t i = 0; specs && i < n; i++) {
-        free(specs[i].name);
-        free(specs[i].where);
-    }
+    for (size_t i = 0; specs && i < n; i++) free_spec_strings(&specs[i]);
     free(specs);
 }
 
@@ -965,8 +1031,9 @@ void bc_config_free(bc_config *cfg) {
     free(cfg->distributed_comm);
     for (size_t i = 0; cfg->plugin_paths && i < cfg->n_plugin_paths; i++) free(cfg->plugin_paths[i]);
     free(cfg->plugin_paths);
-    free(cfg->backend.name);
-    free(cfg->backend.where);
+    free_spec_strings(&cfg->backend); /* backends_block[0]'s strings, when it was a list */
+    for (size_t i = 0; i < cfg->n_more_backends; i++) free_spec_strings(&cfg->more_backends[i]);
+    free(cfg->backends_block);
     free_specs(cfg->precisions, cfg->n_precisions);
     free_specs(cfg->cache_policies, cfg->n_cache_policies);
     free_specs(cfg->reporters, cfg->n_reporters);

@@ -23,6 +23,8 @@ typedef struct bc_plugin_spec {
     int line;                /* line in the file where it is named (0 if from the CLI or a default) */
     char *where;             /* the setting's path for messages, e.g. "reporters.[1]";
                                 "<key> (default)" for a default entry */
+    char *label;             /* a backends entry's label (the reports' name of the backend), or NULL:
+                                the plugin's name */
 } bc_plugin_spec;
 
 enum { BC_CFG_DIST_REPLICATE = 0, BC_CFG_DIST_SHARD = 1 };
@@ -37,7 +39,9 @@ typedef struct bc_config {
     char **plugin_paths; /* plugin_path list from the file, in order */
     size_t n_plugin_paths;
 
-    bc_plugin_spec backend;
+    bc_plugin_spec backend;  /* the backend, or the first entry of the backends list */
+    bc_plugin_spec *more_backends; size_t n_more_backends; /* the backends list's other entries, in order */
+    bc_plugin_spec *backends_block; /* the backends list as allocated (its [0] copied to backend), owned */
     bc_plugin_spec *precisions; size_t n_precisions;       /* "precisions" list, names distinct */
     bc_plugin_spec *cache_policies; size_t n_cache_policies; /* default [ "retain" ], names distinct */
     bc_plugin_spec *reporters; size_t n_reporters;          /* default [ "console" ], may repeat */

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "context.h"
 
+#include <libconfig.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,6 +40,85 @@ static bc_status prefix_error(bc_error *err, const char *prefix) {
     return err->code;
 }
 
+/* For a plugin with more_settings (since 2.2): resolves the settings of its
+ * own table, asks it for its other rows, appends them (out->desc) and
+ * resolves the whole group against both. */
+static bc_status resolve_more_settings(const bc_config *cfg, const bc_plugin_spec *spec, bc_context_plugin *out,
+                                       const char *prefix, bc_error *err) {
+    const bc_plugin_desc *d = out->plugin->desc;
+    if (!d->free_more_settings)
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: has more_settings but no free_more_settings", prefix);
+    bc_status st = bc_settings_resolve_known(cfg, spec, d, out->values, err);
+    if (st != BC_OK) return st;
+    const bc_setting_desc *rows = NULL;
+    uint32_t n = 0, size = 0;
+    if ((st = d->more_settings(&out->plugin->host, &out->settings, &rows, &n, &size, err)) != BC_OK)
+        return prefix_error(err, prefix);
+    out->more_rows = rows, out->n_more_rows = n;
+    if (n > 0 && (!rows || size < BC_SIZE_THROUGH(bc_setting_desc, help)))
+        return bc_error_set(err, BC_ERR_FORMAT, "%s: more_settings returned %u rows of %u bytes", prefix, (unsigned)n,
+                            (unsigned)size);
+    uint32_t total = d->n_settings + n;
+    out->all_rows = calloc((size_t)total + 1, sizeof *out->all_rows);
+    bc_setting_value *values = realloc(out->values, ((size_t)total + 1) * sizeof *values);
+    if (values) out->values = values;
+    if (!out->all_rows || !values) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < d->n_settings; i++) out->all_rows[i] = d->settings[i];
+    for (uint32_t j = 0; j < n; j++) {
+        bc_setting_desc *row = &out->all_rows[d->n_settings + j];
+        memcpy(row, BC_AT(bc_setting_desc, rows, size, j), size < sizeof *row ? size : sizeof *row);
+        for (uint32_t i = 0; row->name && i < d->n_settings + j; i++)
+            if (strcmp(out->all_rows[i].name, row->name) == 0)
+                return bc_error_set(err, BC_ERR_FORMAT, "%s: setting '%s' is declared twice", prefix, row->name);
+    }
+    out->desc.settings = out->all_rows;
+    out->desc.n_settings = total;
+    out->desc.setting_size = sizeof(bc_setting_desc);
+    out->settings.values = out->values;
+    out->settings.count = total;
+    return bc_settings_resolve(cfg, spec, &out->desc, out->values, err);
+}
+
+bc_status bc_context_resolve_settings(const bc_config *cfg, const bc_plugin_spec *spec, bc_context_plugin *out,
+                                      const char *prefix, bc_error *err) {
+    const bc_plugin_desc *d = out->plugin->desc;
+    out->desc = *d;
+    out->values = calloc(d->n_settings + 1, sizeof *out->values);
+    if (!out->values) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    out->settings = (bc_settings){.struct_size = sizeof out->settings, .count = d->n_settings,
+                                  .value_size = sizeof *out->values, .values = out->values};
+    if (d->more_settings) return resolve_more_settings(cfg, spec, out, prefix, err);
+    return bc_settings_resolve(cfg, spec, d, out->values, err);
+}
+
+bc_status bc_context_resolve_cli_settings(const bc_plugin *p, const char *const *sets, size_t n_sets,
+                                          bc_context_plugin *out, bc_error *err) {
+    size_t len = 1;
+    for (size_t i = 0; i < n_sets; i++) len += strlen(sets[i]) + 3;
+    char *text = malloc(len);
+    if (!text) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n_sets; i++) k += (size_t)sprintf(text + k, "%s;\n", sets[i]);
+    text[k] = '\0';
+    config_t lc;
+    config_init(&lc);
+    bc_status st = BC_OK;
+    if (config_read_string(&lc, text) != CONFIG_TRUE) {
+        st = bc_error_set(err, BC_ERR_SETTING, "--set: %s (a value is a libconfig value: 4, 0.5, true, \"text\")",
+                          config_error_text(&lc));
+    } else {
+        bc_config cfg = {.path = "--set"};
+        bc_plugin_spec spec = {.name = (char *)p->desc->name, .settings = config_root_setting(&lc), .where = ""};
+        *out = (bc_context_plugin){.plugin = p};
+        char prefix[128];
+        snprintf(prefix, sizeof prefix, "plugin '%s'", p->desc->name);
+        st = bc_context_resolve_settings(&cfg, &spec, out, prefix, err);
+    }
+    config_destroy(&lc);
+    free(text);
+    return st;
+}
+
 /* Loads the plugin spec names, of kind want, resolves its settings and runs
  * its check_settings. */
 static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plugin_kind want, bc_context_plugin *out,
@@ -59,35 +139,32 @@ static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plu
     if (bc_host_log_level() >= BC_LOG_INFO)
         fprintf(stderr, "benchctl: %s: %s plugin %s %s from %s\n", out->where, bc_kind_name(d->kind), d->name,
                 d->version ? d->version : "?", out->plugin->path);
-    out->values = calloc(d->n_settings + 1, sizeof *out->values);
-    if (!out->values) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
-    out->settings = (bc_settings){.struct_size = sizeof out->settings, .count = d->n_settings,
-                                  .value_size = sizeof *out->values, .values = out->values};
-    if ((st = bc_settings_resolve(&ctx->cfg, spec, d, out->values, err)) != BC_OK) return st;
     char prefix[sizeof label + 64];
     text(prefix, sizeof prefix, "%s: %s '%s'", label, bc_kind_name(d->kind), d->name);
+    if ((st = bc_context_resolve_settings(&ctx->cfg, spec, out, prefix, err)) != BC_OK) return st;
     bc_output_claims_owner(prefix); /* the output files it checks are its own */
     if (d->check_settings && (st = d->check_settings(&out->plugin->host, &out->settings, err)) != BC_OK)
         return prefix_error(err, prefix);
     return BC_OK;
 }
 
-/* Row index of the backend setting called name of type, or -1. */
-static int backend_row(const bc_context *ctx, const char *name, bc_setting_type type) {
-    const bc_plugin_desc *d = ctx->backend.plugin->desc;
+/* Row index of backend b's setting called name of type, or -1. */
+static int backend_row(const bc_context_plugin *b, const char *name, bc_setting_type type) {
+    const bc_plugin_desc *d = b->plugin->desc;
     for (uint32_t i = 0; i < d->n_settings; i++)
         if (d->settings[i].name && strcmp(d->settings[i].name, name) == 0 && d->settings[i].type == type) return (int)i;
     return -1;
 }
 
-/* A distributed rank picks its GPU by its local rank (context.h). */
-static void device_index_from_local_rank(bc_context *ctx, int32_t local_rank) {
-    int index = backend_row(ctx, "device_index", BC_SETTING_INT);
-    int device = backend_row(ctx, "device", BC_SETTING_ENUM);
-    if (device < 0) device = backend_row(ctx, "device", BC_SETTING_STRING);
-    if (index < 0 || device < 0 || bc_settings_given(&ctx->cfg.backend, "device_index")) return;
-    const char *dev = ctx->backend.values[device].s;
-    if (dev && strcmp(dev, "cuda") == 0) ctx->backend.values[index].i = local_rank;
+/* A distributed rank picks its GPU by its local rank (context.h), for each
+ * backend (spec, b) of the run. */
+static void device_index_from_local_rank(const bc_plugin_spec *spec, bc_context_plugin *b, int32_t local_rank) {
+    int index = backend_row(b, "device_index", BC_SETTING_INT);
+    int device = backend_row(b, "device", BC_SETTING_ENUM);
+    if (device < 0) device = backend_row(b, "device", BC_SETTING_STRING);
+    if (index < 0 || device < 0 || bc_settings_given(spec, "device_index")) return;
+    const char *dev = b->values[device].s;
+    if (dev && strcmp(dev, "cuda") == 0) b->values[index].i = local_rank;
 }
 
 /* Steps 1 and 2: the config and its plugins. */
@@ -103,7 +180,18 @@ static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args 
                         err);
     if (st != BC_OK) return st;
     if ((st = load_plugin(ctx, &ctx->cfg.backend, BC_KIND_BACKEND, &ctx->backend, err)) != BC_OK) return st;
-    if (a->local_rank) device_index_from_local_rank(ctx, *a->local_rank);
+    if (a->local_rank) device_index_from_local_rank(&ctx->cfg.backend, &ctx->backend, *a->local_rank);
+    size_t nb = ctx->cfg.n_more_backends;
+    ctx->more_backends = calloc(nb + 1, sizeof *ctx->more_backends);
+    ctx->more_instances = calloc(nb + 1, sizeof *ctx->more_instances);
+    ctx->more_infos = calloc(nb + 1, sizeof *ctx->more_infos);
+    if (!ctx->more_backends || !ctx->more_instances || !ctx->more_infos)
+        return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < nb; i++)
+        if ((st = load_plugin(ctx, &ctx->cfg.more_backends[i], BC_KIND_BACKEND, &ctx->more_backends[i], err)) != BC_OK)
+            return st;
+    for (size_t i = 0; a->local_rank && i < nb; i++)
+        device_index_from_local_rank(&ctx->cfg.more_backends[i], &ctx->more_backends[i], *a->local_rank);
     size_t np = ctx->cfg.n_precisions, nc = ctx->cfg.n_cache_policies, nr = ctx->cfg.n_reporters;
     ctx->precisions = calloc(np + 1, sizeof *ctx->precisions);
     ctx->caches = calloc(nc + 1, sizeof *ctx->caches);
@@ -126,6 +214,44 @@ static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args 
         if ((st = load_plugin(ctx, &ctx->cfg.reporters[i], BC_KIND_REPORTER, &ctx->reporters[i], err)) != BC_OK)
             return st;
     return BC_OK;
+}
+
+/* Backend i's label, as cases and reports name it (0: the first). */
+static const char *backend_label(const bc_context *ctx, size_t i) {
+    const bc_plugin_spec *spec = i == 0 ? &ctx->cfg.backend : &ctx->cfg.more_backends[i - 1];
+    const bc_context_plugin *cp = i == 0 ? &ctx->backend : &ctx->more_backends[i - 1];
+    return spec->label ? spec->label : cp->plugin->desc->name;
+}
+
+static size_t n_backends(const bc_context *ctx) { return 1 + ctx->cfg.n_more_backends; }
+
+/* The backends axis, outermost: the matrix's cases once per backend, backend
+ * b's case k at index b * n + k, each naming its backend. */
+static bc_status add_backend_axis(bc_context *ctx, bc_error *err) {
+    size_t n = ctx->n_cases, nb = n_backends(ctx);
+    if (nb > 1) {
+        bc_case *all = realloc(ctx->cases, (n * nb + 1) * sizeof *all);
+        if (!all) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+        ctx->cases = all;
+        for (size_t b = 1; b < nb; b++) memcpy(all + b * n, all, n * sizeof *all);
+        ctx->n_cases = n * nb;
+    }
+    for (size_t k = 0; k < ctx->n_cases; k++) {
+        ctx->cases[k].index = (uint32_t)k;
+        ctx->cases[k].backend = backend_label(ctx, k / n);
+    }
+    return BC_OK;
+}
+
+/* The backend (its index in the list) that runs case c. */
+static size_t backend_of(const bc_context *ctx, const bc_case *c) {
+    for (size_t i = 1; i < n_backends(ctx); i++)
+        if (strcmp(c->backend, backend_label(ctx, i)) == 0) return i;
+    return 0;
+}
+
+const bc_runner_backend *bc_context_backend_of(const bc_context *ctx, const bc_case *c) {
+    return &ctx->runner_backends[backend_of(ctx, c)];
 }
 
 /* Step 3: the matrix, and the cases the command line selects. */
@@ -152,6 +278,7 @@ static bc_status build_cases(bc_context *ctx, const bc_context_args *a, bc_error
     bc_status st = bc_matrix_build(&axes, &ctx->cases, &ctx->n_cases, err);
     free(pops), free(cops);
     if (st != BC_OK) return prefix_error(err, ctx->cfg.path);
+    if ((st = add_backend_axis(ctx, err)) != BC_OK) return st;
     ctx->n_matrix_cases = ctx->n_cases;
     if ((st = bc_selection_apply(ctx->cases, &ctx->n_cases, a->cases, a->only, err)) != BC_OK) return st;
     ctx->checks = calloc(ctx->n_cases + 1, sizeof *ctx->checks);
@@ -159,18 +286,34 @@ static bc_status build_cases(bc_context *ctx, const bc_context_args *a, bc_error
     return BC_OK;
 }
 
-/* Step 4: the backend instance, created light and described. */
-static bc_status create_backend(bc_context *ctx, bc_error *err) {
-    const bc_plugin *be = ctx->backend.plugin;
-    char prefix[sizeof ctx->backend.where + 128];
-    text(prefix, sizeof prefix, "%s: backend '%s'", ctx->backend.where, be->desc->name);
-    bc_status st = be->backend.create(&be->host, &ctx->backend.settings, &ctx->backend_instance, err);
+/* One backend instance, created light and described. */
+static bc_status create_one_backend(bc_context_plugin *cp, void **instance, bc_backend_info *info, bc_error *err) {
+    const bc_plugin *be = cp->plugin;
+    char prefix[sizeof cp->where + 128];
+    text(prefix, sizeof prefix, "%s: backend '%s'", cp->where, be->desc->name);
+    bc_status st = be->backend.create(&be->host, &cp->settings, instance, err);
     if (st != BC_OK) return prefix_error(err, prefix);
-    bc_backend_info *info = &ctx->backend_info;
     *info = (bc_backend_info){.struct_size = sizeof *info};
     info->n_parameters = info->n_layers = info->hidden_size = info->n_heads = -1;
     info->ffn_size = info->vocab_size = info->max_positions = info->cpu_threads = -1;
-    if ((st = be->backend.describe(ctx->backend_instance, info, err)) != BC_OK) return prefix_error(err, prefix);
+    if ((st = be->backend.describe(*instance, info, err)) != BC_OK) return prefix_error(err, prefix);
+    return BC_OK;
+}
+
+/* Step 4: every backend's instance, created light and described. */
+static bc_status create_backend(bc_context *ctx, bc_error *err) {
+    bc_status st = create_one_backend(&ctx->backend, &ctx->backend_instance, &ctx->backend_info, err);
+    for (size_t i = 0; st == BC_OK && i < ctx->cfg.n_more_backends; i++)
+        st = create_one_backend(&ctx->more_backends[i], &ctx->more_instances[i], &ctx->more_infos[i], err);
+    if (st != BC_OK) return st;
+    ctx->runner_backends = calloc(n_backends(ctx), sizeof *ctx->runner_backends);
+    if (!ctx->runner_backends) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n_backends(ctx); i++) {
+        const bc_context_plugin *cp = i == 0 ? &ctx->backend : &ctx->more_backends[i - 1];
+        ctx->runner_backends[i] = (bc_runner_backend){
+            .label = backend_label(ctx, i), .plugin = cp->plugin,
+            .instance = i == 0 ? ctx->backend_instance : ctx->more_instances[i - 1], .where = cp->where};
+    }
     return BC_OK;
 }
 
@@ -189,17 +332,19 @@ static void locate_case_error(const bc_context *ctx, const bc_case *c, bc_status
         text(buf + used, n - used, ": matrix");
         return;
     }
-    text(buf, n, "%s: backend", ctx->backend.where);
+    size_t b = backend_of(ctx, c);
+    text(buf, n, "%s: %s", b == 0 ? ctx->backend.where : ctx->more_backends[b - 1].where,
+         b == 0 ? ctx->cfg.backend.where : ctx->cfg.more_backends[b - 1].where);
 }
 
 /* Step 5: every case through check_case. */
 static bc_status check_cases(bc_context *ctx, int allow_infeasible, bc_error *err) {
-    const bc_plugin *be = ctx->backend.plugin;
-    if (!be->backend.check_case) return BC_OK;
     size_t first = ctx->n_cases;
     for (size_t k = 0; k < ctx->n_cases; k++) {
+        const bc_runner_backend *rb = &ctx->runner_backends[backend_of(ctx, &ctx->cases[k])];
+        if (!rb->plugin->backend.check_case) continue;
         bc_error cerr = {0};
-        bc_status st = be->backend.check_case(ctx->backend_instance, &ctx->cases[k], &cerr);
+        bc_status st = rb->plugin->backend.check_case(rb->instance, &ctx->cases[k], &cerr);
         ctx->checks[k].code = st;
         if (st == BC_OK) continue;
         text(ctx->checks[k].message, sizeof ctx->checks[k].message, "%s", cerr.message);
@@ -224,10 +369,11 @@ static bc_status check_cases(bc_context *ctx, int allow_infeasible, bc_error *er
 
 /* Step 6: the run report's header. */
 static bc_status fill_header(bc_context *ctx, const bc_context_args *a, bc_error *err) {
-    size_t n_all = 1 + ctx->cfg.n_precisions + ctx->cfg.n_cache_policies + ctx->cfg.n_reporters, k = 0;
+    size_t n_all = n_backends(ctx) + ctx->cfg.n_precisions + ctx->cfg.n_cache_policies + ctx->cfg.n_reporters, k = 0;
     const bc_plugin **all = calloc(n_all, sizeof *all);
     if (!all) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
     all[k++] = ctx->backend.plugin;
+    for (size_t i = 0; i < ctx->cfg.n_more_backends; i++) all[k++] = ctx->more_backends[i].plugin;
     for (size_t i = 0; i < ctx->cfg.n_precisions; i++) all[k++] = ctx->precisions[i].plugin;
     for (size_t i = 0; i < ctx->cfg.n_cache_policies; i++) all[k++] = ctx->caches[i].plugin;
     for (size_t i = 0; i < ctx->cfg.n_reporters; i++) all[k++] = ctx->reporters[i].plugin;
@@ -236,7 +382,7 @@ static bc_status fill_header(bc_context *ctx, const bc_context_args *a, bc_error
     if (st != BC_OK) return st;
     bc_run_report *run = &ctx->run;
     bc_run_meta_fill(&ctx->meta, ctx->cfg.path, ctx->cfg.sha256, run);
-    const bc_plugin_desc *bd = ctx->backend.plugin->desc;
+    const bc_plugin_desc *bd = &ctx->backend.desc; /* with the rows more_settings added */
     run->backend_name = bd->name;
     run->backend = &ctx->backend_info;
     run->backend_settings = bd->settings;
@@ -280,6 +426,8 @@ void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_ru
         .backend = ctx->backend.plugin,
         .backend_instance = ctx->backend_instance,
         .backend_where = ctx->backend.where,
+        .backends = ctx->runner_backends,
+        .n_backends = ctx->runner_backends ? n_backends(ctx) : 0,
         .cases = ctx->cases,
         .n_cases = ctx->n_cases,
         .warmup = ctx->cfg.warmup,
@@ -296,15 +444,28 @@ void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_ru
     };
 }
 
+void bc_context_free_settings(bc_context_plugin *p) {
+    free(p->values);
+    free(p->all_rows);
+    if (p->more_rows && p->plugin && p->plugin->desc->free_more_settings)
+        p->plugin->desc->free_more_settings(p->more_rows, p->n_more_rows);
+}
+
 static void free_plugins(bc_context_plugin *p, size_t n) {
-    for (size_t i = 0; p && i < n; i++) free(p[i].values);
+    for (size_t i = 0; p && i < n; i++) bc_context_free_settings(&p[i]);
     free(p);
 }
 
 void bc_context_free(bc_context *ctx) {
     if (ctx->backend_instance) ctx->backend.plugin->backend.destroy(ctx->backend_instance);
     ctx->backend_instance = NULL;
-    free(ctx->backend.values);
+    for (size_t i = 0; ctx->more_instances && i < ctx->cfg.n_more_backends; i++)
+        if (ctx->more_instances[i]) ctx->more_backends[i].plugin->backend.destroy(ctx->more_instances[i]);
+    bc_context_free_settings(&ctx->backend);
+    free_plugins(ctx->more_backends, ctx->more_backends ? ctx->cfg.n_more_backends : 0);
+    free(ctx->more_instances);
+    free(ctx->more_infos);
+    free(ctx->runner_backends);
     free_plugins(ctx->precisions, ctx->cfg.n_precisions);
     free_plugins(ctx->caches, ctx->cfg.n_cache_policies);
     free_plugins(ctx->reporters, ctx->cfg.n_reporters);

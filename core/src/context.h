@@ -37,6 +37,14 @@ typedef struct bc_context_plugin {
     bc_setting_value *values; /* plugin->desc->n_settings, owned */
     bc_settings settings;     /* the view plugins get of values */
     char where[PATH_MAX + 64];/* where the config names it: "bench.cfg:5", "--reporter" */
+    /* The settings table the values follow: the plugin's own, or, for a
+     * plugin with more_settings (since 2.2), its own rows then the ones
+     * more_settings returned (all_rows, owned; more_rows are the plugin's,
+     * handed back to its free_more_settings by bc_context_free). */
+    bc_plugin_desc desc;
+    bc_setting_desc *all_rows;
+    const bc_setting_desc *more_rows;
+    uint32_t n_more_rows;
 } bc_context_plugin;
 
 /* What a case's check_case said (plan prints it). */
@@ -76,9 +84,32 @@ typedef struct bc_context {
     size_t n_infeasible;
     void *backend_instance;                             /* created by the backend, destroyed in bc_context_free */
     bc_backend_info backend_info;                       /* filled by describe */
+    /* The backends list's other entries (cfg.n_more_backends), each with its
+     * instance and description, all owned like the first's; and the runner's
+     * view of every backend (the first included), built with the instances. */
+    bc_context_plugin *more_backends;
+    void **more_instances;
+    bc_backend_info *more_infos;
+    bc_runner_backend *runner_backends;                 /* 1 + cfg.n_more_backends, owned */
     bc_run_meta meta;
     bc_run_report run;                                  /* the header for reporters */
 } bc_context;
+
+/* Step 2 for one plugin out->plugin: resolves spec's settings group against
+ * its table (defaults, types, ranges, unknown names) into out (desc, values,
+ * settings); for a plugin with more_settings (since 2.2), its own rows
+ * first, then the rows it returns for them, appended. prefix names the
+ * plugin in errors. out's settings are freed by bc_context_free_settings,
+ * after the plugin's last instance is gone. */
+bc_status bc_context_resolve_settings(const bc_config *cfg, const bc_plugin_spec *spec, bc_context_plugin *out,
+                                      const char *prefix, bc_error *err);
+void bc_context_free_settings(bc_context_plugin *p);
+
+/* As bc_context_resolve_settings for p, from n_sets "NAME=VALUE" strings
+ * (libconfig values) instead of a bench.cfg (`benchctl plugins NAME --set
+ * ...`); errors are located at "--set". */
+bc_status bc_context_resolve_cli_settings(const bc_plugin *p, const char *const *sets, size_t n_sets,
+                                          bc_context_plugin *out, bc_error *err);
 
 /* Builds ctx (steps 1-6 above). On failure returns the code with err's
  * message (and hint) set; ctx must still be freed. */
@@ -87,6 +118,9 @@ bc_status bc_context_open(bc_context *ctx, const bc_context_args *args, bc_error
 /* Fills rc (and reps[ctx->cfg.n_reporters]) to run ctx's cases. rc borrows
  * from ctx and reps. */
 void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_runner_reporter *reps);
+
+/* The backend (plugin, instance) that runs case c of ctx's cases. */
+const bc_runner_backend *bc_context_backend_of(const bc_context *ctx, const bc_case *c);
 
 /* Describes a case in one phrase: "bf16 retain, batch 4 x 2 samples, prompt 32, response 16". */
 void bc_context_describe_case(const bc_case *c, char *buf, size_t n);

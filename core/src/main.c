@@ -178,11 +178,14 @@ static const char *const usage_report =
     "2 for usage errors or a file that is not a run.\n";
 
 static const char *const usage_plugins =
-    "usage: benchctl plugins [NAME]\n"
+    "usage: benchctl plugins [NAME [--set SETTING=VALUE ...]]\n"
     "\n"
     "Without NAME: every plugin found on the search path, with its kind,\n"
     "version, description and file; broken plugins are listed with their error.\n"
-    "With NAME (or the path of a .so): that plugin's settings table.\n";
+    "With NAME (or the path of a .so): that plugin's settings table. A plugin\n"
+    "whose settings depend on its own (the worker backend: its engine declares\n"
+    "them) shows them all once given those, e.g.\n"
+    "  benchctl plugins worker --set command=\"python3 -m benchctl_worker transformers\"\n";
 
 /* ------------------------------------------------------------- arguments */
 
@@ -202,7 +205,7 @@ static const command k_commands[] = {
     {"run", CMD_RUN, OPT_SET | OPT_REPORTER | OPT_VERBOSITY | OPT_SELECT | OPT_RESUME, usage_run},
     {"validate", CMD_VALIDATE, OPT_SET | OPT_REPORTER | OPT_VERBOSITY | OPT_SELECT, usage_validate},
     {"plan", CMD_PLAN, OPT_SET | OPT_VERBOSITY | OPT_SELECT, usage_plan},
-    {"plugins", CMD_PLUGINS, OPT_VERBOSITY, usage_plugins},
+    {"plugins", CMD_PLUGINS, OPT_SET | OPT_VERBOSITY, usage_plugins},
     {"report", CMD_REPORT, OPT_REPORTER | OPT_OUTPUT | OPT_VERBOSITY, usage_report},
     {"compare", CMD_COMPARE, 0, bc_compare_usage}, /* parses its own options: see main() */
     {"help", CMD_HELP, 0, usage_main},
@@ -630,10 +633,11 @@ static void print_mib(int64_t bytes) {
 /* One row of the plan: the memory columns and the check. */
 static void plan_memory_columns(const bc_context *ctx, const bc_case *c, const bc_case_check *chk, char *last_error,
                                 size_t cap) {
-    const bc_backend_ops *ops = &ctx->backend.plugin->backend;
+    const bc_runner_backend *rb = bc_context_backend_of(ctx, c); /* the case's, with a backends list */
+    const bc_backend_ops *ops = &rb->plugin->backend;
     bc_memory_stats m = {.struct_size = sizeof m, -1, -1, -1, -1, -1, -1, -1, -1};
     bc_error err = {0};
-    if (ops->plan_memory && chk->code == BC_OK && ops->plan_memory(ctx->backend_instance, c, &m, &err) == BC_OK) {
+    if (ops->plan_memory && chk->code == BC_OK && ops->plan_memory(rb->instance, c, &m, &err) == BC_OK) {
         printf(" ");
         print_mib(m.weights_bytes);
         print_mib(m.kv_cache_bytes);
@@ -847,7 +851,14 @@ static int cmd_plugins(const args *a) {
         bc_loader_free(&l);
         return EXIT_USAGE;
     }
-    const bc_plugin_desc *d = p->desc;
+    bc_context_plugin resolved = {0};
+    if (bc_context_resolve_cli_settings(p, a->sets, a->n_sets, &resolved, &err) != BC_OK) {
+        print_bc_error(&err);
+        bc_context_free_settings(&resolved);
+        bc_loader_free(&l);
+        return EXIT_USAGE;
+    }
+    const bc_plugin_desc *d = &resolved.desc; /* with the rows more_settings added */
     printf("%s %s (%s plugin, ABI %u.%u): %s\n%s\n", d->name, d->version ? d->version : "?", bc_kind_name(d->kind),
            d->abi_major, d->abi_minor, d->description ? d->description : "", p->path);
     if (d->n_settings == 0) {
@@ -856,6 +867,7 @@ static int cmd_plugins(const args *a) {
         print_settings_table(d);
         print_settings_usage(d, found_by_name(&l, p) ? d->name : p->path);
     }
+    bc_context_free_settings(&resolved);
     bc_loader_free(&l);
     return 0;
 }

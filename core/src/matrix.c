@@ -61,6 +61,8 @@ uint32_t bc_matrix_rebuild_axes(uint32_t backend_rebuild_axes) {
 static int same_name(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
 
 int bc_matrix_same_group(const bc_case *a, const bc_case *b, uint32_t axes) {
+    /* two backends never share a group: the cases run backend by backend */
+    if (BC_HAS(a, bc_case, backend) && BC_HAS(b, bc_case, backend) && !same_name(a->backend, b->backend)) return 0;
     if ((axes & BC_AXIS_PRECISION) && !same_name(a->precision, b->precision)) return 0;
     if ((axes & BC_AXIS_CACHE_POLICY) && !same_name(a->cache_policy, b->cache_policy)) return 0;
     if ((axes & BC_AXIS_BATCH_SIZE) && a->batch_size != b->batch_size) return 0;

@@ -48,7 +48,9 @@ bc_status bc_matrix_build(const bc_matrix_axes *axes, bc_case **out_cases, size_
  * BC_AXIS_PRECISION, BC_AXIS_NONE is no axis. */
 uint32_t bc_matrix_rebuild_axes(uint32_t backend_rebuild_axes);
 
-/* 1 when a and b agree on every axis in axes (bc_axis bits). */
+/* 1 when a and b run on the same backend (bc_case.backend) and agree on
+ * every axis in axes (bc_axis bits): groups never span two backends, so
+ * the execution order runs the cases backend by backend. */
 int bc_matrix_same_group(const bc_case *a, const bc_case *b, uint32_t axes);
 
 /* Fills order[n] with indices into cases[] in execution order, grouping by

@@ -46,6 +46,7 @@ static void replay_case(const bc_runfile *rf, const bc_runfile_case *c, bc_repla
         .release_cache = c->release_cache >= 0 ? c->release_cache
                                                : c->cache_policy && strcmp(c->cache_policy, "release") == 0,
         .sampling = rf->has_sampling ? &rp->sampling : NULL,
+        .backend = c->backend,
     };
     bc_memory_stats *m = &rp->memory[k];
     *m = (bc_memory_stats){.struct_size = sizeof *m};
@@ -80,6 +81,7 @@ static void replay_case(const bc_runfile *rf, const bc_runfile_case *c, bc_repla
         .wall_ms = c->wall_ms,
         .rebuilt = c->rebuilt,
         .total_ms_rel_ci = c->total_ms_rel_ci,
+        .token_agreement = c->token_agreement,
         .load_avg_start = c->load_avg_start,
         .load_avg_end = c->load_avg_end,
         .cpu_steal_share = c->cpu_steal_share,

@@ -1,5 +1,6 @@
 /* resume.c: the finished cases of an earlier run, for run --resume (see
  * resume.h). */
+#define _POSIX_C_SOURCE 200809L
 #include "resume.h"
 
 #include <math.h>
@@ -7,11 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The replayed report of the case with this index and key, if it finished. */
-static const bc_case_report *finished_case(const bc_resume *rs, const bc_case *c, const char *key) {
+/* The replayed report of the case with this index and key (with_backend: the
+ * key of a journal whose cases name more than one backend), if it finished
+ * on the same backend. */
+static const bc_case_report *finished_case(const bc_resume *rs, const bc_case *c, const char *key,
+                                           const char *with_backend) {
     for (size_t i = 0; i < rs->rf.n_cases; i++) {
         const bc_runfile_case *rc = &rs->rf.cases[i];
-        if (rc->index != c->index || rc->status != BC_CASE_OK || strcmp(rc->key, key) != 0) continue;
+        if (rc->index != c->index || rc->status != BC_CASE_OK) continue;
+        if (strcmp(rc->key, key) != 0 && strcmp(rc->key, with_backend) != 0) continue;
+        if (rc->backend && c->backend && strcmp(rc->backend, c->backend) != 0) continue;
         /* the replay holds the same cases, sorted by index */
         for (size_t j = 0; j < rs->rp.n_cases; j++)
             if (rs->rp.cases[j].index == c->index) return &rs->rp.reports[j];
@@ -54,9 +60,13 @@ bc_status bc_resume_load(bc_resume *rs, const char *path, const bc_case *cases, 
         const char *dtype = c->precision_ops && c->precision_ops->dtype ? c->precision_ops->dtype : c->precision;
         char *key = bc_runfile_key(c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length, dtype,
                                    c->release_cache ? "release" : "retain");
-        if (!key) return bc_error_set(err, BC_ERR_NOMEM, "--resume: out of memory");
-        const bc_case_report *from = finished_case(rs, c, key);
-        free(key);
+        char *with_backend = key ? bc_runfile_key_backend(strdup(key), c->backend) : NULL;
+        if (!key || !with_backend) {
+            free(key), free(with_backend);
+            return bc_error_set(err, BC_ERR_NOMEM, "--resume: out of memory");
+        }
+        const bc_case_report *from = finished_case(rs, c, key, with_backend);
+        free(key), free(with_backend);
         if (!from) continue;
         double *to = rs->values + k * (size_t)max_it * BC_N_FIELDS;
         map_values(&rs->rf, from, to);

@@ -334,6 +334,28 @@ char *bc_runfile_key(uint32_t batch_size, uint32_t samples_per_prompt, uint32_t 
     return key;
 }
 
+size_t bc_runfile_backends(const bc_runfile *rf, const char ***out);
+
+char *bc_runfile_key_backend(char *key, const char *backend) {
+    char *with = NULL;
+    if (key && asprintf(&with, "%s backend=%s", key, backend ? backend : "?") < 0) with = NULL;
+    free(key);
+    return with;
+}
+
+/* With more than one backend named by rf's cases, every key names its
+ * case's backend. */
+static bc_status key_by_backend(bc_runfile *rf, bc_error *err) {
+    const char **names = NULL;
+    size_t n = bc_runfile_backends(rf, &names);
+    free(names);
+    if (n < 2) return BC_OK;
+    for (size_t k = 0; k < rf->n_cases; k++)
+        if (!(rf->cases[k].key = bc_runfile_key_backend(rf->cases[k].key, rf->cases[k].backend)))
+            return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+    return BC_OK;
+}
+
 static char *case_key(const bc_runfile_case *c, const char *release) {
     return bc_runfile_key(c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length,
                           c->dtype ? c->dtype : c->precision, release ? release : c->cache_policy);
@@ -359,6 +381,7 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
     out->release_cache = release ? strcmp(release, "release") == 0 : -1;
     out->status = status_from(json_string_value(json_object_get(c, "status")));
     out->error_code = status_code_from(json_string_value(json_object_get(c, "error_code")));
+    out->backend = get_string(c, "backend");
     out->message = get_string(c, "message");
     if (!out->message) out->message = strdup("");
     out->returned_response_length = get_int(c, "returned_response_length", -1);
@@ -386,6 +409,7 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
         if (strcmp(reason, bc_stop_reason_name((bc_stop_reason)r)) == 0) out->stop_reason = (bc_stop_reason)r;
     const json_t *load = json_object_get(ext, "host_load");
     out->total_ms_rel_ci = get_number(ext, "total_ms_rel_ci", NAN);
+    out->token_agreement = get_number(ext, "token_agreement", NAN);
     out->load_avg_start = get_number(load, "load_avg_start", NAN);
     out->load_avg_end = get_number(load, "load_avg_end", NAN);
     out->cpu_steal_share = get_number(load, "cpu_steal_share", NAN);
@@ -506,6 +530,7 @@ bc_status bc_runfile_read(const char *path, bc_runfile *out, bc_error *err) {
     if (is_journal(text)) {
         out->format = BC_RUNFILE_JOURNAL;
         st = read_journal(out, text, len, err);
+        if (st == BC_OK) st = key_by_backend(out, err);
         free(text);
         if (st != BC_OK) bc_runfile_free(out);
         return st;
@@ -515,6 +540,7 @@ bc_status bc_runfile_read(const char *path, bc_runfile *out, bc_error *err) {
     if (json_is_object(doc)) {
         out->format = BC_RUNFILE_JSON;
         st = read_report(out, doc, err);
+        if (st == BC_OK) st = key_by_backend(out, err);
     } else if (doc) {
         st = bc_error_set(err, BC_ERR_FORMAT, "%s: not a benchctl report (the top level is not an object)", path);
     } else {
@@ -546,6 +572,12 @@ const char *bc_runfile_setting(const bc_runfile *rf, const char *name) {
     return NULL;
 }
 
+static void free_case(bc_runfile_case *c) {
+    free(c->precision), free(c->dtype), free(c->cache_policy), free(c->message), free(c->key), free(c->backend);
+    free(c->values), free(c->stats);
+    free(c->dist_host), free(c->dist_slowest_host), free(c->dist_arrays);
+}
+
 void bc_runfile_free(bc_runfile *rf) {
     char **strings[] = {&rf->path,          &rf->model,      &rf->device,       &rf->gpu,
                         &rf->driver,        &rf->backend,    &rf->benchctl_version, &rf->git_commit,
@@ -565,15 +597,49 @@ void bc_runfile_free(bc_runfile *rf) {
     free(rf->plugins);
     for (uint32_t f = 0; f < rf->n_fields; f++) free(rf->field_names[f]);
     free(rf->field_names);
-    for (size_t i = 0; i < rf->n_cases; i++) {
-        bc_runfile_case *c = &rf->cases[i];
-        free(c->precision), free(c->dtype), free(c->cache_policy), free(c->message), free(c->key);
-        free(c->values), free(c->stats);
-        free(c->dist_host), free(c->dist_slowest_host), free(c->dist_arrays);
-    }
+    for (size_t i = 0; i < rf->n_cases; i++) free_case(&rf->cases[i]);
     free(rf->cases);
     for (size_t r = 0; r < rf->n_ranks; r++) free((char *)rf->ranks[r].host), free((char *)rf->ranks[r].device);
     free(rf->ranks);
     free(rf->dist_mode), free(rf->dist_comm);
     memset(rf, 0, sizeof *rf);
+}
+
+size_t bc_runfile_backends(const bc_runfile *rf, const char ***out) {
+    *out = NULL;
+    const char **names = calloc(rf->n_cases + 1, sizeof *names);
+    if (!names) return 0;
+    size_t n = 0;
+    for (size_t k = 0; k < rf->n_cases; k++) {
+        const char *b = rf->cases[k].backend;
+        size_t i = 0;
+        while (b && i < n && strcmp(names[i], b) != 0) i++;
+        if (b && i == n) names[n++] = b;
+    }
+    if (n == 0) {
+        free(names);
+        return 0;
+    }
+    *out = names;
+    return n;
+}
+
+bc_status bc_runfile_keep_backend(bc_runfile *rf, const char *backend, bc_error *err) {
+    size_t kept = 0;
+    for (size_t k = 0; k < rf->n_cases; k++) {
+        bc_runfile_case *c = &rf->cases[k];
+        if (!c->backend || strcmp(c->backend, backend) != 0) {
+            free_case(c);
+            continue;
+        }
+        char *suffix = strstr(c->key, " backend=");
+        if (suffix) *suffix = '\0';
+        rf->cases[kept++] = *c;
+    }
+    rf->n_cases = kept;
+    char *path = NULL;
+    if (asprintf(&path, "%s [%s]", rf->path, backend) < 0) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    free(rf->path);
+    rf->path = path;
+    return BC_OK;
 }

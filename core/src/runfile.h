@@ -56,6 +56,7 @@ typedef struct bc_runfile_case {
     bc_case_status status; /* BC_CASE_OK when the file says nothing */
     bc_status error_code;  /* from the file's error_code name; BC_OK when it has none */
     char *message;         /* "" when none */
+    char *backend;         /* the backend that ran it (2.2 reports' "backend"), NULL when the file does not say */
     uint32_t n_iterations; /* profiles */
     double *values;        /* n_iterations x run.n_fields, row-major; NAN = null */
     double *stats;         /* run.n_fields x BC_N_STATS (stats.h), computed from values */
@@ -71,6 +72,7 @@ typedef struct bc_runfile_case {
      * BC_STOP_NONE and NAN when the file does not say. */
     bc_stop_reason stop_reason;
     double total_ms_rel_ci, load_avg_start, load_avg_end, cpu_steal_share;
+    double token_agreement; /* extended.token_agreement (2.2 reports), NAN when absent */
     /* The case's identity across runs: its axis values, its number format
      * (the dtype, so a benchctl "bf16" case matches a DeepSpeed "bfloat16"
      * one) and whether the cache was released, e.g.
@@ -135,6 +137,22 @@ bc_status bc_runfile_read(const char *path, bc_runfile *out, bc_error *err);
  * "release" or "retain". malloc'ed, owned by the caller; NULL without memory. */
 char *bc_runfile_key(uint32_t batch_size, uint32_t samples_per_prompt, uint32_t prompt_length,
                      uint32_t response_length, const char *dtype, const char *cache);
+
+/* key followed by " backend=NAME": the key of a case of a run with a
+ * backends list, where the same axes run once per backend (a file whose
+ * cases name more than one backend keys them so). Frees key; NULL without
+ * memory. */
+char *bc_runfile_key_backend(char *key, const char *backend);
+
+/* The backends rf's cases name, in the order they first appear: *out is a
+ * malloc'ed array (owned by the caller) of strings rf owns. Returns the
+ * count; 0 (and NULL) when no case names one or without memory. */
+size_t bc_runfile_backends(const bc_runfile *rf, const char ***out);
+
+/* Keeps only the cases of backend in rf (compare --by backend): their keys
+ * lose their " backend=NAME", so they match another backend's cases of the
+ * same file, and rf's path becomes "PATH [backend]" for the output. */
+bc_status bc_runfile_keep_backend(bc_runfile *rf, const char *backend, bc_error *err);
 
 /* Index of the field called name, -1 if the file has none. */
 int bc_runfile_field(const bc_runfile *rf, const char *name);

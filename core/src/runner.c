@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agreement.h"
 #include "distributed.h"
 #include "eta.h"
 #include "host.h"
@@ -44,6 +45,8 @@ const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_DECODE_MS_PER_TOKEN_P95] = "decode_ms_per_token_p95",
     [BC_FIELD_PREFILL_TOKENS_PER_SECOND] = "prefill_tokens_per_second",
     [BC_FIELD_DECODE_TOKENS_PER_SECOND] = "decode_tokens_per_second",
+    [BC_FIELD_ENGINE_TOTAL_MS] = "engine_total_ms",
+    [BC_FIELD_PROTOCOL_OVERHEAD_MS] = "protocol_overhead_ms",
     [BC_FIELD_PADDED_TOKEN_SLOTS] = "padded_token_slots",
     [BC_FIELD_PADDING_WASTE] = "padding_waste",
     [BC_FIELD_RESPONSE_LENGTH_MIN] = "response_length_min",
@@ -108,6 +111,8 @@ static void generation_unknown(bc_generation_stats *g) {
     g->num_decode_forwards = g->num_generated_tokens = g->returned_response_length = -1;
     g->num_prefill_tokens = g->num_decode_tokens = -1;
     g->prompt_width_tokens = g->prompt_min_tokens = g->prompt_max_tokens = -1;
+    g->engine_prompt_expansion_ms = g->engine_generation_ms = g->engine_post_processing_ms = NAN;
+    g->token_rows = g->token_cols = g->token_stride = -1;
     g->padded_token_slots = g->num_prefill_forwards = g->continuous_batch_size = -1;
     g->response_length_min = g->response_length_p50 = g->response_length_p95 = g->response_length_max = NAN;
     g->scheduler_overhead_ms = g->cache_management_overhead_ms = g->active_batch_size = g->occupancy = NAN;
@@ -124,7 +129,7 @@ static double per_second(int64_t count, double ms) {
     return count >= 0 && bc_is_measured(ms) && ms > 0 ? (double)count / (ms / 1000.0) : NAN;
 }
 
-/* The fields generate's stats give (row has N_FIELDS values). */
+/* The fields generate's stats give (row has N_FIELDS values, total_ms set). */
 static void fields_from_generation(const bc_generation_stats *g, double gen_ms, double expand_ms, double *row) {
     if (g->num_generated_tokens >= 0) {
         row[BC_FIELD_NUM_GENERATED_TOKENS] = (double)g->num_generated_tokens;
@@ -162,6 +167,28 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
     row[BC_FIELD_KV_BYTES_PEAK] = count_field(g->kv_bytes_peak);
     row[BC_FIELD_KV_FRAGMENTATION] = g->kv_fragmentation;
     if (g->kv_bytes_saved != INT64_MIN) row[BC_FIELD_KV_BYTES_SAVED] = (double)g->kv_bytes_saved;
+    if (bc_is_measured(g->engine_prompt_expansion_ms) && bc_is_measured(g->engine_generation_ms) &&
+        bc_is_measured(g->engine_post_processing_ms)) {
+        row[BC_FIELD_ENGINE_TOTAL_MS] = g->engine_prompt_expansion_ms + g->engine_generation_ms +
+                                        g->engine_post_processing_ms;
+        row[BC_FIELD_PROTOCOL_OVERHEAD_MS] = row[BC_FIELD_TOTAL_MS] - row[BC_FIELD_ENGINE_TOTAL_MS];
+    }
+}
+
+/* The backend (its index in cfg->backends) that runs case c; 0 with one. */
+static size_t backend_index(const bc_runner_config *cfg, const bc_case *c) {
+    if (cfg->n_backends < 2 || !BC_HAS(c, bc_case, backend) || !c->backend) return 0;
+    for (size_t i = 0; i < cfg->n_backends; i++)
+        if (strcmp(cfg->backends[i].label, c->backend) == 0) return i;
+    return 0;
+}
+
+static const bc_plugin *backend_plugin(const bc_runner_config *cfg, const bc_case *c) {
+    return cfg->n_backends ? cfg->backends[backend_index(cfg, c)].plugin : cfg->backend;
+}
+
+static void *backend_instance(const bc_runner_config *cfg, const bc_case *c) {
+    return cfg->n_backends ? cfg->backends[backend_index(cfg, c)].instance : cfg->backend_instance;
 }
 
 /* Where one iteration stopped, when it did not complete. */
@@ -175,7 +202,7 @@ typedef struct iteration_out {
  * hook error returns it, with out->hook naming the hook. */
 static bc_status one_iteration(const bc_runner_config *cfg, void *inst, const bc_case *c, int *released, double *row,
                                iteration_out *out, bc_error *err) {
-    const bc_backend_ops *ops = &cfg->backend->backend;
+    const bc_backend_ops *ops = &backend_plugin(cfg, c)->backend;
     double scratch[N_FIELDS];
     if (!row) row = scratch;
     for (int f = 0; f < N_FIELDS; f++) row[f] = NAN;
@@ -463,9 +490,9 @@ void bc_run_case_stats(bc_run_result *res, size_t k) {
 static void run_case(run_state *rs, size_t k) {
     const bc_runner_config *cfg = rs->cfg;
     bc_run_result *res = rs->res;
-    const bc_backend_ops *ops = &cfg->backend->backend;
-    void *inst = cfg->backend_instance;
     const bc_case *c = &cfg->cases[k];
+    const bc_backend_ops *ops = &backend_plugin(cfg, c)->backend;
+    void *inst = backend_instance(cfg, c);
     bc_case_report *cr = &res->cases[k];
     double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
     bc_dist *dist = cfg->dist && cfg->dist->mode == BC_DIST_REPLICATE ? cfg->dist : NULL;
@@ -529,6 +556,7 @@ static void run_case(run_state *rs, size_t k) {
         }
         cr->n_iterations = it + 1;
         note_generation(cr, &it_out.gen);
+        bc_agreement_keep(&res->tokens[k], c, &it_out.gen);
         iteration_event(rs, c, 0, it, out, elapsed, rel);
         cr->stop_reason = (bc_stop_reason)rule;
         if (cr->stop_reason != BC_STOP_NONE) break;
@@ -849,7 +877,8 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
     res->stats = calloc(n * N_FIELDS * BC_N_STATS + 1, sizeof *res->stats);
     res->memory = calloc(n ? n : 1, sizeof *res->memory);
     res->messages = calloc(n ? n : 1, sizeof *res->messages);
-    if (!res->cases || !res->values || !res->stats || !res->memory || !res->messages)
+    res->tokens = calloc(n ? n : 1, sizeof *res->tokens);
+    if (!res->cases || !res->values || !res->stats || !res->memory || !res->messages || !res->tokens)
         return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory for %zu cases", n);
     for (size_t k = 0; k < n; k++) {
         bc_case_report *cr = &res->cases[k];
@@ -871,6 +900,7 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
         cr->wall_ms = NAN;
         cr->stop_reason = BC_STOP_NONE;
         cr->total_ms_rel_ci = cr->load_avg_start = cr->load_avg_end = cr->cpu_steal_share = NAN;
+        cr->token_agreement = NAN;
         for (size_t f = 0; f < N_FIELDS; f++) {
             double *s = res->stats + (k * N_FIELDS + f) * BC_N_STATS;
             s[BC_STAT_N] = 0.0;
@@ -912,6 +942,7 @@ static void adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size_t 
     cr->load_avg_end = from->load_avg_end;
     cr->cpu_steal_share = from->cpu_steal_share;
     cr->stop_reason = from->stop_reason;
+    if (BC_ELEM_HAS(from->struct_size, bc_case_report, token_agreement)) cr->token_agreement = from->token_agreement;
 }
 
 /* Opens every reporter; a failure is reported and the others carry on. */
@@ -976,17 +1007,20 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         free(order), free(finished), free(done), free(slots);
         return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory");
     }
-    const bc_plugin *be = cfg->backend;
-    uint32_t axes = bc_matrix_rebuild_axes(be->backend.rebuild_axes);
+    uint32_t axes = bc_matrix_rebuild_axes(cfg->backend->backend.rebuild_axes);
+    for (size_t b = 1; b < cfg->n_backends; b++) axes |= bc_matrix_rebuild_axes(cfg->backends[b].plugin->backend.rebuild_axes);
     bc_matrix_execution_order(cfg->cases, n, axes, order);
 
-    st = be->backend.prepare ? be->backend.prepare(cfg->backend_instance, err) : BC_OK;
-    if (cfg->dist) st = bc_dist_agree_status(cfg->dist, st, err); /* every rank starts, or none */
-    if (st != BC_OK) {
+    const bc_runner_backend one = {.plugin = cfg->backend, .instance = cfg->backend_instance, .where = cfg->backend_where};
+    for (size_t b = 0; b < (cfg->n_backends ? cfg->n_backends : 1); b++) {
+        const bc_runner_backend *rb = cfg->n_backends ? &cfg->backends[b] : &one;
+        const bc_plugin *be = rb->plugin;
+        st = be->backend.prepare ? be->backend.prepare(rb->instance, err) : BC_OK;
+        if (cfg->dist) st = bc_dist_agree_status(cfg->dist, st, err); /* every rank starts, or none */
+        if (st == BC_OK) continue;
         char msg[sizeof err->message + 512];
-        snprintf(msg, sizeof msg, "%.300s%sbackend '%s' could not start: prepare: %s",
-                 cfg->backend_where ? cfg->backend_where : "", cfg->backend_where ? ": " : "", be->desc->name,
-                 err->message);
+        snprintf(msg, sizeof msg, "%.300s%sbackend '%s' could not start: prepare: %s", rb->where ? rb->where : "",
+                 rb->where ? ": " : "", be->desc->name, err->message);
         char hint[sizeof err->hint];
         memcpy(hint, err->hint, sizeof hint);
         bc_error_set(err, st, "%s", msg);
@@ -1090,6 +1124,9 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         if (res->cases[k].status == BC_CASE_SKIPPED) res->n_skipped++;
     }
 
+    /* shard: a case and its first backend's run may sit on different ranks,
+     * whose tokens stay there; token_agreement stays NAN (docs/config.md) */
+    if (!shard) bc_agreement_compute(cfg->cases, n, res->tokens, res->cases);
     run.n_cases = (uint32_t)n;
     run.cases = res->cases;
     close_reporters(cfg, &run, slots, res);
@@ -1112,5 +1149,6 @@ void bc_run_result_free(bc_run_result *res) {
     free(res->values);
     free(res->stats);
     free(res->memory);
+    bc_agreement_free(res->tokens, res->n_cases);
     *res = (bc_run_result){0};
 }

@@ -86,6 +86,8 @@ typedef enum bc_field {
     BC_FIELD_DECODE_MS_PER_TOKEN_P95,
     BC_FIELD_PREFILL_TOKENS_PER_SECOND,
     BC_FIELD_DECODE_TOKENS_PER_SECOND,
+    BC_FIELD_ENGINE_TOTAL_MS,       /* a worker backend's engine's own stage times, summed */
+    BC_FIELD_PROTOCOL_OVERHEAD_MS,  /* total_ms - engine_total_ms: the transport to the engine */
     BC_FIELD_PADDED_TOKEN_SLOTS,
     BC_FIELD_PADDING_WASTE,
     BC_FIELD_RESPONSE_LENGTH_MIN,
@@ -125,10 +127,25 @@ typedef struct bc_prior_case {
     uint32_t n_iterations;
 } bc_prior_case;
 
+/* One backend of a run with a backends list: it runs the cases whose
+ * bc_case.backend is label. */
+typedef struct bc_runner_backend {
+    const char *label;
+    const bc_plugin *plugin;
+    void *instance;     /* created and described by the caller, destroyed by it after bc_run */
+    const char *where;  /* "bench.cfg:7", prefixed to prepare errors; may be NULL */
+} bc_runner_backend;
+
 typedef struct bc_runner_config {
     const bc_plugin *backend;
     void *backend_instance;      /* created and described by the caller, destroyed by it after bc_run */
     const char *backend_where;   /* "bench.cfg:7", prefixed to prepare errors; may be NULL */
+    /* Every backend, when there may be more than one (the first is backend
+     * above): each case runs on the one its bc_case.backend names, and the
+     * cases run backend by backend, in this order. n_backends 0: backend
+     * runs every case. */
+    const bc_runner_backend *backends;
+    size_t n_backends;
     const bc_case *cases;        /* requested order (case.index: position in the whole matrix) */
     size_t n_cases;
     uint32_t warmup;
@@ -184,6 +201,7 @@ typedef struct bc_run_result {
     double *stats;           /* n_cases x BC_N_FIELDS x BC_N_STATS */
     bc_memory_stats *memory; /* n_cases; case report k's memory */
     char **messages;         /* n_cases, each case report's message */
+    struct bc_case_tokens *tokens; /* n_cases: each case's last tokens, for the token agreement (agreement.h) */
     uint32_t n_failed;       /* cases with status failed */
     uint32_t n_skipped;
     uint32_t n_rebuilds;     /* cases that built costly backend state (rebuilt = 1) */

@@ -11,7 +11,7 @@
 #include "config.h"
 
 #define CASES_HINT "'benchctl plan FILE' lists every case with its index"
-#define ONLY_AXES "precision, cache_policy, batch_size, samples_per_prompt, prompt_length, response_length"
+#define ONLY_AXES "backend, precision, cache_policy, batch_size, samples_per_prompt, prompt_length, response_length"
 
 /* Items of a comma-separated option: the next item of *p (spaces trimmed)
  * into item[n]; 0 at the end of the text. */
@@ -78,9 +78,18 @@ static bc_status parse_cases(const char *opt, const bc_case *cases, size_t n, un
 }
 
 /* The axes --only knows. */
-enum { AX_PRECISION, AX_CACHE, AX_BATCH, AX_SAMPLES, AX_PROMPT, AX_RESPONSE, N_AXES };
-static const char *const k_axes[N_AXES] = {"precision",          "cache_policy",  "batch_size",
-                                           "samples_per_prompt", "prompt_length", "response_length"};
+enum { AX_PRECISION, AX_CACHE, AX_BATCH, AX_SAMPLES, AX_PROMPT, AX_RESPONSE, AX_BACKEND, N_AXES };
+static const char *const k_axes[N_AXES] = {"precision",     "cache_policy",    "batch_size", "samples_per_prompt",
+                                           "prompt_length", "response_length", "backend"};
+
+/* 1 for the axes whose values are names, not numbers. */
+static int named_axis(int axis) { return axis == AX_PRECISION || axis == AX_CACHE || axis == AX_BACKEND; }
+
+/* The value of a named axis of c ("?" when the case has none). */
+static const char *axis_name(const bc_case *c, int axis) {
+    const char *v = axis == AX_PRECISION ? c->precision : axis == AX_CACHE ? c->cache_policy : c->backend;
+    return v ? v : "?";
+}
 
 /* The value of a numeric axis of c. */
 static unsigned axis_number(const bc_case *c, int axis) {
@@ -97,7 +106,7 @@ static int case_matches(const bc_case *c, int axis, const char *value) {
     if (axis == AX_PRECISION)
         return (c->precision && strcmp(c->precision, value) == 0) ||
                (c->precision_ops && c->precision_ops->dtype && strcmp(c->precision_ops->dtype, value) == 0);
-    if (axis == AX_CACHE) return c->cache_policy && strcmp(c->cache_policy, value) == 0;
+    if (axis == AX_CACHE || axis == AX_BACKEND) return strcmp(axis_name(c, axis), value) == 0;
     return strtoull(value, NULL, 10) == axis_number(c, axis);
 }
 
@@ -107,15 +116,15 @@ static void axis_values(const bc_case *cases, size_t n, int axis, char *buf, siz
     buf[0] = '\0';
     for (size_t k = 0; k < n && used + 1 < size; k++) {
         char v[64];
-        if (axis == AX_PRECISION || axis == AX_CACHE)
-            snprintf(v, sizeof v, "%s", axis == AX_PRECISION ? cases[k].precision : cases[k].cache_policy);
+        if (named_axis(axis))
+            snprintf(v, sizeof v, "%s", axis_name(&cases[k], axis));
         else
             snprintf(v, sizeof v, "%u", axis_number(&cases[k], axis));
         int seen = 0;
         for (size_t j = 0; j < k && !seen; j++) {
             char w[64];
-            if (axis == AX_PRECISION || axis == AX_CACHE)
-                snprintf(w, sizeof w, "%s", axis == AX_PRECISION ? cases[j].precision : cases[j].cache_policy);
+            if (named_axis(axis))
+                snprintf(w, sizeof w, "%s", axis_name(&cases[j], axis));
             else
                 snprintf(w, sizeof w, "%u", axis_number(&cases[j], axis));
             seen = strcmp(v, w) == 0;
@@ -149,7 +158,7 @@ static bc_status parse_only(const char *opt, const bc_case *cases, size_t n, uns
             return bc_error_hint(err, "axes: " ONLY_AXES);
         }
         unsigned long long number;
-        if (axis != AX_PRECISION && axis != AX_CACHE && !parse_index(value, &number))
+        if (!named_axis(axis) && !parse_index(value, &number))
             return bc_error_set(err, BC_ERR_INVALID, "--only %s: %s must be a whole number (got '%s')", opt, key,
                                 value);
         int found = 0;

@@ -252,8 +252,8 @@ int bc_settings_given(const bc_plugin_spec *spec, const char *name) {
     return group && config_setting_type(group) == CONFIG_TYPE_GROUP && config_setting_get_member(group, name) != NULL;
 }
 
-bc_status bc_settings_resolve(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
-                              bc_setting_value *values, bc_error *err) {
+static bc_status resolve(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
+                         bc_setting_value *values, int pass_over_unknown, bc_error *err) {
     const char *pname = desc->name ? desc->name : spec->name;
     if (desc->n_settings > 0 && !desc->settings)
         return bc_error_set(err, BC_ERR_INTERNAL, "plugin '%s': %u settings declared but no table", pname,
@@ -278,9 +278,20 @@ bc_status bc_settings_resolve(const bc_config *cfg, const bc_plugin_spec *spec, 
         char path[320];
         bc_cfg_path_join(path, sizeof path, base, config_setting_name(s));
         uint32_t i = find_row(desc, config_setting_name(s));
+        if (i == desc->n_settings && pass_over_unknown) continue;
         if (i == desc->n_settings) return unknown_key(cfg, desc, s, path, pname, err);
         bc_status st = resolve_one(cfg, desc, &desc->settings[i], s, path, &values[i], err);
         if (st) return st;
     }
     return BC_OK;
+}
+
+bc_status bc_settings_resolve(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
+                              bc_setting_value *values, bc_error *err) {
+    return resolve(cfg, spec, desc, values, 0, err);
+}
+
+bc_status bc_settings_resolve_known(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
+                                    bc_setting_value *values, bc_error *err) {
+    return resolve(cfg, spec, desc, values, 1, err);
 }

@@ -39,4 +39,9 @@ int bc_settings_given(const bc_plugin_spec *spec, const char *name);
 bc_status bc_settings_resolve(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
                               bc_setting_value *values, bc_error *err);
 
+/* As bc_settings_resolve, but keys desc's table lacks are passed over: the
+ * first pass for a plugin with more_settings, whose other rows come later. */
+bc_status bc_settings_resolve_known(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
+                                    bc_setting_value *values, bc_error *err);
+
 #endif

@@ -699,6 +699,10 @@ static void put_generation_stats(bc_generation_stats *out, const opt_rollout *ro
     BC_SET(out, bc_generation_stats, prompt_width_tokens, ro->Tp);
     BC_SET(out, bc_generation_stats, prompt_min_tokens, ro->prompt_min);
     BC_SET(out, bc_generation_stats, prompt_max_tokens, ro->prompt_max);
+    BC_SET(out, bc_generation_stats, tokens, ro->seq + ro->response_start); /* the rollout's, until end_case */
+    BC_SET(out, bc_generation_stats, token_rows, (int64_t)ro->R);
+    BC_SET(out, bc_generation_stats, token_cols, (int64_t)ro->returned_len);
+    BC_SET(out, bc_generation_stats, token_stride, (int64_t)ro->Stot);
     BC_SET(out, bc_generation_stats, padded_token_slots, ro->n_padded_slots);
     BC_SET(out, bc_generation_stats, response_length_min, ro->lengths_drawn.min);
     BC_SET(out, bc_generation_stats, response_length_p50, ro->lengths_drawn.p50);

@@ -23,6 +23,7 @@
 
 #include "device.h"
 #include "fileio.h"
+#include "../common/synthetic_prompts.h"
 
 #include <errno.h>
 #include <math.h>
@@ -269,12 +270,8 @@ bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rol
             for (int t = 0; t < pad; t++) ids[t] = ro->pad_id, mk[t] = 0;
             for (int t = 0; t < ln->n; t++) ids[pad + t] = ln->ids[t], mk[pad + t] = 1;
         } else {
-            /* uniform in [3, V), one generator per prompt */
-            opt_rng g = opt_rng_for_row(p->sampling.seed ^ 0x70726f6d7074ull, (uint64_t)b);
-            for (int t = 0; t < ro->Tp; t++) {
-                ids[t] = 3 + (int32_t)(opt_rng_next(&g) % (uint64_t)(ro->V - 3));
-                mk[t] = 1;
-            }
+            bc_synthetic_prompt(p->sampling.seed, (uint64_t)b, ro->V, ids, ro->Tp); /* plugins/common */
+            memset(mk, 1, (size_t)ro->Tp);
         }
     }
     opt_lengths_draw(&p->lengths, p->sampling.seed, ro->Tr, ro->R, ro->row_len);

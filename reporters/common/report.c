@@ -12,6 +12,8 @@ const char *bc_case_status_name(bc_case_status s) {
     return "unknown";
 }
 
+const char *bc_case_backend(const bc_case *c) { return BC_HAS(c, bc_case, backend) ? c->backend : NULL; }
+
 const char *bc_case_dtype(const bc_case *c) {
     if (!c) return NULL;
     if (c->precision_ops && c->precision_ops->dtype) return c->precision_ops->dtype;

@@ -51,6 +51,10 @@ const char *bc_case_status_name(bc_case_status s);
  * precision plugin's name, else NULL. */
 const char *bc_case_dtype(const bc_case *c);
 
+/* The backend that ran the case (2.2: a run with a backends list names each
+ * case's), or NULL from an older host. */
+const char *bc_case_backend(const bc_case *c);
+
 /* bytes / 2^20, or NAN when bytes is negative (unknown). */
 double bc_bytes_to_mib(int64_t bytes);
 

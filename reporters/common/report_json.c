@@ -338,6 +338,8 @@ static void write_extended(bc_jw *w, const bc_run_report *run, const bc_case_rep
     bc_jw_begin_object(w);
     bc_jw_key_uint(w, "n_iterations", cr->n_iterations);
     bc_jw_key_double(w, "total_ms_rel_ci", BC_CASE_FIELD(run, cr, total_ms_rel_ci, NAN));
+    double agreement = BC_CASE_FIELD(run, cr, token_agreement, NAN); /* (2.2) only where checked */
+    if (!isnan(agreement)) bc_jw_key_double(w, "token_agreement", agreement);
     bc_jw_key_double(w, "wall_ms", cr->wall_ms);
     bc_jw_key(w, "host_load");
     write_host_load(w, run, cr);
@@ -374,6 +376,7 @@ void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, in
     bc_jw_key_string(w, "precision", c->precision);
     bc_jw_key_string(w, "dtype", bc_case_dtype(c));
     bc_jw_key_string(w, "cache_policy", c->cache_policy);
+    if (bc_case_backend(c)) bc_jw_key_string(w, "backend", bc_case_backend(c)); /* (2.2) */
     bc_jw_key_bool(w, "release_inference_cache", c->release_cache);
     bc_jw_key_bool(w, "rebuilt", cr->rebuilt != 0);
     bc_jw_key_string(w, "status", bc_case_status_name(cr->status));

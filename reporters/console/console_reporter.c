@@ -77,6 +77,7 @@ typedef struct console_reporter {
     char ci[32];         /* "ci +-2.3%" while an adaptive case converges */
     double eta_s;
     double last_tps;     /* mean tokens/s of the last case that finished ok, NAN before */
+    char first_backend[64]; /* the run's backend (its first, with a backends list) */
 } console_reporter;
 
 /* check_settings: the output path must be writable (host->output_check;
@@ -89,7 +90,6 @@ static uint64_t now_ns(const console_reporter *r) { return r->host->now_ns ? r->
 
 static bc_status console_open(const bc_host *host, const bc_settings *settings, const bc_run_report *run,
                               void **out_instance, bc_error *err) {
-    (void)run;
     const char *path = bc_setting_at(settings, SET_PATH)->s;
     if (!path || !*path) return bc_error_set(err, BC_ERR_SETTING, "console: setting path is empty");
     console_reporter *r = calloc(1, sizeof *r);
@@ -105,6 +105,7 @@ static bc_status console_open(const bc_host *host, const bc_settings *settings, 
     r->t_open_ns = now_ns(r);
     r->eta_s = NAN;
     r->last_tps = NAN;
+    snprintf(r->first_backend, sizeof r->first_backend, "%s", run->backend_name ? run->backend_name : "");
     *out_instance = r;
     return BC_OK;
 }
@@ -140,16 +141,19 @@ static size_t terminal_width(void) {
     return cols > 0 && cols < 10000 ? (size_t)cols : 80;
 }
 
-/* "B=4 x4 prompt=128 resp=128 bf16 retain"; "prompt=file" when the prompts
+/* "B=4 x4 prompt=128 resp=128 bf16 retain", and the case's backend when it
+ * is not the run's first (a backends list); "prompt=file" when the prompts
  * file decides the length. */
-static void describe_case(char *buf, size_t size, const bc_case *c) {
+static void describe_case(char *buf, size_t size, const bc_case *c, const char *first_backend) {
     char prompt[16];
     if (c->prompt_length)
         snprintf(prompt, sizeof prompt, "%u", c->prompt_length);
     else
         snprintf(prompt, sizeof prompt, "file");
-    snprintf(buf, size, "B=%u x%u prompt=%s resp=%u %s %s", c->batch_size, c->samples_per_prompt, prompt,
-             c->response_length, c->precision ? c->precision : "?", c->cache_policy ? c->cache_policy : "?");
+    int k = snprintf(buf, size, "B=%u x%u prompt=%s resp=%u %s %s", c->batch_size, c->samples_per_prompt, prompt,
+                     c->response_length, c->precision ? c->precision : "?", c->cache_policy ? c->cache_policy : "?");
+    const char *b = bc_case_backend(c);
+    if (b && strcmp(b, first_backend) != 0 && k > 0 && (size_t)k < size) snprintf(buf + k, size - (size_t)k, " %s", b);
 }
 
 /* The progress line within width columns: "[i/n] DESC  PARTS...". The
@@ -222,7 +226,7 @@ static void console_case_started(void *instance, const bc_case *c, uint32_t i, u
     r->n_cases = n;
     r->eta_s = eta_s;
     r->iteration[0] = r->ci[0] = '\0';
-    describe_case(r->desc, sizeof r->desc, c);
+    describe_case(r->desc, sizeof r->desc, c, r->first_backend);
     if (r->host->stderr_is_tty) {
         draw(r, 1);
     } else if (r->verbose && r->progress && !r->quiet) {
@@ -261,7 +265,7 @@ static double case_mean(const bc_run_report *run, const bc_case_report *cr, cons
  * (the message of a failure is printed once, grouped, when the run ends). */
 static void print_case_line(const console_reporter *r, const bc_run_report *run, const bc_case_report *cr) {
     char desc[128];
-    describe_case(desc, sizeof desc, cr->c);
+    describe_case(desc, sizeof desc, cr->c, r->first_backend);
     if (cr->status != BC_CASE_OK) {
         fprintf(stderr, "benchctl: [%u/%u] %s: %s (%s)\n", r->position + 1, r->n_cases, bc_case_status_name(cr->status),
                 desc, bc_status_name(cr->error_code));
@@ -433,6 +437,24 @@ static void fill_steal(char *cell, const view *v, const bc_case_report *cr) {
 }
 
 /* What ran and how long it took. */
+static void fill_backend(char *cell, const view *v, const bc_case_report *cr) {
+    (void)v;
+    snprintf(cell, CELL_LEN, "%s", bc_case_backend(cr->c) ? bc_case_backend(cr->c) : "-");
+}
+
+/* 1 when the run's cases name more than one backend. */
+static int several_backends(const bc_run_report *run) {
+    const char *first = NULL;
+    for (uint32_t i = 0; i < run->n_cases; i++) {
+        const char *b = bc_case_backend(bc_run_case(run, i)->c);
+        if (b && !first) first = b;
+        else if (b && strcmp(b, first) != 0) return 1;
+    }
+    return 0;
+}
+
+static const column backend_column = {"backend", 0, fill_backend, NULL, NULL, 0};
+
 static const column case_columns[] = {
     {"#", 1, fill_index, NULL, NULL, 0},
     {"batch", 1, fill_batch, NULL, NULL, 0},
@@ -524,7 +546,7 @@ static const column shard_columns[] = {
 };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
-_Static_assert(N_OF(case_columns) <= MAX_COLS && N_OF(phase_columns) <= MAX_COLS &&
+_Static_assert(N_OF(case_columns) < MAX_COLS && N_OF(phase_columns) <= MAX_COLS &&
                    N_OF(replicate_columns) <= MAX_COLS,
                "raise MAX_COLS");
 
@@ -725,7 +747,14 @@ static void put_unstable(bc_text *t, const view *v) {
 static bc_status build_report(bc_text *t, const view *v) {
     put_title(t, v->run);
     put_changed_settings(t, v->run);
-    if (put_table(t, v, case_columns, N_OF(case_columns)) != BC_OK) return BC_ERR_NOMEM;
+    /* with several backends, the case table names each case's after its # */
+    column cols[MAX_COLS];
+    size_t n_cols = 0;
+    for (size_t k = 0; k < N_OF(case_columns); k++) {
+        cols[n_cols++] = case_columns[k];
+        if (k == 0 && several_backends(v->run)) cols[n_cols++] = backend_column;
+    }
+    if (put_table(t, v, cols, n_cols) != BC_OK) return BC_ERR_NOMEM;
     bc_text_put(t, "\n", 1);
     if (put_table(t, v, phase_columns, N_OF(phase_columns)) != BC_OK) return BC_ERR_NOMEM;
     const bc_distributed *d = BC_RUN_FIELD(v->run, distributed, NULL);

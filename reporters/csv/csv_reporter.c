@@ -11,7 +11,7 @@
  *   run->stat_names, in their orders: F_S (e.g. total_ms_p95),
  *   peak_memory_mb,held_between_rollouts_mib,peak_rss_mb,
  *   stop_reason,total_ms_rel_ci,load_avg_start,load_avg_end,cpu_steal_share,
- *   message
+ *   message,backend (the case's backend; empty from a host before 2.2)
  *
  * The statistics columns come from the run's tables, so a field or a
  * statistic the host adds gets its columns without a change here.
@@ -138,6 +138,7 @@ static void write_header(bc_text *t, const bc_run_report *run) {
     if (BC_RUN_FIELD(run, distributed, NULL))
         for (size_t i = 0; i < sizeof dist_columns / sizeof dist_columns[0]; i++) cell(t, &first, dist_columns[i]);
     cell(t, &first, "message");
+    cell(t, &first, "backend");
     end_row(t);
 }
 
@@ -173,6 +174,7 @@ static void write_row(bc_text *t, const bc_run_report *run, const bc_case_report
     cell_double(t, &first, BC_CASE_FIELD(run, cr, cpu_steal_share, NAN));
     if (BC_RUN_FIELD(run, distributed, NULL)) write_dist_cells(t, &first, BC_CASE_FIELD(run, cr, distributed, NULL));
     cell(t, &first, cr->message ? cr->message : "");
+    cell(t, &first, bc_case_backend(c) ? bc_case_backend(c) : "");
     end_row(t);
 }
 

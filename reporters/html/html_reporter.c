@@ -180,7 +180,7 @@ static int same_str(const char *a, const char *b) { return strcmp(a ? a : "", b 
 
 /* Which axes take more than one value in the run. */
 typedef struct varying {
-    int samples, prompt, response, precision, cache;
+    int samples, prompt, response, precision, cache, backend;
 } varying;
 
 static varying find_varying(const bc_run_report *run, uint32_t n) {
@@ -194,14 +194,23 @@ static varying find_varying(const bc_run_report *run, uint32_t n) {
         v.response |= c->response_length != a->response_length;
         v.precision |= !same_str(c->precision, a->precision);
         v.cache |= !same_str(c->cache_policy, a->cache_policy);
+        v.backend |= !same_str(bc_case_backend(c), bc_case_backend(a));
     }
     return v;
 }
 
-/* "#3 B4×2 128→64 bf16 release": the index and batch shape always, the
- * lengths, precision and cache policy when they vary in the run. */
+/* "#3 native B4×2 128→64 bf16 release": the index and batch shape always,
+ * the backend, lengths, precision and cache policy when they vary in the
+ * run. */
 static void make_label(char *buf, size_t size, const bc_case *c, const varying *v) {
-    snprintf(buf, size, "#%u B%u\xC3\x97%u", c->index, c->batch_size, c->samples_per_prompt);
+    snprintf(buf, size, "#%u", c->index);
+    if (v->backend) {
+        append_cut(buf, size, " ", 1);
+        append_cut(buf, size, bc_case_backend(c) ? bc_case_backend(c) : "?", 16);
+    }
+    char shape[48];
+    snprintf(shape, sizeof shape, " B%u\xC3\x97%u", c->batch_size, c->samples_per_prompt);
+    append_cut(buf, size, shape, sizeof shape);
     if (v->prompt || v->response) {
         char part[48];
         if (c->prompt_length > 0)

@@ -250,7 +250,8 @@ static const char *const k_bad_cases[] = {
     "top-p-zero", "top-p-above-one", "top-k-negative", "seed-string", "sampling-not-group", "zero-batch",
     "empty-list", "negative-length", "float-size", "string-size", "duplicate-size", "missing-matrix-key",
     "missing-matrix", "missing-backend", "missing-precisions", "empty-precisions", "precision-number",
-    "duplicate-precision", "backend-number", "backend-no-name", "backend-empty-name", "settings-not-group",
+    "duplicate-precision", "backend-number", "backends-and-backend", "backends-same-label", "backends-empty",
+    "backends-label-type", "backend-label", "backend-no-name", "backend-empty-name", "settings-not-group",
     "empty-reporters", "reporter-group-no-name", "plugin-path-number", "syntax-error", "duplicate-key",
     "iterations-too-large", "iterations-and-adaptive", "min-above-max", "target-needs-six", "target-zero",
     "max-seconds-negative", "max-iterations-too-large", "min-iterations-zero", "int-wraps-size",
@@ -438,7 +439,8 @@ static void test_override_into_list_element(void **state) {
     static const bc_setting_desc table[] = {
         {"path", BC_SETTING_STRING, 0, 0, "results.json", 0, 0, 0, NULL, "output file"},
     };
-    static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, BC_KIND_REPORTER, "json", "0", "test", table, 1, sizeof(bc_setting_desc), NULL, NULL};
+    static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, .kind = BC_KIND_REPORTER, .name = "json", .version = "0", .description = "test",
+        .settings = table, .n_settings = 1, .setting_size = sizeof(bc_setting_desc)};
     bc_setting_value v[1];
     st = bc_settings_resolve(&f->cfg, &f->cfg.reporters[1], &desc, v, &f->err);
     if (st) fail_msg("%s", f->err.message);
@@ -466,7 +468,8 @@ static void test_reporter_override(void **state) {
     static const bc_setting_desc table[] = {
         {"path", BC_SETTING_STRING, 0, 0, "benchctl.csv", 0, 0, 0, NULL, "output file"},
     };
-    static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, BC_KIND_REPORTER, "csv", "0", "test", table, 1, sizeof(bc_setting_desc), NULL, NULL};
+    static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, .kind = BC_KIND_REPORTER, .name = "csv", .version = "0", .description = "test",
+        .settings = table, .n_settings = 1, .setting_size = sizeof(bc_setting_desc)};
     bc_setting_value v[1];
     st = bc_settings_resolve(&f->cfg, &f->cfg.reporters[1], &desc, v, &f->err);
     if (st) fail_msg("%s", f->err.message);
@@ -486,8 +489,8 @@ static const bc_setting_desc k_table[] = {
     {"weights", BC_SETTING_STRING, 0, 0, "", 0, 0, 0, NULL, "weights file"},
     {"budget", BC_SETTING_INT, 7, 0, NULL, 0, 0, 0, NULL, "no range"},
 };
-static const bc_plugin_desc k_desc = {BC_PLUGIN_DESC_HEADER, BC_KIND_BACKEND, "opt", "0.1.0", "test backend",
-                                      k_table, 6, sizeof(bc_setting_desc), NULL, NULL};
+static const bc_plugin_desc k_desc = {BC_PLUGIN_DESC_HEADER, .kind = BC_KIND_BACKEND, .name = "opt", .version = "0.1.0", .description = "test backend",
+        .settings = k_table, .n_settings = 6, .setting_size = sizeof(bc_setting_desc)};
 
 /* Loads "backend = { name = "opt"; settings = { <settings> }; };" + the rest
  * and resolves the backend's settings into v. */
@@ -592,7 +595,8 @@ static void test_resolve_errors_from_set(void **state) {
 
 static void test_resolve_plugin_without_settings(void **state) {
     fx *f = *state;
-    static const bc_plugin_desc bare = {BC_PLUGIN_DESC_HEADER, BC_KIND_CACHE, "retain", "0", "test", NULL, 0, 0, NULL, NULL};
+    static const bc_plugin_desc bare = {BC_PLUGIN_DESC_HEADER, .kind = BC_KIND_CACHE, .name = "retain", .version = "0", .description = "test",
+        .settings = NULL, .n_settings = 0, .setting_size = 0};
     bc_status st = load_text(f,
                              BASE "cache_policies = ( { name = \"retain\"; settings = { keep = true; }; } );\n",
                              NULL, 0, NULL);
@@ -734,7 +738,8 @@ static void test_override_index_zero_of_single_value(void **state) {
     static const bc_setting_desc table[] = {
         {"path", BC_SETTING_STRING, 0, 0, "results.json", 0, 0, 0, NULL, "output file"},
     };
-    static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, BC_KIND_REPORTER, "json", "0", "test", table, 1, sizeof(bc_setting_desc), NULL, NULL};
+    static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, .kind = BC_KIND_REPORTER, .name = "json", .version = "0", .description = "test",
+        .settings = table, .n_settings = 1, .setting_size = sizeof(bc_setting_desc)};
     const char *sets[] = {"reporters.[0].settings.path=\"other.json\""};
     bc_status st = load_text(f, BASE "reporters = { name = \"json\"; settings = { path = \"a.json\"; }; };\n", sets,
                              1, NULL);

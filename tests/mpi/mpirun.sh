@@ -121,6 +121,21 @@ mpi shard_fail 2 "$BENCHCTL" run "$CFG" --set 'distributed.mode="shard"' \
     --set backend.settings.fail_on_batch=1 --set backend.settings.fail_rank=1
 "$CHECK" shard_fail/report.json 2 shard all_ranks || fail "shard_fail: report"
 
+# 6b. a backends list (docs/config.md): replicate runs every backend's cases on
+# every rank, shard spreads the cases of both backends over the ranks
+sed -e 's/^backend = { name = "testbackend"; settings = \(.*\) };$/backends = ( { name = "testbackend"; label = "a"; settings = \1 }, { name = "testbackend"; label = "b"; settings = \1 } );/' case.cfg >backends.cfg
+grep -q '^backends = ' backends.cfg || fail "backends: could not write backends.cfg"
+mpi backends 2 "$BENCHCTL" run "$WORK/backends.cfg"
+[ "$code" -eq 0 ] || { fail "backends: exited $code"; sed 's/^/    /' backends/err.txt; }
+"$CHECK" backends/report.json 2 replicate failed=0 || fail "backends: report"
+[ "$(grep -c '"backend": "b"' backends/report.json)" -eq 4 ] || fail "backends: not 4 cases of backend b"
+[ "$(grep -c '^[0-9].*,b[[:space:]]*$' backends/report.csv)" -eq 4 ] || fail "backends: report.csv should have 4 rows of b"
+mpi backends_shard 3 "$BENCHCTL" run "$WORK/backends.cfg" --set 'distributed.mode="shard"'
+[ "$code" -eq 0 ] || { fail "backends_shard: exited $code"; sed 's/^/    /' backends_shard/err.txt; }
+"$CHECK" backends_shard/report.json 3 shard all_ranks failed=0 || fail "backends_shard: report"
+[ "$(grep -c '^[0-9].*,a[[:space:]]*$' backends_shard/report.csv)" -eq 4 ] || fail "backends_shard: report.csv should have 4 rows of a"
+[ "$(grep -c '^[0-9].*,b[[:space:]]*$' backends_shard/report.csv)" -eq 4 ] || fail "backends_shard: report.csv should have 4 rows of b"
+
 # 7. a rank with other plugin versions (built one ABI minor ahead): refused, naming the rank and the difference
 mpi mismatch 2 -x BENCHCTL_PLUGIN_PATH="$FIXTURES" "$BENCHCTL" run "$CFG" : \
     -np 1 -x BENCHCTL_PLUGIN_PATH="$NEXT" "$BENCHCTL" run "$CFG"

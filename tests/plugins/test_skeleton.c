@@ -19,25 +19,6 @@
 
 #include "plugin_dl.h"
 
-static uint64_t test_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void test_log(const bc_host *host, bc_log_level level, const char *fmt, ...) {
-    (void)host; (void)level; (void)fmt;
-}
-
-static const bc_host test_host = {
-    .struct_size = sizeof(bc_host),
-    .abi_major = BENCHCTL_ABI_MAJOR,
-    .abi_minor = BENCHCTL_ABI_MINOR,
-    .benchctl_version = "test",
-    .log = test_log,
-    .now_ns = test_now_ns,
-};
-
 typedef struct fixture {
     void *dl, *dl_fp32, *dl_bf16;
     const bc_plugin_desc *desc;
@@ -87,8 +68,8 @@ static void create(fixture *f, int64_t ns_per_token) {
     bc_setting_value v[3] = {{.i = ns_per_token}, {.s = "skeleton-test"}, {.i = 64}};
     bc_settings s = settings_of(v);
     bc_error err = {0};
-    assert_int_equal(f->desc->check_settings(&test_host, &s, &err), BC_OK);
-    assert_int_equal(f->ops->create(&test_host, &s, &f->inst, &err), BC_OK);
+    assert_int_equal(f->desc->check_settings(test_plugin_host(), &s, &err), BC_OK);
+    assert_int_equal(f->ops->create(test_plugin_host(), &s, &f->inst, &err), BC_OK);
 }
 
 static bc_case make_case(const char *prec_name, const bc_precision_ops *prec, uint32_t b, uint32_t s, uint32_t p,
@@ -213,9 +194,9 @@ static void test_refuses_what_cannot_run(void **state) {
     bc_setting_value v[3] = {{.i = 0}, {.s = ""}, {.i = 64}};
     bc_settings s = settings_of(v);
     void *other = NULL;
-    assert_int_equal(f->desc->check_settings(&test_host, &s, &err), BC_ERR_SETTING);
+    assert_int_equal(f->desc->check_settings(test_plugin_host(), &s, &err), BC_ERR_SETTING);
     assert_true(err.hint[0] != '\0');
-    assert_int_equal(f->ops->create(&test_host, &s, &other, &err), BC_ERR_SETTING);
+    assert_int_equal(f->ops->create(test_plugin_host(), &s, &other, &err), BC_ERR_SETTING);
 }
 
 int main(void) {

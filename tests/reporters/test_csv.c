@@ -180,7 +180,7 @@ static const char *const identity[] = {
  * field F and statistic S of the run's tables, then the memory columns and
  * the message. */
 static void check_header(const table *t, const bc_run_report *run) {
-    int expect_cols = N_IDENTITY + (int)(run->n_fields * run->n_stats) + 9;
+    int expect_cols = N_IDENTITY + (int)(run->n_fields * run->n_stats) + 10;
     for (int r = 0; r < t->n_rows; r++) assert_int_equal(t->n_cols[r], expect_cols);
     int c = 0;
     for (int i = 0; i < N_IDENTITY; i++) assert_string_equal(t->cells[0][c++], identity[i]);
@@ -200,6 +200,7 @@ static void check_header(const table *t, const bc_run_report *run) {
     assert_string_equal(t->cells[0][c++], "load_avg_end");
     assert_string_equal(t->cells[0][c++], "cpu_steal_share");
     assert_string_equal(t->cells[0][c++], "message");
+    assert_string_equal(t->cells[0][c++], "backend");
 }
 
 /* Every statistic cell of every case: exact, or empty when NaN. */
@@ -314,7 +315,7 @@ static void test_missing_names(void **state) {
     table t;
     run_and_parse(f, "old.csv", &t);
     check_header(&t, &f->run.run);
-    assert_int_equal(t.n_cols[0], N_IDENTITY + RF_N_FIELDS_OLD * 3 + 9);
+    assert_int_equal(t.n_cols[0], N_IDENTITY + RF_N_FIELDS_OLD * 3 + 10);
     check_stats(&t, f);
     free_table(&t);
 }

@@ -5,10 +5,11 @@
 #      project's default RelWithDebInfo (-O2 -g), tests off, in $BUILD_DIR);
 #   2. measures memory read bandwidth (tools/bandwidth), before the engines;
 #   3. benchctl: tools/bench/performance.cfg, once per shape;
-#   4. Hugging Face transformers generate (tools/peers/hf_generate.py);
-#   5. CTranslate2 (tools/peers/ct2_generate.py), float32 / bfloat16 / int8;
+#   4. Hugging Face transformers generate: the same file with the `worker`
+#      backend running `tools/peers-worker transformers` (docs/pyworkers.md);
+#   5. CTranslate2, the same way: float32, and int8 (compute_type);
 #   6. the bandwidth probe again, after the engines;
-#   7. tools/peers/compare.py: one table from all the JSON reports.
+#   7. tools/bench/perf_table.py: one table from all the JSON reports.
 # Every engine gets the same threads, shapes, warmup and iterations.
 #
 # Usage: tools/bench/run_performance.sh [OUTDIR]
@@ -18,12 +19,9 @@
 #   THREADS [2]  WARMUP [1]  ITERATIONS [3]
 #   SHAPES ["4,4,128,128 1,1,128,128"] B,S,P,R per shape (for quick checks;
 #       the documented benchmark uses the default)
-#   PEERS_PYTHON [/work/venv-peers/bin/python] a Python with torch,
-#       transformers, ctranslate2 and numpy from PyPI, made with:
-#         python3 -m venv /work/venv-peers
-#         /work/venv-peers/bin/pip install torch transformers ctranslate2 numpy
+#   The peers need the environment tools/peers-venv makes (run it once).
 #   BUILD_DIR [build-perf]  BUILD_TYPE [RelWithDebInfo]  CC [cc]
-#   SKIP_BENCHCTL=1 / SKIP_PEERS=1 leave those rows out.
+#   SKIP_BENCHCTL=1 / SKIP_PEERS=1 leave the native / the peers' rows out.
 # Exit status: 0 when every step ran; 1 when one failed (the table is still
 # printed with what was measured).
 set -uo pipefail
@@ -35,7 +33,6 @@ THREADS=${THREADS:-2}
 WARMUP=${WARMUP:-1}
 ITERATIONS=${ITERATIONS:-3}
 SHAPES=${SHAPES:-4,4,128,128 1,1,128,128}
-PEERS_PYTHON=${PEERS_PYTHON:-/work/venv-peers/bin/python}
 BUILD_DIR=${BUILD_DIR:-build-perf}
 BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 CC=${CC:-cc}
@@ -64,16 +61,15 @@ if ! "$CC" -O2 -std=c11 -Wall -Wextra -Werror -pthread -o "$BUILD_DIR/bandwidth"
     fail "bandwidth-build"
 fi
 
+# every engine runs through benchctl (the peers as `worker` backends)
 BENCHCTL=""
-if [[ "${SKIP_BENCHCTL:-0}" != 1 ]]; then
-    say "building benchctl in $BUILD_DIR ($BUILD_TYPE, tests off)"
-    if cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DBENCHCTL_TESTS=OFF >"$OUT/build.log" 2>&1 &&
-        cmake --build "$BUILD_DIR" -j2 >>"$OUT/build.log" 2>&1; then
-        BENCHCTL=$(find "$BUILD_DIR" -maxdepth 3 -type f -name benchctl -perm -u+x | head -n 1)
-        [[ -n "$BENCHCTL" ]] || fail "benchctl-build (no benchctl executable in $BUILD_DIR)"
-    else
-        fail "benchctl-build (see $OUT/build.log)"
-    fi
+say "building benchctl in $BUILD_DIR ($BUILD_TYPE, tests off)"
+if cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DBENCHCTL_TESTS=OFF >"$OUT/build.log" 2>&1 &&
+    cmake --build "$BUILD_DIR" -j2 >>"$OUT/build.log" 2>&1; then
+    BENCHCTL=$(find "$BUILD_DIR" -maxdepth 3 -type f -name benchctl -perm -u+x | head -n 1)
+    [[ -n "$BENCHCTL" ]] || fail "benchctl-build (no benchctl executable in $BUILD_DIR)"
+else
+    fail "benchctl-build (see $OUT/build.log)"
 fi
 
 bandwidth() { # $1: tag
@@ -87,43 +83,47 @@ bandwidth() { # $1: tag
 # --- 2. bandwidth, before -------------------------------------------------------
 bandwidth before
 
-# --- 3. benchctl ------------------------------------------------------------------
-if [[ -n "$BENCHCTL" ]]; then
+# --- 3, 4, 5. the engines -----------------------------------------------------------
+# engine TAG EXTRA_SET...: tools/bench/performance.cfg once per shape, with
+# the --set overrides given (the backend, for a peer), into $OUT/TAG_bBsS.json.
+engine() {
+    local tag=$1
+    shift
     for shape in $SHAPES; do
         IFS=, read -r b s p r <<<"$shape"
-        say "benchctl: B=$b S=$s P=$p R=$r, fp32 + bf16"
+        say "$tag: B=$b S=$s P=$p R=$r"
         rm -f out/performance/benchctl.json
-        if "$BENCHCTL" run tools/bench/performance.cfg \
+        if "$BENCHCTL" run tools/bench/performance.cfg "$@" \
             --set "matrix.batch_sizes=[$b]" --set "matrix.samples_per_prompt=[$s]" \
             --set "matrix.prompt_lengths=[$p]" --set "matrix.response_lengths=[$r]" \
             --set "backend.settings.threads=$THREADS" \
             --set "run.warmup=$WARMUP" --set "run.iterations=$ITERATIONS" \
-            >"$OUT/benchctl_b${b}s${s}.log" 2>&1 && [[ -f out/performance/benchctl.json ]]; then
-            mv out/performance/benchctl.json "$OUT/benchctl_b${b}s${s}.json"
+            >"$OUT/${tag}_b${b}s${s}.log" 2>&1 && [[ -f out/performance/benchctl.json ]]; then
+            mv out/performance/benchctl.json "$OUT/${tag}_b${b}s${s}.json"
         else
-            fail "benchctl-b${b}s${s} (see $OUT/benchctl_b${b}s${s}.log)"
-            tail -n 5 "$OUT/benchctl_b${b}s${s}.log" >&2
-            [[ -f out/performance/benchctl.json ]] && mv out/performance/benchctl.json "$OUT/benchctl_b${b}s${s}.json"
+            fail "$tag-b${b}s${s} (see $OUT/${tag}_b${b}s${s}.log)"
+            tail -n 5 "$OUT/${tag}_b${b}s${s}.log" >&2
+            [[ -f out/performance/benchctl.json ]] && mv out/performance/benchctl.json "$OUT/${tag}_b${b}s${s}.json"
         fi
     done
+}
+if [[ -n "$BENCHCTL" && "${SKIP_BENCHCTL:-0}" != 1 ]]; then
+    engine benchctl
 fi
-
-# --- 4, 5. peers --------------------------------------------------------------------
-if [[ "${SKIP_PEERS:-0}" != 1 ]]; then
-    if [[ ! -x "$PEERS_PYTHON" ]]; then
-        fail "peers (no Python at $PEERS_PYTHON; see this script's header)"
+if [[ -n "$BENCHCTL" && "${SKIP_PEERS:-0}" != 1 ]]; then
+    if ! tools/peers-venv --check >/dev/null; then
+        fail "peers (no environment: run tools/peers-venv)"
     else
-        common=(--threads "$THREADS" --warmup "$WARMUP" --iterations "$ITERATIONS")
-        for shape in $SHAPES; do common+=(--shape "$shape"); done
-        say "HF transformers generate: fp32 + bf16"
-        OMP_NUM_THREADS=$THREADS "$PEERS_PYTHON" tools/peers/hf_generate.py "${common[@]}" \
-            --precision fp32 --precision bf16 --out "$OUT/hf.json" 2>&1 | tee "$OUT/hf.log" >&2 ||
-            fail "hf (see $OUT/hf.log)"
-        say "CTranslate2: float32 + bfloat16 + int8"
-        OMP_NUM_THREADS=$THREADS "$PEERS_PYTHON" tools/peers/ct2_generate.py "${common[@]}" \
-            --precision fp32 --precision bf16 --precision int8 --out "$OUT/ct2.json" 2>&1 |
-            { grep -v -e 'Loading weights' -e 'Writing model shards' || true; } | tee "$OUT/ct2.log" >&2 ||
-            fail "ct2 (see $OUT/ct2.log)"
+        OMP_NUM_THREADS=$THREADS engine hf --set 'backend.name="worker"' \
+            --set 'backend.settings.command="tools/peers-worker transformers"'
+        # CTranslate2 4.8.5 has no bfloat16 on a CPU without it (describe
+        # leaves it out, and benchctl refuses a run with a case the engine
+        # cannot run), so float32 only, and int8 beside it
+        OMP_NUM_THREADS=$THREADS engine ct2 --set 'backend.name="worker"' \
+            --set 'backend.settings.command="tools/peers-worker ctranslate2"' --set 'precisions=["fp32"]'
+        OMP_NUM_THREADS=$THREADS engine ct2int8 --set 'backend.name="worker"' \
+            --set 'backend.settings.command="tools/peers-worker ctranslate2"' \
+            --set 'backend.settings.compute_type="int8"' --set 'precisions=["fp32"]'
     fi
 fi
 
@@ -133,7 +133,7 @@ echo "loadavg_end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 
 # --- 7. the table ---------------------------------------------------------------------
 reports=()
-for f in "$OUT"/benchctl_*.json "$OUT/hf.json" "$OUT/ct2.json"; do
+for f in "$OUT"/benchctl_*.json "$OUT"/hf_*.json "$OUT"/ct2_*.json "$OUT"/ct2int8_*.json; do
     [[ -f "$f" ]] && reports+=("$f")
 done
 bws=()
@@ -142,7 +142,7 @@ for f in "$OUT"/bandwidth_*.json; do
 done
 if ((${#reports[@]})); then
     say "table ($OUT/table.md)"
-    python3 tools/peers/compare.py "${bws[@]}" --threads "$THREADS" --markdown "$OUT/table.md" "${reports[@]}" ||
+    python3 tools/bench/perf_table.py "${bws[@]}" --threads "$THREADS" --markdown "$OUT/table.md" "${reports[@]}" ||
         fail "compare"
 else
     fail "compare (no reports)"

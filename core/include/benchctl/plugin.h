@@ -90,7 +90,7 @@ extern "C" {
 #define BENCHCTL_PLUGIN_MAGIC 0x42435450u /* "BCTP" */
 #define BENCHCTL_ABI_MAJOR 2
 #ifndef BENCHCTL_ABI_MINOR
-#define BENCHCTL_ABI_MINOR 3
+#define BENCHCTL_ABI_MINOR 2
 #endif
 #define BENCHCTL_PLUGIN_ENTRY "benchctl_plugin_entry"
 
@@ -359,6 +359,11 @@ struct bc_case {
     const char *cache_policy; /* cache plugin name, e.g. "retain" */
     int32_t release_cache;    /* what the policy said for this case */
     const bc_sampling *sampling;
+    /* (since 2.2) The backend that runs the case, as the reports name it:
+     * bench.cfg's backend, or one entry of its backends list (the
+     * outermost axis of the matrix), by its label (default: the plugin's
+     * name). NULL from a host before 2.2. */
+    const char *backend;
     BC_ABI_TAIL(bc_case)
 };
 
@@ -391,7 +396,23 @@ typedef struct bc_generation_stats {
     /* The prompts as they ran: the padded width, and the shortest and longest
      * real prompt (they differ with a prompts file). */
     int64_t prompt_width_tokens, prompt_min_tokens, prompt_max_tokens;
-    /* ---- (since 2.3) response lengths and continuous batching; the host
+    /* (since 2.2) For a backend that drives an engine outside benchctl (the
+     * worker backend's child process): the engine's own times of this
+     * rollout's three stages, as the engine measured them, ms. The host's
+     * stage times around the hooks also hold the transport; the reports
+     * show engine_total_ms (their sum) and protocol_overhead_ms (total_ms
+     * minus it). The host sets them to BC_NOT_MEASURED; an in-process
+     * backend leaves them so. */
+    double engine_prompt_expansion_ms, engine_generation_ms, engine_post_processing_ms;
+    /* (since 2.2) The generated token ids of this rollout, for the token
+     * agreement between backends (greedy float32 cases): token_rows rows
+     * (all rows, batch x samples) of token_cols ids, row r at
+     * tokens + r * token_stride, prompts left out. Owned by the backend,
+     * valid until its next hook call; NULL (the host's default) when not
+     * kept. */
+    const int32_t *tokens;
+    int64_t token_rows, token_cols, token_stride;
+    /* ---- (since 2.2) response lengths and continuous batching; the host
      * sets them unknown (-1, NaN) before generate ---- */
     /* Response token slots the batch held: a static batch rows x returned
      * length (finished rows still run), continuous batching the rows (token
@@ -640,6 +661,12 @@ typedef struct bc_case_report {
      * bc_case_distributed); NULL in a single-process run. */
     const struct bc_case_distributed *distributed;
     /* ---- end of the distributed block ---- */
+    /* (since 2.2) A run with a backends list, greedy float32 cases: the
+     * share (0..1) of this case's generated tokens (its last measured
+     * rollout's) equal to those of the same case on the first backend that
+     * ran it with tokens; NAN when not checked (that first backend's own
+     * case, sampling, another dtype, a backend that keeps no tokens). */
+    double token_agreement;
     BC_ABI_TAIL(bc_case_report)
 } bc_case_report;
 
@@ -850,6 +877,21 @@ typedef struct bc_plugin_desc {
      * quickly and without side effects; validate and run call it before
      * anything else of the plugin. */
     bc_status (*check_settings)(const bc_host *host, const bc_settings *settings, bc_error *err);
+    /* (since 2.2) Optional, any kind: settings only the plugin can name once
+     * it looks (the worker backend starts its engine, which declares its
+     * own). Called with the values of the table above resolved from
+     * bench.cfg (whose settings group may also hold names that table
+     * lacks), before check_settings. Returns *n_rows more rows, *row_size
+     * bytes apart, that the host appends to the table: bench.cfg's group is
+     * then validated against both like any table, `benchctl plugins NAME`
+     * prints both, and the plugin's instance and check_settings get
+     * n_settings + *n_rows values, its own table's first. The rows and their
+     * strings are the plugin's until the host hands them to
+     * free_more_settings (required with more_settings), after the last
+     * instance is destroyed. */
+    bc_status (*more_settings)(const bc_host *host, const bc_settings *settings, const bc_setting_desc **rows,
+                               uint32_t *n_rows, uint32_t *row_size, bc_error *err);
+    void (*free_more_settings)(const bc_setting_desc *rows, uint32_t n_rows);
     BC_ABI_TAIL(bc_plugin_desc)
 } bc_plugin_desc;
 

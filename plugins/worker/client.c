@@ -1,0 +1,303 @@
+/* client.c: the host side of the worker protocol (client.h). */
+#define _GNU_SOURCE
+#include "client.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WK_STDERR_LINES 20
+#define WK_SHUTDOWN_GRACE_S 2.0
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Rewrites err's message as "worker ENGINE: OP: message", and, when the
+ * worker failed (stopped), appends its last stderr lines, keeping their end
+ * when they do not fit. Returns err's code. */
+static bc_status annotate(wk_client *c, const char *op, int with_stderr, bc_error *err) {
+    char text[2 * sizeof err->message + WK_STDERR_TAIL_BYTES];
+    int k = snprintf(text, sizeof text, "worker%s%s: %s: %s", c->engine[0] ? " " : "", c->engine, op, err->message);
+    size_t head = k < 0 ? 0 : (size_t)k < sizeof text ? (size_t)k : sizeof text - 1;
+    const size_t cap = sizeof err->message - 1;
+    if (with_stderr && head + 40 < cap) {
+        char tail[WK_STDERR_TAIL_BYTES + 1];
+        wk_proc_stderr_tail(&c->proc, WK_STDERR_LINES, tail, sizeof tail);
+        const char *label = *tail ? "; stderr: " : "; stderr: (empty)";
+        size_t room = cap - head - strlen(label), n = strlen(tail);
+        memcpy(text + head, label, strlen(label));
+        head += strlen(label);
+        if (n > room) { /* the last lines matter most */
+            memcpy(text + head, "...", 3);
+            head += 3;
+            memcpy(text + head, tail + (n - room + 3), room - 3);
+            head += room - 3;
+        } else {
+            memcpy(text + head, tail, n);
+            head += n;
+        }
+    }
+    if (head > cap) head = cap;
+    memcpy(err->message, text, head);
+    err->message[head] = '\0';
+    return err->code;
+}
+
+/* A failure of the worker itself: stop it, then name it with its stderr. */
+static bc_status worker_failed(wk_client *c, const char *op, bc_error *err) {
+    wk_proc_stop(&c->proc, 0.0);
+    return annotate(c, op, 1, err);
+}
+
+/* --------------------------------------------------------------- hello */
+
+void wk_setting_rows_free(bc_setting_desc *rows, uint32_t n) {
+    for (uint32_t i = 0; rows && i < n; i++) {
+        bc_setting_desc *d = &rows[i];
+        free((char *)d->name), free((char *)d->default_string), free((char *)d->help);
+        if (d->choices)
+            for (const char *const *ch = d->choices; *ch; ch++) free((char *)*ch);
+        free((void *)d->choices);
+    }
+    free(rows);
+}
+
+void wk_hello_free(wk_hello *h) {
+    free(h->engine), free(h->engine_version), free(h->device);
+    wk_setting_rows_free(h->settings, h->n_settings);
+    memset(h, 0, sizeof *h);
+}
+
+static int is_name(const char *s, const char *extra) {
+    if (!s || !*s || strlen(s) > 63) return 0;
+    for (const char *q = s; *q; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_' ||
+              strchr(extra, *q)))
+            return 0;
+    return 1;
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+/* A number member of o: 1 and *v when present. */
+static int get_number(const json_t *o, const char *key, double *v) {
+    json_t *x = json_object_get(o, key);
+    if (!json_is_number(x)) return 0;
+    *v = json_number_value(x);
+    return 1;
+}
+
+/* Row i of the hello's settings table from its JSON object s. */
+static bc_status parse_setting(const wk_client *c, const json_t *s, uint32_t i, bc_setting_desc *d, bc_error *err) {
+    memset(d, 0, sizeof *d);
+    const char *name = json_string_value(json_object_get(s, "name"));
+    const char *type = json_string_value(json_object_get(s, "type"));
+    const char *help = json_string_value(json_object_get(s, "help"));
+    json_t *def = json_object_get(s, "default");
+    if (!json_is_object(s) || !is_name(name, "") || !type)
+        return bc_error_set(err, BC_ERR_FORMAT, "settings[%u]: needs a \"name\" (letters, digits, _) and a \"type\"", i);
+    for (const char *const *r = c->cmd.reserved; r && *r; r++)
+        if (strcmp(*r, name) == 0)
+            return bc_error_set(err, BC_ERR_FORMAT, "settings[%u]: '%s' is a setting of the worker plugin itself", i,
+                                name);
+    d->name = strdup(name);
+    d->help = strdup(help ? help : "");
+    double lo = -9007199254740992.0, hi = 9007199254740992.0;
+    int has_lo = get_number(s, "min", &lo), has_hi = get_number(s, "max", &hi);
+    d->has_range = has_lo || has_hi;
+    d->min = lo, d->max = hi;
+    if (strcmp(type, "int") == 0) {
+        d->type = BC_SETTING_INT;
+        if (!json_is_integer(def)) return bc_error_set(err, BC_ERR_FORMAT, "setting '%s': an int needs an integer default", name);
+        d->default_int = json_integer_value(def);
+    } else if (strcmp(type, "double") == 0) {
+        d->type = BC_SETTING_FLOAT;
+        if (!json_is_number(def)) return bc_error_set(err, BC_ERR_FORMAT, "setting '%s': a double needs a number default", name);
+        d->default_float = json_number_value(def);
+    } else if (strcmp(type, "bool") == 0) {
+        d->type = BC_SETTING_BOOL;
+        if (!json_is_boolean(def)) return bc_error_set(err, BC_ERR_FORMAT, "setting '%s': a bool needs a true/false default", name);
+        d->default_int = json_is_true(def);
+        d->has_range = 0;
+    } else if (strcmp(type, "string") == 0) {
+        if (!json_is_string(def)) return bc_error_set(err, BC_ERR_FORMAT, "setting '%s': a string needs a string default", name);
+        d->default_string = strdup(json_string_value(def));
+        d->has_range = 0;
+        d->type = BC_SETTING_STRING;
+        json_t *choices = json_object_get(s, "choices");
+        if (choices) {
+            size_t n = json_array_size(choices);
+            if (!json_is_array(choices) || n == 0)
+                return bc_error_set(err, BC_ERR_FORMAT, "setting '%s': \"choices\" must be a list of strings", name);
+            const char **list = calloc(n + 1, sizeof *list);
+            if (!list) return bc_error_set(err, BC_ERR_NOMEM, "no memory for setting '%s'", name);
+            d->choices = list;
+            d->type = BC_SETTING_ENUM;
+            for (size_t k = 0; k < n; k++) {
+                const char *ch = json_string_value(json_array_get(choices, k));
+                if (!ch) return bc_error_set(err, BC_ERR_FORMAT, "setting '%s': \"choices\" must be a list of strings", name);
+                list[k] = strdup(ch);
+                if (!list[k]) return bc_error_set(err, BC_ERR_NOMEM, "no memory for setting '%s'", name);
+            }
+        }
+    } else {
+        return bc_error_set(err, BC_ERR_FORMAT, "setting '%s': type \"%s\" is not string, int, double or bool", name,
+                            type);
+    }
+    if (!d->name || !d->help || (d->type == BC_SETTING_STRING && !d->default_string))
+        return bc_error_set(err, BC_ERR_NOMEM, "no memory for setting '%s'", name);
+    return BC_OK;
+}
+
+/* Fills h from the hello line (already parsed as o). */
+static bc_status parse_hello(wk_client *c, const json_t *o, wk_hello *h, bc_error *err) {
+    if (!json_is_object(o) || !json_is_string(json_object_get(o, "op")) ||
+        strcmp(json_string_value(json_object_get(o, "op")), "hello") != 0)
+        return bc_error_set(err, BC_ERR_DEVICE, "the first line is not {\"op\":\"hello\", ...}");
+    json_t *proto = json_object_get(o, "protocol");
+    if (!json_is_integer(proto))
+        return bc_error_set(err, BC_ERR_DEVICE, "the hello has no integer \"protocol\"; benchctl speaks protocol %d",
+                            WK_PROTOCOL_VERSION);
+    if (json_integer_value(proto) != WK_PROTOCOL_VERSION)
+        return bc_error_set(err, BC_ERR_DEVICE, "the worker speaks protocol %lld, benchctl speaks protocol %d",
+                            (long long)json_integer_value(proto), WK_PROTOCOL_VERSION);
+    const char *engine = json_string_value(json_object_get(o, "engine"));
+    const char *version = json_string_value(json_object_get(o, "engine_version"));
+    const char *device = json_string_value(json_object_get(o, "device"));
+    json_t *settings = json_object_get(o, "settings");
+    if (!is_name(engine, "-.") || !version || !device || !json_is_array(settings))
+        return bc_error_set(err, BC_ERR_DEVICE,
+                            "the hello needs \"engine\" (letters, digits, _ - .), \"engine_version\", \"device\" and "
+                            "\"settings\" (a list)");
+    snprintf(c->engine, sizeof c->engine, "%s", engine);
+    h->engine = dup_or_null(engine), h->engine_version = dup_or_null(version), h->device = dup_or_null(device);
+    size_t n = json_array_size(settings);
+    h->settings = calloc(n + 1, sizeof *h->settings);
+    if (!h->engine || !h->engine_version || !h->device || !h->settings)
+        return bc_error_set(err, BC_ERR_NOMEM, "no memory for the hello");
+    for (size_t i = 0; i < n; i++) {
+        bc_status st = parse_setting(c, json_array_get(settings, i), (uint32_t)i, &h->settings[i], err);
+        h->n_settings = (uint32_t)i + 1; /* so wk_hello_free frees a half-made row too */
+        if (st != BC_OK) {
+            if (st == BC_ERR_FORMAT) err->code = BC_ERR_DEVICE;
+            return st == BC_ERR_FORMAT ? BC_ERR_DEVICE : st;
+        }
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(h->settings[k].name, h->settings[i].name) == 0)
+                return bc_error_set(err, BC_ERR_DEVICE, "the hello declares setting '%s' twice", h->settings[i].name);
+    }
+    return BC_OK;
+}
+
+/* Reads one line and parses it as a JSON object. */
+static bc_status read_object(wk_client *c, json_t **out, bc_error *err) {
+    char *line;
+    size_t len;
+    bc_status st = wk_proc_read_line(&c->proc, c->cmd.timeout_s, &line, &len, err);
+    if (st != BC_OK) return st;
+    json_error_t je;
+    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return bc_error_set(err, BC_ERR_DEVICE, "the worker wrote a line that is not a JSON object on stdout: \"%.60s%s\"",
+                            line, len > 60 ? "..." : "");
+    }
+    *out = o;
+    return BC_OK;
+}
+
+bc_status wk_client_start(wk_client *c, const bc_host *host, const wk_command *cmd, wk_hello *hello, bc_error *err) {
+    memset(hello, 0, sizeof *hello);
+    memset(c, 0, sizeof *c);
+    c->cmd = *cmd;
+    c->host = host;
+    c->next_id = 1;
+    c->engine[0] = '\0'; /* until the hello names it */
+    if (!cmd->argv || !cmd->argv[0])
+        return bc_error_set(err, BC_ERR_SETTING, "worker: command is empty: set it to the worker's command line");
+    bc_status st = wk_proc_start(&c->proc, host, cmd->argv, cmd->env, cmd->n_env, err);
+    if (st != BC_OK) return annotate(c, "start", 0, err);
+    json_t *o = NULL;
+    if ((st = read_object(c, &o, err)) == BC_OK) st = parse_hello(c, o, hello, err);
+    json_decref(o);
+    if (st != BC_OK) {
+        wk_hello_free(hello);
+        return worker_failed(c, "hello", err);
+    }
+    return BC_OK;
+}
+
+/* ------------------------------------------------------------ requests */
+
+static bc_status reply_error(wk_client *c, const char *op, const json_t *reply, bc_error *err) {
+    json_t *e = json_object_get(reply, "error");
+    const char *code = json_string_value(json_object_get(e, "code"));
+    const char *message = json_string_value(json_object_get(e, "message"));
+    static const struct {
+        const char *name;
+        bc_status status;
+    } codes[] = {{"setting", BC_ERR_SETTING},
+                 {"unsupported", BC_ERR_UNSUPPORTED},
+                 {"infeasible", BC_ERR_INFEASIBLE},
+                 {"out_of_memory", BC_ERR_NOMEM},
+                 {"internal", BC_ERR_INTERNAL}};
+    bc_status st = BC_ERR_INTERNAL;
+    for (size_t i = 0; code && i < sizeof codes / sizeof codes[0]; i++)
+        if (strcmp(code, codes[i].name) == 0) st = codes[i].status;
+    bc_error_set(err, st, "%s", message ? message : "failed (no message)");
+    return annotate(c, op, 0, err);
+}
+
+bc_status wk_client_call(wk_client *c, const char *op, json_t *args, json_t **reply, double *round_trip_ms,
+                         bc_error *err) {
+    if (reply) *reply = NULL;
+    if (!wk_client_running(c)) return bc_error_set(err, BC_ERR_INTERNAL, "worker %s: %s: not running", c->engine, op);
+    json_t *req = args ? json_deep_copy(args) : json_object();
+    uint64_t id = c->next_id++;
+    if (!req || json_object_set_new(req, "op", json_string(op)) || json_object_set_new(req, "id", json_integer((json_int_t)id))) {
+        json_decref(req);
+        return bc_error_set(err, BC_ERR_NOMEM, "worker %s: %s: no memory for the request", c->engine, op);
+    }
+    char *text = json_dumps(req, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(req);
+    if (!text) return bc_error_set(err, BC_ERR_NOMEM, "worker %s: %s: no memory for the request", c->engine, op);
+    double t0 = now_ms();
+    bc_status st = wk_proc_write_line(&c->proc, text, strlen(text), c->cmd.timeout_s, err);
+    free(text);
+    json_t *o = NULL;
+    if (st == BC_OK) st = read_object(c, &o, err);
+    double t1 = now_ms();
+    if (st != BC_OK) return worker_failed(c, op, err);
+    json_t *rid = json_object_get(o, "id"), *ok = json_object_get(o, "ok");
+    if (!json_is_integer(rid) || (uint64_t)json_integer_value(rid) != id || !json_is_boolean(ok)) {
+        json_decref(o);
+        bc_error_set(err, BC_ERR_DEVICE, "the reply is not {\"id\":%llu,\"ok\":true|false, ...}", (unsigned long long)id);
+        return worker_failed(c, op, err);
+    }
+    if (!json_is_true(ok)) {
+        st = reply_error(c, op, o, err);
+        json_decref(o);
+        return st;
+    }
+    if (round_trip_ms) *round_trip_ms = t1 - t0;
+    if (reply) *reply = o;
+    else json_decref(o);
+    return BC_OK;
+}
+
+void wk_client_shutdown(wk_client *c) {
+    if (!wk_client_running(c)) return;
+    double timeout = c->cmd.timeout_s;
+    c->cmd.timeout_s = timeout < WK_SHUTDOWN_GRACE_S ? timeout : WK_SHUTDOWN_GRACE_S;
+    bc_error err = {0};
+    if (wk_client_call(c, "shutdown", NULL, NULL, NULL, &err) == BC_OK) wk_proc_stop(&c->proc, WK_SHUTDOWN_GRACE_S);
+    else wk_proc_stop(&c->proc, 0.0);
+    c->cmd.timeout_s = timeout;
+}
+
+void wk_client_kill(wk_client *c) { wk_proc_stop(&c->proc, 0.0); }

@@ -1,0 +1,592 @@
+/* worker_plugin.c: the `worker` backend: a rollout engine in a child process,
+ * driven through the worker protocol (docs/plugins.md, "Worker protocol";
+ * client.h speaks it, proc.h owns the process).
+ *
+ * The engine's settings are its own: more_settings starts the worker, reads
+ * the table its hello declares and hands it to the host, which validates
+ * bench.cfg against it like any plugin's. create starts the worker again,
+ * configures it with the resolved values and asks it to describe its model.
+ *
+ * One rollout is one `generate` request, sent from the generate hook:
+ * expand_prompts and post_process do nothing here, so the host's
+ * generation_ms is the whole round trip and the engine's own stage times go
+ * to the 2.2 engine_*_ms fields (the reports' engine_total_ms and
+ * protocol_overhead_ms).
+ *
+ * A worker that fails (exits, hangs, writes garbage) fails the hook that was
+ * talking to it; the client stops it, and the next begin_case starts a new
+ * one, so the run goes on with the next case.
+ */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "benchctl/plugin.h"
+#include "client.h"
+#include "../common/synthetic_prompts.h"
+
+enum { S_COMMAND = 0, S_ENV, S_TIMEOUT_S, S_SAVE_TOKENS, N_OWN_SETTINGS };
+
+static const bc_setting_desc worker_settings[N_OWN_SETTINGS] = {
+    [S_COMMAND] = {.name = "command", .type = BC_SETTING_STRING, .default_string = "",
+                   .help = "the worker's command line, split on spaces ('...' or \"...\" group words), e.g. "
+                           "\"python3 -m benchctl_worker transformers\""},
+    [S_ENV] = {.name = "env", .type = BC_SETTING_STRING, .default_string = "",
+               .help = "KEY=VALUE pairs, space-separated, added to the worker's environment"},
+    [S_TIMEOUT_S] = {.name = "timeout_s", .type = BC_SETTING_FLOAT, .default_float = 600.0, .has_range = 1,
+                     .min = 0.001, .max = 1e7,
+                     .help = "seconds the worker may take for its hello and for each request; then it is stopped"},
+    [S_SAVE_TOKENS] = {.name = "save_tokens", .type = BC_SETTING_STRING, .default_string = "",
+                       .help = "greedy float32 cases: write the last rollout's tokens here, one row a line "
+                               "({case} = the case's index), as opt's save_tokens"},
+};
+
+static const char *const reserved_names[] = {"command", "env", "timeout_s", "save_tokens", NULL};
+
+/* ------------------------------------------------------------ the command */
+
+/* The words of a command line and of env, owned. */
+typedef struct words {
+    char **v; /* n words and a NULL */
+    size_t n;
+} words;
+
+static void words_free(words *w) {
+    for (size_t i = 0; i < w->n; i++) free(w->v[i]);
+    free(w->v);
+    w->v = NULL, w->n = 0;
+}
+
+/* Splits s on blanks; '...' and "..." group words (no escapes). */
+static bc_status split_words(const char *s, const char *setting, words *out, bc_error *err) {
+    memset(out, 0, sizeof *out);
+    size_t len = strlen(s);
+    out->v = calloc(len / 2 + 2, sizeof *out->v);
+    char *buf = malloc(len + 1);
+    if (!out->v || !buf) {
+        free(buf);
+        words_free(out);
+        return bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for %s", setting);
+    }
+    const char *p = s;
+    for (;;) {
+        while (*p == ' ' || *p == '\t') p++;
+        if (!*p) break;
+        size_t k = 0;
+        while (*p && *p != ' ' && *p != '\t') {
+            if (*p == '\'' || *p == '"') {
+                char q = *p++;
+                while (*p && *p != q) buf[k++] = *p++;
+                if (!*p) {
+                    free(buf);
+                    words_free(out);
+                    return bc_error_set(err, BC_ERR_SETTING, "worker: %s: a %c quote is not closed", setting, q);
+                }
+                p++;
+            } else {
+                buf[k++] = *p++;
+            }
+        }
+        buf[k] = '\0';
+        if (!(out->v[out->n] = strdup(buf))) {
+            free(buf);
+            words_free(out);
+            return bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for %s", setting);
+        }
+        out->n++;
+    }
+    free(buf);
+    return BC_OK;
+}
+
+/* The command, env and timeout of a worker, from the plugin's own settings. */
+typedef struct launch {
+    words argv, env;
+    wk_command cmd;
+} launch;
+
+static void launch_free(launch *l) { words_free(&l->argv), words_free(&l->env); }
+
+static bc_status launch_init(launch *l, const bc_settings *s, bc_error *err) {
+    memset(l, 0, sizeof *l);
+    bc_status st = split_words(bc_setting_at(s, S_COMMAND)->s, "command", &l->argv, err);
+    if (st == BC_OK) st = split_words(bc_setting_at(s, S_ENV)->s, "env", &l->env, err);
+    for (size_t i = 0; st == BC_OK && i < l->env.n; i++) {
+        const char *eq = strchr(l->env.v[i], '=');
+        if (!eq || eq == l->env.v[i])
+            st = bc_error_set(err, BC_ERR_SETTING, "worker: env: \"%s\" is not KEY=VALUE", l->env.v[i]);
+    }
+    if (st == BC_OK && l->argv.n == 0)
+        st = bc_error_set(err, BC_ERR_SETTING, "worker: command is empty");
+    if (st != BC_OK) {
+        if (err->code == BC_ERR_SETTING && l->argv.n == 0)
+            bc_error_hint(err, "set command to the worker's command line, e.g. \"python3 -m benchctl_worker transformers\"");
+        launch_free(l);
+        return st;
+    }
+    l->cmd = (wk_command){.argv = l->argv.v, .env = l->env.v, .n_env = l->env.n,
+                          .timeout_s = bc_setting_at(s, S_TIMEOUT_S)->f, .reserved = reserved_names};
+    return BC_OK;
+}
+
+/* ----------------------------------------------------------- more_settings */
+
+static bc_status worker_more_settings(const bc_host *host, const bc_settings *settings, const bc_setting_desc **rows,
+                                      uint32_t *n_rows, uint32_t *row_size, bc_error *err) {
+    *rows = NULL, *n_rows = 0, *row_size = sizeof(bc_setting_desc);
+    if (bc_setting_at(settings, S_COMMAND)->s[0] == '\0') return BC_OK; /* create says it is missing */
+    launch l;
+    bc_status st = launch_init(&l, settings, err);
+    if (st != BC_OK) return st;
+    wk_client c;
+    wk_hello hello;
+    st = wk_client_start(&c, host, &l.cmd, &hello, err);
+    if (st == BC_OK) {
+        wk_client_shutdown(&c);
+        *rows = hello.settings, *n_rows = hello.n_settings;
+        hello.settings = NULL, hello.n_settings = 0; /* now the host's until free_more_settings */
+        wk_hello_free(&hello);
+    }
+    launch_free(&l);
+    return st;
+}
+
+static void worker_free_more_settings(const bc_setting_desc *rows, uint32_t n_rows) {
+    wk_setting_rows_free((bc_setting_desc *)rows, n_rows);
+}
+
+/* --------------------------------------------------------------- instance */
+
+typedef struct worker {
+    const bc_host *host;
+    const bc_settings *settings; /* host-owned, until destroy */
+    launch launch;
+    wk_client client;
+    wk_hello hello;              /* of the worker now (or last) running */
+    /* what describe said; describe's strings point here, so they stay valid
+     * across restarts until destroy */
+    char model_text[320], device[64], engine_version[64], model_family[64], device_name[128];
+    json_t *dtypes;              /* a list of strings, owned */
+    int64_t vocab_size, max_positions, n_parameters, n_layers, hidden_size, n_heads, ffn_size;
+    /* the case */
+    int in_case;
+    bc_case c;                   /* a copy; pointers cleared */
+    bc_sampling sampling;
+    char dtype[32];
+    json_t *begin_args;          /* the begin_case request's fields, owned */
+    int warmup;                  /* 1 until reset_peak_memory */
+    uint32_t iteration;
+    int want_tokens;
+    json_t *tokens;              /* the last rollout's, owned, when want_tokens */
+    int32_t *token_ids;          /* the same as rows x token_cols ids, owned (generate's tokens) */
+    size_t token_cap;
+    int64_t token_rows, token_cols;
+    double *step_ms;             /* decode_step_ms of the last rollout, owned */
+    size_t step_cap;
+    int64_t peak_bytes;          /* the largest peak_memory_bytes since reset_peak_memory, -1 unknown */
+} worker;
+
+static const char *json_str(const json_t *o, const char *key) { return json_string_value(json_object_get(o, key)); }
+
+static int64_t json_int(const json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+static double json_num(const json_t *o, const char *key) {
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void forget_description(worker *w) {
+    json_decref(w->dtypes);
+    w->dtypes = NULL;
+}
+
+/* buf := s, or "" for NULL. */
+static void keep_text(char *buf, size_t n, const char *s) { snprintf(buf, n, "%s", s ? s : ""); }
+
+/* The configure request's settings: every row of the hello with its
+ * resolved value (the host appended the hello's rows after ours). */
+static bc_status configure_args(worker *w, json_t **out, bc_error *err) {
+    uint32_t n = w->hello.n_settings;
+    int resolved = w->settings->count == N_OWN_SETTINGS + n;
+    if (!resolved && w->settings->count != N_OWN_SETTINGS)
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "worker %s: its hello declares %u settings, %u when bench.cfg was checked: start the run "
+                            "again",
+                            w->client.engine, (unsigned)n, (unsigned)(w->settings->count - N_OWN_SETTINGS));
+    json_t *values = json_object();
+    for (uint32_t i = 0; values && i < n; i++) {
+        const bc_setting_desc *d = &w->hello.settings[i];
+        bc_setting_value v = {.i = d->default_int, .f = d->default_float, .s = d->default_string};
+        if (resolved) v = *bc_setting_at(w->settings, N_OWN_SETTINGS + i);
+        json_t *x = d->type == BC_SETTING_INT     ? json_integer((json_int_t)v.i)
+                    : d->type == BC_SETTING_FLOAT ? json_real(v.f)
+                    : d->type == BC_SETTING_BOOL  ? json_boolean(v.i)
+                                                  : json_string(v.s ? v.s : "");
+        json_object_set_new(values, d->name, x);
+    }
+    json_t *args = json_pack("{s:o}", "settings", values);
+    if (!args) return bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for configure");
+    *out = args;
+    return BC_OK;
+}
+
+/* Keeps what describe's reply says. */
+static bc_status take_description(worker *w, const json_t *r, bc_error *err) {
+    forget_description(w);
+    const char *model = json_str(r, "model");
+    json_t *dtypes = json_object_get(r, "dtypes");
+    w->vocab_size = json_int(r, "vocab_size");
+    if (!model || !json_is_array(dtypes) || w->vocab_size <= 3) {
+        wk_client_kill(&w->client);
+        return bc_error_set(err, BC_ERR_DEVICE,
+                            "worker %s: describe: the reply needs \"model\", \"dtypes\" (a list) and \"vocab_size\" > 3",
+                            w->client.engine);
+    }
+    keep_text(w->model_family, sizeof w->model_family, json_str(r, "model_family"));
+    keep_text(w->device_name, sizeof w->device_name, json_str(r, "device_name"));
+    keep_text(w->device, sizeof w->device, w->hello.device);
+    keep_text(w->engine_version, sizeof w->engine_version, w->hello.engine_version);
+    w->dtypes = json_incref(dtypes);
+    w->max_positions = json_int(r, "max_positions");
+    w->n_parameters = json_int(r, "parameters");
+    w->n_layers = json_int(r, "n_layers");
+    w->hidden_size = json_int(r, "hidden_size");
+    w->n_heads = json_int(r, "n_heads");
+    w->ffn_size = json_int(r, "ffn_size");
+    snprintf(w->model_text, sizeof w->model_text, "%s (%s %s)", model, w->hello.engine, w->hello.engine_version);
+    return BC_OK;
+}
+
+/* Starts a worker, configures it and reads its description. */
+static bc_status start_worker(worker *w, bc_error *err) {
+    wk_hello_free(&w->hello);
+    bc_status st = wk_client_start(&w->client, w->host, &w->launch.cmd, &w->hello, err);
+    if (st != BC_OK) return st;
+    json_t *args = NULL, *reply = NULL;
+    if ((st = configure_args(w, &args, err)) == BC_OK) st = wk_client_call(&w->client, "configure", args, NULL, NULL, err);
+    json_decref(args);
+    if (st == BC_OK && (st = wk_client_call(&w->client, "describe", NULL, &reply, NULL, err)) == BC_OK)
+        st = take_description(w, reply, err);
+    json_decref(reply);
+    if (st != BC_OK) wk_client_kill(&w->client);
+    return st;
+}
+
+static void worker_destroy(void *instance) {
+    worker *w = instance;
+    if (!w) return;
+    wk_client_shutdown(&w->client);
+    wk_hello_free(&w->hello);
+    forget_description(w);
+    json_decref(w->begin_args);
+    json_decref(w->tokens);
+    free(w->token_ids);
+    free(w->step_ms);
+    launch_free(&w->launch);
+    free(w);
+}
+
+static bc_status worker_create(const bc_host *host, const bc_settings *settings, void **out, bc_error *err) {
+    worker *w = calloc(1, sizeof *w);
+    if (!w) return bc_error_set(err, BC_ERR_NOMEM, "worker: no memory");
+    w->host = host;
+    w->settings = settings;
+    w->peak_bytes = -1;
+    bc_status st = launch_init(&w->launch, settings, err);
+    if (st == BC_OK) st = start_worker(w, err);
+    if (st != BC_OK) {
+        worker_destroy(w);
+        return st;
+    }
+    *out = w;
+    return BC_OK;
+}
+
+static bc_status worker_describe(void *instance, bc_backend_info *info, bc_error *err) {
+    (void)err;
+    worker *w = instance;
+    BC_SET(info, bc_backend_info, model, w->model_text);
+    BC_SET(info, bc_backend_info, device, w->device);
+    BC_SET(info, bc_backend_info, device_name, w->device_name[0] ? w->device_name : NULL);
+    BC_SET(info, bc_backend_info, driver, w->engine_version);
+    BC_SET(info, bc_backend_info, model_family, w->model_family[0] ? w->model_family : NULL);
+    BC_SET(info, bc_backend_info, n_parameters, w->n_parameters);
+    BC_SET(info, bc_backend_info, n_layers, w->n_layers);
+    BC_SET(info, bc_backend_info, hidden_size, w->hidden_size);
+    BC_SET(info, bc_backend_info, n_heads, w->n_heads);
+    BC_SET(info, bc_backend_info, ffn_size, w->ffn_size);
+    BC_SET(info, bc_backend_info, vocab_size, w->vocab_size);
+    BC_SET(info, bc_backend_info, max_positions, w->max_positions);
+    return BC_OK;
+}
+
+static int runs_dtype(const worker *w, const char *dtype) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(w->dtypes, i, v) if (json_is_string(v) && strcmp(json_string_value(v), dtype) == 0) return 1;
+    return 0;
+}
+
+static bc_status worker_check_case(void *instance, const bc_case *c, bc_error *err) {
+    worker *w = instance;
+    const char *dtype = c->precision_ops ? c->precision_ops->dtype : c->precision;
+    if (c->prompt_length == 0)
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "worker %s: prompt length 0 means a prompts file, which the worker backend has not", w->hello.engine);
+    if (!runs_dtype(w, dtype)) {
+        char *list = json_dumps(w->dtypes, JSON_COMPACT);
+        bc_error_set(err, BC_ERR_UNSUPPORTED, "worker %s: the engine does not run %s (it runs %s)", w->hello.engine,
+                     dtype, list ? list : "?");
+        free(list);
+        return BC_ERR_UNSUPPORTED;
+    }
+    if (w->max_positions > 0 && (int64_t)c->prompt_length + c->response_length > w->max_positions)
+        return bc_error_set(err, BC_ERR_INFEASIBLE,
+                            "worker %s: prompt of %u tokens + response of %u tokens exceed the model's %lld positions",
+                            w->hello.engine, c->prompt_length, c->response_length, (long long)w->max_positions);
+    return BC_OK;
+}
+
+/* The begin_case request's fields for case c: its shape, sampling and the
+ * synthetic prompts (plugins/common/synthetic_prompts.h). */
+static bc_status begin_case_args(worker *w, const bc_case *c, json_t **out, bc_error *err) {
+    const bc_sampling *s = c->sampling;
+    int greedy = !(s->temperature > 0);
+    const char *dtype = c->precision_ops ? c->precision_ops->dtype : c->precision;
+    w->want_tokens = greedy && strcmp(dtype, "float32") == 0; /* the token agreement, and save_tokens */
+    json_t *cs = json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:b, s:f, s:I, s:f, s:b}", "batch_size",
+                           (json_int_t)c->batch_size, "samples_per_prompt", (json_int_t)c->samples_per_prompt,
+                           "prompt_length", (json_int_t)c->prompt_length, "response_length",
+                           (json_int_t)c->response_length, "dtype", dtype, "seed", (json_int_t)s->seed, "do_sample",
+                           !greedy, "temperature", greedy ? 1.0 : s->temperature, "top_k", (json_int_t)s->top_k,
+                           "top_p", s->top_p, "return_tokens", w->want_tokens);
+    json_t *prompts = json_array();
+    int32_t *ids = malloc(((size_t)c->prompt_length + 1) * sizeof *ids);
+    bc_status st = BC_OK;
+    if (!cs || !prompts || !ids) st = bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for the prompts");
+    for (uint32_t b = 0; st == BC_OK && b < c->batch_size; b++) {
+        bc_synthetic_prompt(s->seed, b, (int32_t)w->vocab_size, ids, (int32_t)c->prompt_length);
+        json_t *row = json_array();
+        for (uint32_t t = 0; row && t < c->prompt_length; t++) json_array_append_new(row, json_integer(ids[t]));
+        if (!row || json_array_append_new(prompts, row))
+            st = bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for the prompts");
+    }
+    free(ids);
+    json_t *args = st == BC_OK ? json_pack("{s:O, s:O}", "case", cs, "prompt_ids", prompts) : NULL;
+    json_decref(cs), json_decref(prompts);
+    if (st == BC_OK && !args) st = bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for the prompts");
+    *out = args;
+    return st;
+}
+
+static bc_status worker_begin_case(void *instance, const bc_case *c, bc_error *err) {
+    worker *w = instance;
+    bc_status st;
+    if (!wk_client_running(&w->client) && (st = start_worker(w, err)) != BC_OK) return st;
+    if ((st = worker_check_case(w, c, err)) != BC_OK) return st;
+    json_decref(w->begin_args);
+    w->begin_args = NULL;
+    if ((st = begin_case_args(w, c, &w->begin_args, err)) != BC_OK) return st;
+    w->c = *c;
+    w->c.precision = w->c.cache_policy = NULL, w->c.precision_ops = NULL, w->c.sampling = NULL;
+    w->sampling = *c->sampling;
+    w->warmup = 1, w->iteration = 0, w->peak_bytes = -1;
+    w->in_case = 1;
+    return wk_client_call(&w->client, "begin_case", w->begin_args, NULL, NULL, err);
+}
+
+static bc_status worker_expand_prompts(void *instance, bc_error *err) {
+    (void)instance, (void)err;
+    return BC_OK; /* the engine expands them inside the generate request */
+}
+
+static bc_status worker_post_process(void *instance, bc_error *err) {
+    (void)instance, (void)err;
+    return BC_OK; /* and post-processes there too */
+}
+
+/* Fills the decode step times from the profile's decode_step_ms. */
+static void take_steps(worker *w, const json_t *profile, bc_generation_stats *out) {
+    json_t *steps = json_object_get(profile, "decode_step_ms");
+    size_t n = json_array_size(steps);
+    if (n == 0) return;
+    if (n > w->step_cap) {
+        double *p = realloc(w->step_ms, n * sizeof *p);
+        if (!p) return;
+        w->step_ms = p, w->step_cap = n;
+    }
+    for (size_t i = 0; i < n; i++) w->step_ms[i] = json_number_value(json_array_get(steps, i));
+    BC_SET(out, bc_generation_stats, decode_step_ms, w->step_ms);
+    BC_SET(out, bc_generation_stats, n_decode_steps, (uint32_t)n);
+}
+
+/* Hands the last rollout's tokens (w->tokens, a list of rows of ids) to the
+ * host, as rows x the shortest row's length; none when they are malformed. */
+static void take_tokens(worker *w, bc_generation_stats *out) {
+    size_t rows = json_array_size(w->tokens), cols = SIZE_MAX;
+    for (size_t r = 0; r < rows; r++) {
+        size_t n = json_array_size(json_array_get(w->tokens, r));
+        if (n < cols) cols = n;
+    }
+    if (rows == 0 || cols == 0 || cols == SIZE_MAX) return;
+    if (rows * cols > w->token_cap) {
+        int32_t *p = realloc(w->token_ids, rows * cols * sizeof *p);
+        if (!p) return;
+        w->token_ids = p, w->token_cap = rows * cols;
+    }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t t = 0; t < cols; t++)
+            w->token_ids[r * cols + t] = (int32_t)json_integer_value(json_array_get(json_array_get(w->tokens, r), t));
+    BC_SET(out, bc_generation_stats, tokens, w->token_ids);
+    BC_SET(out, bc_generation_stats, token_rows, (int64_t)rows);
+    BC_SET(out, bc_generation_stats, token_cols, (int64_t)cols);
+    BC_SET(out, bc_generation_stats, token_stride, (int64_t)cols);
+}
+
+static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_error *err) {
+    worker *w = instance;
+    if (!wk_client_running(&w->client))
+        return bc_error_set(err, BC_ERR_DEVICE, "worker %s: generate: the worker is not running", w->hello.engine);
+    json_t *args = json_pack("{s:I, s:b}", "iteration", (json_int_t)w->iteration++, "warmup", w->warmup);
+    json_t *reply = NULL;
+    bc_status st = wk_client_call(&w->client, "generate", args, &reply, NULL, err);
+    json_decref(args);
+    if (st != BC_OK) return st;
+    json_t *profile = json_object_get(reply, "profile");
+    int64_t tokens = json_int(profile, "num_generated_tokens");
+    if (!json_is_object(profile) || tokens < 0) {
+        json_decref(reply);
+        wk_client_kill(&w->client);
+        return bc_error_set(err, BC_ERR_DEVICE, "worker %s: generate: the reply has no profile.num_generated_tokens",
+                            w->hello.engine);
+    }
+    const int64_t rows = (int64_t)w->c.batch_size * w->c.samples_per_prompt;
+    const int64_t forwards = json_int(profile, "num_decode_forwards");
+    BC_SET(out, bc_generation_stats, num_generated_tokens, tokens);
+    BC_SET(out, bc_generation_stats, returned_response_length, rows > 0 ? tokens / rows : -1);
+    BC_SET(out, bc_generation_stats, prefill_forward_ms, json_num(profile, "prefill_forward_ms"));
+    BC_SET(out, bc_generation_stats, decode_forward_ms, json_num(profile, "decode_forward_ms"));
+    BC_SET(out, bc_generation_stats, num_decode_forwards, forwards);
+    BC_SET(out, bc_generation_stats, first_token_ms, json_num(profile, "time_to_first_token_ms"));
+    BC_SET(out, bc_generation_stats, num_prefill_tokens, rows * w->c.prompt_length);
+    BC_SET(out, bc_generation_stats, num_decode_tokens, forwards >= 0 ? rows * forwards : -1);
+    BC_SET(out, bc_generation_stats, prompt_width_tokens, (int64_t)w->c.prompt_length);
+    BC_SET(out, bc_generation_stats, prompt_min_tokens, (int64_t)w->c.prompt_length);
+    BC_SET(out, bc_generation_stats, prompt_max_tokens, (int64_t)w->c.prompt_length);
+    BC_SET(out, bc_generation_stats, engine_prompt_expansion_ms, json_num(profile, "prompt_expansion_ms"));
+    BC_SET(out, bc_generation_stats, engine_generation_ms, json_num(profile, "generation_ms"));
+    BC_SET(out, bc_generation_stats, engine_post_processing_ms, json_num(profile, "post_processing_ms"));
+    take_steps(w, profile, out);
+    int64_t peak = json_int(profile, "peak_memory_bytes");
+    if (peak > w->peak_bytes) w->peak_bytes = peak;
+    if (w->want_tokens) {
+        json_decref(w->tokens);
+        w->tokens = json_incref(json_object_get(reply, "tokens"));
+        take_tokens(w, out);
+    }
+    json_decref(reply);
+    return BC_OK;
+}
+
+static bc_status simple_call(worker *w, const char *op, bc_error *err) {
+    if (!wk_client_running(&w->client))
+        return bc_error_set(err, BC_ERR_DEVICE, "worker %s: %s: the worker is not running", w->hello.engine, op);
+    return wk_client_call(&w->client, op, NULL, NULL, NULL, err);
+}
+
+static bc_status worker_cache_release(void *instance, bc_error *err) { return simple_call(instance, "release_cache", err); }
+static bc_status worker_cache_acquire(void *instance, bc_error *err) { return simple_call(instance, "acquire_cache", err); }
+
+static void worker_reset_peak_memory(void *instance) {
+    worker *w = instance;
+    w->warmup = 0, w->iteration = 0, w->peak_bytes = -1;
+}
+
+static bc_status worker_read_memory(void *instance, bc_memory_stats *out, bc_error *err) {
+    (void)err;
+    worker *w = instance;
+    if (strncmp(w->device, "cpu", 3) == 0)
+        BC_SET(out, bc_memory_stats, host_peak_bytes, w->peak_bytes);
+    else BC_SET(out, bc_memory_stats, device_peak_bytes, w->peak_bytes);
+    return BC_OK;
+}
+
+/* Writes the last rollout's tokens to save_tokens, one row a line. */
+static void save_tokens(worker *w) {
+    const char *pattern = bc_setting_at(w->settings, S_SAVE_TOKENS)->s;
+    if (!w->tokens || !pattern[0]) return;
+    char path[4096];
+    const char *mark = strstr(pattern, "{case}");
+    if (mark)
+        snprintf(path, sizeof path, "%.*s%u%s", (int)(mark - pattern), pattern, w->c.index, mark + 6);
+    else snprintf(path, sizeof path, "%s", pattern);
+    bc_error err = {0};
+    bc_output *o = w->host->output_open(w->host, path, &err);
+    if (!o) {
+        w->host->log(w->host, BC_LOG_WARN, "save_tokens: %s", err.message);
+        return;
+    }
+    size_t i, j;
+    json_t *row, *tok;
+    bc_status st = BC_OK;
+    json_array_foreach(w->tokens, i, row) {
+        json_array_foreach(row, j, tok) if (st == BC_OK) st = w->host->output_printf(o, &err, j ? " %lld" : "%lld",
+                                                                                   (long long)json_integer_value(tok));
+        if (st == BC_OK) st = w->host->output_printf(o, &err, "\n");
+    }
+    if (st == BC_OK) st = w->host->output_commit(o, &err);
+    else w->host->output_abort(o);
+    if (st != BC_OK) w->host->log(w->host, BC_LOG_WARN, "save_tokens: %s", err.message);
+}
+
+static void worker_end_case(void *instance) {
+    worker *w = instance;
+    if (!w->in_case) return;
+    w->in_case = 0;
+    save_tokens(w);
+    json_decref(w->tokens);
+    w->tokens = NULL;
+    if (!wk_client_running(&w->client)) return;
+    bc_error err = {0};
+    if (wk_client_call(&w->client, "end_case", NULL, NULL, NULL, &err) != BC_OK)
+        w->host->log(w->host, BC_LOG_WARN, "%s", err.message);
+}
+
+static const bc_backend_ops worker_ops = {
+    .struct_size = sizeof(bc_backend_ops),
+    .create = worker_create,
+    .destroy = worker_destroy,
+    .describe = worker_describe,
+    .check_case = worker_check_case,
+    .begin_case = worker_begin_case,
+    .expand_prompts = worker_expand_prompts,
+    .generate = worker_generate,
+    .post_process = worker_post_process,
+    .cache_release = worker_cache_release,
+    .cache_acquire = worker_cache_acquire,
+    .reset_peak_memory = worker_reset_peak_memory,
+    .read_memory = worker_read_memory,
+    .end_case = worker_end_case,
+    .rebuild_axes = BC_AXIS_PRECISION,
+};
+
+static const bc_plugin_desc worker_desc = {
+    BC_PLUGIN_DESC_HEADER,
+    .kind = BC_KIND_BACKEND,
+    .name = "worker",
+    .version = "0.1.0",
+    .description = "a rollout engine in a child process (transformers, CTranslate2, ... or your own), driven "
+                   "through the worker protocol (docs/plugins.md)",
+    BC_SETTINGS_TABLE(worker_settings),
+    .ops = &worker_ops,
+    .more_settings = worker_more_settings,
+    .free_more_settings = worker_free_more_settings,
+};
+
+BC_PLUGIN_DEFINE(worker_desc)

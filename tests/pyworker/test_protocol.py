@@ -1,0 +1,266 @@
+"""test_protocol.py: the worker protocol layer (plugins/worker/python/
+benchctl_worker/protocol.py) with the standard library only: a fake engine
+served over in-memory streams, and real worker processes for what needs one
+(stdout kept for the protocol, hello of every adapter without its engine)."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "plugins", "worker",
+                                "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from benchctl_worker import models, protocol  # noqa: E402
+from benchctl_worker.protocol import WorkerError, setting  # noqa: E402
+import harness  # noqa: E402
+
+
+class FakeEngine(protocol.Engine):
+    name = "fake"
+
+    def __init__(self):
+        self.calls = []
+        self.fail_next = None
+
+    def settings_table(self):
+        return [setting("mode", "string", "a", "a mode", choices=["a", "b"]),
+                setting("n", "int", 2, "a count", min_=1, max_=8),
+                setting("x", "double", 0.5, "a ratio", min_=0.0, max_=1.0),
+                setting("flag", "bool", False, "a switch")]
+
+    def engine_version(self):
+        return "0.0"
+
+    def configure(self, values):
+        self.calls.append(("configure", values))
+
+    def describe(self):
+        return {"model": "fake", "parameters": 7, "dtypes": ["float32"], "vocab_size": 50}
+
+    def begin_case(self, case, prompt_ids):
+        self.calls.append(("begin_case", case["batch_size"], prompt_ids))
+        if self.fail_next:
+            e, self.fail_next = self.fail_next, None
+            raise e
+
+    def generate(self, iteration, warmup):
+        self.calls.append(("generate", iteration, warmup))
+        if self.fail_next:
+            e, self.fail_next = self.fail_next, None
+            raise e
+        return {"generation_ms": 1.5, "num_generated_tokens": 4, "decode_step_ms": [0.5, 0.25]}, [[5, 6, 7, 8]]
+
+    def end_case(self):
+        self.calls.append(("end_case",))
+
+    def close(self):
+        self.calls.append(("close",))
+
+
+def run(engine, requests):
+    """Serves `requests` (dicts or raw lines) -> (status, [messages])."""
+    lines = [r if isinstance(r, str) else json.dumps(r) + "\n" for r in requests]
+    out = io.StringIO()
+    status = protocol.serve(engine, io.StringIO("".join(lines)), out)
+    return status, [json.loads(x) for x in out.getvalue().splitlines()]
+
+
+def good_case(**kw):
+    return harness.case(batch_size=1, prompt_length=4, **kw)
+
+
+class TestProtocol(unittest.TestCase):
+    def test_hello_first_and_shutdown_exits_0(self):
+        e = FakeEngine()
+        status, msgs = run(e, [{"op": "shutdown", "id": 1}])
+        self.assertEqual(status, 0)
+        hello = msgs[0]
+        self.assertEqual((hello["op"], hello["protocol"], hello["engine"], hello["engine_version"], hello["device"]),
+                         ("hello", 1, "fake", "0.0", "cpu"))
+        self.assertEqual([s["name"] for s in hello["settings"]], ["mode", "n", "x", "flag"])
+        self.assertEqual(hello["settings"][0]["choices"], ["a", "b"])
+        self.assertEqual((hello["settings"][1]["min"], hello["settings"][1]["max"]), (1, 8))
+        self.assertEqual(msgs[1], {"id": 1, "ok": True})
+        self.assertEqual(e.calls[-1], ("close",))
+
+    def test_configure_fills_defaults(self):
+        e = FakeEngine()
+        status, msgs = run(e, [{"op": "configure", "id": 3, "settings": {"n": 5}}, {"op": "shutdown", "id": 4}])
+        self.assertEqual(msgs[1], {"id": 3, "ok": True})
+        self.assertEqual(e.calls[0], ("configure", {"mode": "a", "n": 5, "x": 0.5, "flag": False}))
+
+    def test_configure_refusals_name_the_setting(self):
+        bad = [({"nope": 1}, "nope"), ({"n": "3"}, "setting n: expected int"), ({"n": True}, "setting n"),
+               ({"n": 0}, "below the minimum"), ({"n": 9}, "above the maximum"), ({"mode": "c"}, "not one of"),
+               ({"x": 2}, "setting x"), ({"flag": 1}, "setting flag: expected bool")]
+        for settings, words in bad:
+            with self.subTest(settings=settings):
+                status, msgs = run(FakeEngine(), [{"op": "configure", "id": 1, "settings": settings}])
+                self.assertEqual(status, 1)  # end of input before shutdown
+                self.assertFalse(msgs[1]["ok"])
+                self.assertEqual(msgs[1]["error"]["code"], "setting")
+                self.assertIn(words, msgs[1]["error"]["message"])
+
+    def test_case_then_generate(self):
+        e = FakeEngine()
+        _, msgs = run(e, [{"op": "configure", "id": 1, "settings": {}},
+                          {"op": "describe", "id": 2},
+                          {"op": "begin_case", "id": 3, "case": good_case(), "prompt_ids": [[4, 5, 6]]},
+                          {"op": "generate", "id": 4, "iteration": 0, "warmup": True},
+                          {"op": "release_cache", "id": 5}, {"op": "acquire_cache", "id": 6},
+                          {"op": "end_case", "id": 7}, {"op": "shutdown", "id": 8}])
+        self.assertEqual(msgs[2], {"id": 2, "ok": True, "model": "fake", "parameters": 7, "dtypes": ["float32"],
+                                   "vocab_size": 50})
+        gen = msgs[4]
+        self.assertEqual(gen["tokens"], [[5, 6, 7, 8]])
+        self.assertEqual(set(gen["profile"]), set(protocol.PROFILE_FIELDS))
+        self.assertEqual(gen["profile"]["generation_ms"], 1.5)
+        self.assertEqual(gen["profile"]["decode_step_ms"], [0.5, 0.25])
+        self.assertIsNone(gen["profile"]["prefill_forward_ms"])
+        self.assertEqual([m["id"] for m in msgs[1:]], list(range(1, 9)))
+        self.assertTrue(all(m["ok"] for m in msgs[1:]))
+        self.assertIn(("generate", 0, True), e.calls)
+        self.assertIn(("end_case",), e.calls)
+
+    def test_generate_outside_a_case(self):
+        _, msgs = run(FakeEngine(), [{"op": "generate", "id": 1, "iteration": 0, "warmup": False}])
+        self.assertEqual(msgs[1]["error"]["code"], "internal")
+        self.assertIn("outside a case", msgs[1]["error"]["message"])
+
+    def test_bad_cases_are_refused(self):
+        bad = [(dict(good_case(), batch_size=2), [[4]], "batch_size = 2 rows"),
+               (dict(good_case(), prompt_length=2), [[4, 5, 6]], "prompt_ids[0]"),
+               (good_case(), [[4, -1]], "prompt_ids[0]"),
+               (good_case(), [[]], "prompt_ids[0]"),
+               (dict(good_case(), do_sample=1), [[4]], "case.do_sample"),
+               ({k: v for k, v in good_case().items() if k != "seed"}, [[4]], "no 'seed'"),
+               (dict(good_case(), response_length=0), [[4]], "response_length must be >= 1")]
+        for case, prompts, words in bad:
+            with self.subTest(words=words):
+                e = FakeEngine()
+                _, msgs = run(e, [{"op": "begin_case", "id": 1, "case": case, "prompt_ids": prompts}])
+                self.assertFalse(msgs[1]["ok"])
+                self.assertIn(words, msgs[1]["error"]["message"])
+                self.assertNotIn("begin_case", [c[0] for c in e.calls])
+
+    def test_engine_errors_become_replies_and_the_loop_goes_on(self):
+        for exc, code in [(WorkerError("unsupported", "no\nGPU here"), "unsupported"),
+                          (MemoryError("big"), "out_of_memory"),
+                          (type("OutOfMemoryError", (RuntimeError,), {})("CUDA out of memory"), "out_of_memory"),
+                          (ZeroDivisionError("line one\nline two"), "internal")]:
+            with self.subTest(code=code):
+                e = FakeEngine()
+                e.fail_next = exc
+                status, msgs = run(e, [
+                    {"op": "begin_case", "id": 1, "case": good_case(), "prompt_ids": [[4]]},
+                    {"op": "begin_case", "id": 2, "case": good_case(), "prompt_ids": [[4]]},
+                    {"op": "shutdown", "id": 3}])
+                self.assertEqual(status, 0)
+                err = msgs[1]["error"]
+                self.assertEqual(err["code"], code)
+                self.assertNotIn("\n", err["message"])
+                self.assertTrue(msgs[2]["ok"], msgs[2])
+
+    def test_unknown_op_is_unsupported(self):
+        _, msgs = run(FakeEngine(), [{"op": "dance", "id": 9}])
+        self.assertEqual(msgs[1], {"id": 9, "ok": False, "error": {"code": "unsupported",
+                                                                   "message": "unknown op \"dance\""}})
+
+    def test_garbage_line_stops_with_status_1(self):
+        for line in ["not json\n", "[1,2]\n", '{"op":"describe"}\n', '{"id":1}\n']:
+            with self.subTest(line=line):
+                status, msgs = run(FakeEngine(), [line, {"op": "shutdown", "id": 2}])
+                self.assertEqual(status, 1)
+                self.assertEqual(len(msgs), 1)  # hello only: no reply to garbage, none after it
+
+    def test_profile_refuses_unknown_and_non_finite(self):
+        with self.assertRaises(ValueError):
+            protocol.profile(speed=1.0)
+        with self.assertRaises(ValueError):
+            protocol.profile(generation_ms=float("nan"))
+        with self.assertRaises(ValueError):
+            protocol.profile(decode_step_ms=[1.0, float("inf")])
+        with self.assertRaises(ValueError):
+            protocol.profile(num_generated_tokens=True)
+        self.assertIsNone(protocol.profile()["generation_ms"])
+
+    def test_describe_without_the_engine(self):
+        values = {"model": "350m", "checkpoint": "", "weights_seed": 0}
+        d = models.describe_reply("x", values, ["float32"])
+        self.assertEqual((d["vocab_size"], d["max_positions"], d["n_layers"], d["hidden_size"]), (50272, 2048, 24, 1024))
+        # facebook/opt-125m and opt-350m's parameter counts (lm_head tied)
+        self.assertEqual(d["parameters"], 331196416)
+        self.assertEqual(models.describe_reply("x", dict(values, model="125m"), [])["parameters"], 125239296)
+
+    def test_left_pad(self):
+        self.assertEqual(models.left_pad([[5, 6], [7, 8, 9], [4]], 1),
+                         ([[1, 5, 6], [7, 8, 9], [1, 1, 4]], [[0, 1, 1], [1, 1, 1], [0, 0, 1]]))
+
+    def test_synthetic_vocabulary_round_trips(self):
+        for i in (0, 1, 2, 3, 4, 50271):
+            self.assertEqual(models.token_id(models.token_string(i)), i)
+        self.assertEqual(models.token_string(2), "</s>")
+
+
+NOISY_WORKER = r"""
+import os, sys
+from benchctl_worker import protocol
+class Noisy(protocol.Engine):
+    name = "noisy"
+    def settings_table(self): return []
+    def engine_version(self): print("stray print at hello"); return "1"
+    def configure(self, values): os.write(1, b"native write to fd 1\n"); print("stray print")
+inp, out = protocol.protocol_streams()
+sys.exit(protocol.serve(Noisy(), inp, out))
+"""
+
+
+class TestProcesses(unittest.TestCase):
+    def test_stray_output_goes_to_stderr(self):
+        with harness.Worker([sys.executable, "-c", NOISY_WORKER], timeout_s=60) as w:
+            self.assertEqual(w.hello["engine"], "noisy")
+            w.request("configure", settings={})
+            self.assertEqual(w.shutdown(), 0)
+        err = w.stderr_text()
+        self.assertIn("native write to fd 1", err)
+        self.assertIn("stray print at hello", err)
+
+    def test_every_adapter_says_hello_and_why_it_cannot_run(self):
+        for engine in ("transformers", "deepspeed", "ctranslate2"):
+            with self.subTest(engine=engine), harness.Worker(harness.worker_command(sys.executable, engine),
+                                                              timeout_s=120) as w:
+                self.assertEqual(w.hello["engine"], engine)
+                names = [s["name"] for s in w.hello["settings"]]
+                self.assertIn("model", names)
+                self.assertIn("checkpoint", names)
+                w.request("configure", settings={"model": "125m"})
+                r = w.call("configure", settings={"model": "125m", "checkpoint": "/nonexistent"})
+                self.assertEqual(r["error"]["code"], "setting")
+                w.request("configure", settings={})
+                needs = {"transformers": ["torch", "transformers"], "deepspeed": ["torch", "transformers", "deepspeed"],
+                         "ctranslate2": ["ctranslate2", "torch", "transformers"]}[engine]
+                missing = [p for p in needs if models.package_version(p) is None]
+                if engine in missing:
+                    self.assertEqual(w.hello["engine_version"], "not installed")
+                if missing:
+                    r = w.call("begin_case", case=good_case(), prompt_ids=[[4, 5]])
+                    self.assertFalse(r["ok"])
+                    self.assertEqual(r["error"]["code"], "unsupported")
+                    self.assertIn(missing[0], r["error"]["message"])
+                self.assertEqual(w.shutdown(), 0)
+
+    def test_usage(self):
+        env = dict(os.environ, PYTHONPATH=harness.PYTHON_DIR)
+        p = subprocess.run([sys.executable, "-m", "benchctl_worker", "nope"], env=env, capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("usage", p.stderr)
+        self.assertEqual(p.stdout, "")
+
+
+if __name__ == "__main__":
+    unittest.main()
