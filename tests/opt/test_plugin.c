@@ -502,7 +502,7 @@ static void test_check_settings(void **state) {
 
 /* Drawn lengths and continuous batching through the plugin: the settings'
  * checks, the cache planned for the capacity's rows (and held as planned),
- * and the 2.3 generation fields. */
+ * and the response-length and continuous-batching fields of generate. */
 static void test_continuous(void **state) {
     fixture *f = *state;
     bc_error err = {0};
