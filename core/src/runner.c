@@ -47,6 +47,22 @@ const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_DECODE_TOKENS_PER_SECOND] = "decode_tokens_per_second",
     [BC_FIELD_ENGINE_TOTAL_MS] = "engine_total_ms",
     [BC_FIELD_PROTOCOL_OVERHEAD_MS] = "protocol_overhead_ms",
+    [BC_FIELD_PADDED_TOKEN_SLOTS] = "padded_token_slots",
+    [BC_FIELD_PADDING_WASTE] = "padding_waste",
+    [BC_FIELD_RESPONSE_LENGTH_MIN] = "response_length_min",
+    [BC_FIELD_RESPONSE_LENGTH_P50] = "response_length_p50",
+    [BC_FIELD_RESPONSE_LENGTH_P95] = "response_length_p95",
+    [BC_FIELD_RESPONSE_LENGTH_MAX] = "response_length_max",
+    [BC_FIELD_NUM_PREFILL_FORWARDS] = "num_prefill_forwards",
+    [BC_FIELD_SCHEDULER_OVERHEAD_MS] = "scheduler_overhead_ms",
+    [BC_FIELD_CACHE_MANAGEMENT_OVERHEAD_MS] = "cache_management_overhead_ms",
+    [BC_FIELD_ACTIVE_BATCH_SIZE] = "active_batch_size",
+    [BC_FIELD_CONTINUOUS_BATCH_SIZE] = "continuous_batch_size",
+    [BC_FIELD_OCCUPANCY] = "occupancy",
+    [BC_FIELD_KV_PAGES_PEAK] = "kv_pages_peak",
+    [BC_FIELD_KV_BYTES_PEAK] = "kv_bytes_peak",
+    [BC_FIELD_KV_FRAGMENTATION] = "kv_fragmentation",
+    [BC_FIELD_KV_BYTES_SAVED] = "kv_bytes_saved",
 };
 
 enum { N_FIELDS = BC_N_FIELDS };
@@ -97,7 +113,16 @@ static void generation_unknown(bc_generation_stats *g) {
     g->prompt_width_tokens = g->prompt_min_tokens = g->prompt_max_tokens = -1;
     g->engine_prompt_expansion_ms = g->engine_generation_ms = g->engine_post_processing_ms = NAN;
     g->token_rows = g->token_cols = g->token_stride = -1;
+    g->padded_token_slots = g->num_prefill_forwards = g->continuous_batch_size = -1;
+    g->response_length_min = g->response_length_p50 = g->response_length_p95 = g->response_length_max = NAN;
+    g->scheduler_overhead_ms = g->cache_management_overhead_ms = g->active_batch_size = g->occupancy = NAN;
+    g->kv_pages_peak = g->kv_bytes_peak = -1;
+    g->kv_fragmentation = NAN;
+    g->kv_bytes_saved = INT64_MIN; /* may be negative: a paged peak above the contiguous cache */
 }
+
+/* The count as a field value, NaN when unknown (< 0). */
+static double count_field(int64_t n) { return n >= 0 ? (double)n : NAN; }
 
 /* count / (ms / 1000) when both are known and ms > 0, else NaN. */
 static double per_second(int64_t count, double ms) {
@@ -125,6 +150,23 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
     }
     row[BC_FIELD_PREFILL_TOKENS_PER_SECOND] = per_second(g->num_prefill_tokens, g->prefill_forward_ms);
     row[BC_FIELD_DECODE_TOKENS_PER_SECOND] = per_second(g->num_decode_tokens, g->decode_forward_ms);
+    row[BC_FIELD_PADDED_TOKEN_SLOTS] = count_field(g->padded_token_slots);
+    if (g->padded_token_slots > 0 && g->num_generated_tokens >= 0)
+        row[BC_FIELD_PADDING_WASTE] = 1.0 - (double)g->num_generated_tokens / (double)g->padded_token_slots;
+    row[BC_FIELD_RESPONSE_LENGTH_MIN] = g->response_length_min;
+    row[BC_FIELD_RESPONSE_LENGTH_P50] = g->response_length_p50;
+    row[BC_FIELD_RESPONSE_LENGTH_P95] = g->response_length_p95;
+    row[BC_FIELD_RESPONSE_LENGTH_MAX] = g->response_length_max;
+    row[BC_FIELD_NUM_PREFILL_FORWARDS] = count_field(g->num_prefill_forwards);
+    row[BC_FIELD_SCHEDULER_OVERHEAD_MS] = g->scheduler_overhead_ms;
+    row[BC_FIELD_CACHE_MANAGEMENT_OVERHEAD_MS] = g->cache_management_overhead_ms;
+    row[BC_FIELD_ACTIVE_BATCH_SIZE] = g->active_batch_size;
+    row[BC_FIELD_CONTINUOUS_BATCH_SIZE] = count_field(g->continuous_batch_size);
+    row[BC_FIELD_OCCUPANCY] = g->occupancy;
+    row[BC_FIELD_KV_PAGES_PEAK] = count_field(g->kv_pages_peak);
+    row[BC_FIELD_KV_BYTES_PEAK] = count_field(g->kv_bytes_peak);
+    row[BC_FIELD_KV_FRAGMENTATION] = g->kv_fragmentation;
+    if (g->kv_bytes_saved != INT64_MIN) row[BC_FIELD_KV_BYTES_SAVED] = (double)g->kv_bytes_saved;
     if (bc_is_measured(g->engine_prompt_expansion_ms) && bc_is_measured(g->engine_generation_ms) &&
         bc_is_measured(g->engine_post_processing_ms)) {
         row[BC_FIELD_ENGINE_TOTAL_MS] = g->engine_prompt_expansion_ms + g->engine_generation_ms +

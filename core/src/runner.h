@@ -40,6 +40,8 @@
  *   decode_ms_per_token_p50/p95: over the rollout's decode steps
  *   prefill_tokens_per_second = num_prefill_tokens / prefill_forward_ms
  *   decode_tokens_per_second = num_decode_tokens / decode_forward_ms
+ *   padding_waste = 1 - num_generated_tokens / padded_token_slots; the other
+ *   fields from padded_token_slots on are the backend's as it gave them
  * A hook error fails the case (message "<hook>: <message>", error_code the
  * hook's status) and the run goes on. Interrupts (*stop, set by the signal
  * handler): 1 = the current iteration finishes; 2 or more = the iteration is
@@ -86,6 +88,22 @@ typedef enum bc_field {
     BC_FIELD_DECODE_TOKENS_PER_SECOND,
     BC_FIELD_ENGINE_TOTAL_MS,       /* a worker backend's engine's own stage times, summed */
     BC_FIELD_PROTOCOL_OVERHEAD_MS,  /* total_ms - engine_total_ms: the transport to the engine */
+    BC_FIELD_PADDED_TOKEN_SLOTS,
+    BC_FIELD_PADDING_WASTE,
+    BC_FIELD_RESPONSE_LENGTH_MIN,
+    BC_FIELD_RESPONSE_LENGTH_P50,
+    BC_FIELD_RESPONSE_LENGTH_P95,
+    BC_FIELD_RESPONSE_LENGTH_MAX,
+    BC_FIELD_NUM_PREFILL_FORWARDS,
+    BC_FIELD_SCHEDULER_OVERHEAD_MS,
+    BC_FIELD_CACHE_MANAGEMENT_OVERHEAD_MS,
+    BC_FIELD_ACTIVE_BATCH_SIZE,
+    BC_FIELD_CONTINUOUS_BATCH_SIZE,
+    BC_FIELD_OCCUPANCY,
+    BC_FIELD_KV_PAGES_PEAK,
+    BC_FIELD_KV_BYTES_PEAK,
+    BC_FIELD_KV_FRAGMENTATION,
+    BC_FIELD_KV_BYTES_SAVED,
     BC_N_FIELDS
 } bc_field;
 

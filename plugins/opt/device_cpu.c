@@ -31,7 +31,7 @@ static void cache_held(const opt_rollout *ro, const opt_model *m, int64_t *kv, i
     *kv = *ws = 0;
     if (!ro->have_cache) return;
     *kv = (int64_t)(ro->kv.bytes + ro->kv_shared.bytes);
-    if (ro->logits) *ws += (int64_t)ro->R * ro->V * (int64_t)sizeof(float);
+    if (ro->logits) *ws += (int64_t)opt_rollout_cache_rows(ro) * ro->V * (int64_t)sizeof(float);
     if (ro->logits_shared) *ws += (int64_t)ro->Bp * ro->V * (int64_t)sizeof(float);
     *ws += (int64_t)ro->n_samplers * ((int64_t)ro->V * (int64_t)sizeof(opt_sample_pair) + (int64_t)sizeof(opt_sampler));
     if (m) *ws += (int64_t)m->ws.bytes;
@@ -41,11 +41,15 @@ bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
     if (ro->have_cache) return BC_OK;
     const opt_hparams *hp = &m->w->hp;
     const int shared = opt_rollout_shared_prefill(ro);
-    const int prefill_rows = shared ? ro->Bp : ro->R;
-    int max_tokens = prefill_rows * ro->Tp > ro->R ? prefill_rows * ro->Tp : ro->R;
-    bc_status st = opt_kv_cache_alloc(&ro->kv, hp, opt_kv_dtype(m->w->dtype), ro->R, ro->Stot, err);
-    if (st == BC_OK && shared) st = opt_kv_cache_alloc(&ro->kv_shared, hp, opt_kv_dtype(m->w->dtype), ro->Bp, ro->Tp, err);
-    if (st == BC_OK) st = opt_model_reserve(m, max_tokens, ro->Stot, err);
+    const int rows = opt_rollout_cache_rows(ro), prefill_rows = shared ? ro->Bp : rows;
+    int max_tokens = prefill_rows * ro->Tp > rows ? prefill_rows * ro->Tp : rows;
+    const opt_dtype kv_dt = opt_kv_dtype(m->w->dtype);
+    const int S = opt_rollout_cache_positions(ro, hp, kv_dt);
+    bc_status st = ro->p.kv_paged ? opt_kv_cache_alloc_paged(&ro->kv, hp, kv_dt, rows, S,
+                                                             opt_kv_page_tokens(hp, kv_dt, ro->p.page_tokens), err)
+                                  : opt_kv_cache_alloc(&ro->kv, hp, kv_dt, rows, S, err);
+    if (st == BC_OK && shared) st = opt_kv_cache_alloc(&ro->kv_shared, hp, kv_dt, ro->Bp, ro->Tp, err);
+    if (st == BC_OK) st = opt_model_reserve(m, max_tokens, S, err);
     if (st == BC_OK) {
         int n = opt_pool_size(m->pool);
         ro->samplers = calloc((size_t)n, sizeof *ro->samplers);
@@ -56,10 +60,10 @@ bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
         }
     }
     if (st == BC_OK) {
-        ro->logits = malloc((size_t)ro->R * ro->V * sizeof(float));
+        ro->logits = malloc((size_t)rows * ro->V * sizeof(float));
         if (shared) ro->logits_shared = malloc((size_t)ro->Bp * ro->V * sizeof(float));
         if (!ro->logits || (shared && !ro->logits_shared))
-            st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d x %d logits", ro->R, ro->V);
+            st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d x %d logits", rows, ro->V);
     }
     ro->have_cache = 1;
     if (st != BC_OK) {
@@ -68,13 +72,15 @@ bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
     }
     /* touch every page now, so taking the cache back costs what it costs
      * here (cache_acquire_ms) and not as page faults inside the prefill */
-    memset(ro->kv.k, 0, ro->kv.bytes / 2);
-    memset(ro->kv.v, 0, ro->kv.bytes / 2);
+    if (!ro->kv.paged) { /* paged: memory is taken as rows are written */
+        memset(ro->kv.k, 0, ro->kv.bytes / 2);
+        memset(ro->kv.v, 0, ro->kv.bytes / 2);
+    }
     if (ro->kv_shared.k) {
         memset(ro->kv_shared.k, 0, ro->kv_shared.bytes / 2);
         memset(ro->kv_shared.v, 0, ro->kv_shared.bytes / 2);
     }
-    memset(ro->logits, 0, (size_t)ro->R * ro->V * sizeof(float));
+    memset(ro->logits, 0, (size_t)rows * ro->V * sizeof(float));
     if (ro->logits_shared) memset(ro->logits_shared, 0, (size_t)ro->Bp * ro->V * sizeof(float));
     memset(m->ws.arena, 0, m->ws.bytes);
     return BC_OK;
@@ -174,18 +180,9 @@ static void sample_worker(void *ctx, int i, int n) {
     int64_t generated = 0;
     int running = 0;
     for (int r = lo; r < hi; r++) {
-        int32_t *seq = ro->seq + (size_t)r * ro->Stot;
-        float *lg = ro->logits + (size_t)r * ro->V;
-        if (ro->eos_at[r] >= 0) {
-            seq[ro->Tp + k] = ro->pad_id;
-            continue;
-        }
-        if (!ro->p.stop_at_eos && ro->eos_id >= 0 && ro->eos_id < ro->V) lg[ro->eos_id] = -INFINITY;
-        int32_t tok = opt_sample(smp, lg, &ro->rngs[r]);
-        seq[ro->Tp + k] = tok;
-        generated++;
-        if (ro->p.stop_at_eos && tok == ro->eos_id) ro->eos_at[r] = k;
-        else running++;
+        int goes_on;
+        generated += opt_rollout_sample_row(ro, smp, ro->logits + (size_t)r * ro->V, r, k, &goes_on);
+        running += goes_on;
     }
     j->generated[i % 64][0] += generated;
     j->running[i % 64][0] += running;
@@ -331,7 +328,7 @@ static bc_status cpu_begin_case(void *ctx, const opt_weights *w, opt_rollout *ro
 static bc_status cpu_generate(void *ctx, opt_rollout *ro, bc_error *err) {
     cpu_device *d = ctx;
     if (!d->have_model) return bc_error_set(err, BC_ERR_INTERNAL, "opt cpu: generate outside a case");
-    return opt_rollout_run(ro, &opt_cpu_steps, &d->m, err);
+    return opt_rollout_generate(ro, &d->m, err);
 }
 
 static bc_status cpu_cache_acquire(void *ctx, opt_rollout *ro, bc_error *err) {

@@ -45,6 +45,17 @@ typedef struct opt_kv_cache {
      * copies of those keys are never read (they need not be filled).
      * B must be a multiple of G. Set by the caller after prefill. */
     int group, prefix;
+    /* Rows at their own lengths (continuous batching; NULL and NULL after
+     * alloc: off). With slot_of, batch row b of a forward works on cache row
+     * slot_of[b] (B may then be less than the cache's B, the rows any
+     * distinct slots), holding len_of[b] cached tokens: the forward appends
+     * at len_of[b] and attends to keys s < len_of[b] + t; len stays as it is
+     * and the caller moves len_of on. Not with group. Borrowed. */
+    const int *slot_of, *len_of;
+    /* 1: allocated by opt_kv_cache_alloc_paged (k and v are mappings whose
+     * memory the system hands out a page at a time as rows are written, and
+     * opt_kv_cache_return_row hands back); 0: allocated whole. */
+    int paged;
 } opt_kv_cache;
 
 bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
@@ -54,6 +65,20 @@ bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype 
  * cache, on the host (opt_kv_cache_alloc) or a device. */
 bc_status opt_kv_cache_shape(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
                              bc_error *err);
+/* The paged layout: K and V reserved as mappings, Smax a multiple of
+ * page_tokens, each (layer, row, head) stretch of page_tokens tokens a whole
+ * number of the system's pages, so memory is taken as a row's tokens are
+ * written and returned by opt_kv_cache_return_row. BC_ERR_SETTING when
+ * page_tokens x D x dtype size is not a multiple of the system's page
+ * (opt_kv_page_tokens gives the smallest that is). */
+bc_status opt_kv_cache_alloc_paged(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+                                   int page_tokens, bc_error *err);
+/* The page size in tokens for a model and dtype: asked when > 0 (checked by
+ * opt_kv_cache_alloc_paged), else the smallest that fits the system's page. */
+int opt_kv_page_tokens(const opt_hparams *hp, opt_dtype dtype, int asked);
+/* Hands row b's memory back to the system (a paged cache; its tokens read
+ * as zeros afterwards). */
+void opt_kv_cache_return_row(opt_kv_cache *kv, int b);
 /* Bytes opt_kv_cache_alloc would allocate. */
 size_t opt_kv_cache_bytes(const opt_hparams *hp, opt_dtype dtype, int B, int Smax);
 void opt_kv_cache_free(opt_kv_cache *kv);
@@ -110,7 +135,9 @@ typedef enum opt_logits_mode {
  *   tokens    [B, T]             token ids in [0, V)
  *   mask      [B, mask_stride]   1 real / 0 pad for s in [0, kv->len + T)
  *   logits    see mode; fp32
- * B must equal kv->B and kv->len + T <= min(kv->Smax, Tmax). */
+ * B must equal kv->B and kv->len + T <= min(kv->Smax, Tmax); with
+ * kv->slot_of, B <= kv->B and len_of[b] + T within the same bounds for every
+ * row b (the mask's row b then covers s in [0, len_of[b] + T)). */
 bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
                       int B, int T, opt_logits_mode mode, float *logits, bc_error *err);
 

@@ -285,8 +285,65 @@ bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype 
     return BC_OK;
 }
 
+static size_t os_page_bytes(void) {
+    long pg = sysconf(_SC_PAGESIZE);
+    return pg > 0 ? (size_t)pg : 4096;
+}
+
+int opt_kv_page_tokens(const opt_hparams *hp, opt_dtype dtype, int asked) {
+    if (asked > 0) return asked;
+    const size_t tok = (size_t)(hp->hidden_size / hp->num_attention_heads) * opt_dtype_size(dtype), pg = os_page_bytes();
+    int n = 1;
+    while ((n * tok) % pg != 0 && n < (1 << 20)) n++;
+    return n;
+}
+
+bc_status opt_kv_cache_alloc_paged(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+                                   int page_tokens, bc_error *err) {
+    if (page_tokens < 1 || Smax % page_tokens != 0)
+        return bc_error_set(err, BC_ERR_INVALID, "paged KV cache: %d positions are not whole pages of %d tokens", Smax,
+                            page_tokens);
+    bc_status st = opt_kv_cache_shape(kv, hp, dtype, B, Smax, err);
+    if (st != BC_OK) return st;
+    const size_t page = (size_t)page_tokens * kv->D * opt_dtype_size(dtype), pg = os_page_bytes();
+    if (page % pg != 0)
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "kv_page_tokens %d: a page of %d tokens x %d x %zu bytes per head is not a whole number "
+                            "of the system's %zu-byte pages; use a multiple of %d (or 0)",
+                            page_tokens, page_tokens, kv->D, opt_dtype_size(dtype), pg,
+                            opt_kv_page_tokens(hp, dtype, 0));
+    const size_t half = kv->bytes / 2;
+    kv->k = mmap(NULL, half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    kv->v = mmap(NULL, half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (kv->k == MAP_FAILED || kv->v == MAP_FAILED) {
+        if (kv->k != MAP_FAILED) munmap(kv->k, half);
+        if (kv->v != MAP_FAILED) munmap(kv->v, half);
+        kv->k = kv->v = NULL;
+        return bc_error_set(err, BC_ERR_NOMEM, "paged KV cache: cannot map 2 x %zu bytes (B %d, Smax %d)", half, B,
+                            Smax);
+    }
+    kv->paged = 1;
+    return BC_OK;
+}
+
+void opt_kv_cache_return_row(opt_kv_cache *kv, int b) {
+    if (!kv->paged) return;
+    const size_t head = (size_t)kv->Smax * kv->D * opt_dtype_size(kv->dtype); /* whole pages (alloc_paged) */
+    for (int l = 0; l < kv->L; l++) {
+        const size_t off = ((size_t)l * kv->B + b) * kv->H * head;
+        (void)madvise((char *)kv->k + off, head * kv->H, MADV_DONTNEED);
+        (void)madvise((char *)kv->v + off, head * kv->H, MADV_DONTNEED);
+    }
+}
+
 void opt_kv_cache_free(opt_kv_cache *kv) {
     if (!kv) return;
+    if (kv->paged) {
+        if (kv->k) munmap(kv->k, kv->bytes / 2);
+        if (kv->v) munmap(kv->v, kv->bytes / 2);
+        kv->k = kv->v = NULL;
+        kv->paged = 0;
+    }
     free(kv->k);
     free(kv->v);
     kv->k = kv->v = NULL;
@@ -467,6 +524,7 @@ typedef struct attention_job {
     int Sr;
     int B, T, H, D, Smax, S0;
     int G, np;               /* shared prefix: rows per group (1: none), keys read from the group's first row */
+    const int *slot_of, *len_of; /* rows at their own lengths (opt_kv_cache), or NULL */
 } attention_job;
 
 /* For rows (b, h) in this thread's share:
@@ -483,7 +541,8 @@ static void attention_worker(void *ctx, int i, int n) {
         /* p = ((g * H) + h) * G + r: a group's rows of one head follow each
          * other, so the shared prefix rows are read from memory once */
         const int h = p / G % j->H, b = p / (G * j->H) * G + p % G;
-        const size_t head = ((size_t)b * j->H + h) * (size_t)j->Smax * D * es;
+        const int cb = j->slot_of ? j->slot_of[b] : b, S0 = j->len_of ? j->len_of[b] : j->S0;
+        const size_t head = ((size_t)cb * j->H + h) * (size_t)j->Smax * D * es;
         const size_t lead = ((size_t)(b - b % G) * j->H + h) * (size_t)j->Smax * D * es;
         const char *K = (const char *)j->kc + head, *Vv = (const char *)j->vc + head;
         const char *Kp = (const char *)j->kc + lead, *Vp = (const char *)j->vc + lead;
@@ -492,25 +551,27 @@ static void attention_worker(void *ctx, int i, int n) {
             const float *qv = j->q + ((size_t)b * j->T + t) * j->ldq + (size_t)h * D;
             float *out = j->att + ((size_t)b * j->T + t) * C + (size_t)h * D;
             if (j->np > 0) /* keys 0..S0+t, the first np from the group's first row */
-                j->k->attend_split(out, qv, Kp, Vp, j->np, K, Vv, j->dt, mk, j->S0 + t + 1, D, sc);
+                j->k->attend_split(out, qv, Kp, Vp, j->np, K, Vv, j->dt, mk, S0 + t + 1, D, sc);
             else
-                j->k->attend(out, qv, K, Vv, j->dt, mk, j->S0 + t + 1, D, sc);
+                j->k->attend(out, qv, K, Vv, j->dt, mk, S0 + t + 1, D, sc);
         }
     }
 }
 
 /* Appends the new keys and values kk, vv [B, T, ld] (fp32, the first C of
- * each row) to the layer's cache [B][H][Smax][D] at positions S0..S0+T-1, in
- * the cache's dtype. */
+ * each row) to the layer's cache [B][H][Smax][D] at positions S0..S0+T-1
+ * (row b: cache row slot_of[b] at len_of[b] when given), in the cache's
+ * dtype. */
 static void kv_store(const opt_kernels *k, void *kc, void *vc, opt_dtype dt, const float *kk, const float *vv, int ld,
-                     int B, int T, int H, int D, int Smax, int S0) {
+                     int B, int T, int H, int D, int Smax, int S0, const int *slot_of, const int *len_of) {
     const size_t es = opt_dtype_size(dt);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
-            size_t head = ((size_t)b * H + h) * (size_t)Smax * D;
+            const int cb = slot_of ? slot_of[b] : b, s0 = len_of ? len_of[b] : S0;
+            size_t head = ((size_t)cb * H + h) * (size_t)Smax * D;
             for (int t = 0; t < T; t++) {
                 size_t src = ((size_t)b * T + t) * ld + (size_t)h * D;
-                size_t dst = (head + (size_t)(S0 + t) * D) * es;
+                size_t dst = (head + (size_t)(s0 + t) * D) * es;
                 k->from_f32((char *)kc + dst, dt, kk + src, (size_t)D);
                 k->from_f32((char *)vc + dst, dt, vv + src, (size_t)D);
             }
@@ -562,10 +623,10 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
     const float scale = 1.0f / sqrtf((float)D);
     for (int n = 0; n < N; n++)
         for (int i = 0; i < C; i++) q[(size_t)n * ldq + i] *= scale;
-    kv_store(m->k, kc, vc, kv->dtype, kk, vv, ldq, B, T, H, D, kv->Smax, kv->len);
+    kv_store(m->k, kc, vc, kv->dtype, kk, vv, ldq, B, T, H, D, kv->Smax, kv->len, kv->slot_of, kv->len_of);
     attention_job job = {m->k, att, q, ldq, kc, vc, kv->dtype, mask, mask_stride,
                          ws->scores, round16(ws->Smax), B, T, H, D, kv->Smax, kv->len,
-                         kv->group > 1 ? kv->group : 1, kv->group > 1 ? kv->prefix : 0};
+                         kv->group > 1 ? kv->group : 1, kv->group > 1 ? kv->prefix : 0, kv->slot_of, kv->len_of};
     opt_pool_run(m->pool, attention_worker, &job);
     opt_linear_parallel(m->pool, m->k, ws->kk, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
     residual_forward(x, ws->kk, (size_t)N * C);
@@ -588,14 +649,28 @@ bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, con
     const opt_weights *w = m->w;
     const opt_hparams *hp = &w->hp;
     const int C = hp->hidden_size, P = hp->word_embed_proj_dim, V = hp->vocab_size, L = hp->num_hidden_layers;
-    const int S0 = kv->len, S1 = kv->len + T, N = B * T;
-    if (B != kv->B || T < 1)
+    const int *len_of = kv->slot_of ? kv->len_of : NULL;
+    int S1 = kv->len + T; /* the longest row after the forward */
+    const int N = B * T;
+    if ((kv->slot_of ? B > kv->B : B != kv->B) || T < 1 || B < 1 || (kv->slot_of && !len_of))
         return bc_error_set(err, BC_ERR_INVALID, "opt_forward: B %d (cache has %d), T %d", B, kv->B, T);
+    if (kv->slot_of) {
+        if (kv->group > 1)
+            return bc_error_set(err, BC_ERR_INVALID, "opt_forward: rows at their own lengths with a shared prefix");
+        S1 = 0;
+        for (int b = 0; b < B; b++) {
+            if (kv->slot_of[b] < 0 || kv->slot_of[b] >= kv->B || len_of[b] < 0)
+                return bc_error_set(err, BC_ERR_INVALID, "opt_forward: row %d: cache row %d of %d, length %d", b,
+                                    kv->slot_of[b], kv->B, len_of[b]);
+            if (len_of[b] + T > S1) S1 = len_of[b] + T;
+        }
+    }
     if (S1 > kv->Smax || S1 > hp->max_position_embeddings)
         return bc_error_set(err, BC_ERR_INVALID, "opt_forward: %d tokens exceed the cache (%d) or the positions (%d)",
                             S1, kv->Smax, hp->max_position_embeddings);
     if (mask_stride < S1)
         return bc_error_set(err, BC_ERR_INVALID, "opt_forward: mask stride %d < %d tokens", mask_stride, S1);
+    const int S0 = kv->len;
     if (kv->dtype != opt_kv_dtype(w->dtype) || kv->L != L || kv->H != hp->num_attention_heads)
         return bc_error_set(err, BC_ERR_INVALID, "opt_forward: KV cache shape or dtype does not match the model");
     if (kv->group > 1 && (B % kv->group != 0 || kv->prefix < 0 || kv->prefix > S0))
@@ -615,16 +690,17 @@ bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, con
     /* positions: cumsum(mask) * mask - 1, plus the offset 2 */
     for (int b = 0; b < B; b++) {
         const uint8_t *mk = mask + (size_t)b * mask_stride;
+        const int s0 = len_of ? len_of[b] : S0;
         int cum = 0;
-        for (int s = 0; s < S1; s++) {
+        for (int s = 0; s < s0 + T; s++) {
             cum += mk[s] ? 1 : 0;
-            if (s >= S0) ws->pos[b * T + (s - S0)] = (mk[s] ? cum : 0) - 1 + 2;
+            if (s >= s0) ws->pos[b * T + (s - s0)] = (mk[s] ? cum : 0) - 1 + 2;
         }
     }
 
     embedding_forward(m, ws->x, ws->emb, ws->xn, tokens, ws->pos, N);
     for (int l = 0; l < L; l++) decoder_layer_forward(m, kv, l, mask, mask_stride, B, T);
-    kv->len = S1;
+    if (!kv->slot_of) kv->len = S1;
     if (mode == OPT_LOGITS_NONE) return BC_OK;
 
     /* rows whose logits we want, gathered into h[M, C] */

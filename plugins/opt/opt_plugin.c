@@ -27,6 +27,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,10 @@ enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS
        /* text prompts (text_prompts.h) */
        S_PROMPTS_TEXT, S_PROMPTS_FORMAT, S_PROMPTS_FIELD, S_PROMPTS_FIT, S_PROMPTS_BUCKET_WIDTH,
        /* LoRA actor (lora.h) */
-       S_LORA_ADAPTER, S_LORA_RANK, S_LORA_ALPHA, S_LORA_TARGETS, S_LORA_UNFUSE, S_COUNT };
+       S_LORA_ADAPTER, S_LORA_RANK, S_LORA_ALPHA, S_LORA_TARGETS, S_LORA_UNFUSE,
+       /* response lengths, continuous batching, paged KV (rollout.h) */
+       S_RESPONSE_LENGTHS, S_LENGTH_MIN_RATIO, S_LENGTH_MEAN, S_LENGTH_SIGMA, S_LENGTHS_FILE, S_BATCHING,
+       S_BATCH_CAPACITY, S_SAVE_SCHEDULE, S_KV_LAYOUT, S_KV_PAGE_TOKENS, S_COUNT };
 
 /* memory_check: what a case whose planned memory exceeds what there is gets. */
 enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
@@ -63,6 +67,10 @@ static const char *const kernels_choices[] = {"auto", "avx512_bf16", "avx512", "
 static const char *const prompts_format_choices[] = {"auto", "jsonl", "lines", NULL};
 static const char *const prompts_fit_choices[] = {"ragged", "bucket", "truncate_pad", NULL};
 static const char *const lora_unfuse_choices[] = {"subtract", "restore", NULL};
+/* in opt_length_kind's order */
+static const char *const response_lengths_choices[] = {"fixed", "uniform", "lognormal", "empirical", NULL};
+static const char *const batching_choices[] = {"static", "continuous", NULL};
+static const char *const kv_layout_choices[] = {"contiguous", "paged", NULL};
 
 static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_MODEL] = {.name = "model", .type = BC_SETTING_ENUM, .default_string = "", .choices = model_choices,
@@ -130,6 +138,38 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
                        .choices = lora_unfuse_choices,
                        .help = "subtract the adapter again (the hybrid engine's way; drifts by rounding) or restore a "
                                "copy of the base weights (bit for bit; holds the targets' memory)"},
+    /* response lengths and continuous batching (docs/opt.md) */
+    [S_RESPONSE_LENGTHS] = {.name = "response_lengths", .type = BC_SETTING_ENUM, .default_string = "fixed",
+                            .choices = response_lengths_choices,
+                            .help = "each row's response length, drawn from the seed: \"fixed\" = the case's; else "
+                                    "EOS is forced at the drawn length (at most the case's)"},
+    [S_LENGTH_MIN_RATIO] = {.name = "response_length_min_ratio", .type = BC_SETTING_FLOAT, .default_float = 0.5,
+                            .has_range = 1, .min = 1e-9, .max = 1.0,
+                            .help = "uniform: lengths in [ratio x response_length, response_length]"},
+    [S_LENGTH_MEAN] = {.name = "response_length_mean", .type = BC_SETTING_FLOAT, .default_float = 128.0,
+                       .has_range = 1, .min = 1.0, .max = 1e9, .help = "lognormal: the mean length in tokens"},
+    [S_LENGTH_SIGMA] = {.name = "response_length_sigma", .type = BC_SETTING_FLOAT, .default_float = 0.6,
+                        .has_range = 1, .min = 0.0, .max = 10.0,
+                        .help = "lognormal: the spread, the standard deviation of the log length"},
+    [S_LENGTHS_FILE] = {.name = "response_lengths_file", .type = BC_SETTING_STRING, .default_string = "",
+                        .help = "empirical: a file of lengths (integers >= 1), each row takes one at random"},
+    [S_BATCHING] = {.name = "batching", .type = BC_SETTING_ENUM, .default_string = "static",
+                    .choices = batching_choices,
+                    .help = "\"static\": all rows decode until the last finishes; \"continuous\": finished rows "
+                            "leave, waiting rows join (device = \"cpu\")"},
+    [S_BATCH_CAPACITY] = {.name = "batch_capacity", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1,
+                          .min = 0, .max = 16777216,
+                          .help = "continuous: rows decoding at once, the others wait (0 = all rows)"},
+    [S_SAVE_SCHEDULE] = {.name = "save_schedule", .type = BC_SETTING_STRING, .default_string = "",
+                         .help = "write each rollout's schedule here: active rows per decode step, each row's "
+                                 "length, time to first token and completion step ({case} = case index)"},
+    [S_KV_LAYOUT] = {.name = "kv_layout", .type = BC_SETTING_ENUM, .default_string = "contiguous",
+                     .choices = kv_layout_choices,
+                     .help = "\"paged\": KV memory taken a page at a time as rows grow and returned as they "
+                             "finish (batching = \"continuous\")"},
+    [S_KV_PAGE_TOKENS] = {.name = "kv_page_tokens", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1,
+                          .min = 0, .max = 65536,
+                          .help = "paged: tokens per page (0 = the smallest a system page allows)"},
 };
 
 typedef struct opt_backend {
@@ -140,6 +180,9 @@ typedef struct opt_backend {
     int threads, stop_at_eos, shared_prefill, per_iteration_stream;
     int memory_check;      /* MEMCHECK_* */
     int kernels_isa;       /* the kernels setting: -1 = auto, else the opt_isa forced */
+    opt_length_dist lengths; /* values owned (response_lengths_file) */
+    int continuous, capacity, kv_paged, page_tokens;
+    const char *save_schedule; /* host-owned, "" when unset */
     opt_hparams hp;        /* the preset's shape, or the checkpoint's config.json */
     int have_prompts;
     opt_prompts prompts;   /* owned: the prompts file, read once in create */
@@ -204,6 +247,21 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
                      "model and checkpoint both set: the checkpoint's config.json gives the shape; remove model");
         return bc_error_hint(err, "model (\"%s\") picks the shape of synthetic weights only", model);
     }
+    const char *lengths = setting_str(v, S_RESPONSE_LENGTHS), *lengths_file = setting_str(v, S_LENGTHS_FILE);
+    if ((strcmp(lengths, "empirical") == 0) != (lengths_file[0] != 0))
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "response_lengths = \"%s\" with response_lengths_file \"%s\": the file goes with "
+                            "\"empirical\" and only with it",
+                            lengths, lengths_file);
+    if (strcmp(setting_str(v, S_KV_LAYOUT), "paged") == 0 && strcmp(setting_str(v, S_BATCHING), "continuous") != 0)
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "kv_layout = \"paged\" needs batching = \"continuous\" (the rows of a static batch take "
+                            "and return their pages together)");
+    if (strcmp(setting_str(v, S_DEVICE), "cuda") == 0 &&
+        (strcmp(lengths, "fixed") != 0 || strcmp(setting_str(v, S_BATCHING), "static") != 0))
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "device = \"cuda\" runs response_lengths = \"fixed\" with batching = \"static\" only; "
+                            "drawn lengths and continuous batching run on device = \"cpu\"");
     int isa;
     bc_status st = opt_kernels_choose(setting_str(v, S_KERNELS), opt_isa_detect(), &isa, err);
     if (st != BC_OK) return st;
@@ -233,12 +291,16 @@ static bc_status opt_check_settings(const bc_host *host, const bc_settings *sett
     bc_status st = check_settings(settings, err);
     /* save_tokens is an output like a report's: the host refuses a path that
      * is not a regular file, a folder, or one another output also names */
-    const char *save = setting_str(settings, S_SAVE_TOKENS);
-    if (st == BC_OK && err && save[0] && BC_HAS(host, bc_host, output_check) && host->output_check &&
-        (st = host->output_check(host, save, err)) != BC_OK) {
-        char msg[sizeof err->message];
-        snprintf(msg, sizeof msg, "%s", err->message);
-        snprintf(err->message, sizeof err->message, "opt: save_tokens: %.*s", (int)sizeof msg - 40, msg);
+    const int outputs[] = {S_SAVE_TOKENS, S_SAVE_SCHEDULE};
+    for (int i = 0; i < 2 && st == BC_OK; i++) {
+        const char *save = setting_str(settings, outputs[i]);
+        if (err && save[0] && BC_HAS(host, bc_host, output_check) && host->output_check &&
+            (st = host->output_check(host, save, err)) != BC_OK) {
+            char msg[sizeof err->message];
+            snprintf(msg, sizeof msg, "%s", err->message);
+            snprintf(err->message, sizeof err->message, "opt: %s: %.*s", opt_settings[outputs[i]].name,
+                     (int)sizeof msg - 60, msg);
+        }
     }
     return st;
 }
@@ -325,6 +387,7 @@ static void opt_destroy(void *inst) {
     free(s->text);
     opt_lora_free(s->lora);
     free(s->lora);
+    free((void *)s->lengths.values);
     free(s);
 }
 
@@ -342,6 +405,16 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
     s->stop_at_eos = setting_int(v, S_STOP_AT_EOS) != 0;
     s->shared_prefill = setting_int(v, S_SHARED_PREFILL) != 0;
     s->per_iteration_stream = strcmp(setting_str(v, S_SAMPLE_STREAM), "per_iteration") == 0;
+    for (int k = 0; response_lengths_choices[k]; k++)
+        if (strcmp(setting_str(v, S_RESPONSE_LENGTHS), response_lengths_choices[k]) == 0) s->lengths.kind = k;
+    s->lengths.min_ratio = bc_setting_at(v, S_LENGTH_MIN_RATIO)->f;
+    s->lengths.mean = bc_setting_at(v, S_LENGTH_MEAN)->f;
+    s->lengths.sigma = bc_setting_at(v, S_LENGTH_SIGMA)->f;
+    s->continuous = strcmp(setting_str(v, S_BATCHING), "continuous") == 0;
+    s->capacity = (int)setting_int(v, S_BATCH_CAPACITY);
+    s->kv_paged = strcmp(setting_str(v, S_KV_LAYOUT), "paged") == 0;
+    s->page_tokens = (int)setting_int(v, S_KV_PAGE_TOKENS);
+    s->save_schedule = setting_str(v, S_SAVE_SCHEDULE);
     const char *mc = setting_str(v, S_MEMORY_CHECK);
     opt_kernels_choose(setting_str(v, S_KERNELS), opt_isa_detect(), &s->kernels_isa, err); /* checked above */
     s->memory_check = strcmp(mc, "off") == 0 ? MEMCHECK_OFF : strcmp(mc, "warn") == 0 ? MEMCHECK_WARN : MEMCHECK_REFUSE;
@@ -371,6 +444,11 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
     if (st == BC_OK && s->prompts_file[0]) {
         st = opt_prompts_read(&s->prompts, s->prompts_file, s->hp.vocab_size, err);
         s->have_prompts = st == BC_OK;
+    }
+    if (st == BC_OK && s->lengths.kind == OPT_LENGTHS_EMPIRICAL) {
+        int32_t *values = NULL;
+        st = opt_lengths_read(setting_str(v, S_LENGTHS_FILE), &values, &s->lengths.n_values, err);
+        s->lengths.values = values;
     }
     if (st == BC_OK && setting_str(v, S_PROMPTS_TEXT)[0]) {
         if (!(s->text = calloc(1, sizeof *s->text))) st = bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
@@ -461,7 +539,12 @@ static bc_status rollout_params(const opt_backend *s, const bc_case *c, opt_roll
                               .stop_at_eos = s->stop_at_eos,
                               .shared_prefill = s->shared_prefill,
                               .per_iteration_stream = s->per_iteration_stream,
-                              .prompts = s->have_prompts ? &s->prompts : NULL};
+                              .prompts = s->have_prompts ? &s->prompts : NULL,
+                              .lengths = s->lengths,
+                              .continuous = s->continuous,
+                              .capacity = s->capacity,
+                              .kv_paged = s->kv_paged,
+                              .page_tokens = s->page_tokens};
     if (s->text) /* fitted to this case (the view lives in s->text until the next fit) */
         return opt_text_prompts_fit(s->text, p->prompt_length, p->batch_size, &p->prompts, &p->prompt_length, err);
     return BC_OK;
@@ -632,6 +715,24 @@ static void put_generation_stats(bc_generation_stats *out, const opt_rollout *ro
     BC_SET(out, bc_generation_stats, token_rows, (int64_t)ro->R);
     BC_SET(out, bc_generation_stats, token_cols, (int64_t)ro->returned_len);
     BC_SET(out, bc_generation_stats, token_stride, (int64_t)ro->Stot);
+    BC_SET(out, bc_generation_stats, padded_token_slots, ro->n_padded_slots);
+    BC_SET(out, bc_generation_stats, response_length_min, ro->lengths_drawn.min);
+    BC_SET(out, bc_generation_stats, response_length_p50, ro->lengths_drawn.p50);
+    BC_SET(out, bc_generation_stats, response_length_p95, ro->lengths_drawn.p95);
+    BC_SET(out, bc_generation_stats, response_length_max, ro->lengths_drawn.max);
+    BC_SET(out, bc_generation_stats, num_prefill_forwards, ro->n_prefill_forwards);
+    BC_SET(out, bc_generation_stats, scheduler_overhead_ms, ro->scheduler_ms);
+    BC_SET(out, bc_generation_stats, cache_management_overhead_ms, ro->cache_mgmt_ms);
+    int64_t active = 0;
+    for (int i = 0; i < ro->n_steps; i++) active += ro->step_active[i];
+    const double mean_active = ro->n_steps > 0 ? (double)active / ro->n_steps : NAN;
+    BC_SET(out, bc_generation_stats, active_batch_size, mean_active);
+    BC_SET(out, bc_generation_stats, continuous_batch_size, ro->Cap ? ro->Cap : -1);
+    BC_SET(out, bc_generation_stats, occupancy, mean_active / (ro->Cap ? ro->Cap : ro->R));
+    BC_SET(out, bc_generation_stats, kv_pages_peak, ro->kv_pages_peak);
+    BC_SET(out, bc_generation_stats, kv_bytes_peak, ro->kv_bytes_peak);
+    BC_SET(out, bc_generation_stats, kv_fragmentation, ro->kv_fragmentation);
+    BC_SET(out, bc_generation_stats, kv_bytes_saved, ro->kv_bytes_saved);
 }
 
 /* The device's generate stage, as opt_lora_around runs it. */
@@ -653,15 +754,18 @@ static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *er
     return BC_OK;
 }
 
+/* An output setting's path with "{case}" replaced by the case index. */
+static void case_path(const char *setting, uint32_t case_index, char *path, size_t size) {
+    const char *mark = strstr(setting, "{case}");
+    if (mark) snprintf(path, size, "%.*s%u%s", (int)(mark - setting), setting, case_index, mark + 6);
+    else snprintf(path, size, "%s", setting);
+}
+
 /* Writes the generated ids of every row, one line each, to save_tokens
  * ("{case}" in the path becomes the case index). */
 static bc_status save_tokens(opt_backend *s, bc_error *err) {
     char path[4096];
-    const char *mark = strstr(s->save_tokens, "{case}");
-    if (mark)
-        snprintf(path, sizeof path, "%.*s%u%s", (int)(mark - s->save_tokens), s->save_tokens, s->case_index, mark + 6);
-    else
-        snprintf(path, sizeof path, "%s", s->save_tokens);
+    case_path(s->save_tokens, s->case_index, path, sizeof path);
     bc_output *o = s->host->output_open(s->host, path, err);
     if (!o) return err && err->code ? err->code : BC_ERR_IO;
     const opt_rollout *ro = &s->ro;
@@ -679,11 +783,36 @@ static bc_status save_tokens(opt_backend *s, bc_error *err) {
     return s->host->output_commit(o, err);
 }
 
+/* Writes the last rollout's schedule to save_schedule ("{case}" as in
+ * save_tokens): a line "steps" with the rows each decode step generated
+ * for, then one line per row: "row R length N first_token_ms T done_step K"
+ * (its drawn length, the ms from the start of generate to its token 0, the
+ * decode steps run when it finished). */
+static bc_status save_schedule(opt_backend *s, bc_error *err) {
+    char path[4096];
+    case_path(s->save_schedule, s->case_index, path, sizeof path);
+    bc_output *o = s->host->output_open(s->host, path, err);
+    if (!o) return err && err->code ? err->code : BC_ERR_IO;
+    const opt_rollout *ro = &s->ro;
+    bc_status st = s->host->output_printf(o, err, "steps");
+    for (int k = 0; k < ro->n_steps && st == BC_OK; k++) st = s->host->output_printf(o, err, " %d", ro->step_active[k]);
+    if (st == BC_OK) st = s->host->output_printf(o, err, "\n");
+    for (int r = 0; r < ro->R && st == BC_OK; r++)
+        st = s->host->output_printf(o, err, "row %d length %d first_token_ms %.3f done_step %d\n", r, ro->row_len[r],
+                                    ro->row_first_ms[r], ro->row_done_step[r]);
+    if (st != BC_OK) {
+        s->host->output_abort(o);
+        return st;
+    }
+    return s->host->output_commit(o, err);
+}
+
 static bc_status opt_post_process(void *inst, bc_error *err) {
     opt_backend *s = inst;
     if (!s->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt: post_process outside a case");
     bc_status st = opt_rollout_post_process(&s->ro, err);
     if (st == BC_OK && s->save_tokens[0]) st = save_tokens(s, err);
+    if (st == BC_OK && s->save_schedule[0]) st = save_schedule(s, err);
     return st;
 }
 

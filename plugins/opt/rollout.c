@@ -178,6 +178,24 @@ bc_status opt_rollout_check(const opt_hparams *hp, const opt_rollout_params *p, 
     if (rows * total > OPT_ROLLOUT_MAX_CELLS)
         return bc_error_set(err, BC_ERR_INFEASIBLE, "rollout of %lld rows x %lld tokens is too large for the engine",
                             rows, total);
+    const opt_length_dist *ld = &p->lengths;
+    if (ld->kind == OPT_LENGTHS_UNIFORM && !(ld->min_ratio > 0.0 && ld->min_ratio <= 1.0))
+        return bc_error_set(err, BC_ERR_SETTING, "response lengths uniform: min_ratio %g must be in (0, 1]",
+                            ld->min_ratio);
+    if (ld->kind == OPT_LENGTHS_LOGNORMAL && !(ld->mean > 0.0 && ld->sigma >= 0.0 && ld->sigma <= 10.0))
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "response lengths lognormal: mean %g must be > 0 and sigma %g in [0, 10]", ld->mean,
+                            ld->sigma);
+    if (ld->kind == OPT_LENGTHS_EMPIRICAL && (ld->n_values < 1 || !ld->values))
+        return bc_error_set(err, BC_ERR_SETTING, "response lengths empirical: no lengths given");
+    if (p->capacity < 0)
+        return bc_error_set(err, BC_ERR_SETTING, "continuous batching: capacity %d must be >= 0", p->capacity);
+    if (p->kv_paged && !p->continuous)
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "kv_layout = \"paged\" needs batching = \"continuous\" (rows of a static batch take "
+                            "and return their pages together)");
+    if (p->page_tokens < 0)
+        return bc_error_set(err, BC_ERR_SETTING, "kv_page_tokens %d must be >= 0", p->page_tokens);
     if (shape) *shape = sh;
     return BC_OK;
 }
@@ -200,6 +218,11 @@ bc_status opt_rollout_dims(opt_rollout *ro, const opt_hparams *hp, const opt_rol
     ro->prompt_min = sh.min_len;
     ro->prompt_max = sh.max_len;
     ro->Stot = ro->Tp + ro->Tr;
+    ro->forced_lengths = p->lengths.kind != OPT_LENGTHS_FIXED;
+    ro->p.lengths.values = NULL; /* borrowed for opt_rollout_init only */
+    ro->Cap = !p->continuous ? 0 : p->capacity > 0 && p->capacity < ro->R ? p->capacity : ro->R;
+    /* continuous: every step but the last of a queue's drain decodes Cap rows */
+    ro->max_steps = ro->Cap ? (int)(((long long)ro->R * ro->Tr + ro->Cap - 1) / ro->Cap) + ro->Tr : ro->Tr;
     return BC_OK;
 }
 
@@ -215,10 +238,26 @@ bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rol
     ro->step_tokens = malloc(R * sizeof *ro->step_tokens);
     ro->eos_at = malloc(R * sizeof *ro->eos_at);
     ro->rngs = malloc(R * sizeof *ro->rngs);
-    ro->step_ms = malloc((size_t)ro->Tr * sizeof *ro->step_ms);
+    ro->step_ms = malloc((size_t)ro->max_steps * sizeof *ro->step_ms);
     ro->marks = malloc((size_t)opt_rollout_n_marks(ro->Tr) * sizeof *ro->marks);
-    if (!ro->prompt_ids || !ro->prompt_mask || !ro->seq || !ro->mask || !ro->prefill_ids || !ro->step_tokens ||
-        !ro->eos_at || !ro->rngs || !ro->step_ms || !ro->marks) {
+    ro->row_len = malloc(R * sizeof *ro->row_len);
+    ro->step_active = malloc((size_t)ro->max_steps * sizeof *ro->step_active);
+    ro->row_first_ms = malloc(R * sizeof *ro->row_first_ms);
+    ro->row_done_step = malloc(R * sizeof *ro->row_done_step);
+    int ok = 1;
+    if (ro->Cap) {
+        const size_t Cap = (size_t)ro->Cap;
+        ro->slot_row = malloc(Cap * sizeof *ro->slot_row);
+        ro->slot_len = malloc(Cap * sizeof *ro->slot_len);
+        ro->batch_slot = malloc(Cap * sizeof *ro->batch_slot);
+        ro->batch_len = malloc(Cap * sizeof *ro->batch_len);
+        ro->batch_mask = malloc(Cap * ro->Stot);
+        ro->batch_ids = malloc(Cap * ro->Tp * sizeof *ro->batch_ids);
+        ok = ro->slot_row && ro->slot_len && ro->batch_slot && ro->batch_len && ro->batch_mask && ro->batch_ids;
+    }
+    if (!ok || !ro->prompt_ids || !ro->prompt_mask || !ro->seq || !ro->mask || !ro->prefill_ids || !ro->step_tokens ||
+        !ro->eos_at || !ro->rngs || !ro->step_ms || !ro->marks || !ro->row_len || !ro->step_active ||
+        !ro->row_first_ms || !ro->row_done_step) {
         opt_rollout_free(ro, NULL);
         return bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d rows x %d tokens", (int)R, ro->Stot);
     }
@@ -235,29 +274,42 @@ bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rol
             memset(mk, 1, (size_t)ro->Tp);
         }
     }
+    opt_lengths_draw(&p->lengths, p->sampling.seed, ro->Tr, ro->R, ro->row_len);
+    ro->lengths_drawn = opt_lengths_summarize(ro->row_len, ro->R, ro->row_done_step /* scratch until generate */);
     return BC_OK;
 }
 
 /* ------------------------------------------------------------------ sizes */
 
-int opt_rollout_shared_prefill(const opt_rollout *ro) { return ro->p.shared_prefill && ro->Sp > 1; }
+int opt_rollout_shared_prefill(const opt_rollout *ro) { return ro->p.shared_prefill && ro->Sp > 1 && !ro->Cap; }
+
+int opt_rollout_cache_rows(const opt_rollout *ro) { return ro->Cap ? ro->Cap : ro->R; }
+
+int opt_rollout_cache_positions(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype) {
+    if (!ro->p.kv_paged) return ro->Stot;
+    const int P = opt_kv_page_tokens(hp, dtype, ro->p.page_tokens);
+    return (int)(((long long)ro->Stot + P - 1) / P * P);
+}
 
 int opt_rollout_n_marks(int Tr) { return 3 * Tr + 4; }
 
 opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype, int n_threads) {
     opt_rollout_bytes b;
     const int shared = opt_rollout_shared_prefill(ro);
-    const int prefill_rows = shared ? ro->Bp : ro->R;
-    b.kv_cache = opt_kv_cache_bytes(hp, opt_kv_dtype(dtype), ro->R, ro->Stot);
+    const int rows = opt_rollout_cache_rows(ro), prefill_rows = shared ? ro->Bp : rows;
+    const int S = opt_rollout_cache_positions(ro, hp, opt_kv_dtype(dtype));
+    b.kv_cache = opt_kv_cache_bytes(hp, opt_kv_dtype(dtype), rows, S); /* paged: reserved, the most it can take */
     if (shared) b.kv_cache += opt_kv_cache_bytes(hp, opt_kv_dtype(dtype), ro->Bp, ro->Tp);
-    int max_tokens = prefill_rows * ro->Tp > ro->R ? prefill_rows * ro->Tp : ro->R;
-    b.workspace = opt_workspace_bytes(hp, max_tokens, ro->Stot, n_threads);
-    b.workspace += (size_t)ro->R * ro->V * sizeof(float);
+    int max_tokens = prefill_rows * ro->Tp > rows ? prefill_rows * ro->Tp : rows;
+    b.workspace = opt_workspace_bytes(hp, max_tokens, S, n_threads);
+    b.workspace += (size_t)rows * ro->V * sizeof(float);
     if (shared) b.workspace += (size_t)ro->Bp * ro->V * sizeof(float);
     b.workspace += (size_t)n_threads * ((size_t)ro->V * sizeof(opt_sample_pair) + sizeof(opt_sampler));
     b.buffers = (size_t)ro->Bp * ro->Tp * 5 + (size_t)ro->R * ro->Stot * 5 + (size_t)ro->R * ro->Tp * sizeof(int32_t) +
-                (size_t)ro->R * (sizeof(int32_t) + sizeof(int) + sizeof(opt_rng)) + (size_t)ro->Tr * sizeof(double) +
-                (size_t)opt_rollout_n_marks(ro->Tr) * sizeof(double);
+                (size_t)ro->R * (sizeof(int32_t) + sizeof(int) + sizeof(opt_rng)) +
+                (size_t)ro->max_steps * (sizeof(double) + sizeof(int)) +
+                (size_t)opt_rollout_n_marks(ro->Tr) * sizeof(double) + (size_t)ro->R * (2 * sizeof(int) + sizeof(double)) +
+                (size_t)ro->Cap * (4 * sizeof(int) + (size_t)ro->Stot + (size_t)ro->Tp * sizeof(int32_t));
     return b;
 }
 
@@ -277,29 +329,63 @@ bc_status opt_rollout_expand(opt_rollout *ro, bc_error *err) {
     return BC_OK;
 }
 
+int opt_rollout_sample_row(opt_rollout *ro, opt_sampler *smp, float *lg, int r, int k, int *running) {
+    int32_t *seq = ro->seq + (size_t)r * ro->Stot;
+    *running = 0;
+    if (ro->eos_at[r] >= 0) {
+        seq[ro->Tp + k] = ro->pad_id;
+        return 0;
+    }
+    const int has_eos = ro->eos_id >= 0 && ro->eos_id < ro->V;
+    if (!ro->p.stop_at_eos && has_eos) lg[ro->eos_id] = -INFINITY;
+    int32_t tok = opt_sample(smp, lg, &ro->rngs[r]);
+    /* the drawn length: the row's last token is EOS (the draw still advances
+     * the row's generator, as it would have without the length) */
+    if (ro->forced_lengths && k + 1 >= ro->row_len[r] && has_eos) tok = ro->eos_id;
+    seq[ro->Tp + k] = tok;
+    if ((ro->p.stop_at_eos || ro->forced_lengths) && tok == ro->eos_id) ro->eos_at[r] = k;
+    else *running = 1;
+    return 1;
+}
+
 #define TRY(x)                        \
     do {                              \
         bc_status st_ = (x);          \
         if (st_ != BC_OK) return st_; \
     } while (0)
 
-bc_status opt_rollout_run(opt_rollout *ro, const opt_step_ops *ops, void *ctx, bc_error *err) {
-    ops->marks_reset(ctx, ro);
-    const int m_start = ops->mark(ctx, ro);
-    TRY(ops->acquire(ctx, ro, err));
-    const int R = ro->R, Tp = ro->Tp, Sp = ro->Sp;
+/* The results every generate starts from: rows' generators, no EOS, no
+ * token, no step. */
+static void rollout_results_reset(opt_rollout *ro) {
     const uint64_t seed = ro->p.per_iteration_stream ? opt_rng_stream_seed(ro->p.sampling.seed, ro->iteration)
                                                      : ro->p.sampling.seed;
-    for (int r = 0; r < R; r++) {
+    for (int r = 0; r < ro->R; r++) {
         ro->rngs[r] = opt_rng_for_row(seed, (uint64_t)r);
         ro->eos_at[r] = -1;
+        ro->row_done_step[r] = 0;
+        ro->row_first_ms[r] = 0.0;
     }
     ro->n_generated = 0;
     ro->n_decode_forwards = 0;
     ro->decode_ms = 0.0;
     ro->n_steps = 0;
     ro->returned_len = 0;
-    ro->response_start = Tp;
+    ro->response_start = ro->Tp;
+    ro->n_prefill_forwards = 0;
+    ro->scheduler_ms = ro->cache_mgmt_ms = 0.0;
+    ro->kv_pages_peak = -1;
+    ro->kv_bytes_peak = ro->have_cache ? (int64_t)ro->kv.bytes : -1; /* -1: the cache is on another device */
+    ro->kv_bytes_saved = 0;
+    ro->kv_fragmentation = NAN;
+}
+
+bc_status opt_rollout_run(opt_rollout *ro, const opt_step_ops *ops, void *ctx, bc_error *err) {
+    ops->marks_reset(ctx, ro);
+    const int m_start = ops->mark(ctx, ro);
+    TRY(ops->acquire(ctx, ro, err));
+    const int R = ro->R, Tp = ro->Tp, Sp = ro->Sp;
+    rollout_results_reset(ro);
+    ro->n_prefill_forwards = 1;
     const int shared = opt_rollout_shared_prefill(ro);
     ro->n_prefill_tokens = (int64_t)(shared ? ro->Bp : R) * Tp;
     TRY(ops->start(ctx, ro, err));
@@ -325,11 +411,12 @@ bc_status opt_rollout_run(opt_rollout *ro, const opt_step_ops *ops, void *ctx, b
     const int m_first = ops->mark(ctx, ro);
     int first = -1; /* the first step's first mark; steps are 3 marks apart */
     for (; k < ro->Tr; k++) {
-        if (ro->p.stop_at_eos && running == 0) break;
+        if (running == 0) break; /* every row finished (stop_at_eos or its drawn length) */
         const int a = ops->mark(ctx, ro);
         TRY(ops->decode(ctx, ro, k, err));
         (void)ops->mark(ctx, ro);
         if (first < 0) first = a;
+        ro->step_active[ro->n_decode_forwards] = running; /* the rows this step generates for */
         ro->n_decode_forwards++;
         TRY(ops->sample(ctx, ro, k, &running, err));
         (void)ops->mark(ctx, ro);
@@ -345,10 +432,21 @@ bc_status opt_rollout_run(opt_rollout *ro, const opt_step_ops *ops, void *ctx, b
     }
     /* token 0 comes from the prefill: one per row (no row has finished yet) */
     ro->n_decode_tokens = ro->n_generated - R;
+    ro->n_padded_slots = (int64_t)R * ro->returned_len;
+    for (int r = 0; r < R; r++) {
+        ro->row_first_ms[r] = ro->first_token_ms;
+        ro->row_done_step[r] = ro->eos_at[r] >= 0 ? ro->eos_at[r] : ro->returned_len - 1;
+    }
     return BC_OK;
 }
 
 bc_status opt_rollout_generate(opt_rollout *ro, opt_model *m, bc_error *err) {
+    if (ro->Cap) {
+        bc_status st = opt_rollout_acquire(ro, m, err);
+        if (st != BC_OK) return st;
+        rollout_results_reset(ro);
+        return opt_rollout_run_continuous(ro, m, err);
+    }
     return opt_rollout_run(ro, &opt_cpu_steps, m, err);
 }
 
@@ -378,5 +476,15 @@ void opt_rollout_free(opt_rollout *ro, opt_model *m) {
     free(ro->rngs);
     free(ro->step_ms);
     free(ro->marks);
+    free(ro->row_len);
+    free(ro->step_active);
+    free(ro->row_first_ms);
+    free(ro->row_done_step);
+    free(ro->slot_row);
+    free(ro->slot_len);
+    free(ro->batch_slot);
+    free(ro->batch_len);
+    free(ro->batch_mask);
+    free(ro->batch_ids);
     memset(ro, 0, sizeof *ro);
 }

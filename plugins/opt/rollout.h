@@ -13,6 +13,7 @@
 #define OPT_ROLLOUT_H
 
 #include "forward.h"
+#include "lengths.h"
 #include "sampling.h"
 
 /* Prompts from a prompts file: one line of space-separated token ids in
@@ -49,6 +50,12 @@ typedef struct opt_rollout_params {
     int per_iteration_stream; /* 0 (default): every generate draws the same stream (rows' generators from
                                * seed); 1: generate i mixes i (opt_rollout.iteration) into the seed */
     const opt_prompts *prompts; /* NULL: synthetic prompts; else borrowed for opt_rollout_init */
+    opt_length_dist lengths; /* each row's response length (lengths.h; values borrowed for opt_rollout_init);
+                              * other than fixed, a row stops at its length with EOS there */
+    int continuous;          /* 0: a static batch of R rows; 1: continuous batching (CPU device, continuous.c) */
+    int capacity;            /* continuous: rows decoding at once (0 or > R: R) */
+    int kv_paged;            /* 1: the paged KV layout (continuous batching only; forward.h) */
+    int page_tokens;         /* its page, tokens (0: the smallest the system's page allows) */
 } opt_rollout_params;
 
 /* The prompts of a rollout as they will run: the padded width Tp and the
@@ -92,12 +99,38 @@ typedef struct opt_rollout {
     int n_steps;             /* entries of step_ms filled (== n_decode_forwards) */
     int64_t n_prefill_tokens;/* token slots the prefill processed: prefill rows x Tp */
     int64_t n_decode_tokens; /* tokens the decode steps produced, all rows (n_generated minus token 0) */
+    /* response lengths and continuous batching */
+    int *row_len;            /* [R] each row's drawn response length (Tr when fixed); owned */
+    int forced_lengths;      /* 1: EOS is forced at row_len (a distribution other than fixed) */
+    opt_length_summary lengths_drawn; /* min, p50, p95, max of row_len */
+    int Cap;                 /* continuous: rows decoding at once; 0: static */
+    int max_steps;           /* entries of step_ms and step_active */
+    int64_t n_padded_slots;  /* response token slots the batch held: static R x returned_len; continuous R
+                              * (token 0) + the active rows of every decode step */
+    int64_t n_prefill_forwards;
+    double scheduler_ms;     /* continuous: choosing rows that retire and join, gathering a step's inputs */
+    double cache_mgmt_ms;    /* continuous: handing cache rows to joining rows (masks, lengths) */
+    int *step_active;        /* [max_steps] rows decode step k = 1.. generated for (static: the rows not
+                              * finished, though every row runs) at [k - 1]; owned */
+    double *row_first_ms;    /* [R] start of generate to the row's token 0; owned */
+    int *row_done_step;      /* [R] decode steps run when the row finished (0: at its token 0); owned */
+    /* the paged KV layout: pages (page_tokens tokens of one row, every layer
+     * and head, K and V) held at the peak, their bytes, the share of their
+     * token slots empty then, and the contiguous layout's bytes minus the
+     * peak; contiguous: pages -1, bytes the cache's, fragmentation NaN, 0 */
+    int64_t kv_pages_peak, kv_bytes_peak, kv_bytes_saved;
+    double kv_fragmentation;
+    int *slot_row;           /* continuous: [Cap] the row a cache row holds (-1 free); owned */
+    int *slot_len;           /* [Cap] its cached tokens; owned */
+    int *batch_slot, *batch_len; /* [Cap] one forward's rows: cache row and length; owned */
+    uint8_t *batch_mask;     /* [Cap, Stot] their masks; owned */
+    int32_t *batch_ids;      /* [Cap, Tp] the tokens of one forward; owned */
     /* the CPU device's cache (device_cpu.c): freed by opt_rollout_release,
      * taken back by opt_rollout_acquire; unused on other devices */
     int have_cache;
     opt_kv_cache kv;         /* R rows x Stot */
     opt_kv_cache kv_shared;  /* Bp rows x Tp (shared prefill only) */
-    float *logits;           /* [R, V]; owned */
+    float *logits;           /* [R, V] (continuous: [Cap, V]); owned */
     float *logits_shared;    /* [Bp, V] (shared prefill only); owned */
     opt_sampler *samplers;   /* [n_samplers], one per pool thread (rows are sampled in parallel); owned */
     int n_samplers;
@@ -126,6 +159,19 @@ opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp,
 int opt_rollout_shared_prefill(const opt_rollout *ro);
 /* The timing marks one generate of Tr tokens records (ro->marks). */
 int opt_rollout_n_marks(int Tr);
+/* Rows a forward of the CPU cache holds: R, or Cap with continuous batching. */
+int opt_rollout_cache_rows(const opt_rollout *ro);
+/* Positions of the CPU cache's rows: Stot, rounded up to whole pages when paged. */
+int opt_rollout_cache_positions(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype);
+/* Samples row r's token k from its logits lg [V] (which it may change) with
+ * smp and the row's generator: EOS suppressed unless stop_at_eos, forced at
+ * the row's drawn length; a row already finished gets the pad id. Returns 1
+ * when a token was generated, and sets *running to whether the row goes on. */
+int opt_rollout_sample_row(opt_rollout *ro, opt_sampler *smp, float *lg, int r, int k, int *running);
+/* Continuous batching on the CPU device (continuous.c): the generate stage
+ * with rows retiring at their EOS or length and waiting rows prefilled into
+ * the freed cache rows; tokens equal the static path's row for row. */
+bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *err);
 /* The CPU device's cache (device_cpu.c): allocates the KV cache(s), logits,
  * the samplers (one per pool thread) and m's workspace ... */
 bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err);

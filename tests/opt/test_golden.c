@@ -346,12 +346,23 @@ static void test_golden(void **state) {
     assert_true(st.argmax_checked > 0); /* the argmax check did something */
 }
 
+/* How a golden rollout runs: shared prefill; continuous batching on
+ * `capacity` rows (0: a static batch); response lengths uniform within
+ * min_ratio of the golden length (0: fixed). */
+typedef struct rollout_mode {
+    int shared_prefill, capacity;
+    double min_ratio;
+} rollout_mode;
+
 /* The engine's rollout (rollout.h) on the golden prompts: the prompts go
  * through a prompts file (left-padded by the rollout), expansion makes R rows
  * per prompt, greedy generation with EOS suppressed must give generate()'s
- * tokens, and post-processing must leave prompt, response and mask in place. */
+ * tokens, and post-processing must leave prompt, response and mask in place.
+ * With drawn lengths, a row of length n has generate()'s first n - 1 tokens,
+ * then EOS, then the pad id (mask 0); continuous batching gives the same. */
 static int rollout_case(opt_model *m, const opt_weights *w, const golden_file *g, const char *c, const char *model,
-                        int shared_prefill) {
+                        rollout_mode mode) {
+    const int shared_prefill = mode.shared_prefill;
     const golden_array *ids = golden_get(g, c, "input_ids", G_I32, 2);
     const golden_array *mask = golden_get(g, c, "attention_mask", G_I32, 2);
     const golden_array *nrs = golden_get(g, c, "num_return_sequences", G_I32, 1);
@@ -380,7 +391,9 @@ static int rollout_case(opt_model *m, const opt_weights *w, const golden_file *g
     if (st != BC_OK) fail_msg("prompts %s %s: %s", model, c, err.message);
     opt_rollout_params p = {.batch_size = B, .samples_per_prompt = R, .response_length = N,
                             .sampling = {.temperature = 0, .top_p = 1, .top_k = 0, .seed = 1},
-                            .stop_at_eos = 0, .shared_prefill = shared_prefill, .prompts = &prompts};
+                            .stop_at_eos = 0, .shared_prefill = shared_prefill, .prompts = &prompts,
+                            .continuous = mode.capacity > 0, .capacity = mode.capacity};
+    if (mode.min_ratio > 0) p.lengths = (opt_length_dist){.kind = OPT_LENGTHS_UNIFORM, .min_ratio = mode.min_ratio};
     opt_rollout ro;
     st = opt_rollout_init(&ro, &w->hp, &p, &err);
     opt_prompts_free(&prompts);
@@ -393,8 +406,9 @@ static int rollout_case(opt_model *m, const opt_weights *w, const golden_file *g
     int bad = 0;
     assert_int_equal(ro.R, B * R);
     assert_int_equal(ro.Tp, T);
-    assert_int_equal(ro.returned_len, N);
+    if (mode.min_ratio == 0) assert_int_equal(ro.returned_len, N);
     assert_int_equal(ro.response_start, T);
+    int64_t useful = 0;
     for (int r = 0; r < B * R; r++) {
         const int32_t *row = ro.seq + (size_t)r * ro.Stot;
         const uint8_t *rm = ro.mask + (size_t)r * ro.Stot;
@@ -405,13 +419,26 @@ static int rollout_case(opt_model *m, const opt_weights *w, const golden_file *g
                                            model, c, r, t, row[t], rm[t], id[(r / R) * T + t], real);
             }
         }
+        const int n = ro.row_len[r];
+        useful += n;
         for (int k = 0; k < N; k++) {
-            if (row[T + k] != want[r * N + k] || rm[T + k] != 1) {
+            const int32_t w_tok = mode.min_ratio == 0 || k < n - 1 ? want[r * N + k]
+                                  : k == n - 1                 ? ro.eos_id
+                                                               : ro.pad_id;
+            const int w_mask = mode.min_ratio == 0 || k < n;
+            if (row[T + k] != w_tok || rm[T + k] != w_mask) {
                 if (bad++ < 5)
-                    print_error("  rollout %s %s%s: row %d step %d: token %d, generate() gave %d\n", model, c,
-                                shared_prefill ? " (shared prefill)" : "", r, k, row[T + k], want[r * N + k]);
+                    print_error("  rollout %s %s%s, capacity %d, min_ratio %g: row %d (length %d) step %d: token %d "
+                                "mask %d, want %d mask %d\n",
+                                model, c, shared_prefill ? " (shared prefill)" : "", mode.capacity, mode.min_ratio, r,
+                                n, k, row[T + k], rm[T + k], w_tok, w_mask);
             }
         }
+    }
+    if (ro.n_generated != useful) {
+        print_error("  rollout %s %s: %lld tokens generated, the rows' lengths sum to %lld\n", model, c,
+                    (long long)ro.n_generated, (long long)useful);
+        bad++;
     }
     opt_rollout_free(&ro, m);
     return bad;
@@ -434,9 +461,12 @@ static void test_rollout_golden(void **state) {
         skip();
     }
     int bad = 0;
-    for (int shared_prefill = 0; shared_prefill <= 1; shared_prefill++) {
-        bad += rollout_case(&m, &w, &g, "single", cfg->model, shared_prefill);
-        bad += rollout_case(&m, &w, &g, "padded", cfg->model, shared_prefill);
+    /* static with and without shared prefill; continuous on 1 and 3 rows
+     * (rows wait and join); drawn lengths, static and continuous */
+    const rollout_mode modes[] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 3, 0}, {0, 0, 0.4}, {0, 2, 0.4}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        bad += rollout_case(&m, &w, &g, "single", cfg->model, modes[i]);
+        bad += rollout_case(&m, &w, &g, "padded", cfg->model, modes[i]);
     }
     opt_model_free(&m);
     opt_weights_free(&w);

@@ -113,7 +113,7 @@ typedef struct fixture {
     void *dl;
     const bc_plugin_desc *d;
     const bc_backend_ops *ops;
-    bc_setting_value v[32];
+    bc_setting_value v[64];
     bc_settings settings; /* over v */
     char tmp[64];         /* a scratch directory, removed in teardown */
 } fixture;
@@ -122,7 +122,7 @@ static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     f->d = test_plugin_open("opt", &f->dl);
     f->ops = f->d->ops;
-    assert_true(f->d->n_settings <= 32);
+    assert_true(f->d->n_settings <= 64);
     for (uint32_t i = 0; i < f->d->n_settings; i++) {
         const bc_setting_desc *s = BC_AT(bc_setting_desc, f->d->settings, f->d->setting_size, i);
         f->v[i].i = s->default_int;
@@ -512,6 +512,87 @@ static void test_check_settings(void **state) {
     assert_non_null(strstr(err.message, ":2:"));
 }
 
+/* Drawn lengths and continuous batching through the plugin: the settings'
+ * checks, the cache planned for the capacity's rows (and held as planned),
+ * and the response-length and continuous-batching fields of generate. */
+static void test_continuous(void **state) {
+    fixture *f = *state;
+    bc_error err = {0};
+    void *inst = NULL;
+    /* the lengths file goes with "empirical" only, and must hold lengths */
+    setting(f, "response_lengths")->s = "empirical";
+    const char *nofile[] = {"response_lengths = \"empirical\"", "response_lengths_file", NULL};
+    expect_settings_error(f, BC_ERR_SETTING, nofile);
+    setting(f, "response_lengths_file")->s = scratch(f, "lengths.txt", "4 2\nx\n");
+    assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_OK);
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_ERR_FORMAT);
+    assert_non_null(strstr(err.message, ":2:"));
+    setting(f, "response_lengths")->s = "fixed";
+    const char *stray[] = {"response_lengths = \"fixed\"", "lengths.txt", NULL};
+    expect_settings_error(f, BC_ERR_SETTING, stray);
+    setting(f, "response_lengths_file")->s = "";
+    /* CUDA refuses continuous batching with one line (or has no CUDA path at all) */
+    setting(f, "batching")->s = "continuous";
+    setting(f, "device")->s = "cuda";
+    bc_status st = f->d->check_settings(&host, &f->settings, &err);
+    assert_true(st == BC_ERR_DEVICE || (st == BC_ERR_SETTING && strstr(err.message, "continuous")));
+    setting(f, "device")->s = "cpu";
+
+    setting(f, "threads")->i = 2;
+    setting(f, "batch_capacity")->i = 1;
+    char sched[96];
+    snprintf(sched, sizeof sched, "%s/schedule-{case}.txt", f->tmp);
+    setting(f, "save_schedule")->s = sched;
+    setting(f, "response_lengths")->s = "uniform";
+    setting(f, "response_length_min_ratio")->f = 0.3;
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+    bc_case c = make_case(&prec_bf16_ops, "bf16"); /* 2 rows, prompt 4, response 3 */
+    assert_int_equal(f->ops->prepare(inst, &err), BC_OK);
+    bc_memory_stats plan = {.struct_size = sizeof plan}, mem = {.struct_size = sizeof mem};
+    assert_int_equal(f->ops->plan_memory(inst, &c, &plan, &err), BC_OK);
+    /* one cache row: 12 layers x 1 row x 7 tokens x 768 x 2 bytes, for K and for V */
+    assert_int_equal(plan.kv_cache_bytes, 2 * 12 * 1 * 7 * 768 * 2);
+    assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
+    assert_int_equal(f->ops->read_memory(inst, &mem, &err), BC_OK);
+    assert_int_equal(mem.kv_cache_bytes, plan.kv_cache_bytes);
+    assert_int_equal(mem.workspace_bytes, plan.workspace_bytes);
+    assert_int_equal(mem.host_peak_bytes, plan.host_peak_bytes);
+    bc_generation_stats g = {.struct_size = sizeof g};
+    assert_int_equal(f->ops->expand_prompts(inst, &err), BC_OK);
+    assert_int_equal(f->ops->generate(inst, &g, &err), BC_OK);
+    assert_int_equal(g.continuous_batch_size, 1);
+    assert_int_equal(g.num_prefill_forwards, 2); /* one row at a time */
+    assert_int_equal(g.padded_token_slots, g.num_generated_tokens);
+    assert_true(g.response_length_min >= 1 && g.response_length_max <= 3);
+    assert_int_equal(g.num_generated_tokens, (int64_t)(g.response_length_min + g.response_length_max));
+    assert_double_equal(g.active_batch_size, 1.0, 0.0);
+    assert_double_equal(g.occupancy, 1.0, 0.0);
+    assert_true(g.scheduler_overhead_ms >= 0 && g.cache_management_overhead_ms >= 0);
+    assert_int_equal(f->ops->post_process(inst, &err), BC_OK);
+    /* the schedule: one row active in every step, then each row's line */
+    snprintf(sched, sizeof sched, "%s/schedule-0.txt", f->tmp);
+    FILE *in = fopen(sched, "r");
+    assert_non_null(in);
+    char line[256];
+    assert_non_null(fgets(line, sizeof line, in));
+    assert_int_equal(strncmp(line, "steps", 5), 0);
+    for (const char *q = line + 5; *q && *q != '\n'; q++) assert_true(*q == ' ' || *q == '1');
+    int rows = 0, len, done;
+    double ttft;
+    while (fgets(line, sizeof line, in)) {
+        int r;
+        assert_int_equal(sscanf(line, "row %d length %d first_token_ms %lf done_step %d", &r, &len, &ttft, &done), 4);
+        assert_int_equal(r, rows);
+        assert_true(len >= 1 && len <= 3 && ttft > 0 && done >= 0);
+        rows++;
+    }
+    fclose(in);
+    unlink(sched);
+    assert_int_equal(rows, 2);
+    f->ops->end_case(inst);
+    f->ops->destroy(inst);
+}
+
 /* memory_check: a case planned beyond the memory there is (the 66b preset
  * needs ~122 GiB in bf16) is refused by check_case and begin_case with what
  * it needs and what there is, before anything is allocated; "warn" and "off"
@@ -759,6 +840,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_small_host_structs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_describe_checkpoint, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_continuous, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_case, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prepare, setup, teardown),

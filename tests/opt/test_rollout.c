@@ -7,6 +7,7 @@
  * iteration.
  * A tiny synthetic model; a vocabulary of 8 makes EOS frequent.
  */
+#define _DEFAULT_SOURCE /* mincore */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "rollout.h"
 
@@ -383,8 +386,173 @@ static void test_generation_stats(void **state) {
     destroy(f);
 }
 
+/* Continuous batching gives the static batch's tokens row for row, sampled
+ * (each row its own generator), with stop_at_eos and drawn lengths, for
+ * capacities that make rows wait (1, 2, 4) and none (R); every row's token 0
+ * comes from a prefill of the rows that joined together. */
+static void test_continuous_same_tokens(void **state) {
+    (void)state;
+    fixture *f = make(8, 1); /* a vocabulary of 8: EOS comes often */
+    const opt_length_dist dists[] = {{.kind = OPT_LENGTHS_FIXED}, {.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8}};
+    for (int d = 0; d < 2; d++)
+        for (int eos = 0; eos <= 1; eos++) {
+            opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5,
+                                    .response_length = 14, .sampling = {1.0, 0.9, 0, 23}, .stop_at_eos = eos,
+                                    .lengths = dists[d]};
+            opt_rollout a;
+            run(f, &p, &a);
+            const int caps[] = {1, 2, 4, 6};
+            for (int c = 0; c < 4; c++) {
+                opt_rollout b;
+                p.continuous = 1;
+                p.capacity = caps[c];
+                run(f, &p, &b);
+                assert_int_equal(b.Cap, caps[c]);
+                assert_int_equal(a.returned_len, b.returned_len);
+                assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+                assert_memory_equal(a.mask, b.mask, (size_t)a.R * a.Stot);
+                assert_int_equal(a.n_generated, b.n_generated);
+                /* the schedule: every row once through a prefill, at most Cap active rows a step, the
+                 * slots held sum to the tokens made (a row decodes until it finishes) */
+                assert_int_equal(b.n_prefill_tokens, (int64_t)a.R * 5);
+                assert_true(b.n_prefill_forwards >= (a.R + caps[c] - 1) / caps[c]);
+                int64_t held = 0;
+                for (int k = 0; k < b.n_steps; k++) {
+                    assert_true(b.step_active[k] >= 1 && b.step_active[k] <= caps[c]);
+                    held += b.step_active[k];
+                }
+                assert_int_equal(b.n_padded_slots, a.R + held);
+                assert_int_equal(b.n_padded_slots, b.n_generated);
+                for (int r = 0; r < a.R; r++) {
+                    assert_true(b.row_done_step[r] >= 0 && b.row_done_step[r] <= b.n_steps);
+                    assert_true(b.row_first_ms[r] > 0.0);
+                }
+                opt_rollout_free(&b, &f->m);
+                p.continuous = 0;
+            }
+            /* static: every row holds every response slot */
+            assert_int_equal(a.n_padded_slots, (int64_t)a.R * a.returned_len);
+            opt_rollout_free(&a, &f->m);
+        }
+    destroy(f);
+}
+
+/* Resident system pages of the pages [p, p + bytes) touches. */
+static size_t resident_pages(const void *q, size_t bytes) {
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    const char *p = (const char *)((uintptr_t)q / pg * pg);
+    bytes += (size_t)((const char *)q - p);
+    const size_t n = (bytes + pg - 1) / pg;
+    unsigned char *vec = calloc(n, 1);
+    assert_non_null(vec);
+    assert_int_equal(mincore((void *)p, bytes, vec), 0);
+    size_t in = 0;
+    for (size_t i = 0; i < n; i++) in += vec[i] & 1;
+    free(vec);
+    return in;
+}
+
+/* The paged KV layout: the same tokens as the contiguous one; pages counted
+ * at the peak; every finished row's memory back with the system (nothing of
+ * the cache resident after the rollout, where the contiguous cache stays). */
+static void test_paged_kv(void **state) {
+    (void)state;
+    fixture *f = make(8, 1);
+    opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5, .response_length = 14,
+                            .sampling = {1.0, 0.9, 0, 23}, .stop_at_eos = 1, .continuous = 1, .capacity = 4,
+                            .lengths = {.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8}};
+    opt_rollout a, b;
+    run(f, &p, &a);
+    p.kv_paged = 1;
+    run(f, &p, &b);
+    assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+    assert_int_equal(a.kv_pages_peak, -1);
+    assert_true(resident_pages(a.kv.k, a.kv.bytes / 2) > 0);
+    /* D = 8 fp32 = 32 bytes a token: a 4 KiB page holds 128 tokens, so every row is one page */
+    const int P = opt_kv_page_tokens(&f->hp, OPT_F32, 0);
+    assert_int_equal(P * 32 % sysconf(_SC_PAGESIZE), 0);
+    assert_int_equal(b.kv.Smax % P, 0);
+    assert_true(b.kv_pages_peak >= 1 && b.kv_pages_peak <= 4 * ((a.Stot + P - 1) / P));
+    assert_true(b.kv_fragmentation > 0.0 && b.kv_fragmentation < 1.0);
+    assert_int_equal(b.kv_bytes_peak, b.kv_pages_peak * 2 * 2 * P * 32 * 4);
+    assert_int_equal(b.kv_bytes_saved, (int64_t)opt_kv_cache_bytes(&f->hp, OPT_F32, 4, a.Stot) - b.kv_bytes_peak);
+    assert_int_equal(resident_pages(b.kv.k, b.kv.bytes / 2), 0);
+    assert_int_equal(resident_pages(b.kv.v, b.kv.bytes / 2), 0);
+    opt_rollout_free(&a, &f->m);
+    opt_rollout_free(&b, &f->m);
+    /* a page that is not whole system pages, and paged without continuous batching */
+    bc_error err = {0};
+    p.page_tokens = 3;
+    assert_int_equal(opt_rollout_init(&b, &f->hp, &p, &err), BC_OK);
+    assert_int_equal(opt_rollout_acquire(&b, &f->m, &err), BC_ERR_SETTING);
+    assert_non_null(strstr(err.message, "kv_page_tokens 3"));
+    opt_rollout_free(&b, &f->m);
+    p.page_tokens = 0;
+    p.continuous = 0;
+    assert_int_equal(opt_rollout_init(&b, &f->hp, &p, &err), BC_ERR_SETTING);
+    destroy(f);
+}
+
+/* Drawn lengths: the same for every run of a seed, within [1, Tr], the
+ * distribution's shape; a row stops at its length with EOS there. */
+static void test_drawn_lengths(void **state) {
+    (void)state;
+    enum { R = 4000, Tr = 512 };
+    static int a[R], b[R], scratch[R];
+    opt_length_dist uni = {.kind = OPT_LENGTHS_UNIFORM, .min_ratio = 0.5};
+    opt_lengths_draw(&uni, 7, Tr, R, a);
+    opt_lengths_draw(&uni, 7, Tr, R, b);
+    assert_memory_equal(a, b, sizeof a);
+    opt_length_summary s = opt_lengths_summarize(a, R, scratch);
+    assert_true(s.min >= 256 && s.max <= Tr && s.min < 270 && s.max > 500);
+    opt_lengths_draw(&uni, 8, Tr, R, b);
+    assert_true(memcmp(a, b, sizeof a) != 0);
+    /* lognormal, mean 128 with a long tail: the mean within 5%, the median below it, the tail past 2x */
+    opt_length_dist ln = {.kind = OPT_LENGTHS_LOGNORMAL, .mean = 128, .sigma = 0.6};
+    opt_lengths_draw(&ln, 7, Tr, R, a);
+    double mean = 0;
+    for (int r = 0; r < R; r++) mean += a[r];
+    mean /= R;
+    s = opt_lengths_summarize(a, R, scratch);
+    assert_true(mean > 0.95 * 128 && mean < 1.05 * 128);
+    assert_true(s.p50 < mean && s.p95 > 256 && s.min >= 1 && s.max <= Tr);
+    /* empirical: only the listed values, clamped to Tr */
+    const int32_t vals[] = {3, 9, 1000};
+    opt_length_dist em = {.kind = OPT_LENGTHS_EMPIRICAL, .values = vals, .n_values = 3};
+    opt_lengths_draw(&em, 7, Tr, R, a);
+    int seen[3] = {0};
+    for (int r = 0; r < R; r++) {
+        assert_true(a[r] == 3 || a[r] == 9 || a[r] == Tr);
+        seen[a[r] == 3 ? 0 : a[r] == 9 ? 1 : 2]++;
+    }
+    assert_true(seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
+    /* a file of lengths, and one that is not */
+    char path[] = "/tmp/bc_lengths_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("# lengths\n12 40\n7\n", f);
+    fclose(f);
+    int32_t *v;
+    int n;
+    bc_error err = {0};
+    assert_int_equal(opt_lengths_read(path, &v, &n, &err), BC_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(v[0], 12);
+    assert_int_equal(v[2], 7);
+    free(v);
+    f = fopen(path, "w");
+    fputs("12\n0\n", f);
+    fclose(f);
+    assert_int_equal(opt_lengths_read(path, &v, &n, &err), BC_ERR_FORMAT);
+    assert_non_null(strstr(err.message, ":2:"));
+    unlink(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_continuous_same_tokens), cmocka_unit_test(test_drawn_lengths),
+        cmocka_unit_test(test_paged_kv),
         cmocka_unit_test(test_expansion_and_exact_length), cmocka_unit_test(test_stop_at_eos),
         cmocka_unit_test(test_shared_prefill_same_tokens),
         cmocka_unit_test(test_shared_prefix_same_tokens), cmocka_unit_test(test_seeded_determinism),

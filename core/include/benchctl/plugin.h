@@ -412,6 +412,32 @@ typedef struct bc_generation_stats {
      * kept. */
     const int32_t *tokens;
     int64_t token_rows, token_cols, token_stride;
+    /* ---- (since 2.2) response lengths and continuous batching; the host
+     * sets them unknown (-1, NaN) before generate ---- */
+    /* Response token slots the batch held: a static batch rows x returned
+     * length (finished rows still run), continuous batching the rows (token
+     * 0) plus the rows of every decode step. Against num_generated_tokens
+     * (the useful tokens) it gives the padding waste. */
+    int64_t padded_token_slots;
+    /* The rows' response lengths, tokens. */
+    double response_length_min, response_length_p50, response_length_p95, response_length_max;
+    /* DeepSpeed's continuous profile: prefill forwards run (1 for a static
+     * batch), the scheduler's and the cache management's ms, the mean rows
+     * a decode step generated for, the rows decoding at once (-1: static). */
+    int64_t num_prefill_forwards;
+    double scheduler_overhead_ms, cache_management_overhead_ms;
+    double active_batch_size;
+    int64_t continuous_batch_size;
+    /* active_batch_size over the rows that could decode (the capacity, or
+     * every row of a static batch). */
+    double occupancy;
+    /* The KV cache: pages held at the peak (-1: not paged), bytes held at the
+     * peak, the share of the peak's page slots holding no token (NaN: not
+     * paged), and the bytes a contiguous cache of the same case would take
+     * beyond the peak (0: contiguous). */
+    int64_t kv_pages_peak, kv_bytes_peak;
+    double kv_fragmentation;
+    int64_t kv_bytes_saved;
     BC_ABI_TAIL(bc_generation_stats)
 } bc_generation_stats;
 
