@@ -47,6 +47,8 @@ const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_DECODE_TOKENS_PER_SECOND] = "decode_tokens_per_second",
     [BC_FIELD_ENGINE_TOTAL_MS] = "engine_total_ms",
     [BC_FIELD_PROTOCOL_OVERHEAD_MS] = "protocol_overhead_ms",
+    [BC_FIELD_LORA_FUSE_MS] = "lora_fuse_ms",
+    [BC_FIELD_LORA_UNFUSE_MS] = "lora_unfuse_ms",
 };
 
 enum { N_FIELDS = BC_N_FIELDS };
@@ -97,6 +99,7 @@ static void generation_unknown(bc_generation_stats *g) {
     g->prompt_width_tokens = g->prompt_min_tokens = g->prompt_max_tokens = -1;
     g->engine_prompt_expansion_ms = g->engine_generation_ms = g->engine_post_processing_ms = NAN;
     g->token_rows = g->token_cols = g->token_stride = -1;
+    g->lora_fuse_ms = g->lora_unfuse_ms = NAN;
 }
 
 /* count / (ms / 1000) when both are known and ms > 0, else NaN. */
@@ -131,6 +134,8 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
                                         g->engine_post_processing_ms;
         row[BC_FIELD_PROTOCOL_OVERHEAD_MS] = row[BC_FIELD_TOTAL_MS] - row[BC_FIELD_ENGINE_TOTAL_MS];
     }
+    row[BC_FIELD_LORA_FUSE_MS] = g->lora_fuse_ms;
+    row[BC_FIELD_LORA_UNFUSE_MS] = g->lora_unfuse_ms;
 }
 
 /* The backend (its index in cfg->backends) that runs case c; 0 with one. */

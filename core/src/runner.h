@@ -86,6 +86,8 @@ typedef enum bc_field {
     BC_FIELD_DECODE_TOKENS_PER_SECOND,
     BC_FIELD_ENGINE_TOTAL_MS,       /* a worker backend's engine's own stage times, summed */
     BC_FIELD_PROTOCOL_OVERHEAD_MS,  /* total_ms - engine_total_ms: the transport to the engine */
+    BC_FIELD_LORA_FUSE_MS,          /* a LoRA actor's fuse before generation, inside generate */
+    BC_FIELD_LORA_UNFUSE_MS,        /* and its unfuse after it */
     BC_N_FIELDS
 } bc_field;
 

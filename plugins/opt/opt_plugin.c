@@ -638,6 +638,10 @@ static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *er
     account(s);
     if (st != BC_OK) return st;
     put_generation_stats(out, &s->ro);
+    if (s->lora) {
+        BC_SET(out, bc_generation_stats, lora_fuse_ms, s->lora->fuse_ms);
+        BC_SET(out, bc_generation_stats, lora_unfuse_ms, s->lora->unfuse_ms);
+    }
     return BC_OK;
 }
 

@@ -412,6 +412,12 @@ typedef struct bc_generation_stats {
      * kept. */
     const int32_t *tokens;
     int64_t token_rows, token_cols, token_stride;
+    /* (since 2.2) A LoRA actor's adapter, fused into the weights before
+     * this rollout's generation and unfused after it (the OPT engine's
+     * lora_adapter or lora_rank): the two times, ms, inside generate. The
+     * host sets them to BC_NOT_MEASURED; a backend without an adapter
+     * leaves them so (the reports' null). */
+    double lora_fuse_ms, lora_unfuse_ms;
     BC_ABI_TAIL(bc_generation_stats)
 } bc_generation_stats;
 
