@@ -100,6 +100,7 @@ static void generation_unknown(bc_generation_stats *g) {
     g->engine_prompt_expansion_ms = g->engine_generation_ms = g->engine_post_processing_ms = NAN;
     g->token_rows = g->token_cols = g->token_stride = -1;
     g->lora_fuse_ms = g->lora_unfuse_ms = NAN;
+    g->prompt_p50_tokens = g->prompt_pad_tokens = -1;
 }
 
 /* count / (ms / 1000) when both are known and ms > 0, else NaN. */
@@ -229,6 +230,8 @@ static void note_generation(bc_case_report *cr, const bc_generation_stats *g) {
     cr->prompt_width_tokens = g->prompt_width_tokens;
     cr->prompt_min_tokens = g->prompt_min_tokens;
     cr->prompt_max_tokens = g->prompt_max_tokens;
+    cr->prompt_p50_tokens = g->prompt_p50_tokens;
+    cr->prompt_pad_tokens = g->prompt_pad_tokens;
 }
 
 /* The stop rule's bounds: [lo, hi] measured iterations. */
@@ -854,6 +857,7 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
         cr->stats = res->stats + k * N_FIELDS * BC_N_STATS;
         cr->returned_response_length = -1;
         cr->prompt_width_tokens = cr->prompt_min_tokens = cr->prompt_max_tokens = -1;
+        cr->prompt_p50_tokens = cr->prompt_pad_tokens = -1;
         cr->peak_memory_mib = NAN;
         memory_unknown(&res->memory[k]);
         cr->memory = &res->memory[k];
@@ -891,6 +895,8 @@ static void adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size_t 
     cr->prompt_width_tokens = from->prompt_width_tokens;
     cr->prompt_min_tokens = from->prompt_min_tokens;
     cr->prompt_max_tokens = from->prompt_max_tokens;
+    cr->prompt_p50_tokens = from->prompt_p50_tokens;
+    cr->prompt_pad_tokens = from->prompt_pad_tokens;
     cr->peak_memory_mib = from->peak_memory_mib;
     if (from->memory) res->memory[k] = *from->memory;
     res->memory[k].struct_size = sizeof res->memory[k];

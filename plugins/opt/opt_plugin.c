@@ -38,6 +38,7 @@
 #include "device.h"
 #include "lora.h"
 #include "precision.h"
+#include "prompt_set.h"
 #include "text_prompts.h"
 
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
@@ -151,6 +152,7 @@ typedef struct opt_backend {
     void *dev_ctx;         /* owned: the device, the model on it, the case's cache */
     int have_rollout;
     opt_rollout ro;        /* owned; one per case */
+    int64_t prompt_p50_tokens, prompt_pad_tokens; /* of ro's prompts (summarize_prompts); -1 unknown */
     uint32_t case_index;   /* of the current case (save_tokens) */
     uint64_t n_generates;  /* generates in the current case (sample_stream) */
     int64_t peak_bytes;    /* high-water mark of current_bytes() */
@@ -564,6 +566,26 @@ static bc_status build_weights(opt_backend *s, opt_dtype dt, bc_error *err) {
     return BC_OK;
 }
 
+/* The case's prompts as they will run, from the rollout's prompt mask
+ * [Bp, Tp] (whatever their source): the median real prompt
+ * (bpe_length_summary_of's) and the pad slots, Bp x Tp minus the real
+ * tokens. The median stays -1 without memory for the lengths. */
+static void summarize_prompts(opt_backend *s) {
+    const opt_rollout *ro = &s->ro;
+    int *len = malloc((size_t)ro->Bp * sizeof *len);
+    int64_t real = 0;
+    for (int b = 0; b < ro->Bp; b++) {
+        const uint8_t *mk = ro->prompt_mask + (size_t)b * ro->Tp;
+        int n = 0;
+        for (int t = 0; t < ro->Tp; t++) n += mk[t];
+        if (len) len[b] = n;
+        real += n;
+    }
+    s->prompt_p50_tokens = len ? bpe_length_summary_of(len, ro->Bp).p50 : -1;
+    s->prompt_pad_tokens = (int64_t)ro->Bp * ro->Tp - real;
+    free(len);
+}
+
 static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     opt_backend *s = inst;
     opt_dtype dt = OPT_F32;
@@ -590,6 +612,7 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     if ((st = build_weights(s, dt, err)) != BC_OK) return st;
     if ((st = opt_rollout_init(&s->ro, &s->w.hp, &p, err)) != BC_OK) return st;
     s->have_rollout = 1;
+    summarize_prompts(s);
     st = s->dev->begin_case(s->dev_ctx, &s->w, &s->ro, err);
     account(s);
     return st;
@@ -638,6 +661,8 @@ static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *er
     account(s);
     if (st != BC_OK) return st;
     put_generation_stats(out, &s->ro);
+    BC_SET(out, bc_generation_stats, prompt_p50_tokens, s->prompt_p50_tokens);
+    BC_SET(out, bc_generation_stats, prompt_pad_tokens, s->prompt_pad_tokens);
     if (s->lora) {
         BC_SET(out, bc_generation_stats, lora_fuse_ms, s->lora->fuse_ms);
         BC_SET(out, bc_generation_stats, lora_unfuse_ms, s->lora->unfuse_ms);
