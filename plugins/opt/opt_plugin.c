@@ -46,7 +46,7 @@ enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS
        /* text prompts (text_prompts.h) */
        S_PROMPTS_TEXT, S_PROMPTS_FORMAT, S_PROMPTS_FIELD, S_PROMPTS_FIT, S_PROMPTS_BUCKET_WIDTH,
        /* LoRA actor (lora.h) */
-       S_LORA_ADAPTER, S_LORA_RANK, S_LORA_ALPHA, S_LORA_TARGETS, S_LORA_UNFUSE, S_COUNT };
+       S_LORA_ADAPTER, S_LORA_RANK, S_LORA_ALPHA, S_LORA_TARGETS, S_LORA_UNFUSE, S_LORA_MODE, S_COUNT };
 
 /* memory_check: what a case whose planned memory exceeds what there is gets. */
 enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
@@ -64,6 +64,7 @@ static const char *const kernels_choices[] = {"auto", "avx512_bf16", "avx512", "
 static const char *const prompts_format_choices[] = {"auto", "jsonl", "lines", NULL};
 static const char *const prompts_fit_choices[] = {"ragged", "bucket", "truncate_pad", NULL};
 static const char *const lora_unfuse_choices[] = {"subtract", "restore", NULL};
+static const char *const lora_mode_choices[] = {"fuse", "unfused", NULL};
 
 static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_MODEL] = {.name = "model", .type = BC_SETTING_ENUM, .default_string = "", .choices = model_choices,
@@ -131,6 +132,10 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
                        .choices = lora_unfuse_choices,
                        .help = "subtract the adapter again (the hybrid engine's way; drifts by rounding) or restore a "
                                "copy of the base weights (bit for bit; holds the targets' memory)"},
+    [S_LORA_MODE] = {.name = "lora_mode", .type = BC_SETTING_ENUM, .default_string = "fuse",
+                     .choices = lora_mode_choices,
+                     .help = "fuse the adapter into the weights around each generate (the hybrid engine), or apply "
+                             "it unfused in every forward, y += s B (A x) (CPU only)"},
 };
 
 typedef struct opt_backend {
@@ -146,6 +151,7 @@ typedef struct opt_backend {
     opt_prompts prompts;   /* owned: the prompts file, read once in create */
     opt_text_prompts *text; /* owned: prompts_text, tokenized in create; NULL without */
     opt_lora *lora;        /* owned: the LoRA adapter, made in create; NULL without */
+    int lora_unfused;      /* lora_mode = "unfused": lora applied in the forward, never fused */
     int have_weights;
     opt_weights w;         /* owned; rebuilt when the precision changes */
     const opt_device_ops *dev; /* where the model runs, picked at create */
@@ -227,7 +233,8 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
     if (setting_int(v, S_LORA_RANK) > 0 && (st = opt_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)))
         return st;
     if ((setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0) && !strcmp(setting_str(v, S_DEVICE), "cuda"))
-        return bc_error_set(err, BC_ERR_UNSUPPORTED, "lora: the CUDA path does not fuse LoRA adapters; use device = \"cpu\"");
+        return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                            "lora: the CUDA path neither fuses nor applies unfused LoRA adapters; use device = \"cpu\"");
     return BC_OK;
 }
 
@@ -392,6 +399,7 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
                                     bc_setting_at(v, S_LORA_ALPHA)->f, targets, s->weights_seed, err);
         if (st == BC_OK) {
             s->lora->restore = !strcmp(setting_str(v, S_LORA_UNFUSE), "restore");
+            s->lora_unfused = !strcmp(setting_str(v, S_LORA_MODE), "unfused");
             st = opt_lora_set_threads(s->lora, s->threads, err);
         }
     }
@@ -610,6 +618,7 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     s->n_generates = 0;
     if ((st = s->dev->open(s->dev_ctx, err)) != BC_OK) return st; /* before building weights */
     if ((st = build_weights(s, dt, err)) != BC_OK) return st;
+    s->w.lora_unfused = s->lora_unfused ? s->lora : NULL; /* the CPU forward applies it (model.c) */
     if ((st = opt_rollout_init(&s->ro, &s->w.hp, &p, err)) != BC_OK) return st;
     s->have_rollout = 1;
     summarize_prompts(s);
@@ -655,7 +664,8 @@ static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *er
     opt_backend *s = inst;
     if (!s->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt: generate outside a case");
     s->ro.iteration = s->n_generates++;
-    bc_status st = s->lora /* as the hybrid engine: fuse, generate, unfuse (also after a failed generate) */
+    bc_status st = s->lora && !s->lora_unfused /* as the hybrid engine: fuse, generate, unfuse (also after a failed
+                                                  generate); unfused, the forward applies it */
                        ? opt_lora_around(s->lora, &s->w, device_generate, s, s->host, err)
                        : s->dev->generate(s->dev_ctx, &s->ro, err);
     account(s);
@@ -663,7 +673,7 @@ static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *er
     put_generation_stats(out, &s->ro);
     BC_SET(out, bc_generation_stats, prompt_p50_tokens, s->prompt_p50_tokens);
     BC_SET(out, bc_generation_stats, prompt_pad_tokens, s->prompt_pad_tokens);
-    if (s->lora) {
+    if (s->lora && !s->lora_unfused) {
         BC_SET(out, bc_generation_stats, lora_fuse_ms, s->lora->fuse_ms);
         BC_SET(out, bc_generation_stats, lora_unfuse_ms, s->lora->unfuse_ms);
     }

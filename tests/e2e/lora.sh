@@ -3,8 +3,8 @@
 # tests/opt/golden/preln_lora fused around every generate of the golden preln
 # checkpoint (the times logged at -vv, and in the JSON profile as lora_fuse_ms
 # and lora_unfuse_ms: positive with an adapter, null without), a synthetic
-# adapter with restore, and contradicting or bad settings refused before the
-# run.
+# adapter with restore, lora_mode = "unfused" (no fuse, so no fuse times;
+# refused on CUDA), and contradicting or bad settings refused before the run.
 #   lora.sh BENCHCTL SOURCE_DIR WORK_DIR
 set -u
 BENCHCTL=$1
@@ -51,6 +51,15 @@ lora_times lora_rank positive
     { fail "run without an adapter exited non-zero"; cat none.err; }
 lora_times "no adapter" null
 [ "$(profile_values lora_fuse_ms | wc -l)" -eq 2 ] || fail "no adapter: expected two profiles"
+"$BENCHCTL" run "$CFG" --set "$ck" --set 'matrix.prompt_lengths=[8]' --set 'backend.settings.lora_rank=8' \
+    --set 'backend.settings.lora_mode="unfused"' -vv >unf.out 2>unf.err ||
+    { fail "run with lora_mode = unfused exited non-zero"; cat unf.err; }
+grep -q 'opt: debug: lora:' unf.err && fail "unfused: the adapter was fused"
+lora_times unfused null
+"$BENCHCTL" validate "$CFG" --set "$ck" --set 'matrix.prompt_lengths=[8]' --set 'backend.settings.lora_rank=8' \
+    --set 'backend.settings.lora_mode="unfused"' --set 'backend.settings.device="cuda"' >cuda.out 2>cuda.err
+[ $? -eq 2 ] || fail "lora_mode = unfused on CUDA was not refused"
+grep -qi 'cuda' cuda.err || { fail "unfused on CUDA: message"; cat cuda.err; }
 "$BENCHCTL" validate "$CFG" --set "$ck" --set 'matrix.prompt_lengths=[8]' --set 'backend.settings.lora_rank=8' \
     --set "backend.settings.lora_adapter=\"$G/preln_lora\"" >both.out 2>both.err
 [ $? -eq 2 ] || fail "lora_adapter with lora_rank was not refused"
