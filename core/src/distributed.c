@@ -357,6 +357,7 @@ typedef struct case_wire {
     int32_t status, error_code, stop_reason, rebuilt;
     uint32_t n_iterations, pad_;
     int64_t returned_response_length, prompt_width_tokens, prompt_min_tokens, prompt_max_tokens;
+    int64_t prompt_p50_tokens, prompt_pad_tokens;
     int64_t held_between_rollouts_bytes, peak_rss_bytes, device_free_before_bytes, device_free_after_bytes;
     double peak_memory_mib, wall_ms, load_avg_start, load_avg_end, cpu_steal_share;
     bc_memory_stats memory;
@@ -386,6 +387,8 @@ static void wire_from_case(const bc_run_result *res, int64_t k, unsigned char *b
     w.prompt_width_tokens = cr->prompt_width_tokens;
     w.prompt_min_tokens = cr->prompt_min_tokens;
     w.prompt_max_tokens = cr->prompt_max_tokens;
+    w.prompt_p50_tokens = cr->prompt_p50_tokens;
+    w.prompt_pad_tokens = cr->prompt_pad_tokens;
     w.held_between_rollouts_bytes = cr->held_between_rollouts_bytes;
     w.peak_rss_bytes = cr->peak_rss_bytes;
     w.device_free_before_bytes = cr->device_free_before_bytes;
@@ -416,6 +419,8 @@ static void case_from_wire(bc_run_result *res, const unsigned char *buf) {
     cr->prompt_width_tokens = w.prompt_width_tokens;
     cr->prompt_min_tokens = w.prompt_min_tokens;
     cr->prompt_max_tokens = w.prompt_max_tokens;
+    cr->prompt_p50_tokens = w.prompt_p50_tokens;
+    cr->prompt_pad_tokens = w.prompt_pad_tokens;
     cr->held_between_rollouts_bytes = w.held_between_rollouts_bytes;
     cr->peak_rss_bytes = w.peak_rss_bytes;
     cr->device_free_before_bytes = w.device_free_before_bytes;

@@ -72,6 +72,8 @@ static void replay_case(const bc_runfile *rf, const bc_runfile_case *c, bc_repla
         .prompt_width_tokens = c->prompt_width_tokens,
         .prompt_min_tokens = c->prompt_min_tokens,
         .prompt_max_tokens = c->prompt_max_tokens,
+        .prompt_p50_tokens = c->prompt_p50_tokens,
+        .prompt_pad_tokens = c->prompt_pad_tokens,
         .peak_memory_mib = c->peak_memory_mib,
         .memory = m,
         .held_between_rollouts_bytes = m->resident_bytes,

@@ -388,6 +388,8 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
     out->prompt_width_tokens = get_int(c, "prompt_width_tokens", -1);
     out->prompt_min_tokens = get_int(c, "prompt_min_tokens", -1);
     out->prompt_max_tokens = get_int(c, "prompt_max_tokens", -1);
+    out->prompt_p50_tokens = get_int(c, "prompt_p50_tokens", -1);
+    out->prompt_pad_tokens = get_int(c, "prompt_pad_tokens", -1);
     out->peak_memory_mib = get_number(c, "peak_memory_mb", NAN);
     out->held_between_rollouts_mib = get_number(c, "held_between_rollouts_mib", NAN);
     const json_t *ext = json_object_get(c, "extended"), *mem = json_object_get(ext, "memory");

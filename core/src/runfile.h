@@ -61,6 +61,7 @@ typedef struct bc_runfile_case {
     double *values;        /* n_iterations x run.n_fields, row-major; NAN = null */
     double *stats;         /* run.n_fields x BC_N_STATS (stats.h), computed from values */
     int64_t returned_response_length, prompt_width_tokens, prompt_min_tokens, prompt_max_tokens; /* -1 unknown */
+    int64_t prompt_p50_tokens, prompt_pad_tokens;                                              /* -1 unknown */
     double peak_memory_mib, held_between_rollouts_mib; /* NAN unknown */
     double wall_ms;                                    /* NAN unknown */
     /* extended.memory, bytes, -1 unknown */

@@ -63,6 +63,8 @@ const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_KV_BYTES_PEAK] = "kv_bytes_peak",
     [BC_FIELD_KV_FRAGMENTATION] = "kv_fragmentation",
     [BC_FIELD_KV_BYTES_SAVED] = "kv_bytes_saved",
+    [BC_FIELD_LORA_FUSE_MS] = "lora_fuse_ms",
+    [BC_FIELD_LORA_UNFUSE_MS] = "lora_unfuse_ms",
 };
 
 enum { N_FIELDS = BC_N_FIELDS };
@@ -119,6 +121,8 @@ static void generation_unknown(bc_generation_stats *g) {
     g->kv_pages_peak = g->kv_bytes_peak = -1;
     g->kv_fragmentation = NAN;
     g->kv_bytes_saved = INT64_MIN; /* may be negative: a paged peak above the contiguous cache */
+    g->lora_fuse_ms = g->lora_unfuse_ms = NAN;
+    g->prompt_p50_tokens = g->prompt_pad_tokens = -1;
 }
 
 /* The count as a field value, NaN when unknown (< 0). */
@@ -173,6 +177,8 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
                                         g->engine_post_processing_ms;
         row[BC_FIELD_PROTOCOL_OVERHEAD_MS] = row[BC_FIELD_TOTAL_MS] - row[BC_FIELD_ENGINE_TOTAL_MS];
     }
+    row[BC_FIELD_LORA_FUSE_MS] = g->lora_fuse_ms;
+    row[BC_FIELD_LORA_UNFUSE_MS] = g->lora_unfuse_ms;
 }
 
 /* The backend (its index in cfg->backends) that runs case c; 0 with one. */
@@ -266,6 +272,8 @@ static void note_generation(bc_case_report *cr, const bc_generation_stats *g) {
     cr->prompt_width_tokens = g->prompt_width_tokens;
     cr->prompt_min_tokens = g->prompt_min_tokens;
     cr->prompt_max_tokens = g->prompt_max_tokens;
+    cr->prompt_p50_tokens = g->prompt_p50_tokens;
+    cr->prompt_pad_tokens = g->prompt_pad_tokens;
 }
 
 /* The stop rule's bounds: [lo, hi] measured iterations. */
@@ -891,6 +899,7 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
         cr->stats = res->stats + k * N_FIELDS * BC_N_STATS;
         cr->returned_response_length = -1;
         cr->prompt_width_tokens = cr->prompt_min_tokens = cr->prompt_max_tokens = -1;
+        cr->prompt_p50_tokens = cr->prompt_pad_tokens = -1;
         cr->peak_memory_mib = NAN;
         memory_unknown(&res->memory[k]);
         cr->memory = &res->memory[k];
@@ -928,6 +937,8 @@ static void adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size_t 
     cr->prompt_width_tokens = from->prompt_width_tokens;
     cr->prompt_min_tokens = from->prompt_min_tokens;
     cr->prompt_max_tokens = from->prompt_max_tokens;
+    cr->prompt_p50_tokens = from->prompt_p50_tokens;
+    cr->prompt_pad_tokens = from->prompt_pad_tokens;
     cr->peak_memory_mib = from->peak_memory_mib;
     if (from->memory) res->memory[k] = *from->memory;
     res->memory[k].struct_size = sizeof res->memory[k];

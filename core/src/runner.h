@@ -104,6 +104,8 @@ typedef enum bc_field {
     BC_FIELD_KV_BYTES_PEAK,
     BC_FIELD_KV_FRAGMENTATION,
     BC_FIELD_KV_BYTES_SAVED,
+    BC_FIELD_LORA_FUSE_MS,          /* a LoRA actor's fuse before generation, inside generate */
+    BC_FIELD_LORA_UNFUSE_MS,        /* and its unfuse after it */
     BC_N_FIELDS
 } bc_field;
 

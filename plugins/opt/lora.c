@@ -53,6 +53,7 @@ void opt_lora_free(opt_lora *lo) {
     free(lo->arena);
     free(lo->scratch);
     free(lo->backup);
+    free(lo->ax);
     if (lo->pool) opt_pool_destroy(lo->pool);
     memset(lo, 0, sizeof *lo);
 }
@@ -92,7 +93,8 @@ static bc_status lora_alloc(opt_lora *lo, const opt_hparams *hp, int rank, doubl
     }
     lo->pairs = calloc((size_t)L * OPT_LORA_N_MODULES, sizeof *lo->pairs);
     lo->arena = malloc(n * sizeof *lo->arena);
-    if (!lo->pairs || !lo->arena) {
+    lo->ax = malloc((size_t)rank * sizeof *lo->ax);
+    if (!lo->pairs || !lo->arena || !lo->ax) {
         opt_lora_free(lo);
         return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for an adapter of %zu floats", what, n);
     }
@@ -379,4 +381,30 @@ bc_status opt_lora_around(opt_lora *lo, opt_weights *w, bc_status (*run)(void *c
         host->log(host, BC_LOG_DEBUG, "lora: rank %d, fuse %.3f ms, unfuse %.3f ms", lo->rank, lo->fuse_ms,
                   lo->unfuse_ms);
     return st != BC_OK ? st : su;
+}
+
+/* ------------------------------------------------------------- unfused */
+
+void opt_lora_forward_add(opt_lora *lo, int l, opt_lora_module m, float *y, int ldy, const float *x, int ldx,
+                          int N) {
+    const opt_lora_pair *pr = &lo->pairs[l * OPT_LORA_N_MODULES + m];
+    if (!pr->A) return;
+    const int rank = lo->rank, in = pr->in, out = pr->out;
+    float *ax = lo->ax; /* [rank] */
+    for (int n = 0; n < N; n++) {
+        const float *xn = x + (size_t)n * ldx; /* [in] */
+        float *yn = y + (size_t)n * ldy;       /* [out] */
+        for (int k = 0; k < rank; k++) {
+            const float *ak = pr->A + (size_t)k * in;
+            float acc = 0.0f;
+            for (int i = 0; i < in; i++) acc += ak[i] * xn[i];
+            ax[k] = lo->scale * acc;
+        }
+        for (int o = 0; o < out; o++) {
+            const float *bo = pr->B + (size_t)o * rank;
+            float acc = 0.0f;
+            for (int k = 0; k < rank; k++) acc += bo[k] * ax[k];
+            yn[o] += acc;
+        }
+    }
 }

@@ -20,6 +20,10 @@
  *
  * Targets are among q_proj, k_proj, v_proj, out_proj, fc1, fc2 of every
  * layer.
+ *
+ * Unfused (lora_mode = "unfused"), the weights stay the base ones and the
+ * forward adds s * B (A x) to each targeted layer's output
+ * (opt_lora_forward_add), as PEFT's unmerged model does.
  */
 #ifndef OPT_LORA_H
 #define OPT_LORA_H
@@ -54,6 +58,7 @@ typedef struct opt_lora {
     void *backup;      /* [backup_bytes] the targets' base weights while fused (restore); owned */
     size_t backup_bytes;
     opt_pool *pool;    /* the threads opt_lora_around fuses and unfuses with (NULL: one); owned */
+    float *ax;         /* [rank] s A x of one row, for opt_lora_forward_add; owned */
 } opt_lora;
 
 /* "q_proj,v_proj" (or "all") -> bits; BC_ERR_SETTING naming an unknown one. */
@@ -102,5 +107,15 @@ bc_status opt_lora_set_threads(opt_lora *lo, int threads, bc_error *err);
  * log (host may be NULL). */
 bc_status opt_lora_around(opt_lora *lo, opt_weights *w, bc_status (*run)(void *ctx, bc_error *err), void *ctx,
                           const bc_host *host, bc_error *err);
+
+/* lora_mode = "unfused": the adapter applied in the forward, the weights
+ * left as they are (the CPU forward calls this after each targeted layer's
+ * GEMM, before its activation). For module m of layer l, rows n < N:
+ *   y[n, :out] += s * B (A x[n, :in])
+ * in fp32, one row at a time on the calling thread (y and x rows ldy and ldx
+ * floats apart). Nothing when m is not a target. Uses lo->ax, so one
+ * forward at a time per adapter. */
+void opt_lora_forward_add(opt_lora *lo, int l, opt_lora_module m, float *y, int ldy, const float *x, int ldx,
+                          int N);
 
 #endif

@@ -6,6 +6,7 @@
  */
 #define _DEFAULT_SOURCE /* madvise */
 #include "forward.h"
+#include "lora.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -620,6 +621,12 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
         opt_linear_parallel(m->pool, m->k, kk, a_in, lw->k_proj.data, dt, lw->k_bias, N, C, C, 0);
         opt_linear_parallel(m->pool, m->k, vv, a_in, lw->v_proj.data, dt, lw->v_bias, N, C, C, 0);
     }
+    opt_lora *lo = m->w->lora_unfused; /* an adapter applied unfused: after each GEMM, before activations */
+    if (lo) {
+        opt_lora_forward_add(lo, l, OPT_LORA_Q, q, ldq, a_in, C, N);
+        opt_lora_forward_add(lo, l, OPT_LORA_K, kk, ldq, a_in, C, N);
+        opt_lora_forward_add(lo, l, OPT_LORA_V, vv, ldq, a_in, C, N);
+    }
     const float scale = 1.0f / sqrtf((float)D);
     for (int n = 0; n < N; n++)
         for (int i = 0; i < C; i++) q[(size_t)n * ldq + i] *= scale;
@@ -629,6 +636,7 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
                          kv->group > 1 ? kv->group : 1, kv->group > 1 ? kv->prefix : 0, kv->slot_of, kv->len_of};
     opt_pool_run(m->pool, attention_worker, &job);
     opt_linear_parallel(m->pool, m->k, ws->kk, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
+    if (lo) opt_lora_forward_add(lo, l, OPT_LORA_OUT, ws->kk, C, att, C, N);
     residual_forward(x, ws->kk, (size_t)N * C);
     if (!hp->do_layer_norm_before) layernorm_forward(x, x, lw->ln1_gamma, lw->ln1_beta, N, C);
 
@@ -638,8 +646,14 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
         layernorm_forward(xn, x, lw->ln2_gamma, lw->ln2_beta, N, C);
         f_in = xn;
     }
-    opt_linear_parallel(m->pool, m->k, ff, f_in, lw->fc1.data, dt, lw->fc1_bias, N, C, F, 1);
+    const int fc1_unfused = lo && (lo->targets >> OPT_LORA_FC1 & 1); /* the ReLU after the adapter */
+    opt_linear_parallel(m->pool, m->k, ff, f_in, lw->fc1.data, dt, lw->fc1_bias, N, C, F, !fc1_unfused);
+    if (fc1_unfused) {
+        opt_lora_forward_add(lo, l, OPT_LORA_FC1, ff, F, f_in, C, N);
+        for (size_t i = 0; i < (size_t)N * F; i++) ff[i] = ff[i] > 0.0f ? ff[i] : 0.0f;
+    }
     opt_linear_parallel(m->pool, m->k, q, ff, lw->fc2.data, dt, lw->fc2_bias, N, F, C, 0);
+    if (lo) opt_lora_forward_add(lo, l, OPT_LORA_FC2, q, C, ff, F, N);
     residual_forward(x, q, (size_t)N * C);
     if (!hp->do_layer_norm_before) layernorm_forward(x, x, lw->ln2_gamma, lw->ln2_beta, N, C);
 }

@@ -89,6 +89,9 @@ typedef struct opt_weights {
     opt_layer_weights *layers;   /* [L] */
     void *arena;                 /* the one allocation behind every pointer above */
     size_t arena_bytes;
+    /* A LoRA adapter the CPU forward applies unfused (lora.h,
+     * opt_lora_forward_add); borrowed, NULL: none. */
+    struct opt_lora *lora_unfused;
 } opt_weights;
 
 /* Allocates the arena for hp in dtype and points every tensor into it

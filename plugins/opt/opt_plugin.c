@@ -39,6 +39,7 @@
 #include "device.h"
 #include "lora.h"
 #include "precision.h"
+#include "prompt_set.h"
 #include "text_prompts.h"
 
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
@@ -46,7 +47,7 @@ enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS
        /* text prompts (text_prompts.h) */
        S_PROMPTS_TEXT, S_PROMPTS_FORMAT, S_PROMPTS_FIELD, S_PROMPTS_FIT, S_PROMPTS_BUCKET_WIDTH,
        /* LoRA actor (lora.h) */
-       S_LORA_ADAPTER, S_LORA_RANK, S_LORA_ALPHA, S_LORA_TARGETS, S_LORA_UNFUSE,
+       S_LORA_ADAPTER, S_LORA_RANK, S_LORA_ALPHA, S_LORA_TARGETS, S_LORA_UNFUSE, S_LORA_MODE,
        /* response lengths, continuous batching, paged KV (rollout.h) */
        S_RESPONSE_LENGTHS, S_LENGTH_MIN_RATIO, S_LENGTH_MEAN, S_LENGTH_SIGMA, S_LENGTHS_FILE, S_BATCHING,
        S_BATCH_CAPACITY, S_SAVE_SCHEDULE, S_KV_LAYOUT, S_KV_PAGE_TOKENS, S_COUNT };
@@ -67,6 +68,7 @@ static const char *const kernels_choices[] = {"auto", "avx512_bf16", "avx512", "
 static const char *const prompts_format_choices[] = {"auto", "jsonl", "lines", NULL};
 static const char *const prompts_fit_choices[] = {"ragged", "bucket", "truncate_pad", NULL};
 static const char *const lora_unfuse_choices[] = {"subtract", "restore", NULL};
+static const char *const lora_mode_choices[] = {"fuse", "unfused", NULL};
 /* in opt_length_kind's order */
 static const char *const response_lengths_choices[] = {"fixed", "uniform", "lognormal", "empirical", NULL};
 static const char *const batching_choices[] = {"static", "continuous", NULL};
@@ -138,6 +140,10 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
                        .choices = lora_unfuse_choices,
                        .help = "subtract the adapter again (the hybrid engine's way; drifts by rounding) or restore a "
                                "copy of the base weights (bit for bit; holds the targets' memory)"},
+    [S_LORA_MODE] = {.name = "lora_mode", .type = BC_SETTING_ENUM, .default_string = "fuse",
+                     .choices = lora_mode_choices,
+                     .help = "fuse the adapter into the weights around each generate (the hybrid engine), or apply "
+                             "it unfused in every forward, y += s B (A x) (CPU only)"},
     /* response lengths and continuous batching (docs/opt.md) */
     [S_RESPONSE_LENGTHS] = {.name = "response_lengths", .type = BC_SETTING_ENUM, .default_string = "fixed",
                             .choices = response_lengths_choices,
@@ -188,12 +194,14 @@ typedef struct opt_backend {
     opt_prompts prompts;   /* owned: the prompts file, read once in create */
     opt_text_prompts *text; /* owned: prompts_text, tokenized in create; NULL without */
     opt_lora *lora;        /* owned: the LoRA adapter, made in create; NULL without */
+    int lora_unfused;      /* lora_mode = "unfused": lora applied in the forward, never fused */
     int have_weights;
     opt_weights w;         /* owned; rebuilt when the precision changes */
     const opt_device_ops *dev; /* where the model runs, picked at create */
     void *dev_ctx;         /* owned: the device, the model on it, the case's cache */
     int have_rollout;
     opt_rollout ro;        /* owned; one per case */
+    int64_t prompt_p50_tokens, prompt_pad_tokens; /* of ro's prompts (summarize_prompts); -1 unknown */
     uint32_t case_index;   /* of the current case (save_tokens) */
     uint64_t n_generates;  /* generates in the current case (sample_stream) */
     int64_t peak_bytes;    /* high-water mark of current_bytes() */
@@ -283,7 +291,8 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
     if (setting_int(v, S_LORA_RANK) > 0 && (st = opt_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)))
         return st;
     if ((setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0) && !strcmp(setting_str(v, S_DEVICE), "cuda"))
-        return bc_error_set(err, BC_ERR_UNSUPPORTED, "lora: the CUDA path does not fuse LoRA adapters; use device = \"cpu\"");
+        return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                            "lora: the CUDA path neither fuses nor applies unfused LoRA adapters; use device = \"cpu\"");
     return BC_OK;
 }
 
@@ -468,6 +477,7 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
                                     bc_setting_at(v, S_LORA_ALPHA)->f, targets, s->weights_seed, err);
         if (st == BC_OK) {
             s->lora->restore = !strcmp(setting_str(v, S_LORA_UNFUSE), "restore");
+            s->lora_unfused = !strcmp(setting_str(v, S_LORA_MODE), "unfused");
             st = opt_lora_set_threads(s->lora, s->threads, err);
         }
     }
@@ -659,6 +669,26 @@ static bc_status build_weights(opt_backend *s, opt_dtype dt, bc_error *err) {
     return BC_OK;
 }
 
+/* The case's prompts as they will run, from the rollout's prompt mask
+ * [Bp, Tp] (whatever their source): the median real prompt
+ * (bpe_length_summary_of's) and the pad slots, Bp x Tp minus the real
+ * tokens. The median stays -1 without memory for the lengths. */
+static void summarize_prompts(opt_backend *s) {
+    const opt_rollout *ro = &s->ro;
+    int *len = malloc((size_t)ro->Bp * sizeof *len);
+    int64_t real = 0;
+    for (int b = 0; b < ro->Bp; b++) {
+        const uint8_t *mk = ro->prompt_mask + (size_t)b * ro->Tp;
+        int n = 0;
+        for (int t = 0; t < ro->Tp; t++) n += mk[t];
+        if (len) len[b] = n;
+        real += n;
+    }
+    s->prompt_p50_tokens = len ? bpe_length_summary_of(len, ro->Bp).p50 : -1;
+    s->prompt_pad_tokens = (int64_t)ro->Bp * ro->Tp - real;
+    free(len);
+}
+
 static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     opt_backend *s = inst;
     opt_dtype dt = OPT_F32;
@@ -683,8 +713,10 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     s->n_generates = 0;
     if ((st = s->dev->open(s->dev_ctx, err)) != BC_OK) return st; /* before building weights */
     if ((st = build_weights(s, dt, err)) != BC_OK) return st;
+    s->w.lora_unfused = s->lora_unfused ? s->lora : NULL; /* the CPU forward applies it (model.c) */
     if ((st = opt_rollout_init(&s->ro, &s->w.hp, &p, err)) != BC_OK) return st;
     s->have_rollout = 1;
+    summarize_prompts(s);
     st = s->dev->begin_case(s->dev_ctx, &s->w, &s->ro, err);
     account(s);
     return st;
@@ -745,12 +777,19 @@ static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *er
     opt_backend *s = inst;
     if (!s->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt: generate outside a case");
     s->ro.iteration = s->n_generates++;
-    bc_status st = s->lora /* as the hybrid engine: fuse, generate, unfuse (also after a failed generate) */
+    bc_status st = s->lora && !s->lora_unfused /* as the hybrid engine: fuse, generate, unfuse (also after a failed
+                                                  generate); unfused, the forward applies it */
                        ? opt_lora_around(s->lora, &s->w, device_generate, s, s->host, err)
                        : s->dev->generate(s->dev_ctx, &s->ro, err);
     account(s);
     if (st != BC_OK) return st;
     put_generation_stats(out, &s->ro);
+    BC_SET(out, bc_generation_stats, prompt_p50_tokens, s->prompt_p50_tokens);
+    BC_SET(out, bc_generation_stats, prompt_pad_tokens, s->prompt_pad_tokens);
+    if (s->lora && !s->lora_unfused) {
+        BC_SET(out, bc_generation_stats, lora_fuse_ms, s->lora->fuse_ms);
+        BC_SET(out, bc_generation_stats, lora_unfuse_ms, s->lora->unfuse_ms);
+    }
     return BC_OK;
 }
 

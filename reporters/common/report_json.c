@@ -363,6 +363,8 @@ void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, in
     bc_jw_key_int_or_null(w, "prompt_width_tokens", cr->prompt_width_tokens);
     bc_jw_key_int_or_null(w, "prompt_min_tokens", cr->prompt_min_tokens);
     bc_jw_key_int_or_null(w, "prompt_max_tokens", cr->prompt_max_tokens);
+    bc_jw_key_int_or_null(w, "prompt_p50_tokens", BC_CASE_FIELD(run, cr, prompt_p50_tokens, -1)); /* (2.2) */
+    bc_jw_key_int_or_null(w, "prompt_pad_tokens", BC_CASE_FIELD(run, cr, prompt_pad_tokens, -1)); /* (2.2) */
     bc_jw_key_uint(w, "requested_response_length", c->response_length);
     bc_jw_key_int_or_null(w, "returned_response_length", cr->returned_response_length);
     bc_jw_key_double(w, "peak_memory_mb", cr->peak_memory_mib); /* MiB; the seed's key */

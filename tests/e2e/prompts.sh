@@ -4,7 +4,7 @@
 # made by tools/golden/make_tokenizer_golden.py) from either tokenizer form,
 # and name the file and line of a bad prompt; `benchctl run` with the OPT
 # engine's prompts_text (a golden checkpoint plus the golden tokenizer) must
-# report the prompts' real widths, ragged and bucketed.
+# report the prompts' real widths, median and padding, ragged and bucketed.
 #   prompts.sh BENCHCTL SOURCE_DIR WORK_DIR
 set -u
 BENCHCTL=$1
@@ -46,6 +46,8 @@ set_pt="backend.settings.prompts_text=\"$G/prompts.jsonl\""
 # the first three prompts have 20, 14 and 25 tokens
 grep -Eq '"prompt_width_tokens": *25' out.json || fail "ragged: width is not 25"
 grep -Eq '"prompt_min_tokens": *14' out.json || fail "ragged: shortest is not 14"
+grep -Eq '"prompt_p50_tokens": *20,' out.json || fail "ragged: median is not 20"
+grep -Eq '"prompt_pad_tokens": *16,' out.json || fail "ragged: padding is not 16 slots (3 x 25 - 59)"
 grep -q "prompts_text: 9 prompts fit; this batch: 14..25 tokens (p50 20), padded to 25, 16 of 75 slots padding" run.err ||
     { fail "ragged: no prompts line"; grep prompts run.err; }
 # bucket 16 (width 16): the prompts of 1..16 tokens are 14, 6, 16, 8, 5, 5
@@ -55,6 +57,13 @@ grep -q "prompts_text: 9 prompts fit; this batch: 14..25 tokens (p50 20), padded
 grep -Eq '"prompt_width_tokens": *16' out.json || fail "bucket: width is not 16"
 grep -Eq '"prompt_min_tokens": *6' out.json || fail "bucket: shortest is not 6"
 grep -Eq '"prompt_max_tokens": *16' out.json || fail "bucket: longest is not 16"
+grep -Eq '"prompt_p50_tokens": *14,' out.json || fail "bucket: median is not 14"
+grep -Eq '"prompt_pad_tokens": *12,' out.json || fail "bucket: padding is not 12 slots (3 x 16 - 36)"
+# synthetic prompts of the case's length: no padding
+"$BENCHCTL" run "$SRC/tests/e2e/prompts_text.cfg" --set "$set_ck" --set 'matrix.prompt_lengths=[8]' >syn.out 2>syn.err ||
+    { fail "run with synthetic prompts exited non-zero"; cat syn.err; }
+grep -Eq '"prompt_p50_tokens": *8,' out.json || fail "synthetic: median is not 8"
+grep -Eq '"prompt_pad_tokens": *0,' out.json || fail "synthetic: padding is not 0"
 # a bucket nothing falls in is refused before the run, naming the file
 "$BENCHCTL" run "$SRC/tests/e2e/prompts_text.cfg" --set "$set_ck" --set "$set_pt" \
     --set 'backend.settings.prompts_fit="bucket"' --set 'matrix.prompt_lengths=[4]' >empty.out 2>empty.err

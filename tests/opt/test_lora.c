@@ -7,7 +7,11 @@
  *   - unfuse brings W back: by subtraction, the drift after 1 and 100
  *     fuse/unfuse cycles in fp32, fp16 and bf16 is printed and held to the
  *     bounds docs/opt.md states; with restore, bit for bit;
- *   - bad settings and adapter files are refused, naming them.
+ *   - bad settings and adapter files are refused, naming them;
+ *   - unfused (the adapter applied in the forward, lora_mode = "unfused"),
+ *     the logits match the fused model's in fp32 to 1e-4 of their largest
+ *     magnitude (the two differ only in where the rounding falls), and
+ *     differ from the base model's.
  * Logits against transformers + PEFT's merged model: test_golden.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -22,6 +26,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "../core/bc_test_assert.h"
 
 #include "forward.h"
 #include "lora.h"
@@ -233,6 +239,61 @@ static void test_refusals(void **state) {
     rmdir(dir);
 }
 
+/* logits[B, T, V] of a prefill of B rows of T tokens (no padding) on w. */
+static void prefill_logits(const opt_weights *w, int B, int T, float *logits) {
+    bc_error err;
+    opt_model m;
+    opt_kv_cache kv;
+    if (opt_model_init(&m, w, 1, &err) != BC_OK) fail_msg("%s", err.message);
+    if (opt_kv_cache_alloc(&kv, &w->hp, w->dtype, B, T, &err) != BC_OK) fail_msg("%s", err.message);
+    int32_t *tokens = malloc((size_t)B * T * sizeof *tokens);
+    uint8_t *mask = malloc((size_t)B * T);
+    assert_non_null(tokens);
+    assert_non_null(mask);
+    for (int i = 0; i < B * T; i++) tokens[i] = (int32_t)((i * 37 + 5) % w->hp.vocab_size), mask[i] = 1;
+    if (opt_forward(&m, &kv, tokens, mask, T, B, T, OPT_LOGITS_ALL, logits, &err) != BC_OK)
+        fail_msg("%s", err.message);
+    free(tokens);
+    free(mask);
+    opt_kv_cache_free(&kv);
+    opt_model_free(&m);
+}
+
+static void test_unfused_matches_fused(void **state) {
+    (void)state;
+    opt_weights w = load(OPT_F32);
+    opt_lora lo = synthetic(&w, 4, (1u << OPT_LORA_N_MODULES) - 1);
+    const int B = 2, T = 5;
+    const size_t n = (size_t)B * T * w.hp.vocab_size;
+    float *base = malloc(n * sizeof *base), *unfused = malloc(n * sizeof *unfused), *fused = malloc(n * sizeof *fused);
+    assert_non_null(base);
+    assert_non_null(unfused);
+    assert_non_null(fused);
+    prefill_logits(&w, B, T, base);
+    w.lora_unfused = &lo;
+    prefill_logits(&w, B, T, unfused);
+    w.lora_unfused = NULL;
+    bc_error err;
+    if (opt_lora_fuse(&lo, &w, NULL, &err) != BC_OK) fail_msg("%s", err.message);
+    prefill_logits(&w, B, T, fused);
+    double top = 0.0, diff = 0.0, moved = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        top = fmax(top, fabs(fused[i]));
+        diff = fmax(diff, fabs((double)unfused[i] - fused[i]));
+        moved = fmax(moved, fabs((double)fused[i] - base[i]));
+    }
+    printf("unfused vs fused logits: max |diff| %.3g of max |logit| %.3g; the adapter moves them by %.3g\n", diff,
+           top, moved);
+    assert_true(top > 0.0);
+    assert_double_close(diff / top, 0.0, 1e-4);
+    assert_true(moved > 100.0 * 1e-4 * top); /* the adapter does something the comparison can see */
+    free(base);
+    free(unfused);
+    free(fused);
+    opt_lora_free(&lo);
+    opt_weights_free(&w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fuse_matches_reference),
@@ -240,6 +301,7 @@ int main(void) {
         cmocka_unit_test(test_unfuse_drift),
         cmocka_unit_test(test_unfuse_restore_is_exact),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_unfused_matches_fused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -438,6 +438,18 @@ typedef struct bc_generation_stats {
     int64_t kv_pages_peak, kv_bytes_peak;
     double kv_fragmentation;
     int64_t kv_bytes_saved;
+    /* (since 2.2) A LoRA actor's adapter, fused into the weights before
+     * this rollout's generation and unfused after it (the OPT engine's
+     * lora_adapter or lora_rank): the two times, ms, inside generate. The
+     * host sets them to BC_NOT_MEASURED; a backend without an adapter
+     * leaves them so (the reports' null). */
+    double lora_fuse_ms, lora_unfuse_ms;
+    /* (since 2.2) The prompts as they ran, with prompt_min_tokens and
+     * prompt_max_tokens: the median real prompt of the batch (the lower
+     * middle one), and the pad slots, batch x prompt_width_tokens minus the
+     * real prompt tokens (0 when every prompt has the case's length). The
+     * host sets them to -1 (unknown). */
+    int64_t prompt_p50_tokens, prompt_pad_tokens;
     BC_ABI_TAIL(bc_generation_stats)
 } bc_generation_stats;
 
@@ -667,6 +679,9 @@ typedef struct bc_case_report {
      * ran it with tokens; NAN when not checked (that first backend's own
      * case, sampling, another dtype, a backend that keeps no tokens). */
     double token_agreement;
+    /* (since 2.2) The median real prompt and the pad slots, as the last
+     * measured rollout's bc_generation_stats gave them; -1 unknown. */
+    int64_t prompt_p50_tokens, prompt_pad_tokens;
     BC_ABI_TAIL(bc_case_report)
 } bc_case_report;
 
