@@ -928,7 +928,7 @@ static const bc_plugin_desc opt_desc = {
     .name = "opt",
     .version = "0.2.0",
     .description = "native OPT rollout engine on the CPU or a CUDA GPU: synthetic or Hugging Face weights, "
-                   "fp32/fp16/bf16",
+                   "fp32/fp16/bf16, int8 weights on the CPU",
     BC_SETTINGS_TABLE(opt_settings),
     .ops = &opt_ops,
     .check_settings = opt_check_settings,
