@@ -316,7 +316,7 @@ static const char *const k_top_keys[] = {"plugin_path", "backend", "backends", "
                                          "matrix",      "sampling", "run",      "reporters", "distributed"};
 static const char *const k_distributed_keys[] = {"mode", "comm"};
 static const char *const k_matrix_keys[] = {"batch_sizes", "samples_per_prompt", "prompt_lengths",
-                                            "response_lengths"};
+                                            "response_lengths", "backend_settings"};
 static const char *const k_sampling_keys[] = {"temperature", "top_p", "top_k", "seed"};
 static const char *const k_run_keys[] = {"warmup", "iterations", "min_iterations", "max_iterations", "target_rel_ci",
                                          "max_seconds_per_case", "isolation",
@@ -521,6 +521,88 @@ static bc_status parse_sizes(const bc_config *cfg, const config_setting_t *matri
                                    (unsigned)(*out)[i]);
         }
         *n_out = i + 1;
+    }
+    return BC_OK;
+}
+
+/* ------------------------------------------- matrix.backend_settings */
+
+#define AXIS_WHAT "a value or a non-empty list of values (strings, numbers or booleans)"
+
+static int is_scalar(const config_setting_t *s) {
+    int t = config_setting_type(s);
+    return bc_cfg_is_number(s) || t == CONFIG_TYPE_BOOL || t == CONFIG_TYPE_STRING;
+}
+
+/* A scalar's text as cases and reports carry it: strings as they are,
+ * integers in decimal, floats with the fewest digits that read back equal,
+ * booleans true/false. malloc'ed; NULL without memory. */
+static char *value_text(const config_setting_t *s) {
+    switch (config_setting_type(s)) {
+    case CONFIG_TYPE_STRING: return bc_cfg_strdup(config_setting_get_string(s));
+    case CONFIG_TYPE_BOOL: return bc_cfg_strdup(config_setting_get_bool(s) ? "true" : "false");
+    case CONFIG_TYPE_FLOAT: {
+        double v = config_setting_get_float(s);
+        char *t = bc_cfg_asprintf("%.15g", v);
+        if (t && strtod(t, NULL) != v) {
+            free(t);
+            t = bc_cfg_asprintf("%.17g", v);
+        }
+        return t;
+    }
+    default: return bc_cfg_asprintf("%lld", config_setting_get_int64(s));
+    }
+}
+
+const void *bc_config_axis_value(const bc_setting_axis *axis, size_t j) {
+    const config_setting_t *s = axis->values;
+    return bc_cfg_is_list(s) ? config_setting_get_elem(s, (unsigned)j) : s;
+}
+
+/* matrix.backend_settings: a group of NAME = a value or a list of distinct
+ * values; each becomes an axis of the matrix (checked against the backend's
+ * table once it is loaded, in context.c). */
+static bc_status parse_setting_axes(bc_config *cfg, const config_setting_t *matrix, bc_error *err) {
+    config_setting_t *group = NULL;
+    bc_status st = get_group(cfg, matrix, "backend_settings", "matrix.backend_settings", &group, err);
+    if (st || !group) return st;
+    size_t n = (size_t)config_setting_length(group);
+    cfg->setting_axes = calloc(n + 1, sizeof *cfg->setting_axes);
+    if (!cfg->setting_axes) return bc_cfg_nomem(err);
+    for (size_t i = 0; i < n; i++) {
+        const config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
+        char path[256], got[96];
+        bc_cfg_path_join(path, sizeof path, "matrix.backend_settings", config_setting_name(s));
+        bc_setting_axis *axis = &cfg->setting_axes[i];
+        cfg->n_setting_axes = i + 1;
+        axis->name = bc_cfg_strdup(config_setting_name(s));
+        axis->values = s;
+        axis->line = config_setting_source_line(s);
+        if (!axis->name) return bc_cfg_nomem(err);
+        size_t nv = bc_cfg_is_list(s) ? (size_t)config_setting_length(s) : 1;
+        if ((!is_scalar(s) && !bc_cfg_is_list(s)) || nv == 0) {
+            bc_cfg_describe(s, got, sizeof got);
+            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, path, "must be %s (got %s)", AXIS_WHAT, got);
+        }
+        axis->texts = calloc(nv, sizeof *axis->texts);
+        if (!axis->texts) return bc_cfg_nomem(err);
+        for (size_t j = 0; j < nv; j++) {
+            const config_setting_t *e = bc_config_axis_value(axis, j);
+            if (!is_scalar(e)) {
+                bc_cfg_describe(e, got, sizeof got);
+                return bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, path, "must be %s (got %s in the list)", AXIS_WHAT,
+                                   got);
+            }
+            axis->n_values = j + 1;
+            if (!(axis->texts[j] = value_text(e))) return bc_cfg_nomem(err);
+            for (size_t k = 0; k < j; k++)
+                if (strcmp(axis->texts[k], axis->texts[j]) == 0) {
+                    bc_cfg_describe(e, got, sizeof got);
+                    return bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, path,
+                                       "duplicate value %s (each value must appear once; it names one set of cases)",
+                                       got);
+                }
+        }
     }
     return BC_OK;
 }
@@ -757,6 +839,7 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
                           err)))
         return st;
     if ((st = check_case_size(cfg, matrix, err))) return st;
+    if ((st = parse_setting_axes(cfg, matrix, err))) return st;
 
     config_setting_t *sampling = NULL;
     if ((st = get_group(cfg, root, "sampling", "sampling", &sampling, err))) return st;
@@ -1041,6 +1124,13 @@ void bc_config_free(bc_config *cfg) {
     free(cfg->samples_per_prompt);
     free(cfg->prompt_lengths);
     free(cfg->response_lengths);
+    for (size_t i = 0; cfg->setting_axes && i < cfg->n_setting_axes; i++) {
+        for (size_t j = 0; cfg->setting_axes[i].texts && j < cfg->setting_axes[i].n_values; j++)
+            free(cfg->setting_axes[i].texts[j]);
+        free(cfg->setting_axes[i].texts);
+        free(cfg->setting_axes[i].name);
+    }
+    free(cfg->setting_axes);
     for (size_t i = 0; i < cfg->n_overrides; i++) {
         free(cfg->override_keys[i]);
         free(cfg->override_labels[i]);

@@ -27,6 +27,16 @@ typedef struct bc_plugin_spec {
                                 the plugin's name */
 } bc_plugin_spec;
 
+/* One backend setting the matrix varies (matrix.backend_settings.NAME):
+ * its values in file order, distinct. */
+typedef struct bc_setting_axis {
+    char *name;         /* the setting's name, owned */
+    const void *values; /* opaque: its config_setting_t, a list or one value */
+    int line;           /* where it is given (0: the command line) */
+    char **texts;       /* n_values, each value as text (strings unquoted: "continuous", 16, true), owned */
+    size_t n_values;
+} bc_setting_axis;
+
 enum { BC_CFG_DIST_REPLICATE = 0, BC_CFG_DIST_SHARD = 1 };
 
 /* run.isolation when not given: 0 "none" (docs/performance.md says why). */
@@ -53,6 +63,10 @@ typedef struct bc_config {
     uint32_t *prompt_lengths; size_t n_prompt_lengths; /* [0] when absent: the backend's prompts decide */
     int prompt_lengths_given;                           /* matrix.prompt_lengths is in the config */
     uint32_t *response_lengths; size_t n_response_lengths;
+    /* matrix.backend_settings, in file order (none when absent): axes over
+     * the backend's own settings, each backend of the run checked against
+     * them once it is loaded (context.c). */
+    bc_setting_axis *setting_axes; size_t n_setting_axes;
 
     bc_sampling sampling;        /* defaults 0.0, 1.0, 0, 1234 */
     uint32_t warmup, iterations; /* defaults 1, 5; iterations >= 1 (max_iterations when adaptive) */
@@ -112,6 +126,10 @@ void bc_config_spec_location(const bc_config *cfg, const bc_plugin_spec *spec, c
 /* Writes where the setting at path (e.g. "matrix.response_lengths") comes
  * from: "bench.cfg:12", "--set matrix.response_lengths", or the file's path. */
 void bc_config_setting_location(const bc_config *cfg, const char *path, char *buf, size_t n);
+
+/* Value j of axis: its config_setting_t (opaque), for checking it against
+ * a backend's settings table (settings.h). */
+const void *bc_config_axis_value(const bc_setting_axis *axis, size_t j);
 
 /* Frees everything cfg owns. Safe on a zeroed or partly filled cfg. */
 void bc_config_free(bc_config *cfg);

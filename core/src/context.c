@@ -28,8 +28,13 @@ void bc_context_describe_case(const bc_case *c, char *buf, size_t n) {
     char prompt[32];
     if (c->prompt_length) snprintf(prompt, sizeof prompt, "%u", c->prompt_length);
     else snprintf(prompt, sizeof prompt, "from the prompts");
-    snprintf(buf, n, "%s %s, batch %u x %u samples, prompt %s, response %u", c->precision, c->cache_policy,
-             c->batch_size, c->samples_per_prompt, prompt, c->response_length);
+    int used = snprintf(buf, n, "%s %s, batch %u x %u samples, prompt %s, response %u", c->precision,
+                        c->cache_policy, c->batch_size, c->samples_per_prompt, prompt, c->response_length);
+    for (uint32_t i = 0; BC_HAS(c, bc_case, n_settings) && c->setting_values && i < c->n_settings; i++) {
+        if (used < 0 || (size_t)used >= n) return;
+        int more = snprintf(buf + used, n - (size_t)used, ", %s %s", c->setting_names[i], c->setting_values[i]);
+        used = more < 0 ? more : used + more;
+    }
 }
 
 /* Prefixes err's message with "prefix: " (keeping code and hint). */
@@ -123,6 +128,9 @@ bc_status bc_context_resolve_cli_settings(const bc_plugin *p, const char *const 
  * its check_settings. */
 static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plugin_kind want, bc_context_plugin *out,
                              bc_error *err) {
+    /* a backend whose settings the matrix varies is checked once per
+     * combination instead (check_setting_combinations) */
+    int check = want != BC_KIND_BACKEND || ctx->cfg.n_setting_axes == 0;
     bc_config_spec_location(&ctx->cfg, spec, out->where, sizeof out->where); /* "bench.cfg:5", "--reporter" */
     char label[sizeof out->where + 300];
     text(label, sizeof label, "%s: %s", out->where, spec->where ? spec->where : "");
@@ -143,7 +151,7 @@ static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plu
     text(prefix, sizeof prefix, "%s: %s '%s'", label, bc_kind_name(d->kind), d->name);
     if ((st = bc_context_resolve_settings(&ctx->cfg, spec, out, prefix, err)) != BC_OK) return st;
     bc_output_claims_owner(prefix); /* the output files it checks are its own */
-    if (d->check_settings && (st = d->check_settings(&out->plugin->host, &out->settings, err)) != BC_OK)
+    if (check && d->check_settings && (st = d->check_settings(&out->plugin->host, &out->settings, err)) != BC_OK)
         return prefix_error(err, prefix);
     return BC_OK;
 }
@@ -183,10 +191,7 @@ static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args 
     if (a->local_rank) device_index_from_local_rank(&ctx->cfg.backend, &ctx->backend, *a->local_rank);
     size_t nb = ctx->cfg.n_more_backends;
     ctx->more_backends = calloc(nb + 1, sizeof *ctx->more_backends);
-    ctx->more_instances = calloc(nb + 1, sizeof *ctx->more_instances);
-    ctx->more_infos = calloc(nb + 1, sizeof *ctx->more_infos);
-    if (!ctx->more_backends || !ctx->more_instances || !ctx->more_infos)
-        return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    if (!ctx->more_backends) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < nb; i++)
         if ((st = load_plugin(ctx, &ctx->cfg.more_backends[i], BC_KIND_BACKEND, &ctx->more_backends[i], err)) != BC_OK)
             return st;
@@ -225,29 +230,148 @@ static const char *backend_label(const bc_context *ctx, size_t i) {
 
 static size_t n_backends(const bc_context *ctx) { return 1 + ctx->cfg.n_more_backends; }
 
-/* The backends axis, outermost: the matrix's cases once per backend, backend
- * b's case k at index b * n + k, each naming its backend. */
+/* Entry b of the backends list: its spec and resolved plugin. */
+static const bc_plugin_spec *entry_spec(const bc_context *ctx, size_t b) {
+    return b == 0 ? &ctx->cfg.backend : &ctx->cfg.more_backends[b - 1];
+}
+static bc_context_plugin *entry_plugin(bc_context *ctx, size_t b) {
+    return b == 0 ? &ctx->backend : &ctx->more_backends[b - 1];
+}
+
+/* Writes combination s of the setting axes as "batching = static, kv_layout = paged". */
+static void describe_combo(const bc_context *ctx, size_t s, char *buf, size_t n) {
+    size_t used = 0, na = ctx->cfg.n_setting_axes;
+    buf[0] = '\0';
+    for (size_t a = 0; a < na && used < n; a++) {
+        text(buf + used, n - used, "%s%s = %s", a ? ", " : "", ctx->axis_names[a], ctx->combo_texts[s * na + a]);
+        used += strlen(buf + used);
+    }
+}
+
+/* Step 2, for the axes over backend settings: every value checked against
+ * every backend's table (values[b][a][j]: backend b's value j of axis a),
+ * the combinations enumerated (first axis outermost), and each backend's
+ * settings for each combination built and put through its check_settings. */
+static bc_status resolve_setting_axes(bc_context *ctx, bc_error *err) {
+    const bc_config *cfg = &ctx->cfg;
+    size_t na = cfg->n_setting_axes, nb = n_backends(ctx), nc = 1;
+    for (size_t a = 0; a < na; a++) {
+        if (nc > UINT32_MAX / cfg->setting_axes[a].n_values)
+            return bc_error_set(err, BC_ERR_INVALID, "%s: matrix.backend_settings: too many combinations", cfg->path);
+        nc *= cfg->setting_axes[a].n_values;
+    }
+    if (nb > UINT32_MAX / nc)
+        return bc_error_set(err, BC_ERR_INVALID, "%s: matrix.backend_settings: too many backend instances", cfg->path);
+    ctx->n_combos = nc;
+    ctx->n_instances = nb * nc;
+    ctx->axis_names = calloc(na + 1, sizeof *ctx->axis_names);
+    ctx->combo_texts = calloc(nc * na + 1, sizeof *ctx->combo_texts);
+    ctx->instance_settings = calloc(ctx->n_instances, sizeof *ctx->instance_settings);
+    ctx->instance_values = calloc(ctx->n_instances, sizeof *ctx->instance_values);
+    uint32_t *rows = calloc(na + 1, sizeof *rows);
+    size_t total = 0;
+    for (size_t a = 0; a < na; a++) total += cfg->setting_axes[a].n_values;
+    bc_setting_value *axis_values = calloc(total + 1, sizeof *axis_values); /* one backend's, scratch */
+    bc_status st = BC_OK;
+    if (!ctx->axis_names || !ctx->combo_texts || !ctx->instance_settings || !ctx->instance_values || !rows ||
+        !axis_values) {
+        st = bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t a = 0; a < na; a++) ctx->axis_names[a] = cfg->setting_axes[a].name;
+    for (size_t s = 0; s < nc; s++)
+        for (size_t a = 0, rest = s; a < na; a++) {
+            size_t inner = 1;
+            for (size_t q = a + 1; q < na; q++) inner *= cfg->setting_axes[q].n_values;
+            ctx->combo_texts[s * na + a] = cfg->setting_axes[a].texts[rest / inner];
+            rest %= inner;
+        }
+    for (size_t b = 0; b < nb && st == BC_OK; b++) {
+        bc_context_plugin *cp = entry_plugin(ctx, b);
+        const bc_plugin_spec *spec = entry_spec(ctx, b);
+        for (size_t i = 0; i < nc; i++) ctx->instance_settings[b * nc + i] = cp->settings;
+        if (na == 0) continue;
+        char where[PATH_MAX + 64];
+        bc_config_setting_location(cfg, "matrix.backend_settings", where, sizeof where);
+        for (size_t a = 0, off = 0; a < na && st == BC_OK; off += cfg->setting_axes[a].n_values, a++) {
+            const bc_setting_axis *axis = &cfg->setting_axes[a];
+            st = bc_settings_resolve_axis(cfg, axis, &cp->desc, cp->plugin->desc->name, &rows[a], axis_values + off,
+                                          err);
+            if (st != BC_OK && nb > 1) {
+                size_t len = strlen(err->message);
+                text(err->message + len, sizeof err->message - len, " (%s)", spec->where);
+            }
+            if (st == BC_OK && bc_settings_given(spec, axis->name)) {
+                char here[PATH_MAX + 64], path[300];
+                text(path, sizeof path, "%s.settings.%s", spec->where, axis->name);
+                bc_config_setting_location(cfg, path, here, sizeof here);
+                st = bc_error_set(err, BC_ERR_SETTING,
+                                  "%s: matrix.backend_settings.%s: also set in %s (%s): the matrix varies it, so "
+                                  "give it in one place",
+                                  where, axis->name, path, here);
+            }
+        }
+        for (size_t i = 0; i < nc && st == BC_OK; i++) {
+            size_t inst = b * nc + i;
+            bc_setting_value *v = malloc(((size_t)cp->settings.count + 1) * sizeof *v);
+            if (!v) {
+                st = bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+                break;
+            }
+            memcpy(v, cp->values, (size_t)cp->settings.count * sizeof *v);
+            for (size_t a = 0, off = 0; a < na; off += cfg->setting_axes[a].n_values, a++) {
+                size_t j = 0;
+                while (strcmp(cfg->setting_axes[a].texts[j], ctx->combo_texts[i * na + a]) != 0) j++;
+                v[rows[a]] = axis_values[off + j];
+            }
+            ctx->instance_values[inst] = v;
+            ctx->instance_settings[inst].values = v;
+            const bc_plugin_desc *d = cp->plugin->desc;
+            if (!d->check_settings) continue;
+            bc_error cerr = {0};
+            if (d->check_settings(&cp->plugin->host, &ctx->instance_settings[inst], &cerr) == BC_OK) continue;
+            char combo[512];
+            describe_combo(ctx, i, combo, sizeof combo);
+            *err = cerr;
+            text(err->message, sizeof err->message, "%.300s: matrix.backend_settings: %.100s '%.100s' refuses %.300s: %s",
+                 where, spec->where, cp->plugin->desc->name, combo, cerr.message);
+            st = cerr.code ? cerr.code : BC_ERR_SETTING;
+        }
+    }
+done:
+    free(rows);
+    free(axis_values);
+    return st;
+}
+
+/* The backends axis, outermost, then the setting axes: the matrix's cases
+ * once per instance (entry and combination), instance i's case k at index
+ * i * n + k, each naming its backend and setting values. */
 static bc_status add_backend_axis(bc_context *ctx, bc_error *err) {
-    size_t n = ctx->n_cases, nb = n_backends(ctx);
-    if (nb > 1) {
-        bc_case *all = realloc(ctx->cases, (n * nb + 1) * sizeof *all);
+    size_t n = ctx->n_cases, ni = ctx->n_instances, na = ctx->cfg.n_setting_axes;
+    if (ni > 1) {
+        if (n > UINT32_MAX / ni) return bc_error_set(err, BC_ERR_INVALID, "%s: matrix: too many cases", ctx->cfg.path);
+        bc_case *all = realloc(ctx->cases, (n * ni + 1) * sizeof *all);
         if (!all) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
         ctx->cases = all;
-        for (size_t b = 1; b < nb; b++) memcpy(all + b * n, all, n * sizeof *all);
-        ctx->n_cases = n * nb;
+        for (size_t b = 1; b < ni; b++) memcpy(all + b * n, all, n * sizeof *all);
+        ctx->n_cases = n * ni;
     }
     for (size_t k = 0; k < ctx->n_cases; k++) {
-        ctx->cases[k].index = (uint32_t)k;
-        ctx->cases[k].backend = backend_label(ctx, k / n);
+        bc_case *c = &ctx->cases[k];
+        size_t inst = k / n;
+        c->index = (uint32_t)k;
+        c->backend = backend_label(ctx, inst / ctx->n_combos);
+        c->setting_names = na ? ctx->axis_names : NULL;
+        c->setting_values = na ? ctx->combo_texts + (inst % ctx->n_combos) * na : NULL;
+        c->n_settings = (uint32_t)na;
     }
     return BC_OK;
 }
 
-/* The backend (its index in the list) that runs case c. */
+/* The instance (its index) that runs case c. */
 static size_t backend_of(const bc_context *ctx, const bc_case *c) {
-    for (size_t i = 1; i < n_backends(ctx); i++)
-        if (strcmp(c->backend, backend_label(ctx, i)) == 0) return i;
-    return 0;
+    return bc_runner_backend_index(ctx->runner_backends, ctx->n_instances, c);
 }
 
 const bc_runner_backend *bc_context_backend_of(const bc_context *ctx, const bc_case *c) {
@@ -286,12 +410,13 @@ static bc_status build_cases(bc_context *ctx, const bc_context_args *a, bc_error
     return BC_OK;
 }
 
-/* One backend instance, created light and described. */
-static bc_status create_one_backend(bc_context_plugin *cp, void **instance, bc_backend_info *info, bc_error *err) {
+/* One backend instance, with settings, created light and described. */
+static bc_status create_one_backend(const bc_context_plugin *cp, const bc_settings *settings, void **instance,
+                                    bc_backend_info *info, bc_error *err) {
     const bc_plugin *be = cp->plugin;
     char prefix[sizeof cp->where + 128];
     text(prefix, sizeof prefix, "%s: backend '%s'", cp->where, be->desc->name);
-    bc_status st = be->backend.create(&be->host, &cp->settings, instance, err);
+    bc_status st = be->backend.create(&be->host, settings, instance, err);
     if (st != BC_OK) return prefix_error(err, prefix);
     *info = (bc_backend_info){.struct_size = sizeof *info};
     info->n_parameters = info->n_layers = info->hidden_size = info->n_heads = -1;
@@ -300,19 +425,25 @@ static bc_status create_one_backend(bc_context_plugin *cp, void **instance, bc_b
     return BC_OK;
 }
 
-/* Step 4: every backend's instance, created light and described. */
+/* Step 4: every instance (backends entry and combination), created light
+ * and described. */
 static bc_status create_backend(bc_context *ctx, bc_error *err) {
-    bc_status st = create_one_backend(&ctx->backend, &ctx->backend_instance, &ctx->backend_info, err);
-    for (size_t i = 0; st == BC_OK && i < ctx->cfg.n_more_backends; i++)
-        st = create_one_backend(&ctx->more_backends[i], &ctx->more_instances[i], &ctx->more_infos[i], err);
-    if (st != BC_OK) return st;
-    ctx->runner_backends = calloc(n_backends(ctx), sizeof *ctx->runner_backends);
-    if (!ctx->runner_backends) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < n_backends(ctx); i++) {
-        const bc_context_plugin *cp = i == 0 ? &ctx->backend : &ctx->more_backends[i - 1];
+    size_t ni = ctx->n_instances, na = ctx->cfg.n_setting_axes;
+    ctx->more_instances = calloc(ni, sizeof *ctx->more_instances);
+    ctx->more_infos = calloc(ni, sizeof *ctx->more_infos);
+    ctx->runner_backends = calloc(ni, sizeof *ctx->runner_backends);
+    if (!ctx->more_instances || !ctx->more_infos || !ctx->runner_backends)
+        return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < ni; i++) {
+        size_t b = i / ctx->n_combos;
+        const bc_context_plugin *cp = entry_plugin(ctx, b);
+        void **inst = i == 0 ? &ctx->backend_instance : &ctx->more_instances[i - 1];
+        bc_backend_info *info = i == 0 ? &ctx->backend_info : &ctx->more_infos[i - 1];
+        bc_status st = create_one_backend(cp, &ctx->instance_settings[i], inst, info, err);
+        if (st != BC_OK) return st;
         ctx->runner_backends[i] = (bc_runner_backend){
-            .label = backend_label(ctx, i), .plugin = cp->plugin,
-            .instance = i == 0 ? ctx->backend_instance : ctx->more_instances[i - 1], .where = cp->where};
+            .label = backend_label(ctx, b), .plugin = cp->plugin, .instance = *inst, .where = cp->where,
+            .setting_values = na ? ctx->combo_texts + (i % ctx->n_combos) * na : NULL, .n_settings = na};
     }
     return BC_OK;
 }
@@ -332,7 +463,7 @@ static void locate_case_error(const bc_context *ctx, const bc_case *c, bc_status
         text(buf + used, n - used, ": matrix");
         return;
     }
-    size_t b = backend_of(ctx, c);
+    size_t b = backend_of(ctx, c) / ctx->n_combos;
     text(buf, n, "%s: %s", b == 0 ? ctx->backend.where : ctx->more_backends[b - 1].where,
          b == 0 ? ctx->cfg.backend.where : ctx->cfg.more_backends[b - 1].where);
 }
@@ -388,7 +519,7 @@ static bc_status fill_header(bc_context *ctx, const bc_context_args *a, bc_error
     run->backend_settings = bd->settings;
     run->n_backend_settings = bd->n_settings;
     run->backend_setting_size = sizeof(bc_setting_desc);
-    run->backend_values = &ctx->backend.settings;
+    run->backend_values = &ctx->instance_settings[0]; /* the first instance's: combination 0 */
     run->warmup = ctx->cfg.warmup;
     run->iterations = ctx->cfg.iterations;
     run->min_iterations = ctx->cfg.min_iterations;
@@ -410,6 +541,7 @@ bc_status bc_context_open(bc_context *ctx, const bc_context_args *args, bc_error
     *ctx = (bc_context){0};
     bc_status st = load_config_and_plugins(ctx, args, err);
     bc_output_claims_end(); /* every output was checked; forget the claims */
+    if (st == BC_OK) st = resolve_setting_axes(ctx, err);
     if (st == BC_OK) st = build_cases(ctx, args, err);
     if (st == BC_OK) st = create_backend(ctx, err);
     if (st == BC_OK) st = check_cases(ctx, args->allow_infeasible, err);
@@ -427,7 +559,7 @@ void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_ru
         .backend_instance = ctx->backend_instance,
         .backend_where = ctx->backend.where,
         .backends = ctx->runner_backends,
-        .n_backends = ctx->runner_backends ? n_backends(ctx) : 0,
+        .n_backends = ctx->runner_backends ? ctx->n_instances : 0,
         .cases = ctx->cases,
         .n_cases = ctx->n_cases,
         .warmup = ctx->cfg.warmup,
@@ -459,8 +591,14 @@ static void free_plugins(bc_context_plugin *p, size_t n) {
 void bc_context_free(bc_context *ctx) {
     if (ctx->backend_instance) ctx->backend.plugin->backend.destroy(ctx->backend_instance);
     ctx->backend_instance = NULL;
-    for (size_t i = 0; ctx->more_instances && i < ctx->cfg.n_more_backends; i++)
-        if (ctx->more_instances[i]) ctx->more_backends[i].plugin->backend.destroy(ctx->more_instances[i]);
+    for (size_t i = 1; ctx->more_instances && i < ctx->n_instances; i++)
+        if (ctx->more_instances[i - 1])
+            entry_plugin(ctx, i / ctx->n_combos)->plugin->backend.destroy(ctx->more_instances[i - 1]);
+    for (size_t i = 0; ctx->instance_values && i < ctx->n_instances; i++) free(ctx->instance_values[i]);
+    free(ctx->instance_values);
+    free(ctx->instance_settings);
+    free(ctx->axis_names);
+    free(ctx->combo_texts);
     bc_context_free_settings(&ctx->backend);
     free_plugins(ctx->more_backends, ctx->more_backends ? ctx->cfg.n_more_backends : 0);
     free(ctx->more_instances);

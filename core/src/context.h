@@ -6,10 +6,14 @@
  *   2. the plugins it names: loaded, their settings resolved against their
  *      tables, then each plugin's check_settings (paths exist, settings that
  *      contradict each other) -- for reporters, that their files can be made;
+ *      then the axes over backend settings (matrix.backend_settings):
+ *      each value checked against every backend's table, and each
+ *      combination through the backend's check_settings;
  *   3. the matrix: every case in requested order, then the cases the
  *      command line selects (--cases, --only: selection.h), each keeping
  *      its matrix index;
- *   4. the backend instance: created (light: no weights) and described;
+ *   4. the backend instances, one per backends entry and combination of
+ *      setting-axis values: created (light: no weights) and described;
  *   5. every case checked by the backend's check_case (a prompt plus response
  *      longer than the model's positions, a precision it has no kernels for);
  *   6. the run report's header (metadata, plugins, backend info, settings).
@@ -84,13 +88,28 @@ typedef struct bc_context {
     size_t n_infeasible;
     void *backend_instance;                             /* created by the backend, destroyed in bc_context_free */
     bc_backend_info backend_info;                       /* filled by describe */
-    /* The backends list's other entries (cfg.n_more_backends), each with its
-     * instance and description, all owned like the first's; and the runner's
-     * view of every backend (the first included), built with the instances. */
+    /* The backends list's other entries (cfg.n_more_backends); the other
+     * instances (n_instances - 1) and their descriptions, all owned like the
+     * first's; and the runner's view of every instance (the first included). */
     bc_context_plugin *more_backends;
     void **more_instances;
     bc_backend_info *more_infos;
-    bc_runner_backend *runner_backends;                 /* 1 + cfg.n_more_backends, owned */
+    bc_runner_backend *runner_backends;                 /* n_instances, owned */
+    /* The axes over backend settings (cfg.setting_axes, docs/config.md):
+     * n_combos combinations of their values (1 without axes), the first
+     * axis outermost; one backend instance per backends entry and
+     * combination, entry-major: instance i is entry i / n_combos with
+     * combination i % n_combos (instance 0 is backend_instance above, the
+     * others more_instances[i - 1]). combo_texts holds combination s's
+     * values at [s * cfg.n_setting_axes], borrowed from cfg; the cases point
+     * at them. instance_settings[i] is what instance i was created with;
+     * instance_values[i] its values when they differ from the entry's
+     * (owned), else NULL. */
+    size_t n_combos, n_instances;
+    const char **axis_names;  /* cfg.n_setting_axes, owned array of borrowed names */
+    const char **combo_texts; /* n_combos x cfg.n_setting_axes, owned array of borrowed texts */
+    bc_settings *instance_settings;
+    bc_setting_value **instance_values;
     bc_run_meta meta;
     bc_run_report run;                                  /* the header for reporters */
 } bc_context;

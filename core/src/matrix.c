@@ -60,9 +60,25 @@ uint32_t bc_matrix_rebuild_axes(uint32_t backend_rebuild_axes) {
 
 static int same_name(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
 
-int bc_matrix_same_group(const bc_case *a, const bc_case *b, uint32_t axes) {
-    /* two backends never share a group: the cases run backend by backend */
+static uint32_t n_case_settings(const bc_case *c) {
+    return BC_HAS(c, bc_case, n_settings) && c->setting_values ? c->n_settings : 0;
+}
+
+int bc_matrix_case_has_settings(const bc_case *c, const char *const *values, size_t n) {
+    if (n_case_settings(c) != n) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!same_name(c->setting_values[i], values[i])) return 0;
+    return 1;
+}
+
+int bc_matrix_same_backend(const bc_case *a, const bc_case *b) {
     if (BC_HAS(a, bc_case, backend) && BC_HAS(b, bc_case, backend) && !same_name(a->backend, b->backend)) return 0;
+    return bc_matrix_case_has_settings(a, n_case_settings(b) ? b->setting_values : NULL, n_case_settings(b));
+}
+
+int bc_matrix_same_group(const bc_case *a, const bc_case *b, uint32_t axes) {
+    /* two instances never share a group: the cases run instance by instance */
+    if (!bc_matrix_same_backend(a, b)) return 0;
     if ((axes & BC_AXIS_PRECISION) && !same_name(a->precision, b->precision)) return 0;
     if ((axes & BC_AXIS_CACHE_POLICY) && !same_name(a->cache_policy, b->cache_policy)) return 0;
     if ((axes & BC_AXIS_BATCH_SIZE) && a->batch_size != b->batch_size) return 0;

@@ -48,10 +48,18 @@ bc_status bc_matrix_build(const bc_matrix_axes *axes, bc_case **out_cases, size_
  * BC_AXIS_PRECISION, BC_AXIS_NONE is no axis. */
 uint32_t bc_matrix_rebuild_axes(uint32_t backend_rebuild_axes);
 
-/* 1 when a and b run on the same backend (bc_case.backend) and agree on
- * every axis in axes (bc_axis bits): groups never span two backends, so
- * the execution order runs the cases backend by backend. */
+/* 1 when a and b run on the same backend instance (bc_matrix_same_backend)
+ * and agree on every axis in axes (bc_axis bits): groups never span two
+ * instances, so the execution order runs the cases instance by instance. */
 int bc_matrix_same_group(const bc_case *a, const bc_case *b, uint32_t axes);
+
+/* 1 when case c's backend setting values (bc_case.setting_values, since
+ * 2.3) are values[n]; a case without them has none (n 0). */
+int bc_matrix_case_has_settings(const bc_case *c, const char *const *values, size_t n);
+
+/* 1 when a and b run on the same backend instance: the same backend
+ * (bc_case.backend) with the same setting values. */
+int bc_matrix_same_backend(const bc_case *a, const bc_case *b);
 
 /* Fills order[n] with indices into cases[] in execution order, grouping by
  * axes (the result of bc_matrix_rebuild_axes). */

@@ -181,12 +181,18 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
     row[BC_FIELD_LORA_UNFUSE_MS] = g->lora_unfuse_ms;
 }
 
+size_t bc_runner_backend_index(const bc_runner_backend *backends, size_t n, const bc_case *c) {
+    if (n < 2 || !BC_HAS(c, bc_case, backend) || !c->backend) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(backends[i].label, c->backend) == 0 &&
+            bc_matrix_case_has_settings(c, backends[i].setting_values, backends[i].n_settings))
+            return i;
+    return 0;
+}
+
 /* The backend (its index in cfg->backends) that runs case c; 0 with one. */
 static size_t backend_index(const bc_runner_config *cfg, const bc_case *c) {
-    if (cfg->n_backends < 2 || !BC_HAS(c, bc_case, backend) || !c->backend) return 0;
-    for (size_t i = 0; i < cfg->n_backends; i++)
-        if (strcmp(cfg->backends[i].label, c->backend) == 0) return i;
-    return 0;
+    return bc_runner_backend_index(cfg->backends, cfg->n_backends, c);
 }
 
 static const bc_plugin *backend_plugin(const bc_runner_config *cfg, const bc_case *c) {

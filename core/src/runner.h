@@ -129,14 +129,21 @@ typedef struct bc_prior_case {
     uint32_t n_iterations;
 } bc_prior_case;
 
-/* One backend of a run with a backends list: it runs the cases whose
- * bc_case.backend is label. */
+/* One backend instance of a run with a backends list or axes over backend
+ * settings: it runs the cases whose bc_case.backend is label and whose
+ * setting values are setting_values (n_settings; bc_matrix_case_has_settings). */
 typedef struct bc_runner_backend {
     const char *label;
     const bc_plugin *plugin;
     void *instance;     /* created and described by the caller, destroyed by it after bc_run */
     const char *where;  /* "bench.cfg:7", prefixed to prepare errors; may be NULL */
+    const char *const *setting_values; /* borrowed; NULL with n_settings 0 */
+    size_t n_settings;
 } bc_runner_backend;
+
+/* The index in backends[n] of the instance that runs case c; 0 when none
+ * matches (one backend). */
+size_t bc_runner_backend_index(const bc_runner_backend *backends, size_t n, const bc_case *c);
 
 typedef struct bc_runner_config {
     const bc_plugin *backend;

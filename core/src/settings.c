@@ -295,3 +295,18 @@ bc_status bc_settings_resolve_known(const bc_config *cfg, const bc_plugin_spec *
                                     bc_setting_value *values, bc_error *err) {
     return resolve(cfg, spec, desc, values, 1, err);
 }
+
+bc_status bc_settings_resolve_axis(const bc_config *cfg, const bc_setting_axis *axis, const bc_plugin_desc *desc,
+                                   const char *pname, uint32_t *row, bc_setting_value *values, bc_error *err) {
+    char path[320];
+    bc_cfg_path_join(path, sizeof path, "matrix.backend_settings", axis->name);
+    const config_setting_t *s = axis->values;
+    *row = find_row(desc, axis->name);
+    if (*row == desc->n_settings) return unknown_key(cfg, desc, s, path, pname, err);
+    for (size_t j = 0; j < axis->n_values; j++) {
+        bc_status st = resolve_one(cfg, desc, &desc->settings[*row], bc_config_axis_value(axis, j), path, &values[j],
+                                   err);
+        if (st) return st;
+    }
+    return BC_OK;
+}

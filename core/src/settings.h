@@ -44,4 +44,12 @@ bc_status bc_settings_resolve(const bc_config *cfg, const bc_plugin_spec *spec, 
 bc_status bc_settings_resolve_known(const bc_config *cfg, const bc_plugin_spec *spec, const bc_plugin_desc *desc,
                                     bc_setting_value *values, bc_error *err);
 
+/* Checks the matrix axis over a backend setting (matrix.backend_settings.NAME)
+ * against desc's table exactly as bc_settings_resolve checks the setting in
+ * a settings group: *row := its row in desc, values[axis->n_values] := each
+ * value read (strings point into cfg). A table without the setting is
+ * refused naming pname and the setting (BC_ERR_SETTING). */
+bc_status bc_settings_resolve_axis(const bc_config *cfg, const bc_setting_axis *axis, const bc_plugin_desc *desc,
+                                   const char *pname, uint32_t *row, bc_setting_value *values, bc_error *err);
+
 #endif

@@ -14,6 +14,10 @@ const char *bc_case_status_name(bc_case_status s) {
 
 const char *bc_case_backend(const bc_case *c) { return BC_HAS(c, bc_case, backend) ? c->backend : NULL; }
 
+uint32_t bc_case_n_settings(const bc_case *c) {
+    return BC_HAS(c, bc_case, n_settings) && c->setting_names && c->setting_values ? c->n_settings : 0;
+}
+
 const char *bc_case_dtype(const bc_case *c) {
     if (!c) return NULL;
     if (c->precision_ops && c->precision_ops->dtype) return c->precision_ops->dtype;

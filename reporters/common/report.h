@@ -55,6 +55,11 @@ const char *bc_case_dtype(const bc_case *c);
  * case's), or NULL from an older host. */
 const char *bc_case_backend(const bc_case *c);
 
+/* The backend settings the matrix varies (2.3: matrix.backend_settings):
+ * how many; their names and this case's values are c->setting_names[i] and
+ * c->setting_values[i]. 0 without such axes or from an older host. */
+uint32_t bc_case_n_settings(const bc_case *c);
+
 /* bytes / 2^20, or NAN when bytes is negative (unknown). */
 double bc_bytes_to_mib(int64_t bytes);
 

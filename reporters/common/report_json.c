@@ -379,6 +379,12 @@ void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, in
     bc_jw_key_string(w, "dtype", bc_case_dtype(c));
     bc_jw_key_string(w, "cache_policy", c->cache_policy);
     if (bc_case_backend(c)) bc_jw_key_string(w, "backend", bc_case_backend(c)); /* (2.2) */
+    if (bc_case_n_settings(c)) { /* (2.3) */
+        bc_jw_key(w, "backend_settings");
+        bc_jw_begin_object(w);
+        for (uint32_t i = 0; i < bc_case_n_settings(c); i++) bc_jw_key_string(w, c->setting_names[i], c->setting_values[i]);
+        bc_jw_end_object(w);
+    }
     bc_jw_key_bool(w, "release_inference_cache", c->release_cache);
     bc_jw_key_bool(w, "rebuilt", cr->rebuilt != 0);
     bc_jw_key_string(w, "status", bc_case_status_name(cr->status));

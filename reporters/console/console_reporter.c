@@ -153,7 +153,10 @@ static void describe_case(char *buf, size_t size, const bc_case *c, const char *
     int k = snprintf(buf, size, "B=%u x%u prompt=%s resp=%u %s %s", c->batch_size, c->samples_per_prompt, prompt,
                      c->response_length, c->precision ? c->precision : "?", c->cache_policy ? c->cache_policy : "?");
     const char *b = bc_case_backend(c);
-    if (b && strcmp(b, first_backend) != 0 && k > 0 && (size_t)k < size) snprintf(buf + k, size - (size_t)k, " %s", b);
+    if (b && strcmp(b, first_backend) != 0 && k > 0 && (size_t)k < size)
+        k += snprintf(buf + k, size - (size_t)k, " %s", b);
+    for (uint32_t i = 0; i < bc_case_n_settings(c) && k > 0 && (size_t)k < size; i++)
+        k += snprintf(buf + k, size - (size_t)k, " %s=%s", c->setting_names[i], c->setting_values[i]);
 }
 
 /* The progress line within width columns: "[i/n] DESC  PARTS...". The
@@ -303,7 +306,7 @@ static bc_status console_case_finished(void *instance, const bc_run_report *run,
 
 /* ----------------------------------------------------------- the tables */
 
-enum { CELL_LEN = 48, MAX_COLS = 20 };
+enum { CELL_LEN = 48, MAX_COLS = 32 };
 
 /* What the tables are drawn from: the run, and when a case counts as unstable. */
 typedef struct view {
@@ -322,6 +325,7 @@ typedef struct column {
     fill_fn fill;
     const char *field, *stat;
     int decimals;
+    int setting; /* > 0: the value of the case's backend setting number setting - 1 (bc_case_n_settings) */
 } column;
 
 /* "-" when not measured, else fixed decimals. */
@@ -453,40 +457,40 @@ static int several_backends(const bc_run_report *run) {
     return 0;
 }
 
-static const column backend_column = {"backend", 0, fill_backend, NULL, NULL, 0};
+static const column backend_column = {"backend", 0, fill_backend, NULL, NULL, 0, 0};
 
 static const column case_columns[] = {
-    {"#", 1, fill_index, NULL, NULL, 0},
-    {"batch", 1, fill_batch, NULL, NULL, 0},
-    {"x", 1, fill_samples, NULL, NULL, 0},
-    {"prompt", 1, fill_prompt, NULL, NULL, 0},
-    {"resp", 1, fill_response, NULL, NULL, 0},
-    {"precision", 0, fill_precision, NULL, NULL, 0},
-    {"cache", 0, fill_cache, NULL, NULL, 0},
-    {"status", 0, fill_status, NULL, NULL, 0},
-    {"n", 1, fill_iterations, NULL, NULL, 0},
-    {"stop", 0, fill_stop, NULL, NULL, 0},
-    {"total_ms", 1, NULL, "total_ms", "mean", 2},
-    {"p50", 1, NULL, "total_ms", "p50", 2},
-    {"p95", 1, NULL, "total_ms", "p95", 2},
-    {"cv% ", 1, fill_cv, NULL, NULL, 0},
-    {"tok/s", 1, NULL, "tokens_per_second", "mean", 1},
-    {"peak_MiB", 1, fill_peak, NULL, NULL, 0},
-    {"held_MiB", 1, fill_held, NULL, NULL, 0},
+    {"#", 1, fill_index, NULL, NULL, 0, 0},
+    {"batch", 1, fill_batch, NULL, NULL, 0, 0},
+    {"x", 1, fill_samples, NULL, NULL, 0, 0},
+    {"prompt", 1, fill_prompt, NULL, NULL, 0, 0},
+    {"resp", 1, fill_response, NULL, NULL, 0, 0},
+    {"precision", 0, fill_precision, NULL, NULL, 0, 0},
+    {"cache", 0, fill_cache, NULL, NULL, 0, 0},
+    {"status", 0, fill_status, NULL, NULL, 0, 0},
+    {"n", 1, fill_iterations, NULL, NULL, 0, 0},
+    {"stop", 0, fill_stop, NULL, NULL, 0, 0},
+    {"total_ms", 1, NULL, "total_ms", "mean", 2, 0},
+    {"p50", 1, NULL, "total_ms", "p50", 2, 0},
+    {"p95", 1, NULL, "total_ms", "p95", 2, 0},
+    {"cv% ", 1, fill_cv, NULL, NULL, 0, 0},
+    {"tok/s", 1, NULL, "tokens_per_second", "mean", 1, 0},
+    {"peak_MiB", 1, fill_peak, NULL, NULL, 0, 0},
+    {"held_MiB", 1, fill_held, NULL, NULL, 0, 0},
 };
 
 /* Where the time went: the phases of a rollout (means over iterations). */
 static const column phase_columns[] = {
-    {"#", 1, fill_index, NULL, NULL, 0},
-    {"ttft_ms", 1, NULL, "time_to_first_token_ms", "mean", 2},
-    {"ms/tok_p50", 1, NULL, "decode_ms_per_token_p50", "mean", 3},
-    {"ms/tok_p95", 1, NULL, "decode_ms_per_token_p95", "mean", 3},
-    {"prefill_ms", 1, NULL, "prefill_forward_ms", "mean", 2},
-    {"decode_ms", 1, NULL, "decode_forward_ms", "mean", 2},
-    {"prefill_tok/s", 1, NULL, "prefill_tokens_per_second", "mean", 1},
-    {"decode_tok/s", 1, NULL, "decode_tokens_per_second", "mean", 1},
-    {"load", 1, fill_load, NULL, NULL, 0},
-    {"steal%", 1, fill_steal, NULL, NULL, 0},
+    {"#", 1, fill_index, NULL, NULL, 0, 0},
+    {"ttft_ms", 1, NULL, "time_to_first_token_ms", "mean", 2, 0},
+    {"ms/tok_p50", 1, NULL, "decode_ms_per_token_p50", "mean", 3, 0},
+    {"ms/tok_p95", 1, NULL, "decode_ms_per_token_p95", "mean", 3, 0},
+    {"prefill_ms", 1, NULL, "prefill_forward_ms", "mean", 2, 0},
+    {"decode_ms", 1, NULL, "decode_forward_ms", "mean", 2, 0},
+    {"prefill_tok/s", 1, NULL, "prefill_tokens_per_second", "mean", 1, 0},
+    {"decode_tok/s", 1, NULL, "decode_tokens_per_second", "mean", 1, 0},
+    {"load", 1, fill_load, NULL, NULL, 0, 0},
+    {"steal%", 1, fill_steal, NULL, NULL, 0, 0},
 };
 
 /* A distributed case (docs/scale.md); NULL in a single-process run. */
@@ -526,23 +530,23 @@ static void fill_forced(char *cell, const view *v, const bc_case_report *cr) {
 
 /* How the ranks of a replicate run did (shard: where each case ran). */
 static const column replicate_columns[] = {
-    {"#", 1, fill_index, NULL, NULL, 0},
-    {"step_tok/s", 1, fill_step_tps, NULL, NULL, 0},
-    {"ideal_tok/s", 1, fill_ideal_tps, NULL, NULL, 0},
-    {"strag_eff", 1, fill_efficiency, NULL, NULL, 0},
-    {"strag_tax_ms", 1, fill_tax, NULL, NULL, 0},
-    {"rank_min", 1, fill_rank_min, NULL, NULL, 0},
-    {"rank_mean", 1, fill_rank_mean, NULL, NULL, 0},
-    {"rank_max", 1, fill_rank_max, NULL, NULL, 0},
-    {"rank_std", 1, fill_rank_std, NULL, NULL, 0},
-    {"slowest", 0, fill_rank, NULL, NULL, 0},
-    {"peak_max", 1, fill_peak_max, NULL, NULL, 0},
-    {"peak_sum", 1, fill_peak_sum, NULL, NULL, 0},
-    {"forced", 0, fill_forced, NULL, NULL, 0},
+    {"#", 1, fill_index, NULL, NULL, 0, 0},
+    {"step_tok/s", 1, fill_step_tps, NULL, NULL, 0, 0},
+    {"ideal_tok/s", 1, fill_ideal_tps, NULL, NULL, 0, 0},
+    {"strag_eff", 1, fill_efficiency, NULL, NULL, 0, 0},
+    {"strag_tax_ms", 1, fill_tax, NULL, NULL, 0, 0},
+    {"rank_min", 1, fill_rank_min, NULL, NULL, 0, 0},
+    {"rank_mean", 1, fill_rank_mean, NULL, NULL, 0, 0},
+    {"rank_max", 1, fill_rank_max, NULL, NULL, 0, 0},
+    {"rank_std", 1, fill_rank_std, NULL, NULL, 0, 0},
+    {"slowest", 0, fill_rank, NULL, NULL, 0, 0},
+    {"peak_max", 1, fill_peak_max, NULL, NULL, 0, 0},
+    {"peak_sum", 1, fill_peak_sum, NULL, NULL, 0, 0},
+    {"forced", 0, fill_forced, NULL, NULL, 0, 0},
 };
 static const column shard_columns[] = {
-    {"#", 1, fill_index, NULL, NULL, 0},
-    {"ran_on", 0, fill_rank, NULL, NULL, 0},
+    {"#", 1, fill_index, NULL, NULL, 0, 0},
+    {"ran_on", 0, fill_rank, NULL, NULL, 0, 0},
 };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -552,6 +556,11 @@ _Static_assert(N_OF(case_columns) < MAX_COLS && N_OF(phase_columns) <= MAX_COLS 
 
 /* One case's cell of column col. */
 static void fill_cell(char *cell, const column *col, const view *v, const bc_case_report *cr) {
+    if (col->setting > 0) {
+        uint32_t i = (uint32_t)col->setting - 1;
+        snprintf(cell, CELL_LEN, "%s", i < bc_case_n_settings(cr->c) ? cr->c->setting_values[i] : "-");
+        return;
+    }
     if (col->fill) {
         col->fill(cell, v, cr);
         return;
@@ -750,9 +759,14 @@ static bc_status build_report(bc_text *t, const view *v) {
     /* with several backends, the case table names each case's after its # */
     column cols[MAX_COLS];
     size_t n_cols = 0;
+    /* and then the backend settings the matrix varies, each in its column */
+    const bc_case *c0 = v->run->n_cases ? bc_run_case(v->run, 0)->c : NULL;
+    uint32_t n_settings = c0 ? bc_case_n_settings(c0) : 0;
     for (size_t k = 0; k < N_OF(case_columns); k++) {
         cols[n_cols++] = case_columns[k];
         if (k == 0 && several_backends(v->run)) cols[n_cols++] = backend_column;
+        for (uint32_t i = 0; k == 0 && i < n_settings && n_cols + N_OF(case_columns) < MAX_COLS; i++)
+            cols[n_cols++] = (column){.header = c0->setting_names[i], .setting = (int)i + 1};
     }
     if (put_table(t, v, cols, n_cols) != BC_OK) return BC_ERR_NOMEM;
     bc_text_put(t, "\n", 1);

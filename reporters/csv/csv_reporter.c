@@ -139,6 +139,12 @@ static void write_header(bc_text *t, const bc_run_report *run) {
         for (size_t i = 0; i < sizeof dist_columns / sizeof dist_columns[0]; i++) cell(t, &first, dist_columns[i]);
     cell(t, &first, "message");
     cell(t, &first, "backend");
+    const bc_case *c0 = run->n_cases ? bc_run_case(run, 0)->c : NULL;
+    for (uint32_t i = 0; c0 && i < bc_case_n_settings(c0); i++) {
+        char name[256];
+        snprintf(name, sizeof name, "backend_settings.%s", c0->setting_names[i]);
+        cell(t, &first, name);
+    }
     end_row(t);
 }
 
@@ -175,6 +181,7 @@ static void write_row(bc_text *t, const bc_run_report *run, const bc_case_report
     if (BC_RUN_FIELD(run, distributed, NULL)) write_dist_cells(t, &first, BC_CASE_FIELD(run, cr, distributed, NULL));
     cell(t, &first, cr->message ? cr->message : "");
     cell(t, &first, bc_case_backend(c) ? bc_case_backend(c) : "");
+    for (uint32_t i = 0; i < bc_case_n_settings(c); i++) cell(t, &first, c->setting_values[i]);
     end_row(t);
 }
 

@@ -180,7 +180,7 @@ static int same_str(const char *a, const char *b) { return strcmp(a ? a : "", b 
 
 /* Which axes take more than one value in the run. */
 typedef struct varying {
-    int samples, prompt, response, precision, cache, backend;
+    int samples, prompt, response, precision, cache, backend, settings;
 } varying;
 
 static varying find_varying(const bc_run_report *run, uint32_t n) {
@@ -195,6 +195,8 @@ static varying find_varying(const bc_run_report *run, uint32_t n) {
         v.precision |= !same_str(c->precision, a->precision);
         v.cache |= !same_str(c->cache_policy, a->cache_policy);
         v.backend |= !same_str(bc_case_backend(c), bc_case_backend(a));
+        for (uint32_t j = 0; j < bc_case_n_settings(c) && j < bc_case_n_settings(a); j++)
+            v.settings |= !same_str(c->setting_values[j], a->setting_values[j]);
     }
     return v;
 }
@@ -226,6 +228,10 @@ static void make_label(char *buf, size_t size, const bc_case *c, const varying *
     if (v->cache) {
         append_cut(buf, size, " ", 1);
         append_cut(buf, size, c->cache_policy ? c->cache_policy : "?", 14);
+    }
+    for (uint32_t j = 0; v->settings && j < bc_case_n_settings(c); j++) {
+        append_cut(buf, size, " ", 1);
+        append_cut(buf, size, c->setting_values[j], 14);
     }
 }
 
@@ -698,8 +704,15 @@ static void put_table(hp_page *pg) {
     bc_text_puts(t, "<div class=\"tablewrap\"><table class=\"matrix\">\n<thead><tr><th class=\"num\">#</th>"
                     "<th class=\"num\">batch</th><th class=\"num\">samples</th>"
                     "<th class=\"num\" title=\"effective batch: batch \xC3\x97 samples per prompt\">rows</th>"
-                    "<th class=\"num\">prompt</th><th class=\"num\">response</th><th>precision</th><th>cache</th>"
-                    "<th>status</th><th class=\"num\">iters</th><th class=\"num\">p50 ms</th>"
+                    "<th class=\"num\">prompt</th><th class=\"num\">response</th><th>precision</th><th>cache</th>");
+    /* the backend settings the matrix varies, one column each */
+    const bc_case *c0 = pg->cases[0].cr->c;
+    for (uint32_t j = 0; j < bc_case_n_settings(c0); j++) {
+        bc_text_puts(t, "<th>");
+        bc_html_text(t, c0->setting_names[j]);
+        bc_text_puts(t, "</th>");
+    }
+    bc_text_puts(t, "<th>status</th><th class=\"num\">iters</th><th class=\"num\">p50 ms</th>"
                     "<th class=\"num\">cv</th><th class=\"num\">tokens/s</th><th class=\"num\">peak MiB</th>"
                     "<th class=\"num\">held MiB</th></tr></thead>\n<tbody>\n");
     for (uint32_t i = 0; i < pg->n; i++) {
@@ -718,6 +731,10 @@ static void put_table(hp_page *pg) {
         bc_html_text(t, known(c->precision));
         bc_text_puts(t, "</td><td>");
         bc_html_text(t, known(c->cache_policy));
+        for (uint32_t j = 0; j < bc_case_n_settings(c); j++) {
+            bc_text_puts(t, "</td><td>");
+            bc_html_text(t, c->setting_values[j]);
+        }
         bc_text_puts(t, "</td><td class=\"st\"");
         if (!k->ok) { /* why, as a tooltip; the warnings say it in full */
             bc_text_printf(t, " title=\"%s", bc_status_name(cr->error_code));
@@ -753,7 +770,11 @@ static void put_table(hp_page *pg) {
                     "of variation (red above the unstable threshold); <i>tokens/s</i> is the mean of "
                     "tokens_per_second, <i>peak</i> the peak memory and <i>held</i> the memory still held between "
                     "rollouts. In each number column, the stronger the colour, the larger the value within that "
-                    "column (over the cases that finished); a dash means not measured.</p>\n</section>\n");
+                    "column (over the cases that finished); a dash means not measured.");
+    if (bc_case_n_settings(pg->cases[0].cr->c))
+        bc_text_puts(t, " The columns between <i>cache</i> and <i>status</i> are the backend settings the matrix "
+                        "varies (matrix.backend_settings), as each case ran them.");
+    bc_text_puts(t, "</p>\n</section>\n");
 }
 
 /* --------------------------------------------------------------- page */

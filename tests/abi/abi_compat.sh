@@ -2,8 +2,8 @@
 # abi_compat.sh: the ABI 2.x compatibility policy, in both directions.
 #   abi_compat.sh HOST_2_1 HOST_2_2 PLUGINS_2_1 PLUGINS_2_2 SRC_DIR WORK_DIR
 # PLUGINS_* are folders holding a backend, precisions, cache policies and
-# reporters built from plugin.h as it is (ABI 2.2, called "21" here) and
-# with abi_2_2.h forced in (the next minor, 2.3, called "22": every struct one
+# reporters built from plugin.h as it is (ABI 2.3, called "21" here) and
+# with abi_2_2.h forced in (the next minor, 2.4, called "22": every struct one
 # minor larger). Every pairing of host and plugins must run compat.cfg to the
 # end and write the same cases:
 #   21 host + 21 plugins (the reference), 22 host + 21 plugins (an old
@@ -72,11 +72,11 @@ done
 
 # the hosts say which ABI each plugin speaks
 BENCHCTL_PLUGIN_PATH=$PLUG22 "$HOST21" plugins testbackend >"$WORK/plugins22.txt" 2>&1 || fail "plugins testbackend (2.2) failed"
-grep -q 'ABI 2.3' "$WORK/plugins22.txt" || fail "benchctl plugins does not show ABI 2.3 for a next-minor plugin"
+grep -q 'ABI 2.4' "$WORK/plugins22.txt" || fail "benchctl plugins does not show ABI 2.4 for a next-minor plugin"
 BENCHCTL_PLUGIN_PATH=$PLUG21 "$HOST22" plugins testbackend >"$WORK/plugins21.txt" 2>&1 || fail "plugins testbackend (2.1) failed"
-grep -q 'ABI 2.2' "$WORK/plugins21.txt" || fail "benchctl plugins does not show ABI 2.2 for a 2.2 plugin"
-"$HOST21" --version | grep -q 'plugin ABI 2.2' || fail "the host from plugin.h does not say ABI 2.2"
-"$HOST22" --version | grep -q 'plugin ABI 2.3' || fail "the next-minor host does not say ABI 2.3"
+grep -q 'ABI 2.3' "$WORK/plugins21.txt" || fail "benchctl plugins does not show ABI 2.3 for a 2.3 plugin"
+"$HOST21" --version | grep -q 'plugin ABI 2.3' || fail "the host from plugin.h does not say ABI 2.3"
+"$HOST22" --version | grep -q 'plugin ABI 2.4' || fail "the next-minor host does not say ABI 2.4"
 
 [ "$failures" -eq 0 ] && echo "abi_compat: all passed" && exit 0
 echo "abi_compat: $failures failure(s)"

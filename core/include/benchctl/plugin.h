@@ -90,7 +90,7 @@ extern "C" {
 #define BENCHCTL_PLUGIN_MAGIC 0x42435450u /* "BCTP" */
 #define BENCHCTL_ABI_MAJOR 2
 #ifndef BENCHCTL_ABI_MINOR
-#define BENCHCTL_ABI_MINOR 2
+#define BENCHCTL_ABI_MINOR 3
 #endif
 #define BENCHCTL_PLUGIN_ENTRY "benchctl_plugin_entry"
 
@@ -364,6 +364,15 @@ struct bc_case {
      * outermost axis of the matrix), by its label (default: the plugin's
      * name). NULL from a host before 2.2. */
     const char *backend;
+    /* (since 2.3) The backend settings the matrix varies
+     * (bench.cfg's matrix.backend_settings), in the config's order: the
+     * names, and this case's values as text ("continuous", "16", "true",
+     * strings unquoted); the backend runs with these values. n_settings 0
+     * and NULL arrays when the matrix varies none, or from a host before
+     * 2.3. */
+    const char *const *setting_names;
+    const char *const *setting_values;
+    uint32_t n_settings;
     BC_ABI_TAIL(bc_case)
 };
 
