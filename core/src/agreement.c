@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int same_text(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+#include "matrix.h"
 
-static const char *case_backend(const bc_case *c) { return BC_HAS(c, bc_case, backend) ? c->backend : NULL; }
+static int same_text(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
 
 int bc_agreement_applies(const bc_case *c) {
     const char *dtype = c->precision_ops && c->precision_ops->dtype ? c->precision_ops->dtype : c->precision;
@@ -30,12 +30,13 @@ void bc_agreement_keep(bc_case_tokens *t, const bc_case *c, const bc_generation_
     *t = (bc_case_tokens){.ids = ids, .rows = g->token_rows, .cols = g->token_cols};
 }
 
-/* The same case on another backend: every axis equal, the backend not. */
+/* The same case on another backend instance: every axis equal, the backend
+ * or its varied settings (matrix.backend_settings) not. */
 static int same_case_other_backend(const bc_case *a, const bc_case *b) {
     return a->batch_size == b->batch_size && a->samples_per_prompt == b->samples_per_prompt &&
            a->prompt_length == b->prompt_length && a->response_length == b->response_length &&
            same_text(a->precision, b->precision) && same_text(a->cache_policy, b->cache_policy) &&
-           !same_text(case_backend(a), case_backend(b));
+           !bc_matrix_same_backend(a, b);
 }
 
 void bc_agreement_compute(const bc_case *cases, size_t n, const bc_case_tokens *tokens, bc_case_report *reports) {

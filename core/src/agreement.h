@@ -1,7 +1,8 @@
-/* agreement.h: the token agreement between backends (a bench.cfg backends
- * list): for greedy float32 cases, the share of a case's generated tokens
- * equal to those of the same case (same axes) on the first backend that ran
- * it, from each case's last measured rollout (bc_generation_stats.tokens).
+/* agreement.h: the token agreement between backend instances (a bench.cfg
+ * backends list, or the combinations of matrix.backend_settings): for greedy
+ * float32 cases, the share of a case's generated tokens equal to those of
+ * the same case (same axes) on the first instance that ran it, from each
+ * case's last measured rollout (bc_generation_stats.tokens).
  */
 #ifndef BENCHCTL_AGREEMENT_H
 #define BENCHCTL_AGREEMENT_H
@@ -26,7 +27,8 @@ void bc_agreement_keep(bc_case_tokens *t, const bc_case *c, const bc_generation_
 
 /* reports[k].token_agreement for every case k of cases[0..n) with tokens
  * whose same case ran earlier in cases[] (the requested order: the first
- * backend first) on another backend with tokens; the others keep theirs. */
+ * instance first) on another instance (another backend, or other values of
+ * the settings the matrix varies) with tokens; the others keep theirs. */
 void bc_agreement_compute(const bc_case *cases, size_t n, const bc_case_tokens *tokens, bc_case_report *reports);
 
 void bc_agreement_free(bc_case_tokens *tokens, size_t n);

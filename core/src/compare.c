@@ -169,9 +169,13 @@ static bc_status settings_changed(const bc_runfile *a, const bc_runfile *b, bc_c
 /* --------------------------------------------------------------- cases */
 
 void bc_cmp_case_label(const bc_runfile_case *c, char *buf, size_t cap) {
-    snprintf(buf, cap, "B=%u x%u %u->%u %s %s", c->batch_size, c->samples_per_prompt, c->prompt_length,
-             c->response_length, c->precision ? c->precision : (c->dtype ? c->dtype : "?"),
-             c->cache_policy ? c->cache_policy : "?");
+    int used = snprintf(buf, cap, "B=%u x%u %u->%u %s %s", c->batch_size, c->samples_per_prompt, c->prompt_length,
+                        c->response_length, c->precision ? c->precision : (c->dtype ? c->dtype : "?"),
+                        c->cache_policy ? c->cache_policy : "?");
+    for (size_t i = 0; i < c->n_settings && used >= 0 && (size_t)used < cap; i++) {
+        int more = snprintf(buf + used, cap - (size_t)used, " %s=%s", c->setting_names[i], c->setting_values[i]);
+        used = more < 0 ? more : used + more;
+    }
 }
 
 /* The finite values of field f of case c, into out; returns how many. */
@@ -721,7 +725,7 @@ bc_status bc_cmp_write_json(FILE *out, const bc_cmp_pair *pairs, size_t n_pairs,
 
 const char bc_compare_usage[] =
     "usage: benchctl compare [options] BASE OTHER [OTHER...]\n"
-    "       benchctl compare [options] --by backend RUN\n"
+    "       benchctl compare [options] --by backend|SETTING RUN\n"
     "\n"
     "Compares finished runs case by case: each OTHER against BASE (A = BASE,\n"
     "B = OTHER). Each file is a benchctl JSON report (.gz too), a jsonl journal,\n"
@@ -741,6 +745,9 @@ const char bc_compare_usage[] =
     "  --html FILE        also write a forest plot as one self-contained HTML file\n"
     "  --by backend       one run with a backends list: its first backend (BASE)\n"
     "                     against each other one, case by case\n"
+    "  --by SETTING       one run whose matrix varies the backend setting\n"
+    "                     SETTING (matrix.backend_settings): its first value\n"
+    "                     (BASE) against each other one, case by case\n"
     "  --ignore-env       compare runs whose environments differ, listing how\n"
     "  --fail-on WHAT     worse (default): exit 1 on any WORSE; change: on WORSE\n"
     "                     or BETTER; never\n"
@@ -775,7 +782,7 @@ typedef struct compare_args {
     out_format format;
     fail_on fail;
     const char *html;
-    int by_backend; /* --by backend: one file, its first backend against each other */
+    const char *by; /* --by backend|SETTING: one file, the axis's first value against each other, or NULL */
     int help;
 } compare_args;
 
@@ -860,8 +867,8 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
             else if (strcmp(v, "never") == 0) a->fail = FAIL_ON_NEVER;
             else return usage_error("--fail-on worse, change or never", "--fail-on '%s': unknown", v);
         } else if ((v = option_value(argc, argv, &i, "--by", &missing))) {
-            if (strcmp(v, "backend") != 0) return usage_error("--by backend", "--by '%s': unknown (backend is)", v);
-            a->by_backend = 1;
+            if (!*v) return usage_error("--by backend, or --by a setting of matrix.backend_settings", "--by: empty");
+            a->by = v;
         } else if ((v = option_value(argc, argv, &i, "--html", &missing))) {
             a->html = v;
         } else if (missing) {
@@ -875,10 +882,10 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
     if (n_given) a->opt.metrics = a->metrics;
     if (a->help) return 0;
     if (n_given && a->opt.n_metrics == 0) return usage_error("e.g. --metric total_ms", "--metric: no field named");
-    if (a->by_backend && a->n_files != 1)
-        return usage_error("e.g. benchctl compare --by backend run.json", "--by backend compares within one run, got %zu",
-                           a->n_files);
-    if (!a->by_backend && a->n_files < 2)
+    if (a->by && a->n_files != 1)
+        return usage_error("e.g. benchctl compare --by backend run.json", "--by %s compares within one run, got %zu",
+                           a->by, a->n_files);
+    if (!a->by && a->n_files < 2)
         return usage_error("e.g. benchctl compare base.json new.json", "needs two or more runs, got %zu", a->n_files);
     return 0;
 }
@@ -936,26 +943,30 @@ static int read_runs(const compare_args *a, bc_runfile *runs) {
     return 0;
 }
 
-/* --by backend: the one file read once per backend its cases name, each
- * copy keeping that backend's cases; *runs (n_runs of them) is owned by the
- * caller. */
-static int read_runs_by_backend(const compare_args *a, bc_runfile **runs, size_t *n_runs) {
+/* --by AXIS (backend, or a backend setting the matrix varied): the one
+ * file read once per value its cases take on the axis, each copy keeping
+ * that value's cases; *runs (n_runs of them) is owned by the caller. */
+static int read_runs_by_axis(const compare_args *a, bc_runfile **runs, size_t *n_runs) {
     bc_runfile first;
     bc_error err = {0};
     if (read_runs(a, &first) != 0) return EXIT_USAGE;
     const char **names = NULL;
-    size_t n = bc_runfile_backends(&first, &names);
+    size_t n = bc_runfile_axis_values(&first, a->by, &names);
     int rc = 0;
-    if (n < 2) {
+    if (n < 2 && strcmp(a->by, "backend") == 0) {
         rc = usage_error("a run with a backends list in its bench.cfg names each case's backend",
                          "--by backend: the cases of %s name %s", a->files[0], n ? "one backend only" : "no backend");
+    } else if (n < 2) {
+        rc = usage_error("--by backend, or --by a setting the run's matrix.backend_settings varies",
+                         "--by %s: the cases of %s %s", a->by, a->files[0],
+                         n ? "take one value of it only" : "do not vary it (no such backend setting axis)");
     } else if (!(*runs = calloc(n, sizeof **runs))) {
         rc = usage_error(NULL, "out of memory");
     }
     for (size_t b = 0; !rc && b < n; b++) {
         *n_runs = b + 1;
         if (bc_runfile_read(a->files[0], &(*runs)[b], &err) != BC_OK ||
-            bc_runfile_keep_backend(&(*runs)[b], names[b], &err) != BC_OK) {
+            bc_runfile_keep_axis(&(*runs)[b], a->by, names[b], &err) != BC_OK) {
             fprintf(stderr, "benchctl: compare: %s\n", err.message);
             rc = EXIT_USAGE;
         }
@@ -1000,7 +1011,7 @@ int bc_cmd_compare(int argc, char **argv) {
     }
     size_t n_runs = a.n_files;
     bc_runfile *runs = NULL;
-    if (a.by_backend) rc = read_runs_by_backend(&a, &runs, &n_runs);
+    if (a.by) rc = read_runs_by_axis(&a, &runs, &n_runs);
     else if (!(runs = calloc(n_runs, sizeof *runs))) rc = usage_error(NULL, "out of memory");
     else rc = read_runs(&a, runs);
     bc_cmp_pair *pairs = calloc(n_runs, sizeof *pairs);

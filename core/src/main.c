@@ -655,6 +655,18 @@ static void plan_memory_columns(const bc_context *ctx, const bc_case *c, const b
     }
 }
 
+/* A case's backend settings the matrix varies, "batching=static,kv_layout=paged"
+ * ("" without any); returns the length written. */
+static int plan_settings_text(const bc_case *c, char *buf, size_t cap) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < c->n_settings && used < cap; i++) {
+        snprintf(buf + used, cap - used, "%s%s=%s", i ? "," : "", c->setting_names[i], c->setting_values[i]);
+        used += strlen(buf + used);
+    }
+    return (int)used;
+}
+
 static int cmd_plan(const args *a) {
     bc_context ctx;
     int rc = open_context(&ctx, a, 1);
@@ -685,8 +697,18 @@ static int cmd_plan(const args *a) {
     printf("%zu case%s%s in execution order (backend %s, %u warmup + %s each)\n", ctx.n_cases,
            ctx.n_cases == 1 ? "" : "s", selected_of(&ctx, of, sizeof of), ctx.backend.plugin->desc->name,
            ctx.cfg.warmup, measured);
-    printf("%4s %5s %-5s %-10s %-10s %6s %7s %7s %8s %9s %11s %10s %10s  %s\n", "run", "case", "state", "precision",
-           "cache", "batch", "samples", "prompt", "response", "eff_batch", "weights_MiB", "kv_MiB", "work_MiB", "check");
+    /* the backend settings the matrix varies, as "name=value,...", before the check */
+    int settings_width = 0;
+    for (size_t k = 0; k < ctx.n_cases; k++) {
+        char text[256];
+        int w = plan_settings_text(&ctx.cases[k], text, sizeof text);
+        if (w > settings_width) settings_width = w;
+    }
+    if (settings_width && settings_width < 8) settings_width = 8;
+    printf("%4s %5s %-5s %-10s %-10s %6s %7s %7s %8s %9s %11s %10s %10s", "run", "case", "state", "precision", "cache",
+           "batch", "samples", "prompt", "response", "eff_batch", "weights_MiB", "kv_MiB", "work_MiB");
+    if (settings_width) printf("  %-*s", settings_width, "settings");
+    printf("  %s\n", "check");
     size_t n_builds = 0;
     char last_error[512] = "";
     for (size_t i = 0; i < ctx.n_cases; i++) {
@@ -700,6 +722,9 @@ static int cmd_plan(const args *a) {
                (unsigned long long)bc_case_effective_batch(c));
         const bc_case_check *chk = &ctx.checks[order[i]];
         plan_memory_columns(&ctx, c, chk, last_error, sizeof last_error);
+        char settings[256];
+        plan_settings_text(c, settings, sizeof settings);
+        if (settings_width) printf("  %-*s", settings_width, settings);
         printf("  %s\n", chk->code == BC_OK ? "ok" : chk->message);
     }
     printf("%zu build%s of the backend's costly state (the cases marked 'build')\n", n_builds,

@@ -47,6 +47,9 @@ static void replay_case(const bc_runfile *rf, const bc_runfile_case *c, bc_repla
                                                : c->cache_policy && strcmp(c->cache_policy, "release") == 0,
         .sampling = rf->has_sampling ? &rp->sampling : NULL,
         .backend = c->backend,
+        .setting_names = (const char *const *)c->setting_names,
+        .setting_values = (const char *const *)c->setting_values,
+        .n_settings = (uint32_t)c->n_settings,
     };
     bc_memory_stats *m = &rp->memory[k];
     *m = (bc_memory_stats){.struct_size = sizeof *m};

@@ -60,6 +60,7 @@ bc_status bc_resume_load(bc_resume *rs, const char *path, const bc_case *cases, 
         const char *dtype = c->precision_ops && c->precision_ops->dtype ? c->precision_ops->dtype : c->precision;
         char *key = bc_runfile_key(c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length, dtype,
                                    c->release_cache ? "release" : "retain");
+        key = bc_runfile_key_settings(key, c->setting_names, c->setting_values, c->n_settings);
         char *with_backend = key ? bc_runfile_key_backend(strdup(key), c->backend) : NULL;
         if (!key || !with_backend) {
             free(key), free(with_backend);

@@ -334,7 +334,15 @@ char *bc_runfile_key(uint32_t batch_size, uint32_t samples_per_prompt, uint32_t 
     return key;
 }
 
-size_t bc_runfile_backends(const bc_runfile *rf, const char ***out);
+char *bc_runfile_key_settings(char *key, const char *const *names, const char *const *values, size_t n) {
+    for (size_t i = 0; key && i < n; i++) {
+        char *with = NULL;
+        if (asprintf(&with, "%s %s=%s", key, names[i], values[i]) < 0) with = NULL;
+        free(key);
+        key = with;
+    }
+    return key;
+}
 
 char *bc_runfile_key_backend(char *key, const char *backend) {
     char *with = NULL;
@@ -347,7 +355,7 @@ char *bc_runfile_key_backend(char *key, const char *backend) {
  * case's backend. */
 static bc_status key_by_backend(bc_runfile *rf, bc_error *err) {
     const char **names = NULL;
-    size_t n = bc_runfile_backends(rf, &names);
+    size_t n = bc_runfile_axis_values(rf, "backend", &names);
     free(names);
     if (n < 2) return BC_OK;
     for (size_t k = 0; k < rf->n_cases; k++)
@@ -359,6 +367,26 @@ static bc_status key_by_backend(bc_runfile *rf, bc_error *err) {
 static char *case_key(const bc_runfile_case *c, const char *release) {
     return bc_runfile_key(c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length,
                           c->dtype ? c->dtype : c->precision, release ? release : c->cache_policy);
+}
+
+/* A case's "backend_settings" (2.3): the settings the matrix varied, each
+ * value as text (a string as it is, anything else as JSON writes it). */
+static bc_status read_case_settings(bc_runfile *rf, const json_t *obj, bc_runfile_case *out, bc_error *err) {
+    if (!json_is_object(obj) || json_object_size(obj) == 0) return BC_OK;
+    size_t n = json_object_size(obj);
+    out->setting_names = calloc(n, sizeof *out->setting_names);
+    out->setting_values = calloc(n, sizeof *out->setting_values);
+    if (!out->setting_names || !out->setting_values) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+    const char *name;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, name, v) {
+        size_t i = out->n_settings++;
+        out->setting_names[i] = strdup(name);
+        out->setting_values[i] = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY);
+        if (!out->setting_names[i] || !out->setting_values[i])
+            return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+    }
+    return BC_OK;
 }
 
 /* One case object (a JSON report's cases[k] or a journal's case record). */
@@ -382,6 +410,8 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
     out->status = status_from(json_string_value(json_object_get(c, "status")));
     out->error_code = status_code_from(json_string_value(json_object_get(c, "error_code")));
     out->backend = get_string(c, "backend");
+    bc_status sst = read_case_settings(rf, json_object_get(c, "backend_settings"), out, err);
+    if (sst != BC_OK) return sst;
     out->message = get_string(c, "message");
     if (!out->message) out->message = strdup("");
     out->returned_response_length = get_int(c, "returned_response_length", -1);
@@ -415,7 +445,8 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
     out->load_avg_start = get_number(load, "load_avg_start", NAN);
     out->load_avg_end = get_number(load, "load_avg_end", NAN);
     out->cpu_steal_share = get_number(load, "cpu_steal_share", NAN);
-    out->key = case_key(out, release);
+    out->key = bc_runfile_key_settings(case_key(out, release), (const char *const *)out->setting_names,
+                                       (const char *const *)out->setting_values, out->n_settings);
     if (!out->message || !out->key) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
     bc_status dst = read_distributed_case(rf, json_object_get(c, "distributed"), out, err);
     if (dst != BC_OK) return dst;
@@ -576,6 +607,8 @@ const char *bc_runfile_setting(const bc_runfile *rf, const char *name) {
 
 static void free_case(bc_runfile_case *c) {
     free(c->precision), free(c->dtype), free(c->cache_policy), free(c->message), free(c->key), free(c->backend);
+    for (size_t i = 0; i < c->n_settings; i++) free(c->setting_names[i]), free(c->setting_values[i]);
+    free(c->setting_names), free(c->setting_values);
     free(c->values), free(c->stats);
     free(c->dist_host), free(c->dist_slowest_host), free(c->dist_arrays);
 }
@@ -607,13 +640,21 @@ void bc_runfile_free(bc_runfile *rf) {
     memset(rf, 0, sizeof *rf);
 }
 
-size_t bc_runfile_backends(const bc_runfile *rf, const char ***out) {
+/* Case c's value on axis ("backend" or a backend setting), or NULL. */
+static const char *axis_value(const bc_runfile_case *c, const char *axis) {
+    if (strcmp(axis, "backend") == 0) return c->backend;
+    for (size_t i = 0; i < c->n_settings; i++)
+        if (strcmp(c->setting_names[i], axis) == 0) return c->setting_values[i];
+    return NULL;
+}
+
+size_t bc_runfile_axis_values(const bc_runfile *rf, const char *axis, const char ***out) {
     *out = NULL;
     const char **names = calloc(rf->n_cases + 1, sizeof *names);
     if (!names) return 0;
     size_t n = 0;
     for (size_t k = 0; k < rf->n_cases; k++) {
-        const char *b = rf->cases[k].backend;
+        const char *b = axis_value(&rf->cases[k], axis);
         size_t i = 0;
         while (b && i < n && strcmp(names[i], b) != 0) i++;
         if (b && i == n) names[n++] = b;
@@ -626,21 +667,38 @@ size_t bc_runfile_backends(const bc_runfile *rf, const char ***out) {
     return n;
 }
 
-bc_status bc_runfile_keep_backend(bc_runfile *rf, const char *backend, bc_error *err) {
+bc_status bc_runfile_keep_axis(bc_runfile *rf, const char *axis, const char *value, bc_error *err) {
+    char *part = NULL; /* " AXIS=VALUE", as the key holds it */
+    if (asprintf(&part, " %s=%s", axis, value) < 0) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
     size_t kept = 0;
     for (size_t k = 0; k < rf->n_cases; k++) {
         bc_runfile_case *c = &rf->cases[k];
-        if (!c->backend || strcmp(c->backend, backend) != 0) {
+        const char *v = axis_value(c, axis);
+        if (!v || strcmp(v, value) != 0) {
             free_case(c);
             continue;
         }
-        char *suffix = strstr(c->key, " backend=");
-        if (suffix) *suffix = '\0';
+        /* the last occurrence: the backend comes last, a setting's value may hold "x=y" */
+        char *at = NULL;
+        for (char *p = strstr(c->key, part); p; p = strstr(p + 1, part)) at = p;
+        if (at) memmove(at, at + strlen(part), strlen(at + strlen(part)) + 1);
+        /* and the setting itself: every case kept has this value */
+        for (size_t i = 0; i < c->n_settings; i++)
+            if (strcmp(c->setting_names[i], axis) == 0) {
+                free(c->setting_names[i]), free(c->setting_values[i]);
+                memmove(&c->setting_names[i], &c->setting_names[i + 1], (c->n_settings - i - 1) * sizeof(char *));
+                memmove(&c->setting_values[i], &c->setting_values[i + 1], (c->n_settings - i - 1) * sizeof(char *));
+                c->n_settings--;
+                break;
+            }
         rf->cases[kept++] = *c;
     }
     rf->n_cases = kept;
+    free(part);
     char *path = NULL;
-    if (asprintf(&path, "%s [%s]", rf->path, backend) < 0) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    int is_backend = strcmp(axis, "backend") == 0;
+    if (asprintf(&path, "%s [%s%s%s]", rf->path, is_backend ? "" : axis, is_backend ? "" : "=", value) < 0)
+        return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
     free(rf->path);
     rf->path = path;
     return BC_OK;

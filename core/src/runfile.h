@@ -57,6 +57,10 @@ typedef struct bc_runfile_case {
     bc_status error_code;  /* from the file's error_code name; BC_OK when it has none */
     char *message;         /* "" when none */
     char *backend;         /* the backend that ran it (2.2 reports' "backend"), NULL when the file does not say */
+    /* The backend settings the matrix varied (2.3 reports' "backend_settings"
+     * of the case): n_settings names and values as text, owned; 0 when none. */
+    char **setting_names, **setting_values;
+    size_t n_settings;
     uint32_t n_iterations; /* profiles */
     double *values;        /* n_iterations x run.n_fields, row-major; NAN = null */
     double *stats;         /* run.n_fields x BC_N_STATS (stats.h), computed from values */
@@ -77,9 +81,11 @@ typedef struct bc_runfile_case {
     /* The case's identity across runs: its axis values, its number format
      * (the dtype, so a benchctl "bf16" case matches a DeepSpeed "bfloat16"
      * one) and whether the cache was released, e.g.
-     * "batch_size=4 samples_per_prompt=2 prompt_length=128 response_length=32 dtype=bfloat16 cache=retain".
-     * Two runs' cases match when their keys are equal; backend settings are
-     * not part of it (compare lists the ones that differ). */
+     * "batch_size=4 samples_per_prompt=2 prompt_length=128 response_length=32 dtype=bfloat16 cache=retain",
+     * then " NAME=VALUE" for each backend setting the matrix varied
+     * (bc_runfile_key_settings). Two runs' cases match when their keys are
+     * equal; the backend's other settings are not part of it (compare lists
+     * the ones that differ). */
     char *key;
     /* A distributed run's case block (docs/scale.md): dist.struct_size 0
      * when the file has none; its strings and per-rank arrays (3 x
@@ -139,21 +145,28 @@ bc_status bc_runfile_read(const char *path, bc_runfile *out, bc_error *err);
 char *bc_runfile_key(uint32_t batch_size, uint32_t samples_per_prompt, uint32_t prompt_length,
                      uint32_t response_length, const char *dtype, const char *cache);
 
+/* key followed by " NAME=VALUE" for each of the n backend settings the
+ * matrix varied (names[i], values[i]). Frees key; NULL without memory. */
+char *bc_runfile_key_settings(char *key, const char *const *names, const char *const *values, size_t n);
+
 /* key followed by " backend=NAME": the key of a case of a run with a
  * backends list, where the same axes run once per backend (a file whose
  * cases name more than one backend keys them so). Frees key; NULL without
  * memory. */
 char *bc_runfile_key_backend(char *key, const char *backend);
 
-/* The backends rf's cases name, in the order they first appear: *out is a
- * malloc'ed array (owned by the caller) of strings rf owns. Returns the
- * count; 0 (and NULL) when no case names one or without memory. */
-size_t bc_runfile_backends(const bc_runfile *rf, const char ***out);
+/* The values rf's cases take on axis, in the order they first appear: axis
+ * is "backend" (the backend each case names) or a backend setting the
+ * matrix varied. *out is a malloc'ed array (owned by the caller) of strings
+ * rf owns. Returns the count; 0 (and NULL) when no case has one or without
+ * memory. */
+size_t bc_runfile_axis_values(const bc_runfile *rf, const char *axis, const char ***out);
 
-/* Keeps only the cases of backend in rf (compare --by backend): their keys
- * lose their " backend=NAME", so they match another backend's cases of the
- * same file, and rf's path becomes "PATH [backend]" for the output. */
-bc_status bc_runfile_keep_backend(bc_runfile *rf, const char *backend, bc_error *err);
+/* Keeps only the cases of rf whose axis (as above) is value (compare --by
+ * AXIS): their keys lose their " AXIS=VALUE", so they match the cases of
+ * another value of the same file, and rf's path becomes "PATH [value]" (for
+ * a setting "PATH [AXIS=value]") for the output. */
+bc_status bc_runfile_keep_axis(bc_runfile *rf, const char *axis, const char *value, bc_error *err);
 
 /* Index of the field called name, -1 if the file has none. */
 int bc_runfile_field(const bc_runfile *rf, const char *name);

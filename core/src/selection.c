@@ -11,7 +11,9 @@
 #include "config.h"
 
 #define CASES_HINT "'benchctl plan FILE' lists every case with its index"
-#define ONLY_AXES "backend, precision, cache_policy, batch_size, samples_per_prompt, prompt_length, response_length"
+#define ONLY_AXES \
+    "backend, precision, cache_policy, batch_size, samples_per_prompt, prompt_length, response_length, and the " \
+    "settings of matrix.backend_settings"
 
 /* Items of a comma-separated option: the next item of *p (spaces trimmed)
  * into item[n]; 0 at the end of the text. */
@@ -77,16 +79,21 @@ static bc_status parse_cases(const char *opt, const bc_case *cases, size_t n, un
     return BC_OK;
 }
 
-/* The axes --only knows. */
+/* The axes --only knows; axis N_AXES + i is backend setting i of the
+ * matrix (bc_case.setting_names, the same for every case). */
 enum { AX_PRECISION, AX_CACHE, AX_BATCH, AX_SAMPLES, AX_PROMPT, AX_RESPONSE, AX_BACKEND, N_AXES };
 static const char *const k_axes[N_AXES] = {"precision",     "cache_policy",    "batch_size", "samples_per_prompt",
                                            "prompt_length", "response_length", "backend"};
 
 /* 1 for the axes whose values are names, not numbers. */
-static int named_axis(int axis) { return axis == AX_PRECISION || axis == AX_CACHE || axis == AX_BACKEND; }
+static int named_axis(int axis) {
+    return axis == AX_PRECISION || axis == AX_CACHE || axis == AX_BACKEND || axis >= N_AXES;
+}
 
 /* The value of a named axis of c ("?" when the case has none). */
 static const char *axis_name(const bc_case *c, int axis) {
+    if (axis >= N_AXES)
+        return (uint32_t)(axis - N_AXES) < c->n_settings ? c->setting_values[axis - N_AXES] : "?";
     const char *v = axis == AX_PRECISION ? c->precision : axis == AX_CACHE ? c->cache_policy : c->backend;
     return v ? v : "?";
 }
@@ -106,7 +113,7 @@ static int case_matches(const bc_case *c, int axis, const char *value) {
     if (axis == AX_PRECISION)
         return (c->precision && strcmp(c->precision, value) == 0) ||
                (c->precision_ops && c->precision_ops->dtype && strcmp(c->precision_ops->dtype, value) == 0);
-    if (axis == AX_CACHE || axis == AX_BACKEND) return strcmp(axis_name(c, axis), value) == 0;
+    if (axis == AX_CACHE || axis == AX_BACKEND || axis >= N_AXES) return strcmp(axis_name(c, axis), value) == 0;
     return strtoull(value, NULL, 10) == axis_number(c, axis);
 }
 
@@ -137,6 +144,7 @@ static void axis_values(const bc_case *cases, size_t n, int axis, char *buf, siz
 static bc_status parse_only(const char *opt, const bc_case *cases, size_t n, unsigned char *keep, bc_error *err) {
     enum { MAX_CONDITIONS = 64 };
     int axis_of[MAX_CONDITIONS];
+    int n_axes = N_AXES + (n ? (int)cases[0].n_settings : 0);
     char values[MAX_CONDITIONS][64];
     size_t n_cond = 0;
     const char *p = opt;
@@ -151,7 +159,8 @@ static bc_status parse_only(const char *opt, const bc_case *cases, size_t n, uns
         const char *key = item, *value = eq + 1;
         int axis = 0;
         while (axis < N_AXES && strcmp(k_axes[axis], key) != 0) axis++;
-        if (axis == N_AXES) {
+        while (axis >= N_AXES && axis < n_axes && strcmp(cases[0].setting_names[axis - N_AXES], key) != 0) axis++;
+        if (axis == n_axes) {
             const char *near = bc_suggest(key, k_axes, N_AXES);
             if (near) bc_error_set(err, BC_ERR_INVALID, "--only %s: no axis '%s' (did you mean '%s'?)", opt, key, near);
             else bc_error_set(err, BC_ERR_INVALID, "--only %s: no axis '%s'", opt, key);
@@ -180,7 +189,7 @@ static bc_status parse_only(const char *opt, const bc_case *cases, size_t n, uns
         return bc_error_hint(err, "e.g. --only precision=bf16,batch_size=4; axes: " ONLY_AXES);
     }
     for (size_t k = 0; k < n; k++)
-        for (int axis = 0; axis < N_AXES && keep[k]; axis++) {
+        for (int axis = 0; axis < n_axes && keep[k]; axis++) {
             int constrained = 0, any = 0;
             for (size_t i = 0; i < n_cond; i++)
                 if (axis_of[i] == axis) {
