@@ -206,8 +206,38 @@ static bc_status cpu_sample(void *ctx, opt_rollout *ro, int k, int *running, bc_
     return BC_OK;
 }
 
+/* A static batch on the paged KV layout: the pages its rows wrote (each
+ * row's written stretch, [0, len) or, for the samples of a shared prefill
+ * that read their prompt's first row, [Tp, len), in whole pages of P
+ * tokens), their share of empty token slots and the contiguous layout's
+ * bytes minus theirs; then every row's pages go back to the system. The
+ * reservation beyond the longest row's length was never written, so never
+ * taken. */
+static void cpu_static_pages(opt_rollout *ro, const opt_hparams *hp) {
+    opt_kv_cache *kv = &ro->kv;
+    const int P = opt_kv_page_tokens(hp, kv->dtype, ro->p.page_tokens), len = kv->len;
+    const int read_from_first = opt_rollout_shared_prefill(ro) && kv->group > 1;
+    int64_t pages = 0, tokens = 0;
+    for (int r = 0; r < ro->R; r++) {
+        const int start = read_from_first && r % kv->group != 0 ? kv->prefix : 0;
+        pages += (len + P - 1) / P - start / P;
+        tokens += len - start;
+    }
+    const int64_t page_bytes =
+        2 * (int64_t)hp->num_hidden_layers * P * hp->hidden_size * (int64_t)opt_dtype_size(kv->dtype);
+    ro->kv_pages_peak = pages;
+    ro->kv_fragmentation = pages > 0 ? 1.0 - (double)tokens / ((double)pages * P) : 0.0;
+    ro->kv_bytes_peak = pages * page_bytes;
+    ro->kv_bytes_saved = (int64_t)opt_kv_cache_bytes(hp, kv->dtype, ro->R, ro->Stot) - ro->kv_bytes_peak;
+    const double t0 = now_ms();
+    for (int r = 0; r < ro->R; r++) opt_kv_cache_return_row(kv, r);
+    ro->cache_mgmt_ms += now_ms() - t0;
+}
+
 static bc_status cpu_finish(void *ctx, opt_rollout *ro, bc_error *err) {
-    (void)ctx, (void)ro, (void)err; /* everything happened on the host already */
+    (void)err; /* everything happened on the host already */
+    const opt_model *m = ctx;
+    if (ro->kv.paged) cpu_static_pages(ro, &m->w->hp);
     return BC_OK;
 }
 

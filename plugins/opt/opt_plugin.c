@@ -172,7 +172,7 @@ static const bc_setting_desc opt_settings[S_COUNT] = {
     [S_KV_LAYOUT] = {.name = "kv_layout", .type = BC_SETTING_ENUM, .default_string = "contiguous",
                      .choices = kv_layout_choices,
                      .help = "\"paged\": KV memory taken a page at a time as rows grow and returned as they "
-                             "finish (batching = \"continuous\")"},
+                             "finish (continuous) or after the rollout (static); device = \"cpu\""},
     [S_KV_PAGE_TOKENS] = {.name = "kv_page_tokens", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1,
                           .min = 0, .max = 65536,
                           .help = "paged: tokens per page (0 = the smallest a system page allows)"},
@@ -261,15 +261,13 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
                             "response_lengths = \"%s\" with response_lengths_file \"%s\": the file goes with "
                             "\"empirical\" and only with it",
                             lengths, lengths_file);
-    if (strcmp(setting_str(v, S_KV_LAYOUT), "paged") == 0 && strcmp(setting_str(v, S_BATCHING), "continuous") != 0)
-        return bc_error_set(err, BC_ERR_SETTING,
-                            "kv_layout = \"paged\" needs batching = \"continuous\" (the rows of a static batch take "
-                            "and return their pages together)");
     if (strcmp(setting_str(v, S_DEVICE), "cuda") == 0 &&
-        (strcmp(lengths, "fixed") != 0 || strcmp(setting_str(v, S_BATCHING), "static") != 0))
+        (strcmp(lengths, "fixed") != 0 || strcmp(setting_str(v, S_BATCHING), "static") != 0 ||
+         strcmp(setting_str(v, S_KV_LAYOUT), "contiguous") != 0))
         return bc_error_set(err, BC_ERR_SETTING,
-                            "device = \"cuda\" runs response_lengths = \"fixed\" with batching = \"static\" only; "
-                            "drawn lengths and continuous batching run on device = \"cpu\"");
+                            "device = \"cuda\" runs response_lengths = \"fixed\" with batching = \"static\" and "
+                            "kv_layout = \"contiguous\" only; drawn lengths, continuous batching and the paged KV "
+                            "layout run on device = \"cpu\"");
     int isa;
     bc_status st = opt_kernels_choose(setting_str(v, S_KERNELS), opt_isa_detect(), &isa, err);
     if (st != BC_OK) return st;

@@ -190,10 +190,6 @@ bc_status opt_rollout_check(const opt_hparams *hp, const opt_rollout_params *p, 
         return bc_error_set(err, BC_ERR_SETTING, "response lengths empirical: no lengths given");
     if (p->capacity < 0)
         return bc_error_set(err, BC_ERR_SETTING, "continuous batching: capacity %d must be >= 0", p->capacity);
-    if (p->kv_paged && !p->continuous)
-        return bc_error_set(err, BC_ERR_SETTING,
-                            "kv_layout = \"paged\" needs batching = \"continuous\" (rows of a static batch take "
-                            "and return their pages together)");
     if (p->page_tokens < 0)
         return bc_error_set(err, BC_ERR_SETTING, "kv_page_tokens %d must be >= 0", p->page_tokens);
     if (shape) *shape = sh;

@@ -54,7 +54,9 @@ typedef struct opt_rollout_params {
                               * other than fixed, a row stops at its length with EOS there */
     int continuous;          /* 0: a static batch of R rows; 1: continuous batching (CPU device, continuous.c) */
     int capacity;            /* continuous: rows decoding at once (0 or > R: R) */
-    int kv_paged;            /* 1: the paged KV layout (continuous batching only; forward.h) */
+    int kv_paged;            /* 1: the paged KV layout (CPU device; forward.h): continuous rows take and
+                              * return pages as they run; a static batch's pages are taken as its rows
+                              * write and returned after the rollout (device_cpu.c) */
     int page_tokens;         /* its page, tokens (0: the smallest the system's page allows) */
 } opt_rollout_params;
 

@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../core/bc_test_assert.h"
 #include "rollout.h"
 
 typedef struct fixture {
@@ -487,9 +488,43 @@ static void test_paged_kv(void **state) {
     assert_int_equal(opt_rollout_acquire(&b, &f->m, &err), BC_ERR_SETTING);
     assert_non_null(strstr(err.message, "kv_page_tokens 3"));
     opt_rollout_free(&b, &f->m);
-    p.page_tokens = 0;
-    p.continuous = 0;
-    assert_int_equal(opt_rollout_init(&b, &f->hp, &p, &err), BC_ERR_SETTING);
+    destroy(f);
+}
+
+/* The paged KV layout under a static batch: the contiguous layout's tokens
+ * (with and without a shared prefill, whose samples read their prompt's
+ * first row); the pages the rows wrote, up to the longest row's length
+ * (never the reservation beyond it), counted and then returned: nothing of
+ * the cache resident after the rollout. */
+static void test_paged_kv_static(void **state) {
+    (void)state;
+    fixture *f = make(8, 1);
+    for (int shared = 0; shared <= 1; shared++) {
+        opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5, .response_length = 14,
+                                .sampling = {1.0, 0.9, 0, 23}, .stop_at_eos = 1, .shared_prefill = shared,
+                                .lengths = {.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8}};
+        opt_rollout a, b;
+        run(f, &p, &a);
+        p.kv_paged = 1;
+        run(f, &p, &b);
+        assert_int_equal(a.returned_len, b.returned_len);
+        assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+        assert_memory_equal(a.mask, b.mask, (size_t)a.R * a.Stot);
+        assert_int_equal(a.kv_pages_peak, -1);
+        /* D = 8 fp32: 128 tokens a page; every row wrote Tp + returned_len - 1 < 128 tokens: one page each */
+        const int P = opt_kv_page_tokens(&f->hp, OPT_F32, 0), len = 5 + b.returned_len - 1;
+        assert_int_equal(P, 128);
+        assert_int_equal(b.kv_pages_peak, 6);
+        assert_int_equal(b.kv_bytes_peak, 6 * 2 * 2 * P * 32 * 4);
+        assert_int_equal(b.kv_bytes_saved, (int64_t)opt_kv_cache_bytes(&f->hp, OPT_F32, 6, a.Stot) - b.kv_bytes_peak);
+        /* the samples after a prompt's first read its prompt there: their first Tp slots stay empty */
+        const double written = shared ? 3.0 * len + 3.0 * (len - 5) : 6.0 * len;
+        assert_double_close(b.kv_fragmentation, 1.0 - written / (6.0 * P), 1e-12);
+        assert_int_equal(resident_pages(b.kv.k, b.kv.bytes / 2), 0);
+        assert_int_equal(resident_pages(b.kv.v, b.kv.bytes / 2), 0);
+        opt_rollout_free(&a, &f->m);
+        opt_rollout_free(&b, &f->m);
+    }
     destroy(f);
 }
 
@@ -552,7 +587,7 @@ static void test_drawn_lengths(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_continuous_same_tokens), cmocka_unit_test(test_drawn_lengths),
-        cmocka_unit_test(test_paged_kv),
+        cmocka_unit_test(test_paged_kv),                   cmocka_unit_test(test_paged_kv_static),
         cmocka_unit_test(test_expansion_and_exact_length), cmocka_unit_test(test_stop_at_eos),
         cmocka_unit_test(test_shared_prefill_same_tokens),
         cmocka_unit_test(test_shared_prefix_same_tokens), cmocka_unit_test(test_seeded_determinism),
