@@ -256,6 +256,7 @@ static const char *const k_bad_cases[] = {
     "iterations-too-large", "iterations-and-adaptive", "min-above-max", "target-needs-six", "target-zero",
     "max-seconds-negative", "max-iterations-too-large", "min-iterations-zero", "int-wraps-size",
     "int-wraps-iterations", "int-wraps-hex", "int64-too-large", "int-wraps-in-list", "effective-batch", "case-tokens",
+    "axis-empty", "axis-duplicate", "axis-group", "axis-not-group", "axis-list-in-list",
 };
 
 /* Every cases/bad-*.cfg fails with the message its first line expects. */
@@ -574,6 +575,72 @@ static void test_resolve_errors(void **state) {
     }
 }
 
+/* matrix.backend_settings: the axes in file order with each value's text,
+ * then each axis checked against a backend's table as backend.settings is:
+ * the row, each value read, and the errors naming file, line and setting. */
+static void test_setting_axes(void **state) {
+    fx *f = *state;
+    bc_status st = load_text(f,
+                             "backend = \"opt\";\nprecisions = [ \"bf16\" ];\n"
+                             "matrix = { batch_sizes = [1]; samples_per_prompt = [1]; prompt_lengths = [8];\n"
+                             "  response_lengths = [4];\n"
+                             "  backend_settings = { model = [\"350m\", \"125m\"]; scale = (0.25, 1);\n"
+                             "    verbose = true; threads = 3; }; };\n",
+                             NULL, 0, NULL);
+    if (st) fail_msg("%s", f->err.message);
+    assert_int_equal(f->cfg.n_setting_axes, 4);
+    const bc_setting_axis *ax = f->cfg.setting_axes;
+    assert_string_equal(ax[0].name, "model");
+    assert_int_equal(ax[0].n_values, 2);
+    assert_string_equal(ax[0].texts[0], "350m");
+    assert_string_equal(ax[0].texts[1], "125m");
+    assert_int_equal(ax[0].line, 5);
+    assert_string_equal(ax[1].texts[0], "0.25");
+    assert_string_equal(ax[1].texts[1], "1");
+    assert_int_equal(ax[2].n_values, 1); /* one value is a list of one */
+    assert_string_equal(ax[2].texts[0], "true");
+    assert_string_equal(ax[3].texts[0], "3");
+    bc_setting_value v[2];
+    uint32_t row = 99;
+    st = bc_settings_resolve_axis(&f->cfg, &ax[0], &k_desc, "opt", &row, v, &f->err);
+    if (st) fail_msg("%s", f->err.message);
+    assert_int_equal(row, 0);
+    assert_string_equal(v[0].s, "350m");
+    assert_string_equal(v[1].s, "125m");
+    st = bc_settings_resolve_axis(&f->cfg, &ax[1], &k_desc, "opt", &row, v, &f->err);
+    if (st) fail_msg("%s", f->err.message);
+    assert_int_equal(row, 2);
+    assert_double_close(v[0].f, 0.25, 0);
+    assert_double_close(v[1].f, 1.0, 0); /* an int where a float is expected */
+
+    /* values the table refuses, and a setting it lacks */
+    struct {
+        const char *axes, *want;
+    } bad[] = {
+        {"model = [\"125m\", \"xl\"];",
+         "bench.cfg:5: matrix.backend_settings.model: plugin 'opt': must be one of \"125m\", \"350m\", \"1.3b\" (got "
+         "\"xl\")"},
+        {"threads = [1, 1000];", "bench.cfg:5: matrix.backend_settings.threads: plugin 'opt': must be an integer in "
+                                  "[0, 256] (got 1000)"},
+        {"verbose = (true, 1);", "matrix.backend_settings.verbose: plugin 'opt': must be true or false (got 1)"},
+        {"thread = [1, 2];", "bench.cfg:5: matrix.backend_settings.thread: plugin 'opt' has no setting 'thread' (did "
+                             "you mean 'threads'?)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "backend = \"opt\";\nprecisions = [ \"bf16\" ];\n"
+                 "matrix = { batch_sizes = [1]; samples_per_prompt = [1]; prompt_lengths = [8];\n"
+                 "  response_lengths = [4];\n  backend_settings = { %s }; };\n",
+                 bad[i].axes);
+        st = load_text(f, text, NULL, 0, NULL);
+        if (st) fail_msg("%s", f->err.message);
+        st = bc_settings_resolve_axis(&f->cfg, &f->cfg.setting_axes[0], &k_desc, "opt", &row, v, &f->err);
+        assert_int_equal(st, BC_ERR_SETTING);
+        assert_contains(f->err.message, bad[i].want);
+    }
+}
+
 static void test_resolve_errors_from_set(void **state) {
     fx *f = *state;
     bc_setting_value v[6];
@@ -831,6 +898,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_resolve_defaults_and_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolve_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolve_errors_from_set, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_setting_axes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolve_plugin_without_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_key_in_group_made_by_set, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spec_location, setup, teardown),

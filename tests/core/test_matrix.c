@@ -207,6 +207,44 @@ static void test_empty_axis(void **state) {
     assert_non_null(strstr(err.message, "prompt_lengths"));
 }
 
+/* The backend-setting axes (bc_case.setting_values): a case runs on the
+ * instance of its backend and setting values; groups never span two
+ * instances, so the cases run instance by instance in requested order, each
+ * instance's largest effective batch first. */
+static void test_setting_axes_group_by_instance(void **state) {
+    (void)state;
+    static const char *const names[] = {"batching", "kv_layout"};
+    static const char *const combos[4][2] = {
+        {"static", "contiguous"}, {"static", "paged"}, {"continuous", "contiguous"}, {"continuous", "paged"}};
+    bc_case cases[8] = {0};
+    for (int i = 0; i < 8; i++) {
+        cases[i] = (bc_case){.struct_size = sizeof(bc_case), .index = (uint32_t)i, .batch_size = i % 2 ? 4 : 1,
+                             .samples_per_prompt = 1, .precision = "fp32", .backend = "opt",
+                             .setting_names = names, .setting_values = combos[i / 2], .n_settings = 2};
+    }
+    /* equal texts in other arrays are the same settings */
+    const char *same[] = {"continuous", "paged"}, *other[] = {"continuous", "contiguous"};
+    assert_true(bc_matrix_case_has_settings(&cases[6], same, 2));
+    assert_false(bc_matrix_case_has_settings(&cases[6], other, 2));
+    assert_false(bc_matrix_case_has_settings(&cases[6], same, 1));
+    assert_true(bc_matrix_same_backend(&cases[6], &cases[7]));
+    assert_false(bc_matrix_same_backend(&cases[5], &cases[7]));
+    bc_case plain = cases[0];
+    plain.n_settings = 0;
+    plain.setting_names = plain.setting_values = NULL;
+    assert_false(bc_matrix_same_backend(&plain, &cases[0]));
+    assert_true(bc_matrix_case_has_settings(&plain, NULL, 0));
+    /* an older host's case (no setting fields) has none */
+    plain.struct_size = (uint32_t)BC_SIZE_THROUGH(bc_case, backend);
+    assert_true(bc_matrix_case_has_settings(&plain, NULL, 0));
+    assert_false(bc_matrix_same_group(&cases[0], &cases[2], BC_AXIS_PRECISION));
+    assert_true(bc_matrix_same_group(&cases[2], &cases[3], BC_AXIS_PRECISION));
+    size_t order[8];
+    bc_matrix_execution_order(cases, 8, BC_AXIS_PRECISION, order);
+    const size_t want[8] = {1, 0, 3, 2, 5, 4, 7, 6};
+    for (int i = 0; i < 8; i++) assert_int_equal(order[i], want[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requested_order),
@@ -215,6 +253,7 @@ int main(void) {
         cmocka_unit_test(test_execution_order_two_axes),
         cmocka_unit_test(test_ties),
         cmocka_unit_test(test_empty_axis),
+        cmocka_unit_test(test_setting_axes_group_by_instance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
