@@ -50,6 +50,7 @@ typedef struct hp_facet {
 typedef struct hp_series {
     uint32_t samples;
     const char *precision, *cache; /* the host's strings, valid during close */
+    const bc_case *c;              /* its first case: its backend and backend setting values */
     char label[96];
 } hp_series;
 

@@ -254,8 +254,18 @@ static int find_facet(const hp_page *pg, uint32_t prompt, uint32_t response) {
     return -1;
 }
 
+/* 1 when a and b ran on the same backend instance: the same backend and
+ * backend setting values. */
+static int same_instance(const bc_case *a, const bc_case *b) {
+    if (!same_str(bc_case_backend(a), bc_case_backend(b)) || bc_case_n_settings(a) != bc_case_n_settings(b)) return 0;
+    for (uint32_t j = 0; j < bc_case_n_settings(a); j++)
+        if (!same_str(a->setting_values[j], b->setting_values[j])) return 0;
+    return 1;
+}
+
 /* The series label: the varying ones of samples, precision, cache policy
- * (all three when none varies). */
+ * (all three when none varies), then the backend and setting values that
+ * vary. */
 static void series_label(hp_series *s, const varying *v) {
     int all = !v->samples && !v->precision && !v->cache;
     s->label[0] = '\0';
@@ -271,6 +281,14 @@ static void series_label(hp_series *s, const varying *v) {
     if (all || v->cache) {
         if (s->label[0]) append_cut(s->label, sizeof s->label, ", ", 2);
         append_cut(s->label, sizeof s->label, s->cache ? s->cache : "?", 24);
+    }
+    if (v->backend) {
+        append_cut(s->label, sizeof s->label, ", ", 2);
+        append_cut(s->label, sizeof s->label, bc_case_backend(s->c) ? bc_case_backend(s->c) : "?", 16);
+    }
+    for (uint32_t j = 0; v->settings && j < bc_case_n_settings(s->c); j++) {
+        append_cut(s->label, sizeof s->label, ", ", 2);
+        append_cut(s->label, sizeof s->label, s->c->setting_values[j], 14);
     }
 }
 
@@ -314,7 +332,7 @@ static bc_status build_model(hp_page *pg, bc_error *err) {
         for (uint32_t s = 0; s < pg->n_series && k->series < 0; s++) {
             const hp_series *se = &pg->series[s];
             if (se->samples == c->samples_per_prompt && same_str(se->precision, c->precision) &&
-                same_str(se->cache, c->cache_policy))
+                same_str(se->cache, c->cache_policy) && same_instance(se->c, c))
                 k->series = (int)s;
         }
         if (k->series < 0) {
@@ -322,6 +340,7 @@ static bc_status build_model(hp_page *pg, bc_error *err) {
             se->samples = c->samples_per_prompt;
             se->precision = c->precision;
             se->cache = c->cache_policy;
+            se->c = c;
             series_label(se, &v);
             k->series = (int)pg->n_series++;
         }
