@@ -578,14 +578,15 @@ static void test_resolve_errors(void **state) {
 /* matrix.backend_settings: the axes in file order with each value's text,
  * then each axis checked against a backend's table as backend.settings is:
  * the row, each value read, and the errors naming file, line and setting. */
+/* A config whose matrix.backend_settings (line 5) holds axes. */
+#define AXES_CFG(axes)                                                                          \
+    "backend = \"opt\";\nprecisions = [ \"bf16\" ];\n"                                          \
+    "matrix = { batch_sizes = [1]; samples_per_prompt = [1]; prompt_lengths = [8];\n"           \
+    "  response_lengths = [4];\n  backend_settings = { " axes " }; };\n"
+
 static void test_setting_axes(void **state) {
     fx *f = *state;
-    bc_status st = load_text(f,
-                             "backend = \"opt\";\nprecisions = [ \"bf16\" ];\n"
-                             "matrix = { batch_sizes = [1]; samples_per_prompt = [1]; prompt_lengths = [8];\n"
-                             "  response_lengths = [4];\n"
-                             "  backend_settings = { model = [\"350m\", \"125m\"]; scale = (0.25, 1);\n"
-                             "    verbose = true; threads = 3; }; };\n",
+    bc_status st = load_text(f, AXES_CFG("model = [\"350m\", \"125m\"]; scale = (0.25, 1); verbose = true; threads = 3;"),
                              NULL, 0, NULL);
     if (st) fail_msg("%s", f->err.message);
     assert_int_equal(f->cfg.n_setting_axes, 4);
@@ -628,11 +629,7 @@ static void test_setting_axes(void **state) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[1024];
-        snprintf(text, sizeof text,
-                 "backend = \"opt\";\nprecisions = [ \"bf16\" ];\n"
-                 "matrix = { batch_sizes = [1]; samples_per_prompt = [1]; prompt_lengths = [8];\n"
-                 "  response_lengths = [4];\n  backend_settings = { %s }; };\n",
-                 bad[i].axes);
+        snprintf(text, sizeof text, AXES_CFG("%s"), bad[i].axes);
         st = load_text(f, text, NULL, 0, NULL);
         if (st) fail_msg("%s", f->err.message);
         st = bc_settings_resolve_axis(&f->cfg, &f->cfg.setting_axes[0], &k_desc, "opt", &row, v, &f->err);
