@@ -129,7 +129,7 @@ bc_status bc_context_resolve_cli_settings(const bc_plugin *p, const char *const 
 static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plugin_kind want, bc_context_plugin *out,
                              bc_error *err) {
     /* a backend whose settings the matrix varies is checked once per
-     * combination instead (check_setting_combinations) */
+     * combination instead (resolve_setting_axes) */
     int check = want != BC_KIND_BACKEND || ctx->cfg.n_setting_axes == 0;
     bc_config_spec_location(&ctx->cfg, spec, out->where, sizeof out->where); /* "bench.cfg:5", "--reporter" */
     char label[sizeof out->where + 300];
@@ -238,6 +238,13 @@ static bc_context_plugin *entry_plugin(bc_context *ctx, size_t b) {
     return b == 0 ? &ctx->backend : &ctx->more_backends[b - 1];
 }
 
+/* The index of combination s's value of axis a (the first axis outermost). */
+static size_t combo_value(const bc_config *cfg, size_t s, size_t a) {
+    size_t inner = 1;
+    for (size_t q = a + 1; q < cfg->n_setting_axes; q++) inner *= cfg->setting_axes[q].n_values;
+    return s / inner % cfg->setting_axes[a].n_values;
+}
+
 /* Writes combination s of the setting axes as "batching = static, kv_layout = paged". */
 static void describe_combo(const bc_context *ctx, size_t s, char *buf, size_t n) {
     size_t used = 0, na = ctx->cfg.n_setting_axes;
@@ -280,12 +287,8 @@ static bc_status resolve_setting_axes(bc_context *ctx, bc_error *err) {
     }
     for (size_t a = 0; a < na; a++) ctx->axis_names[a] = cfg->setting_axes[a].name;
     for (size_t s = 0; s < nc; s++)
-        for (size_t a = 0, rest = s; a < na; a++) {
-            size_t inner = 1;
-            for (size_t q = a + 1; q < na; q++) inner *= cfg->setting_axes[q].n_values;
-            ctx->combo_texts[s * na + a] = cfg->setting_axes[a].texts[rest / inner];
-            rest %= inner;
-        }
+        for (size_t a = 0; a < na; a++)
+            ctx->combo_texts[s * na + a] = cfg->setting_axes[a].texts[combo_value(cfg, s, a)];
     for (size_t b = 0; b < nb && st == BC_OK; b++) {
         bc_context_plugin *cp = entry_plugin(ctx, b);
         const bc_plugin_spec *spec = entry_spec(ctx, b);
@@ -302,13 +305,15 @@ static bc_status resolve_setting_axes(bc_context *ctx, bc_error *err) {
                 text(err->message + len, sizeof err->message - len, " (%s)", spec->where);
             }
             if (st == BC_OK && bc_settings_given(spec, axis->name)) {
-                char here[PATH_MAX + 64], path[300];
+                char here[PATH_MAX + 64], there[PATH_MAX + 64], path[300], axis_path[300];
                 text(path, sizeof path, "%s.settings.%s", spec->where, axis->name);
+                text(axis_path, sizeof axis_path, "matrix.backend_settings.%s", axis->name);
                 bc_config_setting_location(cfg, path, here, sizeof here);
+                bc_config_setting_location(cfg, axis_path, there, sizeof there);
+                int named = strstr(there, axis_path) != NULL; /* "--set matrix.backend_settings.x" */
                 st = bc_error_set(err, BC_ERR_SETTING,
-                                  "%s: matrix.backend_settings.%s: also set in %s (%s): the matrix varies it, so "
-                                  "give it in one place",
-                                  where, axis->name, path, here);
+                                  "%s%s%s: also set in %s (%s): the matrix varies it, so give it in one place", there,
+                                  named ? "" : ": ", named ? "" : axis_path, path, here);
             }
         }
         for (size_t i = 0; i < nc && st == BC_OK; i++) {
@@ -319,11 +324,8 @@ static bc_status resolve_setting_axes(bc_context *ctx, bc_error *err) {
                 break;
             }
             memcpy(v, cp->values, (size_t)cp->settings.count * sizeof *v);
-            for (size_t a = 0, off = 0; a < na; off += cfg->setting_axes[a].n_values, a++) {
-                size_t j = 0;
-                while (strcmp(cfg->setting_axes[a].texts[j], ctx->combo_texts[i * na + a]) != 0) j++;
-                v[rows[a]] = axis_values[off + j];
-            }
+            for (size_t a = 0, off = 0; a < na; off += cfg->setting_axes[a].n_values, a++)
+                v[rows[a]] = axis_values[off + combo_value(cfg, i, a)];
             ctx->instance_values[inst] = v;
             ctx->instance_settings[inst].values = v;
             const bc_plugin_desc *d = cp->plugin->desc;

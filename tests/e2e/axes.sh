@@ -84,7 +84,7 @@ grep -q 'axes.cfg:11: matrix.backend_settings: backend .opt. refuses batching = 
     refused.err || { fail "refused combination: message"; cat refused.err; }
 "$BENCHCTL" validate "$CFG" --set "$CK" --set 'matrix.backend_settings.response_lengths=["fixed","uniform"]' 2>twice.err
 [ $? -eq 2 ] || fail "a setting in both places did not exit 2"
-grep -q 'axes.cfg:11: matrix.backend_settings.response_lengths: also set in backend.settings.response_lengths (.*axes.cfg:5)' \
+grep -q -- '--set matrix.backend_settings.response_lengths: also set in backend.settings.response_lengths (.*axes.cfg:5)' \
     twice.err || { fail "setting in both places: message"; cat twice.err; }
 cat >two.cfg <<CFG
 backends = ( { name = "opt"; settings = { checkpoint = "$SRC/tests/opt/golden/preln"; }; },
