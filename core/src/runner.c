@@ -960,6 +960,8 @@ static void adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size_t 
     cr->cpu_steal_share = from->cpu_steal_share;
     cr->stop_reason = from->stop_reason;
     if (BC_ELEM_HAS(from->struct_size, bc_case_report, token_agreement)) cr->token_agreement = from->token_agreement;
+    if (BC_ELEM_HAS(from->struct_size, bc_case_report, schedule))
+        cr->schedule = bc_schedule_copy(&res->schedules[k], from->schedule);
 }
 
 /* Opens every reporter; a failure is reported and the others carry on. */
