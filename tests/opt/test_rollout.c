@@ -233,19 +233,26 @@ static void test_sample_stream(void **state) {
     destroy(f);
 }
 
+/* 1 and 3 threads give the same tokens, static and continuous (whose
+ * sampling runs on the pool too, with drawn lengths). */
 static void test_threads_same_tokens(void **state) {
     (void)state;
     fixture *f1 = make_threads(64, 1, 1), *f3 = make_threads(64, 1, 3);
-    opt_rollout a, b;
-    opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 3, .prompt_length = 5, .response_length = 12,
-                            .sampling = {1.0, 0.9, 20, 5}, .stop_at_eos = 1};
-    run(f1, &p, &a);
-    run(f3, &p, &b);
-    assert_int_equal(a.returned_len, b.returned_len);
-    assert_int_equal(a.n_generated, b.n_generated);
-    assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
-    opt_rollout_free(&a, &f1->m);
-    opt_rollout_free(&b, &f3->m);
+    for (int continuous = 0; continuous <= 1; continuous++) {
+        opt_rollout a, b;
+        opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 3, .prompt_length = 5, .response_length = 12,
+                                .sampling = {1.0, 0.9, 20, 5}, .stop_at_eos = 1, .continuous = continuous,
+                                .capacity = 5};
+        if (continuous) p.lengths = (opt_length_dist){.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8};
+        run(f1, &p, &a);
+        run(f3, &p, &b);
+        assert_int_equal(b.n_samplers, 3);
+        assert_int_equal(a.returned_len, b.returned_len);
+        assert_int_equal(a.n_generated, b.n_generated);
+        assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+        opt_rollout_free(&a, &f1->m);
+        opt_rollout_free(&b, &f3->m);
+    }
     destroy(f1);
     destroy(f3);
 }
@@ -504,26 +511,6 @@ static void test_continuous_prompt_sharing(void **state) {
     destroy(f);
 }
 
-/* Continuous batching samples on the pool: 1 and 3 threads give the same
- * tokens. */
-static void test_continuous_threads_same_tokens(void **state) {
-    (void)state;
-    fixture *f1 = make_threads(16, 1, 1), *f3 = make_threads(16, 1, 3);
-    opt_rollout a, b;
-    opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 3, .prompt_length = 5, .response_length = 12,
-                            .sampling = {1.0, 0.9, 20, 5}, .stop_at_eos = 1, .continuous = 1, .capacity = 5,
-                            .lengths = {.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8}};
-    run(f1, &p, &a);
-    run(f3, &p, &b);
-    assert_int_equal(b.n_samplers, 3);
-    assert_int_equal(a.n_generated, b.n_generated);
-    assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
-    opt_rollout_free(&a, &f1->m);
-    opt_rollout_free(&b, &f3->m);
-    destroy(f1);
-    destroy(f3);
-}
-
 /* Resident system pages of the pages [p, p + bytes) touches. */
 static size_t resident_pages(const void *q, size_t bytes) {
     const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -671,7 +658,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_continuous_same_tokens), cmocka_unit_test(test_drawn_lengths),
         cmocka_unit_test(test_paged_kv),                   cmocka_unit_test(test_continuous_prompt_sharing),
-        cmocka_unit_test(test_continuous_threads_same_tokens), cmocka_unit_test(test_paged_shared_prefix_peak),
+        cmocka_unit_test(test_paged_shared_prefix_peak),
         cmocka_unit_test(test_expansion_and_exact_length), cmocka_unit_test(test_stop_at_eos),
         cmocka_unit_test(test_shared_prefill_same_tokens),
         cmocka_unit_test(test_shared_prefix_same_tokens), cmocka_unit_test(test_seeded_determinism),
