@@ -92,6 +92,7 @@ static void replay_case(const bc_runfile *rf, const bc_runfile_case *c, bc_repla
         .cpu_steal_share = c->cpu_steal_share,
         .stop_reason = c->stop_reason,
         .distributed = c->dist.struct_size ? &c->dist : NULL,
+        .schedule = c->schedule.pub.struct_size ? &c->schedule.pub : NULL,
     };
     (void)rf;
 }

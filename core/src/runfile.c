@@ -97,6 +97,25 @@ static int64_t get_int(const json_t *obj, const char *key, int64_t fallback) {
     return fallback;
 }
 
+/* extended.schedule (schedule.h) into s; a schedule that is not three
+ * arrays of numbers, the two per-row ones of one length, is left out (s
+ * empty). BC_ERR_NOMEM only on no memory. */
+static bc_status read_schedule(const json_t *o, bc_schedule_store *s) {
+    const json_t *steps = json_object_get(o, "step_active_rows"), *first = json_object_get(o, "row_first_token_ms");
+    const json_t *done = json_object_get(o, "row_done_step");
+    if (!json_is_array(steps) || !json_is_array(first) || !json_is_array(done) ||
+        json_array_size(first) != json_array_size(done) || json_array_size(steps) > UINT32_MAX)
+        return BC_OK;
+    if (!bc_schedule_alloc(s, (uint32_t)json_array_size(steps), (int64_t)json_array_size(first)))
+        return json_array_size(first) > 0 ? BC_ERR_NOMEM : BC_OK;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(steps, i, v) s->steps[i] = (int32_t)(json_is_number(v) ? json_number_value(v) : -1);
+    json_array_foreach(first, i, v) s->first_ms[i] = json_is_number(v) ? json_number_value(v) : NAN;
+    json_array_foreach(done, i, v) s->done[i] = (int32_t)(json_is_number(v) ? json_number_value(v) : -1);
+    return BC_OK;
+}
+
 /* The text of a value: strings unquoted, everything else as JSON. */
 static char *value_text(const json_t *v) {
     if (json_is_string(v)) return strdup(json_string_value(v));
@@ -442,6 +461,8 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
     const json_t *load = json_object_get(ext, "host_load");
     out->total_ms_rel_ci = get_number(ext, "total_ms_rel_ci", NAN);
     out->token_agreement = get_number(ext, "token_agreement", NAN);
+    if (read_schedule(json_object_get(ext, "schedule"), &out->schedule) != BC_OK)
+        return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
     out->load_avg_start = get_number(load, "load_avg_start", NAN);
     out->load_avg_end = get_number(load, "load_avg_end", NAN);
     out->cpu_steal_share = get_number(load, "cpu_steal_share", NAN);
@@ -606,6 +627,7 @@ const char *bc_runfile_setting(const bc_runfile *rf, const char *name) {
 }
 
 static void free_case(bc_runfile_case *c) {
+    bc_schedule_clear(&c->schedule);
     free(c->precision), free(c->dtype), free(c->cache_policy), free(c->message), free(c->key), free(c->backend);
     for (size_t i = 0; i < c->n_settings; i++) free(c->setting_names[i]), free(c->setting_values[i]);
     free(c->setting_names), free(c->setting_values);

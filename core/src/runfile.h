@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "benchctl/plugin.h"
+#include "schedule.h"
 
 typedef enum bc_runfile_format {
     BC_RUNFILE_JSON = 1,     /* benchctl's JSON report */
@@ -78,6 +79,7 @@ typedef struct bc_runfile_case {
     bc_stop_reason stop_reason;
     double total_ms_rel_ci, load_avg_start, load_avg_end, cpu_steal_share;
     double token_agreement; /* extended.token_agreement (2.2 reports), NAN when absent */
+    bc_schedule_store schedule; /* extended.schedule (2.2 reports); schedule.pub.struct_size 0 when absent */
     /* The case's identity across runs: its axis values, its number format
      * (the dtype, so a benchctl "bf16" case matches a DeepSpeed "bfloat16"
      * one) and whether the cache was released, e.g.

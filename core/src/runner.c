@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agreement.h"
+#include "schedule.h"
 #include "distributed.h"
 #include "eta.h"
 #include "host.h"
@@ -123,6 +124,7 @@ static void generation_unknown(bc_generation_stats *g) {
     g->kv_bytes_saved = INT64_MIN; /* may be negative: a paged peak above the contiguous cache */
     g->lora_fuse_ms = g->lora_unfuse_ms = NAN;
     g->prompt_p50_tokens = g->prompt_pad_tokens = -1;
+    g->schedule_rows = -1; /* step_active_rows, row_first_token_ms, row_done_step NULL */
 }
 
 /* The count as a field value, NaN when unknown (< 0). */
@@ -571,6 +573,7 @@ static void run_case(run_state *rs, size_t k) {
         cr->n_iterations = it + 1;
         note_generation(cr, &it_out.gen);
         bc_agreement_keep(&res->tokens[k], c, &it_out.gen);
+        cr->schedule = bc_schedule_keep(&res->schedules[k], &it_out.gen);
         iteration_event(rs, c, 0, it, out, elapsed, rel);
         cr->stop_reason = (bc_stop_reason)rule;
         if (cr->stop_reason != BC_STOP_NONE) break;
@@ -688,6 +691,7 @@ static int parent_frame(run_state *rs, size_t k, uint32_t type, const unsigned c
     got.stats = cr->stats;
     got.memory = &res->memory[k];
     got.message = cr->message;
+    got.schedule = NULL; /* the child's, which stayed there */
     *cr = got;
     if (n) set_message(res, k, "%.*s", (int)(n > 4096 ? 4096 : n), (const char *)p);
     return 1;
@@ -892,7 +896,9 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
     res->memory = calloc(n ? n : 1, sizeof *res->memory);
     res->messages = calloc(n ? n : 1, sizeof *res->messages);
     res->tokens = calloc(n ? n : 1, sizeof *res->tokens);
-    if (!res->cases || !res->values || !res->stats || !res->memory || !res->messages || !res->tokens)
+    res->schedules = calloc(n ? n : 1, sizeof *res->schedules);
+    if (!res->cases || !res->values || !res->stats || !res->memory || !res->messages || !res->tokens ||
+        !res->schedules)
         return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory for %zu cases", n);
     for (size_t k = 0; k < n; k++) {
         bc_case_report *cr = &res->cases[k];
@@ -960,6 +966,8 @@ static void adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size_t 
     cr->cpu_steal_share = from->cpu_steal_share;
     cr->stop_reason = from->stop_reason;
     if (BC_ELEM_HAS(from->struct_size, bc_case_report, token_agreement)) cr->token_agreement = from->token_agreement;
+    if (BC_ELEM_HAS(from->struct_size, bc_case_report, schedule))
+        cr->schedule = bc_schedule_copy(&res->schedules[k], from->schedule);
 }
 
 /* Opens every reporter; a failure is reported and the others carry on. */
@@ -1167,5 +1175,6 @@ void bc_run_result_free(bc_run_result *res) {
     free(res->stats);
     free(res->memory);
     bc_agreement_free(res->tokens, res->n_cases);
+    bc_schedule_free(res->schedules, res->n_cases);
     *res = (bc_run_result){0};
 }

@@ -211,6 +211,7 @@ typedef struct bc_run_result {
     bc_memory_stats *memory; /* n_cases; case report k's memory */
     char **messages;         /* n_cases, each case report's message */
     struct bc_case_tokens *tokens; /* n_cases: each case's last tokens, for the token agreement (agreement.h) */
+    struct bc_schedule_store *schedules; /* n_cases: each case's last schedule (schedule.h); case report k's */
     uint32_t n_failed;       /* cases with status failed */
     uint32_t n_skipped;
     uint32_t n_rebuilds;     /* cases that built costly backend state (rebuilt = 1) */

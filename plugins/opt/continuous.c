@@ -3,16 +3,31 @@
  *
  * The KV cache has Cap rows ("slots"), each at its own length (opt_kv_cache
  * slot_of / len_of). Rows wait in row order; whenever slots are free the
- * next waiting rows take them and are prefilled together (one forward of
- * their Tp prompt tokens, exactly the static prefill's rows), their token 0
- * sampled from it. Then one decode forward runs the active rows only, each at
- * its own position, and samples each row's next token with the row's own
- * generator; a row that emitted EOS (stop_at_eos, or its drawn length) or
- * reached Tr tokens retires and frees its slot. A row's tokens are computed
- * from the same inputs, keys and generator as in the static batch, so they
- * are the same tokens (tests/opt/test_rollout.c checks it on the golden
- * models). Shared prefill and shared prefix are not used: each row is
- * prefilled from its own prompt row.
+ * next waiting rows take them and join together: one prefill forward of the
+ * prompts they need, their token 0 sampled from its last logits. Then one
+ * decode forward runs the active rows only, each at its own position, and
+ * samples each row's next token with the row's own generator (on the pool,
+ * like the static path); a row that emitted EOS (stop_at_eos, or its drawn
+ * length) or reached Tr tokens retires and frees its slot.
+ *
+ * Prompt sharing (Sp > 1 with the shared prefix or shared_prefill,
+ * opt_rollout_prompt_sharing): a prompt's Tp cached tokens and last logits
+ * are computed once, when the first of its rows joins, into that row's slot
+ * (the prompt's "holder", prompt_slot), and every row of the prompt that
+ * joins while one of them is in the cache takes them from there without a
+ * prefill. With the shared prefix (not private_prefix) the other rows never
+ * hold the prompt: their decode attention reads keys s < Tp from the
+ * holder's slot (opt_kv_cache.prefix_of, attend_split) and their own slots
+ * hold their responses only; when the holder retires first, the prompt's
+ * tokens and logits move to another of its rows' slots; with the last, they
+ * go (a paged cache gets the pages back). With private_prefix (and
+ * shared_prefill) each row copies the prompt's tokens into its own slot.
+ * A prompt none of whose rows is in the cache when another of its rows
+ * joins is prefilled again.
+ *
+ * A row's tokens are computed from the same inputs, keys and generator as in
+ * the static batch, so they are the same tokens (tests/opt/test_rollout.c
+ * and test_golden.c check it).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rollout.h"
@@ -26,51 +41,116 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Row r leaves slot s after `step` decode steps; a paged cache gets the
- * row's pages back. */
-static void retire(opt_rollout *ro, int s, int step, int *n_active) {
-    ro->row_done_step[ro->slot_row[s]] = step;
-    ro->slot_row[s] = -1;
-    (*n_active)--;
-    if (ro->kv.paged) {
-        const double t0 = now_ms();
-        opt_kv_cache_return_row(&ro->kv, s);
-        ro->cache_mgmt_ms += now_ms() - t0;
-    }
+/* Prompt p's row in slot s leaves the cache: with the shared prefix, the
+ * prompt's tokens move to another of its rows' slots when s held them (with
+ * private copies, its logits only); with its last row, the prompt goes. */
+static void hand_prompt_on(opt_rollout *ro, int s, int p, int group) {
+    ro->prompt_rows[p]--;
+    if (ro->prompt_slot[p] != s) return;
+    int to = -1;
+    for (int t = 0; t < ro->Cap && to < 0 && ro->prompt_rows[p] > 0; t++)
+        if (ro->slot_row[t] >= 0 && ro->slot_row[t] / ro->Sp == p) to = t;
+    ro->prompt_slot[p] = to;
+    if (to < 0) return;
+    if (group) opt_kv_cache_copy_row(&ro->kv, to, &ro->kv, s, ro->Tp);
+    memcpy(ro->logits_prompt + (size_t)to * ro->V, ro->logits_prompt + (size_t)s * ro->V,
+           (size_t)ro->V * sizeof(float));
 }
 
-/* The pages the occupied slots hold now (P tokens each); keeps the peak and
- * the share of its token slots that were empty then. */
-static void note_pages(opt_rollout *ro, int P) {
+/* Row r leaves slot s after `step` decode steps; its prompt is handed on
+ * (prompt sharing) and a paged cache gets the slot's pages back. */
+static void retire(opt_rollout *ro, int s, int step, int group, int *n_active) {
+    const int r = ro->slot_row[s];
+    ro->row_done_step[r] = step;
+    ro->slot_row[s] = -1;
+    (*n_active)--;
+    const double t0 = now_ms();
+    if (ro->logits_prompt) hand_prompt_on(ro, s, r / ro->Sp, group);
+    if (ro->kv.paged) opt_kv_cache_return_row(&ro->kv, s);
+    ro->cache_mgmt_ms += now_ms() - t0;
+}
+
+/* The pages the occupied slots hold now (P tokens each; with the shared
+ * prefix a row that does not hold its prompt has only its response's
+ * pages); keeps the peak and the share of its token slots that were empty
+ * then. */
+static void note_pages(opt_rollout *ro, int P, int group) {
     int64_t pages = 0, tokens = 0;
-    for (int s = 0; s < ro->Cap; s++)
-        if (ro->slot_row[s] >= 0) {
-            pages += (ro->slot_len[s] + P - 1) / P;
-            tokens += ro->slot_len[s];
-        }
+    for (int s = 0; s < ro->Cap; s++) {
+        const int r = ro->slot_row[s];
+        if (r < 0) continue;
+        const int from = group && ro->prompt_slot[r / ro->Sp] != s ? ro->Tp : 0; /* its first token */
+        pages += (ro->slot_len[s] + P - 1) / P - from / P;
+        tokens += ro->slot_len[s] - from;
+    }
     if (pages > ro->kv_pages_peak) {
         ro->kv_pages_peak = pages;
         ro->kv_fragmentation = pages > 0 ? 1.0 - (double)tokens / ((double)pages * P) : 0.0;
     }
 }
 
-/* Samples row r's token k from lg into seq; retires the row from slot s when
- * it finished (EOS, or Tr tokens). */
-static void sample_in_slot(opt_rollout *ro, int s, float *lg, int k, int step, int *n_active) {
-    const int r = ro->slot_row[s];
-    int goes_on;
-    ro->n_generated += opt_rollout_sample_row(ro, &ro->samplers[0], lg, r, k, &goes_on);
-    if (!goes_on || k + 1 >= ro->Tr) retire(ro, s, step, n_active);
+/* The joining rows (batch_row, join_slot [n_join]) take their prompts'
+ * cached tokens: one prefill forward of those it needs (every row's own
+ * without prompt sharing), then their token 0's logits in ro->logits
+ * [n_join, V]. */
+static bc_status join_prefill(opt_rollout *ro, opt_model *m, int n_join, int group, bc_error *err) {
+    const int Tp = ro->Tp, Stot = ro->Stot, V = ro->V, sharing = ro->logits_prompt != NULL;
+    opt_kv_cache *kv = &ro->kv;
+    double t0 = now_ms();
+    int n_pf = 0; /* rows of the prefill forward */
+    for (int j = 0; j < n_join; j++) {
+        const int s = ro->join_slot[j], r = ro->batch_row[j], p = r / ro->Sp;
+        ro->slot_len[s] = Tp;
+        if (sharing) {
+            ro->prompt_rows[p]++;
+            if (ro->prompt_slot[p] >= 0) continue; /* in the cache: no prefill */
+            ro->prompt_slot[p] = s;
+        }
+        ro->batch_slot[n_pf] = s;
+        ro->batch_len[n_pf] = 0;
+        memcpy(ro->batch_ids + (size_t)n_pf * Tp, ro->prefill_ids + (size_t)r * Tp, (size_t)Tp * sizeof(int32_t));
+        memcpy(ro->batch_mask + (size_t)n_pf * Stot, ro->mask + (size_t)r * Stot, (size_t)Tp);
+        n_pf++;
+    }
+    double t1 = now_ms();
+    ro->cache_mgmt_ms += t1 - t0;
+    if (n_pf > 0) {
+        kv->prefix_of = NULL; /* the prefill writes and reads the holders' own rows */
+        bc_status st = opt_forward(m, kv, ro->batch_ids, ro->batch_mask, Stot, n_pf, Tp, OPT_LOGITS_LAST, ro->logits,
+                                   err);
+        if (st != BC_OK) return st;
+        t0 = now_ms();
+        ro->prefill_ms += t0 - t1;
+        ro->n_prefill_forwards++;
+        ro->n_prefill_tokens += (int64_t)n_pf * Tp;
+        t1 = t0;
+    }
+    if (!sharing) return BC_OK; /* row j's logits are the forward's row j */
+    for (int i = 0; i < n_pf; i++)
+        memcpy(ro->logits_prompt + (size_t)ro->batch_slot[i] * V, ro->logits + (size_t)i * V,
+               (size_t)V * sizeof(float));
+    for (int j = 0; j < n_join; j++) {
+        const int s = ro->join_slot[j], h = ro->prompt_slot[ro->batch_row[j] / ro->Sp];
+        if (!group && h != s) opt_kv_cache_copy_row(kv, s, kv, h, Tp); /* a private copy */
+        memcpy(ro->logits + (size_t)j * V, ro->logits_prompt + (size_t)h * V, (size_t)V * sizeof(float));
+    }
+    ro->cache_mgmt_ms += now_ms() - t1;
+    return BC_OK;
 }
 
 bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *err) {
-    const int R = ro->R, Tp = ro->Tp, Cap = ro->Cap, Stot = ro->Stot, V = ro->V;
+    const int R = ro->R, Tp = ro->Tp, Cap = ro->Cap, Stot = ro->Stot, Tr = ro->Tr;
     const double t_start = now_ms();
     opt_kv_cache *kv = &ro->kv;
     kv->len = kv->group = kv->prefix = 0;
     kv->slot_of = ro->batch_slot;
     kv->len_of = ro->batch_len;
+    kv->prefix_of = NULL;
     for (int s = 0; s < Cap; s++) ro->slot_row[s] = -1;
+    /* the shared prefix: rows read their prompt's tokens from its holder's slot */
+    const int group = ro->logits_prompt && !ro->p.private_prefix;
+    if (ro->logits_prompt)
+        for (int p = 0; p < ro->Bp; p++) ro->prompt_slot[p] = -1, ro->prompt_rows[p] = 0;
     ro->n_prefill_tokens = 0;
     ro->prefill_ms = 0.0;
     ro->first_token_ms = -1.0;
@@ -81,42 +161,30 @@ bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *er
     int64_t active_sum = 0;
     bc_status st = BC_OK;
     while (st == BC_OK && (next < R || n_active > 0)) {
-        /* join: waiting rows into free slots, prefilled together */
+        /* join: waiting rows into free slots, their prompts prefilled together */
         double t0 = now_ms();
         int n_join = 0;
         for (int s = 0; s < Cap && next < R; s++) {
             if (ro->slot_row[s] >= 0) continue;
             const int r = next++;
             ro->slot_row[s] = r;
-            ro->batch_slot[n_join] = s;
-            ro->batch_len[n_join] = 0;
+            ro->join_slot[n_join] = s;
+            ro->batch_row[n_join] = r;
             n_join++;
         }
-        double t1 = now_ms();
-        ro->scheduler_ms += t1 - t0;
+        ro->scheduler_ms += now_ms() - t0;
         if (n_join > 0) {
-            for (int j = 0; j < n_join; j++) {
-                const int r = ro->slot_row[ro->batch_slot[j]];
-                memcpy(ro->batch_ids + (size_t)j * Tp, ro->prefill_ids + (size_t)r * Tp, (size_t)Tp * sizeof(int32_t));
-                memcpy(ro->batch_mask + (size_t)j * Stot, ro->mask + (size_t)r * Stot, (size_t)Tp);
-                ro->slot_len[ro->batch_slot[j]] = Tp;
-            }
-            const double t2 = now_ms();
-            ro->cache_mgmt_ms += t2 - t1;
-            st = opt_forward(m, kv, ro->batch_ids, ro->batch_mask, Stot, n_join, Tp, OPT_LOGITS_LAST, ro->logits, err);
+            st = join_prefill(ro, m, n_join, group, err);
             if (st != BC_OK) break;
-            const double t3 = now_ms();
-            ro->prefill_ms += t3 - t2;
-            ro->n_prefill_forwards++;
-            ro->n_prefill_tokens += (int64_t)n_join * Tp;
             n_active += n_join;
-            if (P) note_pages(ro, P);
+            if (P) note_pages(ro, P, group);
+            opt_rollout_sample_rows(ro, m, ro->batch_row, NULL, 0, n_join, ro->batch_more);
+            const double t_first = now_ms() - t_start;
             for (int j = 0; j < n_join; j++) {
-                const int s = ro->batch_slot[j], r = ro->slot_row[s];
-                sample_in_slot(ro, s, ro->logits + (size_t)j * V, 0, step, &n_active);
-                ro->row_first_ms[r] = now_ms() - t_start;
+                ro->row_first_ms[ro->batch_row[j]] = t_first;
+                if (!ro->batch_more[j] || Tr <= 1) retire(ro, ro->join_slot[j], step, group, &n_active);
             }
-            if (ro->first_token_ms < 0) ro->first_token_ms = now_ms() - t_start;
+            if (ro->first_token_ms < 0) ro->first_token_ms = t_first;
             if (n_active < Cap && next < R) continue; /* rows that finished at token 0 left room */
         }
         if (n_active == 0) continue;
@@ -133,12 +201,19 @@ bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *er
             ro->step_tokens[n] = ro->seq[(size_t)r * Stot + pos];
             ro->batch_slot[n] = s;
             ro->batch_len[n] = pos;
+            ro->batch_row[n] = r;
+            ro->batch_k[n] = pos + 1 - Tp; /* the token this step samples */
+            if (group) ro->batch_prefix[n] = ro->prompt_slot[r / ro->Sp];
             memcpy(ro->batch_mask + (size_t)n * Stot, mk, (size_t)pos + 1);
             n++;
         }
-        t1 = now_ms();
+        kv->prefix_of = group ? ro->batch_prefix : NULL;
+        kv->prefix = group ? Tp : 0;
+        const double t1 = now_ms();
         ro->scheduler_ms += t1 - t0;
         st = opt_forward(m, kv, ro->step_tokens, ro->batch_mask, Stot, n, 1, OPT_LOGITS_LAST, ro->logits, err);
+        kv->prefix_of = NULL;
+        kv->prefix = 0;
         if (st != BC_OK) break;
         const double t2 = now_ms();
         ro->decode_ms += t2 - t1;
@@ -147,14 +222,14 @@ bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *er
         active_sum += n;
         step++;
         for (int i = 0; i < n; i++) ro->slot_len[ro->batch_slot[i]]++;
-        if (P) note_pages(ro, P);
-        for (int i = 0; i < n; i++) {
-            const int s = ro->batch_slot[i];
-            sample_in_slot(ro, s, ro->logits + (size_t)i * V, ro->slot_len[s] - Tp, step, &n_active);
-        }
+        if (P) note_pages(ro, P, group);
+        opt_rollout_sample_rows(ro, m, ro->batch_row, ro->batch_k, 0, n, ro->batch_more);
+        for (int i = 0; i < n; i++)
+            if (!ro->batch_more[i] || ro->batch_k[i] + 1 >= Tr) retire(ro, ro->batch_slot[i], step, group, &n_active);
         ro->step_ms[step - 1] = now_ms() - t1;
     }
     kv->slot_of = kv->len_of = NULL;
+    kv->prefix_of = NULL;
     if (st != BC_OK) return st;
     ro->n_steps = step;
     ro->returned_len = 0;

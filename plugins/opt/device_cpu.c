@@ -33,6 +33,7 @@ static void cache_held(const opt_rollout *ro, const opt_model *m, int64_t *kv, i
     *kv = (int64_t)(ro->kv.bytes + ro->kv_shared.bytes);
     if (ro->logits) *ws += (int64_t)opt_rollout_cache_rows(ro) * ro->V * (int64_t)sizeof(float);
     if (ro->logits_shared) *ws += (int64_t)ro->Bp * ro->V * (int64_t)sizeof(float);
+    if (ro->logits_prompt) *ws += (int64_t)ro->Cap * ro->V * (int64_t)sizeof(float);
     *ws += (int64_t)ro->n_samplers * ((int64_t)ro->V * (int64_t)sizeof(opt_sample_pair) + (int64_t)sizeof(opt_sampler));
     if (m) *ws += (int64_t)m->ws.bytes;
 }
@@ -62,7 +63,9 @@ bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
     if (st == BC_OK) {
         ro->logits = malloc((size_t)rows * ro->V * sizeof(float));
         if (shared) ro->logits_shared = malloc((size_t)ro->Bp * ro->V * sizeof(float));
-        if (!ro->logits || (shared && !ro->logits_shared))
+        const int sharing = opt_rollout_prompt_sharing(ro);
+        if (sharing) ro->logits_prompt = malloc((size_t)ro->Cap * ro->V * sizeof(float));
+        if (!ro->logits || (shared && !ro->logits_shared) || (sharing && !ro->logits_prompt))
             st = bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d x %d logits", rows, ro->V);
     }
     ro->have_cache = 1;
@@ -82,6 +85,7 @@ bc_status opt_rollout_acquire(opt_rollout *ro, opt_model *m, bc_error *err) {
     }
     memset(ro->logits, 0, (size_t)rows * ro->V * sizeof(float));
     if (ro->logits_shared) memset(ro->logits_shared, 0, (size_t)ro->Bp * ro->V * sizeof(float));
+    if (ro->logits_prompt) memset(ro->logits_prompt, 0, (size_t)ro->Cap * ro->V * sizeof(float));
     memset(m->ws.arena, 0, m->ws.bytes);
     return BC_OK;
 }
@@ -95,7 +99,8 @@ void opt_rollout_release(opt_rollout *ro, opt_model *m) {
     ro->n_samplers = 0;
     free(ro->logits);
     free(ro->logits_shared);
-    ro->logits = ro->logits_shared = NULL;
+    free(ro->logits_prompt);
+    ro->logits = ro->logits_shared = ro->logits_prompt = NULL;
     if (m) opt_model_release_workspace(m);
     ro->have_cache = 0;
 }
@@ -161,12 +166,14 @@ static bc_status cpu_decode(void *ctx, opt_rollout *ro, int k, bc_error *err) {
     return opt_forward(ctx, &ro->kv, ro->step_tokens, ro->mask, ro->Stot, ro->R, 1, OPT_LOGITS_LAST, ro->logits, err);
 }
 
-/* One sampling step split across the pool: thread i samples rows
- * [R i / n, R (i + 1) / n) with its own sampler; every row has its own
+/* One sampling split across the pool: thread i samples batch rows
+ * [n i / t, n (i + 1) / t) with its own sampler; every row has its own
  * generator, so the tokens do not depend on the split. */
 typedef struct sample_job {
     opt_rollout *ro;
-    int k;                     /* response index being sampled */
+    const int *rows, *ks;      /* batch row i: rollout row rows[i] (NULL: i) at response index ks[i] (NULL: k) */
+    int k, n;
+    int *more;                 /* [n] whether each row goes on, or NULL */
     int64_t generated[64][8];  /* per thread (first 64), padded to a cache line */
     int running[64][16];
 } sample_job;
@@ -174,35 +181,44 @@ typedef struct sample_job {
 static void sample_worker(void *ctx, int i, int n) {
     sample_job *j = ctx;
     opt_rollout *ro = j->ro;
-    const int k = j->k;
-    const int lo = (int)((long)ro->R * i / n), hi = (int)((long)ro->R * (i + 1) / n);
+    const int lo = (int)((long)j->n * i / n), hi = (int)((long)j->n * (i + 1) / n);
     opt_sampler *smp = &ro->samplers[i < ro->n_samplers ? i : 0];
     int64_t generated = 0;
     int running = 0;
-    for (int r = lo; r < hi; r++) {
+    for (int b = lo; b < hi; b++) {
         int goes_on;
-        generated += opt_rollout_sample_row(ro, smp, ro->logits + (size_t)r * ro->V, r, k, &goes_on);
+        generated += opt_rollout_sample_row(ro, smp, ro->logits + (size_t)b * ro->V, j->rows ? j->rows[b] : b,
+                                            j->ks ? j->ks[b] : j->k, &goes_on);
         running += goes_on;
+        if (j->more) j->more[b] = goes_on;
     }
     j->generated[i % 64][0] += generated;
     j->running[i % 64][0] += running;
 }
 
-/* Samples token k of every row from ro->logits [R, V] into seq. */
-static bc_status cpu_sample(void *ctx, opt_rollout *ro, int k, int *running, bc_error *err) {
-    (void)err;
-    opt_model *m = ctx;
+int opt_rollout_sample_rows(opt_rollout *ro, opt_model *m, const int *rows, const int *ks, int k, int n, int *more) {
     sample_job job;
     memset(&job, 0, sizeof job);
     job.ro = ro;
+    job.rows = rows;
+    job.ks = ks;
     job.k = k;
-    if (ro->n_samplers > 1 && ro->R > 1 && opt_pool_size(m->pool) <= 64) opt_pool_run(m->pool, sample_worker, &job);
+    job.n = n;
+    job.more = more;
+    if (ro->n_samplers > 1 && n > 1 && opt_pool_size(m->pool) <= 64) opt_pool_run(m->pool, sample_worker, &job);
     else sample_worker(&job, 0, 1);
-    *running = 0;
+    int running = 0;
     for (int i = 0; i < 64; i++) {
         ro->n_generated += job.generated[i][0];
-        *running += job.running[i][0];
+        running += job.running[i][0];
     }
+    return running;
+}
+
+/* Samples token k of every row from ro->logits [R, V] into seq. */
+static bc_status cpu_sample(void *ctx, opt_rollout *ro, int k, int *running, bc_error *err) {
+    (void)err;
+    *running = opt_rollout_sample_rows(ro, ctx, NULL, NULL, k, ro->R, NULL);
     return BC_OK;
 }
 

@@ -56,6 +56,12 @@ typedef struct opt_kv_cache {
      * memory the system hands out a page at a time as rows are written, and
      * opt_kv_cache_return_row hands back); 0: allocated whole. */
     int paged;
+    /* Shared prefix of rows at their own lengths (continuous batching; NULL
+     * after alloc: off). With slot_of, batch row b reads its keys s < prefix
+     * from cache row prefix_of[b] (its prompt's row, which may be its own)
+     * and the rest from its own row slot_of[b]; the forward then writes keys
+     * at len_of[b] >= prefix only. Borrowed. */
+    const int *prefix_of;
 } opt_kv_cache;
 
 bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,

@@ -526,6 +526,7 @@ typedef struct attention_job {
     int B, T, H, D, Smax, S0;
     int G, np;               /* shared prefix: rows per group (1: none), keys read from the group's first row */
     const int *slot_of, *len_of; /* rows at their own lengths (opt_kv_cache), or NULL */
+    const int *prefix_of;    /* with slot_of: the cache row of each row's first np keys (opt_kv_cache), or NULL */
 } attention_job;
 
 /* For rows (b, h) in this thread's share:
@@ -544,14 +545,15 @@ static void attention_worker(void *ctx, int i, int n) {
         const int h = p / G % j->H, b = p / (G * j->H) * G + p % G;
         const int cb = j->slot_of ? j->slot_of[b] : b, S0 = j->len_of ? j->len_of[b] : j->S0;
         const size_t head = ((size_t)cb * j->H + h) * (size_t)j->Smax * D * es;
-        const size_t lead = ((size_t)(b - b % G) * j->H + h) * (size_t)j->Smax * D * es;
+        const int lb = j->prefix_of ? j->prefix_of[b] : b - b % G; /* the cache row of keys s < np */
+        const size_t lead = ((size_t)lb * j->H + h) * (size_t)j->Smax * D * es;
         const char *K = (const char *)j->kc + head, *Vv = (const char *)j->vc + head;
         const char *Kp = (const char *)j->kc + lead, *Vp = (const char *)j->vc + lead;
         const uint8_t *mk = j->mask + (size_t)b * j->mask_stride;
         for (int t = 0; t < j->T; t++) {
             const float *qv = j->q + ((size_t)b * j->T + t) * j->ldq + (size_t)h * D;
             float *out = j->att + ((size_t)b * j->T + t) * C + (size_t)h * D;
-            if (j->np > 0) /* keys 0..S0+t, the first np from the group's first row */
+            if (j->np > 0) /* keys 0..S0+t, the first np from the group's first (or the prompt's) row */
                 j->k->attend_split(out, qv, Kp, Vp, j->np, K, Vv, j->dt, mk, S0 + t + 1, D, sc);
             else
                 j->k->attend(out, qv, K, Vv, j->dt, mk, S0 + t + 1, D, sc);
@@ -631,9 +633,11 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
     for (int n = 0; n < N; n++)
         for (int i = 0; i < C; i++) q[(size_t)n * ldq + i] *= scale;
     kv_store(m->k, kc, vc, kv->dtype, kk, vv, ldq, B, T, H, D, kv->Smax, kv->len, kv->slot_of, kv->len_of);
+    const int *prefix_of = kv->slot_of ? kv->prefix_of : NULL;
     attention_job job = {m->k, att, q, ldq, kc, vc, kv->dtype, mask, mask_stride,
                          ws->scores, round16(ws->Smax), B, T, H, D, kv->Smax, kv->len,
-                         kv->group > 1 ? kv->group : 1, kv->group > 1 ? kv->prefix : 0, kv->slot_of, kv->len_of};
+                         kv->group > 1 ? kv->group : 1, kv->group > 1 || prefix_of ? kv->prefix : 0,
+                         kv->slot_of, kv->len_of, prefix_of};
     opt_pool_run(m->pool, attention_worker, &job);
     opt_linear_parallel(m->pool, m->k, ws->kk, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
     if (lo) opt_lora_forward_add(lo, l, OPT_LORA_OUT, ws->kk, C, att, C, N);
@@ -677,6 +681,12 @@ bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, con
                 return bc_error_set(err, BC_ERR_INVALID, "opt_forward: row %d: cache row %d of %d, length %d", b,
                                     kv->slot_of[b], kv->B, len_of[b]);
             if (len_of[b] + T > S1) S1 = len_of[b] + T;
+            if (kv->prefix_of && (kv->prefix_of[b] < 0 || kv->prefix_of[b] >= kv->B || kv->prefix < 0 ||
+                                  kv->prefix > len_of[b]))
+                return bc_error_set(err, BC_ERR_INVALID,
+                                    "opt_forward: row %d: a shared prefix of %d tokens in cache row %d of %d needs "
+                                    "the row's %d cached tokens to hold it",
+                                    b, kv->prefix, kv->prefix_of[b], kv->B, len_of[b]);
         }
     }
     if (S1 > kv->Smax || S1 > hp->max_position_embeddings)

@@ -763,6 +763,12 @@ static void put_generation_stats(bc_generation_stats *out, const opt_rollout *ro
     BC_SET(out, bc_generation_stats, kv_bytes_peak, ro->kv_bytes_peak);
     BC_SET(out, bc_generation_stats, kv_fragmentation, ro->kv_fragmentation);
     BC_SET(out, bc_generation_stats, kv_bytes_saved, ro->kv_bytes_saved);
+    /* the schedule (the rollout's arrays, until end_case) */
+    _Static_assert(sizeof(int) == sizeof(int32_t), "the rollout's int arrays are the ABI's int32_t");
+    BC_SET(out, bc_generation_stats, step_active_rows, (const int32_t *)ro->step_active);
+    BC_SET(out, bc_generation_stats, schedule_rows, (int64_t)ro->R);
+    BC_SET(out, bc_generation_stats, row_first_token_ms, ro->row_first_ms);
+    BC_SET(out, bc_generation_stats, row_done_step, (const int32_t *)ro->row_done_step);
 }
 
 /* The device's generate stage, as opt_lora_around runs it. */

@@ -249,7 +249,15 @@ bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rol
         ro->batch_len = malloc(Cap * sizeof *ro->batch_len);
         ro->batch_mask = malloc(Cap * ro->Stot);
         ro->batch_ids = malloc(Cap * ro->Tp * sizeof *ro->batch_ids);
-        ok = ro->slot_row && ro->slot_len && ro->batch_slot && ro->batch_len && ro->batch_mask && ro->batch_ids;
+        ro->batch_row = malloc(Cap * sizeof *ro->batch_row);
+        ro->batch_k = malloc(Cap * sizeof *ro->batch_k);
+        ro->batch_more = malloc(Cap * sizeof *ro->batch_more);
+        ro->batch_prefix = malloc(Cap * sizeof *ro->batch_prefix);
+        ro->join_slot = malloc(Cap * sizeof *ro->join_slot);
+        ro->prompt_slot = malloc(Bp * sizeof *ro->prompt_slot);
+        ro->prompt_rows = malloc(Bp * sizeof *ro->prompt_rows);
+        ok = ro->slot_row && ro->slot_len && ro->batch_slot && ro->batch_len && ro->batch_mask && ro->batch_ids &&
+             ro->batch_row && ro->batch_k && ro->batch_more && ro->batch_prefix && ro->join_slot && ro->prompt_slot && ro->prompt_rows;
     }
     if (!ok || !ro->prompt_ids || !ro->prompt_mask || !ro->seq || !ro->mask || !ro->prefill_ids || !ro->step_tokens ||
         !ro->eos_at || !ro->rngs || !ro->step_ms || !ro->marks || !ro->row_len || !ro->step_active ||
@@ -279,6 +287,10 @@ bc_status opt_rollout_init(opt_rollout *ro, const opt_hparams *hp, const opt_rol
 
 int opt_rollout_shared_prefill(const opt_rollout *ro) { return ro->p.shared_prefill && ro->Sp > 1 && !ro->Cap; }
 
+int opt_rollout_prompt_sharing(const opt_rollout *ro) {
+    return ro->Cap && ro->Sp > 1 && (!ro->p.private_prefix || ro->p.shared_prefill);
+}
+
 int opt_rollout_cache_rows(const opt_rollout *ro) { return ro->Cap ? ro->Cap : ro->R; }
 
 int opt_rollout_cache_positions(const opt_rollout *ro, const opt_hparams *hp, opt_dtype dtype) {
@@ -300,12 +312,14 @@ opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp,
     b.workspace = opt_workspace_bytes(hp, max_tokens, S, n_threads);
     b.workspace += (size_t)rows * ro->V * sizeof(float);
     if (shared) b.workspace += (size_t)ro->Bp * ro->V * sizeof(float);
+    if (opt_rollout_prompt_sharing(ro)) b.workspace += (size_t)ro->Cap * ro->V * sizeof(float);
     b.workspace += (size_t)n_threads * ((size_t)ro->V * sizeof(opt_sample_pair) + sizeof(opt_sampler));
     b.buffers = (size_t)ro->Bp * ro->Tp * 5 + (size_t)ro->R * ro->Stot * 5 + (size_t)ro->R * ro->Tp * sizeof(int32_t) +
                 (size_t)ro->R * (sizeof(int32_t) + sizeof(int) + sizeof(opt_rng)) +
                 (size_t)ro->max_steps * (sizeof(double) + sizeof(int)) +
                 (size_t)opt_rollout_n_marks(ro->Tr) * sizeof(double) + (size_t)ro->R * (2 * sizeof(int) + sizeof(double)) +
-                (size_t)ro->Cap * (4 * sizeof(int) + (size_t)ro->Stot + (size_t)ro->Tp * sizeof(int32_t));
+                (size_t)ro->Cap * (9 * sizeof(int) + (size_t)ro->Stot + (size_t)ro->Tp * sizeof(int32_t)) +
+                (ro->Cap ? (size_t)ro->Bp * 2 * sizeof(int) : 0);
     return b;
 }
 
@@ -482,5 +496,12 @@ void opt_rollout_free(opt_rollout *ro, opt_model *m) {
     free(ro->batch_len);
     free(ro->batch_mask);
     free(ro->batch_ids);
+    free(ro->batch_row);
+    free(ro->batch_k);
+    free(ro->batch_more);
+    free(ro->batch_prefix);
+    free(ro->join_slot);
+    free(ro->prompt_slot);
+    free(ro->prompt_rows);
     memset(ro, 0, sizeof *ro);
 }

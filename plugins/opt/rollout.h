@@ -43,10 +43,12 @@ typedef struct opt_rollout_params {
     int response_length;     /* Tr */
     opt_sampling sampling;   /* temperature, top_p, top_k, seed (rows and prompts) */
     int stop_at_eos;         /* 0: exactly Tr tokens, EOS suppressed; 1: stop at EOS */
-    int shared_prefill;      /* 1: prefill each prompt once, copy its KV rows to its samples */
+    int shared_prefill;      /* 1: prefill each prompt once, copy its KV rows to its samples (continuous
+                              * batching computes each prompt once unless private_prefix alone) */
     int private_prefix;      /* 0 (default): with Sp > 1, decode attention reads a prompt's Tp cached
-                              * tokens from its first sample's row for all its samples (opt_kv_cache
-                              * group/prefix); 1: every row reads its own copy */
+                              * tokens from one row for all its samples (static: its first sample's,
+                              * opt_kv_cache group/prefix; continuous: its holder's, prefix_of);
+                              * 1: every row reads its own copy */
     int per_iteration_stream; /* 0 (default): every generate draws the same stream (rows' generators from
                                * seed); 1: generate i mixes i (opt_rollout.iteration) into the seed */
     const opt_prompts *prompts; /* NULL: synthetic prompts; else borrowed for opt_rollout_init */
@@ -127,6 +129,15 @@ typedef struct opt_rollout {
     int *batch_slot, *batch_len; /* [Cap] one forward's rows: cache row and length; owned */
     uint8_t *batch_mask;     /* [Cap, Stot] their masks; owned */
     int32_t *batch_ids;      /* [Cap, Tp] the tokens of one forward; owned */
+    int *batch_row, *batch_k, *batch_more; /* [Cap] one sampling's rows, their response index and whether
+                                            * each goes on; owned */
+    /* continuous, prompt sharing (opt_rollout_prompt_sharing): a prompt's Tp
+     * cached tokens and last logits are computed once and kept in the cache
+     * row of one of its active rows while any is active */
+    int *join_slot;          /* [Cap] the cache rows of the rows that join together; owned */
+    int *batch_prefix;       /* [Cap] one decode forward's rows: the cache row of their prompt's tokens; owned */
+    int *prompt_slot;        /* [Bp] the cache row holding prompt p's tokens (-1: none); owned */
+    int *prompt_rows;        /* [Bp] its rows in the cache now; owned */
     /* the CPU device's cache (device_cpu.c): freed by opt_rollout_release,
      * taken back by opt_rollout_acquire; unused on other devices */
     int have_cache;
@@ -134,6 +145,8 @@ typedef struct opt_rollout {
     opt_kv_cache kv_shared;  /* Bp rows x Tp (shared prefill only) */
     float *logits;           /* [R, V] (continuous: [Cap, V]); owned */
     float *logits_shared;    /* [Bp, V] (shared prefill only); owned */
+    float *logits_prompt;    /* [Cap, V] continuous, prompt sharing: at cache row s, the last prompt logits
+                              * of the prompt whose tokens s holds; owned */
     opt_sampler *samplers;   /* [n_samplers], one per pool thread (rows are sampled in parallel); owned */
     int n_samplers;
 } opt_rollout;
@@ -161,6 +174,10 @@ opt_rollout_bytes opt_rollout_plan(const opt_rollout *ro, const opt_hparams *hp,
 int opt_rollout_shared_prefill(const opt_rollout *ro);
 /* The timing marks one generate of Tr tokens records (ro->marks). */
 int opt_rollout_n_marks(int Tr);
+/* 1 when continuous batching computes each prompt's cached tokens and last
+ * logits once for all its rows (Sp > 1 with the shared prefix or
+ * shared_prefill; continuous.c). */
+int opt_rollout_prompt_sharing(const opt_rollout *ro);
 /* Rows a forward of the CPU cache holds: R, or Cap with continuous batching. */
 int opt_rollout_cache_rows(const opt_rollout *ro);
 /* Positions of the CPU cache's rows: Stot, rounded up to whole pages when paged. */
@@ -170,6 +187,12 @@ int opt_rollout_cache_positions(const opt_rollout *ro, const opt_hparams *hp, op
  * the row's drawn length; a row already finished gets the pad id. Returns 1
  * when a token was generated, and sets *running to whether the row goes on. */
 int opt_rollout_sample_row(opt_rollout *ro, opt_sampler *smp, float *lg, int r, int k, int *running);
+/* Samples n rows on m's pool (device_cpu.c), each with its own generator, so
+ * the tokens do not depend on the threads: batch row i is rollout row
+ * rows[i] (rows NULL: i), at response index ks[i] (ks NULL: k), from logits
+ * ro->logits + i V; more[i] (more may be NULL) says whether it goes on.
+ * Adds the tokens to ro->n_generated; returns the rows that go on. */
+int opt_rollout_sample_rows(opt_rollout *ro, opt_model *m, const int *rows, const int *ks, int k, int n, int *more);
 /* Continuous batching on the CPU device (continuous.c): the generate stage
  * with rows retiring at their EOS or length and waiting rows prefilled into
  * the freed cache rows; tokens equal the static path's row for row. */

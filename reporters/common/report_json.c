@@ -334,6 +334,25 @@ static void write_host_load(bc_jw *w, const bc_run_report *run, const bc_case_re
     bc_jw_end_object(w);
 }
 
+/* The last measured rollout's schedule: the rows of each decode step, each
+ * row's first token and completion step. */
+static void write_schedule(bc_jw *w, const bc_case_schedule *sc) {
+    bc_jw_begin_object(w);
+    bc_jw_key(w, "step_active_rows");
+    bc_jw_begin_array(w);
+    for (uint32_t i = 0; i < sc->n_steps; i++) bc_jw_int(w, sc->step_active_rows[i]);
+    bc_jw_end_array(w);
+    bc_jw_key(w, "row_first_token_ms");
+    bc_jw_begin_array(w);
+    for (int64_t r = 0; r < sc->n_rows; r++) bc_jw_double(w, sc->row_first_token_ms[r]);
+    bc_jw_end_array(w);
+    bc_jw_key(w, "row_done_step");
+    bc_jw_begin_array(w);
+    for (int64_t r = 0; r < sc->n_rows; r++) bc_jw_int(w, sc->row_done_step[r]);
+    bc_jw_end_array(w);
+    bc_jw_end_object(w);
+}
+
 static void write_extended(bc_jw *w, const bc_run_report *run, const bc_case_report *cr) {
     bc_jw_begin_object(w);
     bc_jw_key_uint(w, "n_iterations", cr->n_iterations);
@@ -348,6 +367,11 @@ static void write_extended(bc_jw *w, const bc_run_report *run, const bc_case_rep
     write_all_stats(w, run, cr);
     bc_jw_key(w, "memory");
     write_memory(w, cr);
+    const bc_case_schedule *sc = BC_CASE_FIELD(run, cr, schedule, NULL); /* (2.2) where the backend kept one */
+    if (sc) {
+        bc_jw_key(w, "schedule");
+        write_schedule(w, sc);
+    }
     bc_jw_end_object(w);
 }
 

@@ -42,6 +42,9 @@ static struct {
 } calls;
 static volatile sig_atomic_t stop_flag;
 static const double k_steps_ms[] = {2.0, 4.0, 3.0, 1.0}; /* p50 2.5, p95 4 */
+static const int32_t k_step_rows[] = {3, 3, 2, 1};         /* the schedule: rows per decode step */
+static const double k_row_first_ms[] = {1.5, 1.5, 2.5};    /* ... each row's token 0 */
+static const int32_t k_row_done[] = {4, 2, 1};             /* ... and the step it finished at */
 
 static bc_status w_begin(void *i, const bc_case *c, bc_error *e) {
     calls.begin++;
@@ -67,6 +70,10 @@ static bc_status w_generate(void *i, bc_generation_stats *out, bc_error *e) {
         out->prompt_width_tokens = 8;
         out->prompt_min_tokens = 5;
         out->prompt_max_tokens = 8;
+        out->step_active_rows = k_step_rows;
+        out->schedule_rows = 3;
+        out->row_first_token_ms = k_row_first_ms;
+        out->row_done_step = k_row_done;
     }
     if (calls.stop_at_generate && calls.generate == calls.stop_at_generate)
         stop_flag = calls.stop_level ? calls.stop_level : 1;
@@ -663,6 +670,14 @@ static void test_derived_fields(void **state) {
         assert_int_equal(cr->prompt_max_tokens, 8);
         assert_int_equal(cr->held_between_rollouts_bytes, 12345);
         assert_int_equal(cr->memory->resident_bytes, 12345);
+        /* the schedule: the host's copy of the last rollout's */
+        assert_non_null(cr->schedule);
+        assert_int_equal(cr->schedule->n_steps, 4);
+        assert_int_equal(cr->schedule->n_rows, 3);
+        assert_true(cr->schedule->step_active_rows != k_step_rows);
+        assert_memory_equal(cr->schedule->step_active_rows, k_step_rows, sizeof k_step_rows);
+        assert_memory_equal(cr->schedule->row_done_step, k_row_done, sizeof k_row_done);
+        assert_double_equal(cr->schedule->row_first_token_ms[2], 2.5, 0);
     }
     bc_run_result_free(&res);
 
@@ -678,6 +693,7 @@ static void test_derived_fields(void **state) {
         assert_nan(value(cr, it, BC_FIELD_DECODE_MS_PER_TOKEN_P50));
         assert_nan(value(cr, it, BC_FIELD_DECODE_MS_PER_TOKEN_P95));
     }
+    assert_null(cr->schedule);
     bc_run_result_free(&res);
     free(m.cases);
 }

@@ -461,9 +461,12 @@ static void test_rollout_golden(void **state) {
         skip();
     }
     int bad = 0;
-    /* static with and without shared prefill; continuous on 1 and 3 rows
-     * (rows wait and join); drawn lengths, static and continuous */
-    const rollout_mode modes[] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 3, 0}, {0, 0, 0.4}, {0, 2, 0.4}};
+    /* static with and without shared prefill; continuous on 1, 2 and 3 rows
+     * (rows wait and join; 2 splits a prompt's 3 samples, whose prompt is
+     * computed once and read by all), with shared prefill; drawn lengths,
+     * static and continuous */
+    const rollout_mode modes[] = {{0, 0, 0}, {1, 0, 0},   {0, 1, 0},   {0, 3, 0},
+                                  {1, 2, 0}, {0, 0, 0.4}, {0, 2, 0.4}, {1, 4, 0.4}};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         bad += rollout_case(&m, &w, &g, "single", cfg->model, modes[i]);
         bad += rollout_case(&m, &w, &g, "padded", cfg->model, modes[i]);

@@ -568,6 +568,16 @@ static void test_continuous(void **state) {
     assert_double_equal(g.active_batch_size, 1.0, 0.0);
     assert_double_equal(g.occupancy, 1.0, 0.0);
     assert_true(g.scheduler_overhead_ms >= 0 && g.cache_management_overhead_ms >= 0);
+    /* the schedule handed to the host: one row in every step, each row's token 0 and finishing step */
+    assert_int_equal(g.schedule_rows, 2);
+    assert_non_null(g.step_active_rows);
+    assert_true(g.n_decode_steps >= 1);
+    for (uint32_t k = 0; k < g.n_decode_steps; k++) assert_int_equal(g.step_active_rows[k], 1);
+    assert_true(g.row_first_token_ms[0] > 0 && g.row_first_token_ms[1] >= g.row_first_token_ms[0]);
+    /* one row at a time: the second finishes after both rows' decode steps, all the steps there were */
+    assert_int_equal(g.row_done_step[1], (int)g.num_generated_tokens - 2);
+    assert_int_equal(g.row_done_step[1], (int)g.n_decode_steps);
+    assert_true(g.row_done_step[0] <= g.row_done_step[1]);
     assert_int_equal(f->ops->post_process(inst, &err), BC_OK);
     /* the schedule: one row active in every step, then each row's line */
     snprintf(sched, sizeof sched, "%s/schedule-0.txt", f->tmp);

@@ -30,10 +30,11 @@ typedef struct fixture {
     opt_model m;
 } fixture;
 
-static fixture *make_threads(int V, int pad_id, int threads) {
+/* A model of H heads (head size 32 / H) on a pool of `threads`. */
+static fixture *make_heads(int V, int pad_id, int threads, int H) {
     fixture *f = calloc(1, sizeof *f);
     bc_error err = {0};
-    f->hp = (opt_hparams){.vocab_size = V, .hidden_size = 32, .num_hidden_layers = 2, .num_attention_heads = 4,
+    f->hp = (opt_hparams){.vocab_size = V, .hidden_size = 32, .num_hidden_layers = 2, .num_attention_heads = H,
                           .ffn_dim = 64, .max_position_embeddings = 96, .word_embed_proj_dim = 32,
                           .do_layer_norm_before = 1, .pad_token_id = pad_id, .bos_token_id = 2, .eos_token_id = 2};
     assert_int_equal(opt_weights_alloc(&f->w, &f->hp, OPT_F32, &err), BC_OK);
@@ -41,6 +42,8 @@ static fixture *make_threads(int V, int pad_id, int threads) {
     assert_int_equal(opt_model_init(&f->m, &f->w, threads, &err), BC_OK);
     return f;
 }
+
+static fixture *make_threads(int V, int pad_id, int threads) { return make_heads(V, pad_id, threads, 4); }
 
 static fixture *make(int V, int pad_id) { return make_threads(V, pad_id, 2); }
 
@@ -231,19 +234,26 @@ static void test_sample_stream(void **state) {
     destroy(f);
 }
 
+/* 1 and 3 threads give the same tokens, static and continuous (whose
+ * sampling runs on the pool too, with drawn lengths). */
 static void test_threads_same_tokens(void **state) {
     (void)state;
     fixture *f1 = make_threads(64, 1, 1), *f3 = make_threads(64, 1, 3);
-    opt_rollout a, b;
-    opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 3, .prompt_length = 5, .response_length = 12,
-                            .sampling = {1.0, 0.9, 20, 5}, .stop_at_eos = 1};
-    run(f1, &p, &a);
-    run(f3, &p, &b);
-    assert_int_equal(a.returned_len, b.returned_len);
-    assert_int_equal(a.n_generated, b.n_generated);
-    assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
-    opt_rollout_free(&a, &f1->m);
-    opt_rollout_free(&b, &f3->m);
+    for (int continuous = 0; continuous <= 1; continuous++) {
+        opt_rollout a, b;
+        opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 3, .prompt_length = 5, .response_length = 12,
+                                .sampling = {1.0, 0.9, 20, 5}, .stop_at_eos = 1, .continuous = continuous,
+                                .capacity = 5};
+        if (continuous) p.lengths = (opt_length_dist){.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8};
+        run(f1, &p, &a);
+        run(f3, &p, &b);
+        assert_int_equal(b.n_samplers, 3);
+        assert_int_equal(a.returned_len, b.returned_len);
+        assert_int_equal(a.n_generated, b.n_generated);
+        assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+        opt_rollout_free(&a, &f1->m);
+        opt_rollout_free(&b, &f3->m);
+    }
     destroy(f1);
     destroy(f3);
 }
@@ -413,9 +423,12 @@ static void test_continuous_same_tokens(void **state) {
                 assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
                 assert_memory_equal(a.mask, b.mask, (size_t)a.R * a.Stot);
                 assert_int_equal(a.n_generated, b.n_generated);
-                /* the schedule: every row once through a prefill, at most Cap active rows a step, the
-                 * slots held sum to the tokens made (a row decodes until it finishes) */
-                assert_int_equal(b.n_prefill_tokens, (int64_t)a.R * 5);
+                /* the schedule: every prompt through a prefill once per stay in the cache (2 samples
+                 * a prompt share it), at most Cap active rows a step, the slots held sum to the tokens
+                 * made (a row decodes until it finishes) */
+                assert_true(b.n_prefill_tokens >= (int64_t)a.Bp * 5 && b.n_prefill_tokens <= (int64_t)a.R * 5);
+                if (caps[c] == a.R) assert_int_equal(b.n_prefill_tokens, (int64_t)a.Bp * 5);
+                if (caps[c] == 1) assert_int_equal(b.n_prefill_tokens, (int64_t)a.R * 5);
                 assert_true(b.n_prefill_forwards >= (a.R + caps[c] - 1) / caps[c]);
                 int64_t held = 0;
                 for (int k = 0; k < b.n_steps; k++) {
@@ -435,6 +448,67 @@ static void test_continuous_same_tokens(void **state) {
             assert_int_equal(a.n_padded_slots, (int64_t)a.R * a.returned_len);
             opt_rollout_free(&a, &f->m);
         }
+    destroy(f);
+}
+
+/* Continuous batching with several samples per prompt gives the static
+ * batch's tokens row for row: ragged prompts (a prompts file), greedy and
+ * sampled with drawn lengths, static with and without shared prefill, and
+ * continuous with the shared prefix or private copies, with and without
+ * shared prefill, contiguous and paged, on capacities that split a prompt's
+ * samples (3 of 4), hold one prompt (4) or every row (12). A prompt is
+ * prefilled once per stay in the cache; with the prompt's first row retiring
+ * before its others, its tokens move to another of its rows. */
+static void test_continuous_prompt_sharing(void **state) {
+    (void)state;
+    fixture *f = make(16, 1);
+    char *path = write_tmp("3 9 4\n5 6 7 12 13 14 8\n# comment\n10 11 4 5 6\n");
+    opt_prompts pr;
+    bc_error err = {0};
+    assert_int_equal(opt_prompts_read(&pr, path, 16, &err), BC_OK);
+    int moved = 0; /* runs where a prompt's first row finished before another of its rows */
+    for (int hot = 0; hot <= 1; hot++) {
+        opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 4, .response_length = 14,
+                                .sampling = {hot ? 1.0 : 0.0, 0.9, 0, 23}, .stop_at_eos = hot, .prompts = &pr};
+        if (hot) p.lengths = (opt_length_dist){.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8};
+        opt_rollout a, a2;
+        run(f, &p, &a);
+        assert_int_equal(a.Tp, 7);
+        p.shared_prefill = 1;
+        run(f, &p, &a2);
+        assert_memory_equal(a.seq, a2.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+        opt_rollout_free(&a2, &f->m);
+        for (int r = 0; r < a.R && hot; r++)
+            if (r % 4 == 0 && (a.row_len[r] < a.row_len[r + 1] || a.row_len[r] < a.row_len[r + 2])) moved = 1;
+        const int caps[] = {1, 3, 4, 12};
+        for (int c = 0; c < 4; c++)
+            for (int mode = 0; mode < 8; mode++) {
+                opt_rollout b;
+                p.continuous = 1;
+                p.capacity = caps[c];
+                p.shared_prefill = mode & 1;
+                p.private_prefix = mode >> 1 & 1;
+                p.kv_paged = mode >> 2 & 1;
+                run(f, &p, &b);
+                if (memcmp(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t)) != 0)
+                    fail_msg("hot %d capacity %d shared_prefill %d private_prefix %d paged %d: tokens differ", hot,
+                             caps[c], p.shared_prefill, p.private_prefix, p.kv_paged);
+                assert_memory_equal(a.mask, b.mask, (size_t)a.R * a.Stot);
+                assert_int_equal(a.n_generated, b.n_generated);
+                const int sharing = !p.private_prefix || p.shared_prefill;
+                assert_int_equal(opt_rollout_prompt_sharing(&b), sharing);
+                if (!sharing || caps[c] == 1) assert_int_equal(b.n_prefill_tokens, (int64_t)a.R * 7);
+                else assert_true(b.n_prefill_tokens >= 3 * 7 && b.n_prefill_tokens < (int64_t)a.R * 7);
+                if (caps[c] == 12 && sharing) assert_int_equal(b.n_prefill_tokens, 3 * 7);
+                opt_rollout_free(&b, &f->m);
+            }
+        p.continuous = p.capacity = p.shared_prefill = p.private_prefix = p.kv_paged = 0;
+        opt_rollout_free(&a, &f->m);
+    }
+    assert_true(moved);
+    opt_prompts_free(&pr);
+    unlink(path);
+    free(path);
     destroy(f);
 }
 
@@ -528,6 +602,37 @@ static void test_paged_kv_static(void **state) {
     destroy(f);
 }
 
+/* The shared prefix in a paged cache: a prompt's pages are held once, by
+ * one of its rows, so the peak drops against private copies; the tokens are
+ * the same and every page goes back. One head of 32 fp32: a 4 KiB page is
+ * 32 tokens; prompts of 40 tokens + 14 = 54 tokens, two pages a row. */
+static void test_paged_shared_prefix_peak(void **state) {
+    (void)state;
+    fixture *f = make_heads(64, 1, 2, 1);
+    if (opt_kv_page_tokens(&f->hp, OPT_F32, 0) != 32) { /* the system's page is not 4 KiB */
+        destroy(f);
+        skip();
+    }
+    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 4, .prompt_length = 40, .response_length = 14,
+                            .sampling = {1.0, 1.0, 0, 3}, .continuous = 1, .capacity = 8, .kv_paged = 1,
+                            .private_prefix = 1};
+    opt_rollout a, b;
+    run(f, &p, &a);
+    p.private_prefix = 0;
+    run(f, &p, &b);
+    assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+    assert_int_equal(a.kv_pages_peak, 8 * 2); /* every row its prompt and response: 2 pages */
+    assert_int_equal(b.kv_pages_peak, 2 * 2 + 6 * 1); /* a holder 2 pages, another row its response's page */
+    assert_true(b.kv_bytes_peak < a.kv_bytes_peak);
+    assert_int_equal(b.kv_bytes_peak, b.kv_pages_peak * 2 * 2 * 32 * 32 * 4);
+    assert_true(b.kv_bytes_saved > a.kv_bytes_saved);
+    assert_int_equal(resident_pages(b.kv.k, b.kv.bytes / 2), 0);
+    assert_int_equal(resident_pages(b.kv.v, b.kv.bytes / 2), 0);
+    opt_rollout_free(&a, &f->m);
+    opt_rollout_free(&b, &f->m);
+    destroy(f);
+}
+
 /* Drawn lengths: the same for every run of a seed, within [1, Tr], the
  * distribution's shape; a row stops at its length with EOS there. */
 static void test_drawn_lengths(void **state) {
@@ -588,6 +693,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_continuous_same_tokens), cmocka_unit_test(test_drawn_lengths),
         cmocka_unit_test(test_paged_kv),                   cmocka_unit_test(test_paged_kv_static),
+        cmocka_unit_test(test_continuous_prompt_sharing), cmocka_unit_test(test_paged_shared_prefix_peak),
         cmocka_unit_test(test_expansion_and_exact_length), cmocka_unit_test(test_stop_at_eos),
         cmocka_unit_test(test_shared_prefill_same_tokens),
         cmocka_unit_test(test_shared_prefix_same_tokens), cmocka_unit_test(test_seeded_determinism),

@@ -352,6 +352,32 @@ static void test_ok_case(void **state) {
     json_decref(doc);
 }
 
+/* ABI 2.2: a case's schedule (continuous batching's rows per decode step,
+ * each row's first token and completion step) under extended.schedule,
+ * left out where the case has none. */
+static void test_schedule(void **state) {
+    fixture *f = *state;
+    const int32_t steps[] = {4, 3, 1}, done[] = {0, 2, 3, 1};
+    const double first[] = {1.25, 1.25, 7.5, 9.0};
+    const bc_case_schedule sc = {.struct_size = sizeof sc, .n_steps = 3, .step_active_rows = steps, .n_rows = 4,
+                                 .row_first_token_ms = first, .row_done_step = done};
+    rf_report(&f->run, 0)->schedule = &sc;
+    json_t *doc = run_json(f, "out.json", NULL);
+    json_t *got = get(get(json_array_get(get(doc, "cases"), 0), "extended"), "schedule");
+    json_t *rows = get(got, "step_active_rows"), *ms = get(got, "row_first_token_ms"), *fin = get(got, "row_done_step");
+    assert_int_equal(json_array_size(rows), 3);
+    assert_int_equal(json_array_size(ms), 4);
+    assert_int_equal(json_array_size(fin), 4);
+    for (size_t i = 0; i < 3; i++) assert_number(json_array_get(rows, i), steps[i]);
+    for (size_t i = 0; i < 4; i++) {
+        assert_number(json_array_get(ms, i), first[i]);
+        assert_number(json_array_get(fin, i), done[i]);
+    }
+    assert_null(json_object_get(get(json_array_get(get(doc, "cases"), 2), "extended"), "schedule"));
+    rf_report(&f->run, 0)->schedule = NULL;
+    json_decref(doc);
+}
+
 /* ABI 2.1: why each case stopped, its interval and the machine's load; the
  * run's stopping rule and selection. */
 static void test_stopping_and_load(void **state) {
@@ -660,6 +686,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_gpu_field, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ok_case, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_schedule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stopping_and_load, setup, teardown),
         cmocka_unit_test_setup_teardown(test_host_2_0, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prompts_file_case, setup, teardown),

@@ -459,6 +459,17 @@ typedef struct bc_generation_stats {
      * real prompt tokens (0 when every prompt has the case's length). The
      * host sets them to -1 (unknown). */
     int64_t prompt_p50_tokens, prompt_pad_tokens;
+    /* (since 2.2) The schedule of this rollout: step_active_rows
+     * [n_decode_steps], the rows decode step k = 1.. generated for at
+     * [k - 1]; and for schedule_rows rows (batch x samples, row order)
+     * row_first_token_ms, the ms from the start of generate to the row's
+     * token 0, and row_done_step, the decode steps run when the row
+     * finished (0: at its token 0). Owned by the backend, valid until its
+     * next hook call; NULL and -1 (the host's default) when not kept. */
+    const int32_t *step_active_rows;
+    int64_t schedule_rows;
+    const double *row_first_token_ms;
+    const int32_t *row_done_step;
     BC_ABI_TAIL(bc_generation_stats)
 } bc_generation_stats;
 
@@ -645,6 +656,19 @@ typedef struct bc_case_distributed {
     BC_ABI_TAIL(bc_case_distributed)
 } bc_case_distributed;
 
+/* (since 2.2) One case's schedule, as its last measured rollout's
+ * bc_generation_stats gave it (step_active_rows, row_first_token_ms,
+ * row_done_step). Owned by the host. */
+typedef struct bc_case_schedule {
+    uint32_t struct_size;
+    uint32_t n_steps;                 /* decode steps */
+    const int32_t *step_active_rows;  /* [n_steps]: rows decode step k = 1.. generated for, at [k - 1] */
+    int64_t n_rows;                   /* rows, batch x samples */
+    const double *row_first_token_ms; /* [n_rows]: ms from the start of generate to the row's token 0 */
+    const int32_t *row_done_step;     /* [n_rows]: decode steps run when the row finished */
+    BC_ABI_TAIL(bc_case_schedule)
+} bc_case_schedule;
+
 typedef struct bc_case_report {
     uint32_t struct_size;
     const bc_case *c;
@@ -691,6 +715,9 @@ typedef struct bc_case_report {
     /* (since 2.2) The median real prompt and the pad slots, as the last
      * measured rollout's bc_generation_stats gave them; -1 unknown. */
     int64_t prompt_p50_tokens, prompt_pad_tokens;
+    /* (since 2.2) The last measured rollout's schedule; NULL when the
+     * backend kept none (or the case ran in another process or rank). */
+    const bc_case_schedule *schedule;
     BC_ABI_TAIL(bc_case_report)
 } bc_case_report;
 
