@@ -32,8 +32,14 @@
 #       shapes: B=1, 16 rows and 64 rows
 #   SHAPES_1_3b ["1,1,128,128 4,4,128,128"] OPT-1.3b's (64 rows is too slow
 #       on 2 cores); SHAPES_<model> for any other preset, "." read as "_"
-#   SHAPES_PEERS [the OPT-125m shapes] the peers' shapes
+#   SHAPES_HF ["1,1,128,128 4,4,128,128"] transformers' shapes (no 64 rows:
+#       about 4 minutes there, and no target of issue 13 compares with it)
+#   SHAPES_CT2 [the OPT-125m shapes] CTranslate2's (float32 and int8)
 #   SHAPES: when set, every model's and the peers' shapes (for quick checks)
+#   PRECISIONS_<model>, WARMUP_<model>, ITERATIONS_<model>: one model's
+#       precisions, warmup and iterations (default: all three precisions,
+#       WARMUP, ITERATIONS); OPT-1.3b's defaults are "fp32 bf16", 0 and 1, so
+#       that both families fit the benchmark's ~35 minutes on 2 cores
 #   KERNELS ["auto avx2"] benchctl's kernel families, one run of every model
 #       and shape each (the backend's `kernels` setting: avx2 runs the AVX2
 #       path on an AVX-512 machine; on a CPU without AVX-512, avx2 is auto
@@ -55,9 +61,16 @@ ITERATIONS=${ITERATIONS:-3}
 MODELS=${MODELS:-125m 1.3b}
 SHAPES_125m=${SHAPES_125m:-1,1,128,128 4,4,128,128 16,4,128,128}
 SHAPES_1_3b=${SHAPES_1_3b:-1,1,128,128 4,4,128,128}
-SHAPES_PEERS=${SHAPES_PEERS:-$SHAPES_125m}
+SHAPES_HF=${SHAPES_HF:-1,1,128,128 4,4,128,128}
+SHAPES_CT2=${SHAPES_CT2:-$SHAPES_125m}
 SHAPES=${SHAPES:-}
-[[ -n "$SHAPES" ]] && SHAPES_PEERS=$SHAPES
+if [[ -n "$SHAPES" ]]; then
+    SHAPES_HF=$SHAPES
+    SHAPES_CT2=$SHAPES
+fi
+PRECISIONS_1_3b=${PRECISIONS_1_3b:-fp32 bf16}
+WARMUP_1_3b=${WARMUP_1_3b:-0}
+ITERATIONS_1_3b=${ITERATIONS_1_3b:-1}
 KERNELS=${KERNELS:-auto avx2}
 BUILD_DIR=${BUILD_DIR:-build-perf}
 BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
@@ -79,6 +92,15 @@ shapes_of() {
     echo "${!var:-$SHAPES_125m}"
 }
 
+# per_model NAME MODEL DEFAULT: NAME_<model> ("." as "_") when set, else DEFAULT.
+per_model() {
+    local var="${1}_${2//./_}"
+    echo "${!var:-$3}"
+}
+precisions_of() { per_model PRECISIONS "$1" "fp32 bf16 int8"; }
+# "fp32 bf16" -> ["fp32","bf16"], for --set precisions=
+precision_list() { local p=($1); local IFS=,; echo "[\"${p[*]//,/}\"]" | sed 's/,/","/g'; }
+
 # On a CPU without AVX-512, auto picks the avx2 kernels: run that family once.
 if ! grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
     fams=()
@@ -89,8 +111,8 @@ if ! grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
 fi
 
 # --- the estimate ------------------------------------------------------------
-# est_case ENGINE MODEL DTYPE FAMILY B S P R: seconds one case takes, warmup
-# and iterations included: per iteration, prefill (ms per prompt token, over
+# est_case ENGINE MODEL DTYPE FAMILY B S P R RUNS: seconds one case takes,
+# RUNS (warmup + iterations) included: per run, prefill (ms per prompt token, over
 # every row) + R x the decode step (the B=1 step, or ms per row at 16 rows
 # and more, whichever is larger), plus building the weights once (benchctl:
 # synthesis; the peers: starting the worker and making the model). The
@@ -99,7 +121,7 @@ fi
 # the estimate errs long on a quiet machine; a slower machine takes longer.
 est_case() {
     awk -v e="$1" -v m="$2" -v d="$3" -v f="$4" -v B="$5" -v S="$6" -v P="$7" -v R="$8" \
-        -v it=$((WARMUP + ITERATIONS)) -v th="$THREADS" '
+        -v it="$9" -v th="$THREADS" '
     BEGIN {
         # engine model dtype family: prefill ms/token, B=1 step ms, step ms/row, build s
         c["benchctl 125m fp32 auto"] = "COST"; 
@@ -120,10 +142,12 @@ estimate() {
     if [[ "${SKIP_BENCHCTL:-0}" != 1 ]]; then
         for fam in $KERNELS; do
             for model in $MODELS; do
+                local runs=$(($(per_model WARMUP "$model" "$WARMUP") + $(per_model ITERATIONS "$model" "$ITERATIONS")))
                 for shape in $(shapes_of "$model"); do
                     IFS=, read -r b s p r <<<"$shape"
-                    for d in fp32 bf16 int8; do
-                        total=$(awk -v t="$total" -v x="$(est_case benchctl "$model" $d "$fam" "$b" "$s" "$p" "$r")" \
+                    for d in $(precisions_of "$model"); do
+                        total=$(awk -v t="$total" \
+                            -v x="$(est_case benchctl "$model" "$d" "$fam" "$b" "$s" "$p" "$r" "$runs")" \
                             'BEGIN { print t + x }')
                     done
                 done
@@ -131,17 +155,20 @@ estimate() {
         done
     fi
     if [[ "${SKIP_PEERS:-0}" != 1 ]]; then
-        for shape in $SHAPES_PEERS; do
-            IFS=, read -r b s p r <<<"$shape"
-            for e in "hf fp32" "hf bf16" "ct2 fp32" "ct2int8 int8"; do
-                total=$(awk -v t="$total" -v x="$(est_case ${e% *} 125m ${e#* } - "$b" "$s" "$p" "$r")" \
+        local e shapes
+        for e in "hf fp32" "hf bf16" "ct2 fp32" "ct2int8 int8"; do
+            [[ $e == hf* ]] && shapes=$SHAPES_HF || shapes=$SHAPES_CT2
+            for shape in $shapes; do
+                IFS=, read -r b s p r <<<"$shape"
+                total=$(awk -v t="$total" \
+                    -v x="$(est_case "${e% *}" 125m "${e#* }" - "$b" "$s" "$p" "$r" $((WARMUP + ITERATIONS)))" \
                     'BEGIN { print t + x }')
             done
         done
     fi
     awk -v t="$total" 'BEGIN { printf "%.0f min", t / 60 }'
 }
-say "estimated run time: about $(estimate) (kernels: $KERNELS; models: $MODELS; peers' shapes: $SHAPES_PEERS; $WARMUP warmup + $ITERATIONS iterations; est_case in the script)"
+say "estimated run time: about $(estimate) on a quiet 2-core machine like the development VM (kernels: $KERNELS; models: $MODELS; est_case in the script)"
 [[ "${ESTIMATE_ONLY:-0}" == 1 ]] && exit 0
 mkdir -p "$OUT" || exit 1
 
@@ -153,8 +180,11 @@ mkdir -p "$OUT" || exit 1
     echo "loadavg_start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "build: $BUILD_TYPE, $("$CC" --version | head -n 1)"
     echo "threads: $THREADS  warmup: $WARMUP  iterations: $ITERATIONS"
-    for model in $MODELS; do echo "benchctl $model shapes (B,S,P,R): $(shapes_of "$model")"; done
-    echo "peers' shapes (B,S,P,R): $SHAPES_PEERS"
+    for model in $MODELS; do
+        echo "benchctl $model: shapes (B,S,P,R) $(shapes_of "$model"); precisions $(precisions_of "$model");" \
+            "warmup $(per_model WARMUP "$model" "$WARMUP"), iterations $(per_model ITERATIONS "$model" "$ITERATIONS")"
+    done
+    echo "transformers' shapes: $SHAPES_HF; CTranslate2's: $SHAPES_CT2"
     echo "benchctl models: $MODELS  kernels: $KERNELS"
     echo "estimate: $(estimate)"
     lscpu
@@ -208,7 +238,7 @@ engine() {
             --set "matrix.batch_sizes=[$b]" --set "matrix.samples_per_prompt=[$s]" \
             --set "matrix.prompt_lengths=[$p]" --set "matrix.response_lengths=[$r]" \
             --set "backend.settings.threads=$THREADS" \
-            --set "run.warmup=$WARMUP" --set "run.iterations=$ITERATIONS" \
+            --set "run.warmup=${RUN_WARMUP:-$WARMUP}" --set "run.iterations=${RUN_ITERATIONS:-$ITERATIONS}" \
             >"$OUT/${tag}_b${b}s${s}.log" 2>&1 && [[ -f out/performance/benchctl.json ]]; then
             mv out/performance/benchctl.json "$OUT/${tag}_b${b}s${s}.json"
         else
@@ -221,8 +251,9 @@ engine() {
 if [[ -n "$BENCHCTL" && "${SKIP_BENCHCTL:-0}" != 1 ]]; then
     for fam in $KERNELS; do
         for model in $MODELS; do
-            engine "benchctl_${model}_$fam" "$(shapes_of "$model")" --set "backend.settings.model=\"$model\"" \
-                --set "backend.settings.kernels=\"$fam\""
+            RUN_WARMUP=$(per_model WARMUP "$model" "$WARMUP") RUN_ITERATIONS=$(per_model ITERATIONS "$model" "$ITERATIONS") \
+                engine "benchctl_${model}_$fam" "$(shapes_of "$model")" --set "backend.settings.model=\"$model\"" \
+                --set "backend.settings.kernels=\"$fam\"" --set "precisions=$(precision_list "$(precisions_of "$model")")"
         done
     done
 fi
@@ -230,14 +261,14 @@ if [[ -n "$BENCHCTL" && "${SKIP_PEERS:-0}" != 1 ]]; then
     if ! tools/peers-venv --check >/dev/null; then
         fail "peers (no environment: run tools/peers-venv)"
     else
-        OMP_NUM_THREADS=$THREADS engine hf "$SHAPES_PEERS" --set 'backend.name="worker"' \
+        OMP_NUM_THREADS=$THREADS engine hf "$SHAPES_HF" --set 'backend.name="worker"' \
             --set 'backend.settings.command="tools/peers-worker transformers"' --set 'precisions=["fp32","bf16"]'
         # CTranslate2 4.8.5 has no bfloat16 on a CPU without it (describe
         # leaves it out, and benchctl refuses a run with a case the engine
         # cannot run), so float32 only, and int8 beside it
-        OMP_NUM_THREADS=$THREADS engine ct2 "$SHAPES_PEERS" --set 'backend.name="worker"' \
+        OMP_NUM_THREADS=$THREADS engine ct2 "$SHAPES_CT2" --set 'backend.name="worker"' \
             --set 'backend.settings.command="tools/peers-worker ctranslate2"' --set 'precisions=["fp32"]'
-        OMP_NUM_THREADS=$THREADS engine ct2int8 "$SHAPES_PEERS" --set 'backend.name="worker"' \
+        OMP_NUM_THREADS=$THREADS engine ct2int8 "$SHAPES_CT2" --set 'backend.name="worker"' \
             --set 'backend.settings.command="tools/peers-worker ctranslate2"' \
             --set 'backend.settings.compute_type="int8"' --set 'precisions=["fp32"]'
     fi
