@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "convert.h" /* plugins/precision/common: the bulk converters (the int8 row quantiser) */
 #include "formats.h" /* plugins/precision/common: the plugins' ops tables */
 
 const bc_precision_ops *opt_dtype_precision(opt_dtype dt)
@@ -118,16 +119,18 @@ void opt_convert_values(void *dst, opt_dtype dt, const void *src, opt_dtype st, 
 
 float opt_i8_row_scale(float absmax) { return absmax > 0.0f ? absmax / 127.0f : 0.0f; }
 
+float opt_i8_row_absmax(const float *src, size_t n) { return prec_converters_best()->f32_absmax(src, n); }
+
 void opt_i8_quantize(int8_t *q, const float *src, size_t n, float scale)
 {
-    const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
-    float buf[CHUNK];
-    for (size_t i = 0; i < n; i += CHUNK) {
-        const size_t k = n - i < CHUNK ? n - i : CHUNK;
-        for (size_t j = 0; j < k; j++)
-            buf[j] = src[i + j] * inv;
-        prec_int8_ops.from_f32(buf, q + i, k);
-    }
+    prec_converters_best()->f32_to_i8(src, q, n, scale > 0.0f ? 1.0f / scale : 0.0f);
+}
+
+float opt_i8_quantize_row(int8_t *q, const float *src, size_t n)
+{
+    const float scale = opt_i8_row_scale(opt_i8_row_absmax(src, n));
+    opt_i8_quantize(q, src, n, scale);
+    return scale;
 }
 
 /* Row r of src[rows, cols] (dtype st), CHUNK values at a time: its largest
@@ -140,11 +143,12 @@ static float i8_row_pass(int8_t *q, float scale, const void *src, opt_dtype st, 
     for (size_t c = 0; c < cols; c += CHUNK) {
         const size_t k = cols - c < CHUNK ? cols - c : CHUNK;
         opt_convert_values(f32, OPT_F32, (const char *)src + (r * cols + c) * ss, st, k);
-        if (q)
+        if (q) {
             opt_i8_quantize(q + c, f32, k, scale);
-        else
-            for (size_t i = 0; i < k; i++)
-                absmax = fabsf(f32[i]) > absmax ? fabsf(f32[i]) : absmax;
+        } else {
+            const float m = opt_i8_row_absmax(f32, k);
+            absmax = m > absmax ? m : absmax;
+        }
     }
     return absmax;
 }

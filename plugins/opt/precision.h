@@ -30,10 +30,16 @@ bc_status opt_precision_dtype(const char *name, const bc_precision_ops *ops, opt
 void opt_convert_values(void *dst, opt_dtype dt, const void *src, opt_dtype st, size_t n);
 
 /* int8 rows (kernels.h, OPT_I8): the scale of a row whose largest magnitude
- * is absmax, absmax / 127 (0 for an all-zero row), and q[n] = src[n] /
- * scale rounded by the int8 format's from_f32 (all 0 when scale is 0). */
+ * is absmax, absmax / 127 (0 for an all-zero row); the largest |src[i]| of
+ * src[n] (NaN skipped); q[n] = src[n] / scale rounded by the int8 format's
+ * rule (prec_f32_to_i8; all 0 when scale is 0); and the three in a row:
+ * q[n] from a whole row src[n], its scale returned. All with the bulk
+ * converters of the best tier the CPU runs (convert.h), bit for bit the
+ * scalar rules. */
 float opt_i8_row_scale(float absmax);
+float opt_i8_row_absmax(const float *src, size_t n);
 void opt_i8_quantize(int8_t *q, const float *src, size_t n, float scale);
+float opt_i8_quantize_row(int8_t *q, const float *src, size_t n);
 
 /* Converts the matrix src[rows, cols] (dtype st) into dst in dt: for OPT_I8
  * the block of kernels.h (opt_matrix_bytes), each row quantized with

@@ -62,7 +62,10 @@ typedef struct fill_tensor {
 typedef struct fill_job {
     const fill_tensor *t;
     size_t n_tensors;
-    size_t chunk; /* elements per chunk */
+    size_t chunk;    /* elements per chunk */
+    float *rows;     /* [threads, max_cols]: each thread's int8 row before quantising; owned by
+                        opt_weights_init_synthetic */
+    size_t max_cols; /* the longest int8 row */
 } fill_job;
 
 #define CHUNK (1u << 16)
@@ -76,31 +79,20 @@ static void fill_values(const fill_tensor *t, float *buf, size_t i, size_t n) {
     }
 }
 
-/* Rows [i0, i1) / cols of an int8 matrix: each row's values twice, once for
- * its scale, once to quantize (precision.h). */
-static void fill_rows_i8(const fill_tensor *t, size_t i0, size_t i1) {
+/* Rows [i0, i1) / cols of an int8 matrix: each row's values generated once
+ * into row[cols], then its scale and int8 values from them (precision.h). */
+static void fill_rows_i8(const fill_tensor *t, size_t i0, size_t i1, float *row) {
     const size_t cols = t->cols, rows = t->n / cols;
     float *scale = (float *)(void *)((char *)t->data + opt_i8_scales_offset(rows, cols));
-    float buf[256];
     for (size_t r = i0 / cols; r < i1 / cols; r++) {
-        float absmax = 0.0f;
-        for (size_t c = 0; c < cols; c += 256) {
-            const size_t n = cols - c < 256 ? cols - c : 256;
-            fill_values(t, buf, r * cols + c, n);
-            for (size_t j = 0; j < n; j++) absmax = fabsf(buf[j]) > absmax ? fabsf(buf[j]) : absmax;
-        }
-        scale[r] = opt_i8_row_scale(absmax);
-        for (size_t c = 0; c < cols; c += 256) {
-            const size_t n = cols - c < 256 ? cols - c : 256;
-            fill_values(t, buf, r * cols + c, n);
-            opt_i8_quantize((int8_t *)t->data + r * cols + c, buf, n, scale[r]);
-        }
+        fill_values(t, row, r * cols, cols);
+        scale[r] = opt_i8_quantize_row((int8_t *)t->data + r * cols, row, cols);
     }
 }
 
-static void fill_chunk(const fill_tensor *t, size_t i0, size_t i1) {
+static void fill_chunk(const fill_tensor *t, size_t i0, size_t i1, float *row) {
     if (t->dtype == OPT_I8) {
-        fill_rows_i8(t, i0, i1);
+        fill_rows_i8(t, i0, i1, row);
         return;
     }
     const bc_precision_ops *prec = opt_dtype_precision(t->dtype);
@@ -123,7 +115,7 @@ static void fill_worker(void *ctx, int i, int n) {
         for (size_t i0 = 0; i0 < t->n; i0 += step, c++) {
             if ((int)(c % (size_t)n) != i) continue;
             size_t i1 = i0 + step < t->n ? i0 + step : t->n;
-            fill_chunk(t, i0, i1);
+            fill_chunk(t, i0, i1, job->rows + (size_t)i * job->max_cols);
         }
     }
 }
@@ -175,14 +167,25 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
     }
 #undef ADD_MAT
 #undef ADD
-    fill_job job = {list, n, CHUNK};
+    fill_job job = {list, n, CHUNK, NULL, 1};
+    for (size_t k = 0; k < n; k++)
+        if (list[k].dtype == OPT_I8 && list[k].cols > job.max_cols) job.max_cols = list[k].cols;
     opt_pool *pool = opt_pool_create(opt_online_cores());
+    const int threads = pool ? opt_pool_size(pool) : 1;
+    job.rows = malloc((size_t)threads * job.max_cols * sizeof *job.rows);
+    if (!job.rows) {
+        opt_pool_destroy(pool);
+        free(list);
+        return bc_error_set(err, BC_ERR_NOMEM, "synthetic weights: no memory for %d rows of %zu floats", threads,
+                            job.max_cols);
+    }
     if (pool) {
         opt_pool_run(pool, fill_worker, &job);
         opt_pool_destroy(pool);
     } else {
         fill_worker(&job, 0, 1);
     }
+    free(job.rows);
     free(list);
     /* fc2 bias: cancel the mean of relu(fc1(x)) (see above) */
     const double m = std * sqrt((double)C) / sqrt(2.0 * 3.14159265358979323846);

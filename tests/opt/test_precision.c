@@ -9,7 +9,11 @@
  *     to unaligned buffers, every pair of formats;
  *   - every converter tier this CPU runs gives the scalar rules' bits: all
  *     65536 16-bit patterns up, and ties, overflow, subnormals, inf, NaN and
- *     random patterns down, at lengths that exercise the vector tails.
+ *     random patterns down, at lengths that exercise the vector tails; the
+ *     int8 row quantiser's max |row| and scale-and-round the same, on
+ *     values around int8's ties and saturation, NaN and inf, at every offset
+ *     and length of the tails, several scales;
+ *   - opt_i8_quantize_row gives a row's scale and values by the scalar rule.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -200,6 +204,78 @@ static void check_tier(const prec_converters *cv)
     free(f);
 }
 
+/* n values for int8: quarter steps across [-140, 140] (ties at the halves,
+ * saturation past 127), scaled randomly, then the hard cases (NaN, inf,
+ * zeros of both signs) spread among them. */
+static void fill_i8(float *x, size_t n)
+{
+    fill_hard(x, n);
+    for (size_t i = 0; i < n; i++)
+        if (i % 7 != 3) /* keep every seventh hard or random pattern */
+            x[i] = (float)((int)(next_u32() % 1121u) - 560) * 0.25f;
+}
+
+static void check_i8_tier(const prec_converters *cv)
+{
+    enum { N = 4099 };
+    static const float invs[] = {1.0f, 0.37f, 0.0f, 42.333f, 1e-30f};
+    float *f = malloc(N * sizeof(float));
+    int8_t *q = malloc(N + 64);
+    assert_true(f && q);
+    fill_i8(f, N);
+    for (size_t off = 0; off < 17; off++)
+        for (size_t len = 0; len <= 71; len++) { /* 0..70, then the rest of f */
+            const size_t n = len <= 70 ? len : N - off;
+            float want = 0.0f;
+            for (size_t i = 0; i < n; i++)
+                want = prec_absmax_step(want, f[off + i]);
+            const float got = cv->f32_absmax(f + off, n);
+            if (prec_f32_bits(got) != prec_f32_bits(want))
+                fail_msg("%s f32_absmax off=%zu n=%zu: 0x%08x, the scalar rule 0x%08x", cpu_isa_name(cv->isa), off, n,
+                         prec_f32_bits(got), prec_f32_bits(want));
+            for (size_t k = 0; k < sizeof invs / sizeof invs[0]; k++) {
+                memset(q, 0x5a, N + 64);
+                cv->f32_to_i8(f + off, q + 1, n, invs[k]);
+                assert_int_equal(q[0], 0x5a); /* nothing written before dst */
+                for (size_t i = 0; i < n; i++)
+                    if (q[1 + i] != prec_f32_to_i8(f[off + i] * invs[k]))
+                        fail_msg("%s f32_to_i8 off=%zu n=%zu inv=%g: [%zu] 0x%08x -> %d, the scalar rule %d",
+                                 cpu_isa_name(cv->isa), off, n, (double)invs[k], i, prec_f32_bits(f[off + i]),
+                                 q[1 + i], prec_f32_to_i8(f[off + i] * invs[k]));
+                assert_int_equal(q[1 + n], 0x5a); /* nor after it */
+            }
+        }
+    free(f);
+    free(q);
+}
+
+/* A row through the engine's helper: scale = max|row| / 127, and each
+ * value by the scalar rule; an all-zero row has scale 0 and zeros. */
+static void test_i8_quantize_row(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    float *f = malloc(N * sizeof(float));
+    int8_t *q = malloc(N);
+    assert_true(f && q);
+    for (size_t i = 0; i < N; i++)
+        f[i] = (float)((int)(next_u32() % 2001u) - 1000) * 1e-3f;
+    f[1234] = -2.54f; /* the largest magnitude: scale 0.02 */
+    const float scale = opt_i8_quantize_row(q, f, N);
+    assert_true(prec_f32_bits(scale) == prec_f32_bits(2.54f / 127.0f));
+    for (size_t i = 0; i < N; i++)
+        if (q[i] != prec_f32_to_i8(f[i] * (1.0f / scale)))
+            fail_msg("opt_i8_quantize_row: [%zu] %g -> %d", i, (double)f[i], q[i]);
+    assert_int_equal(q[1234], -127);
+    memset(f, 0, N * sizeof(float));
+    memset(q, 1, N);
+    assert_true(opt_i8_quantize_row(q, f, N) == 0.0f);
+    for (size_t i = 0; i < N; i++)
+        assert_int_equal(q[i], 0);
+    free(f);
+    free(q);
+}
+
 static void test_converter_tiers(void **state)
 {
     (void)state;
@@ -207,13 +283,16 @@ static void test_converter_tiers(void **state)
     print_message("this CPU: %s; converters of the best tier: %s\n", cpu_isa_name(best),
                   cpu_isa_name(prec_converters_best()->isa));
     check_tier(prec_converters_portable());
+    check_i8_tier(prec_converters_portable());
     int checked = 1;
     if (best >= CPU_ISA_AVX2 && prec_converters_avx2()) {
         check_tier(prec_converters_avx2());
+        check_i8_tier(prec_converters_avx2());
         checked++;
     }
     if (best >= CPU_ISA_AVX512 && prec_converters_avx512()) {
         check_tier(prec_converters_avx512());
+        check_i8_tier(prec_converters_avx512());
         checked++;
     }
     print_message("%d converter tiers checked\n", checked);
@@ -228,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_layouts),
         cmocka_unit_test(test_convert_values_unaligned),
         cmocka_unit_test(test_converter_tiers),
+        cmocka_unit_test(test_i8_quantize_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """perf_table.py: reads benchctl's JSON reports of the native engine and of
 the peers (the `worker` backend running transformers or CTranslate2,
-docs/pyworkers.md) and the bandwidth probe's JSON, and prints one side-by-side
-table (markdown) for docs/performance.md. Standard library only.
+docs/pyworkers.md) and the bandwidth and FMA-peak probes' JSON, and prints
+two tables (markdown) for docs/performance.md: every row measured, and issue
+13's targets, met or not. Standard library only.
 
-Columns, per engine x precision x shape (B = prompts, S = samples per
-prompt, P -> R = prompt -> response tokens):
+Columns of the first table, per engine x kernel family x precision x shape
+(B = prompts, S = samples per prompt, P -> R = prompt -> response tokens):
+  kernels       the kernel family benchctl ran (environment.cpu.kernels:
+                avx512_bf16, avx512, avx2, portable); "-" for the peers.
+  model         the OPT shape of the row (benchctl's model_shape; the peers
+                run OPT-125m).
   tok/s         generated tokens per second, the median (p50) over the
                 measured iterations: num_generated_tokens / generation time.
                 The median, not the mean, because the benchmark machine is
@@ -18,12 +23,6 @@ prompt, P -> R = prompt -> response tokens):
   fwd ms        decode forward only, per step: decode_forward_ms /
                 num_decode_forwards (CT2: its per-token callback's steps,
                 forward and pick together).
-  vs HF, vs CT2 tok/s divided by the HF / CT2 row of the same precision and
-                shape ("-" where that row is missing or failed).
-  vs CT2 best   tok/s divided by the fastest CT2 row of the same shape, any
-                compute type (CTranslate2 may lack a precision on a CPU).
-  model         the OPT shape of the row (benchctl's model_shape; the peers
-                run OPT-125m).
   bound ms      the fastest a decode step over the row's B x S rows could be:
                 max(bandwidth bound, FMA bound), with "bw" or "fma" saying
                 which is larger.
@@ -39,11 +38,43 @@ prompt, P -> R = prompt -> response tokens):
                   FMA bound = 2 x rows x weight elements (one multiply-add per
                 weight and row; the biases and norms counted too, < 0.1%) /
                 the FMA peak (tools/bandwidth/fmapeak.c, best --threads pass)
-                of the kernel family the row ran: benchctl's
+                of the kernel family the row ran (row_fma_peak): benchctl's
                 environment.cpu.kernels (avx512_bf16 counts its dpbf16 peak for
                 bf16 weights and its fp32 FMA peak otherwise); for the peers,
                 the fastest fp32 FMA family the probe measured.
   step/bound    step ms / bound ms.
+  prefill GFLOP/s  opt_prefill_flops / prefill_forward_ms, median over
+                iterations: 2 x the decoder layers' weights per prompt token
+                plus the lm_head on each prompt's last position (the engine
+                computes no other position's logits at prefill); attention's
+                own products left out.
+  of peak       prefill GFLOP/s / the FMA peak of the row's family (as above).
+  vs fp32       tok/s over the same engine's, family's, model's and shape's
+                fp32 row (bf16 and int8 rows).
+  vs bf16       the same over the bf16 row (int8 rows).
+  vs HF, vs CT2 tok/s divided by the HF / CT2 row of the same precision and
+                shape (OPT-125m only; CT2's int8 row is its int8 compute type).
+  vs CT2 int8   tok/s divided by CT2's int8 row of the same shape.
+  vs CT2 best   tok/s divided by the fastest CT2 row of the same shape, any
+                compute type (CTranslate2 may lack a precision on a CPU).
+
+The second table, issue 13's targets (targets()), has one line per target,
+kernel family, model, shape and precision where the target names them: the
+measured value, the threshold, met or not, and for a target not met the
+bound that applies (limit_of): for a step/bound target the bound it is held
+to; for a speed target, "bandwidth" or "FMA" when the decode step the
+target asks for (the step x measured / threshold) is below that bound, else
+"neither" (the bounds allow it: the engine is what is short). A row the
+target needs that is missing or failed is a line saying "no row", not met.
+  1. B=1 decode step / bandwidth bound <= 1.25, fp32 and bf16;
+  2. bf16 / fp32 tok/s >= 1.6 at B=1 and >= 1.0 at 16 rows;
+  3. benchctl fp32 / CT2 float32 tok/s >= 1.2, benchctl int8 / CT2 int8
+     >= 1.0, and benchctl's fastest precision / CT2's fastest >= 1.0, at
+     every shape (OPT-125m);
+  4. at 16 rows and more, step / max(bw, FMA) bound <= 1.3 and prefill
+     >= 60% of the FMA peak, every precision;
+  5. each bigger model's fp32 and bf16 rows at B=1 and 16 rows exist;
+  6. int8 / bf16 tok/s >= 1.6 at B=1.
 
 Usage:
   perf_table.py --bandwidth bw1.json [--bandwidth bw2.json] [--fmapeak fp.json] [--threads 2]
@@ -128,6 +159,30 @@ def fwd_ms(profiles):
                  if p.get("decode_forward_ms") is not None and p.get("num_decode_forwards")])
 
 
+def prefill_tokens(p, case):
+    """Prompt tokens one iteration prefilled: prefill_tokens_per_second x
+    prefill_forward_ms when the profile has them (a shared prefill runs each
+    prompt once), else rows x prompt length."""
+    tps, ms = p.get("prefill_tokens_per_second"), p.get("prefill_forward_ms")
+    if tps and ms:
+        return tps * ms / 1e3
+    return case["batch_size"] * case["samples_per_prompt"] * case["prompt_length"]
+
+
+def opt_prefill_flops(tokens, prompt_length, cfg=OPT125M):
+    """Multiply-add flops of a prefill of `tokens` prompt tokens (prompts of
+    prompt_length): 2 x the decoder layers' weights (non-embedding: q, k, v,
+    out, fc1, fc2 and their biases and norms) per token, plus the lm_head
+    (2 x vocab x hidden) on each prompt's last position only, as the OPT
+    engine computes it (model.c, OPT_LOGITS_LAST). Attention's
+    score and value products are left out (at 128 tokens, about 4% of the
+    layers' flops for OPT-125m)."""
+    V, H = cfg["vocab_size"], cfg["hidden_size"]
+    layers = opt_param_count(cfg) - V * H - (cfg["max_position_embeddings"] + 2) * H - 2 * H
+    prompts = tokens / prompt_length if prompt_length else 0
+    return 2.0 * (layers * tokens + V * H * prompts)
+
+
 def model_of(doc):
     """(short name, shape for opt_param_count) of a report: benchctl's model_shape, else OPT-125m."""
     shape = doc.get("model_shape") or {}
@@ -169,7 +224,10 @@ def rows_from(path):
             "tps": tps.get("p50"),
             "tps_min": tps_stats.get("min"),
             "tps_max": tps_stats.get("max"),
+            "family": kernels if engine == "benchctl" else None,
             "step": step_ms(profiles) if profiles else None,
+            "prefill_ms": median([p.get("prefill_forward_ms") for p in profiles]),
+            "prefill_tokens": median([prefill_tokens(p, c) for p in profiles]),
             "fwd": fwd_ms(profiles) if profiles else None,
             "note": note,
             "file": path,
@@ -215,14 +273,186 @@ def fmt(x, spec):
     return "-" if x is None else format(x, spec)
 
 
-def main():
+def ratio(a, b):
+    return a / b if (a and b) else None
+
+
+def row_bounds(r, gbs, peaks):
+    """(bandwidth bound ms, FMA bound ms) of one decode step of row r (None where unknown)."""
+    if r["dtype"] not in ELEM_BYTES:
+        return None, None
+    B, S = r["shape"][:2]
+    bw_ms = opt_decode_read_bytes(ELEM_BYTES[r["dtype"]], r["cfg"]) / (gbs * 1e9) * 1e3 if gbs else None
+    peak = row_fma_peak(r, peaks)
+    fma_ms = 2.0 * B * S * opt_decode_read_bytes(1, r["cfg"]) / (peak * 1e9) * 1e3 if peak else None
+    return bw_ms, fma_ms
+
+
+def add_metrics(rows, gbs, peaks):
+    """Adds to every row its bound, step/bound, prefill GFLOP/s and share of
+    the FMA peak, and the tok/s ratios of the table (see the module doc)."""
+    def find(r, engine, dtype, same_family=True):
+        for x in rows:
+            if (x["engine"] == engine and x["dtype"] == dtype and x["shape"] == r["shape"] and x["ok"]
+                    and x["model"] == r["model"] and (not same_family or x["family"] == r["family"])):
+                return x
+        return None
+
+    def tps_of(x):
+        return x["tps"] if x else None
+
+    for r in rows:
+        ok = r["ok"] and r["tps"]
+        bw_ms, fma_ms = row_bounds(r, gbs, peaks)
+        r["bw_ms"], r["fma_ms"] = bw_ms, fma_ms
+        known = [(v, n) for v, n in ((bw_ms, "bw"), (fma_ms, "fma")) if v is not None]
+        r["bound_ms"], r["limit"] = max(known) if known else (None, "")
+        r["step_bound"] = ratio(r["step"], r["bound_ms"])
+        peak = row_fma_peak(r, peaks)
+        flops = opt_prefill_flops(r["prefill_tokens"], r["shape"][2], r["cfg"]) if r["prefill_tokens"] else None
+        r["prefill_gflops"] = flops / (r["prefill_ms"] * 1e6) if (flops and r["prefill_ms"]) else None
+        r["prefill_share"] = ratio(r["prefill_gflops"], peak)
+        same = r["model"] == "125m"  # the peers run OPT-125m
+        r["vs_fp32"] = ratio(r["tps"], tps_of(find(r, r["engine"], "float32"))) if ok and r["dtype"] != "float32" else None
+        r["vs_bf16"] = ratio(r["tps"], tps_of(find(r, r["engine"], "bfloat16"))) if ok and r["dtype"] == "int8" else None
+        r["vs_hf"] = ratio(r["tps"], tps_of(find(r, "HF", r["dtype"], False))) if ok and same else None
+        r["vs_ct2"] = ratio(r["tps"], tps_of(find(r, "CT2", r["dtype"], False))) if ok and same else None
+        r["vs_ct2_int8"] = ratio(r["tps"], tps_of(find(r, "CT2", "int8", False))) if ok and same else None
+        ct_all = [x["tps"] for x in rows if x["engine"] == "CT2" and x["shape"] == r["shape"] and x["ok"] and x["tps"]]
+        r["vs_ct2_best"] = ratio(r["tps"], max(ct_all)) if ok and same and ct_all else None
+
+
+def shape_name(shape):
+    B, S, P, R = shape
+    return "%dx%d, %d->%d" % (B, S, P, R)
+
+
+def main_table(rows):
+    lines = ["| engine | kernels | model | dtype | B x S, P->R | tok/s | tok/s range | step ms | fwd ms | bound ms "
+             "| step/bound | prefill GFLOP/s | of peak | vs fp32 | vs bf16 | vs HF | vs CT2 | vs CT2 int8 "
+             "| vs CT2 best | note |",
+             "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        rng = "%.1f-%.1f" % (r["tps_min"], r["tps_max"]) if r["ok"] and r["tps_min"] is not None else "-"
+        lines.append("| %s |" % " | ".join([
+            r["engine"], r["family"] or "-", r["model"], r["dtype"], shape_name(r["shape"]),
+            fmt(r["tps"] if r["ok"] else None, ".1f"), rng, fmt(r["step"], ".2f"), fmt(r["fwd"], ".2f"),
+            "-" if r["bound_ms"] is None else "%.2f %s" % (r["bound_ms"], r["limit"]), fmt(r["step_bound"], ".2f"),
+            fmt(r["prefill_gflops"], ".1f"), "-" if r["prefill_share"] is None else "%.0f%%" % (100 * r["prefill_share"]),
+            fmt(r["vs_fp32"], ".2f"), fmt(r["vs_bf16"], ".2f"), fmt(r["vs_hf"], ".2f"), fmt(r["vs_ct2"], ".2f"),
+            fmt(r["vs_ct2_int8"], ".2f"), fmt(r["vs_ct2_best"], ".2f"), r["note"].replace("|", "/")]))
+    return lines
+
+
+def limit_of(r, value, threshold):
+    """Which bound keeps row r from a tok/s (or step) target it misses by
+    threshold / value: "bandwidth" or "FMA" when the step the target asks
+    for, r's step x value / threshold, is below that bound, else "neither"
+    (the bounds allow it; the engine is what is short)."""
+    if r is None or not r["step"] or not value:
+        return "?"
+    needed = r["step"] * value / threshold
+    for bound, name in ((r.get("bw_ms"), "bandwidth"), (r.get("fma_ms"), "FMA")):
+        if bound is not None and needed < bound:
+            return name
+    return "neither"
+
+
+def targets(rows, gbs, peaks):
+    """Issue 13's targets, one line per target, kernel family, model, shape
+    and dtype where that applies: (target, family, model, shape, dtype,
+    value text, threshold text, met, limit). A missing row is a line that
+    says so (not met). Ratios of tok/s unless the target says step."""
+    out = []
+    bench = [r for r in rows if r["engine"] == "benchctl"]
+    fams = sorted({r["family"] or "-" for r in bench})
+    models = sorted({r["model"] for r in bench}, key=lambda m: opt_param_count(next(
+        r["cfg"] for r in bench if r["model"] == m)))
+    shapes = sorted({r["shape"] for r in bench}, key=lambda s: (s[0] * s[1], s))
+
+    def get(engine, fam, model, shape, dtype):
+        for r in rows:
+            if (r["engine"] == engine and (fam is None or (r["family"] or "-") == fam) and r["model"] == model
+                    and r["shape"] == shape and r["dtype"] == dtype):
+                return r
+        return None
+
+    def line(t, fam, model, shape, dtype, value, op, threshold, r, spec=".2f", limit=None):
+        if value is None:
+            out.append((t, fam, model, shape_name(shape), dtype, "no row", "%s %s" % (op, threshold), False, "?"))
+            return
+        met = value <= threshold if op == "<=" else value >= threshold
+        if limit is None:
+            limit = "" if met else limit_of(r, value, threshold)
+        out.append((t, fam, model, shape_name(shape), dtype, format(value, spec), "%s %s" % (op, threshold), met,
+                    "" if met else limit))
+
+    def ok(r):
+        return r if (r and r["ok"] and r["tps"]) else None
+
+    for fam in fams:
+        for model in models:
+            for shape in shapes:
+                rows_n = shape[0] * shape[1]
+                f32, b16, i8 = (get("benchctl", fam, model, shape, d) for d in ("float32", "bfloat16", "int8"))
+                if not (f32 or b16 or i8):
+                    continue
+                if rows_n == 1:  # 1: B=1 step within 1.25x the bandwidth bound
+                    for r, d in ((f32, "float32"), (b16, "bfloat16")):
+                        line("1. B=1 step / bandwidth bound", fam, model, shape, d,
+                             ratio(r["step"], r["bw_ms"]) if ok(r) else None, "<=", 1.25, r,
+                             limit="bandwidth" if ok(r) and r["bw_ms"] and (r["fma_ms"] or 0) <= r["bw_ms"] else "FMA")
+                if rows_n in (1, 16):  # 2: bf16 over fp32
+                    thr = 1.6 if rows_n == 1 else 1.0
+                    v = ratio(ok(b16) and b16["tps"], ok(f32) and f32["tps"])
+                    line("2. bf16 / fp32 tok/s", fam, model, shape, "bfloat16", v, ">=", thr, b16)
+                if model == "125m":  # 3: against CTranslate2 (the peers run OPT-125m)
+                    ct = ok(get("CT2", None, model, shape, "float32"))
+                    cti = ok(get("CT2", None, model, shape, "int8"))
+                    line("3. benchctl fp32 / CT2 float32 tok/s", fam, model, shape, "float32",
+                         ratio(ok(f32) and f32["tps"], ct and ct["tps"]), ">=", 1.2, f32)
+                    line("3. benchctl int8 / CT2 int8 tok/s", fam, model, shape, "int8",
+                         ratio(ok(i8) and i8["tps"], cti and cti["tps"]), ">=", 1.0, i8)
+                    mine = [r for r in (f32, b16, i8) if ok(r)]
+                    theirs = [r for r in (ct, cti) if r]
+                    if mine and theirs:
+                        best = max(mine, key=lambda r: r["tps"])
+                        line("3. benchctl best / CT2 best tok/s", fam, model, shape, best["dtype"],
+                             best["tps"] / max(r["tps"] for r in theirs), ">=", 1.0, best)
+                if rows_n >= 16:  # 4: large batches near max(bw, FMA) bound; prefill near the FMA peak
+                    for r, d in ((f32, "float32"), (b16, "bfloat16"), (i8, "int8")):
+                        line("4. step / max(bw, FMA) bound", fam, model, shape, d,
+                             r["step_bound"] if ok(r) else None, "<=", 1.3, r,
+                             limit=("bandwidth" if r and r["limit"] == "bw" else "FMA"))
+                        line("4. prefill share of FMA peak", fam, model, shape, d,
+                             r["prefill_share"] if ok(r) else None, ">=", 0.6, r, limit="neither")
+                if model != "125m" and rows_n in (1, 16):  # 5: the bigger model in the table
+                    for r, d in ((f32, "float32"), (b16, "bfloat16")):
+                        line("5. OPT-%s in the table, tok/s" % model, fam, model, shape, d,
+                             r["tps"] if ok(r) else None, ">", 0, r, spec=".1f", limit="-")
+                if rows_n == 1:  # 6: int8 over bf16 at B=1
+                    line("6. int8 / bf16 tok/s", fam, model, shape, "int8",
+                         ratio(ok(i8) and i8["tps"], ok(b16) and b16["tps"]), ">=", 1.6, i8)
+    return out
+
+
+def targets_table(lines_in):
+    lines = ["| target | kernels | model | B x S, P->R | dtype | measured | threshold | met | not met: the bound "
+             "that applies |", "|---|---|---|---|---|---:|---|---|---|"]
+    for t, fam, model, shape, dtype, value, thr, met, limit in lines_in:
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            t, fam, model, shape, dtype, value, thr, "met" if met else "**not met**", limit))
+    return lines
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bandwidth", action="append", default=[], help="bandwidth probe JSON; repeatable")
     ap.add_argument("--fmapeak", action="append", default=[], help="FMA-peak probe JSON; repeatable")
     ap.add_argument("--threads", type=int, default=2, help="thread count whose bandwidth and FMA peak set the bound")
-    ap.add_argument("--markdown", help="also write the table here")
+    ap.add_argument("--markdown", help="also write the tables here")
     ap.add_argument("reports", nargs="+")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     rows = []
     for path in args.reports:
@@ -230,16 +460,11 @@ def main():
     gbs = best_bandwidth(args.bandwidth, args.threads) if args.bandwidth else None
     peaks = fma_peaks(args.fmapeak, args.threads)
 
-    def ref(engine, dtype, shape):
-        for r in rows:
-            if r["engine"] == engine and r["dtype"] == dtype and r["shape"] == shape and r["ok"] and r["model"] == "125m":
-                return r["tps"]
-        return None
-
     order = {"benchctl": 0, "HF": 1, "CT2": 2}
     dorder = {"float32": 0, "bfloat16": 1, "int8": 2}
     rows.sort(key=lambda r: (opt_param_count(r["cfg"]), -r["shape"][0] * r["shape"][1], r["shape"],
-                             dorder.get(r["dtype"], 9), order.get(r["engine"], 9)))
+                             order.get(r["engine"], 9), r["family"] or "", dorder.get(r["dtype"], 9)))
+    add_metrics(rows, gbs, peaks)
 
     lines = []
     if gbs:
@@ -254,38 +479,9 @@ def main():
             "%s %.1f GFLOP/s" % (k, v) for k, v in sorted(peaks.items()))))
     if gbs or peaks:
         lines.append("")
-    lines.append("| engine | model | dtype | B x S, P->R | tok/s | tok/s range | step ms | fwd ms | vs HF | vs CT2 "
-                 "| vs CT2 best | bound ms | step/bound | note |")
-    lines.append("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for r in rows:
-        B, S, P, R = r["shape"]
-        same = r["model"] == "125m"  # the peers run OPT-125m
-        hf = ref("HF", r["dtype"], r["shape"]) if same else None
-        ct = ref("CT2", r["dtype"], r["shape"]) if same else None
-        vs_hf = r["tps"] / hf if (r["ok"] and hf and r["tps"]) else None
-        vs_ct = r["tps"] / ct if (r["ok"] and ct and r["tps"]) else None
-        ct_all = [x["tps"] for x in rows if x["engine"] == "CT2" and x["shape"] == r["shape"] and x["ok"]
-                  and x["tps"] and same]
-        vs_ct_best = r["tps"] / max(ct_all) if (r["ok"] and ct_all and r["tps"]) else None
-        ratio = bound_ms = None
-        limit = ""
-        if r["dtype"] in ELEM_BYTES:
-            bw_ms = (opt_decode_read_bytes(ELEM_BYTES[r["dtype"]], r["cfg"]) / (gbs * 1e9) * 1e3
-                     if gbs else None)
-            peak = row_fma_peak(r, peaks)
-            fma_ms = (2.0 * B * S * opt_decode_read_bytes(1, r["cfg"]) / (peak * 1e9) * 1e3
-                      if peak else None)
-            known = [(v, n) for v, n in ((bw_ms, "bw"), (fma_ms, "fma")) if v is not None]
-            if known:
-                bound_ms, limit = max(known)
-                ratio = r["step"] / bound_ms if r["step"] else None
-        rng = "%.1f-%.1f" % (r["tps_min"], r["tps_max"]) if r["ok"] and r["tps_min"] is not None else "-"
-        lines.append("| %s | %s | %s | %dx%d, %d->%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["engine"], r["model"], r["dtype"], B, S, P, R,
-            fmt(r["tps"] if r["ok"] else None, ".1f"), rng, fmt(r["step"], ".2f"), fmt(r["fwd"], ".2f"),
-            fmt(vs_hf, ".2f"), fmt(vs_ct, ".2f"), fmt(vs_ct_best, ".2f"),
-            "-" if bound_ms is None else "%.2f %s" % (bound_ms, limit), fmt(ratio, ".2f"),
-            r["note"].replace("|", "/")))
+    lines += main_table(rows)
+    lines += ["", "Issue 13's targets:", ""]
+    lines += targets_table(targets(rows, gbs, peaks))
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if args.markdown:

@@ -1,36 +1,54 @@
 #!/usr/bin/env bash
 # run_performance.sh: the side-by-side performance benchmark of
-# docs/performance.md (issue 3, section 8), in one run:
+# docs/performance.md (issues 3 and 13), in one run:
 #   1. builds the bandwidth and FMA-peak probes (one cc line each) and
 #      benchctl (CMake, the project's default RelWithDebInfo (-O2 -g), tests
 #      off, in $BUILD_DIR);
 #   2. measures memory read bandwidth and the FMA peak of every kernel family
 #      (tools/bandwidth: bandwidth.c, fmapeak.c), before the engines;
-#   3. benchctl: tools/bench/performance.cfg, once per model and shape
-#      (fp32, bf16, int8);
+#   3. benchctl: tools/bench/performance.cfg (fp32, bf16, int8), once per
+#      kernel family, model and shape;
 #   4. Hugging Face transformers generate: the same file with the `worker`
 #      backend running `tools/peers-worker transformers` (docs/pyworkers.md);
 #   5. CTranslate2, the same way: float32, and int8 (compute_type);
 #   6. both probes again, after the engines;
-#   7. tools/bench/perf_table.py: one table from all the JSON reports, with
-#      max(bandwidth bound, FMA bound) per row.
-# Every engine gets the same threads, shapes, warmup and iterations; the
-# peers run OPT-125m in fp32 and bf16 only.
+#   7. tools/bench/perf_table.py: the table from all the JSON reports (with
+#      max(bandwidth bound, FMA bound) per row, prefill GFLOP/s, the ratios)
+#      and the table of issue 13's targets, met or not.
+# It prints an estimate of its run time first (est_case below: per-case costs
+# measured on the development machine, scaled to the settings given).
+# Every engine gets the same threads, warmup and iterations; the peers run
+# OPT-125m in fp32 and bf16 (transformers) and float32 and int8 (CTranslate2),
+# once, whatever KERNELS says.
 #
 # Usage: tools/bench/run_performance.sh [OUTDIR]
 #   OUTDIR defaults to out/performance/<UTC time>; it receives every JSON
 #   report, the logs, machine.txt and table.md.
-# Environment (defaults in brackets):
+# Environment (defaults in brackets); a shape is B,S,P,R (prompts, samples
+# per prompt, prompt tokens, response tokens):
 #   THREADS [2]  WARMUP [1]  ITERATIONS [3]
-#   SHAPES ["4,4,128,128 1,1,128,128"] B,S,P,R per shape (for quick checks;
-#       the documented benchmark uses the default)
 #   MODELS ["125m 1.3b"] benchctl's OPT presets (synthetic weights)
-#   KERNELS [auto] benchctl's kernel family (the backend's `kernels` setting:
-#       avx2 runs the AVX2 path on an AVX-512 machine)
+#   SHAPES_125m ["1,1,128,128 4,4,128,128 16,4,128,128"] benchctl's OPT-125m
+#       shapes: B=1, 16 rows and 64 rows
+#   SHAPES_1_3b ["1,1,128,128 4,4,128,128"] OPT-1.3b's (64 rows is too slow
+#       on 2 cores); SHAPES_<model> for any other preset, "." read as "_"
+#   SHAPES_HF ["1,1,128,128 4,4,128,128"] transformers' shapes (no 64 rows:
+#       about 4 minutes there, and no target of issue 13 compares with it)
+#   SHAPES_CT2 [the OPT-125m shapes] CTranslate2's (float32 and int8)
+#   SHAPES: when set, every model's and the peers' shapes (for quick checks)
+#   PRECISIONS_<model>, WARMUP_<model>, ITERATIONS_<model>: one model's
+#       precisions, warmup and iterations (default: all three precisions,
+#       WARMUP, ITERATIONS); OPT-1.3b's defaults are "fp32 bf16", 0 and 1, so
+#       that both families fit the benchmark's ~35 minutes on 2 cores
+#   KERNELS ["auto avx2"] benchctl's kernel families, one run of every model
+#       and shape each (the backend's `kernels` setting: avx2 runs the AVX2
+#       path on an AVX-512 machine; on a CPU without AVX-512, avx2 is auto
+#       and runs once). Tags and logs name the family: benchctl_125m_avx2_b1s1
 #   The peers need the environment tools/peers-venv makes (run it once).
 #   BUILD_DIR [build-perf]  BUILD_TYPE [RelWithDebInfo]  CC [cc]
 #   SKIP_BENCHCTL=1 / SKIP_PEERS=1 leave the native / the peers' rows out.
-# Exit status: 0 when every step ran; 1 when one failed (the table is still
+#   ESTIMATE_ONLY=1 prints the estimate and exits.
+# Exit status: 0 when every step ran; 1 when one failed (the tables are still
 # printed with what was measured).
 set -uo pipefail
 
@@ -40,18 +58,119 @@ cd "$ROOT" || exit 1
 THREADS=${THREADS:-2}
 WARMUP=${WARMUP:-1}
 ITERATIONS=${ITERATIONS:-3}
-SHAPES=${SHAPES:-4,4,128,128 1,1,128,128}
 MODELS=${MODELS:-125m 1.3b}
-KERNELS=${KERNELS:-auto}
+SHAPES_125m=${SHAPES_125m:-1,1,128,128 4,4,128,128 16,4,128,128}
+SHAPES_1_3b=${SHAPES_1_3b:-1,1,128,128 4,4,128,128}
+SHAPES_HF=${SHAPES_HF:-1,1,128,128 4,4,128,128}
+SHAPES_CT2=${SHAPES_CT2:-$SHAPES_125m}
+SHAPES=${SHAPES:-}
+if [[ -n "$SHAPES" ]]; then
+    SHAPES_HF=$SHAPES
+    SHAPES_CT2=$SHAPES
+fi
+PRECISIONS_1_3b=${PRECISIONS_1_3b:-fp32 bf16}
+WARMUP_1_3b=${WARMUP_1_3b:-0}
+ITERATIONS_1_3b=${ITERATIONS_1_3b:-1}
+KERNELS=${KERNELS:-auto avx2}
 BUILD_DIR=${BUILD_DIR:-build-perf}
 BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 CC=${CC:-cc}
 OUT=${1:-out/performance/$(date -u +%Y%m%dT%H%M%SZ)}
-mkdir -p "$OUT" || exit 1
 failed=()
 
 say() { printf '== %s\n' "$*" >&2; }
 fail() { printf 'run_performance: %s\n' "$*" >&2; failed+=("$1"); }
+
+# shapes_of MODEL: that model's benchctl shapes (SHAPES when set, else
+# SHAPES_<model> with "." as "_"; OPT-125m's for a preset without its own).
+shapes_of() {
+    if [[ -n "$SHAPES" ]]; then
+        echo "$SHAPES"
+        return
+    fi
+    local var="SHAPES_${1//./_}"
+    echo "${!var:-$SHAPES_125m}"
+}
+
+# per_model NAME MODEL DEFAULT: NAME_<model> ("." as "_") when set, else DEFAULT.
+per_model() {
+    local var="${1}_${2//./_}"
+    echo "${!var:-$3}"
+}
+precisions_of() { per_model PRECISIONS "$1" "fp32 bf16 int8"; }
+# "fp32 bf16" -> ["fp32","bf16"], for --set precisions=
+precision_list() { local p=($1); local IFS=,; echo "[\"${p[*]//,/}\"]" | sed 's/,/","/g'; }
+
+# On a CPU without AVX-512, auto picks the avx2 kernels: run that family once.
+if ! grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
+    fams=()
+    for k in $KERNELS; do
+        [[ "$k" == avx2 && " $KERNELS " == *" auto "* ]] || fams+=("$k")
+    done
+    KERNELS="${fams[*]}"
+fi
+
+# --- the estimate ------------------------------------------------------------
+# est_case ENGINE MODEL DTYPE FAMILY B S P R RUNS: seconds one case takes,
+# RUNS (warmup + iterations) included: per run, prefill (ms per prompt token, over
+# every row) + R x the decode step (the B=1 step, or ms per row at 16 rows
+# and more, whichever is larger), plus building the weights once (benchctl:
+# synthesis; the peers: starting the worker and making the model). The
+# constants were measured with this script at R = 16 (scaled down) on the
+# 2-core development VM (AMD EPYC Zen 5, AVX-512), loaded by other work, so
+# the estimate errs long on a quiet machine; a slower machine takes longer.
+est_case() {
+    awk -v e="$1" -v m="$2" -v d="$3" -v f="$4" -v B="$5" -v S="$6" -v P="$7" -v R="$8" \
+        -v it="$9" -v th="$THREADS" '
+    BEGIN {
+        # engine model dtype family: prefill ms/token, B=1 step ms, step ms/row, build s
+        c["benchctl 125m fp32 auto"] = "COST"; 
+        k = e " " m " " d " " f
+        if (!(k in c)) k = e " 125m " d " " (f == "avx2" ? "avx2" : "auto")
+        if (!(k in c)) { print 0; exit }
+        split(c[k], v, " ")
+        rows = B * S
+        step = rows * v[3] > v[2] ? rows * v[3] : v[2]
+        s = v[4] + it * (rows * P * v[1] + R * step) / 1000
+        print s * 2 / (th < 2 ? th : 2)
+    }'
+}
+
+estimate() {
+    local total=30 # the build (when up to date) and the probes, before and after
+    local model fam shape b s p r d
+    if [[ "${SKIP_BENCHCTL:-0}" != 1 ]]; then
+        for fam in $KERNELS; do
+            for model in $MODELS; do
+                local runs=$(($(per_model WARMUP "$model" "$WARMUP") + $(per_model ITERATIONS "$model" "$ITERATIONS")))
+                for shape in $(shapes_of "$model"); do
+                    IFS=, read -r b s p r <<<"$shape"
+                    for d in $(precisions_of "$model"); do
+                        total=$(awk -v t="$total" \
+                            -v x="$(est_case benchctl "$model" "$d" "$fam" "$b" "$s" "$p" "$r" "$runs")" \
+                            'BEGIN { print t + x }')
+                    done
+                done
+            done
+        done
+    fi
+    if [[ "${SKIP_PEERS:-0}" != 1 ]]; then
+        local e shapes
+        for e in "hf fp32" "hf bf16" "ct2 fp32" "ct2int8 int8"; do
+            [[ $e == hf* ]] && shapes=$SHAPES_HF || shapes=$SHAPES_CT2
+            for shape in $shapes; do
+                IFS=, read -r b s p r <<<"$shape"
+                total=$(awk -v t="$total" \
+                    -v x="$(est_case "${e% *}" 125m "${e#* }" - "$b" "$s" "$p" "$r" $((WARMUP + ITERATIONS)))" \
+                    'BEGIN { print t + x }')
+            done
+        done
+    fi
+    awk -v t="$total" 'BEGIN { printf "%.0f min", t / 60 }'
+}
+say "estimated run time: about $(estimate) on a quiet 2-core machine like the development VM (kernels: $KERNELS; models: $MODELS; est_case in the script)"
+[[ "${ESTIMATE_ONLY:-0}" == 1 ]] && exit 0
+mkdir -p "$OUT" || exit 1
 
 # --- machine -----------------------------------------------------------------
 {
@@ -60,8 +179,14 @@ fail() { printf 'run_performance: %s\n' "$*" >&2; failed+=("$1"); }
     echo "uname: $(uname -srm)"
     echo "loadavg_start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "build: $BUILD_TYPE, $("$CC" --version | head -n 1)"
-    echo "threads: $THREADS  warmup: $WARMUP  iterations: $ITERATIONS  shapes (B,S,P,R): $SHAPES"
+    echo "threads: $THREADS  warmup: $WARMUP  iterations: $ITERATIONS"
+    for model in $MODELS; do
+        echo "benchctl $model: shapes (B,S,P,R) $(shapes_of "$model"); precisions $(precisions_of "$model");" \
+            "warmup $(per_model WARMUP "$model" "$WARMUP"), iterations $(per_model ITERATIONS "$model" "$ITERATIONS")"
+    done
+    echo "transformers' shapes: $SHAPES_HF; CTranslate2's: $SHAPES_CT2"
     echo "benchctl models: $MODELS  kernels: $KERNELS"
+    echo "estimate: $(estimate)"
     lscpu
 } >"$OUT/machine.txt" 2>&1
 
@@ -99,12 +224,13 @@ probes() { # $1: tag
 probes before
 
 # --- 3, 4, 5. the engines -----------------------------------------------------------
-# engine TAG EXTRA_SET...: tools/bench/performance.cfg once per shape, with
-# the --set overrides given (the backend, for a peer), into $OUT/TAG_bBsS.json.
+# engine TAG SHAPES EXTRA_SET...: tools/bench/performance.cfg once per shape
+# of SHAPES, with the --set overrides given (the backend, for a peer), into
+# $OUT/TAG_bBsS.json (and its log beside it).
 engine() {
-    local tag=$1
-    shift
-    for shape in $SHAPES; do
+    local tag=$1 shapes=$2
+    shift 2
+    for shape in $shapes; do
         IFS=, read -r b s p r <<<"$shape"
         say "$tag: B=$b S=$s P=$p R=$r"
         rm -f out/performance/benchctl.json
@@ -112,7 +238,7 @@ engine() {
             --set "matrix.batch_sizes=[$b]" --set "matrix.samples_per_prompt=[$s]" \
             --set "matrix.prompt_lengths=[$p]" --set "matrix.response_lengths=[$r]" \
             --set "backend.settings.threads=$THREADS" \
-            --set "run.warmup=$WARMUP" --set "run.iterations=$ITERATIONS" \
+            --set "run.warmup=${RUN_WARMUP:-$WARMUP}" --set "run.iterations=${RUN_ITERATIONS:-$ITERATIONS}" \
             >"$OUT/${tag}_b${b}s${s}.log" 2>&1 && [[ -f out/performance/benchctl.json ]]; then
             mv out/performance/benchctl.json "$OUT/${tag}_b${b}s${s}.json"
         else
@@ -123,23 +249,26 @@ engine() {
     done
 }
 if [[ -n "$BENCHCTL" && "${SKIP_BENCHCTL:-0}" != 1 ]]; then
-    for model in $MODELS; do
-        engine "benchctl_$model" --set "backend.settings.model=\"$model\"" \
-            --set "backend.settings.kernels=\"$KERNELS\""
+    for fam in $KERNELS; do
+        for model in $MODELS; do
+            RUN_WARMUP=$(per_model WARMUP "$model" "$WARMUP") RUN_ITERATIONS=$(per_model ITERATIONS "$model" "$ITERATIONS") \
+                engine "benchctl_${model}_$fam" "$(shapes_of "$model")" --set "backend.settings.model=\"$model\"" \
+                --set "backend.settings.kernels=\"$fam\"" --set "precisions=$(precision_list "$(precisions_of "$model")")"
+        done
     done
 fi
 if [[ -n "$BENCHCTL" && "${SKIP_PEERS:-0}" != 1 ]]; then
     if ! tools/peers-venv --check >/dev/null; then
         fail "peers (no environment: run tools/peers-venv)"
     else
-        OMP_NUM_THREADS=$THREADS engine hf --set 'backend.name="worker"' \
+        OMP_NUM_THREADS=$THREADS engine hf "$SHAPES_HF" --set 'backend.name="worker"' \
             --set 'backend.settings.command="tools/peers-worker transformers"' --set 'precisions=["fp32","bf16"]'
         # CTranslate2 4.8.5 has no bfloat16 on a CPU without it (describe
         # leaves it out, and benchctl refuses a run with a case the engine
         # cannot run), so float32 only, and int8 beside it
-        OMP_NUM_THREADS=$THREADS engine ct2 --set 'backend.name="worker"' \
+        OMP_NUM_THREADS=$THREADS engine ct2 "$SHAPES_CT2" --set 'backend.name="worker"' \
             --set 'backend.settings.command="tools/peers-worker ctranslate2"' --set 'precisions=["fp32"]'
-        OMP_NUM_THREADS=$THREADS engine ct2int8 --set 'backend.name="worker"' \
+        OMP_NUM_THREADS=$THREADS engine ct2int8 "$SHAPES_CT2" --set 'backend.name="worker"' \
             --set 'backend.settings.command="tools/peers-worker ctranslate2"' \
             --set 'backend.settings.compute_type="int8"' --set 'precisions=["fp32"]'
     fi

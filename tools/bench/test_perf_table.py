@@ -6,7 +6,11 @@ library (ctest: pyworker_perf_table):
 - each case's engine comes from its backend label, else from the run's
   backend (a worker's from the last word of its command), CT2's compute type
   from its settings;
-- the decode step is (generation_ms - prefill_forward_ms) / num_decode_forwards.
+- the decode step is (generation_ms - prefill_forward_ms) / num_decode_forwards;
+- prefill GFLOP/s counts the layers' weights per prompt token and the lm_head
+  on each prompt's last position only;
+- issue 13's targets table, from small fixture reports and probe JSONs: a
+  target met, one not met with the bound that applies, a missing row.
 """
 
 import json
@@ -37,6 +41,26 @@ def rows(doc):
         return perf_table.rows_from(path)[1]
 
 
+def write(d, name, doc):
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path
+
+
+def bench_report(kernels, dtype, B, S, step_ms, prefill_ms=1000.0, tps=None):
+    """A benchctl report with one case: 128 -> 128 tokens, every iteration
+    with the given decode step and prefill."""
+    g = prefill_ms + 127 * step_ms
+    profiles = [{"generation_ms": g, "prefill_forward_ms": prefill_ms, "decode_forward_ms": 127 * step_ms,
+                 "num_decode_forwards": 127, "prefill_tokens_per_second": B * S * 128 / (prefill_ms / 1e3)}] * 3
+    case = {"batch_size": B, "samples_per_prompt": S, "prompt_length": 128, "requested_response_length": 128,
+            "dtype": dtype, "status": "ok", "profiles": profiles,
+            "summary": {"tokens_per_second": {"p50": tps or B * S * 128 / (g / 1e3)}}}
+    return {"backend": "opt", "backend_settings": {"model": "125m"}, "environment": {"cpu": {"kernels": kernels}},
+            "cases": [case]}
+
+
 class PerfTable(unittest.TestCase):
     def test_opt125m_sizes(self):
         self.assertEqual(perf_table.opt_param_count(), 125239296)
@@ -58,6 +82,65 @@ class PerfTable(unittest.TestCase):
         doc = report("opt", {"model": "125m"}, "float32", (1300.0,))
         doc["cases"] = [dict(doc["cases"][0], backend=b) for b in ("native", "transformers", "ctranslate2", "x")]
         self.assertEqual([r["engine"] for r in rows(doc)], ["benchctl", "HF", "CT2", "x"])
+
+
+    def test_prefill_flops(self):
+        # OPT-125m's layers: 12 x (4 x (768^2 + 768) + 2 x 768 x 3072 + 3072 + 768 + 4 x 768)
+        layers = 12 * (4 * (768 * 768 + 768) + 2 * 768 * 3072 + 3072 + 768 + 4 * 768)
+        self.assertEqual(layers, 85054464)
+        # 2 prompts of 128 tokens: every token through the layers, the lm_head on 2 positions
+        self.assertAlmostEqual(perf_table.opt_prefill_flops(256, 128), 2.0 * (layers * 256 + 50272 * 768 * 2))
+
+    def test_targets(self):
+        # bandwidth 50 GB/s: B=1 bound 9.89 ms fp32, 4.95 ms bf16; avx512 FMA peak 100 GFLOP/s
+        bw = {"tool": "bandwidth", "results": [{"threads": 2, "best_gb_per_s": 50.0}]}
+        fp = {"tool": "fmapeak", "results": [{"kernel": "avx512", "threads": 2, "best_gflop_per_s": 100.0}]}
+        bound32 = perf_table.opt_decode_read_bytes(4) / 50e9 * 1e3
+        bound16 = bound32 / 2
+        with tempfile.TemporaryDirectory() as d:
+            reports = [
+                write(d, "f32.json", bench_report("avx512", "float32", 1, 1, 1.2 * bound32, tps=100.0)),  # met
+                write(d, "bf16.json", bench_report("avx512", "bfloat16", 1, 1, 1.5 * bound16, tps=150.0)),  # not
+                # 16 rows, fp32: FMA bound 2 x 16 x 123.7 M / 100 GFLOP/s = 39.6 ms; prefill at 80% of the peak
+                write(d, "f32_16.json", bench_report(
+                    "avx512", "float32", 4, 4, 1.1 * 2 * 16 * perf_table.opt_decode_read_bytes(1) / 100e9 * 1e3,
+                    prefill_ms=perf_table.opt_prefill_flops(2048, 128) / (0.8 * 100e9) * 1e3)),
+            ]
+            args = ["--bandwidth", write(d, "bw.json", bw), "--fmapeak", write(d, "fp.json", fp),
+                    "--markdown", os.path.join(d, "t.md")] + reports
+            with open(os.devnull, "w") as null:
+                old, sys.stdout = sys.stdout, null
+                try:
+                    self.assertEqual(perf_table.main(args), 0)
+                finally:
+                    sys.stdout = old
+            with open(os.path.join(d, "t.md")) as f:
+                text = f.read()
+            rows = []
+            for p in reports:
+                rows += perf_table.rows_from(p)[1]
+        perf_table.add_metrics(rows, 50.0, {"avx512": 100.0})
+        got = {(t[0], t[3], t[4]): t for t in perf_table.targets(rows, 50.0, {"avx512": 100.0})}
+        t1 = got[("1. B=1 step / bandwidth bound", "1x1, 128->128", "float32")]
+        self.assertEqual((t1[5], t1[7], t1[8]), ("1.20", True, ""))
+        t1 = got[("1. B=1 step / bandwidth bound", "1x1, 128->128", "bfloat16")]
+        self.assertEqual((t1[5], t1[7], t1[8]), ("1.50", False, "bandwidth"))
+        # bf16 / fp32 = 1.5 < 1.6; the bounds allow 2x, so nothing but the engine stops it
+        t2 = got[("2. bf16 / fp32 tok/s", "1x1, 128->128", "bfloat16")]
+        self.assertEqual((t2[5], t2[7], t2[8]), ("1.50", False, "neither"))
+        t4 = got[("4. step / max(bw, FMA) bound", "4x4, 128->128", "float32")]
+        self.assertEqual((t4[5], t4[7]), ("1.10", True))
+        t4 = got[("4. prefill share of FMA peak", "4x4, 128->128", "float32")]
+        self.assertEqual((t4[5], t4[7]), ("0.80", True))
+        t4 = got[("4. step / max(bw, FMA) bound", "4x4, 128->128", "bfloat16")]
+        self.assertEqual((t4[5], t4[7]), ("no row", False))
+        # no CT2 report: the comparison is a line that says so, not met
+        t3 = got[("3. benchctl fp32 / CT2 float32 tok/s", "1x1, 128->128", "float32")]
+        self.assertEqual((t3[5], t3[7]), ("no row", False))
+        self.assertIn("| 1. B=1 step / bandwidth bound | avx512 | 125m | 1x1, 128->128 | bfloat16 | 1.50 | <= 1.25 "
+                      "| **not met** | bandwidth |", text)
+        f32_16 = [r for r in rows if r["shape"][0] == 4][0]
+        self.assertAlmostEqual(f32_16["prefill_share"], 0.8)
 
 
 if __name__ == "__main__":

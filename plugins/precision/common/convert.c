@@ -28,12 +28,28 @@ static void f32_to_bf16_portable(const float *src, uint16_t *dst, size_t n)
         dst[i] = prec_f32_to_bf16(src[i]);
 }
 
+static float f32_absmax_portable(const float *src, size_t n)
+{
+    float m = 0.0f;
+    for (size_t i = 0; i < n; i++)
+        m = prec_absmax_step(m, src[i]);
+    return m;
+}
+
+static void f32_to_i8_portable(const float *src, int8_t *dst, size_t n, float inv)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = prec_f32_to_i8(src[i] * inv);
+}
+
 static const prec_converters converters_portable = {
     .isa = CPU_ISA_PORTABLE,
     .f16_to_f32 = f16_to_f32_portable,
     .f32_to_f16 = f32_to_f16_portable,
     .bf16_to_f32 = bf16_to_f32_portable,
     .f32_to_bf16 = f32_to_bf16_portable,
+    .f32_absmax = f32_absmax_portable,
+    .f32_to_i8 = f32_to_i8_portable,
 };
 
 const prec_converters *prec_converters_portable(void) { return &converters_portable; }

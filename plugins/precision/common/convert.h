@@ -1,4 +1,5 @@
-/* convert.h: bulk conversions between float32 and the 16-bit formats, one
+/* convert.h: bulk conversions between float32 and the 16-bit formats, and
+ * the int8 row quantiser's two passes (max |row|, then scale and round), one
  * table per instruction-set tier (cpu_isa.h), the fastest chosen at run
  * time. Every table gives the same bits as the scalar rules of float_bits.h
  * for every input; only the speed differs (portable: a scalar loop; avx2: 8
@@ -22,6 +23,11 @@ typedef struct prec_converters {
     void (*f32_to_f16)(const float *src, uint16_t *dst, size_t n);
     void (*bf16_to_f32)(const uint16_t *src, float *dst, size_t n);
     void (*f32_to_bf16)(const float *src, uint16_t *dst, size_t n);
+    /* int8 rows (a scale per row, formats.c): the largest |src[i]| of
+     * src[n], NaN skipped, 0 for n = 0 (as prec_f32_absmax); and
+     * dst[i] = prec_f32_to_i8(src[i] * inv), for inv = 1 / the row's scale. */
+    float (*f32_absmax)(const float *src, size_t n);
+    void (*f32_to_i8)(const float *src, int8_t *dst, size_t n, float inv);
 } prec_converters;
 
 /* The table of one tier: the best one built that does not exceed isa (the

@@ -56,12 +56,41 @@ static void f32_to_bf16_avx512(const float *src, uint16_t *dst, size_t n)
     }
 }
 
+static float f32_absmax_avx512(const float *src, size_t n)
+{
+    __m512 m0 = _mm512_setzero_ps(), m1 = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        m0 = prec_absmax_step_ps16(m0, _mm512_loadu_ps(src + i));
+        m1 = prec_absmax_step_ps16(m1, _mm512_loadu_ps(src + i + 16));
+    }
+    for (; i + 16 <= n; i += 16)
+        m0 = prec_absmax_step_ps16(m0, _mm512_loadu_ps(src + i));
+    if (i < n) /* masked-off lanes load +0, which leaves the maximum as it is */
+        m1 = prec_absmax_step_ps16(m1, _mm512_maskz_loadu_ps(tail_mask(n - i), src + i));
+    return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+}
+
+static void f32_to_i8_avx512(const float *src, int8_t *dst, size_t n, float inv)
+{
+    const __m512 vinv = _mm512_set1_ps(inv);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm_storeu_si128((__m128i *)(void *)(dst + i), prec_ps_to_i8x16(_mm512_mul_ps(_mm512_loadu_ps(src + i), vinv)));
+    if (i < n) {
+        __mmask16 m = tail_mask(n - i);
+        _mm_mask_storeu_epi8(dst + i, m, prec_ps_to_i8x16(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, src + i), vinv)));
+    }
+}
+
 static const prec_converters converters_avx512 = {
     .isa = CPU_ISA_AVX512,
     .f16_to_f32 = f16_to_f32_avx512,
     .f32_to_f16 = f32_to_f16_avx512,
     .bf16_to_f32 = bf16_to_f32_avx512,
     .f32_to_bf16 = f32_to_bf16_avx512,
+    .f32_absmax = f32_absmax_avx512,
+    .f32_to_i8 = f32_to_i8_avx512,
 };
 
 const prec_converters *prec_converters_avx512(void) { return &converters_avx512; }

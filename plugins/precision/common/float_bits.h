@@ -58,6 +58,14 @@ static inline int8_t prec_f32_to_i8(float x)
     return (int8_t)(r - 12582912.0f);
 }
 
+/* The running maximum of |x| over a row, as the int8 scale wants it: a NaN
+ * leaves m as it is (the comparison is false). */
+static inline float prec_absmax_step(float m, float x)
+{
+    const float a = prec_bits_f32(prec_f32_bits(x) & 0x7fffffffu);
+    return a > m ? a : m;
+}
+
 static inline float prec_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
@@ -140,6 +148,23 @@ static inline __attribute__((always_inline)) __m128i prec_ps_to_bf16x8(__m256 v)
     r = _mm256_blendv_epi8(r, q, nan);
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
 }
+
+/* 8 float32 -> 8 int32 holding prec_f32_to_i8 lane by lane: NaN -> 0, then
+ * clamped to [-127, 127] and rounded to nearest even (vcvtps2dq in the
+ * default rounding mode, as the scalar rule's 1.5 * 2^23 trick). */
+static inline __attribute__((always_inline)) __m256i prec_ps_to_i8x8_epi32(__m256 v)
+{
+    v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q));
+    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+    return _mm256_cvtps_epi32(v);
+}
+
+/* max(m, |v|) lane by lane, a NaN in v leaving m (vmaxps returns its second
+ * operand when either is NaN), as prec_absmax_step. */
+static inline __attribute__((always_inline)) __m256 prec_absmax_step_ps(__m256 m, __m256 v)
+{
+    return _mm256_max_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), v), m);
+}
 #endif
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
@@ -158,6 +183,21 @@ static inline __attribute__((always_inline)) __m256i prec_ps_to_bf16x16(__m512 v
     __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
     r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
     return _mm512_cvtepi32_epi16(r);
+}
+
+/* 16 float32 -> 16 int8, as prec_f32_to_i8 lane by lane (see the AVX2 form). */
+static inline __attribute__((always_inline)) __m128i prec_ps_to_i8x16(__m512 v)
+{
+    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+    return _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v));
+}
+
+/* max(m, |v|) lane by lane, a NaN in v leaving m, as prec_absmax_step. */
+static inline __attribute__((always_inline)) __m512 prec_absmax_step_ps16(__m512 m, __m512 v)
+{
+    return _mm512_max_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff))),
+                         m);
 }
 #endif
 

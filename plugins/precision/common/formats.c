@@ -107,9 +107,7 @@ static void int8_to_f32(const void *src, float *dst, size_t n)
 
 static void int8_from_f32(const float *src, void *dst, size_t n)
 {
-    int8_t *q = dst;
-    for (size_t i = 0; i < n; i++)
-        q[i] = prec_f32_to_i8(src[i]);
+    prec_converters_best()->f32_to_i8(src, dst, n, 1.0f); /* x * 1 is x, NaN stays NaN */
 }
 
 const bc_precision_ops prec_int8_ops = {
