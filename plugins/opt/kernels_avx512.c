@@ -402,6 +402,80 @@ static void attend_avx512(float *out, const float *q, const void *k, const void 
     attend_split_avx512(out, q, k, v, 0, k, v, dt, keep, S, D, scores);
 }
 
+/* ---- the column path's tiles (kernels_cols.c) ------------------------------ */
+
+enum {
+    COLS_MIN_M = 16, /* rows of x from which linear takes the column path */
+    COLS_KC = 256,   /* columns of w per panel: the tiles' row stride of pk */
+    COLS_NP = 24,    /* rows of w per panel */
+};
+
+_Static_assert(COLS_NP <= OPT_COLS_NP_MAX && COLS_KC <= OPT_COLS_KC_MAX, "the column path's buffers hold the panel");
+
+/* acc[j][i] += sum_{k < kc} xt[k][i] * pk[j][k] for i < 16 * MV, j < NR:
+ * 16 * MV rows of x in MV vectors, each weight broadcast once per vector. */
+ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const float *pk, int kc, float *acc,
+                            size_t ldacc, opt_cols_prefetch pf)
+{
+    /* the prefetch plan, one line per k step: row r, line l */
+    const int pf_n = pf.rows * pf.lines;
+    int pf_r = 0;
+    const char *pf_line = pf.base;
+    __m512 a[COLS_NP][2];
+#pragma GCC unroll 24
+    for (int j = 0; j < NR; j++)
+#pragma GCC unroll 2
+        for (int v = 0; v < MV; v++)
+            a[j][v] = _mm512_loadu_ps(acc + (size_t)j * ldacc + 16 * v);
+    for (int k = 0; k < kc; k++) {
+        if (k < pf_n) {
+            _mm_prefetch(pf_line + (size_t)pf_r * pf.ld, _MM_HINT_T0);
+            if (++pf_r == pf.rows) {
+                pf_r = 0;
+                pf_line += 64;
+            }
+        }
+        const float *xr = xt + (size_t)k * ldxt;
+        __m512 xv[2];
+#pragma GCC unroll 2
+        for (int v = 0; v < MV; v++)
+            xv[v] = _mm512_loadu_ps(xr + 16 * v);
+#pragma GCC unroll 24
+        for (int j = 0; j < NR; j++) {
+            const __m512 b = _mm512_set1_ps(pk[j * COLS_KC + k]);
+#pragma GCC unroll 2
+            for (int v = 0; v < MV; v++)
+                a[j][v] = _mm512_fmadd_ps(xv[v], b, a[j][v]);
+        }
+    }
+#pragma GCC unroll 24
+    for (int j = 0; j < NR; j++)
+#pragma GCC unroll 2
+        for (int v = 0; v < MV; v++)
+            _mm512_storeu_ps(acc + (size_t)j * ldacc + 16 * v, a[j][v]);
+}
+
+static void col_tile_16x24(const float *xt, size_t ldxt, const float *pk, int kc, float *acc, size_t ldacc,
+                           opt_cols_prefetch pf)
+{
+    col_tile(1, 24, xt, ldxt, pk, kc, acc, ldacc, pf);
+}
+
+static void col_tile_32x12(const float *xt, size_t ldxt, const float *pk, int kc, float *acc, size_t ldacc,
+                           opt_cols_prefetch pf)
+{
+    col_tile(2, 12, xt, ldxt, pk, kc, acc, ldacc, pf);
+}
+
+static const opt_cols_spec cols_avx512 = {
+    .lanes = 16,
+    .np = COLS_NP,
+    .kc = COLS_KC,
+    .nr = {24, 12},
+    .tile = {col_tile_16x24, col_tile_32x12},
+    .to_f32 = to_f32_avx512,
+};
+
 /* ---- linear ---------------------------------------------------------------- */
 
 static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K, int N,
@@ -458,7 +532,9 @@ static void linear_avx512(float *y, const float *x, const void *w, opt_dtype wt,
 {
     if (n0 >= n1 || M <= 0)
         return;
-    if ((long)M * K <= DIRECT_MAX_XK)
+    if (M >= COLS_MIN_M && opt_linear_cols_fits(&cols_avx512, M, K))
+        opt_linear_cols(&cols_avx512, y, x, w, wt, bias, M, K, N, n0, n1, relu);
+    else if ((long)M * K <= DIRECT_MAX_XK)
         linear_direct(y, x, w, wt, bias, M, K, N, n0, n1, relu);
     else
         linear_blocked(y, x, w, wt, bias, M, K, N, n0, n1, relu);
