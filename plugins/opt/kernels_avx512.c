@@ -410,7 +410,7 @@ enum {
     COLS_NP = 24,    /* rows of w per panel */
 };
 
-_Static_assert(COLS_NP <= OPT_COLS_NP_MAX && COLS_KC <= OPT_COLS_KC_MAX, "the column path's buffers hold the panel");
+_Static_assert((int)COLS_NP <= (int)OPT_COLS_NP_MAX && (int)COLS_KC <= (int)OPT_COLS_KC_MAX, "the column path's buffers hold the panel");
 
 /* acc[j][i] += sum_{k < kc} xt[k][i] * pk[j][k] for i < 16 * MV, j < NR:
  * 16 * MV rows of x in MV vectors, each weight broadcast once per vector. */
