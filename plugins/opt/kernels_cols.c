@@ -34,15 +34,22 @@ static int rows_per_block(const opt_cols_spec *s, int K)
     return mc / step * step;
 }
 
-/* xt[k * mp + i] = x[(m0 + i) * K + k] for i < mc, 0 for mc <= i < mp. */
+/* xt[k * mp + i] = x[(m0 + i) * K + k] for i < mc, 0 for mc <= i < mp.
+ * Sixteen columns (one 64-byte line of a row of x) at a time: rows of x are
+ * K floats apart, often a multiple of 4 KiB, so walking all mc rows for each
+ * k would evict a line of x before its next column is read. */
 static void pack_x_transposed(float *xt, const float *x, int K, int m0, int mc, int mp)
 {
-    for (int k = 0; k < K; k++) {
-        float *row = xt + (size_t)k * mp;
-        for (int i = 0; i < mc; i++)
-            row[i] = x[(size_t)(m0 + i) * K + k];
-        for (int i = mc; i < mp; i++)
-            row[i] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        const int kn = K - k0 < 16 ? K - k0 : 16;
+        for (int i = 0; i < mc; i++) {
+            const float *xr = x + (size_t)(m0 + i) * K + k0;
+            for (int k = 0; k < kn; k++)
+                xt[(size_t)(k0 + k) * mp + i] = xr[k];
+        }
+        for (int k = 0; k < kn; k++)
+            for (int i = mc; i < mp; i++)
+                xt[(size_t)(k0 + k) * mp + i] = 0.0f;
     }
 }
 
@@ -90,14 +97,14 @@ void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const voi
                     i += mv * s->lanes;
                 }
             }
-            for (int j = 0; j < nr; j++) {
-                const float b = bias ? bias[n + j] : 0.0f;
-                const float *a = acc + (size_t)j * mp;
-                for (int i = 0; i < mc; i++) {
-                    float v = (scale ? scale[n + j] * a[i] : a[i]) + b;
+            for (int i = 0; i < mc; i++) { /* by rows of y: contiguous stores */
+                float *yr = y + (size_t)(m0 + i) * N + n;
+                for (int j = 0; j < nr; j++) {
+                    const float a = acc[(size_t)j * mp + i];
+                    float v = (scale ? scale[n + j] * a : a) + (bias ? bias[n + j] : 0.0f);
                     if (relu && v < 0.0f)
                         v = 0.0f;
-                    y[(size_t)(m0 + i) * N + n + j] = v;
+                    yr[j] = v;
                 }
             }
         }
