@@ -346,6 +346,22 @@ enum {
 
 _Static_assert((int)COLS_NP <= (int)OPT_COLS_NP_MAX && (int)COLS_KC <= (int)OPT_COLS_KC_MAX, "the column path's buffers hold the panel");
 
+/* One k step of a column tile: a[j][v] += xr[V v .. V v + V) * pk[j][0]. */
+ALWAYS_INLINE void col_step(int MV, int NR, __m256 a[][2], const float *xr, const float *pk)
+{
+    __m256 xv[2];
+#pragma GCC unroll 2
+    for (int v = 0; v < MV; v++)
+        xv[v] = _mm256_loadu_ps(xr + 8 * v);
+#pragma GCC unroll 12
+    for (int j = 0; j < NR; j++) {
+        const __m256 b = _mm256_broadcast_ss(pk + j * COLS_KC);
+#pragma GCC unroll 2
+        for (int v = 0; v < MV; v++)
+            a[j][v] = _mm256_fmadd_ps(xv[v], b, a[j][v]);
+    }
+}
+
 /* acc[j][i] += sum_{k < kc} xt[k][i] * pk[j][k] for i < 8 * MV, j < NR:
  * 8 * MV rows of x in MV vectors, each weight broadcast once per vector
  * (MV * NR accumulators + MV + 1 registers <= 16). */
@@ -362,27 +378,19 @@ ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const 
 #pragma GCC unroll 2
         for (int v = 0; v < MV; v++)
             a[j][v] = _mm256_loadu_ps(acc + (size_t)j * ldacc + 8 * v);
-    for (int k = 0; k < kc; k++) {
-        if (k < pf_n) {
-            _mm_prefetch(pf_line + (size_t)pf_r * pf.ld, _MM_HINT_T0);
-            if (++pf_r == pf.rows) {
-                pf_r = 0;
-                pf_line += 64;
-            }
+    /* the k steps that prefetch, then the rest without the bookkeeping */
+    const int kp = pf_n < kc ? pf_n : kc;
+    int k = 0;
+    for (; k < kp; k++) {
+        _mm_prefetch(pf_line + (size_t)pf_r * pf.ld, _MM_HINT_T0);
+        if (++pf_r == pf.rows) {
+            pf_r = 0;
+            pf_line += 64;
         }
-        const float *xr = xt + (size_t)k * ldxt;
-        __m256 xv[2];
-#pragma GCC unroll 2
-        for (int v = 0; v < MV; v++)
-            xv[v] = _mm256_loadu_ps(xr + 8 * v);
-#pragma GCC unroll 12
-        for (int j = 0; j < NR; j++) {
-            const __m256 b = _mm256_broadcast_ss(pk + j * COLS_KC + k);
-#pragma GCC unroll 2
-            for (int v = 0; v < MV; v++)
-                a[j][v] = _mm256_fmadd_ps(xv[v], b, a[j][v]);
-        }
+        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k);
     }
+    for (; k < kc; k++)
+        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k);
 #pragma GCC unroll 12
     for (int j = 0; j < NR; j++)
 #pragma GCC unroll 2
