@@ -475,7 +475,7 @@ static void linear_avx2(float *y, const float *x, const void *w, opt_dtype wt, c
 {
     if (n0 >= n1 || M <= 0)
         return;
-    if (M >= COLS_MIN_M && opt_linear_cols_fits(&cols_avx2, M, K))
+    if (M >= COLS_MIN_M)
         opt_linear_cols(&cols_avx2, y, x, w, wt, bias, M, K, N, n0, n1, relu);
     else if ((long)M * K <= DIRECT_MAX_XK)
         linear_direct(y, x, w, wt, bias, M, K, N, n0, n1, relu);

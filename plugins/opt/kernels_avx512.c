@@ -540,7 +540,7 @@ static void linear_avx512(float *y, const float *x, const void *w, opt_dtype wt,
 {
     if (n0 >= n1 || M <= 0)
         return;
-    if (M >= COLS_MIN_M && opt_linear_cols_fits(&cols_avx512, M, K))
+    if (M >= COLS_MIN_M)
         opt_linear_cols(&cols_avx512, y, x, w, wt, bias, M, K, N, n0, n1, relu);
     else if ((long)M * K <= DIRECT_MAX_XK)
         linear_direct(y, x, w, wt, bias, M, K, N, n0, n1, relu);

@@ -43,17 +43,18 @@ static inline void opt_convert_from_f32(const prec_converters *cv, void *dst, op
 
 /* ---- the column path (kernels_cols.c) ---------------------------------
  * linear for many rows of x (M >= a variant's threshold), vectors along M:
- * x is transposed once per block of rows, xt[k][i] = x[m0 + i, k] (i <
- * mp, zero beyond M), and a panel of np weight rows x kc columns is converted
- * to fp32, pk[j][k] = w[n + j, kb + k] (zero rows beyond n1). A tile keeps
- * mv vectors of x rows by nr weight rows in registers:
+ * x is transposed once per block of rows and chunk of K, xt[k][i] =
+ * x[m0 + i, kx + k] (i < mp, zero beyond M), and a panel of np weight rows
+ * x kc columns is converted to fp32, pk[j][k] = w[n + j, kb + k] (zero rows
+ * beyond n1). A tile keeps mv vectors of x rows by nr weight rows in
+ * registers:
  *   acc[j][i] += sum_{k < kc} xt[k][i] * pk[j][k]
  * (one broadcast of pk[j][k] per FMA row, no horizontal sums), over all K
- * blocks before anything is written to y. Each y[m, n] is one fp32 chain in
- * k order whatever the tile, the panel or the split of [n0, n1), so every
- * split gives the same bits. */
+ * blocks of a chunk before y is written (once per chunk of 1024 columns).
+ * Each y[m, n] is the same fp32 chains in k order whatever the tile, the
+ * panel or the split of [n0, n1), so every split gives the same bits. */
 enum {
-    OPT_COLS_XT_FLOATS = 65536, /* xt on the stack: K * mp <= this (256 KiB) */
+    OPT_COLS_XT_FLOATS = 65536, /* xt on the stack (256 KiB): rows x columns of a chunk */
     OPT_COLS_MC = 64,           /* rows of x per block at most */
     OPT_COLS_NP_MAX = 24,       /* rows of w per panel at most */
     OPT_COLS_KC_MAX = 256,      /* columns per panel at most */
@@ -85,8 +86,6 @@ typedef struct opt_cols_spec {
     void (*to_f32)(float *dst, const void *src, opt_dtype st, size_t n);
 } opt_cols_spec;
 
-/* Whether opt_linear_cols can take x[M, K] (xt must fit the stack buffer). */
-int opt_linear_cols_fits(const opt_cols_spec *s, int M, int K);
 /* The linear entry's contract (kernels.h) through the column path. */
 void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const void *w, opt_dtype wt, const float *bias,
                      int M, int K, int N, int n0, int n1, int relu);

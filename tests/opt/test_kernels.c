@@ -345,7 +345,7 @@ static void run_linear_suite(const opt_kernels *k)
         /* the column path (M >= 8 on avx2, >= 16 on avx512): one and two
          * vectors of rows and a part vector, several K blocks (256) and
          * blocks of rows (64, or 16 at large K), N tails of the panel
-         * (12 / 24 rows), K too large for it (avx512 falls back) */
+         * (12 / 24 rows), K over several chunks of 1024 columns */
         check_linear(k, (opt_dtype)wt, 8, 7, 13, 0, 13, 1, 1, tol);
         check_linear(k, (opt_dtype)wt, 16, 256, 24, 0, 24, 0, 0, tol);
         check_linear(k, (opt_dtype)wt, 16, 257, 25, 1, 25, 1, 0, tol);
