@@ -410,13 +410,33 @@ static void col_tile_16x6(const float *xt, size_t ldxt, const float *pk, int kc,
     col_tile(2, 6, xt, ldxt, pk, kc, acc, ldacc, pf);
 }
 
+/* A panel row in fp32: the tiles' loads, in registers (int8 without its scale). */
+ALWAYS_INLINE void pack_row_dt(float *dst, const void *w, opt_dtype dt, int n)
+{
+    int k = 0;
+    for (; k + 8 <= n; k += 8)
+        _mm256_storeu_ps(dst + k, load8(w, dt, (size_t)k));
+    if (k < n)
+        _mm256_maskstore_ps(dst + k, lane_mask(n - k), load8_part(w, dt, (size_t)k, n - k));
+}
+
+static void col_pack_row(float *dst, const void *w, opt_dtype wt, int n)
+{
+    switch (wt) {
+    case OPT_F16: pack_row_dt(dst, w, OPT_F16, n); break;
+    case OPT_BF16: pack_row_dt(dst, w, OPT_BF16, n); break;
+    case OPT_I8: pack_row_dt(dst, w, OPT_I8, n); break;
+    default: pack_row_dt(dst, w, OPT_F32, n); break;
+    }
+}
+
 static const opt_cols_spec cols_avx2 = {
     .lanes = 8,
     .np = COLS_NP,
     .kc = COLS_KC,
     .nr = {12, 6},
     .tile = {col_tile_8x12, col_tile_16x6},
-    .to_f32 = to_f32_avx2,
+    .pack_row = col_pack_row,
 };
 
 /* ---- linear ------------------------------------------------------------------ */

@@ -89,8 +89,8 @@ void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const voi
                 for (int kb = kx; kb < kx + kxn; kb += kc_max) {
                     const int kc = kx + kxn - kb < kc_max ? kx + kxn - kb : kc_max;
                     for (int j = 0; j < nr; j++)
-                        s->to_f32(pk + (size_t)j * kc_max, (const char *)w + ((size_t)(n + j) * K + kb) * es, wt,
-                                  (size_t)kc);
+                        s->pack_row(pk + (size_t)j * kc_max, (const char *)w + ((size_t)(n + j) * K + kb) * es, wt,
+                                    kc);
                     /* the block packed next: these rows' next columns, or the next panel's first */
                     const int more = kb + kc < kx + kxn;
                     const int nb = more ? n : n + np, kn = more ? kb + kc : kx;

@@ -82,8 +82,8 @@ typedef struct opt_cols_spec {
     int kc;                     /* columns per panel (the tiles' row stride of pk) */
     int nr[2];                  /* rows of w of the tiles with 1 and 2 vectors of x rows */
     opt_cols_tile_fn tile[2];   /* those tiles */
-    /* the variant's bulk conversion (its to_f32 entry) */
-    void (*to_f32)(float *dst, const void *src, opt_dtype st, size_t n);
+    /* dst[k] = w[k] in fp32 (int8: q, no scale), k < n: one row of a panel */
+    void (*pack_row)(float *dst, const void *w, opt_dtype wt, int n);
 } opt_cols_spec;
 
 /* The linear entry's contract (kernels.h) through the column path. */
