@@ -368,10 +368,6 @@ ALWAYS_INLINE void col_step(int MV, int NR, __m256 a[][2], const float *xr, cons
 ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const float *pk, int kc, float *acc,
                             size_t ldacc, opt_cols_prefetch pf)
 {
-    /* the prefetch plan, one line per k step: row r, line l */
-    const int pf_n = pf.rows * pf.lines;
-    int pf_r = 0;
-    const char *pf_line = pf.base;
     __m256 a[COLS_NP][2];
 #pragma GCC unroll 12
     for (int j = 0; j < NR; j++)
@@ -379,14 +375,10 @@ ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const 
         for (int v = 0; v < MV; v++)
             a[j][v] = _mm256_loadu_ps(acc + (size_t)j * ldacc + 8 * v);
     /* the k steps that prefetch, then the rest without the bookkeeping */
-    const int kp = pf_n < kc ? pf_n : kc;
+    const int kp = opt_cols_prefetch_steps(&pf, kc);
     int k = 0;
     for (; k < kp; k++) {
-        _mm_prefetch(pf_line + (size_t)pf_r * pf.ld, _MM_HINT_T0);
-        if (++pf_r == pf.rows) {
-            pf_r = 0;
-            pf_line += 64;
-        }
+        opt_cols_prefetch_next(&pf);
         col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k);
     }
     for (; k < kc; k++)

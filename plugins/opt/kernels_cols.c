@@ -100,7 +100,7 @@ void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const voi
                         const int mv = mp - i >= 2 * s->lanes ? 2 : 1;
                         const int tr = s->nr[mv - 1];
                         for (int j = 0; j < nr; j += tr) {
-                            opt_cols_prefetch pf = {NULL, 0, 0, 0};
+                            opt_cols_prefetch pf = {NULL, 0, 0, 0, 0};
                             if (i == 0 && nbr > j) { /* each line once: by the first tile of rows */
                                 pf.base = (const char *)w + ((size_t)(nb + j) * K + kn) * es;
                                 pf.ld = (size_t)K * es;

@@ -62,12 +62,29 @@ enum {
 
 /* What a tile prefetches while it computes (the weights of the next panel
  * block, so memory streams during the FMAs): lines 64-byte lines of each of
- * rows rows, row r at base + r * ld. rows = 0: nothing. */
+ * rows rows, row r at base + r * ld. rows = 0: nothing. r is the cursor
+ * (0 to start): opt_cols_prefetch_next issues row r's line, then the next
+ * row's, then the next line of each row. */
 typedef struct opt_cols_prefetch {
     const char *base;
     size_t ld;
-    int rows, lines;
+    int rows, lines, r;
 } opt_cols_prefetch;
+
+/* The k steps of a kc-step tile that prefetch (one line each). */
+static inline int opt_cols_prefetch_steps(const opt_cols_prefetch *pf, int kc)
+{
+    return pf->rows * pf->lines < kc ? pf->rows * pf->lines : kc;
+}
+
+static inline void opt_cols_prefetch_next(opt_cols_prefetch *pf)
+{
+    __builtin_prefetch(pf->base + (size_t)pf->r * pf->ld); /* prefetcht0 */
+    if (++pf->r == pf->rows) {
+        pf->r = 0;
+        pf->base += 64;
+    }
+}
 
 /* acc[j * ldacc + i] += sum_{k < kc} xt[k * ldxt + i] * pk[j * kc_stride + k]
  * for i < mv * lanes, j < nr (the tile's own constants; kc_stride is the
