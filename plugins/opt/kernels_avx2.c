@@ -336,6 +336,101 @@ static void attend_avx2(float *out, const float *q, const void *k, const void *v
     attend_split_avx2(out, q, k, v, 0, k, v, dt, keep, S, D, scores);
 }
 
+/* ---- the column path's tiles (kernels_cols.c) ---------------------------------- */
+
+enum {
+    COLS_MIN_M = 8, /* rows of x from which linear takes the column path */
+    COLS_KC = 256,  /* columns of w per panel: the tiles' row stride of pk */
+    COLS_NP = 12,   /* rows of w per panel */
+};
+
+_Static_assert((int)COLS_NP <= (int)OPT_COLS_NP_MAX && (int)COLS_KC <= (int)OPT_COLS_KC_MAX, "the column path's buffers hold the panel");
+
+/* One k step of a column tile: a[j][v] += xr[V v .. V v + V) * pk[j][0]. */
+ALWAYS_INLINE void col_step(int MV, int NR, __m256 a[][2], const float *xr, const float *pk)
+{
+    __m256 xv[2];
+#pragma GCC unroll 2
+    for (int v = 0; v < MV; v++)
+        xv[v] = _mm256_loadu_ps(xr + 8 * v);
+#pragma GCC unroll 12
+    for (int j = 0; j < NR; j++) {
+        const __m256 b = _mm256_broadcast_ss(pk + j * COLS_KC);
+#pragma GCC unroll 2
+        for (int v = 0; v < MV; v++)
+            a[j][v] = _mm256_fmadd_ps(xv[v], b, a[j][v]);
+    }
+}
+
+/* acc[j][i] += sum_{k < kc} xt[k][i] * pk[j][k] for i < 8 * MV, j < NR:
+ * 8 * MV rows of x in MV vectors, each weight broadcast once per vector
+ * (MV * NR accumulators + MV + 1 registers <= 16). */
+ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const float *pk, int kc, float *acc,
+                            size_t ldacc, opt_cols_prefetch pf)
+{
+    __m256 a[COLS_NP][2];
+#pragma GCC unroll 12
+    for (int j = 0; j < NR; j++)
+#pragma GCC unroll 2
+        for (int v = 0; v < MV; v++)
+            a[j][v] = _mm256_loadu_ps(acc + (size_t)j * ldacc + 8 * v);
+    /* the k steps that prefetch, then the rest without the bookkeeping */
+    const int kp = opt_cols_prefetch_steps(&pf, kc);
+    int k = 0;
+    for (; k < kp; k++) {
+        opt_cols_prefetch_next(&pf);
+        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k);
+    }
+    for (; k < kc; k++)
+        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k);
+#pragma GCC unroll 12
+    for (int j = 0; j < NR; j++)
+#pragma GCC unroll 2
+        for (int v = 0; v < MV; v++)
+            _mm256_storeu_ps(acc + (size_t)j * ldacc + 8 * v, a[j][v]);
+}
+
+static void col_tile_8x12(const float *xt, size_t ldxt, const float *pk, int kc, float *acc, size_t ldacc,
+                           opt_cols_prefetch pf)
+{
+    col_tile(1, 12, xt, ldxt, pk, kc, acc, ldacc, pf);
+}
+
+static void col_tile_16x6(const float *xt, size_t ldxt, const float *pk, int kc, float *acc, size_t ldacc,
+                           opt_cols_prefetch pf)
+{
+    col_tile(2, 6, xt, ldxt, pk, kc, acc, ldacc, pf);
+}
+
+/* A panel row in fp32: the tiles' loads, in registers (int8 without its scale). */
+ALWAYS_INLINE void pack_row_dt(float *dst, const void *w, opt_dtype dt, int n)
+{
+    int k = 0;
+    for (; k + 8 <= n; k += 8)
+        _mm256_storeu_ps(dst + k, load8(w, dt, (size_t)k));
+    if (k < n)
+        _mm256_maskstore_ps(dst + k, lane_mask(n - k), load8_part(w, dt, (size_t)k, n - k));
+}
+
+static void col_pack_row(float *dst, const void *w, opt_dtype wt, int n)
+{
+    switch (wt) {
+    case OPT_F16: pack_row_dt(dst, w, OPT_F16, n); break;
+    case OPT_BF16: pack_row_dt(dst, w, OPT_BF16, n); break;
+    case OPT_I8: pack_row_dt(dst, w, OPT_I8, n); break;
+    default: pack_row_dt(dst, w, OPT_F32, n); break;
+    }
+}
+
+static const opt_cols_spec cols_avx2 = {
+    .lanes = 8,
+    .np = COLS_NP,
+    .kc = COLS_KC,
+    .nr = {12, 6},
+    .tile = {col_tile_8x12, col_tile_16x6},
+    .pack_row = col_pack_row,
+};
+
 /* ---- linear ------------------------------------------------------------------ */
 
 static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K, int N,
@@ -392,7 +487,9 @@ static void linear_avx2(float *y, const float *x, const void *w, opt_dtype wt, c
 {
     if (n0 >= n1 || M <= 0)
         return;
-    if ((long)M * K <= DIRECT_MAX_XK)
+    if (M >= COLS_MIN_M)
+        opt_linear_cols(&cols_avx2, y, x, w, wt, bias, M, K, N, n0, n1, relu);
+    else if ((long)M * K <= DIRECT_MAX_XK)
         linear_direct(y, x, w, wt, bias, M, K, N, n0, n1, relu);
     else
         linear_blocked(y, x, w, wt, bias, M, K, N, n0, n1, relu);

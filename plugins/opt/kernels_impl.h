@@ -41,4 +41,70 @@ static inline void opt_convert_from_f32(const prec_converters *cv, void *dst, op
     }
 }
 
+/* ---- the column path (kernels_cols.c) ---------------------------------
+ * linear for many rows of x (M >= a variant's threshold), vectors along M:
+ * x is transposed once per block of rows and chunk of K, xt[k][i] =
+ * x[m0 + i, kx + k] (i < mp, zero beyond M), and a panel of np weight rows
+ * x kc columns is converted to fp32, pk[j][k] = w[n + j, kb + k] (zero rows
+ * beyond n1). A tile keeps mv vectors of x rows by nr weight rows in
+ * registers:
+ *   acc[j][i] += sum_{k < kc} xt[k][i] * pk[j][k]
+ * (one broadcast of pk[j][k] per FMA row, no horizontal sums), over all K
+ * blocks of a chunk before y is written (once per chunk of 1024 columns).
+ * Each y[m, n] is the same fp32 chains in k order whatever the tile, the
+ * panel or the split of [n0, n1), so every split gives the same bits. */
+enum {
+    OPT_COLS_XT_FLOATS = 65536, /* xt on the stack (256 KiB): rows x columns of a chunk */
+    OPT_COLS_MC = 64,           /* rows of x per block at most */
+    OPT_COLS_NP_MAX = 24,       /* rows of w per panel at most */
+    OPT_COLS_KC_MAX = 256,      /* columns per panel at most */
+};
+
+/* What a tile prefetches while it computes (the weights of the next panel
+ * block, so memory streams during the FMAs): lines 64-byte lines of each of
+ * rows rows, row r at base + r * ld. rows = 0: nothing. r is the cursor
+ * (0 to start): opt_cols_prefetch_next issues row r's line, then the next
+ * row's, then the next line of each row. */
+typedef struct opt_cols_prefetch {
+    const char *base;
+    size_t ld;
+    int rows, lines, r;
+} opt_cols_prefetch;
+
+/* The k steps of a kc-step tile that prefetch (one line each). */
+static inline int opt_cols_prefetch_steps(const opt_cols_prefetch *pf, int kc)
+{
+    return pf->rows * pf->lines < kc ? pf->rows * pf->lines : kc;
+}
+
+static inline void opt_cols_prefetch_next(opt_cols_prefetch *pf)
+{
+    __builtin_prefetch(pf->base + (size_t)pf->r * pf->ld); /* prefetcht0 */
+    if (++pf->r == pf->rows) {
+        pf->r = 0;
+        pf->base += 64;
+    }
+}
+
+/* acc[j * ldacc + i] += sum_{k < kc} xt[k * ldxt + i] * pk[j * kc_stride + k]
+ * for i < mv * lanes, j < nr (the tile's own constants; kc_stride is the
+ * spec's kc), prefetching pf one line per k step. */
+typedef void (*opt_cols_tile_fn)(const float *xt, size_t ldxt, const float *pk, int kc, float *acc, size_t ldacc,
+                                 opt_cols_prefetch pf);
+
+/* What a variant gives the column path. */
+typedef struct opt_cols_spec {
+    int lanes;                  /* floats per vector */
+    int np;                     /* rows of w per panel, a multiple of both nr */
+    int kc;                     /* columns per panel (the tiles' row stride of pk) */
+    int nr[2];                  /* rows of w of the tiles with 1 and 2 vectors of x rows */
+    opt_cols_tile_fn tile[2];   /* those tiles */
+    /* dst[k] = w[k] in fp32 (int8: q, no scale), k < n: one row of a panel */
+    void (*pack_row)(float *dst, const void *w, opt_dtype wt, int n);
+} opt_cols_spec;
+
+/* The linear entry's contract (kernels.h) through the column path. */
+void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const void *w, opt_dtype wt, const float *bias,
+                     int M, int K, int N, int n0, int n1, int relu);
+
 #endif

@@ -2,7 +2,9 @@
  * precision reference; every SIMD variant this CPU has against the portable
  * one, for fp32, fp16, bf16 and int8 (per-row scales) weights, odd shapes (K and N not multiples of
  * 16, M = 1, 3, 4, 17 and M * K large enough for the cache-blocked path), bias
- * and ReLU on and off, and [n0, n1) sub-ranges; the scalar fp16/bf16
+ * and ReLU on and off, and [n0, n1) sub-ranges, the shapes of the column
+ * path (M >= 8 / 16: K blocks, blocks of rows, panel tails); the same bits
+ * for any split of [n0, n1) (every variant, path and dtype); the scalar fp16/bf16
  * conversions and the int8 element rule against known bit patterns (round
  * to nearest even); the fused
  * attention (portable against a double reference, SIMD against portable).
@@ -340,7 +342,61 @@ static void run_linear_suite(const opt_kernels *k)
         check_linear(k, (opt_dtype)wt, 130, 1100, 21, 3, 20, 0, 1, tol);
         check_linear(k, (opt_dtype)wt, 9, 4099, 150, 16, 149, 1, 1, tol);
         check_linear(k, (opt_dtype)wt, 301, 250, 70, 2, 69, 1, 1, tol);
+        /* the column path (M >= 8 on avx2, >= 16 on avx512): one and two
+         * vectors of rows and a part vector, several K blocks (256) and
+         * blocks of rows (64, or 16 at large K), N tails of the panel
+         * (12 / 24 rows), K over several chunks of 1024 columns */
+        check_linear(k, (opt_dtype)wt, 8, 7, 13, 0, 13, 1, 1, tol);
+        check_linear(k, (opt_dtype)wt, 16, 256, 24, 0, 24, 0, 0, tol);
+        check_linear(k, (opt_dtype)wt, 16, 257, 25, 1, 25, 1, 0, tol);
+        check_linear(k, (opt_dtype)wt, 33, 600, 50, 3, 47, 0, 1, tol);
+        check_linear(k, (opt_dtype)wt, 64, 1030, 37, 0, 37, 1, 1, tol);
+        check_linear(k, (opt_dtype)wt, 100, 130, 61, 5, 61, 1, 0, tol);
+        check_linear(k, (opt_dtype)wt, 40, 3000, 20, 0, 20, 1, 1, tol);
+        check_linear(k, (opt_dtype)wt, 20, 4200, 30, 2, 29, 0, 1, tol);
     }
+}
+
+/* A row's result must not depend on how [n0, n1) is split (what lets
+ * opt_linear_parallel give the same bits for any thread count): every path,
+ * dtype and split point, against the whole range, bit for bit. */
+static void run_split_suite(const opt_kernels *k)
+{
+    static const int shapes[][3] = {{1, 300, 70}, {5, 1030, 70}, {16, 300, 70}, {17, 1030, 70}, {64, 770, 70},
+                                    {70, 1030, 70}, {130, 600, 70}};
+    static const int cuts[][2] = {{16, 48}, {7, 37}, {1, 69}, {24, 25}};
+    rng_state = 7;
+    for (int wt = 0; wt <= OPT_I8; wt++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const int M = shapes[si][0], K = shapes[si][1], N = shapes[si][2];
+            float *x = malloc(sizeof(float) * (size_t)M * K), *wf = malloc(sizeof(float) * (size_t)N * K);
+            float *bias = malloc(sizeof(float) * (size_t)N);
+            float *y1 = malloc(sizeof(float) * (size_t)M * N), *y2 = malloc(sizeof(float) * (size_t)M * N);
+            assert_true(x && wf && bias && y1 && y2);
+            for (size_t i = 0; i < (size_t)M * K; i++)
+                x[i] = frand();
+            for (int i = 0; i < N; i++)
+                bias[i] = frand();
+            void *w = make_weights((opt_dtype)wt, N, K, wf);
+            k->linear(y1, x, w, (opt_dtype)wt, bias, M, K, N, 0, N, 1);
+            for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+                const int a = cuts[c][0], b = cuts[c][1];
+                memset(y2, 0xff, sizeof(float) * (size_t)M * N);
+                k->linear(y2, x, w, (opt_dtype)wt, bias, M, K, N, b, N, 1);
+                k->linear(y2, x, w, (opt_dtype)wt, bias, M, K, N, 0, a, 1);
+                k->linear(y2, x, w, (opt_dtype)wt, bias, M, K, N, a, b, 1);
+                if (memcmp(y1, y2, sizeof(float) * (size_t)M * N) != 0)
+                    print_error("%s %s M=%d K=%d N=%d: split at %d, %d changed the bits\n", opt_isa_name(k->isa),
+                                opt_dtype_name((opt_dtype)wt), M, K, N, a, b);
+                assert_memory_equal(y1, y2, sizeof(float) * (size_t)M * N);
+            }
+            free(w);
+            free(y2);
+            free(y1);
+            free(bias);
+            free(wf);
+            free(x);
+        }
 }
 
 /* dot, axpy, to_f32 and from_f32 of k against the portable variant. */
@@ -564,6 +620,7 @@ static void test_variant(opt_isa isa)
     assert_non_null(k);
     assert_int_equal(k->isa, isa);
     run_linear_suite(k);
+    run_split_suite(k);
     run_vector_suite(k);
     run_attend_suite(k);
 }

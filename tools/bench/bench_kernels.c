@@ -1,7 +1,16 @@
 /* bench_kernels.c: micro-benchmark of the OPT engine's CPU kernels and thread
  * pool, on OPT-125m's shapes (C = 768, F = 3072, V = 50272).
  *
- *   bench_kernels [--threads N] [--isa NAME] [--quick]
+ *   bench_kernels [--threads N] [--isa NAME] [--dtype NAME] [--m LIST] [--cpu-time]
+ *                 [--quick]
+ *
+ * --cpu-time times by the process's CPU time instead of the wall clock: on
+ * a loaded machine, with --threads 1, that leaves out the time the thread
+ * waited for a core (it still shares caches and memory with the others).
+ * --m 16,64,2048 measures only linear, on the OPT-125m layers' shapes (qkv
+ * fused [2304 x 768], out [768 x 768], fc1 [3072 x 768], fc2 [768 x 3072]
+ * and, for M <= 64, the lm_head [50272 x 768]) at each M; --dtype keeps one
+ * weight dtype (float32, float16, bfloat16, int8).
  *
  * Prints, for every kernel variant this CPU has (or just --isa), and 1..N
  * threads:
@@ -24,10 +33,12 @@
 
 #include "kernels.h"
 
+static int g_cpu_time; /* --cpu-time: time batches by the process's CPU time */
+
 static double now_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(g_cpu_time ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -201,19 +212,61 @@ static void pool_run_empty(void *vctx)
     opt_pool_run(c->pool, empty_task, NULL);
 }
 
+/* The shapes of --m: OPT-125m's linears at each M of list (comma separated). */
+typedef struct lin_shape {
+    char name[16];
+    int M, K, N;
+} lin_shape;
+
+static int shapes_for_m(const char *list, lin_shape *out, int cap)
+{
+    static const struct { const char *name; int K, N; } layers[] = {
+        {"qkv", 768, 2304}, {"out", 768, 768}, {"fc1", 768, 3072}, {"fc2", 3072, 768}, {"lm_head", 768, 50272},
+    };
+    int n = 0;
+    for (const char *p = list; *p;) {
+        char *end;
+        long M = strtol(p, &end, 10);
+        if (end == p || M < 1 || M > 4096)
+            return -1;
+        for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++) {
+            if (layers[l].N > 4096 && M > 64)
+                continue;
+            if (n == cap)
+                return -1;
+            snprintf(out[n].name, sizeof out[n].name, "%-7s M=%-4ld", layers[l].name, M);
+            out[n].M = (int)M;
+            out[n].K = layers[l].K;
+            out[n].N = layers[l].N;
+            n++;
+        }
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return -1;
+    }
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     int max_threads = 2;
-    const char *isa_only = NULL;
+    const char *isa_only = NULL, *dtype_only = NULL, *m_list = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             max_threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc)
             isa_only = argv[++i];
+        else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
+            dtype_only = argv[++i];
+        else if (!strcmp(argv[i], "--m") && i + 1 < argc)
+            m_list = argv[++i];
+        else if (!strcmp(argv[i], "--cpu-time"))
+            g_cpu_time = 1;
         else if (!strcmp(argv[i], "--quick"))
             g_quick = 1;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--isa portable|avx2|avx512|avx512_bf16] [--quick]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--threads N] [--isa portable|avx2|avx512|avx512_bf16] [--dtype NAME] "
+                            "[--m LIST] [--cpu-time] [--quick]\n", argv[0]);
             return 2;
         }
     }
@@ -223,8 +276,27 @@ int main(int argc, char **argv)
     printf("detected ISA: %s; threads 1..%d; medians of %d batches of >= %.0f ms\n", opt_isa_name(opt_isa_detect()),
            max_threads, g_quick ? 3 : 7, min_s * 1e3);
 
+    lin_shape shapes[64];
+    int n_shapes = 0;
+    if (m_list) {
+        n_shapes = shapes_for_m(m_list, shapes, 64);
+        if (n_shapes <= 0) {
+            fprintf(stderr, "%s: --m wants comma-separated row counts in 1..4096, not '%s'\n", argv[0], m_list);
+            return 2;
+        }
+    } else {
+        static const lin_shape fixed[] = {
+            {"q_proj  M=1   ", 1, 768, 768},     {"fc1     M=1   ", 1, 768, 3072},
+            {"fc2     M=1   ", 1, 3072, 768},    {"lm_head M=1   ", 1, 768, 50272},
+            {"fc1     M=16  ", 16, 768, 3072},   {"lm_head M=16  ", 16, 768, 50272},
+            {"fc1     M=512 ", 512, 768, 3072},  {"fc2     M=512 ", 512, 3072, 768},
+        };
+        n_shapes = (int)(sizeof fixed / sizeof fixed[0]);
+        memcpy(shapes, fixed, sizeof fixed);
+    }
+
     /* pool overhead */
-    for (int nt = 1; nt <= max_threads; nt++) {
+    for (int nt = 1; !m_list && nt <= max_threads; nt++) {
         pool_ctx pc = {opt_pool_create(nt)};
         if (!pc.pool)
             return 1;
@@ -237,13 +309,13 @@ int main(int argc, char **argv)
     }
 
     /* memory bandwidth */
-    size_t bw_n = (size_t)(g_quick ? 64 : 256) << 18; /* 64 or 256 MiB of floats */
+    size_t bw_n = m_list ? 64 : (size_t)(g_quick ? 64 : 256) << 18; /* 64 or 256 MiB of floats */
     float *bw_buf = malloc(bw_n * sizeof(float));
     if (!bw_buf)
         return 1;
     for (size_t i = 0; i < bw_n; i++)
         bw_buf[i] = (float)(i & 7);
-    for (int nt = 1; nt <= max_threads; nt++) {
+    for (int nt = 1; !m_list && nt <= max_threads; nt++) {
         bw_ctx bc = {.pool = opt_pool_create(nt), .buf = bw_buf, .n = bw_n};
         if (!bc.pool)
             return 1;
@@ -255,29 +327,31 @@ int main(int argc, char **argv)
     free(bw_buf);
 
     /* linear */
-    static const struct { const char *name; int M, K, N; } shapes[] = {
-        {"q_proj  M=1   ", 1, 768, 768},     {"fc1     M=1   ", 1, 768, 3072},
-        {"fc2     M=1   ", 1, 3072, 768},    {"lm_head M=1   ", 1, 768, 50272},
-        {"fc1     M=16  ", 16, 768, 3072},   {"lm_head M=16  ", 16, 768, 50272},
-        {"fc1     M=512 ", 512, 768, 3072},  {"fc2     M=512 ", 512, 3072, 768},
-    };
-    int max_m = 512, max_k = 3072;
-    float *x = malloc(sizeof(float) * (size_t)max_m * max_k);
-    float *y = malloc(sizeof(float) * (size_t)max_m * 50272);
+    size_t max_xk = 0, max_yn = 0;
+    for (int s = 0; s < n_shapes; s++) {
+        if ((size_t)shapes[s].M * shapes[s].K > max_xk)
+            max_xk = (size_t)shapes[s].M * shapes[s].K;
+        if ((size_t)shapes[s].M * shapes[s].N > max_yn)
+            max_yn = (size_t)shapes[s].M * shapes[s].N;
+    }
+    float *x = malloc(sizeof(float) * max_xk);
+    float *y = malloc(sizeof(float) * max_yn);
     float *bias = calloc(50272, sizeof(float));
     if (!x || !y || !bias)
         return 1;
-    for (size_t i = 0; i < (size_t)max_m * max_k; i++)
+    for (size_t i = 0; i < max_xk; i++)
         x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
     for (int isa = 0; isa <= (int)opt_isa_detect(); isa++) {
         const opt_kernels *k = opt_kernels_for((opt_isa)isa);
         if (!k || (isa_only && strcmp(isa_only, opt_isa_name((opt_isa)isa))))
             continue;
         for (int wt = 0; wt <= OPT_I8; wt++) {
+            if (dtype_only && strcmp(dtype_only, opt_dtype_name((opt_dtype)wt)))
+                continue;
             void *w = make_weights((opt_dtype)wt, (size_t)50272 * 768);
             if (!w)
                 return 1;
-            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            for (int s = 0; s < n_shapes; s++) {
                 if (g_quick && shapes[s].M == 512 && isa == 0)
                     continue;
                 for (int nt = 1; nt <= max_threads; nt++) {
@@ -301,6 +375,9 @@ int main(int argc, char **argv)
     free(bias);
     free(y);
     free(x);
+
+    if (m_list)
+        return 0;
 
     /* conversions */
     const size_t cn = (size_t)4 << 20;

@@ -1,0 +1,120 @@
+/* kernels_cols.c: the column path of the SIMD linear kernels (kernels_impl.h
+ * says what it computes), written once for every variant: the blocking, the
+ * packing of x and w and the stores into y are plain C; the register tiles
+ * and the weight conversion come from the variant's opt_cols_spec.
+ *
+ * Loop order, for x[M, K], w[N, K], y[M, N], outputs [n0, n1):
+ *   for each block of mc <= OPT_COLS_MC rows of x:
+ *     for each chunk of kx columns (mc * kx <= OPT_COLS_XT_FLOATS: 1024):
+ *       xt[kx][mp] = the block's chunk transposed (mp = mc rounded up to the lanes)
+ *       for each panel of np weight rows in [n0, n1):
+ *         acc[np][mp] = 0
+ *         for each block of kc columns: pk[np][kc] = the panel in fp32, then
+ *           every tile (1 or 2 vectors of rows by nr weight rows) adds its part
+ *         y[m, n] (+)= scale[n] * acc (+ bias[n] on the first chunk, ReLU after the last)
+ * The weights are read once per block of rows: once per call at decode sizes
+ * (M <= OPT_COLS_MC), and from cache after that for prefill. With K <= 1024,
+ * every output is written once.
+ */
+#include "kernels_impl.h"
+
+#include <stdalign.h>
+
+/* Rows of x per block: OPT_COLS_MC, a multiple of two vectors (so the
+ * 2-vector tile runs). */
+static int rows_per_block(const opt_cols_spec *s) { return OPT_COLS_MC / (2 * s->lanes) * (2 * s->lanes); }
+
+/* xt[k * mp + i] = x[(m0 + i) * K + k0 + k] for k < kn, i < mc, 0 for
+ * mc <= i < mp.
+ * Sixteen columns (one 64-byte line of a row of x) at a time: rows of x are
+ * K floats apart, often a multiple of 4 KiB, so walking all mc rows for each
+ * k would evict a line of x before its next column is read. */
+static void pack_x_transposed(float *xt, const float *x, int K, int m0, int mc, int mp, int k0, int kn)
+{
+    for (int c0 = 0; c0 < kn; c0 += 16) {
+        const int cn = kn - c0 < 16 ? kn - c0 : 16;
+        for (int i = 0; i < mc; i++) {
+            const float *xr = x + (size_t)(m0 + i) * K + k0 + c0;
+            for (int c = 0; c < cn; c++)
+                xt[(size_t)(c0 + c) * mp + i] = xr[c];
+        }
+        for (int c = 0; c < cn; c++)
+            for (int i = mc; i < mp; i++)
+                xt[(size_t)(c0 + c) * mp + i] = 0.0f;
+    }
+}
+
+/* y[m0 + i, n + j] from acc[j * ldacc + i] (the sums over one chunk of K),
+ * i < mc, j < nr: written with bias on the first chunk, added on later ones,
+ * int8 scale on each, ReLU after the last; by rows of y (contiguous stores). */
+static void store_rows(float *y, int N, int m0, int mc, int n, int nr, const float *acc, size_t ldacc,
+                       const float *scale, const float *bias, int first, int last, int relu)
+{
+    for (int i = 0; i < mc; i++) {
+        float *yr = y + (size_t)(m0 + i) * N + n;
+        for (int j = 0; j < nr; j++) {
+            const float a = acc[(size_t)j * ldacc + i];
+            const float o = scale ? scale[n + j] * a : a;
+            float v = first ? o + (bias ? bias[n + j] : 0.0f) : yr[j] + o;
+            if (last && relu && v < 0.0f)
+                v = 0.0f;
+            yr[j] = v;
+        }
+    }
+}
+
+void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const void *w, opt_dtype wt, const float *bias,
+                     int M, int K, int N, int n0, int n1, int relu)
+{
+    alignas(64) float xt[OPT_COLS_XT_FLOATS];
+    alignas(64) float pk[OPT_COLS_NP_MAX * OPT_COLS_KC_MAX];
+    alignas(64) float acc[OPT_COLS_NP_MAX * OPT_COLS_MC];
+    const size_t es = opt_dtype_size(wt);
+    const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
+    const int mc_max = rows_per_block(s), np = s->np, kc_max = s->kc;
+    /* columns of x per transposed chunk: xt holds mc_max rows of them */
+    const int kx_max = OPT_COLS_XT_FLOATS / mc_max / kc_max * kc_max;
+    for (int m0 = 0; m0 < M; m0 += mc_max) {
+        const int mc = M - m0 < mc_max ? M - m0 : mc_max;
+        const int mp = (mc + s->lanes - 1) / s->lanes * s->lanes;
+        for (int kx = 0; kx < K; kx += kx_max) {
+            const int kxn = K - kx < kx_max ? K - kx : kx_max;
+            const int first = kx == 0, last = kx + kxn >= K;
+            pack_x_transposed(xt, x, K, m0, mc, mp, kx, kxn);
+            for (int n = n0; n < n1; n += np) {
+                const int nr = n1 - n < np ? n1 - n : np;
+                memset(acc, 0, sizeof(float) * (size_t)np * mp);
+                if (nr < np)
+                    memset(pk + (size_t)nr * kc_max, 0, sizeof(float) * (size_t)(np - nr) * kc_max);
+                for (int kb = kx; kb < kx + kxn; kb += kc_max) {
+                    const int kc = kx + kxn - kb < kc_max ? kx + kxn - kb : kc_max;
+                    for (int j = 0; j < nr; j++)
+                        s->pack_row(pk + (size_t)j * kc_max, (const char *)w + ((size_t)(n + j) * K + kb) * es, wt,
+                                    kc);
+                    /* the block packed next: these rows' next columns, or the next panel's first */
+                    const int more = kb + kc < kx + kxn;
+                    const int nb = more ? n : n + np, kn = more ? kb + kc : kx;
+                    const int nbr = n1 - nb < np ? n1 - nb : np;
+                    const int knc = kx + kxn - kn < kc_max ? kx + kxn - kn : kc_max;
+                    for (int i = 0; i < mp;) {
+                        const int mv = mp - i >= 2 * s->lanes ? 2 : 1;
+                        const int tr = s->nr[mv - 1];
+                        for (int j = 0; j < nr; j += tr) {
+                            opt_cols_prefetch pf = {NULL, 0, 0, 0, 0};
+                            if (i == 0 && nbr > j) { /* each line once: by the first tile of rows */
+                                pf.base = (const char *)w + ((size_t)(nb + j) * K + kn) * es;
+                                pf.ld = (size_t)K * es;
+                                pf.rows = nbr - j < tr ? nbr - j : tr;
+                                pf.lines = (int)(((size_t)knc * es + 63) / 64);
+                            }
+                            s->tile[mv - 1](xt + (size_t)(kb - kx) * mp + i, (size_t)mp, pk + (size_t)j * kc_max,
+                                            kc, acc + (size_t)j * mp + i, (size_t)mp, pf);
+                        }
+                        i += mv * s->lanes;
+                    }
+                }
+                store_rows(y, N, m0, mc, n, nr, acc, (size_t)mp, scale, bias, first, last, relu);
+            }
+        }
+    }
+}
