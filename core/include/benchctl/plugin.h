@@ -459,7 +459,7 @@ typedef struct bc_generation_stats {
      * real prompt tokens (0 when every prompt has the case's length). The
      * host sets them to -1 (unknown). */
     int64_t prompt_p50_tokens, prompt_pad_tokens;
-    /* (since 2.2) The schedule of this rollout: step_active_rows
+    /* (since 2.3) The schedule of this rollout: step_active_rows
      * [n_decode_steps], the rows decode step k = 1.. generated for at
      * [k - 1]; and for schedule_rows rows (batch x samples, row order)
      * row_first_token_ms, the ms from the start of generate to the row's
@@ -656,7 +656,7 @@ typedef struct bc_case_distributed {
     BC_ABI_TAIL(bc_case_distributed)
 } bc_case_distributed;
 
-/* (since 2.2) One case's schedule, as its last measured rollout's
+/* (since 2.3) One case's schedule, as its last measured rollout's
  * bc_generation_stats gave it (step_active_rows, row_first_token_ms,
  * row_done_step). Owned by the host. */
 typedef struct bc_case_schedule {
@@ -715,7 +715,7 @@ typedef struct bc_case_report {
     /* (since 2.2) The median real prompt and the pad slots, as the last
      * measured rollout's bc_generation_stats gave them; -1 unknown. */
     int64_t prompt_p50_tokens, prompt_pad_tokens;
-    /* (since 2.2) The last measured rollout's schedule; NULL when the
+    /* (since 2.3) The last measured rollout's schedule; NULL when the
      * backend kept none (or the case ran in another process or rank). */
     const bc_case_schedule *schedule;
     BC_ABI_TAIL(bc_case_report)
