@@ -1040,6 +1040,10 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     for (size_t b = 0; b < (cfg->n_backends ? cfg->n_backends : 1); b++) {
         const bc_runner_backend *rb = cfg->n_backends ? &cfg->backends[b] : &one;
         const bc_plugin *be = rb->plugin;
+        /* an instance none of the (selected) cases runs on is not prepared */
+        int runs_a_case = !cfg->n_backends;
+        for (size_t k = 0; k < n && !runs_a_case; k++) runs_a_case = backend_index(cfg, &cfg->cases[k]) == b;
+        if (!runs_a_case) continue;
         st = be->backend.prepare ? be->backend.prepare(rb->instance, err) : BC_OK;
         if (cfg->dist) st = bc_dist_agree_status(cfg->dist, st, err); /* every rank starts, or none */
         if (st == BC_OK) continue;

@@ -2,8 +2,9 @@
  *
  * The caller creates and describes the backend instance (context.c), so the
  * same instance that checked every case runs them. bc_run then:
- *   prepare (once; a failure means the backend could not start: bc_run
- *   returns it and no reporter is opened, so nothing measured is lost);
+ *   prepare (once per instance that runs a selected case; a failure means
+ *   the backend could not start: bc_run returns it and no reporter is
+ *   opened, so nothing measured is lost);
  *   opens the reporters; runs the cases in execution order
  *   (bc_matrix_execution_order: grouped by the backend's rebuild_axes,
  *   largest effective batch first within a group); per case:

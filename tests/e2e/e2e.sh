@@ -479,6 +479,14 @@ wait $first || fail "the first journal run failed"
 [ "$(grep -c '"record":"case"' locked.jsonl)" -eq 16 ] || fail "locked.jsonl: expected 16 case records"
 [ "$(grep -c '"record":"end"' locked.jsonl)" -eq 1 ] || fail "locked.jsonl: expected one end record"
 
+# matrix.backend_settings: an instance per value; only the instances the
+# selected cases run on are prepared (the other one would fail to start)
+expect 1 axis_prepare run "$SRC/good.cfg" --set 'matrix.backend_settings.fail_prepare=[false,true]'
+has axis_prepare.err "could not start: prepare"
+expect 0 axis_selected run "$SRC/good.cfg" --set 'matrix.backend_settings.fail_prepare=[false,true]' \
+    --only fail_prepare=false
+has axis_selected.err "16 cases: 16 ok"
+
 expect 0 help --help
 has help.out "usage: benchctl"
 expect 0 run_help run --help
