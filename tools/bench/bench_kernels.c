@@ -234,7 +234,7 @@ static int shapes_for_m(const char *list, lin_shape *out, int cap)
                 continue;
             if (n == cap)
                 return -1;
-            snprintf(out[n].name, sizeof out[n].name, "%-7s M=%-4ld", layers[l].name, M);
+            snprintf(out[n].name, sizeof out[n].name, "%-7s M=%-5ld", layers[l].name, M);
             out[n].M = (int)M;
             out[n].K = layers[l].K;
             out[n].N = layers[l].N;
