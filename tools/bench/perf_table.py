@@ -358,11 +358,12 @@ def limit_of(r, value, threshold):
     return "neither"
 
 
-def targets(rows, gbs, peaks):
+def targets(rows):
     """Issue 13's targets, one line per target, kernel family, model, shape
     and dtype where that applies: (target, family, model, shape, dtype,
     value text, threshold text, met, limit). A missing row is a line that
-    says so (not met). Ratios of tok/s unless the target says step."""
+    says so (not met). Ratios of tok/s unless the target says step. The
+    rows carry add_metrics' figures."""
     out = []
     bench = [r for r in rows if r["engine"] == "benchctl"]
     fams = sorted({r["family"] or "-" for r in bench})
@@ -481,7 +482,7 @@ def main(argv=None):
         lines.append("")
     lines += main_table(rows)
     lines += ["", "Issue 13's targets:", ""]
-    lines += targets_table(targets(rows, gbs, peaks))
+    lines += targets_table(targets(rows))
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if args.markdown:

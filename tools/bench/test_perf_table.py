@@ -120,7 +120,7 @@ class PerfTable(unittest.TestCase):
             for p in reports:
                 rows += perf_table.rows_from(p)[1]
         perf_table.add_metrics(rows, 50.0, {"avx512": 100.0})
-        got = {(t[0], t[3], t[4]): t for t in perf_table.targets(rows, 50.0, {"avx512": 100.0})}
+        got = {(t[0], t[3], t[4]): t for t in perf_table.targets(rows)}
         t1 = got[("1. B=1 step / bandwidth bound", "1x1, 128->128", "float32")]
         self.assertEqual((t1[5], t1[7], t1[8]), ("1.20", True, ""))
         t1 = got[("1. B=1 step / bandwidth bound", "1x1, 128->128", "bfloat16")]
