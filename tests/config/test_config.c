@@ -862,15 +862,15 @@ static void test_shipped_configs_load(void **state) {
     const char *files[] = {
         BENCHCTL_SOURCE_DIR "/configs/bench.cfg",
         BENCHCTL_SOURCE_DIR "/configs/examples/full.cfg",
-        BENCHCTL_SOURCE_DIR "/configs/examples/batching.cfg",
+        BENCHCTL_SOURCE_DIR "/configs/rollout_lengths.cfg",
         BENCHCTL_SOURCE_DIR "/configs/examples/seed-matrix.cfg",
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         bc_config_free(&f->cfg);
         bc_status st = bc_config_load(&f->cfg, files[i], NULL, 0, NULL, &f->err);
         if (st) fail_msg("%s", f->err.message);
-        /* batching.cfg: the engine's batching and KV layout as axes */
-        if (strstr(files[i], "batching.cfg")) {
+        /* rollout_lengths.cfg: the engine's batching and KV layout as axes */
+        if (strstr(files[i], "rollout_lengths.cfg")) {
             assert_int_equal(f->cfg.n_setting_axes, 2);
             assert_string_equal(f->cfg.setting_axes[0].name, "batching");
             assert_string_equal(f->cfg.setting_axes[1].texts[1], "paged");

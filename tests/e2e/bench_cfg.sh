@@ -90,20 +90,18 @@ if [ -n "$avail_kb" ] && [ "$avail_kb" -lt 120000000 ]; then
         { fail "validate with memory_check off refused"; sed 's/^/    /' mem.err; }
 fi
 
-# configs/rollout_lengths.cfg (static, continuous and continuous + paged as
-# three labelled backends) validates, and runs scaled down (2 prompts x 2
-# samples, 8-token prompts, responses up to 16): three ok cases, each with
-# its schedule in the JSON
+# configs/rollout_lengths.cfg (batching x kv_layout as axes, 4 cases)
+# validates, and runs scaled down (2 prompts x 4 samples, 8-token prompts,
+# responses up to 16): four ok cases, each with its schedule in the JSON
 RL="$SRC/configs/rollout_lengths.cfg"
 "$BENCHCTL" validate "$RL" >rl.out 2>&1 || { fail "validate rollout_lengths.cfg"; sed 's/^/    /' rl.out; }
 "$BENCHCTL" run "$RL" --set 'matrix.batch_sizes=[2]' --set 'matrix.prompt_lengths=[8]' \
     --set 'matrix.response_lengths=[16]' --set run.warmup=0 --set run.iterations=1 --reporter json \
-    --set 'reporters.[0].settings.path="rl.json"' --set 'backends.[0].settings.response_length_mean=6.0' \
-    --set 'backends.[1].settings.response_length_mean=6.0' --set 'backends.[2].settings.response_length_mean=6.0' \
-    --set 'backends.[1].settings.batch_capacity=2' --set 'backends.[2].settings.batch_capacity=2' \
+    --set 'reporters.[0].settings.path="rl.json"' --set 'backend.settings.response_length_mean=6.0' \
+    --set 'backend.settings.batch_capacity=2' \
     >rl.out 2>rl.err || { fail "run rollout_lengths.cfg scaled down"; sed 's/^/    /' rl.err; }
-grep -q "3 cases: 3 ok" rl.err || fail "rollout_lengths.cfg: expected 3 ok cases"
-[ "$(grep -o '"step_active_rows"' rl.json | wc -l)" -eq 3 ] || fail "rl.json: expected a schedule in each case"
+grep -q "4 cases: 4 ok" rl.err || fail "rollout_lengths.cfg: expected 4 ok cases"
+[ "$(grep -o '"step_active_rows"' rl.json | wc -l)" -eq 4 ] || fail "rl.json: expected a schedule in each case"
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures bench.cfg check(s) failed"
