@@ -65,7 +65,8 @@ bound that applies (limit_of): for a step/bound target the bound it is held
 to; for a speed target, "bandwidth" or "FMA" when the decode step the
 target asks for (the step x measured / threshold) is below that bound, else
 "neither" (the bounds allow it: the engine is what is short). A row the
-target needs that is missing or failed is a line saying "no row", not met.
+target needs that is missing or failed is a line saying "no row", not met
+(but a precision the model never ran at all has no lines).
   1. B=1 decode step / bandwidth bound <= 1.25, fp32 and bf16;
   2. bf16 / fp32 tok/s >= 1.6 at B=1 and >= 1.0 at 16 rows;
   3. benchctl fp32 / CT2 float32 tok/s >= 1.2, benchctl int8 / CT2 int8
@@ -362,7 +363,8 @@ def targets(rows):
     """Issue 13's targets, one line per target, kernel family, model, shape
     and dtype where that applies: (target, family, model, shape, dtype,
     value text, threshold text, met, limit). A missing row is a line that
-    says so (not met). Ratios of tok/s unless the target says step. The
+    says so (not met), unless the model never ran that precision at all
+    (run_performance.sh runs OPT-1.3b without int8). Ratios of tok/s unless the target says step. The
     rows carry add_metrics' figures."""
     out = []
     bench = [r for r in rows if r["engine"] == "benchctl"]
@@ -378,7 +380,11 @@ def targets(rows):
                 return r
         return None
 
+    ran = {(r["model"], r["dtype"]) for r in bench}  # a precision a model never ran is no target of it
+
     def line(t, fam, model, shape, dtype, value, op, threshold, r, spec=".2f", limit=None):
+        if value is None and (model, dtype) not in ran:
+            return
         if value is None:
             out.append((t, fam, model, shape_name(shape), dtype, "no row", "%s %s" % (op, threshold), False, "?"))
             return

@@ -134,6 +134,9 @@ class PerfTable(unittest.TestCase):
         self.assertEqual((t4[5], t4[7]), ("0.80", True))
         t4 = got[("4. step / max(bw, FMA) bound", "4x4, 128->128", "bfloat16")]
         self.assertEqual((t4[5], t4[7]), ("no row", False))
+        # int8 never ran here: no int8 lines at all (a bf16 row missing at 16 rows is a line, above)
+        self.assertNotIn(("6. int8 / bf16 tok/s", "1x1, 128->128", "int8"), got)
+        self.assertNotIn(("4. step / max(bw, FMA) bound", "4x4, 128->128", "int8"), got)
         # no CT2 report: the comparison is a line that says so, not met
         t3 = got[("3. benchctl fp32 / CT2 float32 tok/s", "1x1, 128->128", "float32")]
         self.assertEqual((t3[5], t3[7]), ("no row", False))
