@@ -33,13 +33,8 @@
 #include "rollout.h"
 
 #include <string.h>
-#include <time.h>
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
+#include "clock.h"
 
 /* Prompt p's row in slot s leaves the cache: with the shared prefix, the
  * prompt's tokens move to another of its rows' slots when s held them (with
@@ -64,10 +59,10 @@ static void retire(opt_rollout *ro, int s, int step, int group, int *n_active) {
     ro->row_done_step[r] = step;
     ro->slot_row[s] = -1;
     (*n_active)--;
-    const double t0 = now_ms();
+    const double t0 = opt_now_ms();
     if (ro->logits_prompt) hand_prompt_on(ro, s, r / ro->Sp, group);
     if (ro->kv.paged) opt_kv_cache_return_row(&ro->kv, s);
-    ro->cache_mgmt_ms += now_ms() - t0;
+    ro->cache_mgmt_ms += opt_now_ms() - t0;
 }
 
 /* The pages the occupied slots hold now (P tokens each; with the shared
@@ -96,7 +91,7 @@ static void note_pages(opt_rollout *ro, int P, int group) {
 static bc_status join_prefill(opt_rollout *ro, opt_model *m, int n_join, int group, bc_error *err) {
     const int Tp = ro->Tp, Stot = ro->Stot, V = ro->V, sharing = ro->logits_prompt != NULL;
     opt_kv_cache *kv = &ro->kv;
-    double t0 = now_ms();
+    double t0 = opt_now_ms();
     int n_pf = 0; /* rows of the prefill forward */
     for (int j = 0; j < n_join; j++) {
         const int s = ro->join_slot[j], r = ro->batch_row[j], p = r / ro->Sp;
@@ -112,14 +107,14 @@ static bc_status join_prefill(opt_rollout *ro, opt_model *m, int n_join, int gro
         memcpy(ro->batch_mask + (size_t)n_pf * Stot, ro->mask + (size_t)r * Stot, (size_t)Tp);
         n_pf++;
     }
-    double t1 = now_ms();
+    double t1 = opt_now_ms();
     ro->cache_mgmt_ms += t1 - t0;
     if (n_pf > 0) {
         kv->prefix_of = NULL; /* the prefill writes and reads the holders' own rows */
         bc_status st = opt_forward(m, kv, ro->batch_ids, ro->batch_mask, Stot, n_pf, Tp, OPT_LOGITS_LAST, ro->logits,
                                    err);
         if (st != BC_OK) return st;
-        t0 = now_ms();
+        t0 = opt_now_ms();
         ro->prefill_ms += t0 - t1;
         ro->n_prefill_forwards++;
         ro->n_prefill_tokens += (int64_t)n_pf * Tp;
@@ -134,13 +129,13 @@ static bc_status join_prefill(opt_rollout *ro, opt_model *m, int n_join, int gro
         if (!group && h != s) opt_kv_cache_copy_row(kv, s, kv, h, Tp); /* a private copy */
         memcpy(ro->logits + (size_t)j * V, ro->logits_prompt + (size_t)h * V, (size_t)V * sizeof(float));
     }
-    ro->cache_mgmt_ms += now_ms() - t1;
+    ro->cache_mgmt_ms += opt_now_ms() - t1;
     return BC_OK;
 }
 
 bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *err) {
     const int R = ro->R, Tp = ro->Tp, Cap = ro->Cap, Stot = ro->Stot, Tr = ro->Tr;
-    const double t_start = now_ms();
+    const double t_start = opt_now_ms();
     opt_kv_cache *kv = &ro->kv;
     kv->len = kv->group = kv->prefix = 0;
     kv->slot_of = ro->batch_slot;
@@ -162,7 +157,7 @@ bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *er
     bc_status st = BC_OK;
     while (st == BC_OK && (next < R || n_active > 0)) {
         /* join: waiting rows into free slots, their prompts prefilled together */
-        double t0 = now_ms();
+        double t0 = opt_now_ms();
         int n_join = 0;
         for (int s = 0; s < Cap && next < R; s++) {
             if (ro->slot_row[s] >= 0) continue;
@@ -172,14 +167,14 @@ bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *er
             ro->batch_row[n_join] = r;
             n_join++;
         }
-        ro->scheduler_ms += now_ms() - t0;
+        ro->scheduler_ms += opt_now_ms() - t0;
         if (n_join > 0) {
             st = join_prefill(ro, m, n_join, group, err);
             if (st != BC_OK) break;
             n_active += n_join;
             if (P) note_pages(ro, P, group);
             opt_rollout_sample_rows(ro, m, ro->batch_row, NULL, 0, n_join, ro->batch_more);
-            const double t_first = now_ms() - t_start;
+            const double t_first = opt_now_ms() - t_start;
             for (int j = 0; j < n_join; j++) {
                 ro->row_first_ms[ro->batch_row[j]] = t_first;
                 if (!ro->batch_more[j] || Tr <= 1) retire(ro, ro->join_slot[j], step, group, &n_active);
@@ -190,7 +185,7 @@ bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *er
         if (n_active == 0) continue;
 
         /* one decode step of the active rows, each at its own length */
-        t0 = now_ms();
+        t0 = opt_now_ms();
         int n = 0;
         for (int s = 0; s < Cap; s++) {
             const int r = ro->slot_row[s];
@@ -209,13 +204,13 @@ bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *er
         }
         kv->prefix_of = group ? ro->batch_prefix : NULL;
         kv->prefix = group ? Tp : 0;
-        const double t1 = now_ms();
+        const double t1 = opt_now_ms();
         ro->scheduler_ms += t1 - t0;
         st = opt_forward(m, kv, ro->step_tokens, ro->batch_mask, Stot, n, 1, OPT_LOGITS_LAST, ro->logits, err);
         kv->prefix_of = NULL;
         kv->prefix = 0;
         if (st != BC_OK) break;
-        const double t2 = now_ms();
+        const double t2 = opt_now_ms();
         ro->decode_ms += t2 - t1;
         ro->n_decode_forwards++;
         ro->step_active[step] = n;
@@ -226,7 +221,7 @@ bc_status opt_rollout_run_continuous(opt_rollout *ro, opt_model *m, bc_error *er
         opt_rollout_sample_rows(ro, m, ro->batch_row, ro->batch_k, 0, n, ro->batch_more);
         for (int i = 0; i < n; i++)
             if (!ro->batch_more[i] || ro->batch_k[i] + 1 >= Tr) retire(ro, ro->batch_slot[i], step, group, &n_active);
-        ro->step_ms[step - 1] = now_ms() - t1;
+        ro->step_ms[step - 1] = opt_now_ms() - t1;
     }
     kv->slot_of = kv->len_of = NULL;
     kv->prefix_of = NULL;

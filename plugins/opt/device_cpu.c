@@ -11,17 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h> /* malloc_trim */
 #endif
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
+#include "clock.h"
 
 /* ------------------------------------------------------------------ cache */
 
@@ -117,7 +112,7 @@ static void cpu_marks_reset(void *ctx, opt_rollout *ro) {
 static int cpu_mark(void *ctx, opt_rollout *ro) {
     (void)ctx;
     const int i = ro->n_marks < opt_rollout_n_marks(ro->Tr) ? ro->n_marks++ : ro->n_marks - 1;
-    ro->marks[i] = now_ms();
+    ro->marks[i] = opt_now_ms();
     return i;
 }
 
@@ -245,9 +240,9 @@ static void cpu_static_pages(opt_rollout *ro, const opt_hparams *hp) {
     ro->kv_fragmentation = pages > 0 ? 1.0 - (double)tokens / ((double)pages * P) : 0.0;
     ro->kv_bytes_peak = pages * page_bytes;
     ro->kv_bytes_saved = (int64_t)opt_kv_cache_bytes(hp, kv->dtype, ro->R, ro->Stot) - ro->kv_bytes_peak;
-    const double t0 = now_ms();
+    const double t0 = opt_now_ms();
     for (int r = 0; r < ro->R; r++) opt_kv_cache_return_row(kv, r);
-    ro->cache_mgmt_ms += now_ms() - t0;
+    ro->cache_mgmt_ms += opt_now_ms() - t0;
 }
 
 static bc_status cpu_finish(void *ctx, opt_rollout *ro, bc_error *err) {

@@ -2,10 +2,14 @@
  * family (plugins/precision/common/cpu_isa.h) and one table per family from
  * the variant files (kernels_portable.c, kernels_avx2.c, kernels_avx512.c).
  * It calls the variants only through their getters (kernels_impl.h).
+ * `auto` is the CPU's best family, except that a CPU with AVX512-BF16 whose
+ * vdpbf16ps does fewer flops per second than its fp32 FMAs runs the avx512
+ * family (measured once, opt_avx512_dpbf16_over_fma).
  */
 #include "kernels.h"
 #include "kernels_impl.h"
 
+#include <pthread.h>
 #include <string.h>
 
 _Static_assert((int)OPT_ISA_PORTABLE == (int)CPU_ISA_PORTABLE && (int)OPT_ISA_AVX2 == (int)CPU_ISA_AVX2 &&
@@ -73,12 +77,33 @@ const opt_kernels *opt_kernels_for(opt_isa isa)
     return family_table(isa);
 }
 
+opt_isa opt_kernels_auto_isa(opt_isa cpu, double dpbf16_over_fma)
+{
+    if (cpu == OPT_ISA_AVX512_BF16 && !(dpbf16_over_fma >= 1.0))
+        return OPT_ISA_AVX512;
+    return cpu;
+}
+
+static const opt_kernels *best_table;
+
+static void choose_best(void)
+{
+    opt_isa cpu = opt_isa_detect();
+    if (cpu == OPT_ISA_AVX512_BF16 && family_table(cpu))
+        cpu = opt_kernels_auto_isa(cpu, opt_avx512_dpbf16_over_fma());
+    for (int i = (int)cpu; i > 0; i--) {
+        const opt_kernels *k = opt_kernels_for((opt_isa)i);
+        if (k) {
+            best_table = k;
+            return;
+        }
+    }
+    best_table = opt_kernels_portable();
+}
+
 const opt_kernels *opt_kernels_best(void)
 {
-    for (int i = (int)opt_isa_detect(); i > 0; i--) {
-        const opt_kernels *k = opt_kernels_for((opt_isa)i);
-        if (k)
-            return k;
-    }
-    return opt_kernels_portable();
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, choose_best);
+    return best_table;
 }

@@ -92,7 +92,13 @@ typedef struct opt_kernels {
 
 /* The kernel table for isa (must be <= opt_isa_detect()), or NULL. */
 const opt_kernels *opt_kernels_for(opt_isa isa);
-/* The table of the best ISA this CPU supports (never NULL). */
+/* The family `kernels = "auto"` runs on a CPU whose best family is cpu:
+ * cpu, except avx512 instead of avx512_bf16 when the CPU's vdpbf16ps does
+ * fewer flops per second than its fp32 FMAs (dpbf16_over_fma < 1: bf16
+ * weights then run faster converted to fp32 in registers). */
+opt_isa opt_kernels_auto_isa(opt_isa cpu, double dpbf16_over_fma);
+/* The table `kernels = "auto"` runs (never NULL): opt_kernels_auto_isa of
+ * this CPU, the dpbf16 ratio measured once (about 1 ms) on first call. */
 const opt_kernels *opt_kernels_best(void);
 
 /* A fixed pool of worker threads. opt_pool_run calls fn(ctx, i, n) once for

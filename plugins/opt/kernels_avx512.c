@@ -24,6 +24,7 @@
  * times the fp32-activation bound. Everything else (dot, axpy, conversions,
  * other dtypes) is the AVX-512F code.
  */
+#define _POSIX_C_SOURCE 200809L /* clock.h */
 #include "kernels_impl.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512BF16__) &&           \
@@ -32,6 +33,8 @@
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
+
+#include "clock.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
@@ -719,9 +722,69 @@ static const opt_kernels kernels_avx512_bf16 = {
 const opt_kernels *opt_kernels_avx512(void) { return &kernels_avx512; }
 const opt_kernels *opt_kernels_avx512_bf16(void) { return &kernels_avx512_bf16; }
 
+/* ---- vdpbf16ps against vfmadd231ps, on this core ----------------------- */
+
+enum { PROBE_CHAINS = 16, PROBE_STEPS = 4096, PROBE_ROUNDS = 5 };
+
+/* The ms that PROBE_STEPS steps of PROBE_CHAINS independent chains of STEP
+ * (acc = STEP(acc)) take, into *ms; the chains stay in registers (no
+ * barrier inside the loop: one would put them in memory and time its
+ * latency instead) and their sum goes to *sink, so nothing is dropped. */
+#define PROBE_CHAINS_MS(STEP, ms, sink)                                                                                \
+    do {                                                                                                               \
+        __m512 acc[PROBE_CHAINS];                                                                                      \
+        for (int c = 0; c < PROBE_CHAINS; c++)                                                                         \
+            acc[c] = _mm512_set1_ps((float)c);                                                                         \
+        const double t0 = opt_now_ms();                                                                                \
+        for (int i = 0; i < PROBE_STEPS; i++)                                                                          \
+            _Pragma("GCC unroll 16") for (int c = 0; c < PROBE_CHAINS; c++) acc[c] = STEP(acc[c]);                     \
+        *(ms) = opt_now_ms() - t0;                                                                                     \
+        __m512 sum = acc[0];                                                                                           \
+        for (int c = 1; c < PROBE_CHAINS; c++)                                                                         \
+            sum = _mm512_add_ps(sum, acc[c]);                                                                          \
+        *(sink) += _mm512_reduce_add_ps(sum);                                                                          \
+    } while (0)
+
+/* fp32 FMA: 32 flops per instruction. */
+static double probe_fma_ms(float *sink)
+{
+    const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-3f);
+    double ms;
+#define FMA_STEP(c) _mm512_fmadd_ps(c, a, b)
+    PROBE_CHAINS_MS(FMA_STEP, &ms, sink);
+#undef FMA_STEP
+    return ms;
+}
+
+/* vdpbf16ps: 32 bf16 pairs, 64 flops per instruction. */
+static double probe_dpbf16_ms(float *sink)
+{
+    const __m512bh x = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+    const __m512bh y = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5f), _mm512_set1_ps(0.5f));
+    double ms;
+#define DP_STEP(c) _mm512_dpbf16_ps(c, x, y)
+    PROBE_CHAINS_MS(DP_STEP, &ms, sink);
+#undef DP_STEP
+    return ms;
+}
+
+double opt_avx512_dpbf16_over_fma(void)
+{
+    float sink = 0.0f;
+    double fma_ms = INFINITY, dp_ms = INFINITY;
+    for (int r = 0; r < PROBE_ROUNDS; r++) { /* alternating, the best of each: load hits both alike */
+        fma_ms = fmin(fma_ms, probe_fma_ms(&sink));
+        dp_ms = fmin(dp_ms, probe_dpbf16_ms(&sink));
+    }
+    if (!(sink == sink) || !(fma_ms > 0.0) || !(dp_ms > 0.0))
+        return 0.0;
+    return (64.0 / dp_ms) / (32.0 / fma_ms); /* flops per ms of each, same instruction count */
+}
+
 #else /* built without the AVX-512 flags: never selected */
 
 const opt_kernels *opt_kernels_avx512(void) { return NULL; }
 const opt_kernels *opt_kernels_avx512_bf16(void) { return NULL; }
+double opt_avx512_dpbf16_over_fma(void) { return 0.0; }
 
 #endif

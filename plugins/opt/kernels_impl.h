@@ -18,6 +18,11 @@ const opt_kernels *opt_kernels_portable(void);    /* kernels_portable.c */
 const opt_kernels *opt_kernels_avx2(void);        /* kernels_avx2.c */
 const opt_kernels *opt_kernels_avx512(void);      /* kernels_avx512.c */
 const opt_kernels *opt_kernels_avx512_bf16(void); /* kernels_avx512.c */
+/* The flops per second of vdpbf16ps over those of fp32 vfmadd on the
+ * calling core: independent chains of each, timed alternately (about 1 ms
+ * in all); 0 when this build or CPU has no AVX512-BF16 (kernels_avx512.c,
+ * which must only be called on a CPU that runs avx512_bf16). */
+double opt_avx512_dpbf16_over_fma(void);
 
 /* The table entries to_f32 and from_f32 of a variant: n values from or to
  * dtype, with the bulk converters cv (the variant's tier). */

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "fileio.h"
 #include "precision.h"
 #include "safetensors.h"
@@ -352,12 +352,6 @@ bc_status opt_lora_apply(opt_lora *lo, opt_weights *w, int sign, opt_pool *pool,
     return BC_OK;
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 bc_status opt_lora_set_threads(opt_lora *lo, int threads, bc_error *err) {
     if (lo->pool) opt_pool_destroy(lo->pool);
     lo->pool = NULL;
@@ -368,15 +362,15 @@ bc_status opt_lora_set_threads(opt_lora *lo, int threads, bc_error *err) {
 
 bc_status opt_lora_around(opt_lora *lo, opt_weights *w, bc_status (*run)(void *ctx, bc_error *err), void *ctx,
                           const bc_host *host, bc_error *err) {
-    double t0 = now_ms();
+    double t0 = opt_now_ms();
     bc_status st = opt_lora_fuse(lo, w, lo->pool, err);
-    lo->fuse_ms = now_ms() - t0;
+    lo->fuse_ms = opt_now_ms() - t0;
     if (st != BC_OK) return st;
     st = run(ctx, err);
     bc_error uerr;
-    t0 = now_ms();
+    t0 = opt_now_ms();
     bc_status su = opt_lora_unfuse(lo, w, lo->pool, st == BC_OK ? err : &uerr);
-    lo->unfuse_ms = now_ms() - t0;
+    lo->unfuse_ms = opt_now_ms() - t0;
     if (host && host->log)
         host->log(host, BC_LOG_DEBUG, "lora: rank %d, fuse %.3f ms, unfuse %.3f ms", lo->rank, lo->fuse_ms,
                   lo->unfuse_ms);

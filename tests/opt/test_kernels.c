@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "kernels_impl.h" /* opt_avx512_dpbf16_over_fma */
 
 static uint32_t bits(float f)
 {
@@ -197,6 +198,32 @@ static void test_kernels_setting(void **state)
         assert_int_equal(opt_kernels_choose(name, opt_isa_detect(), &isa, &err), BC_OK);
         assert_int_equal(isa, f);
         assert_int_equal(opt_kernels_for((opt_isa)isa)->isa, f);
+    }
+}
+
+/* What auto runs: the CPU's best family, but avx512 on a CPU whose
+ * vdpbf16ps does fewer flops per second than its FMAs (or an unknown ratio);
+ * and on this CPU, the family the rule gives for the measured ratio. */
+static void test_kernels_auto(void **state)
+{
+    (void)state;
+    assert_int_equal(opt_kernels_auto_isa(OPT_ISA_AVX512_BF16, 2.0), OPT_ISA_AVX512_BF16);
+    assert_int_equal(opt_kernels_auto_isa(OPT_ISA_AVX512_BF16, 1.0), OPT_ISA_AVX512_BF16);
+    assert_int_equal(opt_kernels_auto_isa(OPT_ISA_AVX512_BF16, 0.5), OPT_ISA_AVX512);
+    assert_int_equal(opt_kernels_auto_isa(OPT_ISA_AVX512_BF16, 0.0), OPT_ISA_AVX512);
+    assert_int_equal(opt_kernels_auto_isa(OPT_ISA_AVX512_BF16, NAN), OPT_ISA_AVX512);
+    for (int f = OPT_ISA_PORTABLE; f <= OPT_ISA_AVX512; f++)
+        assert_int_equal(opt_kernels_auto_isa((opt_isa)f, 0.5), f);
+    const opt_isa cpu = opt_isa_detect();
+    const int best = (int)opt_kernels_best()->isa;
+    if (cpu == OPT_ISA_AVX512_BF16) {
+        const double ratio = opt_avx512_dpbf16_over_fma();
+        print_message("vdpbf16ps flops / fp32 FMA flops on this core: %.2f; auto runs %s\n", ratio,
+                      opt_isa_name((opt_isa)best));
+        assert_true(ratio > 0.0 && ratio < 16.0);
+        assert_true(best == OPT_ISA_AVX512 || best == OPT_ISA_AVX512_BF16);
+    } else {
+        assert_int_equal(best, (int)cpu);
     }
 }
 
@@ -637,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_int8_known),
         cmocka_unit_test(test_kernels_setting),
+        cmocka_unit_test(test_kernels_auto),
         cmocka_unit_test(test_portable),
         cmocka_unit_test(test_avx2),
         cmocka_unit_test(test_avx512),
