@@ -26,17 +26,27 @@ Columns of the first table, per engine x kernel family x precision x shape
   bound ms      the fastest a decode step over the row's B x S rows could be:
                 max(bandwidth bound, FMA bound), with "bw" or "fma" saying
                 which is larger.
-                  bandwidth bound = weight bytes a decode step reads / read
+                  bandwidth bound = bytes a decode step reads / read
                 bandwidth. Weight bytes: every layer's weights and biases, the
                 final layer norm, one token and one position row, and the tied
                 embedding matrix once as lm_head (opt_decode_read_bytes),
                 at 4 B (fp32), 2 B (bf16) or 1 B (int8, approximate: biases,
-                norms and scales are fp32). The KV cache's reads are left out.
+                norms and scales are fp32). KV cache bytes: K and V of every
+                layer for the cached tokens an average step reads at least
+                (opt_decode_kv_bytes): each prompt's P tokens once (its
+                samples share them) and each row's generated tokens, R/2 on
+                average over the R-1 decode steps, at the cache's element size
+                (bf16 2 B; fp32 and int8 4 B: the OPT engine keeps an int8
+                model's cache in fp32). At B=1 the cache is about 3% of the
+                bytes; at 64 rows of 128 -> 128 it is about as large as fp32
+                weights.
                 Bandwidth: the best --threads pass over every bandwidth JSON
                 given (the fastest the machine was seen to read), so the bound
                 is the tightest measured one.
-                  FMA bound = 2 x rows x weight elements (one multiply-add per
-                weight and row; the biases and norms counted too, < 0.1%) /
+                  FMA bound = (2 x rows x weight elements (one multiply-add per
+                weight and row; the biases and norms counted too, < 0.1%) +
+                attention's flops (opt_decode_attention_flops: each row's
+                query against its P + R/2 keys, scores and the sum of V)) /
                 the FMA peak (tools/bandwidth/fmapeak.c, best --threads pass)
                 of the kernel family the row ran (row_fma_peak): benchctl's
                 environment.cpu.kernels (avx512_bf16 counts its dpbf16 peak for
@@ -89,6 +99,9 @@ import shlex
 import sys
 
 ELEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
+# The KV cache's element size per precision (the OPT engine's opt_kv_dtype:
+# int8 weights keep an fp32 cache).
+KV_ELEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 4}
 
 # OPT-125m's shape (facebook/opt-125m config.json).
 OPT125M = dict(vocab_size=50272, hidden_size=768, num_hidden_layers=12, ffn_dim=3072,
@@ -111,6 +124,28 @@ def opt_decode_read_bytes(elem_bytes, cfg=OPT125M):
     n = opt_param_count(cfg) - V * H - (cfg["max_position_embeddings"] + 2) * H  # drop full tables
     n += V * H + 2 * H  # lm_head (the tied matrix, read once) + one token row + one position row
     return n * elem_bytes
+
+
+def opt_decode_kv_tokens(shape):
+    """Cached tokens an average decode step of shape (B prompts, S samples,
+    P prompt tokens, R response tokens) reads at least, over all its rows:
+    each prompt's P tokens once (its S samples share them) and each row's
+    generated ones: i of them at decode step i (1 .. R-1), R/2 on average."""
+    B, S, P, R = shape
+    return B * P + B * S * R / 2.0
+
+
+def opt_decode_kv_bytes(shape, kv_elem_bytes, cfg=OPT125M):
+    """K and V bytes of every layer for opt_decode_kv_tokens(shape)."""
+    return 2.0 * cfg["num_hidden_layers"] * cfg["hidden_size"] * kv_elem_bytes * opt_decode_kv_tokens(shape)
+
+
+def opt_decode_attention_flops(shape, cfg=OPT125M):
+    """Attention's flops in an average decode step: each of the B x S rows'
+    queries against its P + R/2 keys, per layer and hidden unit one
+    multiply-add for the score and one for the sum of V (2 x 2 flops)."""
+    B, S, P, R = shape
+    return 4.0 * cfg["num_hidden_layers"] * cfg["hidden_size"] * B * S * (P + R / 2.0)
 
 
 def median(xs):
@@ -283,9 +318,12 @@ def row_bounds(r, gbs, peaks):
     if r["dtype"] not in ELEM_BYTES:
         return None, None
     B, S = r["shape"][:2]
-    bw_ms = opt_decode_read_bytes(ELEM_BYTES[r["dtype"]], r["cfg"]) / (gbs * 1e9) * 1e3 if gbs else None
+    read = opt_decode_read_bytes(ELEM_BYTES[r["dtype"]], r["cfg"]) + \
+        opt_decode_kv_bytes(r["shape"], KV_ELEM_BYTES[r["dtype"]], r["cfg"])
+    bw_ms = read / (gbs * 1e9) * 1e3 if gbs else None
     peak = row_fma_peak(r, peaks)
-    fma_ms = 2.0 * B * S * opt_decode_read_bytes(1, r["cfg"]) / (peak * 1e9) * 1e3 if peak else None
+    flops = 2.0 * B * S * opt_decode_read_bytes(1, r["cfg"]) + opt_decode_attention_flops(r["shape"], r["cfg"])
+    fma_ms = flops / (peak * 1e9) * 1e3 if peak else None
     return bw_ms, fma_ms
 
 
@@ -476,11 +514,14 @@ def main(argv=None):
     lines = []
     if gbs:
         lines.append("Bandwidth bound: best %d-thread read %.1f GB/s; OPT-125m decode-step weight bytes fp32 %.1f MB, "
-                     "bf16 %.1f MB -> bound %.2f ms (fp32), %.2f ms (bf16)."
+                     "bf16 %.1f MB -> %.2f ms (fp32), %.2f ms (bf16), plus the KV cache's bytes per shape "
+                     "(B=1, 128 -> 128: fp32 %.1f MB, bf16 %.1f MB)."
                      % (args.threads, gbs, opt_decode_read_bytes(4) / 1e6,
                         opt_decode_read_bytes(2) / 1e6,
                         opt_decode_read_bytes(4) / (gbs * 1e9) * 1e3,
-                        opt_decode_read_bytes(2) / (gbs * 1e9) * 1e3))
+                        opt_decode_read_bytes(2) / (gbs * 1e9) * 1e3,
+                        opt_decode_kv_bytes((1, 1, 128, 128), 4) / 1e6,
+                        opt_decode_kv_bytes((1, 1, 128, 128), 2) / 1e6))
     if peaks:
         lines.append("FMA peak (%d threads): %s." % (args.threads, ", ".join(
             "%s %.1f GFLOP/s" % (k, v) for k, v in sorted(peaks.items()))))

@@ -2,7 +2,8 @@
 """test_perf_table.py: checks tools/bench/perf_table.py with the standard
 library (ctest: pyworker_perf_table):
 - OPT-125m's parameter count is the published 125,239,296 and the decode-step
-  read bytes are derived from it;
+  read bytes are derived from it; the KV cache bytes and attention flops of a
+  decode step count each prompt's tokens once and R/2 generated tokens per row;
 - each case's engine comes from its backend label, else from the run's
   backend (a worker's from the last word of its command), CT2's compute type
   from its settings;
@@ -67,6 +68,21 @@ class PerfTable(unittest.TestCase):
         self.assertEqual(perf_table.opt_decode_read_bytes(1), 125239296 - 2050 * 768 + 768 + 768)
         self.assertEqual(perf_table.opt_decode_read_bytes(4), 4 * perf_table.opt_decode_read_bytes(1))
 
+    def test_kv_cache_and_attention(self):
+        # 16 prompts x 4 samples, 128 -> 128: 16 x 128 prompt tokens + 64 rows x 64 generated on average
+        self.assertEqual(perf_table.opt_decode_kv_tokens((16, 4, 128, 128)), 16 * 128 + 64 * 64)
+        self.assertEqual(perf_table.opt_decode_kv_bytes((16, 4, 128, 128), 4), 2 * 12 * 768 * 4 * 6144)
+        self.assertEqual(perf_table.opt_decode_kv_bytes((1, 1, 128, 128), 2), 2 * 12 * 768 * 2 * 192)
+        # one row: 192 keys on average, 12 layers x 768 x (score + V sum) x 2 flops
+        self.assertEqual(perf_table.opt_decode_attention_flops((1, 1, 128, 128)), 4 * 12 * 768 * 192)
+        r = {"dtype": "int8", "shape": (4, 4, 128, 128), "cfg": perf_table.OPT125M, "kernels": "avx2"}
+        bw_ms, fma_ms = perf_table.row_bounds(r, 50.0, {"avx2": 100.0})
+        # int8 weights (1 B) with an fp32 cache (4 B)
+        self.assertAlmostEqual(bw_ms, (perf_table.opt_decode_read_bytes(1)
+                                       + 2 * 12 * 768 * 4 * (4 * 128 + 16 * 64)) / 50e9 * 1e3)
+        self.assertAlmostEqual(fma_ms, (2 * 16 * perf_table.opt_decode_read_bytes(1)
+                                        + 4 * 12 * 768 * 16 * 192) / 100e9 * 1e3)
+
     def test_engines_and_step(self):
         r = rows(report("opt", {"model": "125m"}, "bfloat16", (1290.0, 1300.0, 1310.0)))[0]
         self.assertEqual((r["engine"], r["dtype"]), ("benchctl", "bfloat16"))
@@ -95,15 +111,19 @@ class PerfTable(unittest.TestCase):
         # bandwidth 50 GB/s: B=1 bound 9.89 ms fp32, 4.95 ms bf16; avx512 FMA peak 100 GFLOP/s
         bw = {"tool": "bandwidth", "results": [{"threads": 2, "best_gb_per_s": 50.0}]}
         fp = {"tool": "fmapeak", "results": [{"kernel": "avx512", "threads": 2, "best_gflop_per_s": 100.0}]}
-        bound32 = perf_table.opt_decode_read_bytes(4) / 50e9 * 1e3
-        bound16 = bound32 / 2
+        one = (1, 1, 128, 128)
+        bound32 = (perf_table.opt_decode_read_bytes(4) + perf_table.opt_decode_kv_bytes(one, 4)) / 50e9 * 1e3
+        bound16 = (perf_table.opt_decode_read_bytes(2) + perf_table.opt_decode_kv_bytes(one, 2)) / 50e9 * 1e3
+        # 16 rows, fp32: FMA bound (2 x 16 x 123.7 M + attention) / 100 GFLOP/s = 40.1 ms
+        fma16 = (2 * 16 * perf_table.opt_decode_read_bytes(1)
+                 + perf_table.opt_decode_attention_flops((4, 4, 128, 128))) / 100e9 * 1e3
         with tempfile.TemporaryDirectory() as d:
             reports = [
                 write(d, "f32.json", bench_report("avx512", "float32", 1, 1, 1.2 * bound32, tps=100.0)),  # met
                 write(d, "bf16.json", bench_report("avx512", "bfloat16", 1, 1, 1.5 * bound16, tps=150.0)),  # not
-                # 16 rows, fp32: FMA bound 2 x 16 x 123.7 M / 100 GFLOP/s = 39.6 ms; prefill at 80% of the peak
+                # 16 rows, fp32, prefill at 80% of the peak
                 write(d, "f32_16.json", bench_report(
-                    "avx512", "float32", 4, 4, 1.1 * 2 * 16 * perf_table.opt_decode_read_bytes(1) / 100e9 * 1e3,
+                    "avx512", "float32", 4, 4, 1.1 * fma16,
                     prefill_ms=perf_table.opt_prefill_flops(2048, 128) / (0.8 * 100e9) * 1e3)),
             ]
             args = ["--bandwidth", write(d, "bw.json", bw), "--fmapeak", write(d, "fp.json", fp),
