@@ -103,7 +103,7 @@ typedef struct opt_workspace {
     float *att;     /* [max_tokens, C]  attention output */
     float *ff;      /* [max_tokens, F] */
     float *emb;     /* [max_tokens, P] */
-    float *scores;  /* [n_threads][Smax rounded to 16] softmax scratch */
+    float *scores;  /* [n_threads][OPT_ATTEND_GROUP_MAX][Smax rounded to 16] softmax scratch */
     int *pos;       /* [max_tokens] embedding rows */
     void *arena;    /* one allocation behind every pointer above */
     size_t bytes;

@@ -240,14 +240,23 @@ ALWAYS_INLINE __m256 exp_neg256(__m256 x)
 }
 
 /* Fused attention (see kernels.h): scores four keys at a time with SIMD over
- * D, the softmax eight scores per vector, then the V rows added into out. */
-/* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0). */
-ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, opt_dtype dt, int s0, int s1, int D)
+ * D, the softmax eight scores per vector, then the weighted V sum with the
+ * output held in registers, 64 columns of D at a time; a shared-prefix group's
+ * queries go through opt_attend_group_run (kernels_attend.c) over these parts. */
+/* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0), with the
+ * same rows of v prefetched, so the V sum after the softmax finds them in
+ * cache (the K and V streams are read from memory together). */
+ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const void *v, opt_dtype dt, int s0, int s1,
+                              int D)
 {
     const int Dv = D / 8 * 8;
+    const size_t es = opt_dtype_size(dt);
     int s = s0;
     for (; s + 4 <= s1; s += 4) {
         const size_t r0 = (size_t)s * D;
+        const char *vr = (const char *)v + r0 * es;
+        for (size_t b = 0; b < 4 * (size_t)D * es; b += 64)
+            _mm_prefetch(vr + b, _MM_HINT_T0);
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         int d = 0;
         for (; d < Dv; d += 8) {
@@ -267,20 +276,22 @@ ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, opt_dtyp
         _mm_storeu_ps(sc + s, reduce4(a0, a1, a2, a3));
     }
     for (; s < s1; s++)
-        sc[s] = dot_dt(q, (const char *)k + (size_t)s * D * opt_dtype_size(dt), dt, D);
+        sc[s] = dot_dt(q, (const char *)k + (size_t)s * D * es, dt, D);
 }
 
-/* Fused attention (see kernels.h, attend_split): keys s < np from kp/vp, the
- * rest from k/v; np = 0 is plain attend. */
-ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
-                             const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *sc)
+static void score_avx2(float *sc, const float *q, const void *k, const void *v, opt_dtype dt, int s0, int s1, int D)
+{
+    switch (dt) {
+    case OPT_F16: score_keys(sc, q, k, v, OPT_F16, s0, s1, D); break;
+    case OPT_BF16: score_keys(sc, q, k, v, OPT_BF16, s0, s1, D); break;
+    default: score_keys(sc, q, k, v, OPT_F32, s0, s1, D); break;
+    }
+}
+
+/* The softmax part (kernels_impl.h, opt_attend_parts). */
+static float softmax_avx2(float *sc, const uint8_t *keep, int S)
 {
     int s;
-    if (np > S)
-        np = S;
-    score_keys(sc, q, kp, dt, 0, np, D);
-    score_keys(sc, q, k, dt, np, S, D);
-
     float mx = -INFINITY;
     for (s = 0; s < S; s++) {
         if (keep && !keep[s])
@@ -313,21 +324,73 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const v
             sum += sc[s];
         }
     }
-    const float inv = 1.0f / sum;
-    memset(out, 0, (size_t)D * sizeof(float));
-    for (s = 0; s < S; s++)
-        if (sc[s] != 0.0f)
-            axpy_dt(out, sc[s] * inv, (const char *)(s < np ? vp : v) + (size_t)s * D * opt_dtype_size(dt), dt, D);
+    return 1.0f / sum;
+}
+
+/* The V-sum part (kernels_impl.h, opt_attend_parts): 64 columns at a time in
+ * eight registers across the keys, then the columns left one vector at a
+ * time (the last one masked). */
+ALWAYS_INLINE void vsum_keys(float *out, const float *sc, float inv, const void *v, opt_dtype dt, int s0, int s1,
+                             int D, int first)
+{
+    int d0 = 0;
+    for (; d0 + 64 <= D; d0 += 64) {
+        __m256 o[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++)
+            o[i] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(out + d0 + 8 * i);
+        for (int s = s0; s < s1; s++) {
+            if (sc[s] == 0.0f)
+                continue;
+            const __m256 p = _mm256_set1_ps(sc[s] * inv);
+            const size_t r0 = (size_t)s * D + (size_t)d0;
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++)
+                o[i] = _mm256_fmadd_ps(p, load8(v, dt, r0 + 8 * (size_t)i), o[i]);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++)
+            _mm256_storeu_ps(out + d0 + 8 * i, o[i]);
+    }
+    for (; d0 < D; d0 += 8) {
+        const int n = D - d0 < 8 ? D - d0 : 8;
+        const __m256i mask = lane_mask(n);
+        __m256 o = first ? _mm256_setzero_ps() : _mm256_maskload_ps(out + d0, mask);
+        for (int s = s0; s < s1; s++) {
+            if (sc[s] == 0.0f)
+                continue;
+            const __m256 p = _mm256_set1_ps(sc[s] * inv);
+            const size_t r0 = (size_t)s * D + (size_t)d0;
+            o = _mm256_fmadd_ps(p, n == 8 ? load8(v, dt, r0) : load8_part(v, dt, r0, n), o);
+        }
+        _mm256_maskstore_ps(out + d0, mask, o);
+    }
+}
+
+static void vsum_avx2(float *out, const float *sc, float inv, const void *v, opt_dtype dt, int s0, int s1, int D,
+                      int first)
+{
+    switch (dt) {
+    case OPT_F16: vsum_keys(out, sc, inv, v, OPT_F16, s0, s1, D, first); break;
+    case OPT_BF16: vsum_keys(out, sc, inv, v, OPT_BF16, s0, s1, D, first); break;
+    default: vsum_keys(out, sc, inv, v, OPT_F32, s0, s1, D, first); break;
+    }
+}
+
+static const opt_attend_parts attend_parts_avx2 = {score_avx2, softmax_avx2, vsum_avx2};
+
+static void attend_group_avx2(float *out, size_t ldo, const float *q, size_t ldq, int G, const void *kp,
+                              const void *vp, int np, const void *k, const void *v, size_t ld_kv, opt_dtype dt,
+                              const uint8_t *keep, size_t ld_keep, int S, int D, float *scores)
+{
+    opt_attend_group_run(&attend_parts_avx2, out, ldo, q, ldq, G, kp, vp, np, k, v, ld_kv, dt, keep, ld_keep, S, D,
+                         scores);
 }
 
 static void attend_split_avx2(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
                               const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *scores)
 {
-    switch (dt) {
-    case OPT_F16: attend_dt(out, q, kp, vp, np, k, v, OPT_F16, keep, S, D, scores); break;
-    case OPT_BF16: attend_dt(out, q, kp, vp, np, k, v, OPT_BF16, keep, S, D, scores); break;
-    default: attend_dt(out, q, kp, vp, np, k, v, OPT_F32, keep, S, D, scores); break;
-    }
+    attend_group_avx2(out, 0, q, 0, 1, kp, vp, np, k, v, 0, dt, keep, 0, S, D, scores);
 }
 
 static void attend_avx2(float *out, const float *q, const void *k, const void *v, opt_dtype dt, const uint8_t *keep,
@@ -502,6 +565,7 @@ static const opt_kernels kernels_avx2 = {
     .axpy = axpy_avx2,
     .attend = attend_avx2,
     .attend_split = attend_split_avx2,
+    .attend_group = attend_group_avx2,
     .to_f32 = to_f32_avx2,
     .from_f32 = from_f32_avx2,
 };

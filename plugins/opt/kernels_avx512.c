@@ -265,7 +265,8 @@ ALWAYS_INLINE __m512 exp_neg512(__m512 x)
 /* Fused attention (see kernels.h): scores four keys at a time (each key's
  * D-long dot product with SIMD over D, four reduced together), the softmax
  * over 16 scores per vector, then the weighted V sum with the output held in
- * registers, 64 columns of D at a time. */
+ * registers, 64 columns of D at a time; a shared-prefix group's queries go
+ * through opt_attend_group_run (kernels_attend.c) over these parts. */
 /* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0), with
  * the same rows of v prefetched, so the V pass after the softmax finds them in
  * cache (the K and V streams are read from memory together). */
@@ -311,18 +312,20 @@ ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const vo
     }
 }
 
-/* Fused attention (see kernels.h, attend_split): keys s < np from kp/vp, the
- * rest from k/v; np = 0 is plain attend. */
-ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
-                             const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *sc)
+static void score_avx512(float *sc, const float *q, const void *k, const void *v, opt_dtype dt, int s0, int s1, int D)
+{
+    switch (dt) {
+    case OPT_F16: score_keys(sc, q, k, v, OPT_F16, s0, s1, D); break;
+    case OPT_BF16: score_keys(sc, q, k, v, OPT_BF16, s0, s1, D); break;
+    default: score_keys(sc, q, k, v, OPT_F32, s0, s1, D); break;
+    }
+}
+
+/* The softmax part (kernels_impl.h, opt_attend_parts): the max 16 scores per
+ * vector when no key is masked. */
+static float softmax_avx512(float *sc, const uint8_t *keep, int S)
 {
     int s;
-    if (np > S)
-        np = S;
-    score_keys(sc, q, kp, vp, dt, 0, np, D);
-    score_keys(sc, q, k, v, dt, np, S, D);
-
-    /* softmax over the kept keys */
     float mx = -INFINITY;
     if (keep) {
         for (s = 0; s < S; s++) {
@@ -361,9 +364,14 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const v
         }
         sum = _mm512_reduce_add_ps(acc);
     }
-    const float inv = 1.0f / sum;
+    return 1.0f / sum;
+}
 
-    /* out = sum_s p_s v_s, 64 columns at a time in four registers */
+/* The V-sum part (kernels_impl.h, opt_attend_parts): 64 columns at a time in
+ * four registers across the keys (masked loads for D not a multiple of 64). */
+ALWAYS_INLINE void vsum_keys(float *out, const float *sc, float inv, const void *v, opt_dtype dt, int s0, int s1,
+                             int D, int first)
+{
     for (int d0 = 0; d0 < D; d0 += 64) {
         __mmask16 m[4];
         for (int i = 0; i < 4; i++) {
@@ -371,16 +379,21 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const v
             m[i] = n >= 16 ? (__mmask16)0xffff : n > 0 ? tail_mask(n) : (__mmask16)0;
         }
         __m512 o0 = _mm512_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
-        for (s = 0; s < S; s++) {
+        if (!first) {
+            o0 = _mm512_maskz_loadu_ps(m[0], out + d0);
+            o1 = _mm512_maskz_loadu_ps(m[1], out + d0 + 16);
+            o2 = _mm512_maskz_loadu_ps(m[2], out + d0 + 32);
+            o3 = _mm512_maskz_loadu_ps(m[3], out + d0 + 48);
+        }
+        for (int s = s0; s < s1; s++) {
             if (sc[s] == 0.0f)
                 continue;
             const __m512 p = _mm512_set1_ps(sc[s] * inv);
             const size_t r0 = (size_t)s * D + (size_t)d0;
-            const void *vb = s < np ? vp : v;
-            o0 = _mm512_fmadd_ps(p, load16_mask(vb, dt, r0, m[0]), o0);
-            o1 = _mm512_fmadd_ps(p, load16_mask(vb, dt, r0 + 16, m[1]), o1);
-            o2 = _mm512_fmadd_ps(p, load16_mask(vb, dt, r0 + 32, m[2]), o2);
-            o3 = _mm512_fmadd_ps(p, load16_mask(vb, dt, r0 + 48, m[3]), o3);
+            o0 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0, m[0]), o0);
+            o1 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0 + 16, m[1]), o1);
+            o2 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0 + 32, m[2]), o2);
+            o3 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0 + 48, m[3]), o3);
         }
         _mm512_mask_storeu_ps(out + d0, m[0], o0);
         _mm512_mask_storeu_ps(out + d0 + 16, m[1], o1);
@@ -389,14 +402,30 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const v
     }
 }
 
+static void vsum_avx512(float *out, const float *sc, float inv, const void *v, opt_dtype dt, int s0, int s1, int D,
+                        int first)
+{
+    switch (dt) {
+    case OPT_F16: vsum_keys(out, sc, inv, v, OPT_F16, s0, s1, D, first); break;
+    case OPT_BF16: vsum_keys(out, sc, inv, v, OPT_BF16, s0, s1, D, first); break;
+    default: vsum_keys(out, sc, inv, v, OPT_F32, s0, s1, D, first); break;
+    }
+}
+
+static const opt_attend_parts attend_parts_avx512 = {score_avx512, softmax_avx512, vsum_avx512};
+
+static void attend_group_avx512(float *out, size_t ldo, const float *q, size_t ldq, int G, const void *kp,
+                                const void *vp, int np, const void *k, const void *v, size_t ld_kv, opt_dtype dt,
+                                const uint8_t *keep, size_t ld_keep, int S, int D, float *scores)
+{
+    opt_attend_group_run(&attend_parts_avx512, out, ldo, q, ldq, G, kp, vp, np, k, v, ld_kv, dt, keep, ld_keep, S,
+                         D, scores);
+}
+
 static void attend_split_avx512(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
                                 const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *scores)
 {
-    switch (dt) {
-    case OPT_F16: attend_dt(out, q, kp, vp, np, k, v, OPT_F16, keep, S, D, scores); break;
-    case OPT_BF16: attend_dt(out, q, kp, vp, np, k, v, OPT_BF16, keep, S, D, scores); break;
-    default: attend_dt(out, q, kp, vp, np, k, v, OPT_F32, keep, S, D, scores); break;
-    }
+    attend_group_avx512(out, 0, q, 0, 1, kp, vp, np, k, v, 0, dt, keep, 0, S, D, scores);
 }
 
 static void attend_avx512(float *out, const float *q, const void *k, const void *v, opt_dtype dt, const uint8_t *keep,
@@ -704,6 +733,7 @@ static const opt_kernels kernels_avx512 = {
     .axpy = axpy_avx512,
     .attend = attend_avx512,
     .attend_split = attend_split_avx512,
+    .attend_group = attend_group_avx512,
     .to_f32 = to_f32_avx512,
     .from_f32 = from_f32_avx512,
 };
@@ -715,6 +745,7 @@ static const opt_kernels kernels_avx512_bf16 = {
     .axpy = axpy_avx512,
     .attend = attend_avx512,
     .attend_split = attend_split_avx512,
+    .attend_group = attend_group_avx512,
     .to_f32 = to_f32_avx512,
     .from_f32 = from_f32_avx512,
 };

@@ -46,6 +46,29 @@ static inline void opt_convert_from_f32(const prec_converters *cv, void *dst, op
     }
 }
 
+/* ---- attention (kernels_attend.c) -------------------------------------
+ * A SIMD variant's attend_group (kernels.h) is opt_attend_group_run over
+ * its three parts; attend_split is attend_group with G = 1. */
+enum { OPT_ATTEND_KB = 32 }; /* shared-prefix keys per block: 32 K or V rows of D = 128 fp32 are 16 KiB of L1 */
+
+typedef struct opt_attend_parts {
+    /* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0); may
+     * prefetch the same rows of v for the V sum */
+    void (*score)(float *sc, const float *q, const void *k, const void *v, opt_dtype dt, int s0, int s1, int D);
+    /* sc[S] becomes the unnormalised probabilities of attend (kernels.h:
+     * masked keys 0, uniform 1 when nothing is kept); returns 1 / their sum */
+    float (*softmax)(float *sc, const uint8_t *keep, int S);
+    /* out[d] = (first ? 0 : out[d]) + sum over s in [s0, s1) with sc[s] != 0,
+     * in key order, of (sc[s] * inv) * v[s, d]; d < D */
+    void (*vsum)(float *out, const float *sc, float inv, const void *v, opt_dtype dt, int s0, int s1, int D,
+                 int first);
+} opt_attend_parts;
+
+/* The attend_group entry's contract (kernels.h) through a variant's parts. */
+void opt_attend_group_run(const opt_attend_parts *a, float *out, size_t ldo, const float *q, size_t ldq, int G,
+                          const void *kp, const void *vp, int np, const void *k, const void *v, size_t ld_kv,
+                          opt_dtype dt, const uint8_t *keep, size_t ld_keep, int S, int D, float *scores);
+
 /* ---- the column path (kernels_cols.c) ---------------------------------
  * linear for many rows of x (M >= a variant's threshold), vectors along M:
  * x is transposed once per block of rows and chunk of K, xt[k][i] =

@@ -1,0 +1,39 @@
+/* kernels_attend.c: the order of work of attend_group (kernels.h) for the
+ * SIMD variants, written once over a variant's three attention parts
+ * (opt_attend_parts, kernels_impl.h): the G queries' scores against the
+ * shared prefix a block of OPT_ATTEND_KB keys at a time (the block's K rows
+ * come from memory or L2 once and from L1 for the other queries), then each
+ * query's own keys, each query's softmax, and the weighted V sums in the same
+ * order (a block of prefix V rows for every query, then the own rows). Each
+ * output is the same fp32 chain in key order as a single query's: blocks
+ * only spill the running sums to memory and back, which changes no bit.
+ */
+#include "kernels_impl.h"
+
+void opt_attend_group_run(const opt_attend_parts *a, float *out, size_t ldo, const float *q, size_t ldq, int G,
+                          const void *kp, const void *vp, int np, const void *k, const void *v, size_t ld_kv,
+                          opt_dtype dt, const uint8_t *keep, size_t ld_keep, int S, int D, float *scores)
+{
+    float inv[OPT_ATTEND_GROUP_MAX];
+    if (np > S)
+        np = S;
+    for (int b0 = 0; b0 < np; b0 += OPT_ATTEND_KB) {
+        const int b1 = np - b0 < OPT_ATTEND_KB ? np : b0 + OPT_ATTEND_KB;
+        for (int g = 0; g < G; g++)
+            a->score(scores + (size_t)g * S, q + (size_t)g * ldq, kp, vp, dt, b0, b1, D);
+    }
+    for (int g = 0; g < G; g++) {
+        float *sc = scores + (size_t)g * S;
+        a->score(sc, q + (size_t)g * ldq, (const char *)k + (size_t)g * ld_kv, (const char *)v + (size_t)g * ld_kv,
+                 dt, np, S, D);
+        inv[g] = a->softmax(sc, keep ? keep + (size_t)g * ld_keep : NULL, S);
+    }
+    for (int b0 = 0; b0 < np; b0 += OPT_ATTEND_KB) {
+        const int b1 = np - b0 < OPT_ATTEND_KB ? np : b0 + OPT_ATTEND_KB;
+        for (int g = 0; g < G; g++)
+            a->vsum(out + (size_t)g * ldo, scores + (size_t)g * S, inv[g], vp, dt, b0, b1, D, b0 == 0);
+    }
+    for (int g = 0; g < G; g++)
+        a->vsum(out + (size_t)g * ldo, scores + (size_t)g * S, inv[g], (const char *)v + (size_t)g * ld_kv, dt, np,
+                S, D, np == 0);
+}
