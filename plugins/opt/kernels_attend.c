@@ -1,12 +1,13 @@
 /* kernels_attend.c: the order of work of attend_group (kernels.h) for the
- * SIMD variants, written once over a variant's three attention parts
+ * SIMD variants, written once over a variant's attention parts
  * (opt_attend_parts, kernels_impl.h): the G queries' scores against the
- * shared prefix a block of OPT_ATTEND_KB keys at a time (the block's K rows
- * come from memory or L2 once and from L1 for the other queries), then each
- * query's own keys, each query's softmax, and the weighted V sums in the same
- * order (a block of prefix V rows for every query, then the own rows). Each
- * output is the same fp32 chain in key order as a single query's: blocks
- * only spill the running sums to memory and back, which changes no bit.
+ * shared prefix a block of OPT_ATTEND_KB keys at a time (score_group: each K
+ * vector loaded and converted once for several queries), then each query's
+ * own keys, each query's softmax, and the weighted V sums in the same order
+ * (vsum_group over a block of prefix V rows for all queries, then each
+ * query's own rows). Each output is the same fp32 chain in key order as with
+ * vsum alone: blocks only spill the running sums to memory and back, which
+ * changes no bit. G = 1 (attend_split) runs score and vsum only.
  */
 #include "kernels_impl.h"
 
@@ -19,8 +20,10 @@ void opt_attend_group_run(const opt_attend_parts *a, float *out, size_t ldo, con
         np = S;
     for (int b0 = 0; b0 < np; b0 += OPT_ATTEND_KB) {
         const int b1 = np - b0 < OPT_ATTEND_KB ? np : b0 + OPT_ATTEND_KB;
-        for (int g = 0; g < G; g++)
-            a->score(scores + (size_t)g * S, q + (size_t)g * ldq, kp, vp, dt, b0, b1, D);
+        if (G > 1)
+            a->score_group(scores, (size_t)S, q, ldq, G, kp, vp, dt, b0, b1, D);
+        else
+            a->score(scores, q, kp, vp, dt, b0, b1, D);
     }
     for (int g = 0; g < G; g++) {
         float *sc = scores + (size_t)g * S;
@@ -30,8 +33,10 @@ void opt_attend_group_run(const opt_attend_parts *a, float *out, size_t ldo, con
     }
     for (int b0 = 0; b0 < np; b0 += OPT_ATTEND_KB) {
         const int b1 = np - b0 < OPT_ATTEND_KB ? np : b0 + OPT_ATTEND_KB;
-        for (int g = 0; g < G; g++)
-            a->vsum(out + (size_t)g * ldo, scores + (size_t)g * S, inv[g], vp, dt, b0, b1, D, b0 == 0);
+        if (G > 1)
+            a->vsum_group(out, ldo, scores, (size_t)S, inv, G, vp, dt, b0, b1, D, b0 == 0);
+        else
+            a->vsum(out, scores, inv[0], vp, dt, b0, b1, D, b0 == 0);
     }
     for (int g = 0; g < G; g++)
         a->vsum(out + (size_t)g * ldo, scores + (size_t)g * S, inv[g], (const char *)v + (size_t)g * ld_kv, dt, np,

@@ -377,7 +377,140 @@ static void vsum_avx2(float *out, const float *sc, float inv, const void *v, opt
     }
 }
 
-static const opt_attend_parts attend_parts_avx2 = {score_avx2, softmax_avx2, vsum_avx2};
+/* The group score part (kernels_impl.h, opt_attend_parts): four queries by
+ * two keys at a time (eight accumulators), each K vector loaded and
+ * converted once for the four; a query chunk of fewer than four repeats its
+ * last query and drops the extra scores. Each score is accumulated and
+ * reduced (reduce4) as score_keys does its four-key blocks. */
+ALWAYS_INLINE void score_group_keys(float *sc, size_t ldsc, const float *q, size_t ldq, int G, const void *k,
+                                    const void *v, opt_dtype dt, int s0, int s1, int D)
+{
+    const int Dv = D / 8 * 8;
+    const size_t es = opt_dtype_size(dt);
+    const __m256i dmask = lane_mask(D - Dv);
+    for (int g0 = 0; g0 < G; g0 += 4) {
+        const int n = G - g0 < 4 ? G - g0 : 4;
+        const float *qr[4];
+        for (int j = 0; j < 4; j++)
+            qr[j] = q + (size_t)(g0 + (j < n ? j : n - 1)) * ldq;
+        for (int s = s0; s < s1; s += 2) {
+            const int two = s + 1 < s1;
+            const size_t r0 = (size_t)s * D, r1 = two ? r0 + (size_t)D : r0;
+            if (g0 == 0)
+                for (size_t b = 0; b < (size_t)(1 + two) * D * es; b += 64)
+                    _mm_prefetch((const char *)v + r0 * es + b, _MM_HINT_T0);
+            __m256 a[2][4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+                a[0][j] = a[1][j] = _mm256_setzero_ps();
+            int d = 0;
+            for (; d < Dv; d += 8) {
+                const __m256 k0 = load8(k, dt, r0 + d), k1 = load8(k, dt, r1 + d);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m256 qv = _mm256_loadu_ps(qr[j] + d);
+                    a[0][j] = _mm256_fmadd_ps(qv, k0, a[0][j]);
+                    a[1][j] = _mm256_fmadd_ps(qv, k1, a[1][j]);
+                }
+            }
+            if (d < D) {
+                const __m256 k0 = load8_part(k, dt, r0 + d, D - d), k1 = load8_part(k, dt, r1 + d, D - d);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m256 qv = _mm256_maskload_ps(qr[j] + d, dmask);
+                    a[0][j] = _mm256_fmadd_ps(qv, k0, a[0][j]);
+                    a[1][j] = _mm256_fmadd_ps(qv, k1, a[1][j]);
+                }
+            }
+            _Alignas(16) float r[2][4];
+            _mm_store_ps(r[0], reduce4(a[0][0], a[0][1], a[0][2], a[0][3]));
+            _mm_store_ps(r[1], reduce4(a[1][0], a[1][1], a[1][2], a[1][3]));
+            for (int j = 0; j < n; j++) {
+                sc[(size_t)(g0 + j) * ldsc + s] = r[0][j];
+                if (two)
+                    sc[(size_t)(g0 + j) * ldsc + s + 1] = r[1][j];
+            }
+        }
+    }
+}
+
+static void score_group_avx2(float *sc, size_t ldsc, const float *q, size_t ldq, int G, const void *k, const void *v,
+                             opt_dtype dt, int s0, int s1, int D)
+{
+    switch (dt) {
+    case OPT_F16: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_F16, s0, s1, D); break;
+    case OPT_BF16: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_BF16, s0, s1, D); break;
+    default: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_F32, s0, s1, D); break;
+    }
+}
+
+/* The group V-sum part (kernels_impl.h, opt_attend_parts): four outputs by
+ * 16 columns at a time (eight registers), each V vector loaded and converted
+ * once for the four, the probabilities scaled once per call (s1 - s0 <=
+ * OPT_ATTEND_KB). A key no query keeps is skipped (its V row is not read);
+ * one that some query drops adds 0 * v to that query's sums. */
+ALWAYS_INLINE void vsum_group_keys(float *out, size_t ldo, const float *sc, size_t ldsc, const float *inv, int G,
+                                   const void *v, opt_dtype dt, int s0, int s1, int D, int first)
+{
+    for (int g0 = 0; g0 < G; g0 += 4) {
+        const int n = G - g0 < 4 ? G - g0 : 4;
+        /* the probabilities of the four queries (0 beyond n), and whether any
+         * query keeps each key */
+        float p[4][OPT_ATTEND_KB];
+        unsigned char any[OPT_ATTEND_KB];
+        for (int s = s0; s < s1; s++) {
+            any[s - s0] = 0;
+            for (int j = 0; j < 4; j++) {
+                p[j][s - s0] = j < n ? sc[(size_t)(g0 + j) * ldsc + s] * inv[g0 + j] : 0.0f;
+                any[s - s0] |= p[j][s - s0] != 0.0f;
+            }
+        }
+        for (int d0 = 0; d0 < D; d0 += 16) {
+            const int c0 = D - d0 < 8 ? D - d0 : 8, c1 = D - d0 - 8 < 0 ? 0 : D - d0 - 8 < 8 ? D - d0 - 8 : 8;
+            const __m256i m0 = lane_mask(c0), m1 = lane_mask(c1);
+            __m256 o[4][2];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                o[j][0] = o[j][1] = _mm256_setzero_ps();
+                if (!first && j < n) {
+                    o[j][0] = _mm256_maskload_ps(out + (size_t)(g0 + j) * ldo + d0, m0);
+                    o[j][1] = _mm256_maskload_ps(out + (size_t)(g0 + j) * ldo + d0 + 8, m1);
+                }
+            }
+            for (int s = s0; s < s1; s++) {
+                if (!any[s - s0])
+                    continue;
+                const size_t r0 = (size_t)s * D + (size_t)d0;
+                const __m256 v0 = c0 == 8 ? load8(v, dt, r0) : load8_part(v, dt, r0, c0);
+                const __m256 v1 = c1 == 8 ? load8(v, dt, r0 + 8) : c1 > 0 ? load8_part(v, dt, r0 + 8, c1)
+                                                                           : _mm256_setzero_ps();
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m256 pj = _mm256_broadcast_ss(&p[j][s - s0]);
+                    o[j][0] = _mm256_fmadd_ps(pj, v0, o[j][0]);
+                    o[j][1] = _mm256_fmadd_ps(pj, v1, o[j][1]);
+                }
+            }
+            for (int j = 0; j < n; j++) {
+                _mm256_maskstore_ps(out + (size_t)(g0 + j) * ldo + d0, m0, o[j][0]);
+                _mm256_maskstore_ps(out + (size_t)(g0 + j) * ldo + d0 + 8, m1, o[j][1]);
+            }
+        }
+    }
+}
+
+static void vsum_group_avx2(float *out, size_t ldo, const float *sc, size_t ldsc, const float *inv, int G,
+                            const void *v, opt_dtype dt, int s0, int s1, int D, int first)
+{
+    switch (dt) {
+    case OPT_F16: vsum_group_keys(out, ldo, sc, ldsc, inv, G, v, OPT_F16, s0, s1, D, first); break;
+    case OPT_BF16: vsum_group_keys(out, ldo, sc, ldsc, inv, G, v, OPT_BF16, s0, s1, D, first); break;
+    default: vsum_group_keys(out, ldo, sc, ldsc, inv, G, v, OPT_F32, s0, s1, D, first); break;
+    }
+}
+
+static const opt_attend_parts attend_parts_avx2 = {score_avx2, softmax_avx2, vsum_avx2, score_group_avx2,
+                                                   vsum_group_avx2};
 
 static void attend_group_avx2(float *out, size_t ldo, const float *q, size_t ldq, int G, const void *kp,
                               const void *vp, int np, const void *k, const void *v, size_t ld_kv, opt_dtype dt,

@@ -48,7 +48,7 @@ static inline void opt_convert_from_f32(const prec_converters *cv, void *dst, op
 
 /* ---- attention (kernels_attend.c) -------------------------------------
  * A SIMD variant's attend_group (kernels.h) is opt_attend_group_run over
- * its three parts; attend_split is attend_group with G = 1. */
+ * its parts; attend_split is attend_group with G = 1. */
 enum { OPT_ATTEND_KB = 32 }; /* shared-prefix keys per block: 32 K or V rows of D = 128 fp32 are 16 KiB of L1 */
 
 typedef struct opt_attend_parts {
@@ -62,6 +62,15 @@ typedef struct opt_attend_parts {
      * in key order, of (sc[s] * inv) * v[s, d]; d < D */
     void (*vsum)(float *out, const float *sc, float inv, const void *v, opt_dtype dt, int s0, int s1, int D,
                  int first);
+    /* score for G queries q + g * ldq at once, into sc + g * ldsc: each K
+     * vector loaded (and converted) once for several queries */
+    void (*score_group)(float *sc, size_t ldsc, const float *q, size_t ldq, int G, const void *k, const void *v,
+                        opt_dtype dt, int s0, int s1, int D);
+    /* vsum for G outputs out + g * ldo (scores sc + g * ldsc, inv[g]) at once,
+     * s1 - s0 <= OPT_ATTEND_KB: each V vector loaded (and converted) once for
+     * several queries; each output the same chain in key order as vsum's */
+    void (*vsum_group)(float *out, size_t ldo, const float *sc, size_t ldsc, const float *inv, int G, const void *v,
+                       opt_dtype dt, int s0, int s1, int D, int first);
 } opt_attend_parts;
 
 /* The attend_group entry's contract (kernels.h) through a variant's parts. */
