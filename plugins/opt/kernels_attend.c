@@ -33,9 +33,19 @@ void opt_attend_group_run(const opt_attend_parts *a, float *out, size_t ldo, con
     }
     for (int b0 = 0; b0 < np; b0 += OPT_ATTEND_KB) {
         const int b1 = np - b0 < OPT_ATTEND_KB ? np : b0 + OPT_ATTEND_KB;
-        if (G > 1)
-            a->vsum_group(out, ldo, scores, (size_t)S, inv, G, vp, dt, b0, b1, D, b0 == 0);
-        else
+        if (G > 1) {
+            float pw[OPT_ATTEND_GROUP_MAX * OPT_ATTEND_KB];
+            unsigned char any[OPT_ATTEND_KB];
+            for (int s = b0; s < b1; s++) {
+                any[s - b0] = 0;
+                for (int g = 0; g < G; g++) {
+                    const float p = scores[(size_t)g * S + s] * inv[g];
+                    pw[g * OPT_ATTEND_KB + s - b0] = p;
+                    any[s - b0] |= p != 0.0f;
+                }
+            }
+            a->vsum_group(out, ldo, pw, any, G, vp, dt, b0, b1, D, b0 == 0);
+        } else
             a->vsum(out, scores, inv[0], vp, dt, b0, b1, D, b0 == 0);
     }
     for (int g = 0; g < G; g++)

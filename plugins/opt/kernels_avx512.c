@@ -481,25 +481,17 @@ static void score_group_avx512(float *sc, size_t ldsc, const float *q, size_t ld
 
 /* The group V-sum part (kernels_impl.h, opt_attend_parts): four outputs by
  * 32 columns at a time (eight registers), each V vector loaded and converted
- * once for the four, the probabilities scaled once per call (s1 - s0 <=
- * OPT_ATTEND_KB). A key no query keeps is skipped (its V row is not read);
- * one that some query drops adds 0 * v to that query's sums. */
-ALWAYS_INLINE void vsum_group_keys(float *out, size_t ldo, const float *sc, size_t ldsc, const float *inv, int G,
+ * once for the four; a chunk of fewer than four repeats its last query and
+ * stores only its n. A key no query keeps is skipped (its V row is not
+ * read); one that some query drops adds 0 * v to that query's sums. */
+ALWAYS_INLINE void vsum_group_keys(float *out, size_t ldo, const float *pw, const unsigned char *any, int G,
                                    const void *v, opt_dtype dt, int s0, int s1, int D, int first)
 {
     for (int g0 = 0; g0 < G; g0 += 4) {
         const int n = G - g0 < 4 ? G - g0 : 4;
-        /* the probabilities of the four queries (0 beyond n), and whether any
-         * query keeps each key */
-        float p[4][OPT_ATTEND_KB];
-        unsigned char any[OPT_ATTEND_KB];
-        for (int s = s0; s < s1; s++) {
-            any[s - s0] = 0;
-            for (int j = 0; j < 4; j++) {
-                p[j][s - s0] = j < n ? sc[(size_t)(g0 + j) * ldsc + s] * inv[g0 + j] : 0.0f;
-                any[s - s0] |= p[j][s - s0] != 0.0f;
-            }
-        }
+        const float *p[4];
+        for (int j = 0; j < 4; j++)
+            p[j] = pw + (size_t)(g0 + (j < n ? j : n - 1)) * OPT_ATTEND_KB;
         for (int d0 = 0; d0 < D; d0 += 32) {
             const int c0 = D - d0 < 16 ? D - d0 : 16, c1 = D - d0 - 16 < 0 ? 0 : D - d0 - 16 < 16 ? D - d0 - 16 : 16;
             const __mmask16 m0 = tail_mask(c0), m1 = c1 == 16 ? (__mmask16)0xffff : tail_mask(c1);
@@ -532,38 +524,20 @@ ALWAYS_INLINE void vsum_group_keys(float *out, size_t ldo, const float *sc, size
     }
 }
 
-static void vsum_group_avx512(float *out, size_t ldo, const float *sc, size_t ldsc, const float *inv, int G,
+static void vsum_group_avx512(float *out, size_t ldo, const float *pw, const unsigned char *any, int G,
                               const void *v, opt_dtype dt, int s0, int s1, int D, int first)
 {
     switch (dt) {
-    case OPT_F16: vsum_group_keys(out, ldo, sc, ldsc, inv, G, v, OPT_F16, s0, s1, D, first); break;
-    case OPT_BF16: vsum_group_keys(out, ldo, sc, ldsc, inv, G, v, OPT_BF16, s0, s1, D, first); break;
-    default: vsum_group_keys(out, ldo, sc, ldsc, inv, G, v, OPT_F32, s0, s1, D, first); break;
+    case OPT_F16: vsum_group_keys(out, ldo, pw, any, G, v, OPT_F16, s0, s1, D, first); break;
+    case OPT_BF16: vsum_group_keys(out, ldo, pw, any, G, v, OPT_BF16, s0, s1, D, first); break;
+    default: vsum_group_keys(out, ldo, pw, any, G, v, OPT_F32, s0, s1, D, first); break;
     }
 }
 
 static const opt_attend_parts attend_parts_avx512 = {score_avx512, softmax_avx512, vsum_avx512, score_group_avx512,
                                                      vsum_group_avx512};
 
-static void attend_group_avx512(float *out, size_t ldo, const float *q, size_t ldq, int G, const void *kp,
-                                const void *vp, int np, const void *k, const void *v, size_t ld_kv, opt_dtype dt,
-                                const uint8_t *keep, size_t ld_keep, int S, int D, float *scores)
-{
-    opt_attend_group_run(&attend_parts_avx512, out, ldo, q, ldq, G, kp, vp, np, k, v, ld_kv, dt, keep, ld_keep, S,
-                         D, scores);
-}
-
-static void attend_split_avx512(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
-                                const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *scores)
-{
-    attend_group_avx512(out, 0, q, 0, 1, kp, vp, np, k, v, 0, dt, keep, 0, S, D, scores);
-}
-
-static void attend_avx512(float *out, const float *q, const void *k, const void *v, opt_dtype dt, const uint8_t *keep,
-                          int S, int D, float *scores)
-{
-    attend_split_avx512(out, q, k, v, 0, k, v, dt, keep, S, D, scores);
-}
+OPT_ATTEND_ENTRIES(avx512, attend_parts_avx512)
 
 /* ---- the column path's tiles (kernels_cols.c) ------------------------------ */
 
