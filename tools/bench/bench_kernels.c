@@ -19,7 +19,8 @@
  * (attend_split, as the model called it per row before attend_group) and
  * once per group (attend_group); for the KV dtypes float32, float16,
  * bfloat16 (or --dtype). The time is per step, the GB/s the K and V bytes
- * read (prefix once per group) over it.
+ * read (prefix once per group) over it. The KV caches are advised as huge
+ * pages, as the engine's are.
  *
  * Prints, for every kernel variant this CPU has (or just --isa), and 1..N
  * threads:
@@ -34,10 +35,12 @@
  * Each figure is the median of several timed repetitions (the machine may be
  * shared). GB = 1e9 bytes; one multiply-add is 2 flops.
  */
+#define _DEFAULT_SOURCE /* madvise */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "kernels.h"
@@ -297,9 +300,16 @@ static int bench_attend(const char *isa_only, const char *dtype_only, double min
     const size_t n = (size_t)L * AT_B * AT_H * AT_SMAX * AT_D;
     float *f = malloc(sizeof(float) * n), *q = malloc(sizeof(float) * AT_B * AT_H * AT_D);
     float *out = malloc(sizeof(float) * AT_B * AT_H * AT_D), *sc = malloc(sizeof(float) * AT_G * AT_SMAX);
-    char *kc = malloc(n * 4), *vc = malloc(n * 4);
+    /* the KV caches in transparent huge pages where the kernel gives them, as
+     * the engine allocates its KV cache (model.c, stream_alloc) */
+    const size_t kv_bytes = (n * 4 + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    char *kc = aligned_alloc(2u << 20, kv_bytes), *vc = aligned_alloc(2u << 20, kv_bytes);
     if (!f || !q || !out || !sc || !kc || !vc)
         return 1;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(kc, kv_bytes, MADV_HUGEPAGE);
+    (void)madvise(vc, kv_bytes, MADV_HUGEPAGE);
+#endif
     for (size_t i = 0; i < n; i++)
         f[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
     for (size_t i = 0; i < (size_t)AT_B * AT_H * AT_D; i++)
