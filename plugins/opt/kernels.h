@@ -72,8 +72,8 @@ typedef struct opt_kernels {
     /* Conversions of n values. */
     void (*to_f32)(float *dst, const void *src, opt_dtype st, size_t n);
     void (*from_f32)(void *dst, opt_dtype dt, const float *src, size_t n);
-    /* Attention of one query against the S keys of one head (decode and
-     * prefill both call it once per (row, head, query)):
+    /* Attention of one query against the S keys of one head (the model calls
+     * it, attend_split or attend_group once per (row or group, head, query)):
      *   out[D] = sum_s p_s * v[s, :],   p = softmax_s(q . k[s, :]) in fp32
      * over the keys with keep[s] != 0 (keep NULL: all); a dropped key has
      * p_s = 0 and its K and V rows are not used. When no key is kept (a pad
