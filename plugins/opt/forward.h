@@ -40,9 +40,10 @@ typedef struct opt_kv_cache {
     /* Shared prefix (0 and 0 after alloc: off). With group G > 1, rows
      * [g*G, (g+1)*G) form a group whose first `prefix` cached tokens are the
      * same (one prompt's samples): attention reads keys s < prefix of every
-     * row of the group from the group's first row g*G, whose K/V rows then
-     * stay hot in cache for the group's other rows, and the other rows'
-     * copies of those keys are never read (they need not be filled).
+     * row of the group from the group's first row g*G (one attend_group
+     * call per group, head and position reads each of them once for all the
+     * group's rows), and the other rows' copies of those keys are never read
+     * (they need not be filled).
      * B must be a multiple of G. Set by the caller after prefill. */
     int group, prefix;
     /* Rows at their own lengths (continuous batching; NULL and NULL after
@@ -103,7 +104,7 @@ typedef struct opt_workspace {
     float *att;     /* [max_tokens, C]  attention output */
     float *ff;      /* [max_tokens, F] */
     float *emb;     /* [max_tokens, P] */
-    float *scores;  /* [n_threads][Smax rounded to 16] softmax scratch */
+    float *scores;  /* [n_threads][OPT_ATTEND_GROUP_MAX][Smax rounded to 16] softmax scratch */
     int *pos;       /* [max_tokens] embedding rows */
     void *arena;    /* one allocation behind every pointer above */
     size_t bytes;

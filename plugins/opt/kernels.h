@@ -72,8 +72,8 @@ typedef struct opt_kernels {
     /* Conversions of n values. */
     void (*to_f32)(float *dst, const void *src, opt_dtype st, size_t n);
     void (*from_f32)(void *dst, opt_dtype dt, const float *src, size_t n);
-    /* Attention of one query against the S keys of one head (decode and
-     * prefill both call it once per (row, head, query)):
+    /* Attention of one query against the S keys of one head (the model calls
+     * it, attend_split or attend_group once per (row or group, head, query)):
      *   out[D] = sum_s p_s * v[s, :],   p = softmax_s(q . k[s, :]) in fp32
      * over the keys with keep[s] != 0 (keep NULL: all); a dropped key has
      * p_s = 0 and its K and V rows are not used. When no key is kept (a pad
@@ -88,7 +88,21 @@ typedef struct opt_kernels {
      * (tests/opt/test_kernels.c compares the two). */
     void (*attend_split)(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
                          const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *scores);
+    /* attend_split for the G queries (1 <= G <= OPT_ATTEND_GROUP_MAX) of a
+     * shared-prefix group's rows at one head and position, which share the
+     * np prefix keys kp/vp and S: query g is q + g * ldq, its own K and V
+     * rows (keys s >= np) are at byte offset g * ld_kv from k and v, its keep
+     * row keep + g * ld_keep (keep NULL: all kept), its output out + g * ldo,
+     * scores[G * S] scratch. Computes what attend_split does for each query
+     * (tests/opt/test_kernels.c compares them); reads each prefix K and V
+     * row once for the G queries rather than once per query. */
+    void (*attend_group)(float *out, size_t ldo, const float *q, size_t ldq, int G, const void *kp, const void *vp,
+                         int np, const void *k, const void *v, size_t ld_kv, opt_dtype dt, const uint8_t *keep,
+                         size_t ld_keep, int S, int D, float *scores);
 } opt_kernels;
+
+/* The most queries one attend_group call takes. */
+enum { OPT_ATTEND_GROUP_MAX = 8 };
 
 /* The kernel table for isa (must be <= opt_isa_detect()), or NULL. */
 const opt_kernels *opt_kernels_for(opt_isa isa);

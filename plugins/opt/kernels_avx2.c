@@ -240,14 +240,23 @@ ALWAYS_INLINE __m256 exp_neg256(__m256 x)
 }
 
 /* Fused attention (see kernels.h): scores four keys at a time with SIMD over
- * D, the softmax eight scores per vector, then the V rows added into out. */
-/* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0). */
-ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, opt_dtype dt, int s0, int s1, int D)
+ * D, the softmax eight scores per vector, then the weighted V sum with the
+ * output held in registers, 64 columns of D at a time; a shared-prefix group's
+ * queries go through opt_attend_group_run (kernels_attend.c) over these parts. */
+/* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0), with the
+ * same rows of v prefetched, so the V sum after the softmax finds them in
+ * cache (the K and V streams are read from memory together). */
+ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const void *v, opt_dtype dt, int s0, int s1,
+                              int D)
 {
     const int Dv = D / 8 * 8;
+    const size_t es = opt_dtype_size(dt);
     int s = s0;
     for (; s + 4 <= s1; s += 4) {
         const size_t r0 = (size_t)s * D;
+        const char *vr = (const char *)v + r0 * es;
+        for (size_t b = 0; b < 4 * (size_t)D * es; b += 64)
+            _mm_prefetch(vr + b, _MM_HINT_T0);
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         int d = 0;
         for (; d < Dv; d += 8) {
@@ -267,20 +276,22 @@ ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, opt_dtyp
         _mm_storeu_ps(sc + s, reduce4(a0, a1, a2, a3));
     }
     for (; s < s1; s++)
-        sc[s] = dot_dt(q, (const char *)k + (size_t)s * D * opt_dtype_size(dt), dt, D);
+        sc[s] = dot_dt(q, (const char *)k + (size_t)s * D * es, dt, D);
 }
 
-/* Fused attention (see kernels.h, attend_split): keys s < np from kp/vp, the
- * rest from k/v; np = 0 is plain attend. */
-ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
-                             const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *sc)
+static void score_avx2(float *sc, const float *q, const void *k, const void *v, opt_dtype dt, int s0, int s1, int D)
+{
+    switch (dt) {
+    case OPT_F16: score_keys(sc, q, k, v, OPT_F16, s0, s1, D); break;
+    case OPT_BF16: score_keys(sc, q, k, v, OPT_BF16, s0, s1, D); break;
+    default: score_keys(sc, q, k, v, OPT_F32, s0, s1, D); break;
+    }
+}
+
+/* The softmax part (kernels_impl.h, opt_attend_parts). */
+static float softmax_avx2(float *sc, const uint8_t *keep, int S)
 {
     int s;
-    if (np > S)
-        np = S;
-    score_keys(sc, q, kp, dt, 0, np, D);
-    score_keys(sc, q, k, dt, np, S, D);
-
     float mx = -INFINITY;
     for (s = 0; s < S; s++) {
         if (keep && !keep[s])
@@ -313,28 +324,187 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const v
             sum += sc[s];
         }
     }
-    const float inv = 1.0f / sum;
-    memset(out, 0, (size_t)D * sizeof(float));
-    for (s = 0; s < S; s++)
-        if (sc[s] != 0.0f)
-            axpy_dt(out, sc[s] * inv, (const char *)(s < np ? vp : v) + (size_t)s * D * opt_dtype_size(dt), dt, D);
+    return 1.0f / sum;
 }
 
-static void attend_split_avx2(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
-                              const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *scores)
+/* The V-sum part (kernels_impl.h, opt_attend_parts): 64 columns at a time in
+ * eight registers across the keys, then the columns left one vector at a
+ * time (the last one masked). */
+ALWAYS_INLINE void vsum_keys(float *out, const float *sc, float inv, const void *v, opt_dtype dt, int s0, int s1,
+                             int D, int first)
 {
-    switch (dt) {
-    case OPT_F16: attend_dt(out, q, kp, vp, np, k, v, OPT_F16, keep, S, D, scores); break;
-    case OPT_BF16: attend_dt(out, q, kp, vp, np, k, v, OPT_BF16, keep, S, D, scores); break;
-    default: attend_dt(out, q, kp, vp, np, k, v, OPT_F32, keep, S, D, scores); break;
+    int d0 = 0;
+    for (; d0 + 64 <= D; d0 += 64) {
+        __m256 o[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++)
+            o[i] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(out + d0 + 8 * i);
+        for (int s = s0; s < s1; s++) {
+            if (sc[s] == 0.0f)
+                continue;
+            const __m256 p = _mm256_set1_ps(sc[s] * inv);
+            const size_t r0 = (size_t)s * D + (size_t)d0;
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++)
+                o[i] = _mm256_fmadd_ps(p, load8(v, dt, r0 + 8 * (size_t)i), o[i]);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++)
+            _mm256_storeu_ps(out + d0 + 8 * i, o[i]);
+    }
+    for (; d0 < D; d0 += 8) {
+        const int n = D - d0 < 8 ? D - d0 : 8;
+        const __m256i mask = lane_mask(n);
+        __m256 o = first ? _mm256_setzero_ps() : _mm256_maskload_ps(out + d0, mask);
+        for (int s = s0; s < s1; s++) {
+            if (sc[s] == 0.0f)
+                continue;
+            const __m256 p = _mm256_set1_ps(sc[s] * inv);
+            const size_t r0 = (size_t)s * D + (size_t)d0;
+            o = _mm256_fmadd_ps(p, n == 8 ? load8(v, dt, r0) : load8_part(v, dt, r0, n), o);
+        }
+        _mm256_maskstore_ps(out + d0, mask, o);
     }
 }
 
-static void attend_avx2(float *out, const float *q, const void *k, const void *v, opt_dtype dt, const uint8_t *keep,
-                        int S, int D, float *scores)
+static void vsum_avx2(float *out, const float *sc, float inv, const void *v, opt_dtype dt, int s0, int s1, int D,
+                      int first)
 {
-    attend_split_avx2(out, q, k, v, 0, k, v, dt, keep, S, D, scores);
+    switch (dt) {
+    case OPT_F16: vsum_keys(out, sc, inv, v, OPT_F16, s0, s1, D, first); break;
+    case OPT_BF16: vsum_keys(out, sc, inv, v, OPT_BF16, s0, s1, D, first); break;
+    default: vsum_keys(out, sc, inv, v, OPT_F32, s0, s1, D, first); break;
+    }
 }
+
+/* The group score part (kernels_impl.h, opt_attend_parts): four queries by
+ * two keys at a time (eight accumulators), each K vector loaded and
+ * converted once for the four; a query chunk of fewer than four repeats its
+ * last query and drops the extra scores. Each score is accumulated and
+ * reduced (reduce4) as score_keys does its four-key blocks. */
+ALWAYS_INLINE void score_group_keys(float *sc, size_t ldsc, const float *q, size_t ldq, int G, const void *k,
+                                    const void *v, opt_dtype dt, int s0, int s1, int D)
+{
+    const int Dv = D / 8 * 8;
+    const size_t es = opt_dtype_size(dt);
+    const __m256i dmask = lane_mask(D - Dv);
+    for (int g0 = 0; g0 < G; g0 += 4) {
+        const int n = G - g0 < 4 ? G - g0 : 4;
+        const float *qr[4];
+        for (int j = 0; j < 4; j++)
+            qr[j] = q + (size_t)(g0 + (j < n ? j : n - 1)) * ldq;
+        for (int s = s0; s < s1; s += 2) {
+            const int two = s + 1 < s1;
+            const size_t r0 = (size_t)s * D, r1 = two ? r0 + (size_t)D : r0;
+            if (g0 == 0)
+                for (size_t b = 0; b < (size_t)(1 + two) * D * es; b += 64)
+                    _mm_prefetch((const char *)v + r0 * es + b, _MM_HINT_T0);
+            __m256 a[2][4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+                a[0][j] = a[1][j] = _mm256_setzero_ps();
+            int d = 0;
+            for (; d < Dv; d += 8) {
+                const __m256 k0 = load8(k, dt, r0 + d), k1 = load8(k, dt, r1 + d);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m256 qv = _mm256_loadu_ps(qr[j] + d);
+                    a[0][j] = _mm256_fmadd_ps(qv, k0, a[0][j]);
+                    a[1][j] = _mm256_fmadd_ps(qv, k1, a[1][j]);
+                }
+            }
+            if (d < D) {
+                const __m256 k0 = load8_part(k, dt, r0 + d, D - d), k1 = load8_part(k, dt, r1 + d, D - d);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m256 qv = _mm256_maskload_ps(qr[j] + d, dmask);
+                    a[0][j] = _mm256_fmadd_ps(qv, k0, a[0][j]);
+                    a[1][j] = _mm256_fmadd_ps(qv, k1, a[1][j]);
+                }
+            }
+            _Alignas(16) float r[2][4];
+            _mm_store_ps(r[0], reduce4(a[0][0], a[0][1], a[0][2], a[0][3]));
+            _mm_store_ps(r[1], reduce4(a[1][0], a[1][1], a[1][2], a[1][3]));
+            for (int j = 0; j < n; j++) {
+                sc[(size_t)(g0 + j) * ldsc + s] = r[0][j];
+                if (two)
+                    sc[(size_t)(g0 + j) * ldsc + s + 1] = r[1][j];
+            }
+        }
+    }
+}
+
+static void score_group_avx2(float *sc, size_t ldsc, const float *q, size_t ldq, int G, const void *k, const void *v,
+                             opt_dtype dt, int s0, int s1, int D)
+{
+    switch (dt) {
+    case OPT_F16: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_F16, s0, s1, D); break;
+    case OPT_BF16: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_BF16, s0, s1, D); break;
+    default: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_F32, s0, s1, D); break;
+    }
+}
+
+/* The group V-sum part (kernels_impl.h, opt_attend_parts): four outputs by
+ * 16 columns at a time (eight registers), each V vector loaded and converted
+ * once for the four; a chunk of fewer than four repeats its last query and
+ * stores only its n. A key no query keeps is skipped (its V row is not
+ * read); one that some query drops adds 0 * v to that query's sums. */
+ALWAYS_INLINE void vsum_group_keys(float *out, size_t ldo, const float *pw, const unsigned char *any, int G,
+                                   const void *v, opt_dtype dt, int s0, int s1, int D, int first)
+{
+    for (int g0 = 0; g0 < G; g0 += 4) {
+        const int n = G - g0 < 4 ? G - g0 : 4;
+        const float *p[4];
+        for (int j = 0; j < 4; j++)
+            p[j] = pw + (size_t)(g0 + (j < n ? j : n - 1)) * OPT_ATTEND_KB;
+        for (int d0 = 0; d0 < D; d0 += 16) {
+            const int c0 = D - d0 < 8 ? D - d0 : 8, c1 = D - d0 - 8 < 0 ? 0 : D - d0 - 8 < 8 ? D - d0 - 8 : 8;
+            const __m256i m0 = lane_mask(c0), m1 = lane_mask(c1);
+            __m256 o[4][2];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                o[j][0] = o[j][1] = _mm256_setzero_ps();
+                if (!first && j < n) {
+                    o[j][0] = _mm256_maskload_ps(out + (size_t)(g0 + j) * ldo + d0, m0);
+                    o[j][1] = _mm256_maskload_ps(out + (size_t)(g0 + j) * ldo + d0 + 8, m1);
+                }
+            }
+            for (int s = s0; s < s1; s++) {
+                if (!any[s - s0])
+                    continue;
+                const size_t r0 = (size_t)s * D + (size_t)d0;
+                const __m256 v0 = c0 == 8 ? load8(v, dt, r0) : load8_part(v, dt, r0, c0);
+                const __m256 v1 = c1 == 8 ? load8(v, dt, r0 + 8) : c1 > 0 ? load8_part(v, dt, r0 + 8, c1)
+                                                                           : _mm256_setzero_ps();
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m256 pj = _mm256_broadcast_ss(p[j] + (s - s0));
+                    o[j][0] = _mm256_fmadd_ps(pj, v0, o[j][0]);
+                    o[j][1] = _mm256_fmadd_ps(pj, v1, o[j][1]);
+                }
+            }
+            for (int j = 0; j < n; j++) {
+                _mm256_maskstore_ps(out + (size_t)(g0 + j) * ldo + d0, m0, o[j][0]);
+                _mm256_maskstore_ps(out + (size_t)(g0 + j) * ldo + d0 + 8, m1, o[j][1]);
+            }
+        }
+    }
+}
+
+static void vsum_group_avx2(float *out, size_t ldo, const float *pw, const unsigned char *any, int G,
+                            const void *v, opt_dtype dt, int s0, int s1, int D, int first)
+{
+    switch (dt) {
+    case OPT_F16: vsum_group_keys(out, ldo, pw, any, G, v, OPT_F16, s0, s1, D, first); break;
+    case OPT_BF16: vsum_group_keys(out, ldo, pw, any, G, v, OPT_BF16, s0, s1, D, first); break;
+    default: vsum_group_keys(out, ldo, pw, any, G, v, OPT_F32, s0, s1, D, first); break;
+    }
+}
+
+static const opt_attend_parts attend_parts_avx2 = {score_avx2, softmax_avx2, vsum_avx2, score_group_avx2,
+                                                   vsum_group_avx2};
+
+OPT_ATTEND_ENTRIES(avx2, attend_parts_avx2)
 
 /* ---- the column path's tiles (kernels_cols.c) ---------------------------------- */
 
@@ -502,6 +672,7 @@ static const opt_kernels kernels_avx2 = {
     .axpy = axpy_avx2,
     .attend = attend_avx2,
     .attend_split = attend_split_avx2,
+    .attend_group = attend_group_avx2,
     .to_f32 = to_f32_avx2,
     .from_f32 = from_f32_avx2,
 };

@@ -265,7 +265,8 @@ ALWAYS_INLINE __m512 exp_neg512(__m512 x)
 /* Fused attention (see kernels.h): scores four keys at a time (each key's
  * D-long dot product with SIMD over D, four reduced together), the softmax
  * over 16 scores per vector, then the weighted V sum with the output held in
- * registers, 64 columns of D at a time. */
+ * registers, 64 columns of D at a time; a shared-prefix group's queries go
+ * through opt_attend_group_run (kernels_attend.c) over these parts. */
 /* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0), with
  * the same rows of v prefetched, so the V pass after the softmax finds them in
  * cache (the K and V streams are read from memory together). */
@@ -311,18 +312,20 @@ ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const vo
     }
 }
 
-/* Fused attention (see kernels.h, attend_split): keys s < np from kp/vp, the
- * rest from k/v; np = 0 is plain attend. */
-ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
-                             const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *sc)
+static void score_avx512(float *sc, const float *q, const void *k, const void *v, opt_dtype dt, int s0, int s1, int D)
+{
+    switch (dt) {
+    case OPT_F16: score_keys(sc, q, k, v, OPT_F16, s0, s1, D); break;
+    case OPT_BF16: score_keys(sc, q, k, v, OPT_BF16, s0, s1, D); break;
+    default: score_keys(sc, q, k, v, OPT_F32, s0, s1, D); break;
+    }
+}
+
+/* The softmax part (kernels_impl.h, opt_attend_parts): the max 16 scores per
+ * vector when no key is masked. */
+static float softmax_avx512(float *sc, const uint8_t *keep, int S)
 {
     int s;
-    if (np > S)
-        np = S;
-    score_keys(sc, q, kp, vp, dt, 0, np, D);
-    score_keys(sc, q, k, v, dt, np, S, D);
-
-    /* softmax over the kept keys */
     float mx = -INFINITY;
     if (keep) {
         for (s = 0; s < S; s++) {
@@ -361,9 +364,14 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const v
         }
         sum = _mm512_reduce_add_ps(acc);
     }
-    const float inv = 1.0f / sum;
+    return 1.0f / sum;
+}
 
-    /* out = sum_s p_s v_s, 64 columns at a time in four registers */
+/* The V-sum part (kernels_impl.h, opt_attend_parts): 64 columns at a time in
+ * four registers across the keys (masked loads for D not a multiple of 64). */
+ALWAYS_INLINE void vsum_keys(float *out, const float *sc, float inv, const void *v, opt_dtype dt, int s0, int s1,
+                             int D, int first)
+{
     for (int d0 = 0; d0 < D; d0 += 64) {
         __mmask16 m[4];
         for (int i = 0; i < 4; i++) {
@@ -371,16 +379,21 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const v
             m[i] = n >= 16 ? (__mmask16)0xffff : n > 0 ? tail_mask(n) : (__mmask16)0;
         }
         __m512 o0 = _mm512_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
-        for (s = 0; s < S; s++) {
+        if (!first) {
+            o0 = _mm512_maskz_loadu_ps(m[0], out + d0);
+            o1 = _mm512_maskz_loadu_ps(m[1], out + d0 + 16);
+            o2 = _mm512_maskz_loadu_ps(m[2], out + d0 + 32);
+            o3 = _mm512_maskz_loadu_ps(m[3], out + d0 + 48);
+        }
+        for (int s = s0; s < s1; s++) {
             if (sc[s] == 0.0f)
                 continue;
             const __m512 p = _mm512_set1_ps(sc[s] * inv);
             const size_t r0 = (size_t)s * D + (size_t)d0;
-            const void *vb = s < np ? vp : v;
-            o0 = _mm512_fmadd_ps(p, load16_mask(vb, dt, r0, m[0]), o0);
-            o1 = _mm512_fmadd_ps(p, load16_mask(vb, dt, r0 + 16, m[1]), o1);
-            o2 = _mm512_fmadd_ps(p, load16_mask(vb, dt, r0 + 32, m[2]), o2);
-            o3 = _mm512_fmadd_ps(p, load16_mask(vb, dt, r0 + 48, m[3]), o3);
+            o0 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0, m[0]), o0);
+            o1 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0 + 16, m[1]), o1);
+            o2 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0 + 32, m[2]), o2);
+            o3 = _mm512_fmadd_ps(p, load16_mask(v, dt, r0 + 48, m[3]), o3);
         }
         _mm512_mask_storeu_ps(out + d0, m[0], o0);
         _mm512_mask_storeu_ps(out + d0 + 16, m[1], o1);
@@ -389,21 +402,142 @@ ALWAYS_INLINE void attend_dt(float *out, const float *q, const void *kp, const v
     }
 }
 
-static void attend_split_avx512(float *out, const float *q, const void *kp, const void *vp, int np, const void *k,
-                                const void *v, opt_dtype dt, const uint8_t *keep, int S, int D, float *scores)
+static void vsum_avx512(float *out, const float *sc, float inv, const void *v, opt_dtype dt, int s0, int s1, int D,
+                        int first)
 {
     switch (dt) {
-    case OPT_F16: attend_dt(out, q, kp, vp, np, k, v, OPT_F16, keep, S, D, scores); break;
-    case OPT_BF16: attend_dt(out, q, kp, vp, np, k, v, OPT_BF16, keep, S, D, scores); break;
-    default: attend_dt(out, q, kp, vp, np, k, v, OPT_F32, keep, S, D, scores); break;
+    case OPT_F16: vsum_keys(out, sc, inv, v, OPT_F16, s0, s1, D, first); break;
+    case OPT_BF16: vsum_keys(out, sc, inv, v, OPT_BF16, s0, s1, D, first); break;
+    default: vsum_keys(out, sc, inv, v, OPT_F32, s0, s1, D, first); break;
     }
 }
 
-static void attend_avx512(float *out, const float *q, const void *k, const void *v, opt_dtype dt, const uint8_t *keep,
-                          int S, int D, float *scores)
+/* The group score part (kernels_impl.h, opt_attend_parts): four queries by
+ * two keys at a time (eight accumulators), each K vector loaded and
+ * converted once for the four; a query chunk of fewer than four repeats its
+ * last query and drops the extra scores. Each score is accumulated and
+ * reduced (reduce4) as score_keys does its four-key blocks. */
+ALWAYS_INLINE void score_group_keys(float *sc, size_t ldsc, const float *q, size_t ldq, int G, const void *k,
+                                    const void *v, opt_dtype dt, int s0, int s1, int D)
 {
-    attend_split_avx512(out, q, k, v, 0, k, v, dt, keep, S, D, scores);
+    const int Dv = D / 16 * 16;
+    const __mmask16 dmask = tail_mask(D - Dv);
+    const size_t es = opt_dtype_size(dt);
+    for (int g0 = 0; g0 < G; g0 += 4) {
+        const int n = G - g0 < 4 ? G - g0 : 4;
+        const float *qr[4];
+        for (int j = 0; j < 4; j++)
+            qr[j] = q + (size_t)(g0 + (j < n ? j : n - 1)) * ldq;
+        for (int s = s0; s < s1; s += 2) {
+            const int two = s + 1 < s1;
+            const size_t r0 = (size_t)s * D, r1 = two ? r0 + (size_t)D : r0;
+            if (g0 == 0)
+                for (size_t b = 0; b < (size_t)(1 + two) * D * es; b += 64)
+                    _mm_prefetch((const char *)v + r0 * es + b, _MM_HINT_T0);
+            __m512 a[2][4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+                a[0][j] = a[1][j] = _mm512_setzero_ps();
+            int d = 0;
+            for (; d < Dv; d += 16) {
+                const __m512 k0 = load16(k, dt, r0 + d), k1 = load16(k, dt, r1 + d);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m512 qv = _mm512_loadu_ps(qr[j] + d);
+                    a[0][j] = _mm512_fmadd_ps(qv, k0, a[0][j]);
+                    a[1][j] = _mm512_fmadd_ps(qv, k1, a[1][j]);
+                }
+            }
+            if (d < D) {
+                const __m512 k0 = load16_mask(k, dt, r0 + d, dmask), k1 = load16_mask(k, dt, r1 + d, dmask);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m512 qv = _mm512_maskz_loadu_ps(dmask, qr[j] + d);
+                    a[0][j] = _mm512_fmadd_ps(qv, k0, a[0][j]);
+                    a[1][j] = _mm512_fmadd_ps(qv, k1, a[1][j]);
+                }
+            }
+            _Alignas(16) float r[2][4];
+            _mm_store_ps(r[0], reduce4(a[0][0], a[0][1], a[0][2], a[0][3]));
+            _mm_store_ps(r[1], reduce4(a[1][0], a[1][1], a[1][2], a[1][3]));
+            for (int j = 0; j < n; j++) {
+                sc[(size_t)(g0 + j) * ldsc + s] = r[0][j];
+                if (two)
+                    sc[(size_t)(g0 + j) * ldsc + s + 1] = r[1][j];
+            }
+        }
+    }
 }
+
+static void score_group_avx512(float *sc, size_t ldsc, const float *q, size_t ldq, int G, const void *k,
+                               const void *v, opt_dtype dt, int s0, int s1, int D)
+{
+    switch (dt) {
+    case OPT_F16: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_F16, s0, s1, D); break;
+    case OPT_BF16: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_BF16, s0, s1, D); break;
+    default: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_F32, s0, s1, D); break;
+    }
+}
+
+/* The group V-sum part (kernels_impl.h, opt_attend_parts): four outputs by
+ * 32 columns at a time (eight registers), each V vector loaded and converted
+ * once for the four; a chunk of fewer than four repeats its last query and
+ * stores only its n. A key no query keeps is skipped (its V row is not
+ * read); one that some query drops adds 0 * v to that query's sums. */
+ALWAYS_INLINE void vsum_group_keys(float *out, size_t ldo, const float *pw, const unsigned char *any, int G,
+                                   const void *v, opt_dtype dt, int s0, int s1, int D, int first)
+{
+    for (int g0 = 0; g0 < G; g0 += 4) {
+        const int n = G - g0 < 4 ? G - g0 : 4;
+        const float *p[4];
+        for (int j = 0; j < 4; j++)
+            p[j] = pw + (size_t)(g0 + (j < n ? j : n - 1)) * OPT_ATTEND_KB;
+        for (int d0 = 0; d0 < D; d0 += 32) {
+            const int c0 = D - d0 < 16 ? D - d0 : 16, c1 = D - d0 - 16 < 0 ? 0 : D - d0 - 16 < 16 ? D - d0 - 16 : 16;
+            const __mmask16 m0 = tail_mask(c0), m1 = c1 == 16 ? (__mmask16)0xffff : tail_mask(c1);
+            __m512 o[4][2];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                o[j][0] = o[j][1] = _mm512_setzero_ps();
+                if (!first && j < n) {
+                    o[j][0] = _mm512_maskz_loadu_ps(m0, out + (size_t)(g0 + j) * ldo + d0);
+                    o[j][1] = _mm512_maskz_loadu_ps(m1, out + (size_t)(g0 + j) * ldo + d0 + 16);
+                }
+            }
+            for (int s = s0; s < s1; s++) {
+                if (!any[s - s0])
+                    continue;
+                const size_t r0 = (size_t)s * D + (size_t)d0;
+                const __m512 v0 = load16_mask(v, dt, r0, m0), v1 = load16_mask(v, dt, r0 + 16, m1);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m512 pj = _mm512_set1_ps(p[j][s - s0]);
+                    o[j][0] = _mm512_fmadd_ps(pj, v0, o[j][0]);
+                    o[j][1] = _mm512_fmadd_ps(pj, v1, o[j][1]);
+                }
+            }
+            for (int j = 0; j < n; j++) {
+                _mm512_mask_storeu_ps(out + (size_t)(g0 + j) * ldo + d0, m0, o[j][0]);
+                _mm512_mask_storeu_ps(out + (size_t)(g0 + j) * ldo + d0 + 16, m1, o[j][1]);
+            }
+        }
+    }
+}
+
+static void vsum_group_avx512(float *out, size_t ldo, const float *pw, const unsigned char *any, int G,
+                              const void *v, opt_dtype dt, int s0, int s1, int D, int first)
+{
+    switch (dt) {
+    case OPT_F16: vsum_group_keys(out, ldo, pw, any, G, v, OPT_F16, s0, s1, D, first); break;
+    case OPT_BF16: vsum_group_keys(out, ldo, pw, any, G, v, OPT_BF16, s0, s1, D, first); break;
+    default: vsum_group_keys(out, ldo, pw, any, G, v, OPT_F32, s0, s1, D, first); break;
+    }
+}
+
+static const opt_attend_parts attend_parts_avx512 = {score_avx512, softmax_avx512, vsum_avx512, score_group_avx512,
+                                                     vsum_group_avx512};
+
+OPT_ATTEND_ENTRIES(avx512, attend_parts_avx512)
 
 /* ---- the column path's tiles (kernels_cols.c) ------------------------------ */
 
@@ -704,6 +838,7 @@ static const opt_kernels kernels_avx512 = {
     .axpy = axpy_avx512,
     .attend = attend_avx512,
     .attend_split = attend_split_avx512,
+    .attend_group = attend_group_avx512,
     .to_f32 = to_f32_avx512,
     .from_f32 = from_f32_avx512,
 };
@@ -715,6 +850,7 @@ static const opt_kernels kernels_avx512_bf16 = {
     .axpy = axpy_avx512,
     .attend = attend_avx512,
     .attend_split = attend_split_avx512,
+    .attend_group = attend_group_avx512,
     .to_f32 = to_f32_avx512,
     .from_f32 = from_f32_avx512,
 };

@@ -46,6 +46,62 @@ static inline void opt_convert_from_f32(const prec_converters *cv, void *dst, op
     }
 }
 
+/* ---- attention (kernels_attend.c) -------------------------------------
+ * A SIMD variant's attend_group (kernels.h) is opt_attend_group_run over
+ * its parts; attend_split is attend_group with G = 1. */
+enum { OPT_ATTEND_KB = 32 }; /* shared-prefix keys per block: 32 K or V rows of D = 128 fp32 are 16 KiB of L1 */
+
+typedef struct opt_attend_parts {
+    /* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0); may
+     * prefetch the same rows of v for the V sum */
+    void (*score)(float *sc, const float *q, const void *k, const void *v, opt_dtype dt, int s0, int s1, int D);
+    /* sc[S] becomes the unnormalised probabilities of attend (kernels.h:
+     * masked keys 0, uniform 1 when nothing is kept); returns 1 / their sum */
+    float (*softmax)(float *sc, const uint8_t *keep, int S);
+    /* out[d] = (first ? 0 : out[d]) + sum over s in [s0, s1) with sc[s] != 0,
+     * in key order, of (sc[s] * inv) * v[s, d]; d < D */
+    void (*vsum)(float *out, const float *sc, float inv, const void *v, opt_dtype dt, int s0, int s1, int D,
+                 int first);
+    /* score for G queries q + g * ldq at once, into sc + g * ldsc: each K
+     * vector loaded (and converted) once for several queries */
+    void (*score_group)(float *sc, size_t ldsc, const float *q, size_t ldq, int G, const void *k, const void *v,
+                        opt_dtype dt, int s0, int s1, int D);
+    /* vsum for G outputs out + g * ldo at once over keys s in [s0, s1),
+     * s1 - s0 <= OPT_ATTEND_KB: query g's probability of key s is
+     * pw[g * OPT_ATTEND_KB + s - s0] (sc[s] * inv already), any[s - s0]
+     * whether some query's is not 0; each V vector loaded (and converted) once
+     * for several queries; each output the same chain in key order as vsum's */
+    void (*vsum_group)(float *out, size_t ldo, const float *pw, const unsigned char *any, int G, const void *v,
+                       opt_dtype dt, int s0, int s1, int D, int first);
+} opt_attend_parts;
+
+/* The attend_group entry's contract (kernels.h) through a variant's parts. */
+void opt_attend_group_run(const opt_attend_parts *a, float *out, size_t ldo, const float *q, size_t ldq, int G,
+                          const void *kp, const void *vp, int np, const void *k, const void *v, size_t ld_kv,
+                          opt_dtype dt, const uint8_t *keep, size_t ld_keep, int S, int D, float *scores);
+
+/* A variant's three table entries over its parts PARTS (an opt_attend_parts):
+ * attend_group_SUFFIX, attend_split_SUFFIX (G = 1) and attend_SUFFIX (np = 0). */
+#define OPT_ATTEND_ENTRIES(SUFFIX, PARTS)                                                                              \
+    static void attend_group_##SUFFIX(float *out, size_t ldo, const float *q, size_t ldq, int G, const void *kp,      \
+                                      const void *vp, int np, const void *k, const void *v, size_t ld_kv,             \
+                                      opt_dtype dt, const uint8_t *keep, size_t ld_keep, int S, int D, float *scores) \
+    {                                                                                                                  \
+        opt_attend_group_run(&(PARTS), out, ldo, q, ldq, G, kp, vp, np, k, v, ld_kv, dt, keep, ld_keep, S, D,        \
+                             scores);                                                                                  \
+    }                                                                                                                  \
+    static void attend_split_##SUFFIX(float *out, const float *q, const void *kp, const void *vp, int np,            \
+                                      const void *k, const void *v, opt_dtype dt, const uint8_t *keep, int S, int D,  \
+                                      float *scores)                                                                   \
+    {                                                                                                                  \
+        attend_group_##SUFFIX(out, 0, q, 0, 1, kp, vp, np, k, v, 0, dt, keep, 0, S, D, scores);                       \
+    }                                                                                                                  \
+    static void attend_##SUFFIX(float *out, const float *q, const void *k, const void *v, opt_dtype dt,              \
+                                const uint8_t *keep, int S, int D, float *scores)                                      \
+    {                                                                                                                  \
+        attend_split_##SUFFIX(out, q, k, v, 0, k, v, dt, keep, S, D, scores);                                         \
+    }
+
 /* ---- the column path (kernels_cols.c) ---------------------------------
  * linear for many rows of x (M >= a variant's threshold), vectors along M:
  * x is transposed once per block of rows and chunk of K, xt[k][i] =

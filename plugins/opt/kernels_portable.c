@@ -118,6 +118,17 @@ static void attend_split_portable(float *out, const float *q, const void *kp, co
             axpy_portable(out, scores[s] * inv, (const char *)(s < np ? vp : v) + (size_t)s * D * es, dt, D);
 }
 
+/* The reference attend_group: attend_split once per query. */
+static void attend_group_portable(float *out, size_t ldo, const float *q, size_t ldq, int G, const void *kp,
+                                  const void *vp, int np, const void *k, const void *v, size_t ld_kv, opt_dtype dt,
+                                  const uint8_t *keep, size_t ld_keep, int S, int D, float *scores)
+{
+    for (int g = 0; g < G; g++)
+        attend_split_portable(out + (size_t)g * ldo, q + (size_t)g * ldq, kp, vp, np,
+                              (const char *)k + (size_t)g * ld_kv, (const char *)v + (size_t)g * ld_kv, dt,
+                              keep ? keep + (size_t)g * ld_keep : NULL, S, D, scores);
+}
+
 static void attend_portable(float *out, const float *q, const void *k, const void *v, opt_dtype dt,
                             const uint8_t *keep, int S, int D, float *scores)
 {
@@ -133,6 +144,7 @@ static const opt_kernels kernels_portable = {
     .from_f32 = from_f32_portable,
     .attend = attend_portable,
     .attend_split = attend_split_portable,
+    .attend_group = attend_group_portable,
 };
 
 const opt_kernels *opt_kernels_portable(void) { return &kernels_portable; }

@@ -387,7 +387,7 @@ static size_t workspace_layout(opt_workspace *ws, const opt_hparams *hp, int N, 
     BUF(ws->att, float, N * Cm);
     BUF(ws->ff, float, N * F);
     BUF(ws->emb, float, N * Cm);
-    BUF(ws->scores, float, (size_t)n_threads * round16(Smax));
+    BUF(ws->scores, float, (size_t)n_threads * OPT_ATTEND_GROUP_MAX * round16(Smax));
     BUF(ws->pos, int, N);
 #undef BUF
     return off;
@@ -521,7 +521,7 @@ typedef struct attention_job {
     opt_dtype dt;
     const uint8_t *mask;     /* [B, mask_stride] */
     int mask_stride;
-    float *scores;           /* [n_threads][Sr] */
+    float *scores;           /* [n_threads][OPT_ATTEND_GROUP_MAX][Sr] */
     int Sr;
     int B, T, H, D, Smax, S0;
     int G, np;               /* shared prefix: rows per group (1: none), keys read from the group's first row */
@@ -530,33 +530,48 @@ typedef struct attention_job {
 } attention_job;
 
 /* For rows (b, h) in this thread's share:
- *   att[b, t, h*D:(h+1)*D] = softmax_s(q . k_s, s <= S0 + t, mask[b, s]) . v_s */
+ *   att[b, t, h*D:(h+1)*D] = softmax_s(q . k_s, s <= S0 + t, mask[b, s]) . v_s
+ * The share is a range of units (g, h), g a group of G rows (1: no groups);
+ * a group's rows at one head and position go to one attend_group call (up to
+ * OPT_ATTEND_GROUP_MAX rows a call), which reads the shared prefix rows once
+ * for all of them. */
 static void attention_worker(void *ctx, int i, int n) {
     const attention_job *j = ctx;
-    const int pairs = j->B * j->H;
-    const int lo = (int)((long)pairs * i / n), hi = (int)((long)pairs * (i + 1) / n);
+    const int G = j->G, units = j->B / G * j->H;
+    const int lo = (int)((long)units * i / n), hi = (int)((long)units * (i + 1) / n);
     const int C = j->H * j->D, D = j->D;
-    const size_t es = opt_dtype_size(j->dt);
-    float *sc = j->scores + (size_t)i * j->Sr;
-    const int G = j->G;
-    for (int p = lo; p < hi; p++) {
-        /* p = ((g * H) + h) * G + r: a group's rows of one head follow each
-         * other, so the shared prefix rows are read from memory once */
-        const int h = p / G % j->H, b = p / (G * j->H) * G + p % G;
-        const int cb = j->slot_of ? j->slot_of[b] : b, S0 = j->len_of ? j->len_of[b] : j->S0;
-        const size_t head = ((size_t)cb * j->H + h) * (size_t)j->Smax * D * es;
-        const int lb = j->prefix_of ? j->prefix_of[b] : b - b % G; /* the cache row of keys s < np */
-        const size_t lead = ((size_t)lb * j->H + h) * (size_t)j->Smax * D * es;
-        const char *K = (const char *)j->kc + head, *Vv = (const char *)j->vc + head;
-        const char *Kp = (const char *)j->kc + lead, *Vp = (const char *)j->vc + lead;
-        const uint8_t *mk = j->mask + (size_t)b * j->mask_stride;
-        for (int t = 0; t < j->T; t++) {
-            const float *qv = j->q + ((size_t)b * j->T + t) * j->ldq + (size_t)h * D;
-            float *out = j->att + ((size_t)b * j->T + t) * C + (size_t)h * D;
-            if (j->np > 0) /* keys 0..S0+t, the first np from the group's first (or the prompt's) row */
-                j->k->attend_split(out, qv, Kp, Vp, j->np, K, Vv, j->dt, mk, S0 + t + 1, D, sc);
-            else
-                j->k->attend(out, qv, K, Vv, j->dt, mk, S0 + t + 1, D, sc);
+    const size_t es = opt_dtype_size(j->dt), head_bytes = (size_t)j->Smax * D * es;
+    float *sc = j->scores + (size_t)i * OPT_ATTEND_GROUP_MAX * j->Sr;
+    for (int u = lo; u < hi; u++) {
+        const int h = u % j->H;
+        for (int b = u / j->H * G; b < (u / j->H + 1) * G;) {
+            const int cb = j->slot_of ? j->slot_of[b] : b, S0 = j->len_of ? j->len_of[b] : j->S0;
+            const char *K = (const char *)j->kc + ((size_t)cb * j->H + h) * head_bytes;
+            const char *Vv = (const char *)j->vc + ((size_t)cb * j->H + h) * head_bytes;
+            const int lb = j->prefix_of ? j->prefix_of[b] : b - b % G; /* the cache row of keys s < np */
+            const char *Kp = (const char *)j->kc + ((size_t)lb * j->H + h) * head_bytes;
+            const char *Vp = (const char *)j->vc + ((size_t)lb * j->H + h) * head_bytes;
+            const uint8_t *mk = j->mask + (size_t)b * j->mask_stride;
+            if (G > 1) { /* no slot_of (opt_forward): rows b.. of a group follow each other in the cache */
+                const int rows = b % G + OPT_ATTEND_GROUP_MAX <= G ? OPT_ATTEND_GROUP_MAX : G - b % G;
+                for (int t = 0; t < j->T; t++)
+                    j->k->attend_group(j->att + ((size_t)b * j->T + t) * C + (size_t)h * D, (size_t)j->T * C,
+                                       j->q + ((size_t)b * j->T + t) * j->ldq + (size_t)h * D,
+                                       (size_t)j->T * j->ldq, rows, Kp, Vp, j->np, K, Vv,
+                                       (size_t)j->H * head_bytes, j->dt, mk, (size_t)j->mask_stride, S0 + t + 1, D,
+                                       sc);
+                b += rows;
+                continue;
+            }
+            for (int t = 0; t < j->T; t++) {
+                const float *qv = j->q + ((size_t)b * j->T + t) * j->ldq + (size_t)h * D;
+                float *out = j->att + ((size_t)b * j->T + t) * C + (size_t)h * D;
+                if (j->np > 0) /* keys 0..S0+t, the first np from the prompt's row */
+                    j->k->attend_split(out, qv, Kp, Vp, j->np, K, Vv, j->dt, mk, S0 + t + 1, D, sc);
+                else
+                    j->k->attend(out, qv, K, Vv, j->dt, mk, S0 + t + 1, D, sc);
+            }
+            b++;
         }
     }
 }

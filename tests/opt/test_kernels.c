@@ -625,6 +625,85 @@ static void run_attend_suite(const opt_kernels *k)
                 }
 }
 
+/* k's attend_group against attend_split of the portable variant per query
+ * (and of k itself, which attend_group with G = 1 is in the SIMD variants):
+ * G queries, each with its own K/V rows (keys s >= np, rows ld_kv bytes
+ * apart, their prefix copies poisoned) and keep row, sharing np prefix keys
+ * kept apart; every dtype, D, several S, np (0, inside, all) and G (1 to
+ * OPT_ATTEND_GROUP_MAX), masks none, some per query, none kept. */
+static void run_attend_group_suite(const opt_kernels *k)
+{
+    const opt_kernels *ref = opt_kernels_for(OPT_ISA_PORTABLE);
+    const int Ds[] = {64, 80, 13, 128, 1};
+    const int Ss[] = {1, 5, 33, 70};
+    const int Gs[] = {1, 3, 4, OPT_ATTEND_GROUP_MAX};
+    rng_state = 7;
+    for (int dt = 0; dt < 3; dt++)
+        for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++)
+            for (size_t si = 0; si < sizeof Ss / sizeof Ss[0]; si++)
+                for (size_t gi = 0; gi < sizeof Gs / sizeof Gs[0]; gi++)
+                    for (int mode = 0; mode < 3; mode++) {
+                        const int D = Ds[di], S = Ss[si], G = Gs[gi];
+                        const int np = mode == 0 ? S / 2 + 1 : mode == 1 ? (si % 2 ? S : 0) : S / 3;
+                        const size_t es = opt_dtype_size((opt_dtype)dt), n = (size_t)S * D;
+                        const size_t ldq = (size_t)D + 3, ldo = (size_t)D + 5, ld_keep = (size_t)S + 2;
+                        const size_t ld_kv = es * n + 64; /* bytes between the queries' own rows */
+                        float *q = malloc(sizeof(float) * ldq * G), *f = malloc(sizeof(float) * n),
+                              *sc = malloc(sizeof(float) * (size_t)S * G), *o1 = malloc(sizeof(float) * ldo * G),
+                              *o2 = malloc(sizeof(float) * (size_t)D);
+                        char *kc = malloc(ld_kv * G), *vc = malloc(ld_kv * G);
+                        void *kp = malloc(es * n), *vp = malloc(es * n);
+                        uint8_t *keep = malloc(ld_keep * G);
+                        for (size_t i = 0; i < ldq * G; i++)
+                            q[i] = 0.5f * frand();
+                        for (int g = 0; g < G; g++)
+                            for (int s = 0; s < S; s++) /* mode 1: a different key dropped per query */
+                                keep[g * ld_keep + s] = mode == 0 ? 1 : mode == 1 ? ((s + g) % 3 != 1) : (g % 2 == 0);
+                        for (int part = 0; part < G + 1; part++) {
+                            for (size_t i = 0; i < n; i++)
+                                f[i] = frand();
+                            ref->from_f32(part == G ? kp : kc + (size_t)part * ld_kv, (opt_dtype)dt, f, n);
+                            for (size_t i = 0; i < n; i++)
+                                f[i] = frand();
+                            ref->from_f32(part == G ? vp : vc + (size_t)part * ld_kv, (opt_dtype)dt, f, n);
+                            if (part < G) { /* the own rows' copies of the prefix keys must not be read */
+                                memset(kc + (size_t)part * ld_kv, 0x7b, es * (size_t)np * D);
+                                memset(vc + (size_t)part * ld_kv, 0x7b, es * (size_t)np * D);
+                            }
+                        }
+                        const uint8_t *km = mode == 0 ? NULL : keep;
+                        k->attend_group(o1, ldo, q, ldq, G, kp, vp, np, kc, vc, ld_kv, (opt_dtype)dt, km, ld_keep, S,
+                                        D, sc);
+                        for (int g = 0; g < G; g++) {
+                            for (int pass = 0; pass < 2; pass++) {
+                                const opt_kernels *r = pass == 0 ? ref : k;
+                                r->attend_split(o2, q + g * ldq, kp, vp, np, kc + (size_t)g * ld_kv,
+                                                vc + (size_t)g * ld_kv, (opt_dtype)dt, km ? km + g * ld_keep : NULL,
+                                                S, D, sc);
+                                for (int i = 0; i < D; i++)
+                                    if (!(fabs(o1[g * ldo + i] - o2[i]) <= 2e-6)) {
+                                        print_error("%s attend_group %s D %d S %d np %d G %d mask %d: query %d "
+                                                    "out[%d] = %.9g, %s attend_split %.9g\n",
+                                                    opt_isa_name(k->isa), opt_dtype_name((opt_dtype)dt), D, S, np, G,
+                                                    mode, g, i, (double)o1[g * ldo + i], opt_isa_name(r->isa),
+                                                    (double)o2[i]);
+                                        fail();
+                                    }
+                            }
+                        }
+                        free(keep);
+                        free(vp);
+                        free(kp);
+                        free(vc);
+                        free(kc);
+                        free(o2);
+                        free(o1);
+                        free(sc);
+                        free(f);
+                        free(q);
+                    }
+}
+
 static void test_portable(void **state)
 {
     (void)state;
@@ -633,6 +712,7 @@ static void test_portable(void **state)
     run_linear_suite(k);
     run_vector_suite(k);
     run_attend_suite(k);
+    run_attend_group_suite(k);
 }
 
 static void test_variant(opt_isa isa)
@@ -650,6 +730,7 @@ static void test_variant(opt_isa isa)
     run_split_suite(k);
     run_vector_suite(k);
     run_attend_suite(k);
+    run_attend_group_suite(k);
 }
 
 static void test_avx2(void **state) { (void)state; test_variant(OPT_ISA_AVX2); }

@@ -141,30 +141,32 @@ static void test_shared_prefill_same_tokens(void **state) {
 /* Shared-prefix decode attention (the default with Sp > 1: a prompt's cached
  * tokens read from its first sample's row; with shared prefill only that row
  * holds them) gives the tokens of every row reading its own copy, sampled
- * and greedy, with per-row and shared prefill. */
+ * and greedy, with per-row and shared prefill, for groups of 3 and of more
+ * rows than one attend_group call takes (OPT_ATTEND_GROUP_MAX). */
 static void test_shared_prefix_same_tokens(void **state) {
     (void)state;
     fixture *f = make(64, 1);
-    for (int prefill = 0; prefill <= 1; prefill++)
-        for (int Tp = 6; Tp <= 8; Tp += 2)
-            for (int hot = 0; hot <= 1; hot++) {
-                opt_rollout a, b;
-                opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 3, .prompt_length = Tp,
-                                        .response_length = 12, .sampling = {hot ? 1.0 : 0.0, 1.0, 0, 31},
-                                        .shared_prefill = prefill, .private_prefix = 1};
-                run(f, &p, &a);
-                assert_int_equal(a.kv.group, 0);
-                p.private_prefix = 0;
-                run(f, &p, &b);
-                assert_int_equal(b.kv.group, 3);
-                assert_int_equal(b.kv.prefix, Tp);
-                assert_int_equal(a.returned_len, b.returned_len);
-                assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
-                if (hot) /* the samples of a prompt differ, so the test sees per-row keys */
-                    assert_memory_not_equal(response(&b, 0), response(&b, 1), 12 * sizeof(int32_t));
-                opt_rollout_free(&a, &f->m);
-                opt_rollout_free(&b, &f->m);
-            }
+    for (int Sp = 3; Sp <= OPT_ATTEND_GROUP_MAX + 2; Sp += OPT_ATTEND_GROUP_MAX - 1)
+        for (int prefill = 0; prefill <= 1; prefill++)
+            for (int Tp = 6; Tp <= 8; Tp += 2)
+                for (int hot = 0; hot <= 1; hot++) {
+                    opt_rollout a, b;
+                    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = Sp, .prompt_length = Tp,
+                                            .response_length = 12, .sampling = {hot ? 1.0 : 0.0, 1.0, 0, 31},
+                                            .shared_prefill = prefill, .private_prefix = 1};
+                    run(f, &p, &a);
+                    assert_int_equal(a.kv.group, 0);
+                    p.private_prefix = 0;
+                    run(f, &p, &b);
+                    assert_int_equal(b.kv.group, Sp);
+                    assert_int_equal(b.kv.prefix, Tp);
+                    assert_int_equal(a.returned_len, b.returned_len);
+                    assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
+                    if (hot) /* the samples of a prompt differ, so the test sees per-row keys */
+                        assert_memory_not_equal(response(&b, 0), response(&b, 1), 12 * sizeof(int32_t));
+                    opt_rollout_free(&a, &f->m);
+                    opt_rollout_free(&b, &f->m);
+                }
     destroy(f);
 }
 

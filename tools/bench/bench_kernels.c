@@ -2,7 +2,7 @@
  * pool, on OPT-125m's shapes (C = 768, F = 3072, V = 50272).
  *
  *   bench_kernels [--threads N] [--isa NAME] [--dtype NAME] [--m LIST] [--cpu-time]
- *                 [--quick]
+ *                 [--quick] [--attend]
  *
  * --cpu-time times by the process's CPU time instead of the wall clock: on
  * a loaded machine, with --threads 1, that leaves out the time the thread
@@ -11,6 +11,16 @@
  * fused [2304 x 768], out [768 x 768], fc1 [3072 x 768], fc2 [768 x 3072]
  * and, for M <= 64, the lm_head [50272 x 768]) at each M; --dtype keeps one
  * weight dtype (float32, float16, bfloat16, int8).
+ * --attend measures only the attention of one decode step, one thread: 16
+ * rows in shared-prefix groups of 4 (prompt 128 tokens, 64 generated, so
+ * S = 192 keys of which 128 are the group's), OPT-125m's 12 heads of D = 64;
+ * "memory": all 12 layers' KV caches (past the caches, as in a rollout),
+ * "cache": one layer's prefix keys only (L2/L3-resident); each once per row
+ * (attend_split, as the model called it per row before attend_group) and
+ * once per group (attend_group); for the KV dtypes float32, float16,
+ * bfloat16 (or --dtype). The time is per step, the GB/s the K and V bytes
+ * read (prefix once per group) over it. The KV caches are advised as huge
+ * pages, as the engine's are.
  *
  * Prints, for every kernel variant this CPU has (or just --isa), and 1..N
  * threads:
@@ -25,10 +35,12 @@
  * Each figure is the median of several timed repetitions (the machine may be
  * shared). GB = 1e9 bytes; one multiply-add is 2 flops.
  */
+#define _DEFAULT_SOURCE /* madvise */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "kernels.h"
@@ -247,10 +259,97 @@ static int shapes_for_m(const char *list, lin_shape *out, int cap)
     return n;
 }
 
+/* ---- attention: one decode step of 16 rows in groups of 4 ------------------- */
+
+enum { AT_B = 16, AT_G = 4, AT_H = 12, AT_D = 64, AT_SMAX = 256, AT_NP = 128 };
+
+typedef struct att_ctx {
+    const opt_kernels *k;
+    opt_dtype dt;
+    const char *kc, *vc; /* [L][AT_B][AT_H][AT_SMAX][AT_D] in dt */
+    int L, own, group;   /* layers, generated keys per row, 1: attend_group */
+    const float *q;      /* [AT_B][AT_H][AT_D] */
+    float *out, *sc;     /* [AT_B][AT_H][AT_D], [AT_G][AT_SMAX] */
+} att_ctx;
+
+static void att_run(void *vctx)
+{
+    const att_ctx *c = vctx;
+    const size_t head = (size_t)AT_SMAX * AT_D * opt_dtype_size(c->dt), layer = (size_t)AT_B * AT_H * head;
+    const int S = AT_NP + c->own;
+    for (int l = 0; l < c->L; l++)
+        for (int g = 0; g < AT_B / AT_G; g++)
+            for (int h = 0; h < AT_H; h++) {
+                const int b0 = g * AT_G;
+                const size_t first = (size_t)l * layer + ((size_t)b0 * AT_H + h) * head, row = (size_t)AT_H * head;
+                const size_t qo = ((size_t)b0 * AT_H + h) * AT_D, ld = (size_t)AT_H * AT_D;
+                if (c->group) {
+                    c->k->attend_group(c->out + qo, ld, c->q + qo, ld, AT_G, c->kc + first, c->vc + first, AT_NP,
+                                       c->kc + first, c->vc + first, row, c->dt, NULL, 0, S, AT_D, c->sc);
+                    continue;
+                }
+                for (int r = 0; r < AT_G; r++)
+                    c->k->attend_split(c->out + qo + r * ld, c->q + qo + r * ld, c->kc + first, c->vc + first, AT_NP,
+                                       c->kc + first + r * row, c->vc + first + r * row, c->dt, NULL, S, AT_D, c->sc);
+            }
+}
+
+static int bench_attend(const char *isa_only, const char *dtype_only, double min_s)
+{
+    const int L = 12;
+    const size_t n = (size_t)L * AT_B * AT_H * AT_SMAX * AT_D;
+    float *f = malloc(sizeof(float) * n), *q = malloc(sizeof(float) * AT_B * AT_H * AT_D);
+    float *out = malloc(sizeof(float) * AT_B * AT_H * AT_D), *sc = malloc(sizeof(float) * AT_G * AT_SMAX);
+    /* the KV caches in transparent huge pages where the kernel gives them, as
+     * the engine allocates its KV cache (model.c, stream_alloc) */
+    const size_t kv_bytes = (n * 4 + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    char *kc = aligned_alloc(2u << 20, kv_bytes), *vc = aligned_alloc(2u << 20, kv_bytes);
+    if (!f || !q || !out || !sc || !kc || !vc)
+        return 1;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(kc, kv_bytes, MADV_HUGEPAGE);
+    (void)madvise(vc, kv_bytes, MADV_HUGEPAGE);
+#endif
+    for (size_t i = 0; i < n; i++)
+        f[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    for (size_t i = 0; i < (size_t)AT_B * AT_H * AT_D; i++)
+        q[i] = (float)((i * 104729) % 1000) * 2e-4f - 0.1f;
+    for (int dt = OPT_F32; dt <= OPT_BF16; dt++) {
+        if (dtype_only && strcmp(dtype_only, opt_dtype_name((opt_dtype)dt)))
+            continue;
+        opt_kernels_best()->from_f32(kc, (opt_dtype)dt, f, n);
+        opt_kernels_best()->from_f32(vc, (opt_dtype)dt, f + 1, n - 1);
+        for (int isa = 0; isa <= (int)opt_isa_detect(); isa++) {
+            const opt_kernels *k = opt_kernels_for((opt_isa)isa);
+            if (!k || (isa_only && strcmp(isa_only, opt_isa_name((opt_isa)isa))))
+                continue;
+            for (int mem = 1; mem >= 0; mem--)
+                for (int group = 0; group <= 1; group++) {
+                    att_ctx c = {k, (opt_dtype)dt, kc, vc, mem ? L : 1, mem ? 64 : 0, group, q, out, sc};
+                    double t = time_median(att_run, &c, min_s);
+                    double bytes = (double)c.L * AT_H * (AT_B / AT_G * AT_NP + AT_B * c.own) * AT_D * 2 *
+                                   (double)opt_dtype_size((opt_dtype)dt);
+                    printf("attend %-11s %-8s %-6s S=%3d %-12s: %9.1f us per step  %6.1f GB/s\n",
+                           opt_isa_name((opt_isa)isa), opt_dtype_name((opt_dtype)dt), mem ? "memory" : "cache",
+                           AT_NP + c.own, group ? "attend_group" : "attend_split", t * 1e6, bytes / t * 1e-9);
+                    fflush(stdout);
+                }
+        }
+    }
+    free(vc);
+    free(kc);
+    free(sc);
+    free(out);
+    free(q);
+    free(f);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int max_threads = 2;
     const char *isa_only = NULL, *dtype_only = NULL, *m_list = NULL;
+    int attend_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             max_threads = atoi(argv[++i]);
@@ -264,9 +363,11 @@ int main(int argc, char **argv)
             g_cpu_time = 1;
         else if (!strcmp(argv[i], "--quick"))
             g_quick = 1;
+        else if (!strcmp(argv[i], "--attend"))
+            attend_only = 1;
         else {
             fprintf(stderr, "usage: %s [--threads N] [--isa portable|avx2|avx512|avx512_bf16] [--dtype NAME] "
-                            "[--m LIST] [--cpu-time] [--quick]\n", argv[0]);
+                            "[--m LIST] [--cpu-time] [--quick] [--attend]\n", argv[0]);
             return 2;
         }
     }
@@ -275,6 +376,9 @@ int main(int argc, char **argv)
     double min_s = g_quick ? 0.02 : 0.1;
     printf("detected ISA: %s; threads 1..%d; medians of %d batches of >= %.0f ms\n", opt_isa_name(opt_isa_detect()),
            max_threads, g_quick ? 3 : 7, min_s * 1e3);
+
+    if (attend_only)
+        return bench_attend(isa_only, dtype_only, min_s);
 
     lin_shape shapes[64];
     int n_shapes = 0;
