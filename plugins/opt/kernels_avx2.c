@@ -26,6 +26,8 @@ enum {
     NB = 60,               /* blocked path: rows of w per panel (a multiple of the tile's 3) */
     KB = 256,              /* blocked path: columns per panel (NB * KB * 4 = 60 KiB) */
     TR = 3,                /* rows of w per register tile */
+    ROW_NR = 4,            /* M = 1: rows of w per 1-row tile (row_tile) */
+    ROW_PF_MAX = 16384,    /* M = 1: the farthest ahead (bytes) the 1-row tiles prefetch */
 };
 
 ALWAYS_INLINE __m256 load8(const void *p, opt_dtype dt, size_t off)
@@ -134,6 +136,143 @@ TILE_ALL(OPT_I8, i8)
 #define TILE_PTRS(NAME) {TILE_PTRS_ROW(NAME, 1), TILE_PTRS_ROW(NAME, 2), TILE_PTRS_ROW(NAME, 3), TILE_PTRS_ROW(NAME, 4)}
 /* tiles[dtype][MR - 1][NR - 1] */
 static const tile_fn tiles[4][4][TR] = {TILE_PTRS(f32), TILE_PTRS(f16), TILE_PTRS(bf16), TILE_PTRS(i8)};
+
+/* ---- the 1-row tile (M = 1: the B = 1 decode step) ------------------------ */
+
+/* Weights w[off .. off + 16) of one row as two fp32 vectors: bf16 in pairs
+ * (*wa the even columns, *wb the odd ones, from one load), the other dtypes
+ * as columns [off, off + 8) and [off + 8, off + 16). */
+ALWAYS_INLINE void row_load16(const void *w, opt_dtype dt, size_t off, __m256 *wa, __m256 *wb)
+{
+    if (dt == OPT_BF16) {
+        prec_bf16x16_pairs_to_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + off)), wa, wb);
+        return;
+    }
+    *wa = load8(w, dt, off);
+    *wb = load8(w, dt, off + 8);
+}
+
+/* The same for the last n (1..15) columns, zero beyond them; reads only those. */
+ALWAYS_INLINE void row_load16_part(const void *w, opt_dtype dt, size_t off, int n, __m256 *wa, __m256 *wb)
+{
+    if (dt == OPT_BF16) {
+        _Alignas(32) uint16_t tmp[16] = {0};
+        memcpy(tmp, (const uint16_t *)w + off, (size_t)n * sizeof(uint16_t));
+        prec_bf16x16_pairs_to_ps(_mm256_load_si256((const __m256i *)tmp), wa, wb);
+        return;
+    }
+    *wa = load8_part(w, dt, off, n < 8 ? n : 8);
+    *wb = n > 8 ? load8_part(w, dt, off + 8, n - 8) : _mm256_setzero_ps();
+}
+
+/* acc[n][0] += x[k, k + 8) * wa, acc[n][1] += x[k + 8, k + 16) * wb, n < NR,
+ * with (row_load16) the weights of columns [k, k + 16) of row n. */
+ALWAYS_INLINE void row_step(int NR, opt_dtype dt, const float *x, const void *w, size_t ldw, size_t k,
+                            __m256 acc[][2])
+{
+    const __m256 xa = _mm256_loadu_ps(x + k), xb = _mm256_loadu_ps(x + k + 8);
+#pragma GCC unroll 4
+    for (int n = 0; n < NR; n++) {
+        __m256 wa, wb;
+        row_load16(w, dt, n * ldw + k, &wa, &wb);
+        acc[n][0] = _mm256_fmadd_ps(xa, wa, acc[n][0]);
+        acc[n][1] = _mm256_fmadd_ps(xb, wb, acc[n][1]);
+    }
+}
+
+/* out[0][n] = sum_{k < K} x[k] * w[n * ldw + k] for n < NR <= ROW_NR: one row
+ * of x, two accumulators per weight row (8 independent FMA chains for 4 rows,
+ * where the 4 x 3 tile keeps 3 at M = 1), added together and then reduced
+ * with reduce4's tree, whatever NR. Per 16 columns, the first accumulator
+ * takes columns 0..7 and the second 8..15; with bf16 weights the even
+ * columns and the odd ones (prec_bf16x16_pairs_to_ps: a shift and a mask per
+ * 16 weights instead of a zero-extension and a shift per 8), and x is then
+ * x_in_pairs()'s copy (even columns, then odd ones, per 16, zero-padded
+ * to a multiple of 16). wpf: as in tile(). */
+ALWAYS_INLINE void row_tile(int NR, opt_dtype dt, const float *x, const void *w, size_t ldw, int K, const void *wpf,
+                            float out[4][4])
+{
+    const size_t es = opt_dtype_size(dt);
+    __m256 acc[ROW_NR][2];
+#pragma GCC unroll 4
+    for (int n = 0; n < ROW_NR; n++)
+        acc[n][0] = acc[n][1] = _mm256_setzero_ps();
+    /* at least 64 bytes of each weight row per iteration: one prefetch per
+     * line of each row (the last group prefetches itself, already in cache),
+     * then the steps of
+     * 16 columns without the bookkeeping */
+    const int kstep = (int)(64 / es) > 16 ? (int)(64 / es) : 16;
+    const char *pf = wpf ? (const char *)wpf : (const char *)w;
+    int k = 0;
+    for (; k + kstep <= K; k += kstep) {
+#pragma GCC unroll 4
+        for (int n = 0; n < NR; n++)
+#pragma GCC unroll 2
+            for (size_t b = 0; b < (size_t)kstep * es; b += 64)
+                _mm_prefetch(pf + (n * ldw + (size_t)k) * es + b, _MM_HINT_T0);
+#pragma GCC unroll 4
+        for (int s = 0; s < kstep; s += 16)
+            row_step(NR, dt, x, w, ldw, (size_t)(k + s), acc);
+    }
+    for (; k + 16 <= K; k += 16)
+        row_step(NR, dt, x, w, ldw, (size_t)k, acc);
+    if (k < K) {
+        const int r = K - k;
+        __m256 xa, xb;
+        if (dt == OPT_BF16) { /* the copy is zero-padded */
+            xa = _mm256_loadu_ps(x + k);
+            xb = _mm256_loadu_ps(x + k + 8);
+        } else {
+            xa = _mm256_maskload_ps(x + k, lane_mask(r < 8 ? r : 8));
+            xb = r > 8 ? _mm256_maskload_ps(x + k + 8, lane_mask(r - 8)) : _mm256_setzero_ps();
+        }
+#pragma GCC unroll 4
+        for (int n = 0; n < NR; n++) {
+            __m256 wa, wb;
+            row_load16_part(w, dt, n * ldw + (size_t)k, r, &wa, &wb);
+            acc[n][0] = _mm256_fmadd_ps(xa, wa, acc[n][0]);
+            acc[n][1] = _mm256_fmadd_ps(xb, wb, acc[n][1]);
+        }
+    }
+    _mm_storeu_ps(out[0], reduce4(_mm256_add_ps(acc[0][0], acc[0][1]), _mm256_add_ps(acc[1][0], acc[1][1]),
+                                  _mm256_add_ps(acc[2][0], acc[2][1]), _mm256_add_ps(acc[3][0], acc[3][1])));
+}
+
+/* xp = x[0, K) in the order row_tile() pairs with bf16 weights: per 16
+ * columns the 8 even ones, then the 8 odd ones (xp[16 c + j] = x[16 c + 2 j],
+ * xp[16 c + 8 + j] = x[16 c + 2 j + 1]), zero past K up to K rounded up to 16.
+ * Lane j of each half then meets the weight pair (2 j, 2 j + 1) of one load. */
+static void x_in_pairs(float *xp, const float *x, int K)
+{
+    for (int k = 0; k < K; k += 16) {
+        const int r = K - k;
+        const __m256 a = r < 8 ? _mm256_maskload_ps(x + k, lane_mask(r)) : _mm256_loadu_ps(x + k);
+        const __m256 b = r <= 8   ? _mm256_setzero_ps()
+                         : r < 16 ? _mm256_maskload_ps(x + k + 8, lane_mask(r - 8))
+                                  : _mm256_loadu_ps(x + k + 8);
+        /* per 128-bit half: a0 a2 b0 b2 | a4 a6 b4 b6, then the middle 64-bit quarters swapped */
+        const __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+        const __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+        _mm256_storeu_ps(xp + k, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0))));
+        _mm256_storeu_ps(xp + k + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0))));
+    }
+}
+
+#define ROW_FN(NR, DT, NAME)                                                                                           \
+    static void row_##NAME##_##NR(const float *x, size_t ldx, const void *w, size_t ldw, int K, const void *wpf,    \
+                                  float out[4][4])                                                                     \
+    {                                                                                                                  \
+        (void)ldx;                                                                                                     \
+        row_tile(NR, DT, x, w, ldw, K, wpf, out);                                                                      \
+    }
+#define ROW_ALL(DT, NAME) ROW_FN(1, DT, NAME) ROW_FN(2, DT, NAME) ROW_FN(3, DT, NAME) ROW_FN(4, DT, NAME)
+ROW_ALL(OPT_F32, f32)
+ROW_ALL(OPT_F16, f16)
+ROW_ALL(OPT_BF16, bf16)
+ROW_ALL(OPT_I8, i8)
+#define ROW_PTRS(NAME) {row_##NAME##_1, row_##NAME##_2, row_##NAME##_3, row_##NAME##_4}
+/* rows[dtype][NR - 1] */
+static const tile_fn rows[4][ROW_NR] = {ROW_PTRS(f32), ROW_PTRS(f16), ROW_PTRS(bf16), ROW_PTRS(i8)};
 
 static void tile_store(float *y, int N, int m0, int mr, int nc, int nr, float out[4][4], const float *scale,
                        const float *bias, int first, int last, int relu)
@@ -609,6 +748,27 @@ static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt,
     size_t es = opt_dtype_size(wt);
     const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
     float out[4][4];
+    if (M == 1) {
+        _Alignas(32) float xp[DIRECT_MAX_XK];
+        const float *xr = x;
+        if (wt == OPT_BF16) { /* x in row_tile's pair order, once per call */
+            x_in_pairs(xp, x, K);
+            xr = xp;
+        }
+        /* prefetch the next group's rows, or at most ROW_PF_MAX bytes ahead
+         * (long rows: the lines prefetched and the group being read must
+         * stay in L1 together, with x) */
+        const size_t group_bytes = (size_t)ROW_NR * K * es;
+        const size_t pf_bytes = group_bytes < ROW_PF_MAX ? group_bytes : ROW_PF_MAX;
+        for (int n = n0; n < n1; n += ROW_NR) {
+            int nr = n1 - n < ROW_NR ? n1 - n : ROW_NR;
+            const char *wn = (const char *)w + (size_t)n * K * es;
+            const void *wpf = n + ROW_NR < n1 ? wn + pf_bytes : NULL;
+            rows[wt][nr - 1](xr, (size_t)K, wn, (size_t)K, K, wpf, out);
+            tile_store(y, N, 0, 1, n, nr, out, scale, bias, 1, 1, relu);
+        }
+        return;
+    }
     for (int n = n0; n < n1; n += TR) {
         int nr = n1 - n < TR ? n1 - n : TR;
         const char *wn = (const char *)w + (size_t)n * K * es;

@@ -42,6 +42,8 @@ enum {
     DIRECT_MAX_XK = 65536, /* M * K floats of x (256 KiB) that the direct path reads per weight group */
     NB = 64,               /* blocked path: rows of w per packed panel */
     KB = 512,              /* blocked path: columns of w per packed panel (NB * KB * 4 = 128 KiB) */
+    ROW_NR = 4,            /* M = 1: rows of w per 1-row tile (row_tile) */
+    ROW_PF_MAX = 16384,    /* M = 1: the farthest ahead (bytes) the 1-row tiles prefetch */
 };
 
 /* ---- loads of 16 weights as fp32 --------------------------------------- */
@@ -154,6 +156,140 @@ TILE_ALL(OPT_I8, i8)
 #define TILE_PTRS(NAME) {TILE_PTRS_ROW(NAME, 1), TILE_PTRS_ROW(NAME, 2), TILE_PTRS_ROW(NAME, 3), TILE_PTRS_ROW(NAME, 4)}
 /* tiles[dtype][MR - 1][NR - 1] */
 static const tile_fn tiles[4][4][4] = {TILE_PTRS(f32), TILE_PTRS(f16), TILE_PTRS(bf16), TILE_PTRS(i8)};
+
+/* ---- the 1-row tile (M = 1: the B = 1 decode step) ---------------------- */
+
+/* Weights w[off .. off + 32) of one row as two fp32 vectors: bf16 in pairs
+ * (*wa the even columns, *wb the odd ones, from one load), the other dtypes
+ * as columns [off, off + 16) and [off + 16, off + 32). */
+ALWAYS_INLINE void row_load32(const void *w, opt_dtype dt, size_t off, __m512 *wa, __m512 *wb)
+{
+    if (dt == OPT_BF16) {
+        prec_bf16x32_pairs_to_ps(_mm512_loadu_si512((const uint16_t *)w + off), wa, wb);
+        return;
+    }
+    *wa = load16(w, dt, off);
+    *wb = load16(w, dt, off + 16);
+}
+
+/* The same for the last n (1..31) columns, zero beyond them; reads only those. */
+ALWAYS_INLINE void row_load32_part(const void *w, opt_dtype dt, size_t off, int n, __m512 *wa, __m512 *wb)
+{
+    if (dt == OPT_BF16) {
+        const __mmask32 mask = (__mmask32)((1u << n) - 1u);
+        prec_bf16x32_pairs_to_ps(_mm512_maskz_loadu_epi16(mask, (const uint16_t *)w + off), wa, wb);
+        return;
+    }
+    *wa = load16_mask(w, dt, off, n < 16 ? tail_mask(n) : (__mmask16)0xffff);
+    *wb = n > 16 ? load16_mask(w, dt, off + 16, tail_mask(n - 16)) : _mm512_setzero_ps();
+}
+
+/* acc[n][0] += x[k, k + 16) * wa, acc[n][1] += x[k + 16, k + 32) * wb, n < NR,
+ * with (row_load32) the weights of columns [k, k + 32) of row n. */
+ALWAYS_INLINE void row_step(int NR, opt_dtype dt, const float *x, const void *w, size_t ldw, size_t k,
+                            __m512 acc[][2])
+{
+    const __m512 xa = _mm512_loadu_ps(x + k), xb = _mm512_loadu_ps(x + k + 16);
+#pragma GCC unroll 4
+    for (int n = 0; n < NR; n++) {
+        __m512 wa, wb;
+        row_load32(w, dt, n * ldw + k, &wa, &wb);
+        acc[n][0] = _mm512_fmadd_ps(xa, wa, acc[n][0]);
+        acc[n][1] = _mm512_fmadd_ps(xb, wb, acc[n][1]);
+    }
+}
+
+/* out[0][n] = sum_{k < K} x[k] * w[n * ldw + k] for n < NR <= ROW_NR: one row
+ * of x, two accumulators per weight row, added together and then reduced
+ * with reduce4's tree, whatever NR. Per 32 columns, the first accumulator
+ * takes columns 0..15 and the second 16..31; with bf16 weights the even
+ * columns and the odd ones (prec_bf16x32_pairs_to_ps: a shift and a mask per
+ * 32 weights, each straight from memory, instead of a zero-extension and a
+ * shift per 16), and x is then x_in_pairs()'s copy (zero-padded to a
+ * multiple of 32). wpf: as in tile(). */
+ALWAYS_INLINE void row_tile(int NR, opt_dtype dt, const float *x, const void *w, size_t ldw, int K, const void *wpf,
+                            float out[4][4])
+{
+    const size_t es = opt_dtype_size(dt);
+    __m512 acc[ROW_NR][2];
+#pragma GCC unroll 4
+    for (int n = 0; n < ROW_NR; n++)
+        acc[n][0] = acc[n][1] = _mm512_setzero_ps();
+    /* at least 64 bytes of each weight row per iteration: one prefetch per
+     * line of each row (the last group prefetches itself, already in cache),
+     * then the steps of
+     * 32 columns without the bookkeeping */
+    const int kstep = (int)(64 / es) > 32 ? (int)(64 / es) : 32;
+    const char *pf = wpf ? (const char *)wpf : (const char *)w;
+    int k = 0;
+    for (; k + kstep <= K; k += kstep) {
+#pragma GCC unroll 4
+        for (int n = 0; n < NR; n++)
+#pragma GCC unroll 2
+            for (size_t b = 0; b < (size_t)kstep * es; b += 64)
+                _mm_prefetch(pf + (n * ldw + (size_t)k) * es + b, _MM_HINT_T0);
+#pragma GCC unroll 4
+        for (int s = 0; s < kstep; s += 32)
+            row_step(NR, dt, x, w, ldw, (size_t)(k + s), acc);
+    }
+    for (; k + 32 <= K; k += 32)
+        row_step(NR, dt, x, w, ldw, (size_t)k, acc);
+    if (k < K) {
+        const int r = K - k;
+        __m512 xa, xb;
+        if (dt == OPT_BF16) { /* the copy is zero-padded */
+            xa = _mm512_loadu_ps(x + k);
+            xb = _mm512_loadu_ps(x + k + 16);
+        } else {
+            xa = _mm512_maskz_loadu_ps(r < 16 ? tail_mask(r) : (__mmask16)0xffff, x + k);
+            xb = r > 16 ? _mm512_maskz_loadu_ps(tail_mask(r - 16), x + k + 16) : _mm512_setzero_ps();
+        }
+#pragma GCC unroll 4
+        for (int n = 0; n < NR; n++) {
+            __m512 wa, wb;
+            row_load32_part(w, dt, n * ldw + (size_t)k, r, &wa, &wb);
+            acc[n][0] = _mm512_fmadd_ps(xa, wa, acc[n][0]);
+            acc[n][1] = _mm512_fmadd_ps(xb, wb, acc[n][1]);
+        }
+    }
+    _mm_storeu_ps(out[0], reduce4(_mm512_add_ps(acc[0][0], acc[0][1]), _mm512_add_ps(acc[1][0], acc[1][1]),
+                                  _mm512_add_ps(acc[2][0], acc[2][1]), _mm512_add_ps(acc[3][0], acc[3][1])));
+}
+
+/* xp = x[0, K) in the order row_tile() pairs with bf16 weights: per 32
+ * columns the 16 even ones, then the 16 odd ones (xp[32 c + j] = x[32 c + 2 j],
+ * xp[32 c + 16 + j] = x[32 c + 2 j + 1]), zero past K up to K rounded up to 32.
+ * Lane j of each half then meets the weight pair (2 j, 2 j + 1) of one load. */
+static void x_in_pairs(float *xp, const float *x, int K)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    for (int k = 0; k < K; k += 32) {
+        const int r = K - k;
+        const __m512 a = _mm512_maskz_loadu_ps(r < 16 ? tail_mask(r) : (__mmask16)0xffff, x + k);
+        const __m512 b = r <= 16   ? _mm512_setzero_ps()
+                         : r < 32 ? _mm512_maskz_loadu_ps(tail_mask(r - 16), x + k + 16)
+                                  : _mm512_loadu_ps(x + k + 16);
+        _mm512_storeu_ps(xp + k, _mm512_permutex2var_ps(a, even, b));
+        _mm512_storeu_ps(xp + k + 16, _mm512_permutex2var_ps(a, odd, b));
+    }
+}
+
+#define ROW_FN(NR, DT, NAME)                                                                                           \
+    static void row_##NAME##_##NR(const float *x, size_t ldx, const void *w, size_t ldw, int K, const void *wpf,    \
+                                  float out[4][4])                                                                     \
+    {                                                                                                                  \
+        (void)ldx;                                                                                                     \
+        row_tile(NR, DT, x, w, ldw, K, wpf, out);                                                                      \
+    }
+#define ROW_ALL(DT, NAME) ROW_FN(1, DT, NAME) ROW_FN(2, DT, NAME) ROW_FN(3, DT, NAME) ROW_FN(4, DT, NAME)
+ROW_ALL(OPT_F32, f32)
+ROW_ALL(OPT_F16, f16)
+ROW_ALL(OPT_BF16, bf16)
+ROW_ALL(OPT_I8, i8)
+#define ROW_PTRS(NAME) {row_##NAME##_1, row_##NAME##_2, row_##NAME##_3, row_##NAME##_4}
+/* rows[dtype][NR - 1] */
+static const tile_fn rows[4][ROW_NR] = {ROW_PTRS(f32), ROW_PTRS(f16), ROW_PTRS(bf16), ROW_PTRS(i8)};
 
 /* Writes (first) or adds (later K blocks) a tile's sums into y, with bias on
  * the first block and ReLU after the last. */
@@ -641,6 +777,27 @@ static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt,
     size_t es = opt_dtype_size(wt);
     const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
     float out[4][4];
+    if (M == 1) {
+        _Alignas(64) float xp[DIRECT_MAX_XK];
+        const float *xr = x;
+        if (wt == OPT_BF16) { /* x in row_tile's pair order, once per call */
+            x_in_pairs(xp, x, K);
+            xr = xp;
+        }
+        /* prefetch the next group's rows, or at most ROW_PF_MAX bytes ahead
+         * (long rows: the lines prefetched and the group being read must
+         * stay in L1 together, with x) */
+        const size_t group_bytes = (size_t)ROW_NR * K * es;
+        const size_t pf_bytes = group_bytes < ROW_PF_MAX ? group_bytes : ROW_PF_MAX;
+        for (int n = n0; n < n1; n += ROW_NR) {
+            int nr = n1 - n < ROW_NR ? n1 - n : ROW_NR;
+            const char *wn = (const char *)w + (size_t)n * K * es;
+            const void *wpf = n + ROW_NR < n1 ? wn + pf_bytes : NULL;
+            rows[wt][nr - 1](xr, (size_t)K, wn, (size_t)K, K, wpf, out);
+            tile_store(y, N, 0, 1, n, nr, out, scale, bias, 1, 1, relu);
+        }
+        return;
+    }
     for (int n = n0; n < n1; n += 4) {
         int nr = n1 - n < 4 ? n1 - n : 4;
         const char *wn = (const char *)w + (size_t)n * K * es;

@@ -1,7 +1,8 @@
 /* test_kernels.c: the OPT kernels. The portable variant against a double
  * precision reference; every SIMD variant this CPU has against the portable
  * one, for fp32, fp16, bf16 and int8 (per-row scales) weights, odd shapes (K and N not multiples of
- * 16, M = 1, 3, 4, 17 and M * K large enough for the cache-blocked path), bias
+ * 16, M = 1, 3, 4, 17 and M * K large enough for the cache-blocked path; at
+ * M = 1 K odd and every kind of K tail of the 1-row tiles), bias
  * and ReLU on and off, and [n0, n1) sub-ranges, the shapes of the column
  * path (M >= 8 / 16: K blocks, blocks of rows, panel tails); the same bits
  * for any split of [n0, n1) (every variant, path and dtype); the scalar fp16/bf16
@@ -364,6 +365,15 @@ static void run_linear_suite(const opt_kernels *k)
                     if (N > 2)
                         check_linear(k, (opt_dtype)wt, M, K, N, 1, N - 1, (opt >> 1) & 1, opt & 1, tol);
                 }
+        /* M = 1, the 1-row tiles of the direct path (4 weight rows; 16 (avx2)
+         * or 32 (avx512) columns a step, bf16 in pairs with x split into its
+         * even and odd columns): K odd and K tails of every length class
+         * past whole steps and 64-byte lines, N not a multiple of 4 */
+        static const int Ks1[] = {2, 17, 31, 47, 63, 64, 79, 129, 767};
+        for (size_t ki = 0; ki < sizeof Ks1 / sizeof Ks1[0]; ki++) {
+            check_linear(k, (opt_dtype)wt, 1, Ks1[ki], 9, 0, 9, (int)ki & 1, 0, tol);
+            check_linear(k, (opt_dtype)wt, 1, Ks1[ki], 11, 2, 9, 1, (int)ki & 1, tol);
+        }
         /* M * K large enough for the cache-blocked (packed) path, odd everything */
         check_linear(k, (opt_dtype)wt, 67, 601, 37, 0, 37, 1, 0, tol);
         check_linear(k, (opt_dtype)wt, 130, 1100, 21, 3, 20, 0, 1, tol);
@@ -389,7 +399,7 @@ static void run_linear_suite(const opt_kernels *k)
  * dtype and split point, against the whole range, bit for bit. */
 static void run_split_suite(const opt_kernels *k)
 {
-    static const int shapes[][3] = {{1, 300, 70}, {5, 1030, 70}, {16, 300, 70}, {17, 1030, 70}, {64, 770, 70},
+    static const int shapes[][3] = {{1, 300, 70}, {1, 301, 70}, {1, 95, 70}, {5, 1030, 70}, {16, 300, 70}, {17, 1030, 70}, {64, 770, 70},
                                     {70, 1030, 70}, {130, 600, 70}};
     static const int cuts[][2] = {{16, 48}, {7, 37}, {1, 69}, {24, 25}};
     rng_state = 7;

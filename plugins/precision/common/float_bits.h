@@ -137,6 +137,16 @@ static inline __attribute__((always_inline)) __m256 prec_bf16x8_to_ps(__m128i h)
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+/* 16 bfloat16 h[0..16) (one 256-bit load) -> the even ones h[2j] in *even and
+ * the odd ones h[2j + 1] in *odd, j < 8, as float32 (exact): each 32-bit lane
+ * holds a pair, the even value in its low half, so a shift and a mask convert
+ * eight weights each, with no widening shuffle. */
+static inline __attribute__((always_inline)) void prec_bf16x16_pairs_to_ps(__m256i h, __m256 *even, __m256 *odd)
+{
+    *even = _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+    *odd = _mm256_castsi256_ps(_mm256_and_si256(h, _mm256_set1_epi32((int)0xffff0000u)));
+}
+
 /* 8 float32 -> 8 bfloat16, as prec_f32_to_bf16 lane by lane. */
 static inline __attribute__((always_inline)) __m128i prec_ps_to_bf16x8(__m256 v)
 {
@@ -172,6 +182,14 @@ static inline __attribute__((always_inline)) __m256 prec_absmax_step_ps(__m256 m
 static inline __attribute__((always_inline)) __m512 prec_bf16x16_to_ps(__m256i h)
 {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* 32 bfloat16 h[0..32) -> h[2j] in *even and h[2j + 1] in *odd, j < 16, as
+ * float32 (exact): the 16-lane form of prec_bf16x16_pairs_to_ps. */
+static inline __attribute__((always_inline)) void prec_bf16x32_pairs_to_ps(__m512i h, __m512 *even, __m512 *odd)
+{
+    *even = _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(h, _mm512_set1_epi32((int)0xffff0000u)));
 }
 
 /* 16 float32 -> 16 bfloat16, as prec_f32_to_bf16 lane by lane. */
