@@ -738,6 +738,7 @@ static const opt_cols_spec cols_avx2 = {
     .nr = {12, 6},
     .tile = {col_tile_8x12, col_tile_16x6},
     .pack_row = col_pack_row,
+    .transpose = opt_cols_transpose_avx,
 };
 
 /* ---- linear ------------------------------------------------------------------ */

@@ -767,6 +767,7 @@ static const opt_cols_spec cols_avx512 = {
     .nr = {24, 12},
     .tile = {col_tile_16x24, col_tile_32x12},
     .pack_row = col_pack_row,
+    .transpose = opt_cols_transpose_avx,
 };
 
 /* ---- linear ---------------------------------------------------------------- */

@@ -25,36 +25,29 @@
 static int rows_per_block(const opt_cols_spec *s) { return OPT_COLS_MC / (2 * s->lanes) * (2 * s->lanes); }
 
 /* xt[k * mp + i] = x[(m0 + i) * K + k0 + k] for k < kn, i < mc, 0 for
- * mc <= i < mp.
- * Sixteen columns (one 64-byte line of a row of x) at a time: rows of x are
- * K floats apart, often a multiple of 4 KiB, so walking all mc rows for each
- * k would evict a line of x before its next column is read. */
-static void pack_x_transposed(float *xt, const float *x, int K, int m0, int mc, int mp, int k0, int kn)
+ * mc <= i < mp (the variant's transpose, then the padding). */
+static void pack_x_transposed(const opt_cols_spec *s, float *xt, const float *x, int K, int m0, int mc, int mp, int k0,
+                              int kn)
 {
-    for (int c0 = 0; c0 < kn; c0 += 16) {
-        const int cn = kn - c0 < 16 ? kn - c0 : 16;
-        for (int i = 0; i < mc; i++) {
-            const float *xr = x + (size_t)(m0 + i) * K + k0 + c0;
-            for (int c = 0; c < cn; c++)
-                xt[(size_t)(c0 + c) * mp + i] = xr[c];
-        }
-        for (int c = 0; c < cn; c++)
-            for (int i = mc; i < mp; i++)
-                xt[(size_t)(c0 + c) * mp + i] = 0.0f;
-    }
+    s->transpose(xt, (size_t)mp, x + (size_t)m0 * K + k0, (size_t)K, kn, mc);
+    if (mc < mp)
+        for (int k = 0; k < kn; k++)
+            memset(xt + (size_t)k * mp + mc, 0, sizeof(float) * (size_t)(mp - mc));
 }
 
 /* y[m0 + i, n + j] from acc[j * ldacc + i] (the sums over one chunk of K),
- * i < mc, j < nr: written with bias on the first chunk, added on later ones,
- * int8 scale on each, ReLU after the last; by rows of y (contiguous stores). */
-static void store_rows(float *y, int N, int m0, int mc, int n, int nr, const float *acc, size_t ldacc,
-                       const float *scale, const float *bias, int first, int last, int relu)
+ * i < mc, j < nr: transposed into t (rows of nr sums), then written with
+ * bias on the first chunk, added on later ones, int8 scale on each, ReLU
+ * after the last; by rows of y (contiguous stores). */
+static void store_rows(const opt_cols_spec *s, float *y, int N, int m0, int mc, int n, int nr, const float *acc,
+                       size_t ldacc, float *t, const float *scale, const float *bias, int first, int last, int relu)
 {
+    s->transpose(t, (size_t)nr, acc, ldacc, mc, nr);
     for (int i = 0; i < mc; i++) {
         float *yr = y + (size_t)(m0 + i) * N + n;
+        const float *tr = t + (size_t)i * nr;
         for (int j = 0; j < nr; j++) {
-            const float a = acc[(size_t)j * ldacc + i];
-            const float o = scale ? scale[n + j] * a : a;
+            const float o = scale ? scale[n + j] * tr[j] : tr[j];
             float v = first ? o + (bias ? bias[n + j] : 0.0f) : yr[j] + o;
             if (last && relu && v < 0.0f)
                 v = 0.0f;
@@ -69,6 +62,7 @@ void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const voi
     alignas(64) float xt[OPT_COLS_XT_FLOATS];
     alignas(64) float pk[OPT_COLS_NP_MAX * OPT_COLS_KC_MAX];
     alignas(64) float acc[OPT_COLS_NP_MAX * OPT_COLS_MC];
+    alignas(64) float t[OPT_COLS_MC * OPT_COLS_NP_MAX]; /* acc transposed: rows of y */
     const size_t es = opt_dtype_size(wt);
     const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
     const int mc_max = rows_per_block(s), np = s->np, kc_max = s->kc;
@@ -80,7 +74,7 @@ void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const voi
         for (int kx = 0; kx < K; kx += kx_max) {
             const int kxn = K - kx < kx_max ? K - kx : kx_max;
             const int first = kx == 0, last = kx + kxn >= K;
-            pack_x_transposed(xt, x, K, m0, mc, mp, kx, kxn);
+            pack_x_transposed(s, xt, x, K, m0, mc, mp, kx, kxn);
             for (int n = n0; n < n1; n += np) {
                 const int nr = n1 - n < np ? n1 - n : np;
                 memset(acc, 0, sizeof(float) * (size_t)np * mp);
@@ -113,7 +107,7 @@ void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const voi
                         i += mv * s->lanes;
                     }
                 }
-                store_rows(y, N, m0, mc, n, nr, acc, (size_t)mp, scale, bias, first, last, relu);
+                store_rows(s, y, N, m0, mc, n, nr, acc, (size_t)mp, t, scale, bias, first, last, relu);
             }
         }
     }

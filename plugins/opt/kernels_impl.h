@@ -162,7 +162,59 @@ typedef struct opt_cols_spec {
     opt_cols_tile_fn tile[2];   /* those tiles */
     /* dst[k] = w[k] in fp32 (int8: q, no scale), k < n: one row of a panel */
     void (*pack_row)(float *dst, const void *w, opt_dtype wt, int n);
+    /* dst[i * ldd + j] = src[j * lds + i], i < m, j < n: x into xt, and the
+     * accumulators into rows of y */
+    void (*transpose)(float *dst, size_t ldd, const float *src, size_t lds, int m, int n);
 } opt_cols_spec;
+
+#if defined(__AVX__)
+#include <immintrin.h>
+
+/* d[i * ldd + j] = s[j * lds + i] for i, j < 8, in registers (unpack,
+ * shuffle, swap of 128-bit halves). */
+static inline void opt_cols_transpose_8x8(float *d, size_t ldd, const float *s, size_t lds)
+{
+    __m256 t[8], u[8];
+    for (int r = 0; r < 8; r += 2) {
+        const __m256 a = _mm256_loadu_ps(s + (size_t)r * lds), b = _mm256_loadu_ps(s + (size_t)(r + 1) * lds);
+        t[r] = _mm256_unpacklo_ps(a, b);
+        t[r + 1] = _mm256_unpackhi_ps(a, b);
+    }
+    for (int h = 0; h < 8; h += 4) { /* rows h..h+3 of s: their columns 0..7, in 4-row halves */
+        u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+        u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xee);
+        u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+        u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) {
+        _mm256_storeu_ps(d + (size_t)c * ldd, _mm256_permute2f128_ps(u[c], u[c + 4], 0x20));
+        _mm256_storeu_ps(d + (size_t)(c + 4) * ldd, _mm256_permute2f128_ps(u[c], u[c + 4], 0x31));
+    }
+}
+
+/* opt_cols_spec.transpose for the AVX variants: 8 x 8 blocks in registers,
+ * the edges one value at a time. Strips of 16 rows of dst where there are
+ * 16, so each 64-byte line of a row of src is read once (rows of x are often
+ * a multiple of 4 KiB apart and evict each other when walked down). */
+static inline void opt_cols_transpose_avx(float *dst, size_t ldd, const float *src, size_t lds, int m, int n)
+{
+    int i = 0;
+    while (i + 8 <= m) {
+        const int ib = i + 16 <= m ? 16 : 8;
+        int j = 0;
+        for (; j + 8 <= n; j += 8)
+            for (int h = 0; h < ib; h += 8)
+                opt_cols_transpose_8x8(dst + (size_t)(i + h) * ldd + j, ldd, src + (size_t)j * lds + i + h, lds);
+        for (; j < n; j++)
+            for (int r = 0; r < ib; r++)
+                dst[(size_t)(i + r) * ldd + j] = src[(size_t)j * lds + i + r];
+        i += ib;
+    }
+    for (; i < m; i++)
+        for (int j = 0; j < n; j++)
+            dst[(size_t)i * ldd + j] = src[(size_t)j * lds + i];
+}
+#endif
 
 /* The linear entry's contract (kernels.h) through the column path. */
 void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const void *w, opt_dtype wt, const float *bias,

@@ -391,6 +391,10 @@ static void run_linear_suite(const opt_kernels *k)
         check_linear(k, (opt_dtype)wt, 100, 130, 61, 5, 61, 1, 0, tol);
         check_linear(k, (opt_dtype)wt, 40, 3000, 20, 0, 20, 1, 1, tol);
         check_linear(k, (opt_dtype)wt, 20, 4200, 30, 2, 29, 0, 1, tol);
+        /* x and the sums transposed by 8 x 8 blocks in strips of 16: a last
+         * strip of 8 (K = 1000), a scalar edge of rows (24 = 16 + 8 rows,
+         * 21 outputs) */
+        check_linear(k, (opt_dtype)wt, 24, 1000, 21, 0, 21, 1, 0, tol);
     }
 }
 
@@ -399,8 +403,8 @@ static void run_linear_suite(const opt_kernels *k)
  * dtype and split point, against the whole range, bit for bit. */
 static void run_split_suite(const opt_kernels *k)
 {
-    static const int shapes[][3] = {{1, 300, 70}, {1, 301, 70}, {1, 95, 70}, {5, 1030, 70}, {16, 300, 70}, {17, 1030, 70}, {64, 770, 70},
-                                    {70, 1030, 70}, {130, 600, 70}};
+    static const int shapes[][3] = {{1, 300, 70}, {1, 301, 70}, {1, 95, 70}, {5, 1030, 70}, {16, 300, 70},
+                                    {17, 1030, 70}, {24, 1000, 70}, {64, 770, 70}, {70, 1030, 70}, {130, 600, 70}};
     static const int cuts[][2] = {{16, 48}, {7, 37}, {1, 69}, {24, 25}};
     rng_state = 7;
     for (int wt = 0; wt <= OPT_I8; wt++)
