@@ -291,7 +291,8 @@ static void att_run(void *vctx)
                 }
                 for (int r = 0; r < AT_G; r++)
                     c->k->attend_split(c->out + qo + r * ld, c->q + qo + r * ld, c->kc + first, c->vc + first, AT_NP,
-                                       c->kc + first + r * row, c->vc + first + r * row, c->dt, c->keep, S, AT_D, c->sc);
+                                       c->kc + first + r * row, c->vc + first + r * row, c->dt, c->keep, S, AT_D,
+                                       c->sc);
             }
 }
 
