@@ -427,12 +427,27 @@ static void score_avx2(float *sc, const float *q, const void *k, const void *v, 
     }
 }
 
-/* The softmax part (kernels_impl.h, opt_attend_parts). */
+/* The softmax part (kernels_impl.h, opt_attend_parts): the mask and the max
+ * eight scores per vector. */
 static float softmax_avx2(float *sc, const uint8_t *keep, int S)
 {
     int s;
-    float mx = -INFINITY;
-    for (s = 0; s < S; s++) {
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 m = ninf;
+    for (s = 0; s + 8 <= S; s += 8) { /* masked keys to -inf (8 keep bytes at a time), the max of the rest */
+        __m256 x = _mm256_loadu_ps(sc + s);
+        if (keep) {
+            const __m256i k = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(keep + s)));
+            x = _mm256_blendv_ps(x, ninf, _mm256_castsi256_ps(_mm256_cmpeq_epi32(k, _mm256_setzero_si256())));
+            _mm256_storeu_ps(sc + s, x);
+        }
+        m = _mm256_max_ps(x, m); /* a NaN score is passed over, as in the scalar loop */
+    }
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    float mx = _mm_cvtss_f32(h);
+    for (; s < S; s++) {
         if (keep && !keep[s])
             sc[s] = -INFINITY;
         else if (sc[s] > mx)

@@ -457,27 +457,25 @@ static void score_avx512(float *sc, const float *q, const void *k, const void *v
     }
 }
 
-/* The softmax part (kernels_impl.h, opt_attend_parts): the max 16 scores per
- * vector when no key is masked. */
+/* The softmax part (kernels_impl.h, opt_attend_parts): the mask and the max
+ * 16 scores per vector. */
 static float softmax_avx512(float *sc, const uint8_t *keep, int S)
 {
     int s;
-    float mx = -INFINITY;
-    if (keep) {
-        for (s = 0; s < S; s++) {
-            if (!keep[s])
-                sc[s] = -INFINITY;
-            else if (sc[s] > mx)
-                mx = sc[s];
+    float mx;
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 m = ninf;
+    for (s = 0; s < S; s += 16) { /* masked keys to -inf (16 keep bytes at a time), the max of the rest */
+        const __mmask16 t = S - s >= 16 ? (__mmask16)0xffff : tail_mask(S - s);
+        __m512 x = _mm512_maskz_loadu_ps(t, sc + s);
+        if (keep) {
+            const __m128i kb = _mm_maskz_loadu_epi8(t, keep + s);
+            x = _mm512_mask_blend_ps(_mm_test_epi8_mask(kb, kb), ninf, x);
+            _mm512_mask_storeu_ps(sc + s, t, x);
         }
-    } else {
-        __m512 m = _mm512_set1_ps(-INFINITY);
-        for (s = 0; s + 16 <= S; s += 16)
-            m = _mm512_max_ps(m, _mm512_loadu_ps(sc + s));
-        if (s < S)
-            m = _mm512_mask_max_ps(m, tail_mask(S - s), m, _mm512_maskz_loadu_ps(tail_mask(S - s), sc + s));
-        mx = _mm512_reduce_max_ps(m);
+        m = _mm512_mask_max_ps(m, t, x, m); /* a NaN score is passed over, as in the scalar loop */
     }
+    mx = _mm512_reduce_max_ps(m);
     float sum;
     if (mx == -INFINITY) { /* nothing kept: uniform */
         for (s = 0; s < S; s++)

@@ -269,6 +269,7 @@ typedef struct att_ctx {
     const char *kc, *vc; /* [L][AT_B][AT_H][AT_SMAX][AT_D] in dt */
     int L, own, group;   /* layers, generated keys per row, 1: attend_group */
     const float *q;      /* [AT_B][AT_H][AT_D] */
+    const uint8_t *keep; /* [AT_SMAX], all 1: the model always passes its mask row */
     float *out, *sc;     /* [AT_B][AT_H][AT_D], [AT_G][AT_SMAX] */
 } att_ctx;
 
@@ -285,12 +286,13 @@ static void att_run(void *vctx)
                 const size_t qo = ((size_t)b0 * AT_H + h) * AT_D, ld = (size_t)AT_H * AT_D;
                 if (c->group) {
                     c->k->attend_group(c->out + qo, ld, c->q + qo, ld, AT_G, c->kc + first, c->vc + first, AT_NP,
-                                       c->kc + first, c->vc + first, row, c->dt, NULL, 0, S, AT_D, c->sc);
+                                       c->kc + first, c->vc + first, row, c->dt, c->keep, 0, S, AT_D, c->sc);
                     continue;
                 }
                 for (int r = 0; r < AT_G; r++)
                     c->k->attend_split(c->out + qo + r * ld, c->q + qo + r * ld, c->kc + first, c->vc + first, AT_NP,
-                                       c->kc + first + r * row, c->vc + first + r * row, c->dt, NULL, S, AT_D, c->sc);
+                                       c->kc + first + r * row, c->vc + first + r * row, c->dt, c->keep, S, AT_D,
+                                       c->sc);
             }
 }
 
@@ -314,6 +316,8 @@ static int bench_attend(const char *isa_only, const char *dtype_only, double min
         f[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
     for (size_t i = 0; i < (size_t)AT_B * AT_H * AT_D; i++)
         q[i] = (float)((i * 104729) % 1000) * 2e-4f - 0.1f;
+    uint8_t keep[AT_SMAX];
+    memset(keep, 1, sizeof keep);
     for (int dt = OPT_F32; dt <= OPT_BF16; dt++) {
         if (dtype_only && strcmp(dtype_only, opt_dtype_name((opt_dtype)dt)))
             continue;
@@ -325,7 +329,7 @@ static int bench_attend(const char *isa_only, const char *dtype_only, double min
                 continue;
             for (int mem = 1; mem >= 0; mem--)
                 for (int group = 0; group <= 1; group++) {
-                    att_ctx c = {k, (opt_dtype)dt, kc, vc, mem ? L : 1, mem ? 64 : 0, group, q, out, sc};
+                    att_ctx c = {k, (opt_dtype)dt, kc, vc, mem ? L : 1, mem ? 64 : 0, group, q, keep, out, sc};
                     double t = time_median(att_run, &c, min_s);
                     double bytes = (double)c.L * AT_H * (AT_B / AT_G * AT_NP + AT_B * c.own) * AT_D * 2 *
                                    (double)opt_dtype_size((opt_dtype)dt);
