@@ -94,8 +94,8 @@ static inline void opt_cols_prefetch_next(opt_cols_prefetch *pf)
 /* acc[j * ldacc + i] += sum_{k < kc} xt[k * ldxt + i] * pk[j * kc_stride + k]
  * for i < mv * lanes, j < nr (the tile's own constants; kc_stride is the
  * spec's kc), prefetching pf one line per k step. */
-typedef void (*opt_cols_tile_fn)(const float *xt, size_t ldxt, const float *pk, int kc, float *acc, size_t ldacc,
-                                 opt_cols_prefetch pf);
+typedef void (*opt_cols_tile_fn)(const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc, float *acc,
+                                 size_t ldacc, opt_cols_prefetch pf);
 
 /* What a variant gives the column path. */
 typedef struct opt_cols_spec {
@@ -103,7 +103,8 @@ typedef struct opt_cols_spec {
     int np;                     /* rows of w per panel, a multiple of both nr */
     int kc;                     /* columns per panel (the tiles' row stride of pk) */
     int nr[2];                  /* rows of w of the tiles with 1 and 2 vectors of x rows */
-    opt_cols_tile_fn tile[2];   /* those tiles */
+    opt_cols_tile_fn tile[2];   /* those tiles, over a panel (ldpk = kc) */
+    opt_cols_tile_fn tile_f32[2]; /* the same over fp32 weights in place (ldpk = K) */
     /* dst[k] = w[k] in fp32 (int8: q, no scale), k < n: one row of a panel */
     void (*pack_row)(float *dst, const void *w, opt_dtype wt, int n);
     /* dst[i * ldd + j] = src[j * lds + i], i < m, j < n: x into xt, and the
