@@ -458,31 +458,8 @@ ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const 
             _mm512_storeu_ps(acc + (size_t)j * ldacc + 16 * v, a[j][v]);
 }
 
-static void col_tile_16x24(const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc, float *acc,
-                           size_t ldacc, opt_cols_prefetch pf)
-{
-    (void)ldpk; /* the panel's: COLS_KC, a constant the broadcasts' addresses fold */
-    col_tile(1, 24, xt, ldxt, pk, COLS_KC, kc, acc, ldacc, pf);
-}
-
-static void col_tile_16x24_w(const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc, float *acc,
-                             size_t ldacc, opt_cols_prefetch pf)
-{
-    col_tile(1, 24, xt, ldxt, pk, ldpk, kc, acc, ldacc, pf);
-}
-
-static void col_tile_32x12(const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc, float *acc,
-                           size_t ldacc, opt_cols_prefetch pf)
-{
-    (void)ldpk; /* the panel's: COLS_KC, a constant the broadcasts' addresses fold */
-    col_tile(2, 12, xt, ldxt, pk, COLS_KC, kc, acc, ldacc, pf);
-}
-
-static void col_tile_32x12_w(const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc, float *acc,
-                             size_t ldacc, opt_cols_prefetch pf)
-{
-    col_tile(2, 12, xt, ldxt, pk, ldpk, kc, acc, ldacc, pf);
-}
+OPT_COLS_TILES(16x24, 1, 24)
+OPT_COLS_TILES(32x12, 2, 12)
 
 /* A panel row in fp32: the tiles' loads, in registers (int8 without its scale). */
 ALWAYS_INLINE void pack_row_dt(float *dst, const void *w, opt_dtype dt, int n)
