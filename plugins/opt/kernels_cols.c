@@ -81,9 +81,9 @@ void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const voi
                 if (nr < np)
                     memset(pk + (size_t)nr * kc_max, 0, sizeof(float) * (size_t)(np - nr) * kc_max);
                 /* fp32 panels of np rows are read in place, not packed, unless
-                 * their rows are a multiple of 2 KiB apart: then more than a
-                 * quarter of them share each set of L1 (64 sets of 64-byte
-                 * lines) and evict each other */
+                 * their rows are a multiple of 2 KiB apart: then half of them
+                 * or more share one set of L1 (64 sets of 64-byte lines) and
+                 * evict each other */
                 const int in_place = wt == OPT_F32 && nr == np && (size_t)K * sizeof(float) % 2048 != 0;
                 for (int kb = kx; kb < kx + kxn; kb += kc_max) {
                     const int kc = kx + kxn - kb < kc_max ? kx + kxn - kb : kc_max;
