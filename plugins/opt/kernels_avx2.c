@@ -671,7 +671,7 @@ enum {
 _Static_assert((int)COLS_NP <= (int)OPT_COLS_NP_MAX && (int)COLS_KC <= (int)OPT_COLS_KC_MAX, "the column path's buffers hold the panel");
 
 /* One k step of a column tile: a[j][v] += xr[V v .. V v + V) * pk[j][0]. */
-ALWAYS_INLINE void col_step(int MV, int NR, __m256 a[][2], const float *xr, const float *pk)
+ALWAYS_INLINE void col_step(int MV, int NR, __m256 a[][2], const float *xr, const float *pk, size_t ldpk)
 {
     __m256 xv[2];
 #pragma GCC unroll 2
@@ -679,7 +679,7 @@ ALWAYS_INLINE void col_step(int MV, int NR, __m256 a[][2], const float *xr, cons
         xv[v] = _mm256_loadu_ps(xr + 8 * v);
 #pragma GCC unroll 12
     for (int j = 0; j < NR; j++) {
-        const __m256 b = _mm256_broadcast_ss(pk + j * COLS_KC);
+        const __m256 b = _mm256_broadcast_ss(pk + j * ldpk);
 #pragma GCC unroll 2
         for (int v = 0; v < MV; v++)
             a[j][v] = _mm256_fmadd_ps(xv[v], b, a[j][v]);
@@ -689,8 +689,8 @@ ALWAYS_INLINE void col_step(int MV, int NR, __m256 a[][2], const float *xr, cons
 /* acc[j][i] += sum_{k < kc} xt[k][i] * pk[j][k] for i < 8 * MV, j < NR:
  * 8 * MV rows of x in MV vectors, each weight broadcast once per vector
  * (MV * NR accumulators + MV + 1 registers <= 16). */
-ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const float *pk, int kc, float *acc,
-                            size_t ldacc, opt_cols_prefetch pf)
+ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc,
+                            float *acc, size_t ldacc, opt_cols_prefetch pf)
 {
     __m256 a[COLS_NP][2];
 #pragma GCC unroll 12
@@ -703,10 +703,10 @@ ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const 
     int k = 0;
     for (; k < kp; k++) {
         opt_cols_prefetch_next(&pf);
-        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k);
+        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k, ldpk);
     }
     for (; k < kc; k++)
-        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k);
+        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k, ldpk);
 #pragma GCC unroll 12
     for (int j = 0; j < NR; j++)
 #pragma GCC unroll 2
@@ -714,17 +714,8 @@ ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const 
             _mm256_storeu_ps(acc + (size_t)j * ldacc + 8 * v, a[j][v]);
 }
 
-static void col_tile_8x12(const float *xt, size_t ldxt, const float *pk, int kc, float *acc, size_t ldacc,
-                           opt_cols_prefetch pf)
-{
-    col_tile(1, 12, xt, ldxt, pk, kc, acc, ldacc, pf);
-}
-
-static void col_tile_16x6(const float *xt, size_t ldxt, const float *pk, int kc, float *acc, size_t ldacc,
-                           opt_cols_prefetch pf)
-{
-    col_tile(2, 6, xt, ldxt, pk, kc, acc, ldacc, pf);
-}
+OPT_COLS_TILES(8x12, 1, 12)
+OPT_COLS_TILES(16x6, 2, 6)
 
 /* A panel row in fp32: the tiles' loads, in registers (int8 without its scale). */
 ALWAYS_INLINE void pack_row_dt(float *dst, const void *w, opt_dtype dt, int n)
@@ -752,6 +743,7 @@ static const opt_cols_spec cols_avx2 = {
     .kc = COLS_KC,
     .nr = {12, 6},
     .tile = {col_tile_8x12, col_tile_16x6},
+    .tile_f32 = {col_tile_8x12_w, col_tile_16x6_w},
     .pack_row = col_pack_row,
     .transpose = opt_cols_transpose_avx,
 };

@@ -684,7 +684,7 @@ enum {
 _Static_assert((int)COLS_NP <= (int)OPT_COLS_NP_MAX && (int)COLS_KC <= (int)OPT_COLS_KC_MAX, "the column path's buffers hold the panel");
 
 /* One k step of a column tile: a[j][v] += xr[V v .. V v + V) * pk[j][0]. */
-ALWAYS_INLINE void col_step(int MV, int NR, __m512 a[][2], const float *xr, const float *pk)
+ALWAYS_INLINE void col_step(int MV, int NR, __m512 a[][2], const float *xr, const float *pk, size_t ldpk)
 {
     __m512 xv[2];
 #pragma GCC unroll 2
@@ -692,7 +692,7 @@ ALWAYS_INLINE void col_step(int MV, int NR, __m512 a[][2], const float *xr, cons
         xv[v] = _mm512_loadu_ps(xr + 16 * v);
 #pragma GCC unroll 24
     for (int j = 0; j < NR; j++) {
-        const __m512 b = _mm512_set1_ps(pk[j * COLS_KC]);
+        const __m512 b = _mm512_set1_ps(pk[j * ldpk]);
 #pragma GCC unroll 2
         for (int v = 0; v < MV; v++)
             a[j][v] = _mm512_fmadd_ps(xv[v], b, a[j][v]);
@@ -701,8 +701,8 @@ ALWAYS_INLINE void col_step(int MV, int NR, __m512 a[][2], const float *xr, cons
 
 /* acc[j][i] += sum_{k < kc} xt[k][i] * pk[j][k] for i < 16 * MV, j < NR:
  * 16 * MV rows of x in MV vectors, each weight broadcast once per vector. */
-ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const float *pk, int kc, float *acc,
-                            size_t ldacc, opt_cols_prefetch pf)
+ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc,
+                            float *acc, size_t ldacc, opt_cols_prefetch pf)
 {
     __m512 a[COLS_NP][2];
 #pragma GCC unroll 24
@@ -715,10 +715,10 @@ ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const 
     int k = 0;
     for (; k < kp; k++) {
         opt_cols_prefetch_next(&pf);
-        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k);
+        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k, ldpk);
     }
     for (; k < kc; k++)
-        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k);
+        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k, ldpk);
 #pragma GCC unroll 24
     for (int j = 0; j < NR; j++)
 #pragma GCC unroll 2
@@ -726,17 +726,8 @@ ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const 
             _mm512_storeu_ps(acc + (size_t)j * ldacc + 16 * v, a[j][v]);
 }
 
-static void col_tile_16x24(const float *xt, size_t ldxt, const float *pk, int kc, float *acc, size_t ldacc,
-                           opt_cols_prefetch pf)
-{
-    col_tile(1, 24, xt, ldxt, pk, kc, acc, ldacc, pf);
-}
-
-static void col_tile_32x12(const float *xt, size_t ldxt, const float *pk, int kc, float *acc, size_t ldacc,
-                           opt_cols_prefetch pf)
-{
-    col_tile(2, 12, xt, ldxt, pk, kc, acc, ldacc, pf);
-}
+OPT_COLS_TILES(16x24, 1, 24)
+OPT_COLS_TILES(32x12, 2, 12)
 
 /* A panel row in fp32: the tiles' loads, in registers (int8 without its scale). */
 ALWAYS_INLINE void pack_row_dt(float *dst, const void *w, opt_dtype dt, int n)
@@ -764,6 +755,7 @@ static const opt_cols_spec cols_avx512 = {
     .kc = COLS_KC,
     .nr = {24, 12},
     .tile = {col_tile_16x24, col_tile_32x12},
+    .tile_f32 = {col_tile_16x24_w, col_tile_32x12_w},
     .pack_row = col_pack_row,
     .transpose = opt_cols_transpose_avx,
 };

@@ -80,9 +80,16 @@ void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const voi
                 memset(acc, 0, sizeof(float) * (size_t)np * mp);
                 if (nr < np)
                     memset(pk + (size_t)nr * kc_max, 0, sizeof(float) * (size_t)(np - nr) * kc_max);
+                /* fp32 panels of np rows are read in place, not packed, unless
+                 * their rows are a multiple of 2 KiB apart: then half of them
+                 * or more share one set of L1 (64 sets of 64-byte lines) and
+                 * evict each other */
+                const int in_place = wt == OPT_F32 && nr == np && (size_t)K * sizeof(float) % 2048 != 0;
                 for (int kb = kx; kb < kx + kxn; kb += kc_max) {
                     const int kc = kx + kxn - kb < kc_max ? kx + kxn - kb : kc_max;
-                    for (int j = 0; j < nr; j++)
+                    const float *pb = in_place ? (const float *)w + (size_t)n * K + kb : pk;
+                    const size_t ldpb = in_place ? (size_t)K : (size_t)kc_max;
+                    for (int j = 0; j < nr && !in_place; j++)
                         s->pack_row(pk + (size_t)j * kc_max, (const char *)w + ((size_t)(n + j) * K + kb) * es, wt,
                                     kc);
                     /* the block packed next: these rows' next columns, or the next panel's first */
@@ -101,7 +108,7 @@ void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const voi
                                 pf.rows = nbr - j < tr ? nbr - j : tr;
                                 pf.lines = (int)(((size_t)knc * es + 63) / 64);
                             }
-                            s->tile[mv - 1](xt + (size_t)(kb - kx) * mp + i, (size_t)mp, pk + (size_t)j * kc_max,
+                            (in_place ? s->tile_f32 : s->tile)[mv - 1](xt + (size_t)(kb - kx) * mp + i, (size_t)mp, pb + (size_t)j * ldpb, ldpb,
                                             kc, acc + (size_t)j * mp + i, (size_t)mp, pf);
                         }
                         i += mv * s->lanes;

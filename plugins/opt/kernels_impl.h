@@ -107,7 +107,8 @@ void opt_attend_group_run(const opt_attend_parts *a, float *out, size_t ldo, con
  * x is transposed once per block of rows and chunk of K, xt[k][i] =
  * x[m0 + i, kx + k] (i < mp, zero beyond M), and a panel of np weight rows
  * x kc columns is converted to fp32, pk[j][k] = w[n + j, kb + k] (zero rows
- * beyond n1). A tile keeps mv vectors of x rows by nr weight rows in
+ * beyond n1; fp32 weights are read in place instead, rows K apart, where
+ * that does not crowd L1's sets: kernels_cols.c). A tile keeps mv vectors of x rows by nr weight rows in
  * registers:
  *   acc[j][i] += sum_{k < kc} xt[k][i] * pk[j][k]
  * (one broadcast of pk[j][k] per FMA row, no horizontal sums), over all K
@@ -147,11 +148,30 @@ static inline void opt_cols_prefetch_next(opt_cols_prefetch *pf)
     }
 }
 
-/* acc[j * ldacc + i] += sum_{k < kc} xt[k * ldxt + i] * pk[j * kc_stride + k]
- * for i < mv * lanes, j < nr (the tile's own constants; kc_stride is the
- * spec's kc), prefetching pf one line per k step. */
-typedef void (*opt_cols_tile_fn)(const float *xt, size_t ldxt, const float *pk, int kc, float *acc, size_t ldacc,
-                                 opt_cols_prefetch pf);
+/* acc[j * ldacc + i] += sum_{k < kc} xt[k * ldxt + i] * pk[j * ldpk + k]
+ * for i < mv * lanes, j < nr (the tile's own constants; ldpk is the spec's
+ * kc for a panel, K for fp32 weights read in place), prefetching pf one
+ * line per k step. */
+typedef void (*opt_cols_tile_fn)(const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc, float *acc,
+                                 size_t ldacc, opt_cols_prefetch pf);
+
+/* Defines a variant's two instances of its col_tile(MV, NR, xt, ldxt, pk,
+ * ldpk, kc, acc, ldacc, pf): col_tile_NAME over a panel (the variant's
+ * constant COLS_KC as the stride, which the broadcasts' addresses fold;
+ * ldpk is the spec's kc) and col_tile_NAME_w over fp32 weights in place
+ * (rows ldpk floats apart), for opt_cols_spec.tile and .tile_f32. */
+#define OPT_COLS_TILES(NAME, MV, NR)                                                                                   \
+    static void col_tile_##NAME(const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc, float *acc,      \
+                                size_t ldacc, opt_cols_prefetch pf)                                                    \
+    {                                                                                                                  \
+        (void)ldpk;                                                                                                    \
+        col_tile(MV, NR, xt, ldxt, pk, COLS_KC, kc, acc, ldacc, pf);                                                   \
+    }                                                                                                                  \
+    static void col_tile_##NAME##_w(const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc, float *acc,  \
+                                    size_t ldacc, opt_cols_prefetch pf)                                                \
+    {                                                                                                                  \
+        col_tile(MV, NR, xt, ldxt, pk, ldpk, kc, acc, ldacc, pf);                                                      \
+    }
 
 /* What a variant gives the column path. */
 typedef struct opt_cols_spec {
@@ -159,7 +179,8 @@ typedef struct opt_cols_spec {
     int np;                     /* rows of w per panel, a multiple of both nr */
     int kc;                     /* columns per panel (the tiles' row stride of pk) */
     int nr[2];                  /* rows of w of the tiles with 1 and 2 vectors of x rows */
-    opt_cols_tile_fn tile[2];   /* those tiles */
+    opt_cols_tile_fn tile[2];   /* those tiles, over a panel (ldpk = kc) */
+    opt_cols_tile_fn tile_f32[2]; /* the same over fp32 weights in place (ldpk = K) */
     /* dst[k] = w[k] in fp32 (int8: q, no scale), k < n: one row of a panel */
     void (*pack_row)(float *dst, const void *w, opt_dtype wt, int n);
     /* dst[i * ldd + j] = src[j * lds + i], i < m, j < n: x into xt, and the

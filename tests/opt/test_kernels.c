@@ -395,6 +395,9 @@ static void run_linear_suite(const opt_kernels *k)
          * strip of 8 (K = 1000), a scalar edge of rows (24 = 16 + 8 rows,
          * 21 outputs) */
         check_linear(k, (opt_dtype)wt, 24, 1000, 21, 0, 21, 1, 0, tol);
+        /* fp32 rows a multiple of 2 KiB apart (K = 512) are packed, others
+         * read in place: both, with a panel tail */
+        check_linear(k, (opt_dtype)wt, 16, 512, 50, 1, 50, 0, 1, tol);
     }
 }
 
@@ -404,7 +407,8 @@ static void run_linear_suite(const opt_kernels *k)
 static void run_split_suite(const opt_kernels *k)
 {
     static const int shapes[][3] = {{1, 300, 70}, {1, 301, 70}, {1, 95, 70}, {5, 1030, 70}, {16, 300, 70},
-                                    {17, 1030, 70}, {24, 1000, 70}, {64, 770, 70}, {70, 1030, 70}, {130, 600, 70}};
+                                    {17, 1030, 70}, {24, 1000, 70}, {33, 1024, 70}, {64, 770, 70}, {70, 1030, 70},
+                                    {130, 600, 70}};
     static const int cuts[][2] = {{16, 48}, {7, 37}, {1, 69}, {24, 25}};
     rng_state = 7;
     for (int wt = 0; wt <= OPT_I8; wt++)
