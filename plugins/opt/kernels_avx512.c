@@ -7,7 +7,9 @@
  *           streamed once from memory; a register tile of up to 4 rows of x
  *           by 4 rows of w holds 16 zmm accumulators, each loaded weight
  *           vector (converted fp16/bf16 -> fp32 in registers) is reused for
- *           every row of x in the tile. Memory-bandwidth bound at M = 1.
+ *           every row of x in the tile. At M = 1 a 1-row tile of 4 weight
+ *           rows with two accumulators each (bf16 weights in pairs: a shift
+ *           and a mask per 32 weights). Memory-bandwidth bound at M = 1.
  *   blocked (larger M: prefill): a panel of NB rows x KB columns of w is
  *           converted to fp32 once into a stack buffer (L2-resident) and
  *           reused by every row of x; the same 4 x 4 register tile runs
@@ -43,7 +45,8 @@ enum {
     NB = 64,               /* blocked path: rows of w per packed panel */
     KB = 512,              /* blocked path: columns of w per packed panel (NB * KB * 4 = 128 KiB) */
     ROW_NR = 4,            /* M = 1: rows of w per 1-row tile (row_tile) */
-    ROW_PF_MAX = 16384,    /* M = 1: the farthest ahead (bytes) the 1-row tiles prefetch */
+    ROW_PF_NEAR = 16384,   /* M = 1: the farthest ahead (bytes) the 1-row tiles prefetch into L1 */
+    ROW_PF_FAR = 65536,    /* M = 1: how far ahead (bytes) they also prefetch into L2 */
 };
 
 /* ---- loads of 16 weights as fp32 --------------------------------------- */
@@ -206,28 +209,32 @@ ALWAYS_INLINE void row_step(int NR, opt_dtype dt, const float *x, const void *w,
  * columns and the odd ones (prec_bf16x32_pairs_to_ps: a shift and a mask per
  * 32 weights, each straight from memory, instead of a zero-extension and a
  * shift per 16), and x is then x_in_pairs()'s copy (zero-padded to a
- * multiple of 32). wpf: as in tile(). */
-ALWAYS_INLINE void row_tile(int NR, opt_dtype dt, const float *x, const void *w, size_t ldw, int K, const void *wpf,
-                            float out[4][4])
+ * multiple of 32). The same rows and columns of near (into L1) and far
+ * (into L2) are prefetched: w plus the two prefetch distances (see
+ * linear_direct), or NULL for none. */
+ALWAYS_INLINE void row_tile(int NR, opt_dtype dt, const float *x, const void *w, size_t ldw, int K, const void *near,
+                            const void *far, float out[4][4])
 {
     const size_t es = opt_dtype_size(dt);
     __m512 acc[ROW_NR][2];
 #pragma GCC unroll 4
     for (int n = 0; n < ROW_NR; n++)
         acc[n][0] = acc[n][1] = _mm512_setzero_ps();
-    /* at least 64 bytes of each weight row per iteration: one prefetch per
-     * line of each row (the last group prefetches itself, already in cache),
-     * then the steps of
-     * 32 columns without the bookkeeping */
+    /* at least 64 bytes of each weight row per iteration: two prefetches per
+     * line of each row (with no near or far, of w itself, already in cache),
+     * then the steps of 32 columns without the bookkeeping */
     const int kstep = (int)(64 / es) > 32 ? (int)(64 / es) : 32;
-    const char *pf = wpf ? (const char *)wpf : (const char *)w;
+    const char *pn = near ? (const char *)near : (const char *)w, *pfar = far ? (const char *)far : (const char *)w;
     int k = 0;
     for (; k + kstep <= K; k += kstep) {
 #pragma GCC unroll 4
         for (int n = 0; n < NR; n++)
 #pragma GCC unroll 2
             for (size_t b = 0; b < (size_t)kstep * es; b += 64)
-                _mm_prefetch(pf + (n * ldw + (size_t)k) * es + b, _MM_HINT_T0);
+            {
+                _mm_prefetch(pn + (n * ldw + (size_t)k) * es + b, _MM_HINT_T0);
+                _mm_prefetch(pfar + (n * ldw + (size_t)k) * es + b, _MM_HINT_T1);
+            }
 #pragma GCC unroll 4
         for (int s = 0; s < kstep; s += 32)
             row_step(NR, dt, x, w, ldw, (size_t)(k + s), acc);
@@ -275,12 +282,13 @@ static void x_in_pairs(float *xp, const float *x, int K)
     }
 }
 
+typedef void (*row_fn)(const float *x, const void *w, size_t ldw, int K, const void *near, const void *far,
+                       float out[4][4]);
 #define ROW_FN(NR, DT, NAME)                                                                                           \
-    static void row_##NAME##_##NR(const float *x, size_t ldx, const void *w, size_t ldw, int K, const void *wpf,    \
+    static void row_##NAME##_##NR(const float *x, const void *w, size_t ldw, int K, const void *near, const void *far, \
                                   float out[4][4])                                                                     \
     {                                                                                                                  \
-        (void)ldx;                                                                                                     \
-        row_tile(NR, DT, x, w, ldw, K, wpf, out);                                                                      \
+        row_tile(NR, DT, x, w, ldw, K, near, far, out);                                                                \
     }
 #define ROW_ALL(DT, NAME) ROW_FN(1, DT, NAME) ROW_FN(2, DT, NAME) ROW_FN(3, DT, NAME) ROW_FN(4, DT, NAME)
 ROW_ALL(OPT_F32, f32)
@@ -289,7 +297,7 @@ ROW_ALL(OPT_BF16, bf16)
 ROW_ALL(OPT_I8, i8)
 #define ROW_PTRS(NAME) {row_##NAME##_1, row_##NAME##_2, row_##NAME##_3, row_##NAME##_4}
 /* rows[dtype][NR - 1] */
-static const tile_fn rows[4][ROW_NR] = {ROW_PTRS(f32), ROW_PTRS(f16), ROW_PTRS(bf16), ROW_PTRS(i8)};
+static const row_fn rows[4][ROW_NR] = {ROW_PTRS(f32), ROW_PTRS(f16), ROW_PTRS(bf16), ROW_PTRS(i8)};
 
 /* Writes (first) or adds (later K blocks) a tile's sums into y, with bias on
  * the first block and ReLU after the last. */
@@ -650,16 +658,20 @@ static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt,
             x_in_pairs(xp, x, K);
             xr = xp;
         }
-        /* prefetch the next group's rows, or at most ROW_PF_MAX bytes ahead
-         * (long rows: the lines prefetched and the group being read must
-         * stay in L1 together, with x) */
+        /* prefetch into L1 the next group's rows, or at most ROW_PF_NEAR bytes
+         * ahead (long rows: the lines prefetched and the group being read must
+         * stay in L1 together, with x), and into L2 ROW_PF_FAR bytes ahead
+         * (memory's latency needs more bytes in flight than L1 holds), neither
+         * past the rows [n0, n1) of this call */
         const size_t group_bytes = (size_t)ROW_NR * K * es;
-        const size_t pf_bytes = group_bytes < ROW_PF_MAX ? group_bytes : ROW_PF_MAX;
+        const size_t near_bytes = group_bytes < ROW_PF_NEAR ? group_bytes : ROW_PF_NEAR;
+        const char *const wend = (const char *)w + (size_t)n1 * K * es;
         for (int n = n0; n < n1; n += ROW_NR) {
             int nr = n1 - n < ROW_NR ? n1 - n : ROW_NR;
             const char *wn = (const char *)w + (size_t)n * K * es;
-            const void *wpf = n + ROW_NR < n1 ? wn + pf_bytes : NULL;
-            rows[wt][nr - 1](xr, (size_t)K, wn, (size_t)K, K, wpf, out);
+            const void *near = n + ROW_NR < n1 ? wn + near_bytes : NULL;
+            const void *far = (size_t)(wend - wn) >= ROW_PF_FAR + group_bytes ? wn + ROW_PF_FAR : NULL;
+            rows[wt][nr - 1](xr, wn, (size_t)K, K, near, far, out);
             tile_store(y, N, 0, 1, n, nr, out, scale, bias, 1, 1, relu);
         }
         return;
