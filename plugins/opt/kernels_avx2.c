@@ -27,9 +27,6 @@ enum {
     NB = 60,               /* blocked path: rows of w per panel (a multiple of the tile's 3) */
     KB = 256,              /* blocked path: columns per panel (NB * KB * 4 = 60 KiB) */
     TR = 3,                /* rows of w per register tile */
-    ROW_NR = 4,            /* M = 1: rows of w per 1-row tile (row_tile) */
-    ROW_PF_NEAR = 16384,   /* M = 1: the farthest ahead (bytes) the 1-row tiles prefetch into L1 */
-    ROW_PF_FAR = 65536,    /* M = 1: how far ahead (bytes) they also prefetch into L2 */
 };
 
 ALWAYS_INLINE __m256 load8(const void *p, opt_dtype dt, size_t off)
@@ -182,7 +179,7 @@ ALWAYS_INLINE void row_step(int NR, opt_dtype dt, const float *x, const void *w,
     }
 }
 
-/* out[0][n] = sum_{k < K} x[k] * w[n * ldw + k] for n < NR <= ROW_NR: one row
+/* out[0][n] = sum_{k < K} x[k] * w[n * ldw + k] for n < NR <= OPT_ROW_NR: one row
  * of x, two accumulators per weight row (8 independent FMA chains for 4 rows,
  * where the 4 x 3 tile keeps 3 at M = 1), added together and then reduced
  * with reduce4's tree, whatever NR. Per 16 columns, the first accumulator
@@ -194,12 +191,12 @@ ALWAYS_INLINE void row_step(int NR, opt_dtype dt, const float *x, const void *w,
  * (into L2) are prefetched: w plus the two prefetch distances (see
  * linear_direct), or NULL for none. */
 ALWAYS_INLINE void row_tile(int NR, opt_dtype dt, const float *x, const void *w, size_t ldw, int K, const void *near,
-                            const void *far, float out[4][4])
+                            const void *far, float out[OPT_ROW_NR])
 {
     const size_t es = opt_dtype_size(dt);
-    __m256 acc[ROW_NR][2];
+    __m256 acc[OPT_ROW_NR][2];
 #pragma GCC unroll 4
-    for (int n = 0; n < ROW_NR; n++)
+    for (int n = 0; n < OPT_ROW_NR; n++)
         acc[n][0] = acc[n][1] = _mm256_setzero_ps();
     /* at least 64 bytes of each weight row per iteration: two prefetches per
      * line of each row (with no near or far, of w itself, already in cache),
@@ -240,7 +237,7 @@ ALWAYS_INLINE void row_tile(int NR, opt_dtype dt, const float *x, const void *w,
             acc[n][1] = _mm256_fmadd_ps(xb, wb, acc[n][1]);
         }
     }
-    _mm_storeu_ps(out[0], reduce4(_mm256_add_ps(acc[0][0], acc[0][1]), _mm256_add_ps(acc[1][0], acc[1][1]),
+    _mm_storeu_ps(out, reduce4(_mm256_add_ps(acc[0][0], acc[0][1]), _mm256_add_ps(acc[1][0], acc[1][1]),
                                   _mm256_add_ps(acc[2][0], acc[2][1]), _mm256_add_ps(acc[3][0], acc[3][1])));
 }
 
@@ -264,22 +261,8 @@ static void x_in_pairs(float *xp, const float *x, int K)
     }
 }
 
-typedef void (*row_fn)(const float *x, const void *w, size_t ldw, int K, const void *near, const void *far,
-                       float out[4][4]);
-#define ROW_FN(NR, DT, NAME)                                                                                           \
-    static void row_##NAME##_##NR(const float *x, const void *w, size_t ldw, int K, const void *near, const void *far, \
-                                  float out[4][4])                                                                     \
-    {                                                                                                                  \
-        row_tile(NR, DT, x, w, ldw, K, near, far, out);                                                                \
-    }
-#define ROW_ALL(DT, NAME) ROW_FN(1, DT, NAME) ROW_FN(2, DT, NAME) ROW_FN(3, DT, NAME) ROW_FN(4, DT, NAME)
-ROW_ALL(OPT_F32, f32)
-ROW_ALL(OPT_F16, f16)
-ROW_ALL(OPT_BF16, bf16)
-ROW_ALL(OPT_I8, i8)
-#define ROW_PTRS(NAME) {row_##NAME##_1, row_##NAME##_2, row_##NAME##_3, row_##NAME##_4}
-/* rows[dtype][NR - 1] */
-static const row_fn rows[4][ROW_NR] = {ROW_PTRS(f32), ROW_PTRS(f16), ROW_PTRS(bf16), ROW_PTRS(i8)};
+OPT_ROW_SPEC(rows, x_in_pairs)
+_Static_assert((int)DIRECT_MAX_XK <= (int)OPT_ROW_MAX_K, "opt_linear_row holds every x of the direct path");
 
 static void tile_store(float *y, int N, int m0, int mr, int nc, int nr, float out[4][4], const float *scale,
                        const float *bias, int first, int last, int relu)
@@ -586,28 +569,7 @@ static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt,
     const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
     float out[4][4];
     if (M == 1) {
-        _Alignas(32) float xp[DIRECT_MAX_XK];
-        const float *xr = x;
-        if (wt == OPT_BF16) { /* x in row_tile's pair order, once per call */
-            x_in_pairs(xp, x, K);
-            xr = xp;
-        }
-        /* prefetch into L1 the next group's rows, or at most ROW_PF_NEAR bytes
-         * ahead (long rows: the lines prefetched and the group being read must
-         * stay in L1 together, with x), and into L2 ROW_PF_FAR bytes ahead
-         * (memory's latency needs more bytes in flight than L1 holds), neither
-         * past the rows [n0, n1) of this call */
-        const size_t group_bytes = (size_t)ROW_NR * K * es;
-        const size_t near_bytes = group_bytes < ROW_PF_NEAR ? group_bytes : ROW_PF_NEAR;
-        const char *const wend = (const char *)w + (size_t)n1 * K * es;
-        for (int n = n0; n < n1; n += ROW_NR) {
-            int nr = n1 - n < ROW_NR ? n1 - n : ROW_NR;
-            const char *wn = (const char *)w + (size_t)n * K * es;
-            const void *near = n + ROW_NR < n1 ? wn + near_bytes : NULL;
-            const void *far = (size_t)(wend - wn) >= ROW_PF_FAR + group_bytes ? wn + ROW_PF_FAR : NULL;
-            rows[wt][nr - 1](xr, wn, (size_t)K, K, near, far, out);
-            tile_store(y, N, 0, 1, n, nr, out, scale, bias, 1, 1, relu);
-        }
+        opt_linear_row(&rows, y, x, w, wt, bias, K, N, n0, n1, relu);
         return;
     }
     for (int n = n0; n < n1; n += TR) {
