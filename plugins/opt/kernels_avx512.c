@@ -631,13 +631,13 @@ static const opt_cols_spec cols_avx512 = {
 static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K, int N,
                           int n0, int n1, int relu)
 {
-    size_t es = opt_dtype_size(wt);
-    const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
-    float out[4][4];
     if (M == 1) {
         opt_linear_row(&rows, y, x, w, wt, bias, K, N, n0, n1, relu);
         return;
     }
+    size_t es = opt_dtype_size(wt);
+    const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
+    float out[4][4];
     for (int n = n0; n < n1; n += 4) {
         int nr = n1 - n < 4 ? n1 - n : 4;
         const char *wn = (const char *)w + (size_t)n * K * es;
