@@ -7,7 +7,9 @@
  *           streamed once from memory; a register tile of up to 4 rows of x
  *           by 4 rows of w holds 16 zmm accumulators, each loaded weight
  *           vector (converted fp16/bf16 -> fp32 in registers) is reused for
- *           every row of x in the tile. Memory-bandwidth bound at M = 1.
+ *           every row of x in the tile. At M = 1 a 1-row tile of 4 weight
+ *           rows with two accumulators each (bf16 weights in pairs: a shift
+ *           and a mask per 32 weights). Memory-bandwidth bound at M = 1.
  *   blocked (larger M: prefill): a panel of NB rows x KB columns of w is
  *           converted to fp32 once into a stack buffer (L2-resident) and
  *           reused by every row of x; the same 4 x 4 register tile runs
@@ -42,8 +44,6 @@ enum {
     DIRECT_MAX_XK = 65536, /* M * K floats of x (256 KiB) that the direct path reads per weight group */
     NB = 64,               /* blocked path: rows of w per packed panel */
     KB = 512,              /* blocked path: columns of w per packed panel (NB * KB * 4 = 128 KiB) */
-    ROW_NR = 4,            /* M = 1: rows of w per 1-row tile (row_tile) */
-    ROW_PF_MAX = 16384,    /* M = 1: the farthest ahead (bytes) the 1-row tiles prefetch */
 };
 
 /* ---- loads of 16 weights as fp32 --------------------------------------- */
@@ -199,35 +199,39 @@ ALWAYS_INLINE void row_step(int NR, opt_dtype dt, const float *x, const void *w,
     }
 }
 
-/* out[0][n] = sum_{k < K} x[k] * w[n * ldw + k] for n < NR <= ROW_NR: one row
+/* out[0][n] = sum_{k < K} x[k] * w[n * ldw + k] for n < NR <= OPT_ROW_NR: one row
  * of x, two accumulators per weight row, added together and then reduced
  * with reduce4's tree, whatever NR. Per 32 columns, the first accumulator
  * takes columns 0..15 and the second 16..31; with bf16 weights the even
  * columns and the odd ones (prec_bf16x32_pairs_to_ps: a shift and a mask per
  * 32 weights, each straight from memory, instead of a zero-extension and a
  * shift per 16), and x is then x_in_pairs()'s copy (zero-padded to a
- * multiple of 32). wpf: as in tile(). */
-ALWAYS_INLINE void row_tile(int NR, opt_dtype dt, const float *x, const void *w, size_t ldw, int K, const void *wpf,
-                            float out[4][4])
+ * multiple of 32). The same rows and columns of near (into L1) and far
+ * (into L2) are prefetched: w plus the two prefetch distances (see
+ * linear_direct), or NULL for none. */
+ALWAYS_INLINE void row_tile(int NR, opt_dtype dt, const float *x, const void *w, size_t ldw, int K, const void *near,
+                            const void *far, float out[OPT_ROW_NR])
 {
     const size_t es = opt_dtype_size(dt);
-    __m512 acc[ROW_NR][2];
+    __m512 acc[OPT_ROW_NR][2];
 #pragma GCC unroll 4
-    for (int n = 0; n < ROW_NR; n++)
+    for (int n = 0; n < OPT_ROW_NR; n++)
         acc[n][0] = acc[n][1] = _mm512_setzero_ps();
-    /* at least 64 bytes of each weight row per iteration: one prefetch per
-     * line of each row (the last group prefetches itself, already in cache),
-     * then the steps of
-     * 32 columns without the bookkeeping */
+    /* at least 64 bytes of each weight row per iteration: two prefetches per
+     * line of each row (with no near or far, of w itself, already in cache),
+     * then the steps of 32 columns without the bookkeeping */
     const int kstep = (int)(64 / es) > 32 ? (int)(64 / es) : 32;
-    const char *pf = wpf ? (const char *)wpf : (const char *)w;
+    const char *pn = near ? (const char *)near : (const char *)w, *pfar = far ? (const char *)far : (const char *)w;
     int k = 0;
     for (; k + kstep <= K; k += kstep) {
 #pragma GCC unroll 4
         for (int n = 0; n < NR; n++)
 #pragma GCC unroll 2
             for (size_t b = 0; b < (size_t)kstep * es; b += 64)
-                _mm_prefetch(pf + (n * ldw + (size_t)k) * es + b, _MM_HINT_T0);
+            {
+                _mm_prefetch(pn + (n * ldw + (size_t)k) * es + b, _MM_HINT_T0);
+                _mm_prefetch(pfar + (n * ldw + (size_t)k) * es + b, _MM_HINT_T1);
+            }
 #pragma GCC unroll 4
         for (int s = 0; s < kstep; s += 32)
             row_step(NR, dt, x, w, ldw, (size_t)(k + s), acc);
@@ -252,7 +256,7 @@ ALWAYS_INLINE void row_tile(int NR, opt_dtype dt, const float *x, const void *w,
             acc[n][1] = _mm512_fmadd_ps(xb, wb, acc[n][1]);
         }
     }
-    _mm_storeu_ps(out[0], reduce4(_mm512_add_ps(acc[0][0], acc[0][1]), _mm512_add_ps(acc[1][0], acc[1][1]),
+    _mm_storeu_ps(out, reduce4(_mm512_add_ps(acc[0][0], acc[0][1]), _mm512_add_ps(acc[1][0], acc[1][1]),
                                   _mm512_add_ps(acc[2][0], acc[2][1]), _mm512_add_ps(acc[3][0], acc[3][1])));
 }
 
@@ -275,21 +279,8 @@ static void x_in_pairs(float *xp, const float *x, int K)
     }
 }
 
-#define ROW_FN(NR, DT, NAME)                                                                                           \
-    static void row_##NAME##_##NR(const float *x, size_t ldx, const void *w, size_t ldw, int K, const void *wpf,    \
-                                  float out[4][4])                                                                     \
-    {                                                                                                                  \
-        (void)ldx;                                                                                                     \
-        row_tile(NR, DT, x, w, ldw, K, wpf, out);                                                                      \
-    }
-#define ROW_ALL(DT, NAME) ROW_FN(1, DT, NAME) ROW_FN(2, DT, NAME) ROW_FN(3, DT, NAME) ROW_FN(4, DT, NAME)
-ROW_ALL(OPT_F32, f32)
-ROW_ALL(OPT_F16, f16)
-ROW_ALL(OPT_BF16, bf16)
-ROW_ALL(OPT_I8, i8)
-#define ROW_PTRS(NAME) {row_##NAME##_1, row_##NAME##_2, row_##NAME##_3, row_##NAME##_4}
-/* rows[dtype][NR - 1] */
-static const tile_fn rows[4][ROW_NR] = {ROW_PTRS(f32), ROW_PTRS(f16), ROW_PTRS(bf16), ROW_PTRS(i8)};
+OPT_ROW_SPEC(rows, x_in_pairs)
+_Static_assert((int)DIRECT_MAX_XK <= (int)OPT_ROW_MAX_K, "opt_linear_row holds every x of the direct path");
 
 /* Writes (first) or adds (later K blocks) a tile's sums into y, with bias on
  * the first block and ReLU after the last. */
@@ -765,30 +756,13 @@ static const opt_cols_spec cols_avx512 = {
 static void linear_direct(float *y, const float *x, const void *w, opt_dtype wt, const float *bias, int M, int K, int N,
                           int n0, int n1, int relu)
 {
+    if (M == 1) {
+        opt_linear_row(&rows, y, x, w, wt, bias, K, N, n0, n1, relu);
+        return;
+    }
     size_t es = opt_dtype_size(wt);
     const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
     float out[4][4];
-    if (M == 1) {
-        _Alignas(64) float xp[DIRECT_MAX_XK];
-        const float *xr = x;
-        if (wt == OPT_BF16) { /* x in row_tile's pair order, once per call */
-            x_in_pairs(xp, x, K);
-            xr = xp;
-        }
-        /* prefetch the next group's rows, or at most ROW_PF_MAX bytes ahead
-         * (long rows: the lines prefetched and the group being read must
-         * stay in L1 together, with x) */
-        const size_t group_bytes = (size_t)ROW_NR * K * es;
-        const size_t pf_bytes = group_bytes < ROW_PF_MAX ? group_bytes : ROW_PF_MAX;
-        for (int n = n0; n < n1; n += ROW_NR) {
-            int nr = n1 - n < ROW_NR ? n1 - n : ROW_NR;
-            const char *wn = (const char *)w + (size_t)n * K * es;
-            const void *wpf = n + ROW_NR < n1 ? wn + pf_bytes : NULL;
-            rows[wt][nr - 1](xr, (size_t)K, wn, (size_t)K, K, wpf, out);
-            tile_store(y, N, 0, 1, n, nr, out, scale, bias, 1, 1, relu);
-        }
-        return;
-    }
     for (int n = n0; n < n1; n += 4) {
         int nr = n1 - n < 4 ? n1 - n : 4;
         const char *wn = (const char *)w + (size_t)n * K * es;

@@ -241,4 +241,87 @@ static inline void opt_cols_transpose_avx(float *dst, size_t ldd, const float *s
 void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const void *w, opt_dtype wt, const float *bias,
                      int M, int K, int N, int n0, int n1, int relu);
 
+/* ---- the direct path at M = 1 (the B = 1 decode step) -------------------- */
+
+enum {
+    OPT_ROW_NR = 4,          /* rows of w per 1-row tile */
+    OPT_ROW_PF_NEAR = 16384, /* the farthest ahead (bytes) the 1-row tiles prefetch into L1 */
+    OPT_ROW_PF_FAR = 65536,  /* how far ahead (bytes) they also prefetch into L2 */
+    OPT_ROW_MAX_K = 65536,   /* the longest row of x (floats) opt_linear_row takes */
+};
+
+/* out[n] = sum_{k < K} x[k] * w[n * ldw + k] for the tile's rows n (1 to
+ * OPT_ROW_NR), x in the pair order of x_in_pairs for bf16 weights; the same
+ * rows and columns of near (into L1) and far (into L2) are prefetched, or of
+ * w itself when NULL. */
+typedef void (*opt_row_fn)(const float *x, const void *w, size_t ldw, int K, const void *near, const void *far,
+                           float out[OPT_ROW_NR]);
+
+/* What a variant gives the M = 1 loop. */
+typedef struct opt_row_spec {
+    opt_row_fn tile[4][OPT_ROW_NR]; /* [dtype][rows - 1] */
+    /* xp = x[0, K) in the bf16 tiles' pair order, zero-padded to 2 vectors */
+    void (*x_in_pairs)(float *xp, const float *x, int K);
+} opt_row_spec;
+
+/* Defines a variant's opt_row_spec `name`: one opt_row_fn per dtype and row
+ * count over the variant's always-inline
+ * row_tile(int rows, opt_dtype, x, w, ldw, K, near, far, out), and its
+ * x_in_pairs. */
+#define OPT_ROW_FN_(NR, DT, NAME)                                                                                      \
+    static void row_##NAME##_##NR(const float *x, const void *w, size_t ldw, int K, const void *near, const void *far, \
+                                  float out[OPT_ROW_NR])                                                               \
+    {                                                                                                                  \
+        row_tile(NR, DT, x, w, ldw, K, near, far, out);                                                                \
+    }
+#define OPT_ROW_FNS_(DT, NAME) OPT_ROW_FN_(1, DT, NAME) OPT_ROW_FN_(2, DT, NAME) OPT_ROW_FN_(3, DT, NAME) OPT_ROW_FN_(4, DT, NAME)
+#define OPT_ROW_PTRS_(NAME) {row_##NAME##_1, row_##NAME##_2, row_##NAME##_3, row_##NAME##_4}
+#define OPT_ROW_SPEC(name, x_in_pairs_fn)                                                                              \
+    OPT_ROW_FNS_(OPT_F32, f32)                                                                                         \
+    OPT_ROW_FNS_(OPT_F16, f16)                                                                                         \
+    OPT_ROW_FNS_(OPT_BF16, bf16)                                                                                       \
+    OPT_ROW_FNS_(OPT_I8, i8)                                                                                           \
+    static const opt_row_spec name = {                                                                                 \
+        .tile = {OPT_ROW_PTRS_(f32), OPT_ROW_PTRS_(f16), OPT_ROW_PTRS_(bf16), OPT_ROW_PTRS_(i8)},                      \
+        .x_in_pairs = x_in_pairs_fn,                                                                                   \
+    };
+
+/* The linear entry's contract (kernels.h) at M = 1, K <= OPT_ROW_MAX_K: the
+ * rows [n0, n1) of w in groups of OPT_ROW_NR, each through the variant's
+ * 1-row tile. It prefetches into L1 the next group's rows, or at most
+ * OPT_ROW_PF_NEAR bytes ahead (long rows: the lines prefetched and the group
+ * being read must stay in L1 together, with x), and into L2 OPT_ROW_PF_FAR
+ * bytes ahead (one core needs more lines in flight than L1 holds to cover
+ * memory's latency), neither past the rows [n0, n1). */
+static inline void opt_linear_row(const opt_row_spec *s, float *y, const float *x, const void *w, opt_dtype wt,
+                                  const float *bias, int K, int N, int n0, int n1, int relu)
+{
+    const size_t es = opt_dtype_size(wt);
+    const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
+    _Alignas(64) float xp[OPT_ROW_MAX_K];
+    const float *xr = x;
+    if (wt == OPT_BF16) { /* x in the tiles' pair order, once per call */
+        s->x_in_pairs(xp, x, K);
+        xr = xp;
+    }
+    const size_t group_bytes = (size_t)OPT_ROW_NR * K * es;
+    const size_t near_bytes = group_bytes < OPT_ROW_PF_NEAR ? group_bytes : OPT_ROW_PF_NEAR;
+    const char *const wend = (const char *)w + (size_t)n1 * K * es;
+    float out[OPT_ROW_NR];
+    for (int n = n0; n < n1; n += OPT_ROW_NR) {
+        const int nr = n1 - n < OPT_ROW_NR ? n1 - n : OPT_ROW_NR;
+        const char *wn = (const char *)w + (size_t)n * K * es;
+        const void *near = n + OPT_ROW_NR < n1 ? wn + near_bytes : NULL;
+        const void *far = (size_t)(wend - wn) >= OPT_ROW_PF_FAR + group_bytes ? wn + OPT_ROW_PF_FAR : NULL;
+        s->tile[wt][nr - 1](xr, wn, (size_t)K, K, near, far, out);
+        for (int j = 0; j < nr; j++) {
+            const float o = scale ? scale[n + j] * out[j] : out[j];
+            float v = o + (bias ? bias[n + j] : 0.0f);
+            if (relu && v < 0.0f)
+                v = 0.0f;
+            y[n + j] = v;
+        }
+    }
+}
+
 #endif

@@ -2,7 +2,7 @@
  * pool, on OPT-125m's shapes (C = 768, F = 3072, V = 50272).
  *
  *   bench_kernels [--threads N] [--isa NAME] [--dtype NAME] [--m LIST] [--cpu-time]
- *                 [--quick] [--attend]
+ *                 [--quick] [--attend] [--step MODEL]
  *
  * --cpu-time times by the process's CPU time instead of the wall clock: on
  * a loaded machine, with --threads 1, that leaves out the time the thread
@@ -21,6 +21,11 @@
  * bfloat16 (or --dtype). The time is per step, the GB/s the K and V bytes
  * read (prefix once per group) over it. The KV caches are advised as huge
  * pages, as the engine's are.
+ * --step 125m (or 1.3b) measures only the weight stream of a B = 1 decode
+ * step: every linear of the model at M = 1 in model order (per layer qkv
+ * fused, out, fc1, fc2, then the lm_head), each layer's weights in their own
+ * buffer, so the whole set (250 MB in bf16 for OPT-125m) streams from memory
+ * as in the engine; ms per step and the weight bytes per second.
  *
  * Prints, for every kernel variant this CPU has (or just --isa), and 1..N
  * threads:
@@ -163,6 +168,89 @@ static void *make_weights(opt_dtype wt, size_t n)
             ((uint16_t *)w)[i] = prec_f32_to_bf16(v);
     }
     return w;
+}
+
+/* ---- --step: the weight stream of a B = 1 decode step ------------------------------- */
+
+typedef struct step_ctx {
+    opt_pool *pool;
+    const opt_kernels *k;
+    opt_dtype wt;
+    int n;             /* linears in the step */
+    void **w;          /* w[i]: the weights of linear i */
+    const int (*kn)[2]; /* kn[i]: its K and N */
+    const float *x;
+    float *y;
+} step_ctx;
+
+static void step_run(void *vctx)
+{
+    step_ctx *c = vctx;
+    for (int i = 0; i < c->n; i++)
+        opt_linear_parallel(c->pool, c->k, c->y, c->x, c->w[i], c->wt, NULL, 1, c->kn[i][0], c->kn[i][1], 0);
+}
+
+/* Times step_run for every family (or --isa), dtype (or --dtype) and 1..max_threads
+ * threads on the model's linears: C = 768, 12 layers (125m) or C = 2048, 24
+ * layers (1.3b), F = 4 C, V = 50272. Returns 0, 1 when out of memory, 2 for
+ * an unknown model. */
+static int bench_step(const char *model, const char *isa_only, const char *dtype_only, int max_threads, double min_s)
+{
+    const int C = !strcmp(model, "125m") ? 768 : !strcmp(model, "1.3b") ? 2048 : 0, L = C == 768 ? 12 : 24;
+    if (!C) {
+        fprintf(stderr, "bench_kernels: --step wants 125m or 1.3b, not '%s'\n", model);
+        return 2;
+    }
+    const int F = 4 * C, V = 50272, n = 4 * L + 1;
+    int(*kn)[2] = malloc(sizeof *kn * (size_t)n);
+    void **w = calloc((size_t)n, sizeof *w);
+    float *x = malloc(sizeof(float) * (size_t)F), *y = malloc(sizeof(float) * (size_t)V);
+    if (!kn || !w || !x || !y)
+        return 1;
+    for (int i = 0; i < n; i++) {
+        static const int layer[4][2] = {{1, 3}, {1, 1}, {1, 4}, {4, 1}}; /* K, N in units of C */
+        kn[i][0] = i == n - 1 ? C : layer[i % 4][0] * C;
+        kn[i][1] = i == n - 1 ? V : layer[i % 4][1] * C;
+    }
+    for (int i = 0; i < F; i++)
+        x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    int rc = 0;
+    for (int isa = 0; isa <= (int)opt_isa_detect() && !rc; isa++) {
+        const opt_kernels *k = opt_kernels_for((opt_isa)isa);
+        if (!k || (isa_only && strcmp(isa_only, opt_isa_name((opt_isa)isa))))
+            continue;
+        for (int wt = 0; wt <= OPT_I8 && !rc; wt++) {
+            if (dtype_only && strcmp(dtype_only, opt_dtype_name((opt_dtype)wt)))
+                continue;
+            double bytes = 0;
+            for (int i = 0; i < n && !rc; i++) {
+                w[i] = make_weights((opt_dtype)wt, (size_t)kn[i][0] * kn[i][1]);
+                rc = w[i] ? 0 : 1;
+                bytes += (double)kn[i][0] * kn[i][1] * opt_dtype_size((opt_dtype)wt);
+            }
+            for (int nt = 1; nt <= max_threads && !rc; nt++) {
+                step_ctx sc = {opt_pool_create(nt), k, (opt_dtype)wt, n, w, (const int(*)[2])kn, x, y};
+                if (!sc.pool) {
+                    rc = 1;
+                    break;
+                }
+                double t = time_median(step_run, &sc, min_s);
+                printf("step %s %-11s %-8s M=1 threads=%d: %9.3f ms  %7.1f GB/s\n", model, opt_isa_name((opt_isa)isa),
+                       opt_dtype_name((opt_dtype)wt), nt, t * 1e3, bytes / t * 1e-9);
+                fflush(stdout);
+                opt_pool_destroy(sc.pool);
+            }
+            for (int i = 0; i < n; i++) {
+                free(w[i]);
+                w[i] = NULL;
+            }
+        }
+    }
+    free(y);
+    free(x);
+    free(w);
+    free(kn);
+    return rc;
 }
 
 /* ---- conversions ------------------------------------------------------------------ */
@@ -352,7 +440,7 @@ static int bench_attend(const char *isa_only, const char *dtype_only, double min
 int main(int argc, char **argv)
 {
     int max_threads = 2;
-    const char *isa_only = NULL, *dtype_only = NULL, *m_list = NULL;
+    const char *isa_only = NULL, *dtype_only = NULL, *m_list = NULL, *step_model = NULL;
     int attend_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -363,6 +451,8 @@ int main(int argc, char **argv)
             dtype_only = argv[++i];
         else if (!strcmp(argv[i], "--m") && i + 1 < argc)
             m_list = argv[++i];
+        else if (!strcmp(argv[i], "--step") && i + 1 < argc)
+            step_model = argv[++i];
         else if (!strcmp(argv[i], "--cpu-time"))
             g_cpu_time = 1;
         else if (!strcmp(argv[i], "--quick"))
@@ -371,7 +461,7 @@ int main(int argc, char **argv)
             attend_only = 1;
         else {
             fprintf(stderr, "usage: %s [--threads N] [--isa portable|avx2|avx512|avx512_bf16] [--dtype NAME] "
-                            "[--m LIST] [--cpu-time] [--quick] [--attend]\n", argv[0]);
+                            "[--m LIST] [--cpu-time] [--quick] [--attend] [--step 125m|1.3b]\n", argv[0]);
             return 2;
         }
     }
@@ -380,6 +470,8 @@ int main(int argc, char **argv)
     double min_s = g_quick ? 0.02 : 0.1;
     printf("detected ISA: %s; threads 1..%d; medians of %d batches of >= %.0f ms\n", opt_isa_name(opt_isa_detect()),
            max_threads, g_quick ? 3 : 7, min_s * 1e3);
+    if (step_model)
+        return bench_step(step_model, isa_only, dtype_only, max_threads, min_s);
 
     if (attend_only)
         return bench_attend(isa_only, dtype_only, min_s);
