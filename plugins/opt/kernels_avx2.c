@@ -660,8 +660,8 @@ enum {
 
 _Static_assert((int)COLS_NP <= (int)OPT_COLS_NP_MAX && (int)COLS_KC <= (int)OPT_COLS_KC_MAX, "the column path's buffers hold the panel");
 
-/* One k step of a column tile: a[j][v] += xr[V v .. V v + V) * pk[j][0]. */
-ALWAYS_INLINE void col_step(int MV, int NR, __m256 a[][2], const float *xr, const float *pk, size_t ldpk)
+/* One k step of a column tile: a[j][v] += xr[V v .. V v + V) * (row j of r). */
+ALWAYS_INLINE void col_step(int MV, int NR, __m256 a[][2], const float *xr, const opt_cols_rows *r)
 {
     __m256 xv[2];
 #pragma GCC unroll 2
@@ -669,7 +669,7 @@ ALWAYS_INLINE void col_step(int MV, int NR, __m256 a[][2], const float *xr, cons
         xv[v] = _mm256_loadu_ps(xr + 8 * v);
 #pragma GCC unroll 12
     for (int j = 0; j < NR; j++) {
-        const __m256 b = _mm256_broadcast_ss(pk + j * ldpk);
+        const __m256 b = _mm256_broadcast_ss(opt_cols_row(r, j));
 #pragma GCC unroll 2
         for (int v = 0; v < MV; v++)
             a[j][v] = _mm256_fmadd_ps(xv[v], b, a[j][v]);
@@ -679,8 +679,8 @@ ALWAYS_INLINE void col_step(int MV, int NR, __m256 a[][2], const float *xr, cons
 /* acc[j][i] += sum_{k < kc} xt[k][i] * pk[j][k] for i < 8 * MV, j < NR:
  * 8 * MV rows of x in MV vectors, each weight broadcast once per vector
  * (MV * NR accumulators + MV + 1 registers <= 16). */
-ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc,
-                            float *acc, size_t ldacc, opt_cols_prefetch pf)
+ALWAYS_INLINE void col_tile(int MV, int NR, int IN_PLACE, const float *xt, size_t ldxt, const float *pk, size_t ldpk,
+                            int kc, float *acc, size_t ldacc, opt_cols_prefetch pf)
 {
     __m256 a[COLS_NP][2];
 #pragma GCC unroll 12
@@ -690,13 +690,14 @@ ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const 
             a[j][v] = _mm256_loadu_ps(acc + (size_t)j * ldacc + 8 * v);
     /* the k steps that prefetch, then the rest without the bookkeeping */
     const int kp = opt_cols_prefetch_steps(&pf, kc);
+    opt_cols_rows r = opt_cols_rows_at(pk, ldpk, NR, IN_PLACE);
     int k = 0;
-    for (; k < kp; k++) {
+    for (; k < kp; k++, opt_cols_rows_next(&r, NR, IN_PLACE)) {
         opt_cols_prefetch_next(&pf);
-        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k, ldpk);
+        col_step(MV, NR, a, xt + (size_t)k * ldxt, &r);
     }
-    for (; k < kc; k++)
-        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k, ldpk);
+    for (; k < kc; k++, opt_cols_rows_next(&r, NR, IN_PLACE))
+        col_step(MV, NR, a, xt + (size_t)k * ldxt, &r);
 #pragma GCC unroll 12
     for (int j = 0; j < NR; j++)
 #pragma GCC unroll 2

@@ -674,8 +674,8 @@ enum {
 
 _Static_assert((int)COLS_NP <= (int)OPT_COLS_NP_MAX && (int)COLS_KC <= (int)OPT_COLS_KC_MAX, "the column path's buffers hold the panel");
 
-/* One k step of a column tile: a[j][v] += xr[V v .. V v + V) * pk[j][0]. */
-ALWAYS_INLINE void col_step(int MV, int NR, __m512 a[][2], const float *xr, const float *pk, size_t ldpk)
+/* One k step of a column tile: a[j][v] += xr[V v .. V v + V) * (row j of r). */
+ALWAYS_INLINE void col_step(int MV, int NR, __m512 a[][2], const float *xr, const opt_cols_rows *r)
 {
     __m512 xv[2];
 #pragma GCC unroll 2
@@ -683,7 +683,7 @@ ALWAYS_INLINE void col_step(int MV, int NR, __m512 a[][2], const float *xr, cons
         xv[v] = _mm512_loadu_ps(xr + 16 * v);
 #pragma GCC unroll 24
     for (int j = 0; j < NR; j++) {
-        const __m512 b = _mm512_set1_ps(pk[j * ldpk]);
+        const __m512 b = _mm512_set1_ps(*opt_cols_row(r, j));
 #pragma GCC unroll 2
         for (int v = 0; v < MV; v++)
             a[j][v] = _mm512_fmadd_ps(xv[v], b, a[j][v]);
@@ -692,8 +692,8 @@ ALWAYS_INLINE void col_step(int MV, int NR, __m512 a[][2], const float *xr, cons
 
 /* acc[j][i] += sum_{k < kc} xt[k][i] * pk[j][k] for i < 16 * MV, j < NR:
  * 16 * MV rows of x in MV vectors, each weight broadcast once per vector. */
-ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc,
-                            float *acc, size_t ldacc, opt_cols_prefetch pf)
+ALWAYS_INLINE void col_tile(int MV, int NR, int IN_PLACE, const float *xt, size_t ldxt, const float *pk, size_t ldpk,
+                            int kc, float *acc, size_t ldacc, opt_cols_prefetch pf)
 {
     __m512 a[COLS_NP][2];
 #pragma GCC unroll 24
@@ -703,13 +703,14 @@ ALWAYS_INLINE void col_tile(int MV, int NR, const float *xt, size_t ldxt, const 
             a[j][v] = _mm512_loadu_ps(acc + (size_t)j * ldacc + 16 * v);
     /* the k steps that prefetch, then the rest without the bookkeeping */
     const int kp = opt_cols_prefetch_steps(&pf, kc);
+    opt_cols_rows r = opt_cols_rows_at(pk, ldpk, NR, IN_PLACE);
     int k = 0;
-    for (; k < kp; k++) {
+    for (; k < kp; k++, opt_cols_rows_next(&r, NR, IN_PLACE)) {
         opt_cols_prefetch_next(&pf);
-        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k, ldpk);
+        col_step(MV, NR, a, xt + (size_t)k * ldxt, &r);
     }
-    for (; k < kc; k++)
-        col_step(MV, NR, a, xt + (size_t)k * ldxt, pk + k, ldpk);
+    for (; k < kc; k++, opt_cols_rows_next(&r, NR, IN_PLACE))
+        col_step(MV, NR, a, xt + (size_t)k * ldxt, &r);
 #pragma GCC unroll 24
     for (int j = 0; j < NR; j++)
 #pragma GCC unroll 2

@@ -155,22 +155,71 @@ static inline void opt_cols_prefetch_next(opt_cols_prefetch *pf)
 typedef void (*opt_cols_tile_fn)(const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc, float *acc,
                                  size_t ldacc, opt_cols_prefetch pf);
 
-/* Defines a variant's two instances of its col_tile(MV, NR, xt, ldxt, pk,
- * ldpk, kc, acc, ldacc, pf): col_tile_NAME over a panel (the variant's
- * constant COLS_KC as the stride, which the broadcasts' addresses fold;
- * ldpk is the spec's kc) and col_tile_NAME_w over fp32 weights in place
- * (rows ldpk floats apart), for opt_cols_spec.tile and .tile_f32. */
+/* Where a tile reads its weight rows: row j at k step 0 is
+ * g[j / 4] + (j % 4) * ld floats, groups of 4 rows off one base each. In
+ * place (ld = K at run time) the few bases and ld, 3 * ld stay in
+ * registers, every broadcast addresses base + index * scale (row 0, 1, 2,
+ * 3 of a group: + 0, ld * 4, ld * 8, ld3 * 4 bytes), and the bases advance
+ * one float per k step; over a panel (IN_PLACE = 0) the constant ld folds
+ * into displacements off the bases. */
+typedef struct opt_cols_rows {
+    const float *g[OPT_COLS_NP_MAX / 4];
+    size_t ld, ld3;
+} opt_cols_rows;
+
+/* r for nr rows from pk, ld floats apart; in place, ld3 opaque to the
+ * compiler, which would otherwise form row 3 of each group with one more
+ * instruction per k step (base + 2 ld, then + ld). */
+static inline opt_cols_rows opt_cols_rows_at(const float *pk, size_t ld, int nr, int in_place)
+{
+    opt_cols_rows r = {.ld = ld, .ld3 = 3 * ld};
+    if (in_place)
+        __asm__("" : "+r"(r.ld3));
+    for (int q = 0; q < (nr + 3) / 4; q++)
+        r.g[q] = pk + (size_t)(4 * q) * ld;
+    return r;
+}
+
+/* Row j of r's weights at the current k step. */
+static inline const float *opt_cols_row(const opt_cols_rows *r, int j)
+{
+    const float *g = r->g[j / 4];
+    switch (j % 4) {
+    case 0: return g;
+    case 1: return g + r->ld;
+    case 2: return g + 2 * r->ld;
+    default: return g + r->ld3;
+    }
+}
+
+/* The next k step of r's nr rows; in place, opaque to the compiler so that
+ * it keeps the bases rather than one derived pointer per row (more than the
+ * registers hold). */
+static inline void opt_cols_rows_next(opt_cols_rows *r, int nr, int in_place)
+{
+    for (int q = 0; q < (nr + 3) / 4; q++) {
+        r->g[q]++;
+        if (in_place)
+            __asm__("" : "+r"(r->g[q]));
+    }
+}
+
+/* Defines a variant's two instances of its col_tile(MV, NR, IN_PLACE, xt,
+ * ldxt, pk, ldpk, kc, acc, ldacc, pf): col_tile_NAME over a panel (the
+ * variant's constant COLS_KC as the stride, which the broadcasts' addresses
+ * fold; ldpk is the spec's kc) and col_tile_NAME_w over fp32 weights in
+ * place (rows ldpk floats apart), for opt_cols_spec.tile and .tile_f32. */
 #define OPT_COLS_TILES(NAME, MV, NR)                                                                                   \
     static void col_tile_##NAME(const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc, float *acc,      \
                                 size_t ldacc, opt_cols_prefetch pf)                                                    \
     {                                                                                                                  \
         (void)ldpk;                                                                                                    \
-        col_tile(MV, NR, xt, ldxt, pk, COLS_KC, kc, acc, ldacc, pf);                                                   \
+        col_tile(MV, NR, 0, xt, ldxt, pk, COLS_KC, kc, acc, ldacc, pf);                                                \
     }                                                                                                                  \
     static void col_tile_##NAME##_w(const float *xt, size_t ldxt, const float *pk, size_t ldpk, int kc, float *acc,  \
                                     size_t ldacc, opt_cols_prefetch pf)                                                \
     {                                                                                                                  \
-        col_tile(MV, NR, xt, ldxt, pk, ldpk, kc, acc, ldacc, pf);                                                      \
+        col_tile(MV, NR, 1, xt, ldxt, pk, ldpk, kc, acc, ldacc, pf);                                                   \
     }
 
 /* What a variant gives the column path. */
