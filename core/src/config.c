@@ -123,12 +123,12 @@ char *bc_cfg_asprintf(const char *fmt, ...) {
 
 bc_status bc_cfg_nomem(bc_error *err) { return bc_error_set(err, BC_ERR_NOMEM, "out of memory reading the config"); }
 
-/* "a.b" + "c" -> "a.b.c"; "" + "c" -> "c"; "a" + "[2]" -> "a.[2]". buf holds n bytes. */
+/* "a.b" + "c" -> "a.b.c"; "" + "c" -> "c"; "a" + "[2]" -> "a.[2]". buf holds n bytes;
+ * a path too long for it is cut and ends in "...", so a message never shows a cut path as whole. */
 void bc_cfg_path_join(char *buf, size_t n, const char *parent, const char *child) {
-    if (!parent || !parent[0])
-        snprintf(buf, n, "%s", child);
-    else
-        snprintf(buf, n, "%s.%s", parent, child);
+    const int len = !parent || !parent[0] ? snprintf(buf, n, "%s", child) : snprintf(buf, n, "%s.%s", parent, child);
+    if (len >= 0 && (size_t)len >= n && n >= 4)
+        memcpy(buf + n - 4, "...", 4);
 }
 
 void bc_cfg_path_index(char *buf, size_t n, const char *parent, size_t i) {
