@@ -14,7 +14,10 @@ function(benchctl_add_plugin name)
   set_target_properties(${target} PROPERTIES PREFIX "" C_VISIBILITY_PRESET hidden
                         LIBRARY_OUTPUT_DIRECTORY ${P_OUTPUT_DIRECTORY})
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/core/include)
-  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  # Only the entry point is exported: hidden visibility for the plugin's own
+  # objects, and nothing from the static libraries it links (the OPT engine,
+  # the precision formats), whose symbols would otherwise be dynamic ones.
+  target_link_options(${target} PRIVATE -Wl,--no-undefined -Wl,--exclude-libs,ALL)
   if(P_LIBS)
     target_link_libraries(${target} PRIVATE ${P_LIBS})
   endif()
