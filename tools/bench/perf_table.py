@@ -279,8 +279,13 @@ def rows_from(path):
     out = []
     for c in doc.get("cases", []):
         engine = engine_of(doc, c)
-        # a matrix can vary env per case (the case's backend_settings)
-        isa = peer_isa((c.get("backend_settings") or {}).get("env", settings.get("env")))
+        # the case's env where the matrix varies it (its backend_settings), else
+        # the run's, unless the case names its backend (a run over several
+        # backends reports one backend's settings: no ISA can be told, native)
+        case_settings = c.get("backend_settings") or {}
+        env = case_settings["env"] if "env" in case_settings else \
+            (settings.get("env") if not c.get("backend") else None)
+        isa = peer_isa(env)
         dtype = c.get("dtype") or c.get("precision")
         profiles = c.get("profiles") or []
         tps = (c.get("summary") or {}).get("tokens_per_second") or {}

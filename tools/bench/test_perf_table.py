@@ -194,6 +194,10 @@ class PerfTable(unittest.TestCase):
         doc = ct2_report("", AVX2_ENV, 1, 1, 50.0)
         doc["cases"][0]["backend_settings"] = {"env": ""}
         self.assertEqual(rows(doc)[0]["isa"], "native")
+        # a run over several backends: the run's settings are one backend's, not the case's
+        doc = ct2_report("", AVX2_ENV, 1, 1, 50.0)
+        doc["cases"][0]["backend"] = "ctranslate2"
+        self.assertEqual(rows(doc)[0]["isa"], "native")
         self.assertEqual(rows(report("opt", {"model": "125m"}, "float32", (1300.0,)))[0]["isa"], None)
 
     def test_peers_matched_by_isa(self):
