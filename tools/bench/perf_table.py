@@ -280,11 +280,12 @@ def rows_from(path):
     for c in doc.get("cases", []):
         engine = engine_of(doc, c)
         # the case's env where the matrix varies it (its backend_settings), else
-        # the run's, unless the case names its backend (a run over several
-        # backends reports one backend's settings: no ISA can be told, native)
+        # the run's, unless the case's backend is another one than the run's
+        # (a run over several backends reports one backend's settings: no ISA
+        # can be told for the others, native)
         case_settings = c.get("backend_settings") or {}
         env = case_settings["env"] if "env" in case_settings else \
-            (settings.get("env") if not c.get("backend") else None)
+            (settings.get("env") if c.get("backend") in (None, doc.get("backend")) else None)
         isa = peer_isa(env)
         dtype = c.get("dtype") or c.get("precision")
         profiles = c.get("profiles") or []
