@@ -75,9 +75,9 @@ Columns of the first table, per engine x kernel family x precision x shape
                 family against the native peers; the native peer's row where
                 no AVX2 one was run.
   vs CT2 int8   tok/s divided by CT2's int8 row of the same shape (and ISA).
-  vs CT2 best   tok/s divided by the fastest CT2 row of the same shape (and
-                ISA), any compute type (CTranslate2 may lack a precision on a
-                CPU).
+  vs CT2 best   tok/s divided by the fastest CT2 row of the same shape, any
+                compute type (CTranslate2 may lack a precision on a CPU), each
+                compute type's row matched by ISA as above (peer_best).
 
 The second table, issue 13's targets (targets()), has one line per target,
 kernel family, model, shape and precision where the target names them: the
@@ -93,8 +93,9 @@ target needs that is missing or failed is a line saying "no row", not met
   3. benchctl fp32 / CT2 float32 tok/s >= 1.2, benchctl int8 / CT2 int8
      >= 1.0, and benchctl's fastest precision / CT2's fastest >= 1.0, at
      every shape (OPT-125m), against CT2 on the family's ISA as for "vs CT2"
-     (the line names "CT2 avx2" when that is the row; its last column then
-     gives the ratio against the native CT2 too, for information);
+     (the line says "CT2 held to avx2" when that is the row compared with;
+     its last column then gives the ratio against the native CT2 too, for
+     information);
   4. at 16 rows and more, step / max(bw, FMA) bound <= 1.3 and prefill
      >= 60% of the FMA peak, every precision;
   5. each bigger model's fp32 and bf16 rows at B=1 and 16 rows exist;
@@ -390,13 +391,11 @@ def peer_row(rows, engine, model, shape, dtype, isa):
 
 
 def peer_best(rows, engine, model, shape, isa):
-    """The fastest measured row of peer `engine` at model and shape, any
-    dtype, among its runs on `isa`, else among the native ones (as peer_row)."""
-    def on(want):
-        xs = [x for x in rows if x["engine"] == engine and x["isa"] == want and x["shape"] == shape
-              and x["model"] == model and x["ok"] and x["tps"]]
-        return max(xs, key=lambda x: x["tps"]) if xs else None
-    return on(isa) or (on("native") if isa != "native" else None)
+    """The fastest of peer `engine`'s rows at model and shape, each dtype's
+    row chosen as peer_row chooses it (on `isa`, else native), or None."""
+    dtypes = {x["dtype"] for x in rows if x["engine"] == engine and x["shape"] == shape and x["model"] == model}
+    xs = [x for x in (peer_row(rows, engine, model, shape, d, isa) for d in sorted(dtypes)) if x]
+    return max(xs, key=lambda x: x["tps"]) if xs else None
 
 
 def add_metrics(rows, gbs, peaks):

@@ -138,10 +138,13 @@ for p in $PEERS_AVX2; do
     [[ " hf ct2 ct2int8 " == *" $p "* ]] || { echo "run_performance: PEERS_AVX2: '$p' is no peer (hf, ct2, ct2int8)" >&2; exit 2; }
 done
 
-# PEER_RUNS: "NAME ISA" for every run of a peer: each one native, those of
-# PEERS_AVX2 again on avx2.
-PEER_RUNS=("hf native" "ct2 native" "ct2int8 native")
-for p in $PEERS_AVX2; do PEER_RUNS+=("$p avx2"); done
+# PEER_RUNS: "NAME ISA" for every run of a peer: each one native and, when in
+# PEERS_AVX2, on avx2 right after it (the two side by side).
+PEER_RUNS=()
+for p in hf ct2 ct2int8; do
+    PEER_RUNS+=("$p native")
+    [[ " $PEERS_AVX2 " == *" $p "* ]] && PEER_RUNS+=("$p avx2")
+done
 peer_shapes() { [[ $1 == hf ]] && echo "$SHAPES_HF" || echo "$SHAPES_CT2"; }
 # peer_precisions NAME: the precisions est_case knows a peer's rows by.
 peer_precisions() { case $1 in hf) echo "fp32 bf16" ;; ct2) echo fp32 ;; ct2int8) echo int8 ;; esac; }

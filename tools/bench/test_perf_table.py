@@ -214,6 +214,10 @@ class PerfTable(unittest.TestCase):
             ct2_report("int8", "", 1, 1, 125.0),
             ct2_report("int8", AVX2_ENV, 1, 1, 110.0),
             ct2_report("", "", 4, 4, 300.0),
+            # 64 rows: CT2 float32 held to AVX2, int8 natively only
+            bench_report("avx2", "int8", 16, 4, 100.0, tps=250.0),
+            ct2_report("", AVX2_ENV, 16, 4, 200.0),
+            ct2_report("int8", "", 16, 4, 260.0),
         ]
         rs = []
         for doc in docs:
@@ -234,6 +238,8 @@ class PerfTable(unittest.TestCase):
         self.assertAlmostEqual(row("benchctl", "avx512", "float32", one)["vs_ct2_best"], 150.0 / 125.0)
         # no CT2 held to AVX2 at 16 rows: the native one
         self.assertAlmostEqual(row("benchctl", "avx2", "float32", sixteen)["vs_ct2"], 400.0 / 300.0)
+        # CT2's best: each compute type's row chosen alone (the native int8, no AVX2 one)
+        self.assertAlmostEqual(row("benchctl", "avx2", "int8", (16, 4, 128, 128))["vs_ct2_best"], 250.0 / 260.0)
         # the peers among themselves, ISA by ISA
         self.assertAlmostEqual(row("CT2", "avx2", "int8", one)["vs_fp32"], 110.0 / 75.0)
         self.assertAlmostEqual(row("CT2", "native", "int8", one)["vs_fp32"], 125.0 / 90.0)
