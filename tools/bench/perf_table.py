@@ -8,7 +8,12 @@ two tables (markdown) for docs/performance.md: every row measured, and issue
 Columns of the first table, per engine x kernel family x precision x shape
 (B = prompts, S = samples per prompt, P -> R = prompt -> response tokens):
   kernels       the kernel family benchctl ran (environment.cpu.kernels:
-                avx512_bf16, avx512, avx2, portable); "-" for the peers.
+                avx512_bf16, avx512, avx2, portable); for a peer, the ISA its
+                libraries were held to (peer_isa: "avx2" for a run with
+                ATEN_CPU_CAPABILITY, CT2_FORCE_CPU_ISA, MKL_ENABLE_INSTRUCTIONS
+                or ONEDNN_MAX_CPU_ISA set to AVX2 in the worker's `env`
+                setting, backend_settings.env), else "native" (what they pick
+                on this CPU).
   model         the OPT shape of the row (benchctl's model_shape; the peers
                 run OPT-125m).
   tok/s         generated tokens per second, the median (p50) over the
@@ -51,7 +56,8 @@ Columns of the first table, per engine x kernel family x precision x shape
                 of the kernel family the row ran (row_fma_peak): benchctl's
                 environment.cpu.kernels (avx512_bf16 counts its dpbf16 peak for
                 bf16 weights and its fp32 FMA peak otherwise); for the peers,
-                the fastest fp32 FMA family the probe measured.
+                the family of their ISA when held to one (avx2), else the
+                fastest fp32 FMA family the probe measured.
   step/bound    step ms / bound ms.
   prefill GFLOP/s  opt_prefill_flops / prefill_forward_ms, median over
                 iterations: 2 x the decoder layers' weights per prompt token
@@ -63,10 +69,15 @@ Columns of the first table, per engine x kernel family x precision x shape
                 fp32 row (bf16 and int8 rows).
   vs bf16       the same over the bf16 row (int8 rows).
   vs HF, vs CT2 tok/s divided by the HF / CT2 row of the same precision and
-                shape (OPT-125m only; CT2's int8 row is its int8 compute type).
-  vs CT2 int8   tok/s divided by CT2's int8 row of the same shape.
+                shape (OPT-125m only; CT2's int8 row is its int8 compute type)
+                and of the matching ISA (peer_row): the avx2 family (and a
+                peer held to AVX2) against the peers held to AVX2, every other
+                family against the native peers; the native peer's row where
+                no AVX2 one was run.
+  vs CT2 int8   tok/s divided by CT2's int8 row of the same shape (and ISA).
   vs CT2 best   tok/s divided by the fastest CT2 row of the same shape, any
-                compute type (CTranslate2 may lack a precision on a CPU).
+                compute type (CTranslate2 may lack a precision on a CPU), each
+                compute type's row matched by ISA as above (peer_best).
 
 The second table, issue 13's targets (targets()), has one line per target,
 kernel family, model, shape and precision where the target names them: the
@@ -81,7 +92,10 @@ target needs that is missing or failed is a line saying "no row", not met
   2. bf16 / fp32 tok/s >= 1.6 at B=1 and >= 1.0 at 16 rows;
   3. benchctl fp32 / CT2 float32 tok/s >= 1.2, benchctl int8 / CT2 int8
      >= 1.0, and benchctl's fastest precision / CT2's fastest >= 1.0, at
-     every shape (OPT-125m);
+     every shape (OPT-125m), against CT2 on the family's ISA as for "vs CT2"
+     (the line says "CT2 held to avx2" when that is the row compared with;
+     its last column then gives the ratio against the native CT2 too, for
+     information);
   4. at 16 rows and more, step / max(bw, FMA) bound <= 1.3 and prefill
      >= 60% of the FMA peak, every precision;
   5. each bigger model's fp32 and bf16 rows at B=1 and 16 rows exist;
@@ -178,6 +192,32 @@ def engine_of(doc, case):
     return WORKER_ENGINES.get(words[-1], words[-1]) if words else "worker"
 
 
+# What holds each peer library to an ISA (docs/performance.md): PyTorch's ATen
+# kernels, CTranslate2's own, oneMKL's and oneDNN's dispatch.
+ISA_VARIABLES = ("ATEN_CPU_CAPABILITY", "CT2_FORCE_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+
+
+def peer_isa(env):
+    """The ISA a worker's `env` setting ("KEY=VALUE ...") holds its
+    libraries to: the value of the ISA_VARIABLES it sets, lower case ("avx2";
+    several different values joined with "+"), or "native" when it sets none
+    (the libraries pick the CPU's best)."""
+    values = set()
+    for word in shlex.split(env or ""):
+        key, _, value = word.partition("=")
+        if key in ISA_VARIABLES and value:
+            values.add(value.lower())
+    return "+".join(sorted(values)) if values else "native"
+
+
+def comparison_isa(r):
+    """The peers' ISA row r is compared with: its own for a peer; "avx2" for
+    benchctl's avx2 family (what an AVX2-only CPU runs), else "native"."""
+    if r["engine"] == "benchctl":
+        return "avx2" if r["family"] == "avx2" else "native"
+    return r["isa"]
+
+
 def step_ms(profiles):
     """Median per-iteration decode-step wall time (see the module doc)."""
     vals = []
@@ -236,9 +276,18 @@ def rows_from(path):
         doc = json.load(f)
     model, cfg = model_of(doc)
     kernels = ((doc.get("environment") or {}).get("cpu") or {}).get("kernels")
+    settings = doc.get("backend_settings") or {}
     out = []
     for c in doc.get("cases", []):
         engine = engine_of(doc, c)
+        # the case's env where the matrix varies it (its backend_settings), else
+        # the run's, unless the case's backend is another one than the run's
+        # (a run over several backends reports one backend's settings: no ISA
+        # can be told for the others, native)
+        case_settings = c.get("backend_settings") or {}
+        env = case_settings["env"] if "env" in case_settings else \
+            (settings.get("env") if c.get("backend") in (None, doc.get("backend")) else None)
+        isa = peer_isa(env)
         dtype = c.get("dtype") or c.get("precision")
         profiles = c.get("profiles") or []
         tps = (c.get("summary") or {}).get("tokens_per_second") or {}
@@ -260,7 +309,8 @@ def rows_from(path):
             "tps": tps.get("p50"),
             "tps_min": tps_stats.get("min"),
             "tps_max": tps_stats.get("max"),
-            "family": kernels if engine == "benchctl" else None,
+            "family": kernels if engine == "benchctl" else isa,
+            "isa": None if engine == "benchctl" else isa,
             "step": step_ms(profiles) if profiles else None,
             "prefill_ms": median([p.get("prefill_forward_ms") for p in profiles]),
             "prefill_tokens": median([prefill_tokens(p, c) for p in profiles]),
@@ -296,7 +346,7 @@ def fma_peaks(paths, threads):
 
 def row_fma_peak(r, peaks):
     """The FMA peak (GFLOP/s) of the kernel family row r ran (see the module doc), or None."""
-    k = r["kernels"]
+    k = r["kernels"] or (r.get("isa") if r.get("isa") != "native" else None)
     if k == "avx512_bf16" and r["dtype"] != "bfloat16":
         k = "avx512"
     if k:
@@ -327,6 +377,27 @@ def row_bounds(r, gbs, peaks):
     return bw_ms, fma_ms
 
 
+def peer_row(rows, engine, model, shape, dtype, isa):
+    """The measured row (ok, with tok/s) of peer `engine` at model, shape and
+    dtype run on `isa`, else the native one (no restricted run of it), else
+    None."""
+    def on(want):
+        for x in rows:
+            if (x["engine"] == engine and x["isa"] == want and x["dtype"] == dtype and x["shape"] == shape
+                    and x["model"] == model and x["ok"] and x["tps"]):
+                return x
+        return None
+    return on(isa) or (on("native") if isa != "native" else None)
+
+
+def peer_best(rows, engine, model, shape, isa):
+    """The fastest of peer `engine`'s rows at model and shape, each dtype's
+    row chosen as peer_row chooses it (on `isa`, else native), or None."""
+    dtypes = {x["dtype"] for x in rows if x["engine"] == engine and x["shape"] == shape and x["model"] == model}
+    xs = [x for x in (peer_row(rows, engine, model, shape, d, isa) for d in sorted(dtypes)) if x]
+    return max(xs, key=lambda x: x["tps"]) if xs else None
+
+
 def add_metrics(rows, gbs, peaks):
     """Adds to every row its bound, step/bound, prefill GFLOP/s and share of
     the FMA peak, and the tok/s ratios of the table (see the module doc)."""
@@ -339,6 +410,9 @@ def add_metrics(rows, gbs, peaks):
 
     def tps_of(x):
         return x["tps"] if x else None
+
+    def ct2_best(r):
+        return peer_best(rows, "CT2", r["model"], r["shape"], comparison_isa(r))
 
     for r in rows:
         ok = r["ok"] and r["tps"]
@@ -354,11 +428,14 @@ def add_metrics(rows, gbs, peaks):
         same = r["model"] == "125m"  # the peers run OPT-125m
         r["vs_fp32"] = ratio(r["tps"], tps_of(find(r, r["engine"], "float32"))) if ok and r["dtype"] != "float32" else None
         r["vs_bf16"] = ratio(r["tps"], tps_of(find(r, r["engine"], "bfloat16"))) if ok and r["dtype"] == "int8" else None
-        r["vs_hf"] = ratio(r["tps"], tps_of(find(r, "HF", r["dtype"], False))) if ok and same else None
-        r["vs_ct2"] = ratio(r["tps"], tps_of(find(r, "CT2", r["dtype"], False))) if ok and same else None
-        r["vs_ct2_int8"] = ratio(r["tps"], tps_of(find(r, "CT2", "int8", False))) if ok and same else None
-        ct_all = [x["tps"] for x in rows if x["engine"] == "CT2" and x["shape"] == r["shape"] and x["ok"] and x["tps"]]
-        r["vs_ct2_best"] = ratio(r["tps"], max(ct_all)) if ok and same and ct_all else None
+        isa = comparison_isa(r)
+        r["vs_hf"] = ratio(r["tps"], tps_of(peer_row(rows, "HF", r["model"], r["shape"], r["dtype"], isa))) \
+            if ok and same else None
+        r["vs_ct2"] = ratio(r["tps"], tps_of(peer_row(rows, "CT2", r["model"], r["shape"], r["dtype"], isa))) \
+            if ok and same else None
+        r["vs_ct2_int8"] = ratio(r["tps"], tps_of(peer_row(rows, "CT2", r["model"], r["shape"], "int8", isa))) \
+            if ok and same else None
+        r["vs_ct2_best"] = ratio(r["tps"], tps_of(ct2_best(r))) if ok and same else None
 
 
 def shape_name(shape):
@@ -420,17 +497,20 @@ def targets(rows):
 
     ran = {(r["model"], r["dtype"]) for r in bench}  # a precision a model never ran is no target of it
 
-    def line(t, fam, model, shape, dtype, value, op, threshold, r, spec=".2f", limit=None):
+    def line(t, fam, model, shape, dtype, value, op, threshold, r, spec=".2f", limit=None, info=""):
+        """One line; info (text for the reader, e.g. another comparison) goes
+        to the last column after the bound that applies."""
         if value is None and (model, dtype) not in ran:
             return
         if value is None:
-            out.append((t, fam, model, shape_name(shape), dtype, "no row", "%s %s" % (op, threshold), False, "?"))
+            out.append((t, fam, model, shape_name(shape), dtype, "no row", "%s %s" % (op, threshold), False,
+                        "; ".join(x for x in ("?", info) if x)))
             return
         met = value <= threshold if op == "<=" else value >= threshold
         if limit is None:
             limit = "" if met else limit_of(r, value, threshold)
         out.append((t, fam, model, shape_name(shape), dtype, format(value, spec), "%s %s" % (op, threshold), met,
-                    "" if met else limit))
+                    "; ".join(x for x in ("" if met else limit, info) if x)))
 
     def ok(r):
         return r if (r and r["ok"] and r["tps"]) else None
@@ -451,19 +531,27 @@ def targets(rows):
                     thr = 1.6 if rows_n == 1 else 1.0
                     v = ratio(ok(b16) and b16["tps"], ok(f32) and f32["tps"])
                     line("2. bf16 / fp32 tok/s", fam, model, shape, "bfloat16", v, ">=", thr, b16)
-                if model == "125m":  # 3: against CTranslate2 (the peers run OPT-125m)
-                    ct = ok(get("CT2", None, model, shape, "float32"))
-                    cti = ok(get("CT2", None, model, shape, "int8"))
-                    line("3. benchctl fp32 / CT2 float32 tok/s", fam, model, shape, "float32",
-                         ratio(ok(f32) and f32["tps"], ct and ct["tps"]), ">=", 1.2, f32)
-                    line("3. benchctl int8 / CT2 int8 tok/s", fam, model, shape, "int8",
-                         ratio(ok(i8) and i8["tps"], cti and cti["tps"]), ">=", 1.0, i8)
+                if model == "125m":  # 3: against CTranslate2 (the peers run OPT-125m) on the family's ISA
+                    isa = "avx2" if fam == "avx2" else "native"
                     mine = [r for r in (f32, b16, i8) if ok(r)]
-                    theirs = [r for r in (ct, cti) if r]
-                    if mine and theirs:
-                        best = max(mine, key=lambda r: r["tps"])
-                        line("3. benchctl best / CT2 best tok/s", fam, model, shape, best["dtype"],
-                             best["tps"] / max(r["tps"] for r in theirs), ">=", 1.0, best)
+                    best = max(mine, key=lambda r: r["tps"]) if mine else None
+
+                    def ct2_rows(on):  # CT2's float32, int8 and fastest rows on ISA `on` (or native)
+                        return (peer_row(rows, "CT2", model, shape, "float32", on),
+                                peer_row(rows, "CT2", model, shape, "int8", on), peer_best(rows, "CT2", model, shape, on))
+                    for what, r, dtype, thr, theirs, native in zip(
+                            ("fp32 / CT2 float32", "int8 / CT2 int8", "best / CT2 best"), (f32, i8, best),
+                            ("float32", "int8", best and best["dtype"]), (1.2, 1.0, 1.0), ct2_rows(isa),
+                            ct2_rows("native")):
+                        if what.startswith("best") and not (best and theirs):
+                            continue
+                        name, info = "3. benchctl %s tok/s" % what, ""
+                        if theirs and theirs["isa"] != "native":  # say so, and give the native comparison too
+                            name = "3. benchctl %s (CT2 held to %s) tok/s" % (what, theirs["isa"])
+                            if native and ok(r):
+                                info = "against native CT2: %.2f" % (r["tps"] / native["tps"])
+                        line(name, fam, model, shape, dtype, ratio(ok(r) and r["tps"], theirs and theirs["tps"]),
+                             ">=", thr, r, info=info)
                 if rows_n >= 16:  # 4: large batches near max(bw, FMA) bound; prefill near the FMA peak
                     for r, d in ((f32, "float32"), (b16, "bfloat16"), (i8, "int8")):
                         line("4. step / max(bw, FMA) bound", fam, model, shape, d,
@@ -483,7 +571,7 @@ def targets(rows):
 
 def targets_table(lines_in):
     lines = ["| target | kernels | model | B x S, P->R | dtype | measured | threshold | met | not met: the bound "
-             "that applies |", "|---|---|---|---|---|---:|---|---|---|"]
+             "that applies; notes |", "|---|---|---|---|---|---:|---|---|---|"]
     for t, fam, model, shape, dtype, value, thr, met, limit in lines_in:
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             t, fam, model, shape, dtype, value, thr, "met" if met else "**not met**", limit))

@@ -11,6 +11,11 @@
 #   4. Hugging Face transformers generate: the same file with the `worker`
 #      backend running `tools/peers-worker transformers` (docs/pyworkers.md);
 #   5. CTranslate2, the same way: float32, and int8 (compute_type);
+#   5b. on an AVX-512 CPU with avx2 among KERNELS, the peers of PEERS_AVX2
+#      again with their libraries restricted to AVX2 (PEER_AVX2_ENV in the
+#      worker's environment: the backend's `env` setting, which the JSON
+#      report records in backend_settings.env), the peers an AVX2-only CPU
+#      would run, for the avx2 family's ratios and issue 13's target 3;
 #   6. both probes again, after the engines;
 #   7. tools/bench/perf_table.py: the table from all the JSON reports (with
 #      max(bandwidth bound, FMA bound) per row, prefill GFLOP/s, the ratios)
@@ -19,7 +24,8 @@
 # measured on the development machine, scaled to the settings given).
 # Every engine gets the same threads, warmup and iterations; the peers run
 # OPT-125m in fp32 and bf16 (transformers) and float32 and int8 (CTranslate2),
-# once, whatever KERNELS says.
+# once on the ISA their libraries pick (native), and those of PEERS_AVX2 once
+# more restricted to AVX2 (5b).
 #
 # Usage: tools/bench/run_performance.sh [OUTDIR]
 #   OUTDIR defaults to out/performance/<UTC time>; it receives every JSON
@@ -44,6 +50,17 @@
 #       and shape each (the backend's `kernels` setting: avx2 runs the AVX2
 #       path on an AVX-512 machine; on a CPU without AVX-512, avx2 is auto
 #       and runs once). Tags and logs name the family: benchctl_125m_avx2_b1s1
+#   PEERS_AVX2 ["ct2 ct2int8" on a CPU with AVX-512 when KERNELS has avx2,
+#       else ""] the peers (of hf, ct2, ct2int8) run a second time restricted
+#       to AVX2, tagged hf_avx2, ct2_avx2, ct2int8_avx2 (CTranslate2's two
+#       add about 5 minutes to the estimate); transformers is left out by
+#       default (about 6 more minutes: its bf16 matmul has no oneDNN kernel
+#       below AVX-512 and falls back to ATen's own, and no target of issue 13
+#       compares with it), "hf ct2 ct2int8" adds it, "" runs none
+#   PEER_AVX2_ENV ["ATEN_CPU_CAPABILITY=avx2 CT2_FORCE_CPU_ISA=AVX2
+#       MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2"] what restricts
+#       them: PyTorch's ATen kernels, CTranslate2's own kernels, oneMKL's and
+#       oneDNN's dispatch (each library reads its own; docs/performance.md)
 #   The peers need the environment tools/peers-venv makes (run it once).
 #   BUILD_DIR [build-perf]  BUILD_TYPE [RelWithDebInfo]  CC [cc]
 #   SKIP_BENCHCTL=1 / SKIP_PEERS=1 leave the native / the peers' rows out.
@@ -109,6 +126,28 @@ if ! grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
     done
     KERNELS="${fams[*]}"
 fi
+# The peers rerun restricted to AVX2 (5b): only where the CPU has more than
+# AVX2 for their libraries to pick, and a benchctl family to compare with.
+if grep -qw avx512f /proc/cpuinfo 2>/dev/null && [[ " $KERNELS " == *" avx2 "* ]]; then
+    PEERS_AVX2=${PEERS_AVX2-ct2 ct2int8}
+else
+    PEERS_AVX2=${PEERS_AVX2-}
+fi
+PEER_AVX2_ENV=${PEER_AVX2_ENV:-ATEN_CPU_CAPABILITY=avx2 CT2_FORCE_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2}
+for p in $PEERS_AVX2; do
+    [[ " hf ct2 ct2int8 " == *" $p "* ]] || { echo "run_performance: PEERS_AVX2: '$p' is no peer (hf, ct2, ct2int8)" >&2; exit 2; }
+done
+
+# PEER_RUNS: "NAME ISA" for every run of a peer: each one native and, when in
+# PEERS_AVX2, on avx2 right after it (the two side by side).
+PEER_RUNS=()
+for p in hf ct2 ct2int8; do
+    PEER_RUNS+=("$p native")
+    [[ " $PEERS_AVX2 " == *" $p "* ]] && PEER_RUNS+=("$p avx2")
+done
+peer_shapes() { [[ $1 == hf ]] && echo "$SHAPES_HF" || echo "$SHAPES_CT2"; }
+# peer_precisions NAME: the precisions est_case knows a peer's rows by.
+peer_precisions() { case $1 in hf) echo "fp32 bf16" ;; ct2) echo fp32 ;; ct2int8) echo int8 ;; esac; }
 
 # --- the estimate ------------------------------------------------------------
 # est_case ENGINE MODEL DTYPE FAMILY B S P R RUNS: seconds one case takes,
@@ -149,6 +188,14 @@ est_case() {
         c["hf 125m bf16 -"] = "3.759 193.77 66.827 7.6"
         c["ct2 125m fp32 -"] = "2.823 79.85 8.271 8.9"
         c["ct2int8 125m int8 -"] = "1.890 14.07 5.994 6.7"
+        # the peers held to AVX2 (PEERS_AVX2): the native figures above x the ratios (avx2 / native:
+        # prefill, B=1 step, step per row at 16 or 64 rows) of one scaled-down run of both, back to back
+        # at load average 4.7, rounded: CT2 float32 1.5 1.15 2.3, int8 2.8 1.9 2.4; HF fp32 1.4 2.6 3.6,
+        # bf16 3.8 1.0 1.35 (no oneDNN bf16 matmul below AVX-512)
+        c["ct2 125m fp32 avx2"] = "4.235 91.83 19.02 8.9"
+        c["ct2int8 125m int8 avx2"] = "5.292 26.73 14.39 6.7"
+        c["hf 125m fp32 avx2"] = "3.648 535.5 110.8 7.6"
+        c["hf 125m bf16 avx2"] = "14.28 193.77 90.2 7.6"
         k = e " " m " " d " " f
         if (!(k in c)) k = e " 125m " d " " (f == "avx2" ? "avx2" : "auto")
         if (!(k in c)) { print 0; exit }
@@ -179,14 +226,17 @@ estimate() {
         done
     fi
     if [[ "${SKIP_PEERS:-0}" != 1 ]]; then
-        local e shapes
-        for e in "hf fp32" "hf bf16" "ct2 fp32" "ct2int8 int8"; do
-            [[ $e == hf* ]] && shapes=$SHAPES_HF || shapes=$SHAPES_CT2
-            for shape in $shapes; do
+        local peer isa run
+        for run in "${PEER_RUNS[@]}"; do
+            read -r peer isa <<<"$run"
+            [[ $isa == native ]] && fam=- || fam=$isa
+            for shape in $(peer_shapes "$peer"); do
                 IFS=, read -r b s p r <<<"$shape"
-                total=$(awk -v t="$total" \
-                    -v x="$(est_case "${e% *}" 125m "${e#* }" - "$b" "$s" "$p" "$r" $((WARMUP + ITERATIONS)))" \
-                    'BEGIN { print t + x }')
+                for d in $(peer_precisions "$peer"); do
+                    total=$(awk -v t="$total" \
+                        -v x="$(est_case "$peer" 125m "$d" "$fam" "$b" "$s" "$p" "$r" $((WARMUP + ITERATIONS)))" \
+                        'BEGIN { print t + x }')
+                done
             done
         done
     fi
@@ -209,6 +259,7 @@ mkdir -p "$OUT" || exit 1
             "warmup $(per_model WARMUP "$model" "$WARMUP"), iterations $(per_model ITERATIONS "$model" "$ITERATIONS")"
     done
     echo "transformers' shapes: $SHAPES_HF; CTranslate2's: $SHAPES_CT2"
+    echo "peers again restricted to AVX2: ${PEERS_AVX2:-none} ($PEER_AVX2_ENV)"
     echo "benchctl models: $MODELS  kernels: $KERNELS"
     echo "estimate: $(estimate)"
     lscpu
@@ -285,16 +336,22 @@ if [[ -n "$BENCHCTL" && "${SKIP_PEERS:-0}" != 1 ]]; then
     if ! tools/peers-venv --check >/dev/null; then
         fail "peers (no environment: run tools/peers-venv)"
     else
-        OMP_NUM_THREADS=$THREADS engine hf "$SHAPES_HF" --set 'backend.name="worker"' \
-            --set 'backend.settings.command="tools/peers-worker transformers"' --set 'precisions=["fp32","bf16"]'
-        # CTranslate2 4.8.5 has no bfloat16 on a CPU without it (describe
-        # leaves it out, and benchctl refuses a run with a case the engine
-        # cannot run), so float32 only, and int8 beside it
-        OMP_NUM_THREADS=$THREADS engine ct2 "$SHAPES_CT2" --set 'backend.name="worker"' \
-            --set 'backend.settings.command="tools/peers-worker ctranslate2"' --set 'precisions=["fp32"]'
-        OMP_NUM_THREADS=$THREADS engine ct2int8 "$SHAPES_CT2" --set 'backend.name="worker"' \
-            --set 'backend.settings.command="tools/peers-worker ctranslate2"' \
-            --set 'backend.settings.compute_type="int8"' --set 'precisions=["fp32"]'
+        for run in "${PEER_RUNS[@]}"; do
+            read -r peer isa <<<"$run"
+            tag=$peer env=""
+            [[ $isa == avx2 ]] && tag=${peer}_avx2 env=$PEER_AVX2_ENV
+            case $peer in
+            hf) peer_args=(--set 'backend.settings.command="tools/peers-worker transformers"' --set 'precisions=["fp32","bf16"]') ;;
+            # CTranslate2 4.8.5 has no bfloat16 on a CPU without it (describe
+            # leaves it out, and benchctl refuses a run with a case the engine
+            # cannot run), so float32 only, and int8 beside it
+            ct2) peer_args=(--set 'backend.settings.command="tools/peers-worker ctranslate2"' --set 'precisions=["fp32"]') ;;
+            ct2int8) peer_args=(--set 'backend.settings.command="tools/peers-worker ctranslate2"'
+                --set 'backend.settings.compute_type="int8"' --set 'precisions=["fp32"]') ;;
+            esac
+            OMP_NUM_THREADS=$THREADS engine "$tag" "$(peer_shapes "$peer")" --set 'backend.name="worker"' \
+                --set "backend.settings.env=\"$env\"" "${peer_args[@]}"
+        done
     fi
 fi
 

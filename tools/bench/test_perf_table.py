@@ -11,7 +11,12 @@ library (ctest: pyworker_perf_table):
 - prefill GFLOP/s counts the layers' weights per prompt token and the lm_head
   on each prompt's last position only;
 - issue 13's targets table, from small fixture reports and probe JSONs: a
-  target met, one not met with the bound that applies, a missing row.
+  target met, one not met with the bound that applies, a missing row;
+- a peer's ISA comes from the ISA variables in its `env` setting; benchctl's
+  avx2 family is compared with the peers held to AVX2 (target 3 too, which
+  then names them and gives the native comparison), every other family with
+  the native peers, and the avx2 family falls back to the native peers where
+  no AVX2 row was run; a peer held to AVX2 gets the avx2 FMA peak.
 """
 
 import json
@@ -60,6 +65,19 @@ def bench_report(kernels, dtype, B, S, step_ms, prefill_ms=1000.0, tps=None):
             "summary": {"tokens_per_second": {"p50": tps or B * S * 128 / (g / 1e3)}}}
     return {"backend": "opt", "backend_settings": {"model": "125m"}, "environment": {"cpu": {"kernels": kernels}},
             "cases": [case]}
+
+
+AVX2_ENV = "ATEN_CPU_CAPABILITY=avx2 CT2_FORCE_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2"
+
+
+def ct2_report(compute_type, env, B, S, tps):
+    """A CTranslate2 worker report with one case of B x S rows at tps tok/s."""
+    doc = bench_report(None, "float32", B, S, 10.0, tps=tps)
+    doc.update(backend="worker", backend_settings={"command": "tools/peers-worker ctranslate2", "env": env,
+                                                   "compute_type": compute_type})
+    doc["cases"][0]["backend"] = "worker"  # as benchctl reports a case of its one backend
+    del doc["environment"]
+    return doc
 
 
 class PerfTable(unittest.TestCase):
@@ -164,6 +182,92 @@ class PerfTable(unittest.TestCase):
                       "| **not met** | bandwidth |", text)
         f32_16 = [r for r in rows if r["shape"][0] == 4][0]
         self.assertAlmostEqual(f32_16["prefill_share"], 0.8)
+
+    def test_peer_isa(self):
+        self.assertEqual(perf_table.peer_isa(""), "native")
+        self.assertEqual(perf_table.peer_isa(None), "native")
+        self.assertEqual(perf_table.peer_isa("OMP_NUM_THREADS=2"), "native")
+        self.assertEqual(perf_table.peer_isa("OMP_NUM_THREADS=2 " + AVX2_ENV), "avx2")
+        self.assertEqual(perf_table.peer_isa("CT2_FORCE_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX512"), "avx2+avx512")
+        r = rows(ct2_report("int8", "MKL_ENABLE_INSTRUCTIONS=AVX2", 1, 1, 50.0))[0]
+        self.assertEqual((r["engine"], r["dtype"], r["isa"], r["family"]), ("CT2", "int8", "avx2", "avx2"))
+        # a matrix that varies env: the case's own backend_settings win
+        doc = ct2_report("", AVX2_ENV, 1, 1, 50.0)
+        doc["cases"][0]["backend_settings"] = {"env": ""}
+        self.assertEqual(rows(doc)[0]["isa"], "native")
+        # a run over several backends: the run's settings are one backend's, not the case's
+        doc = ct2_report("", AVX2_ENV, 1, 1, 50.0)
+        doc["cases"][0]["backend"] = "ctranslate2"
+        self.assertEqual(rows(doc)[0]["isa"], "native")
+        self.assertEqual(rows(report("opt", {"model": "125m"}, "float32", (1300.0,)))[0]["isa"], None)
+
+    def test_peers_matched_by_isa(self):
+        one, sixteen = (1, 1, 128, 128), (4, 4, 128, 128)
+        docs = [
+            bench_report("avx2", "float32", 1, 1, 10.0, tps=100.0),
+            bench_report("avx2", "int8", 1, 1, 5.0, tps=120.0),
+            bench_report("avx512", "float32", 1, 1, 10.0, tps=150.0),
+            bench_report("avx2", "float32", 4, 4, 30.0, tps=400.0),
+            # CT2 natively and held to AVX2 at B=1; natively only at 16 rows
+            ct2_report("", "", 1, 1, 90.0),
+            ct2_report("", AVX2_ENV, 1, 1, 75.0),
+            ct2_report("int8", "", 1, 1, 125.0),
+            ct2_report("int8", AVX2_ENV, 1, 1, 110.0),
+            ct2_report("", "", 4, 4, 300.0),
+            # 64 rows: CT2 float32 held to AVX2, int8 natively only
+            bench_report("avx2", "int8", 16, 4, 100.0, tps=250.0),
+            ct2_report("", AVX2_ENV, 16, 4, 200.0),
+            ct2_report("int8", "", 16, 4, 260.0),
+        ]
+        rs = []
+        for doc in docs:
+            rs += rows(doc)
+        peaks = {"avx2": 100.0, "avx512": 200.0}
+        perf_table.add_metrics(rs, 50.0, peaks)
+
+        def row(engine, fam, dtype, shape):
+            return [r for r in rs if r["engine"] == engine and r["family"] == fam and r["dtype"] == dtype
+                    and r["shape"] == shape][0]
+        # avx2 family against CT2 held to AVX2 (not the native 90 and 125 tok/s)
+        self.assertAlmostEqual(row("benchctl", "avx2", "float32", one)["vs_ct2"], 100.0 / 75.0)
+        self.assertAlmostEqual(row("benchctl", "avx2", "int8", one)["vs_ct2"], 120.0 / 110.0)
+        self.assertAlmostEqual(row("benchctl", "avx2", "float32", one)["vs_ct2_int8"], 100.0 / 110.0)
+        self.assertAlmostEqual(row("benchctl", "avx2", "int8", one)["vs_ct2_best"], 120.0 / 110.0)
+        # the avx512 family against the native CT2
+        self.assertAlmostEqual(row("benchctl", "avx512", "float32", one)["vs_ct2"], 150.0 / 90.0)
+        self.assertAlmostEqual(row("benchctl", "avx512", "float32", one)["vs_ct2_best"], 150.0 / 125.0)
+        # no CT2 held to AVX2 at 16 rows: the native one
+        self.assertAlmostEqual(row("benchctl", "avx2", "float32", sixteen)["vs_ct2"], 400.0 / 300.0)
+        # CT2's best: each compute type's row chosen alone (the native int8, no AVX2 one)
+        self.assertAlmostEqual(row("benchctl", "avx2", "int8", (16, 4, 128, 128))["vs_ct2_best"], 250.0 / 260.0)
+        # the peers among themselves, ISA by ISA
+        self.assertAlmostEqual(row("CT2", "avx2", "int8", one)["vs_fp32"], 110.0 / 75.0)
+        self.assertAlmostEqual(row("CT2", "native", "int8", one)["vs_fp32"], 125.0 / 90.0)
+        # a peer held to AVX2 is held to the avx2 FMA peak, a native one to the fastest
+        flops = 2 * perf_table.opt_decode_read_bytes(1) + perf_table.opt_decode_attention_flops(one)
+        self.assertAlmostEqual(row("CT2", "avx2", "float32", one)["fma_ms"], flops / 100e9 * 1e3)
+        self.assertAlmostEqual(row("CT2", "native", "float32", one)["fma_ms"], flops / 200e9 * 1e3)
+
+        got = {(t[0], t[1], t[3], t[4]): t for t in perf_table.targets(rs)}
+        held = "3. benchctl fp32 / CT2 float32 (CT2 held to avx2) tok/s"
+        t3 = got[(held, "avx2", "1x1, 128->128", "float32")]
+        # 1.33 >= 1.2 against CT2 on AVX2; 1.11 against the native CT2, for information
+        self.assertEqual((t3[5], t3[7], t3[8]), ("1.33", True, "against native CT2: 1.11"))
+        t3 = got[("3. benchctl int8 / CT2 int8 (CT2 held to avx2) tok/s", "avx2", "1x1, 128->128", "int8")]
+        self.assertEqual((t3[5], t3[7]), ("1.09", True))
+        self.assertIn("against native CT2: 0.96", t3[8])
+        t3 = got[("3. benchctl best / CT2 best (CT2 held to avx2) tok/s", "avx2", "1x1, 128->128", "int8")]
+        self.assertEqual(t3[5], "1.09")
+        t3 = got[("3. benchctl fp32 / CT2 float32 tok/s", "avx512", "1x1, 128->128", "float32")]
+        self.assertEqual((t3[5], t3[7], t3[8]), ("1.67", True, ""))
+        self.assertNotIn((held, "avx512", "1x1, 128->128", "float32"), got)
+        t3 = got[("3. benchctl fp32 / CT2 float32 tok/s", "avx2", "4x4, 128->128", "float32")]
+        self.assertEqual(t3[5], "1.33")
+        self.assertNotIn((held, "avx2", "4x4, 128->128", "float32"), got)
+        # the kernels column names the peers' ISA
+        text = "\n".join(perf_table.main_table(rs))
+        self.assertIn("| CT2 | avx2 | 125m | float32 | 1x1, 128->128 | 75.0 |", text)
+        self.assertIn("| CT2 | native | 125m | float32 | 1x1, 128->128 | 90.0 |", text)
 
 
 if __name__ == "__main__":
