@@ -444,6 +444,55 @@ static void run_split_suite(const opt_kernels *k)
         }
 }
 
+/* Many blocks of rows (prefill) must give the same bits as each block of 64
+ * rows alone (a decode-sized call): the column path's weight panels
+ * converted once per group and chunk for every block of rows, against once
+ * per block. K over two chunks of 1024 columns, fp32 read in place (K = 1100)
+ * and packed (K = 1536: rows 6 KiB apart), a panel tail, more outputs than
+ * one group of panels holds (8 MiB of fp32: 2040 rows), every block of rows
+ * at least 16 (the column path alone).
+ * avx512_bf16's bf16 weights take its vdpbf16ps tiles, not the column path:
+ * left out. */
+static void run_blocks_suite(const opt_kernels *k)
+{
+    static const int shapes[][5] = {
+        {150, 1100, 290, 0, 290}, {148, 1536, 77, 5, 74}, {80, 300, 130, 3, 130}, {80, 1030, 2100, 7, 2093}};
+    rng_state = 11;
+    for (int wt = 0; wt <= OPT_I8; wt++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            if (k->isa == OPT_ISA_AVX512_BF16 && wt == OPT_BF16)
+                continue;
+            const int M = shapes[si][0], K = shapes[si][1], N = shapes[si][2];
+            const int n0 = shapes[si][3], n1 = shapes[si][4];
+            float *x = malloc(sizeof(float) * (size_t)M * K), *wf = malloc(sizeof(float) * (size_t)N * K);
+            float *bias = malloc(sizeof(float) * (size_t)N);
+            float *y1 = malloc(sizeof(float) * (size_t)M * N), *y2 = malloc(sizeof(float) * (size_t)M * N);
+            assert_true(x && wf && bias && y1 && y2);
+            for (size_t i = 0; i < (size_t)M * K; i++)
+                x[i] = frand();
+            for (int i = 0; i < N; i++)
+                bias[i] = frand();
+            void *w = make_weights((opt_dtype)wt, N, K, wf);
+            memset(y1, 0, sizeof(float) * (size_t)M * N);
+            memset(y2, 0, sizeof(float) * (size_t)M * N);
+            k->linear(y1, x, w, (opt_dtype)wt, bias, M, K, N, n0, n1, 1);
+            for (int m0 = 0; m0 < M; m0 += 64) {
+                const int mc = M - m0 < 64 ? M - m0 : 64;
+                k->linear(y2 + (size_t)m0 * N, x + (size_t)m0 * K, w, (opt_dtype)wt, bias, mc, K, N, n0, n1, 1);
+            }
+            if (memcmp(y1, y2, sizeof(float) * (size_t)M * N) != 0)
+                print_error("%s %s M=%d K=%d N=%d [%d, %d): blocks of 64 rows alone changed the bits\n",
+                            opt_isa_name(k->isa), opt_dtype_name((opt_dtype)wt), M, K, N, n0, n1);
+            assert_memory_equal(y1, y2, sizeof(float) * (size_t)M * N);
+            free(w);
+            free(y2);
+            free(y1);
+            free(bias);
+            free(wf);
+            free(x);
+        }
+}
+
 /* dot, axpy, to_f32 and from_f32 of k against the portable variant. */
 static void run_vector_suite(const opt_kernels *k)
 {
@@ -746,6 +795,7 @@ static void test_variant(opt_isa isa)
     assert_int_equal(k->isa, isa);
     run_linear_suite(k);
     run_split_suite(k);
+    run_blocks_suite(k);
     run_vector_suite(k);
     run_attend_suite(k);
     run_attend_group_suite(k);
