@@ -36,7 +36,7 @@
 /* The most bytes of converted weights a group of panels holds (prefill:
  * every block of rows runs against the group, GotoBLAS's packed B, read from
  * L2 or L3; a thread's share of every OPT-125m layer fits). */
-enum { COLS_GROUP_BYTES = 8 << 20 };
+enum { COLS_GROUP_BYTES = 1536 << 10 };
 
 /* Rows of x per block: OPT_COLS_MC, a multiple of two vectors (so the
  * 2-vector tile runs). */
@@ -53,6 +53,30 @@ static void pack_x_transposed(const opt_cols_spec *s, float *xt, const float *x,
             memset(xt + (size_t)k * mp + mc, 0, sizeof(float) * (size_t)(mp - mc));
 }
 
+/* One row of y's nr outputs from its sums o (scaled in place): o *= scale
+ * (int8), then y = o + bias (+ 0 without: -0 becomes +0, as ever) on the
+ * first chunk, y += o on later ones, ReLU after the last. A loop per step,
+ * so each vectorises. */
+static void store_row(float *restrict yr, float *restrict o, const float *restrict scale, const float *restrict bias,
+                      int nr, int first, int last_relu)
+{
+    if (scale)
+        for (int j = 0; j < nr; j++)
+            o[j] = scale[j] * o[j];
+    if (first && bias)
+        for (int j = 0; j < nr; j++)
+            yr[j] = o[j] + bias[j];
+    else if (first)
+        for (int j = 0; j < nr; j++)
+            yr[j] = o[j] + 0.0f;
+    else
+        for (int j = 0; j < nr; j++)
+            yr[j] = yr[j] + o[j];
+    if (last_relu)
+        for (int j = 0; j < nr; j++)
+            yr[j] = yr[j] < 0.0f ? 0.0f : yr[j];
+}
+
 /* y[m0 + i, n + j] from acc[j * ldacc + i] (the sums over one chunk of K),
  * i < mc, j < nr: transposed into t (rows of nr sums), then written with
  * bias on the first chunk, added on later ones, int8 scale on each, ReLU
@@ -61,17 +85,9 @@ static void store_rows(const opt_cols_spec *s, float *y, int N, int m0, int mc, 
                        size_t ldacc, float *t, const float *scale, const float *bias, int first, int last, int relu)
 {
     s->transpose(t, (size_t)nr, acc, ldacc, mc, nr);
-    for (int i = 0; i < mc; i++) {
-        float *yr = y + (size_t)(m0 + i) * N + n;
-        const float *tr = t + (size_t)i * nr;
-        for (int j = 0; j < nr; j++) {
-            const float o = scale ? scale[n + j] * tr[j] : tr[j];
-            float v = first ? o + (bias ? bias[n + j] : 0.0f) : yr[j] + o;
-            if (last && relu && v < 0.0f)
-                v = 0.0f;
-            yr[j] = v;
-        }
-    }
+    for (int i = 0; i < mc; i++)
+        store_row(y + (size_t)(m0 + i) * N + n, t + (size_t)i * nr, scale ? scale + n : NULL, bias ? bias + n : NULL,
+                  nr, first, last && relu);
 }
 
 /* Where the tiles read, or a pack takes, a panel's weights over one chunk:
@@ -159,12 +175,21 @@ static size_t panel_bytes(const opt_cols_spec *s, int K)
     return sizeof(float) * (size_t)s->np * s->kc * (size_t)((kxn + s->kc - 1) / s->kc);
 }
 
-/* Panels per group for outputs [n0, n1) of rows K long: all of them, or as
- * many as COLS_GROUP_BYTES holds (at least one). */
-static int group_panels(const opt_cols_spec *s, int K, int n0, int n1)
+/* Panels per group for outputs [n0, n1) of rows K long: as many as
+ * COLS_GROUP_BYTES holds (at least one), or all of them where full panels
+ * are read in place (fp32: there is nothing to convert, and each group
+ * transposes x again). */
+static int group_panels(const opt_cols_spec *s, opt_dtype wt, int K, int n0, int n1)
 {
     const int all = (n1 - n0 + s->np - 1) / s->np, fit = (int)(COLS_GROUP_BYTES / panel_bytes(s, K));
-    return all < fit ? all : fit > 0 ? fit : 1;
+    return all < fit || reads_in_place(wt, K, s->np, s->np) ? all : fit > 0 ? fit : 1;
+}
+
+/* The panels linear_cols_by_group's g holds: a group's, or where full panels
+ * are read in place, the one panel tail. */
+static int group_slots(const opt_cols_spec *s, opt_dtype wt, int K, int n0, int n1)
+{
+    return reads_in_place(wt, K, s->np, s->np) ? 1 : group_panels(s, wt, K, n0, n1);
 }
 
 /* The order for one block of rows (decode sizes): each panel converted into
@@ -213,7 +238,8 @@ static void linear_cols_by_group(const opt_cols_spec *s, float *g, float *y, con
     const size_t es = opt_dtype_size(wt);
     const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
     const int mc_max = rows_per_block(s), np = s->np, kc_max = s->kc, kx_max = chunk_columns(s);
-    const int panels = group_panels(s, K, n0, n1);
+    const int panels = group_panels(s, wt, K, n0, n1);
+    const int in_place_all = reads_in_place(wt, K, np, np); /* g holds only the panel tail, at 0 */
     for (int kx = 0; kx < K; kx += kx_max) {
         const int kxn = K - kx < kx_max ? K - kx : kx_max, nb = (kxn + kc_max - 1) / kc_max;
         const size_t panel_floats = (size_t)nb * np * kc_max;
@@ -226,7 +252,7 @@ static void linear_cols_by_group(const opt_cols_spec *s, float *g, float *y, con
                     continue;
                 const cols_panel stored = panel_stored(w, es, K, n, kx, kc_max);
                 for (int b = 0; b < nb; b++) {
-                    float *pb = g + p * panel_floats + (size_t)b * np * kc_max;
+                    float *pb = g + (in_place_all ? 0 : p) * panel_floats + (size_t)b * np * kc_max;
                     const int kc = kxn - b * kc_max < kc_max ? kxn - b * kc_max : kc_max;
                     for (int j = 0; j < nr; j++)
                         s->pack_row(pb + (size_t)j * kc_max, stored.base + b * stored.block + j * stored.row, wt, kc);
@@ -241,12 +267,12 @@ static void linear_cols_by_group(const opt_cols_spec *s, float *g, float *y, con
                 for (int p = 0; p < gp; p++) {
                     const int n = g0 + p * np, nr = panel_rows(n, n1, np);
                     const int nrn = p + 1 < gp ? panel_rows(n + np, n1, np) : 0;
-                    const cols_panel packed = {(const char *)(g + p * panel_floats),
-                                               sizeof(float) * (size_t)np * kc_max, sizeof(float) * (size_t)kc_max};
+                    const size_t block = sizeof(float) * (size_t)np * kc_max, row = sizeof(float) * (size_t)kc_max;
+                    const cols_panel packed = {(const char *)(g + (in_place_all ? 0 : p) * panel_floats), block, row};
                     const cols_panel next = reads_in_place(wt, K, nrn, np)
                                                 ? panel_stored(w, es, K, n + np, kx, kc_max)
-                                                : (cols_panel){packed.base + sizeof(float) * panel_floats,
-                                                               packed.block, packed.row};
+                                                : (cols_panel){(const char *)(g + (in_place_all ? 0 : p + 1) * panel_floats),
+                                                               block, row};
                     const int in_place = reads_in_place(wt, K, nr, np);
                     panel_chunk(s, xt, mp, kxn, in_place ? panel_stored(w, es, K, n, kx, kc_max) : packed, in_place,
                                 NULL, wt, es, nr, next, nrn, NULL, acc);
@@ -263,7 +289,7 @@ void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const voi
 {
     if (M > rows_per_block(s)) {
         /* the group's panels, owned by this call */
-        float *g = aligned_alloc(64, (size_t)group_panels(s, K, n0, n1) * panel_bytes(s, K));
+        float *g = aligned_alloc(64, (size_t)group_slots(s, wt, K, n0, n1) * panel_bytes(s, K));
         if (g) {
             linear_cols_by_group(s, g, y, x, w, wt, bias, M, K, N, n0, n1, relu);
             free(g);

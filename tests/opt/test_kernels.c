@@ -449,8 +449,8 @@ static void run_split_suite(const opt_kernels *k)
  * converted once per group and chunk for every block of rows, against once
  * per block. K over two chunks of 1024 columns, fp32 read in place (K = 1100)
  * and packed (K = 1536: rows 6 KiB apart), a panel tail, more outputs than
- * one group of panels holds (8 MiB of fp32: 2040 rows), every block of rows
- * at least 16 (the column path alone).
+ * one group of converted panels holds (1.5 MiB: 384 rows on avx512, 768 on
+ * avx2), every block of rows at least 16 (the column path alone).
  * avx512_bf16's bf16 weights take its vdpbf16ps tiles, not the column path:
  * left out. */
 static void run_blocks_suite(const opt_kernels *k)
