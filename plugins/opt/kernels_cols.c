@@ -13,20 +13,21 @@
  *         for each block of kc columns: pk[np][kc] = the panel in fp32, then
  *           every tile (1 or 2 vectors of rows by nr weight rows) adds its part
  *         y[m, n] (+)= scale[n] * acc (+ bias[n] on the first chunk, ReLU after the last)
- * and for more rows (prefill: linear_cols_by_group), each weight converted
- * once per call instead of once per block of rows:
+ * and for more rows (prefill: linear_cols_by_group) of weights that the
+ * order above converts for every block of rows (bf16, fp16, fp32 rows a
+ * multiple of 2 KiB apart: takes_groups), each converted once per call:
  *   for each chunk of kx columns:
- *     for each group of panels in [n0, n1) (all of them, up to COLS_GROUP_BYTES):
+ *     for each group of panels in [n0, n1) (up to COLS_GROUP_BYTES):
  *       g = the group's panels in fp32 over the chunk, kc block by kc block
  *       for each block of mc rows of x:
  *         xt = the block's chunk transposed
  *         for each panel of the group: acc = 0, the tiles over g's kc
  *           blocks in k order, y (+)= acc as above
  * Both give every output the same fp32 chain (acc from 0 over a chunk's kc
- * blocks in k order, then into y), so the same bits. fp32 panels whose rows
- * are not a multiple of 2 KiB apart are read in place in both, never packed.
+ * blocks in k order, then into y), so the same bits. int8 weights, and fp32
+ * read in place, keep the first order at every M.
  * At decode sizes the weights are read once per call; in prefill g is read
- * from L2 or L3 once per block of rows. With K <= 1024, every output is
+ * from L2 once per block of rows. With K <= 1024, every output is
  * written once. */
 #include "kernels_impl.h"
 
@@ -175,21 +176,23 @@ static size_t panel_bytes(const opt_cols_spec *s, int K)
     return sizeof(float) * (size_t)s->np * s->kc * (size_t)((kxn + s->kc - 1) / s->kc);
 }
 
-/* Panels per group for outputs [n0, n1) of rows K long: as many as
- * COLS_GROUP_BYTES holds (at least one), or all of them where full panels
- * are read in place (fp32: there is nothing to convert, and each group
- * transposes x again). */
-static int group_panels(const opt_cols_spec *s, opt_dtype wt, int K, int n0, int n1)
+/* Panels per group for outputs [n0, n1) of rows K long: all of them, or as
+ * many as COLS_GROUP_BYTES holds (at least one). */
+static int group_panels(const opt_cols_spec *s, int K, int n0, int n1)
 {
     const int all = (n1 - n0 + s->np - 1) / s->np, fit = (int)(COLS_GROUP_BYTES / panel_bytes(s, K));
-    return all < fit || reads_in_place(wt, K, s->np, s->np) ? all : fit > 0 ? fit : 1;
+    return all < fit ? all : fit > 0 ? fit : 1;
 }
 
-/* The panels linear_cols_by_group's g holds: a group's, or where full panels
- * are read in place, the one panel tail. */
-static int group_slots(const opt_cols_spec *s, opt_dtype wt, int K, int n0, int n1)
+/* Whether M rows take the group order: more than one block of rows, and
+ * weights the decode order converts for every block, 2 bytes or more (bf16,
+ * fp16, and fp32 rows a multiple of 2 KiB apart). int8 weights come from
+ * L3 for a quarter of the group's fp32 bytes, and fp32 read in place has
+ * nothing to convert: the group order measured no faster for either
+ * (docs/kernels.md). */
+static int takes_groups(const opt_cols_spec *s, opt_dtype wt, int M, int K)
 {
-    return reads_in_place(wt, K, s->np, s->np) ? 1 : group_panels(s, wt, K, n0, n1);
+    return M > rows_per_block(s) && wt != OPT_I8 && !reads_in_place(wt, K, s->np, s->np);
 }
 
 /* The order for one block of rows (decode sizes): each panel converted into
@@ -238,21 +241,17 @@ static void linear_cols_by_group(const opt_cols_spec *s, float *g, float *y, con
     const size_t es = opt_dtype_size(wt);
     const float *scale = wt == OPT_I8 ? opt_i8_scales(w, (size_t)N, (size_t)K) : NULL; /* int8: per row */
     const int mc_max = rows_per_block(s), np = s->np, kc_max = s->kc, kx_max = chunk_columns(s);
-    const int panels = group_panels(s, wt, K, n0, n1);
-    const int in_place_all = reads_in_place(wt, K, np, np); /* g holds only the panel tail, at 0 */
+    const int panels = group_panels(s, K, n0, n1);
     for (int kx = 0; kx < K; kx += kx_max) {
         const int kxn = K - kx < kx_max ? K - kx : kx_max, nb = (kxn + kc_max - 1) / kc_max;
         const size_t panel_floats = (size_t)nb * np * kc_max;
         for (int g0 = n0; g0 < n1; g0 += panels * np) {
             const int gp = (panel_rows(g0, n1, panels * np) + np - 1) / np; /* panels in this group */
-            /* pack the group's panels that are not read in place */
-            for (int p = 0; p < gp; p++) {
+            for (int p = 0; p < gp; p++) { /* convert the group's panels */
                 const int n = g0 + p * np, nr = panel_rows(n, n1, np);
-                if (reads_in_place(wt, K, nr, np))
-                    continue;
                 const cols_panel stored = panel_stored(w, es, K, n, kx, kc_max);
                 for (int b = 0; b < nb; b++) {
-                    float *pb = g + (in_place_all ? 0 : p) * panel_floats + (size_t)b * np * kc_max;
+                    float *pb = g + p * panel_floats + (size_t)b * np * kc_max;
                     const int kc = kxn - b * kc_max < kc_max ? kxn - b * kc_max : kc_max;
                     for (int j = 0; j < nr; j++)
                         s->pack_row(pb + (size_t)j * kc_max, stored.base + b * stored.block + j * stored.row, wt, kc);
@@ -268,14 +267,9 @@ static void linear_cols_by_group(const opt_cols_spec *s, float *g, float *y, con
                     const int n = g0 + p * np, nr = panel_rows(n, n1, np);
                     const int nrn = p + 1 < gp ? panel_rows(n + np, n1, np) : 0;
                     const size_t block = sizeof(float) * (size_t)np * kc_max, row = sizeof(float) * (size_t)kc_max;
-                    const cols_panel packed = {(const char *)(g + (in_place_all ? 0 : p) * panel_floats), block, row};
-                    const cols_panel next = reads_in_place(wt, K, nrn, np)
-                                                ? panel_stored(w, es, K, n + np, kx, kc_max)
-                                                : (cols_panel){(const char *)(g + (in_place_all ? 0 : p + 1) * panel_floats),
-                                                               block, row};
-                    const int in_place = reads_in_place(wt, K, nr, np);
-                    panel_chunk(s, xt, mp, kxn, in_place ? panel_stored(w, es, K, n, kx, kc_max) : packed, in_place,
-                                NULL, wt, es, nr, next, nrn, NULL, acc);
+                    const cols_panel packed = {(const char *)(g + p * panel_floats), block, row};
+                    const cols_panel next = {packed.base + sizeof(float) * panel_floats, block, row};
+                    panel_chunk(s, xt, mp, kxn, packed, 0, NULL, wt, es, nr, next, nrn, NULL, acc);
                     store_rows(s, y, N, m0, mc, n, nr, acc, (size_t)mp, t, scale, bias, kx == 0, kx + kxn >= K,
                                relu);
                 }
@@ -287,9 +281,9 @@ static void linear_cols_by_group(const opt_cols_spec *s, float *g, float *y, con
 void opt_linear_cols(const opt_cols_spec *s, float *y, const float *x, const void *w, opt_dtype wt, const float *bias,
                      int M, int K, int N, int n0, int n1, int relu)
 {
-    if (M > rows_per_block(s)) {
+    if (takes_groups(s, wt, M, K)) {
         /* the group's panels, owned by this call */
-        float *g = aligned_alloc(64, (size_t)group_slots(s, wt, K, n0, n1) * panel_bytes(s, K));
+        float *g = aligned_alloc(64, (size_t)group_panels(s, K, n0, n1) * panel_bytes(s, K));
         if (g) {
             linear_cols_by_group(s, g, y, x, w, wt, bias, M, K, N, n0, n1, relu);
             free(g);
