@@ -35,8 +35,10 @@
 #include <stdlib.h>
 
 /* The most bytes of converted weights a group of panels holds (prefill:
- * every block of rows runs against the group, GotoBLAS's packed B, read from
- * L2 or L3; a thread's share of every OPT-125m layer fits). */
+ * every block of rows runs against the group, GotoBLAS's packed B): 384
+ * weight rows of a 1024-column chunk, which stay in L2 beside xt (2 MiB per
+ * core on the Xeon of docs/kernels.md; a whole layer, read from L3, measured
+ * slower). */
 enum { COLS_GROUP_BYTES = 1536 << 10 };
 
 /* Rows of x per block: OPT_COLS_MC, a multiple of two vectors (so the
@@ -195,8 +197,9 @@ static int takes_groups(const opt_cols_spec *s, opt_dtype wt, int M, int K)
     return M > rows_per_block(s) && wt != OPT_I8 && !reads_in_place(wt, K, s->np, s->np);
 }
 
-/* The order for one block of rows (decode sizes): each panel converted into
- * pk block by block (or read in place) just before its tiles. */
+/* The order for one block of rows (decode sizes; int8 and fp32 read in place
+ * at every M): each panel converted into pk block by block (or read in
+ * place) just before its tiles. */
 static void linear_cols_by_block(const opt_cols_spec *s, float *y, const float *x, const void *w, opt_dtype wt,
                                  const float *bias, int M, int K, int N, int n0, int n1, int relu)
 {
