@@ -56,30 +56,6 @@ static void pack_x_transposed(const opt_cols_spec *s, float *xt, const float *x,
             memset(xt + (size_t)k * mp + mc, 0, sizeof(float) * (size_t)(mp - mc));
 }
 
-/* One row of y's nr outputs from its sums o (scaled in place): o *= scale
- * (int8), then y = o + bias (+ 0 without: -0 becomes +0, as ever) on the
- * first chunk, y += o on later ones, ReLU after the last. A loop per step,
- * so each vectorises. */
-static void store_row(float *restrict yr, float *restrict o, const float *restrict scale, const float *restrict bias,
-                      int nr, int first, int last_relu)
-{
-    if (scale)
-        for (int j = 0; j < nr; j++)
-            o[j] = scale[j] * o[j];
-    if (first && bias)
-        for (int j = 0; j < nr; j++)
-            yr[j] = o[j] + bias[j];
-    else if (first)
-        for (int j = 0; j < nr; j++)
-            yr[j] = o[j] + 0.0f;
-    else
-        for (int j = 0; j < nr; j++)
-            yr[j] = yr[j] + o[j];
-    if (last_relu)
-        for (int j = 0; j < nr; j++)
-            yr[j] = yr[j] < 0.0f ? 0.0f : yr[j];
-}
-
 /* y[m0 + i, n + j] from acc[j * ldacc + i] (the sums over one chunk of K),
  * i < mc, j < nr: transposed into t (rows of nr sums), then written with
  * bias on the first chunk, added on later ones, int8 scale on each, ReLU
@@ -88,9 +64,17 @@ static void store_rows(const opt_cols_spec *s, float *y, int N, int m0, int mc, 
                        size_t ldacc, float *t, const float *scale, const float *bias, int first, int last, int relu)
 {
     s->transpose(t, (size_t)nr, acc, ldacc, mc, nr);
-    for (int i = 0; i < mc; i++)
-        store_row(y + (size_t)(m0 + i) * N + n, t + (size_t)i * nr, scale ? scale + n : NULL, bias ? bias + n : NULL,
-                  nr, first, last && relu);
+    for (int i = 0; i < mc; i++) {
+        float *yr = y + (size_t)(m0 + i) * N + n;
+        const float *tr = t + (size_t)i * nr;
+        for (int j = 0; j < nr; j++) {
+            const float o = scale ? scale[n + j] * tr[j] : tr[j];
+            float v = first ? o + (bias ? bias[n + j] : 0.0f) : yr[j] + o;
+            if (last && relu && v < 0.0f)
+                v = 0.0f;
+            yr[j] = v;
+        }
+    }
 }
 
 /* Where the tiles read, or a pack takes, a panel's weights over one chunk:
