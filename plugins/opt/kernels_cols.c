@@ -205,9 +205,11 @@ static void linear_cols_by_block(const opt_cols_spec *s, float *y, const float *
                 if (nr < np)
                     memset(pk + (size_t)nr * kc_max, 0, sizeof(float) * (size_t)(np - nr) * kc_max);
                 const int in_place = reads_in_place(wt, K, nr, np);
+                const int nrn = panel_rows(n + np, n1, np);
                 const cols_panel stored = panel_stored(w, es, K, n, kx, kc_max);
-                panel_chunk(s, xt, mp, kxn, stored, in_place, in_place ? NULL : &stored, wt, es, nr,
-                            panel_stored(w, es, K, n + np, kx, kc_max), panel_rows(n + np, n1, np), pk, acc);
+                const cols_panel next = nrn ? panel_stored(w, es, K, n + np, kx, kc_max) : (cols_panel){NULL, 0, 0};
+                panel_chunk(s, xt, mp, kxn, stored, in_place, in_place ? NULL : &stored, wt, es, nr, next, nrn, pk,
+                            acc);
                 store_rows(s, y, N, m0, mc, n, nr, acc, (size_t)mp, t, scale, bias, kx == 0, kx + kxn >= K, relu);
             }
         }
@@ -255,7 +257,7 @@ static void linear_cols_by_group(const opt_cols_spec *s, float *g, float *y, con
                     const int nrn = p + 1 < gp ? panel_rows(n + np, n1, np) : 0;
                     const size_t block = sizeof(float) * (size_t)np * kc_max, row = sizeof(float) * (size_t)kc_max;
                     const cols_panel packed = {(const char *)(g + p * panel_floats), block, row};
-                    const cols_panel next = {packed.base + sizeof(float) * panel_floats, block, row};
+                    const cols_panel next = {nrn ? packed.base + sizeof(float) * panel_floats : NULL, block, row};
                     panel_chunk(s, xt, mp, kxn, packed, 0, NULL, wt, es, nr, next, nrn, NULL, acc);
                     store_rows(s, y, N, m0, mc, n, nr, acc, (size_t)mp, t, scale, bias, kx == 0, kx + kxn >= K,
                                relu);
