@@ -401,6 +401,38 @@ static void run_linear_suite(const opt_kernels *k)
     }
 }
 
+/* The inputs and outputs of a bit-equality check of linear: random x[M, K],
+ * weights w[N, K] of dtype wt (wf: their fp32 source) and bias[N], y1 and
+ * y2 [M, N]. */
+typedef struct bits_case {
+    float *x, *wf, *bias, *y1, *y2;
+    void *w;
+} bits_case;
+
+static bits_case bits_case_make(opt_dtype wt, int M, int K, int N)
+{
+    bits_case c = {malloc(sizeof(float) * (size_t)M * K), malloc(sizeof(float) * (size_t)N * K),
+                   malloc(sizeof(float) * (size_t)N), malloc(sizeof(float) * (size_t)M * N),
+                   malloc(sizeof(float) * (size_t)M * N), NULL};
+    assert_true(c.x && c.wf && c.bias && c.y1 && c.y2);
+    for (size_t i = 0; i < (size_t)M * K; i++)
+        c.x[i] = frand();
+    for (int i = 0; i < N; i++)
+        c.bias[i] = frand();
+    c.w = make_weights(wt, N, K, c.wf);
+    return c;
+}
+
+static void bits_case_free(bits_case *c)
+{
+    free(c->w);
+    free(c->y2);
+    free(c->y1);
+    free(c->bias);
+    free(c->wf);
+    free(c->x);
+}
+
 /* A row's result must not depend on how [n0, n1) is split (what lets
  * opt_linear_parallel give the same bits for any thread count): every path,
  * dtype and split point, against the whole range, bit for bit. */
@@ -414,15 +446,9 @@ static void run_split_suite(const opt_kernels *k)
     for (int wt = 0; wt <= OPT_I8; wt++)
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
             const int M = shapes[si][0], K = shapes[si][1], N = shapes[si][2];
-            float *x = malloc(sizeof(float) * (size_t)M * K), *wf = malloc(sizeof(float) * (size_t)N * K);
-            float *bias = malloc(sizeof(float) * (size_t)N);
-            float *y1 = malloc(sizeof(float) * (size_t)M * N), *y2 = malloc(sizeof(float) * (size_t)M * N);
-            assert_true(x && wf && bias && y1 && y2);
-            for (size_t i = 0; i < (size_t)M * K; i++)
-                x[i] = frand();
-            for (int i = 0; i < N; i++)
-                bias[i] = frand();
-            void *w = make_weights((opt_dtype)wt, N, K, wf);
+            bits_case c = bits_case_make((opt_dtype)wt, M, K, N);
+            float *x = c.x, *bias = c.bias, *y1 = c.y1, *y2 = c.y2;
+            const void *w = c.w;
             k->linear(y1, x, w, (opt_dtype)wt, bias, M, K, N, 0, N, 1);
             for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
                 const int a = cuts[c][0], b = cuts[c][1];
@@ -435,12 +461,45 @@ static void run_split_suite(const opt_kernels *k)
                                 opt_dtype_name((opt_dtype)wt), M, K, N, a, b);
                 assert_memory_equal(y1, y2, sizeof(float) * (size_t)M * N);
             }
-            free(w);
-            free(y2);
-            free(y1);
-            free(bias);
-            free(wf);
-            free(x);
+            bits_case_free(&c);
+        }
+}
+
+/* Many blocks of rows (prefill) must give the same bits as each block of 64
+ * rows alone (a decode-sized call): the column path's weight panels
+ * converted once per group and chunk for every block of rows, against once
+ * per block. K over two chunks of 1024 columns, fp32 read in place (K = 1100)
+ * and packed (K = 1536: rows 6 KiB apart), a panel tail, more outputs than
+ * one group of converted panels holds (1.5 MiB: 384 rows on avx512, 768 on
+ * avx2), every block of rows at least 16 (the column path alone).
+ * avx512_bf16's bf16 weights take its vdpbf16ps tiles, not the column path:
+ * left out. */
+static void run_blocks_suite(const opt_kernels *k)
+{
+    static const int shapes[][5] = {
+        {150, 1100, 290, 0, 290}, {148, 1536, 77, 5, 74}, {80, 300, 130, 3, 130}, {80, 1030, 2100, 7, 2093}};
+    rng_state = 11;
+    for (int wt = 0; wt <= OPT_I8; wt++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            if (k->isa == OPT_ISA_AVX512_BF16 && wt == OPT_BF16)
+                continue;
+            const int M = shapes[si][0], K = shapes[si][1], N = shapes[si][2];
+            const int n0 = shapes[si][3], n1 = shapes[si][4];
+            bits_case c = bits_case_make((opt_dtype)wt, M, K, N);
+            float *x = c.x, *bias = c.bias, *y1 = c.y1, *y2 = c.y2;
+            const void *w = c.w;
+            memset(y1, 0, sizeof(float) * (size_t)M * N);
+            memset(y2, 0, sizeof(float) * (size_t)M * N);
+            k->linear(y1, x, w, (opt_dtype)wt, bias, M, K, N, n0, n1, 1);
+            for (int m0 = 0; m0 < M; m0 += 64) {
+                const int mc = M - m0 < 64 ? M - m0 : 64;
+                k->linear(y2 + (size_t)m0 * N, x + (size_t)m0 * K, w, (opt_dtype)wt, bias, mc, K, N, n0, n1, 1);
+            }
+            if (memcmp(y1, y2, sizeof(float) * (size_t)M * N) != 0)
+                print_error("%s %s M=%d K=%d N=%d [%d, %d): blocks of 64 rows alone changed the bits\n",
+                            opt_isa_name(k->isa), opt_dtype_name((opt_dtype)wt), M, K, N, n0, n1);
+            assert_memory_equal(y1, y2, sizeof(float) * (size_t)M * N);
+            bits_case_free(&c);
         }
 }
 
@@ -746,6 +805,7 @@ static void test_variant(opt_isa isa)
     assert_int_equal(k->isa, isa);
     run_linear_suite(k);
     run_split_suite(k);
+    run_blocks_suite(k);
     run_vector_suite(k);
     run_attend_suite(k);
     run_attend_group_suite(k);
