@@ -49,7 +49,10 @@ static inline void opt_convert_from_f32(const prec_converters *cv, void *dst, op
 /* ---- attention (kernels_attend.c) -------------------------------------
  * A SIMD variant's attend_group (kernels.h) is opt_attend_group_run over
  * its parts; attend_split is attend_group with G = 1. */
-enum { OPT_ATTEND_KB = 32 }; /* shared-prefix keys per block: 32 K or V rows of D = 128 fp32 are 16 KiB of L1 */
+enum {
+    OPT_ATTEND_KB = 32,           /* shared-prefix keys per block: 32 K or V rows of D = 128 fp32 are 16 KiB of L1 */
+    OPT_ATTEND_PAIRS_MAX_D = 256, /* bf16 K and V in pairs up to this D (the queries' pair copies on the stack) */
+};
 
 typedef struct opt_attend_parts {
     /* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0); may
