@@ -703,12 +703,69 @@ ALWAYS_INLINE void score_group_keys(float *sc, size_t ldsc, const float *q, size
     }
 }
 
+/* score_group_keys for bf16 keys, qp = the G queries in pairs (x_in_pairs),
+ * query g at qp + g * ldqp: four queries by two keys, an even and an odd
+ * accumulator each (16), added and reduced as score_keys_pairs does. */
+static void score_group_keys_pairs(float *sc, size_t ldsc, const float *qp, size_t ldqp, int G, const uint16_t *k,
+                                   const uint16_t *v, int s0, int s1, int D)
+{
+    for (int g0 = 0; g0 < G; g0 += 4) {
+        const int n = G - g0 < 4 ? G - g0 : 4;
+        const float *qr[4];
+        for (int j = 0; j < 4; j++)
+            qr[j] = qp + (size_t)(g0 + (j < n ? j : n - 1)) * ldqp;
+        for (int s = s0; s < s1; s += 2) {
+            const int two = s + 1 < s1;
+            const size_t r0 = (size_t)s * D, r1 = two ? r0 + (size_t)D : r0;
+            if (g0 == 0)
+                for (size_t b = 0; b < (size_t)(1 + two) * D * 2; b += 64)
+                    _mm_prefetch((const char *)(v + r0) + b, _MM_HINT_T0);
+            __m512 ae[2][4], ao[2][4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+                ae[0][j] = ae[1][j] = ao[0][j] = ao[1][j] = _mm512_setzero_ps();
+            for (int d = 0; d < D; d += 32) {
+                __m512 k0e, k0o, k1e, k1o;
+                prec_bf16x32_pairs_to_ps(load_bf16x32(k + r0 + d, D - d), &k0e, &k0o);
+                prec_bf16x32_pairs_to_ps(load_bf16x32(k + r1 + d, D - d), &k1e, &k1o);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m512 qe = _mm512_loadu_ps(qr[j] + d), qo = _mm512_loadu_ps(qr[j] + d + 16);
+                    ae[0][j] = _mm512_fmadd_ps(qe, k0e, ae[0][j]);
+                    ao[0][j] = _mm512_fmadd_ps(qo, k0o, ao[0][j]);
+                    ae[1][j] = _mm512_fmadd_ps(qe, k1e, ae[1][j]);
+                    ao[1][j] = _mm512_fmadd_ps(qo, k1o, ao[1][j]);
+                }
+            }
+            _Alignas(16) float r[2][4];
+#pragma GCC unroll 2
+            for (int i = 0; i < 2; i++)
+                _mm_store_ps(r[i], reduce4(_mm512_add_ps(ae[i][0], ao[i][0]), _mm512_add_ps(ae[i][1], ao[i][1]),
+                                           _mm512_add_ps(ae[i][2], ao[i][2]), _mm512_add_ps(ae[i][3], ao[i][3])));
+            for (int j = 0; j < n; j++) {
+                sc[(size_t)(g0 + j) * ldsc + s] = r[0][j];
+                if (two)
+                    sc[(size_t)(g0 + j) * ldsc + s + 1] = r[1][j];
+            }
+        }
+    }
+}
+
 static void score_group_avx512(float *sc, size_t ldsc, const float *q, size_t ldq, int G, const void *k,
                                const void *v, opt_dtype dt, int s0, int s1, int D)
 {
     switch (dt) {
     case OPT_F16: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_F16, s0, s1, D); break;
-    case OPT_BF16: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_BF16, s0, s1, D); break;
+    case OPT_BF16:
+        if (D <= OPT_ATTEND_PAIRS_MAX_D) {
+            _Alignas(64) float qp[OPT_ATTEND_GROUP_MAX * OPT_ATTEND_PAIRS_MAX_D];
+            const size_t ldqp = (size_t)(D + 31) / 32 * 32;
+            for (int g = 0; g < G; g++)
+                x_in_pairs(qp + (size_t)g * ldqp, q + (size_t)g * ldq, D);
+            score_group_keys_pairs(sc, ldsc, qp, ldqp, G, k, v, s0, s1, D);
+        } else
+            score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_BF16, s0, s1, D);
+        break;
     default: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_F32, s0, s1, D); break;
     }
 }
@@ -758,12 +815,49 @@ ALWAYS_INLINE void vsum_group_keys(float *out, size_t ldo, const float *pw, cons
     }
 }
 
+/* vsum_group_keys for bf16 values: four outputs by 32 columns in pair order
+ * (eight registers), each load of 32 values split once for the four. */
+static void vsum_group_keys_pairs(float *out, size_t ldo, const float *pw, const unsigned char *any, int G,
+                                  const uint16_t *v, int s0, int s1, int D, int first)
+{
+    for (int g0 = 0; g0 < G; g0 += 4) {
+        const int n = G - g0 < 4 ? G - g0 : 4;
+        const float *p[4];
+        for (int j = 0; j < 4; j++)
+            p[j] = pw + (size_t)(g0 + (j < n ? j : n - 1)) * OPT_ATTEND_KB;
+        for (int d0 = 0; d0 < D; d0 += 32) {
+            const int c = D - d0 < 32 ? D - d0 : 32;
+            __m512 oe[4], oo[4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                oe[j] = oo[j] = _mm512_setzero_ps();
+                if (!first && j < n)
+                    ps_to_pairs(out + (size_t)(g0 + j) * ldo + d0, c, &oe[j], &oo[j]);
+            }
+            for (int s = s0; s < s1; s++) {
+                if (!any[s - s0])
+                    continue;
+                __m512 ve, vo;
+                prec_bf16x32_pairs_to_ps(load_bf16x32(v + (size_t)s * D + d0, c), &ve, &vo);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m512 pj = _mm512_set1_ps(p[j][s - s0]);
+                    oe[j] = _mm512_fmadd_ps(pj, ve, oe[j]);
+                    oo[j] = _mm512_fmadd_ps(pj, vo, oo[j]);
+                }
+            }
+            for (int j = 0; j < n; j++)
+                pairs_to_ps(out + (size_t)(g0 + j) * ldo + d0, c, oe[j], oo[j]);
+        }
+    }
+}
+
 static void vsum_group_avx512(float *out, size_t ldo, const float *pw, const unsigned char *any, int G,
                               const void *v, opt_dtype dt, int s0, int s1, int D, int first)
 {
     switch (dt) {
     case OPT_F16: vsum_group_keys(out, ldo, pw, any, G, v, OPT_F16, s0, s1, D, first); break;
-    case OPT_BF16: vsum_group_keys(out, ldo, pw, any, G, v, OPT_BF16, s0, s1, D, first); break;
+    case OPT_BF16: vsum_group_keys_pairs(out, ldo, pw, any, G, v, s0, s1, D, first); break;
     default: vsum_group_keys(out, ldo, pw, any, G, v, OPT_F32, s0, s1, D, first); break;
     }
 }
