@@ -461,14 +461,17 @@ ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const vo
 }
 
 /* ---- bf16 K and V in pairs ----------------------------------------------
- * A bf16 KV cache (D <= OPT_ATTEND_PAIRS_MAX_D) is read 32 values a load:
+ * A bf16 KV cache is read 32 values a load (the scores for D <=
+ * OPT_ATTEND_PAIRS_MAX_D, the size of the queries' pair copies), in every
+ * part:
  * prec_bf16x32_pairs_to_ps splits a load into its even columns and its odd
  * ones (a shift and a mask, instead of a zero-extension and a shift per 16
  * values). The scores take q in the same order (x_in_pairs), an even and an
  * odd accumulator per key, added before the reduction; the V sums keep their
  * outputs in pair order (even and odd columns in two registers) across the
  * keys and put them back in order once (pairs_to_ps), so each output is the
- * same fp32 chain as vsum_keys's. */
+ * same fp32 chain as vsum_keys's. score_group's sums for a (query, key) are
+ * score's bits for that key. */
 
 /* The 32 bf16 values at p (only the first n, 0..32, read; zero past them). */
 ALWAYS_INLINE __m512i load_bf16x32(const uint16_t *p, int n)
@@ -513,7 +516,8 @@ static void score_keys_pairs(float *sc, const float *qp, const uint16_t *k, cons
         for (int d = 0; d < D; d += 32)
             fma_pairs(_mm512_loadu_ps(qp + d), _mm512_loadu_ps(qp + d + 16),
                       load_bf16x32(k + (size_t)s * D + d, D - d), &ae, &ao);
-        sc[s] = _mm512_reduce_add_ps(_mm512_add_ps(ae, ao));
+        const __m512 a = _mm512_add_ps(ae, ao);
+        sc[s] = _mm_cvtss_f32(reduce4(a, a, a, a)); /* the tree of the four-key blocks */
     }
 }
 
