@@ -409,9 +409,7 @@ ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const vo
     int s = s0;
     for (; s + 4 <= s1; s += 4) {
         const size_t r0 = (size_t)s * D;
-        const char *vr = (const char *)v + r0 * es;
-        for (size_t b = 0; b < 4 * (size_t)D * es; b += 64)
-            _mm_prefetch(vr + b, _MM_HINT_T0);
+        opt_prefetch_l1((const char *)v + r0 * es, 4 * (size_t)D * es);
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         int d = 0;
         for (; d < Dv; d += 8) {
@@ -461,8 +459,7 @@ static void score_keys_pairs(float *sc, const float *qp, const uint16_t *k, cons
     int s = s0;
     for (; s + 4 <= s1; s += 4) {
         const size_t r0 = (size_t)s * D;
-        for (size_t b = 0; b < 4 * (size_t)D * 2; b += 64)
-            _mm_prefetch((const char *)(v + r0) + b, _MM_HINT_T0);
+        opt_prefetch_l1(v + r0, 4 * (size_t)D * 2);
         __m256 ae[4], ao[4];
 #pragma GCC unroll 4
         for (int j = 0; j < 4; j++)
@@ -674,16 +671,13 @@ ALWAYS_INLINE void score_group_keys(float *sc, size_t ldsc, const float *q, size
     const size_t es = opt_dtype_size(dt);
     const __m256i dmask = lane_mask(D - Dv);
     for (int g0 = 0; g0 < G; g0 += 4) {
-        const int n = G - g0 < 4 ? G - g0 : 4;
         const float *qr[4];
-        for (int j = 0; j < 4; j++)
-            qr[j] = q + (size_t)(g0 + (j < n ? j : n - 1)) * ldq;
+        const int n = opt_attend_chunk4(qr, q, ldq, g0, G);
         for (int s = s0; s < s1; s += 2) {
             const int two = s + 1 < s1;
             const size_t r0 = (size_t)s * D, r1 = two ? r0 + (size_t)D : r0;
             if (g0 == 0)
-                for (size_t b = 0; b < (size_t)(1 + two) * D * es; b += 64)
-                    _mm_prefetch((const char *)v + r0 * es + b, _MM_HINT_T0);
+                opt_prefetch_l1((const char *)v + r0 * es, (size_t)(1 + two) * D * es);
             __m256 a[2][4];
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++)
@@ -738,10 +732,8 @@ ALWAYS_INLINE void vsum_group_keys(float *out, size_t ldo, const float *pw, cons
                                    const void *v, opt_dtype dt, int s0, int s1, int D, int first)
 {
     for (int g0 = 0; g0 < G; g0 += 4) {
-        const int n = G - g0 < 4 ? G - g0 : 4;
         const float *p[4];
-        for (int j = 0; j < 4; j++)
-            p[j] = pw + (size_t)(g0 + (j < n ? j : n - 1)) * OPT_ATTEND_KB;
+        const int n = opt_attend_chunk4(p, pw, OPT_ATTEND_KB, g0, G);
         for (int d0 = 0; d0 < D; d0 += 16) {
             const int c0 = D - d0 < 8 ? D - d0 : 8, c1 = D - d0 - 8 < 0 ? 0 : D - d0 - 8 < 8 ? D - d0 - 8 : 8;
             const __m256i m0 = lane_mask(c0), m1 = lane_mask(c1);

@@ -427,9 +427,7 @@ ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const vo
     int s = s0;
     for (; s + 4 <= s1; s += 4) {
         const size_t r0 = (size_t)s * D;
-        const char *vr = (const char *)v + r0 * es;
-        for (size_t b = 0; b < 4 * (size_t)D * es; b += 64)
-            _mm_prefetch(vr + b, _MM_HINT_T0);
+        opt_prefetch_l1((const char *)v + r0 * es, 4 * (size_t)D * es);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         int d = 0;
         for (; d < Dv; d += 16) {
@@ -495,8 +493,7 @@ static void score_keys_pairs(float *sc, const float *qp, const uint16_t *k, cons
     int s = s0;
     for (; s + 4 <= s1; s += 4) {
         const size_t r0 = (size_t)s * D;
-        for (size_t b = 0; b < 4 * (size_t)D * 2; b += 64)
-            _mm_prefetch((const char *)(v + r0) + b, _MM_HINT_T0);
+        opt_prefetch_l1(v + r0, 4 * (size_t)D * 2);
         __m512 ae[4], ao[4];
 #pragma GCC unroll 4
         for (int j = 0; j < 4; j++)
@@ -662,16 +659,13 @@ ALWAYS_INLINE void score_group_keys(float *sc, size_t ldsc, const float *q, size
     const __mmask16 dmask = tail_mask(D - Dv);
     const size_t es = opt_dtype_size(dt);
     for (int g0 = 0; g0 < G; g0 += 4) {
-        const int n = G - g0 < 4 ? G - g0 : 4;
         const float *qr[4];
-        for (int j = 0; j < 4; j++)
-            qr[j] = q + (size_t)(g0 + (j < n ? j : n - 1)) * ldq;
+        const int n = opt_attend_chunk4(qr, q, ldq, g0, G);
         for (int s = s0; s < s1; s += 2) {
             const int two = s + 1 < s1;
             const size_t r0 = (size_t)s * D, r1 = two ? r0 + (size_t)D : r0;
             if (g0 == 0)
-                for (size_t b = 0; b < (size_t)(1 + two) * D * es; b += 64)
-                    _mm_prefetch((const char *)v + r0 * es + b, _MM_HINT_T0);
+                opt_prefetch_l1((const char *)v + r0 * es, (size_t)(1 + two) * D * es);
             __m512 a[2][4];
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++)
@@ -714,16 +708,13 @@ static void score_group_keys_pairs(float *sc, size_t ldsc, const float *qp, size
                                    const uint16_t *v, int s0, int s1, int D)
 {
     for (int g0 = 0; g0 < G; g0 += 4) {
-        const int n = G - g0 < 4 ? G - g0 : 4;
         const float *qr[4];
-        for (int j = 0; j < 4; j++)
-            qr[j] = qp + (size_t)(g0 + (j < n ? j : n - 1)) * ldqp;
+        const int n = opt_attend_chunk4(qr, qp, ldqp, g0, G);
         for (int s = s0; s < s1; s += 2) {
             const int two = s + 1 < s1;
             const size_t r0 = (size_t)s * D, r1 = two ? r0 + (size_t)D : r0;
             if (g0 == 0)
-                for (size_t b = 0; b < (size_t)(1 + two) * D * 2; b += 64)
-                    _mm_prefetch((const char *)(v + r0) + b, _MM_HINT_T0);
+                opt_prefetch_l1(v + r0, (size_t)(1 + two) * D * 2);
             __m512 ae[2][4], ao[2][4];
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++)
@@ -783,10 +774,8 @@ ALWAYS_INLINE void vsum_group_keys(float *out, size_t ldo, const float *pw, cons
                                    const void *v, opt_dtype dt, int s0, int s1, int D, int first)
 {
     for (int g0 = 0; g0 < G; g0 += 4) {
-        const int n = G - g0 < 4 ? G - g0 : 4;
         const float *p[4];
-        for (int j = 0; j < 4; j++)
-            p[j] = pw + (size_t)(g0 + (j < n ? j : n - 1)) * OPT_ATTEND_KB;
+        const int n = opt_attend_chunk4(p, pw, OPT_ATTEND_KB, g0, G);
         for (int d0 = 0; d0 < D; d0 += 32) {
             const int c0 = D - d0 < 16 ? D - d0 : 16, c1 = D - d0 - 16 < 0 ? 0 : D - d0 - 16 < 16 ? D - d0 - 16 : 16;
             const __mmask16 m0 = tail_mask(c0), m1 = c1 == 16 ? (__mmask16)0xffff : tail_mask(c1);
@@ -825,10 +814,8 @@ static void vsum_group_keys_pairs(float *out, size_t ldo, const float *pw, const
                                   const uint16_t *v, int s0, int s1, int D, int first)
 {
     for (int g0 = 0; g0 < G; g0 += 4) {
-        const int n = G - g0 < 4 ? G - g0 : 4;
         const float *p[4];
-        for (int j = 0; j < 4; j++)
-            p[j] = pw + (size_t)(g0 + (j < n ? j : n - 1)) * OPT_ATTEND_KB;
+        const int n = opt_attend_chunk4(p, pw, OPT_ATTEND_KB, g0, G);
         for (int d0 = 0; d0 < D; d0 += 32) {
             const int c = D - d0 < 32 ? D - d0 : 32;
             __m512 oe[4], oo[4];

@@ -78,6 +78,25 @@ typedef struct opt_attend_parts {
                        opt_dtype dt, int s0, int s1, int D, int first);
 } opt_attend_parts;
 
+/* The rows of queries g0 .. g0 + 3 of G (g0 < G) in rows[4], query g at
+ * base + g * ld, a chunk of fewer than four repeating its last; returns how
+ * many are the chunk's own (1..4). The group parts take four at a time. */
+static inline int opt_attend_chunk4(const float *rows[4], const float *base, size_t ld, int g0, int G)
+{
+    const int n = G - g0 < 4 ? G - g0 : 4;
+    for (int j = 0; j < 4; j++)
+        rows[j] = base + (size_t)(g0 + (j < n ? j : n - 1)) * ld;
+    return n;
+}
+
+/* Prefetches the bytes [p, p + bytes) into L1, a 64-byte line at a time (the
+ * score parts fetch the V rows of the keys they score). */
+static inline void opt_prefetch_l1(const void *p, size_t bytes)
+{
+    for (size_t b = 0; b < bytes; b += 64)
+        __builtin_prefetch((const char *)p + b, 0, 3);
+}
+
 /* The attend_group entry's contract (kernels.h) through a variant's parts. */
 void opt_attend_group_run(const opt_attend_parts *a, float *out, size_t ldo, const float *q, size_t ldq, int G,
                           const void *kp, const void *vp, int np, const void *k, const void *v, size_t ld_kv,
