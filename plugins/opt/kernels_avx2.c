@@ -241,6 +241,38 @@ ALWAYS_INLINE void row_tile(int NR, opt_dtype dt, const float *x, const void *w,
                                   _mm256_add_ps(acc[2][0], acc[2][1]), _mm256_add_ps(acc[3][0], acc[3][1])));
 }
 
+/* The n (0..16) floats at x, zero past them, in pair order: *even = x[2 j],
+ * *odd = x[2 j + 1], j < 8. */
+ALWAYS_INLINE void ps_to_pairs(const float *x, int n, __m256 *even, __m256 *odd)
+{
+    const __m256 a = n < 8 ? _mm256_maskload_ps(x, lane_mask(n)) : _mm256_loadu_ps(x);
+    const __m256 b = n <= 8   ? _mm256_setzero_ps()
+                     : n < 16 ? _mm256_maskload_ps(x + 8, lane_mask(n - 8))
+                              : _mm256_loadu_ps(x + 8);
+    /* per 128-bit half: a0 a2 b0 b2 | a4 a6 b4 b6, then the middle 64-bit quarters swapped */
+    const __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    const __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* The inverse of ps_to_pairs: x[2 j] = even[j], x[2 j + 1] = odd[j], only
+ * for the first n (0..16) of x. */
+ALWAYS_INLINE void pairs_to_ps(float *x, int n, __m256 even, __m256 odd)
+{
+    /* per 128-bit half: e0 o0 e1 o1 | e4 o4 e5 o5 and e2 o2 e3 o3 | e6 o6 e7 o7 */
+    const __m256 lo = _mm256_unpacklo_ps(even, odd), hi = _mm256_unpackhi_ps(even, odd);
+    const __m256 a = _mm256_permute2f128_ps(lo, hi, 0x20), b = _mm256_permute2f128_ps(lo, hi, 0x31);
+    if (n >= 16) {
+        _mm256_storeu_ps(x, a);
+        _mm256_storeu_ps(x + 8, b);
+        return;
+    }
+    _mm256_maskstore_ps(x, lane_mask(n < 8 ? n : 8), a);
+    if (n > 8)
+        _mm256_maskstore_ps(x + 8, lane_mask(n - 8), b);
+}
+
 /* xp = x[0, K) in the order row_tile() pairs with bf16 weights: per 16
  * columns the 8 even ones, then the 8 odd ones (xp[16 c + j] = x[16 c + 2 j],
  * xp[16 c + 8 + j] = x[16 c + 2 j + 1]), zero past K up to K rounded up to 16.
@@ -248,16 +280,10 @@ ALWAYS_INLINE void row_tile(int NR, opt_dtype dt, const float *x, const void *w,
 static void x_in_pairs(float *xp, const float *x, int K)
 {
     for (int k = 0; k < K; k += 16) {
-        const int r = K - k;
-        const __m256 a = r < 8 ? _mm256_maskload_ps(x + k, lane_mask(r)) : _mm256_loadu_ps(x + k);
-        const __m256 b = r <= 8   ? _mm256_setzero_ps()
-                         : r < 16 ? _mm256_maskload_ps(x + k + 8, lane_mask(r - 8))
-                                  : _mm256_loadu_ps(x + k + 8);
-        /* per 128-bit half: a0 a2 b0 b2 | a4 a6 b4 b6, then the middle 64-bit quarters swapped */
-        const __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-        const __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
-        _mm256_storeu_ps(xp + k, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0))));
-        _mm256_storeu_ps(xp + k + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0))));
+        __m256 e, o;
+        ps_to_pairs(x + k, K - k < 16 ? K - k : 16, &e, &o);
+        _mm256_storeu_ps(xp + k, e);
+        _mm256_storeu_ps(xp + k + 8, o);
     }
 }
 
@@ -383,9 +409,7 @@ ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const vo
     int s = s0;
     for (; s + 4 <= s1; s += 4) {
         const size_t r0 = (size_t)s * D;
-        const char *vr = (const char *)v + r0 * es;
-        for (size_t b = 0; b < 4 * (size_t)D * es; b += 64)
-            _mm_prefetch(vr + b, _MM_HINT_T0);
+        opt_prefetch_l1((const char *)v + r0 * es, 4 * (size_t)D * es);
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         int d = 0;
         for (; d < Dv; d += 8) {
@@ -408,11 +432,125 @@ ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const vo
         sc[s] = dot_dt(q, (const char *)k + (size_t)s * D * es, dt, D);
 }
 
+/* ---- bf16 K and V in pairs ------------------------------------------------
+ * As in the AVX-512 variant, for one query's keys (score, vsum): a bf16 KV
+ * cache (D <= OPT_ATTEND_PAIRS_MAX_D for the scores) is read 16 values a
+ * load, split by prec_bf16x16_pairs_to_ps (row_load16) into its even and odd
+ * columns; the scores take q in x_in_pairs's order, an even and an odd
+ * accumulator per key, added before the reduction; the V sums keep their
+ * outputs in pair order across the keys and put them back in order once
+ * (pairs_to_ps), so each output is the same fp32 chain as vsum_keys's. The
+ * group parts widen one vector at a time: there pairs measured no faster
+ * (four queries by two keys in pairs would take 16 accumulators). */
+
+/* The 16 bf16 values at p in pairs (only the first n, 0..16, read; zero past them). */
+ALWAYS_INLINE void load_bf16x16_pairs(const uint16_t *p, int n, __m256 *even, __m256 *odd)
+{
+    if (n >= 16)
+        row_load16(p, OPT_BF16, 0, even, odd);
+    else
+        row_load16_part(p, OPT_BF16, 0, n, even, odd);
+}
+
+/* score_keys for bf16 keys with qp = q in pairs (x_in_pairs, zero-padded to
+ * a multiple of 16). */
+static void score_keys_pairs(float *sc, const float *qp, const uint16_t *k, const uint16_t *v, int s0, int s1, int D)
+{
+    int s = s0;
+    for (; s + 4 <= s1; s += 4) {
+        const size_t r0 = (size_t)s * D;
+        opt_prefetch_l1(v + r0, 4 * (size_t)D * 2);
+        __m256 ae[4], ao[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            ae[j] = ao[j] = _mm256_setzero_ps();
+        for (int d = 0; d < D; d += 16) {
+            const __m256 qe = _mm256_loadu_ps(qp + d), qo = _mm256_loadu_ps(qp + d + 8);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m256 e, o;
+                load_bf16x16_pairs(k + r0 + (size_t)j * D + d, D - d, &e, &o);
+                ae[j] = _mm256_fmadd_ps(qe, e, ae[j]);
+                ao[j] = _mm256_fmadd_ps(qo, o, ao[j]);
+            }
+        }
+        _mm_storeu_ps(sc + s, reduce4(_mm256_add_ps(ae[0], ao[0]), _mm256_add_ps(ae[1], ao[1]),
+                                      _mm256_add_ps(ae[2], ao[2]), _mm256_add_ps(ae[3], ao[3])));
+    }
+    for (; s < s1; s++) {
+        __m256 ae = _mm256_setzero_ps(), ao = ae;
+        for (int d = 0; d < D; d += 16) {
+            __m256 e, o;
+            load_bf16x16_pairs(k + (size_t)s * D + d, D - d, &e, &o);
+            ae = _mm256_fmadd_ps(_mm256_loadu_ps(qp + d), e, ae);
+            ao = _mm256_fmadd_ps(_mm256_loadu_ps(qp + d + 8), o, ao);
+        }
+        const __m256 a = _mm256_add_ps(ae, ao);
+        sc[s] = _mm_cvtss_f32(reduce4(a, a, a, a)); /* the tree of the four-key blocks */
+    }
+}
+
+/* vsum_keys for bf16 values: 64 columns at a time in pair order (eight
+ * registers), then the columns left 16 at a time (the last one partial). */
+static void vsum_keys_pairs(float *out, const float *sc, float inv, const uint16_t *v, int s0, int s1, int D,
+                            int first)
+{
+    int d0 = 0;
+    for (; d0 + 64 <= D; d0 += 64) {
+        __m256 oe[4], oo[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            oe[i] = oo[i] = _mm256_setzero_ps();
+            if (!first)
+                ps_to_pairs(out + d0 + 16 * i, 16, &oe[i], &oo[i]);
+        }
+        for (int s = s0; s < s1; s++) {
+            if (sc[s] == 0.0f)
+                continue;
+            const __m256 p = _mm256_set1_ps(sc[s] * inv);
+            const uint16_t *r = v + (size_t)s * D + d0;
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                __m256 e, o;
+                row_load16(r + 16 * i, OPT_BF16, 0, &e, &o);
+                oe[i] = _mm256_fmadd_ps(p, e, oe[i]);
+                oo[i] = _mm256_fmadd_ps(p, o, oo[i]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++)
+            pairs_to_ps(out + d0 + 16 * i, 16, oe[i], oo[i]);
+    }
+    for (; d0 < D; d0 += 16) {
+        const int n = D - d0 < 16 ? D - d0 : 16;
+        __m256 oe = _mm256_setzero_ps(), oo = oe;
+        if (!first)
+            ps_to_pairs(out + d0, n, &oe, &oo);
+        for (int s = s0; s < s1; s++) {
+            if (sc[s] == 0.0f)
+                continue;
+            const __m256 p = _mm256_set1_ps(sc[s] * inv);
+            __m256 e, o;
+            load_bf16x16_pairs(v + (size_t)s * D + d0, n, &e, &o);
+            oe = _mm256_fmadd_ps(p, e, oe);
+            oo = _mm256_fmadd_ps(p, o, oo);
+        }
+        pairs_to_ps(out + d0, n, oe, oo);
+    }
+}
+
 static void score_avx2(float *sc, const float *q, const void *k, const void *v, opt_dtype dt, int s0, int s1, int D)
 {
     switch (dt) {
     case OPT_F16: score_keys(sc, q, k, v, OPT_F16, s0, s1, D); break;
-    case OPT_BF16: score_keys(sc, q, k, v, OPT_BF16, s0, s1, D); break;
+    case OPT_BF16:
+        if (D <= OPT_ATTEND_PAIRS_MAX_D) {
+            _Alignas(32) float qp[OPT_ATTEND_PAIRS_MAX_D];
+            x_in_pairs(qp, q, D);
+            score_keys_pairs(sc, qp, k, v, s0, s1, D);
+        } else
+            score_keys(sc, q, k, v, OPT_BF16, s0, s1, D);
+        break;
     default: score_keys(sc, q, k, v, OPT_F32, s0, s1, D); break;
     }
 }
@@ -516,7 +654,7 @@ static void vsum_avx2(float *out, const float *sc, float inv, const void *v, opt
 {
     switch (dt) {
     case OPT_F16: vsum_keys(out, sc, inv, v, OPT_F16, s0, s1, D, first); break;
-    case OPT_BF16: vsum_keys(out, sc, inv, v, OPT_BF16, s0, s1, D, first); break;
+    case OPT_BF16: vsum_keys_pairs(out, sc, inv, v, s0, s1, D, first); break;
     default: vsum_keys(out, sc, inv, v, OPT_F32, s0, s1, D, first); break;
     }
 }
@@ -533,16 +671,13 @@ ALWAYS_INLINE void score_group_keys(float *sc, size_t ldsc, const float *q, size
     const size_t es = opt_dtype_size(dt);
     const __m256i dmask = lane_mask(D - Dv);
     for (int g0 = 0; g0 < G; g0 += 4) {
-        const int n = G - g0 < 4 ? G - g0 : 4;
         const float *qr[4];
-        for (int j = 0; j < 4; j++)
-            qr[j] = q + (size_t)(g0 + (j < n ? j : n - 1)) * ldq;
+        const int n = opt_attend_chunk4(qr, q, ldq, g0, G);
         for (int s = s0; s < s1; s += 2) {
             const int two = s + 1 < s1;
             const size_t r0 = (size_t)s * D, r1 = two ? r0 + (size_t)D : r0;
             if (g0 == 0)
-                for (size_t b = 0; b < (size_t)(1 + two) * D * es; b += 64)
-                    _mm_prefetch((const char *)v + r0 * es + b, _MM_HINT_T0);
+                opt_prefetch_l1((const char *)v + r0 * es, (size_t)(1 + two) * D * es);
             __m256 a[2][4];
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++)
@@ -597,10 +732,8 @@ ALWAYS_INLINE void vsum_group_keys(float *out, size_t ldo, const float *pw, cons
                                    const void *v, opt_dtype dt, int s0, int s1, int D, int first)
 {
     for (int g0 = 0; g0 < G; g0 += 4) {
-        const int n = G - g0 < 4 ? G - g0 : 4;
         const float *p[4];
-        for (int j = 0; j < 4; j++)
-            p[j] = pw + (size_t)(g0 + (j < n ? j : n - 1)) * OPT_ATTEND_KB;
+        const int n = opt_attend_chunk4(p, pw, OPT_ATTEND_KB, g0, G);
         for (int d0 = 0; d0 < D; d0 += 16) {
             const int c0 = D - d0 < 8 ? D - d0 : 8, c1 = D - d0 - 8 < 0 ? 0 : D - d0 - 8 < 8 ? D - d0 - 8 : 8;
             const __m256i m0 = lane_mask(c0), m1 = lane_mask(c1);

@@ -260,22 +260,43 @@ ALWAYS_INLINE void row_tile(int NR, opt_dtype dt, const float *x, const void *w,
                                   _mm512_add_ps(acc[2][0], acc[2][1]), _mm512_add_ps(acc[3][0], acc[3][1])));
 }
 
+/* The n (0..32) floats at x, zero past them, in pair order: *even = x[2 j],
+ * *odd = x[2 j + 1], j < 16. */
+ALWAYS_INLINE void ps_to_pairs(const float *x, int n, __m512 *even, __m512 *odd)
+{
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
+    const __m512 a = _mm512_maskz_loadu_ps(n < 16 ? tail_mask(n) : (__mmask16)0xffff, x);
+    const __m512 b = n <= 16 ? _mm512_setzero_ps()
+                     : n < 32 ? _mm512_maskz_loadu_ps(tail_mask(n - 16), x + 16)
+                              : _mm512_loadu_ps(x + 16);
+    *even = _mm512_permutex2var_ps(a, ie, b);
+    *odd = _mm512_permutex2var_ps(a, io, b);
+}
+
+/* The inverse of ps_to_pairs: x[2 j] = even[j], x[2 j + 1] = odd[j], only
+ * for the first n (0..32) of x. */
+ALWAYS_INLINE void pairs_to_ps(float *x, int n, __m512 even, __m512 odd)
+{
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+    _mm512_mask_storeu_ps(x, n < 16 ? tail_mask(n) : (__mmask16)0xffff, _mm512_permutex2var_ps(even, lo, odd));
+    if (n > 16)
+        _mm512_mask_storeu_ps(x + 16, n < 32 ? tail_mask(n - 16) : (__mmask16)0xffff,
+                              _mm512_permutex2var_ps(even, hi, odd));
+}
+
 /* xp = x[0, K) in the order row_tile() pairs with bf16 weights: per 32
  * columns the 16 even ones, then the 16 odd ones (xp[32 c + j] = x[32 c + 2 j],
  * xp[32 c + 16 + j] = x[32 c + 2 j + 1]), zero past K up to K rounded up to 32.
  * Lane j of each half then meets the weight pair (2 j, 2 j + 1) of one load. */
 static void x_in_pairs(float *xp, const float *x, int K)
 {
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     for (int k = 0; k < K; k += 32) {
-        const int r = K - k;
-        const __m512 a = _mm512_maskz_loadu_ps(r < 16 ? tail_mask(r) : (__mmask16)0xffff, x + k);
-        const __m512 b = r <= 16   ? _mm512_setzero_ps()
-                         : r < 32 ? _mm512_maskz_loadu_ps(tail_mask(r - 16), x + k + 16)
-                                  : _mm512_loadu_ps(x + k + 16);
-        _mm512_storeu_ps(xp + k, _mm512_permutex2var_ps(a, even, b));
-        _mm512_storeu_ps(xp + k + 16, _mm512_permutex2var_ps(a, odd, b));
+        __m512 e, o;
+        ps_to_pairs(x + k, K - k < 32 ? K - k : 32, &e, &o);
+        _mm512_storeu_ps(xp + k, e);
+        _mm512_storeu_ps(xp + k + 16, o);
     }
 }
 
@@ -406,9 +427,7 @@ ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const vo
     int s = s0;
     for (; s + 4 <= s1; s += 4) {
         const size_t r0 = (size_t)s * D;
-        const char *vr = (const char *)v + r0 * es;
-        for (size_t b = 0; b < 4 * (size_t)D * es; b += 64)
-            _mm_prefetch(vr + b, _MM_HINT_T0);
+        opt_prefetch_l1((const char *)v + r0 * es, 4 * (size_t)D * es);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         int d = 0;
         for (; d < Dv; d += 16) {
@@ -439,11 +458,102 @@ ALWAYS_INLINE void score_keys(float *sc, const float *q, const void *k, const vo
     }
 }
 
+/* ---- bf16 K and V in pairs ----------------------------------------------
+ * A bf16 KV cache is read 32 values a load (the scores for D <=
+ * OPT_ATTEND_PAIRS_MAX_D, the size of the queries' pair copies), in every
+ * part:
+ * prec_bf16x32_pairs_to_ps splits a load into its even columns and its odd
+ * ones (a shift and a mask, instead of a zero-extension and a shift per 16
+ * values). The scores take q in the same order (x_in_pairs), an even and an
+ * odd accumulator per key, added before the reduction; the V sums keep their
+ * outputs in pair order (even and odd columns in two registers) across the
+ * keys and put them back in order once (pairs_to_ps), so each output is the
+ * same fp32 chain as vsum_keys's. score_group's sums for a (query, key) are
+ * score's bits for that key. */
+
+/* The 32 bf16 values at p (only the first n, 0..32, read; zero past them). */
+ALWAYS_INLINE __m512i load_bf16x32(const uint16_t *p, int n)
+{
+    return n >= 32 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi16((__mmask32)((1u << n) - 1u), p);
+}
+
+/* *ae += qe * (the even values of h), *ao += qo * (the odd ones). */
+ALWAYS_INLINE void fma_pairs(__m512 qe, __m512 qo, __m512i h, __m512 *ae, __m512 *ao)
+{
+    __m512 e, o;
+    prec_bf16x32_pairs_to_ps(h, &e, &o);
+    *ae = _mm512_fmadd_ps(qe, e, *ae);
+    *ao = _mm512_fmadd_ps(qo, o, *ao);
+}
+
+/* score_keys for bf16 keys with qp = q in pairs (x_in_pairs, zero-padded to
+ * a multiple of 32). */
+static void score_keys_pairs(float *sc, const float *qp, const uint16_t *k, const uint16_t *v, int s0, int s1, int D)
+{
+    int s = s0;
+    for (; s + 4 <= s1; s += 4) {
+        const size_t r0 = (size_t)s * D;
+        opt_prefetch_l1(v + r0, 4 * (size_t)D * 2);
+        __m512 ae[4], ao[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            ae[j] = ao[j] = _mm512_setzero_ps();
+        for (int d = 0; d < D; d += 32) {
+            const int n = D - d;
+            const __m512 qe = _mm512_loadu_ps(qp + d), qo = _mm512_loadu_ps(qp + d + 16);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+                fma_pairs(qe, qo, load_bf16x32(k + r0 + (size_t)j * D + d, n), &ae[j], &ao[j]);
+        }
+        _mm_storeu_ps(sc + s, reduce4(_mm512_add_ps(ae[0], ao[0]), _mm512_add_ps(ae[1], ao[1]),
+                                      _mm512_add_ps(ae[2], ao[2]), _mm512_add_ps(ae[3], ao[3])));
+    }
+    for (; s < s1; s++) {
+        __m512 ae = _mm512_setzero_ps(), ao = ae;
+        for (int d = 0; d < D; d += 32)
+            fma_pairs(_mm512_loadu_ps(qp + d), _mm512_loadu_ps(qp + d + 16),
+                      load_bf16x32(k + (size_t)s * D + d, D - d), &ae, &ao);
+        const __m512 a = _mm512_add_ps(ae, ao);
+        sc[s] = _mm_cvtss_f32(reduce4(a, a, a, a)); /* the tree of the four-key blocks */
+    }
+}
+
+/* vsum_keys for bf16 values: 64 columns at a time, in pair order. */
+static void vsum_keys_pairs(float *out, const float *sc, float inv, const uint16_t *v, int s0, int s1, int D,
+                            int first)
+{
+    for (int d0 = 0; d0 < D; d0 += 64) {
+        const int n0 = D - d0 < 32 ? D - d0 : 32, n1 = D - d0 - 32 < 0 ? 0 : D - d0 - 32 < 32 ? D - d0 - 32 : 32;
+        __m512 e0 = _mm512_setzero_ps(), o0 = e0, e1 = e0, o1 = e0;
+        if (!first) {
+            ps_to_pairs(out + d0, n0, &e0, &o0);
+            ps_to_pairs(out + d0 + 32, n1, &e1, &o1);
+        }
+        for (int s = s0; s < s1; s++) {
+            if (sc[s] == 0.0f)
+                continue;
+            const __m512 p = _mm512_set1_ps(sc[s] * inv);
+            const uint16_t *r = v + (size_t)s * D + d0;
+            fma_pairs(p, p, load_bf16x32(r, n0), &e0, &o0);
+            fma_pairs(p, p, load_bf16x32(r + 32, n1), &e1, &o1);
+        }
+        pairs_to_ps(out + d0, n0, e0, o0);
+        pairs_to_ps(out + d0 + 32, n1, e1, o1);
+    }
+}
+
 static void score_avx512(float *sc, const float *q, const void *k, const void *v, opt_dtype dt, int s0, int s1, int D)
 {
     switch (dt) {
     case OPT_F16: score_keys(sc, q, k, v, OPT_F16, s0, s1, D); break;
-    case OPT_BF16: score_keys(sc, q, k, v, OPT_BF16, s0, s1, D); break;
+    case OPT_BF16:
+        if (D <= OPT_ATTEND_PAIRS_MAX_D) {
+            _Alignas(64) float qp[OPT_ATTEND_PAIRS_MAX_D];
+            x_in_pairs(qp, q, D);
+            score_keys_pairs(sc, qp, k, v, s0, s1, D);
+        } else
+            score_keys(sc, q, k, v, OPT_BF16, s0, s1, D);
+        break;
     default: score_keys(sc, q, k, v, OPT_F32, s0, s1, D); break;
     }
 }
@@ -532,7 +642,7 @@ static void vsum_avx512(float *out, const float *sc, float inv, const void *v, o
 {
     switch (dt) {
     case OPT_F16: vsum_keys(out, sc, inv, v, OPT_F16, s0, s1, D, first); break;
-    case OPT_BF16: vsum_keys(out, sc, inv, v, OPT_BF16, s0, s1, D, first); break;
+    case OPT_BF16: vsum_keys_pairs(out, sc, inv, v, s0, s1, D, first); break;
     default: vsum_keys(out, sc, inv, v, OPT_F32, s0, s1, D, first); break;
     }
 }
@@ -549,16 +659,13 @@ ALWAYS_INLINE void score_group_keys(float *sc, size_t ldsc, const float *q, size
     const __mmask16 dmask = tail_mask(D - Dv);
     const size_t es = opt_dtype_size(dt);
     for (int g0 = 0; g0 < G; g0 += 4) {
-        const int n = G - g0 < 4 ? G - g0 : 4;
         const float *qr[4];
-        for (int j = 0; j < 4; j++)
-            qr[j] = q + (size_t)(g0 + (j < n ? j : n - 1)) * ldq;
+        const int n = opt_attend_chunk4(qr, q, ldq, g0, G);
         for (int s = s0; s < s1; s += 2) {
             const int two = s + 1 < s1;
             const size_t r0 = (size_t)s * D, r1 = two ? r0 + (size_t)D : r0;
             if (g0 == 0)
-                for (size_t b = 0; b < (size_t)(1 + two) * D * es; b += 64)
-                    _mm_prefetch((const char *)v + r0 * es + b, _MM_HINT_T0);
+                opt_prefetch_l1((const char *)v + r0 * es, (size_t)(1 + two) * D * es);
             __m512 a[2][4];
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++)
@@ -594,12 +701,66 @@ ALWAYS_INLINE void score_group_keys(float *sc, size_t ldsc, const float *q, size
     }
 }
 
+/* score_group_keys for bf16 keys, qp = the G queries in pairs (x_in_pairs),
+ * query g at qp + g * ldqp: four queries by two keys, an even and an odd
+ * accumulator each (16), added and reduced as score_keys_pairs does. */
+static void score_group_keys_pairs(float *sc, size_t ldsc, const float *qp, size_t ldqp, int G, const uint16_t *k,
+                                   const uint16_t *v, int s0, int s1, int D)
+{
+    for (int g0 = 0; g0 < G; g0 += 4) {
+        const float *qr[4];
+        const int n = opt_attend_chunk4(qr, qp, ldqp, g0, G);
+        for (int s = s0; s < s1; s += 2) {
+            const int two = s + 1 < s1;
+            const size_t r0 = (size_t)s * D, r1 = two ? r0 + (size_t)D : r0;
+            if (g0 == 0)
+                opt_prefetch_l1(v + r0, (size_t)(1 + two) * D * 2);
+            __m512 ae[2][4], ao[2][4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++)
+                ae[0][j] = ae[1][j] = ao[0][j] = ao[1][j] = _mm512_setzero_ps();
+            for (int d = 0; d < D; d += 32) {
+                __m512 k0e, k0o, k1e, k1o;
+                prec_bf16x32_pairs_to_ps(load_bf16x32(k + r0 + d, D - d), &k0e, &k0o);
+                prec_bf16x32_pairs_to_ps(load_bf16x32(k + r1 + d, D - d), &k1e, &k1o);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m512 qe = _mm512_loadu_ps(qr[j] + d), qo = _mm512_loadu_ps(qr[j] + d + 16);
+                    ae[0][j] = _mm512_fmadd_ps(qe, k0e, ae[0][j]);
+                    ao[0][j] = _mm512_fmadd_ps(qo, k0o, ao[0][j]);
+                    ae[1][j] = _mm512_fmadd_ps(qe, k1e, ae[1][j]);
+                    ao[1][j] = _mm512_fmadd_ps(qo, k1o, ao[1][j]);
+                }
+            }
+            _Alignas(16) float r[2][4];
+#pragma GCC unroll 2
+            for (int i = 0; i < 2; i++)
+                _mm_store_ps(r[i], reduce4(_mm512_add_ps(ae[i][0], ao[i][0]), _mm512_add_ps(ae[i][1], ao[i][1]),
+                                           _mm512_add_ps(ae[i][2], ao[i][2]), _mm512_add_ps(ae[i][3], ao[i][3])));
+            for (int j = 0; j < n; j++) {
+                sc[(size_t)(g0 + j) * ldsc + s] = r[0][j];
+                if (two)
+                    sc[(size_t)(g0 + j) * ldsc + s + 1] = r[1][j];
+            }
+        }
+    }
+}
+
 static void score_group_avx512(float *sc, size_t ldsc, const float *q, size_t ldq, int G, const void *k,
                                const void *v, opt_dtype dt, int s0, int s1, int D)
 {
     switch (dt) {
     case OPT_F16: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_F16, s0, s1, D); break;
-    case OPT_BF16: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_BF16, s0, s1, D); break;
+    case OPT_BF16:
+        if (D <= OPT_ATTEND_PAIRS_MAX_D) {
+            _Alignas(64) float qp[OPT_ATTEND_GROUP_MAX * OPT_ATTEND_PAIRS_MAX_D];
+            const size_t ldqp = (size_t)(D + 31) / 32 * 32;
+            for (int g = 0; g < G; g++)
+                x_in_pairs(qp + (size_t)g * ldqp, q + (size_t)g * ldq, D);
+            score_group_keys_pairs(sc, ldsc, qp, ldqp, G, k, v, s0, s1, D);
+        } else
+            score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_BF16, s0, s1, D);
+        break;
     default: score_group_keys(sc, ldsc, q, ldq, G, k, v, OPT_F32, s0, s1, D); break;
     }
 }
@@ -613,10 +774,8 @@ ALWAYS_INLINE void vsum_group_keys(float *out, size_t ldo, const float *pw, cons
                                    const void *v, opt_dtype dt, int s0, int s1, int D, int first)
 {
     for (int g0 = 0; g0 < G; g0 += 4) {
-        const int n = G - g0 < 4 ? G - g0 : 4;
         const float *p[4];
-        for (int j = 0; j < 4; j++)
-            p[j] = pw + (size_t)(g0 + (j < n ? j : n - 1)) * OPT_ATTEND_KB;
+        const int n = opt_attend_chunk4(p, pw, OPT_ATTEND_KB, g0, G);
         for (int d0 = 0; d0 < D; d0 += 32) {
             const int c0 = D - d0 < 16 ? D - d0 : 16, c1 = D - d0 - 16 < 0 ? 0 : D - d0 - 16 < 16 ? D - d0 - 16 : 16;
             const __mmask16 m0 = tail_mask(c0), m1 = c1 == 16 ? (__mmask16)0xffff : tail_mask(c1);
@@ -649,12 +808,47 @@ ALWAYS_INLINE void vsum_group_keys(float *out, size_t ldo, const float *pw, cons
     }
 }
 
+/* vsum_group_keys for bf16 values: four outputs by 32 columns in pair order
+ * (eight registers), each load of 32 values split once for the four. */
+static void vsum_group_keys_pairs(float *out, size_t ldo, const float *pw, const unsigned char *any, int G,
+                                  const uint16_t *v, int s0, int s1, int D, int first)
+{
+    for (int g0 = 0; g0 < G; g0 += 4) {
+        const float *p[4];
+        const int n = opt_attend_chunk4(p, pw, OPT_ATTEND_KB, g0, G);
+        for (int d0 = 0; d0 < D; d0 += 32) {
+            const int c = D - d0 < 32 ? D - d0 : 32;
+            __m512 oe[4], oo[4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                oe[j] = oo[j] = _mm512_setzero_ps();
+                if (!first && j < n)
+                    ps_to_pairs(out + (size_t)(g0 + j) * ldo + d0, c, &oe[j], &oo[j]);
+            }
+            for (int s = s0; s < s1; s++) {
+                if (!any[s - s0])
+                    continue;
+                __m512 ve, vo;
+                prec_bf16x32_pairs_to_ps(load_bf16x32(v + (size_t)s * D + d0, c), &ve, &vo);
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; j++) {
+                    const __m512 pj = _mm512_set1_ps(p[j][s - s0]);
+                    oe[j] = _mm512_fmadd_ps(pj, ve, oe[j]);
+                    oo[j] = _mm512_fmadd_ps(pj, vo, oo[j]);
+                }
+            }
+            for (int j = 0; j < n; j++)
+                pairs_to_ps(out + (size_t)(g0 + j) * ldo + d0, c, oe[j], oo[j]);
+        }
+    }
+}
+
 static void vsum_group_avx512(float *out, size_t ldo, const float *pw, const unsigned char *any, int G,
                               const void *v, opt_dtype dt, int s0, int s1, int D, int first)
 {
     switch (dt) {
     case OPT_F16: vsum_group_keys(out, ldo, pw, any, G, v, OPT_F16, s0, s1, D, first); break;
-    case OPT_BF16: vsum_group_keys(out, ldo, pw, any, G, v, OPT_BF16, s0, s1, D, first); break;
+    case OPT_BF16: vsum_group_keys_pairs(out, ldo, pw, any, G, v, s0, s1, D, first); break;
     default: vsum_group_keys(out, ldo, pw, any, G, v, OPT_F32, s0, s1, D, first); break;
     }
 }

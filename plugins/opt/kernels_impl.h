@@ -49,7 +49,10 @@ static inline void opt_convert_from_f32(const prec_converters *cv, void *dst, op
 /* ---- attention (kernels_attend.c) -------------------------------------
  * A SIMD variant's attend_group (kernels.h) is opt_attend_group_run over
  * its parts; attend_split is attend_group with G = 1. */
-enum { OPT_ATTEND_KB = 32 }; /* shared-prefix keys per block: 32 K or V rows of D = 128 fp32 are 16 KiB of L1 */
+enum {
+    OPT_ATTEND_KB = 32,           /* shared-prefix keys per block: 32 K or V rows of D = 128 fp32 are 16 KiB of L1 */
+    OPT_ATTEND_PAIRS_MAX_D = 256, /* bf16 K and V in pairs up to this D (the queries' pair copies on the stack) */
+};
 
 typedef struct opt_attend_parts {
     /* sc[s] = q . k[s, :] for keys s in [s0, s1) (k indexed from key 0); may
@@ -74,6 +77,25 @@ typedef struct opt_attend_parts {
     void (*vsum_group)(float *out, size_t ldo, const float *pw, const unsigned char *any, int G, const void *v,
                        opt_dtype dt, int s0, int s1, int D, int first);
 } opt_attend_parts;
+
+/* The rows of queries g0 .. g0 + 3 of G (g0 < G) in rows[4], query g at
+ * base + g * ld, a chunk of fewer than four repeating its last; returns how
+ * many are the chunk's own (1..4). The group parts take four at a time. */
+static inline int opt_attend_chunk4(const float *rows[4], const float *base, size_t ld, int g0, int G)
+{
+    const int n = G - g0 < 4 ? G - g0 : 4;
+    for (int j = 0; j < 4; j++)
+        rows[j] = base + (size_t)(g0 + (j < n ? j : n - 1)) * ld;
+    return n;
+}
+
+/* Prefetches the bytes [p, p + bytes) into L1, a 64-byte line at a time (the
+ * score parts fetch the V rows of the keys they score). */
+static inline void opt_prefetch_l1(const void *p, size_t bytes)
+{
+    for (size_t b = 0; b < bytes; b += 64)
+        __builtin_prefetch((const char *)p + b, 0, 3);
+}
 
 /* The attend_group entry's contract (kernels.h) through a variant's parts. */
 void opt_attend_group_run(const opt_attend_parts *a, float *out, size_t ldo, const float *q, size_t ldq, int G,

@@ -617,6 +617,11 @@ static void attend_ref(double *out, const float *q, const float *kf, const float
     free(p);
 }
 
+/* A factor on the queries that keeps the scores' spread of D = 128 at larger
+ * D (as the model's 1/sqrt(D) does), so that the absolute tolerance below,
+ * which holds rounding errors that grow with the scores, fits every D. */
+static float q_scale(int D) { return D > 128 ? sqrtf(128.0f / (float)D) : 1.0f; }
+
 /* k's attend against the double reference (portable) or against the portable
  * variant (SIMD), for every dtype, D with and without SIMD tails, S from 1 to
  * past a vector of scores, and masks: none, some keys dropped, none kept.
@@ -625,7 +630,7 @@ static void attend_ref(double *out, const float *q, const float *kf, const float
 static void run_attend_suite(const opt_kernels *k)
 {
     const opt_kernels *ref = opt_kernels_for(OPT_ISA_PORTABLE);
-    const int Ds[] = {64, 80, 13, 128, 1};
+    const int Ds[] = {64, 80, 13, 128, 1, 264}; /* 264: past the bf16 pair path of the scores (D <= 256) */
     const int Ss[] = {1, 3, 4, 7, 16, 17, 33, 300};
     rng_state = 99;
     for (int dt = 0; dt < 3; dt++)
@@ -640,8 +645,8 @@ static void run_attend_suite(const opt_kernels *k)
                     void *kc = malloc(es * n), *vc = malloc(es * n);
                     uint8_t *keep = malloc((size_t)S);
                     double *oref = malloc(sizeof(double) * (size_t)D);
-                    for (int i = 0; i < D; i++)
-                        q[i] = 0.5f * frand(); /* scores up to ~|D|/4: exercises the softmax range */
+                    for (int i = 0; i < D; i++) /* scores up to ~|D|/4 (D <= 128): exercises the softmax range */
+                        q[i] = 0.5f * q_scale(D) * frand();
                     for (size_t i = 0; i < n; i++) {
                         kf[i] = frand();
                         vf[i] = frand();
@@ -711,7 +716,7 @@ static void run_attend_suite(const opt_kernels *k)
 static void run_attend_group_suite(const opt_kernels *k)
 {
     const opt_kernels *ref = opt_kernels_for(OPT_ISA_PORTABLE);
-    const int Ds[] = {64, 80, 13, 128, 1};
+    const int Ds[] = {64, 80, 13, 128, 1, 264}; /* 264: past the bf16 pair path of the scores (D <= 256) */
     const int Ss[] = {1, 5, 33, 70};
     const int Gs[] = {1, 3, 4, OPT_ATTEND_GROUP_MAX};
     rng_state = 7;
@@ -732,7 +737,7 @@ static void run_attend_group_suite(const opt_kernels *k)
                         void *kp = malloc(es * n), *vp = malloc(es * n);
                         uint8_t *keep = malloc(ld_keep * G);
                         for (size_t i = 0; i < ldq * G; i++)
-                            q[i] = 0.5f * frand();
+                            q[i] = 0.5f * q_scale(D) * frand();
                         for (int g = 0; g < G; g++)
                             for (int s = 0; s < S; s++) /* mode 1: a different key dropped per query */
                                 keep[g * ld_keep + s] = mode == 0 ? 1 : mode == 1 ? ((s + g) % 3 != 1) : (g % 2 == 0);
