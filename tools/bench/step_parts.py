@@ -48,7 +48,7 @@ import perf_table  # noqa: E402
 
 # (part, regular expression matched at the start of a symbol), first match wins
 PARTS = [
-    ("linear", r"(col_tile|col_pack|opt_linear|opt_cols_|row_(f32|bf16|f16|i8)_|linear_|tile_)"),
+    ("linear", r"(col_tile|col_pack|opt_linear|opt_cols_|row_(f32|bf16|f16|i8)_|linear_|tile_|panel_chunk|store_rows?\b|pack_x)"),
     ("attention", r"(score|vsum|softmax|attend|opt_attend|attention_worker)"),
 ]
 

@@ -40,7 +40,8 @@ class StepParts(unittest.TestCase):
 
     def test_part_of(self):
         for sym in ("col_tile_32x12_w", "col_pack_row", "opt_linear_cols", "opt_cols_transpose_8x8",
-                    "row_i8_2", "linear_avx2", "tile_f32_4_4", "opt_linear_row.constprop.0"):
+                    "row_i8_2", "linear_avx2", "tile_f32_4_4", "opt_linear_row.constprop.0", "store_rows.isra.0",
+                    "panel_chunk", "linear_cols_by_group"):
             self.assertEqual(step_parts.part_of(sym), "linear", sym)
         for sym in ("score_avx2", "vsum_group_avx512", "softmax_avx512", "attend_split_avx2",
                     "opt_attend_group_run", "attention_worker"):
