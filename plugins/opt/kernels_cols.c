@@ -13,7 +13,7 @@
  *         for each block of kc columns: pk[np][kc] = the panel in fp32, then
  *           every tile (1 or 2 vectors of rows by nr weight rows) adds its part
  *         y[m, n] (+)= scale[n] * acc (+ bias[n] on the first chunk, ReLU after the last)
- * and for more rows (prefill: linear_cols_by_group) of weights that the
+ * and for many more rows (prefill of 8 blocks or more: linear_cols_by_group) of weights that the
  * order above converts for every block of rows (bf16, fp16, fp32 rows a
  * multiple of 2 KiB apart: takes_groups), each converted once per call:
  *   for each chunk of kx columns:
@@ -40,6 +40,13 @@
  * core on the Xeon of docs/kernels.md; a whole layer, read from L3, measured
  * slower). */
 enum { COLS_GROUP_BYTES = 1536 << 10 };
+
+/* The fewest blocks of rows that take the group order: its fp32 panels come
+ * from L2 for every block, where the decode order converts raw weights from
+ * L3 once per block, so it pays only over many blocks (bf16 on the Xeon of
+ * docs/kernels.md: 0.93x to 0.97x at 2 blocks, about 1.04x at 8, 1.06x to
+ * 1.13x from 16). */
+enum { COLS_GROUP_MIN_BLOCKS = 8 };
 
 /* Rows of x per block: OPT_COLS_MC, a multiple of two vectors (so the
  * 2-vector tile runs). */
@@ -170,15 +177,15 @@ static int group_panels(const opt_cols_spec *s, int K, int n0, int n1)
     return all < fit ? all : fit > 0 ? fit : 1;
 }
 
-/* Whether M rows take the group order: more than one block of rows, and
- * weights the decode order converts for every block, 2 bytes or more (bf16,
+/* Whether M rows take the group order: COLS_GROUP_MIN_BLOCKS blocks of rows
+ * or more, and weights the decode order converts for every block, 2 bytes or more (bf16,
  * fp16, and fp32 rows a multiple of 2 KiB apart). int8 weights come from
  * L3 for a quarter of the group's fp32 bytes, and fp32 read in place has
  * nothing to convert: the group order measured no faster for either
  * (docs/kernels.md). */
 static int takes_groups(const opt_cols_spec *s, opt_dtype wt, int M, int K)
 {
-    return M > rows_per_block(s) && wt != OPT_I8 && !reads_in_place(wt, K, s->np, s->np);
+    return M >= COLS_GROUP_MIN_BLOCKS * rows_per_block(s) && wt != OPT_I8 && !reads_in_place(wt, K, s->np, s->np);
 }
 
 /* The order for one block of rows (decode sizes; int8 and fp32 read in place

@@ -471,13 +471,14 @@ static void run_split_suite(const opt_kernels *k)
  * per block. K over two chunks of 1024 columns, fp32 read in place (K = 1100)
  * and packed (K = 1536: rows 6 KiB apart), a panel tail, more outputs than
  * one group of converted panels holds (1.5 MiB: 384 rows on avx512, 768 on
- * avx2), every block of rows at least 16 (the column path alone).
+ * avx2), every block of rows at least 16 (the column path alone), and at
+ * least 8 blocks of 64 rows (the fewest the group order takes).
  * avx512_bf16's bf16 weights take its vdpbf16ps tiles, not the column path:
  * left out. */
 static void run_blocks_suite(const opt_kernels *k)
 {
     static const int shapes[][5] = {
-        {150, 1100, 290, 0, 290}, {148, 1536, 77, 5, 74}, {80, 300, 130, 3, 130}, {80, 1030, 2100, 7, 2093}};
+        {530, 1100, 60, 0, 60}, {532, 1536, 37, 5, 34}, {600, 300, 130, 3, 130}, {528, 1030, 800, 7, 793}};
     rng_state = 11;
     for (int wt = 0; wt <= OPT_I8; wt++)
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
