@@ -103,15 +103,19 @@ def part_bounds(r, gbs, peak):
     return linear, attention, linear + attention, whole
 
 
-def quiet_step(steps_dir, r):
-    """The decode step (ms) of the row like r in a run_performance.sh
-    directory's benchctl reports, or None."""
+def row_key(r):
+    return (r["kernels"], r["dtype"], r["shape"], r["model"])
+
+
+def quiet_steps(steps_dir):
+    """{row_key: decode step (ms)} of a run_performance.sh directory's
+    measured benchctl rows, read once."""
+    steps = {}
     for path in glob.glob(os.path.join(steps_dir, "benchctl_*.json")):
         for x in perf_table.rows_from(path)[1]:
-            if x["ok"] and (x["kernels"], x["dtype"], x["shape"], x["model"]) == \
-                    (r["kernels"], r["dtype"], r["shape"], r["model"]):
-                return x["step"]
-    return None
+            if x["ok"]:
+                steps[row_key(x)] = x["step"]
+    return steps
 
 
 def table(cases, gbs, peaks):
@@ -144,6 +148,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     gbs = perf_table.best_bandwidth(a.bandwidth, a.threads)
     peaks = perf_table.fma_peaks(a.fmapeak, a.threads)
+    steps = quiet_steps(a.steps) if a.steps else None
     cases = []
     for long_data in sorted(glob.glob(os.path.join(a.profile_dir, "*_long.data"))):
         tag = long_data[:-len("_long.data")]
@@ -152,7 +157,11 @@ def main(argv=None):
             print("step_parts: %s: no measured case, left out" % tag, file=sys.stderr)
             continue
         r = rows[0]
-        step = quiet_step(a.steps, r) if a.steps else r["step"]
+        step = steps.get(row_key(r)) if steps is not None else r["step"]
+        if step is None:
+            print("step_parts: %s: no decode step for this case%s, left out" %
+                  (tag, " in " + a.steps if steps is not None else ""), file=sys.stderr)
+            continue
         parts = decode_parts(perf_samples(long_data), perf_samples(tag + "_short.data"))
         cases.append({"row": r, "parts": parts, "step": step})
     print("\n".join(table(cases, gbs, peaks)))
