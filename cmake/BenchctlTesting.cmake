@@ -7,7 +7,7 @@ function(bc_add_cmocka_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   # tests/core holds bc_test_assert.h, the project's assertions for doubles
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/core/include ${PROJECT_SOURCE_DIR}/core/src
+  target_include_directories(${name} PRIVATE ${BENCHCTL_CORE_INCLUDE_DIRS}
                              ${PROJECT_SOURCE_DIR}/tests/core)
   target_link_libraries(${name} PRIVATE PkgConfig::CMOCKA ${T_LIBS})
   target_compile_definitions(${name} PRIVATE

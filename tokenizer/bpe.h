@@ -36,7 +36,7 @@
 
 typedef struct bpe_tokenizer bpe_tokenizer;
 
-/* The caller's bounded reader of a whole regular file (core/src/readfile.h's
+/* The caller's bounded reader of a whole regular file (core/src/io/readfile.h's
  * bc_read_regular, plugins/opt/fileio.h's opt_read_regular): *out is
  * NUL-terminated and freed by the caller; BC_ERR_NOT_FOUND when path does
  * not exist. */

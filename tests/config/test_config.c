@@ -1,4 +1,4 @@
-/* test_config.c: bench.cfg loading (core/src/config.c).
+/* test_config.c: bench.cfg loading (core/src/config/config.c).
  *
  * - cases/good.cfg and cases/minimal.cfg: every field, and every default;
  * - cases/bad-*.cfg: each file's first line is "# expect: <text>", and loading

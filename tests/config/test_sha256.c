@@ -1,4 +1,4 @@
-/* test_sha256.c: core/src/sha256.c against the FIPS 180-4 / NIST examples and
+/* test_sha256.c: core/src/io/sha256.c against the FIPS 180-4 / NIST examples and
  * against itself when the input is fed in pieces. */
 #include <setjmp.h>
 #include <stdarg.h>

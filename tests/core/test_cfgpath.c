@@ -1,4 +1,4 @@
-/* test_cfgpath.c: the setting paths that config errors name (core/src/config.c,
+/* test_cfgpath.c: the setting paths that config errors name (core/src/config/config.c,
  * bc_cfg_path_join / bc_cfg_path_index): joined with dots, and a path longer
  * than its buffer cut with "..." at the end rather than shown cut as if whole. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* test_compare.c: benchctl compare's comparison of two runs (core/src/compare.c),
+/* test_compare.c: benchctl compare's comparison of two runs (core/src/analysis/compare.c),
  * on small hand-written reports read through runfile.h:
  * - environments: which differences refuse, which are informational, which
  *   are one-sided; forced_length from stop_at_eos; world_size absent = 1;

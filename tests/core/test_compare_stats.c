@@ -1,4 +1,4 @@
-/* test_compare_stats.c: the statistics of benchctl compare (core/src/compare_stats.c).
+/* test_compare_stats.c: the statistics of benchctl compare (core/src/analysis/compare_stats.c).
  *
  * - Mann-Whitney U and its exact and normal-approximation p-values against
  *   scipy.stats.mannwhitneyu, computed once and committed as

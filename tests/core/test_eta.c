@@ -1,4 +1,4 @@
-/* test_eta.c: the runner's cost model for the time left (core/src/eta.c):
+/* test_eta.c: the runner's cost model for the time left (core/src/run/eta.c):
  * a case's size in token slots, the per-iteration fit, the fallbacks, and
  * the iterations an adaptive case is expected to run. */
 #include <setjmp.h>

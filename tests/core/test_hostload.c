@@ -1,4 +1,4 @@
-/* test_hostload.c: the load average and CPU steal readers (core/src/hostload.c):
+/* test_hostload.c: the load average and CPU steal readers (core/src/run/hostload.c):
  * /proc texts as kernels write them, kernels without the steal column, the
  * share between two readings, and the live /proc where there is one. */
 #include <setjmp.h>

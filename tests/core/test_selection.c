@@ -1,4 +1,4 @@
-/* test_selection.c: --cases and --only (core/src/selection.c) on a real
+/* test_selection.c: --cases and --only (core/src/config/selection.c) on a real
  * matrix (bc_matrix_build): what each selects, in what order, with which
  * indexes, and every error naming the option. */
 #include <setjmp.h>

@@ -1,6 +1,6 @@
 /* fuzz_config.c: fuzz target for bench.cfg loading (bc_config_load in
- * core/src/config.c, with the --set and --reporter parsers of
- * core/src/overrides.c). The input is the text of a bench.cfg, optionally
+ * core/src/config/config.c, with the --set and --reporter parsers of
+ * core/src/config/overrides.c). The input is the text of a bench.cfg, optionally
  * followed by a line "%%" and then command-line overrides, one a line:
  *
  *   backend = "opt"; precisions = ["fp32"]; matrix = { ... };

@@ -1,6 +1,6 @@
 /* reporter_fixture.h: what the reporter tests share: load a reporter plugin
  * with dlopen, a minimal host table whose output_* (output_check included)
- * are core's bc_output_* (core/src/output.c), resolved settings, a
+ * are core's bc_output_* (core/src/io/output.c), resolved settings, a
  * hand-built run report, and small file helpers.
  *
  * Every array of the run report, and the settings values, is laid out the

@@ -1,4 +1,4 @@
-/* test_output.c: core/src/output.c, the atomic (temp file + rename) and
+/* test_output.c: core/src/io/output.c, the atomic (temp file + rename) and
  * gzip'ed output files that plugins reach through bc_host.output_*.
  * Each test works in its own fresh folder under the build tree. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make_compare_stats.py: writes tests/core/compare_stats_golden.h, the
 Mann-Whitney U reference values that tests/core/test_compare_stats.c checks
-benchctl compare's statistics (core/src/compare_stats.c) against.
+benchctl compare's statistics (core/src/analysis/compare_stats.c) against.
 
 For each pair of samples below it records scipy's
   scipy.stats.mannwhitneyu(a, b, alternative="two-sided", method="exact")
