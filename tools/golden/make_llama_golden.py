@@ -21,8 +21,9 @@ golden forward passes those position_ids explicitly, so prefill, decode and
 generate() agree on a left-padded row (each real token's position counts the
 real tokens before it), which is what benchctl's engine does.
 
-Usage: /root/.cache/benchctl/peers-venv/bin/python tools/golden/make_llama_golden.py [--out tests/llama/golden]
-(needs torch, transformers, safetensors, numpy and peft as requirements.txt pins)
+Usage: tools/golden/.venv/bin/python tools/golden/make_llama_golden.py [--out tests/llama/golden]
+(needs torch, transformers, safetensors, numpy and peft as requirements.txt pins; the peers'
+venv has all but peft, which PYTHONPATH can add). Every run writes the same bytes.
 """
 import argparse
 import copy
@@ -248,6 +249,7 @@ def write_lora(out, base_name, cases, summary):
     with open(os.path.join(d, "adapter_config.json")) as f:
         acfg = json.load(f)
     acfg["base_model_name_or_path"] = "tests/llama/golden/" + base_name  # not this machine's path
+    acfg["target_modules"] = sorted(acfg["target_modules"])  # PEFT keeps a set: its order varies run to run
     with open(os.path.join(d, "adapter_config.json"), "w") as f:
         json.dump(acfg, f, indent=2, sort_keys=True)
         f.write("\n")
