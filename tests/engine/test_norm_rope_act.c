@@ -5,7 +5,10 @@
  * of place, RoPE rows inside wider rows); the inverse-frequency builder
  * against the vectors transformers' own RoPE code computed
  * (tests/llama/golden/rope_inv_freq.txt), and its refusals; the cos/sin
- * tables. A variant the CPU lacks is skipped, not passed.
+ * tables; every variant, with the tables built here, against transformers'
+ * own RoPE (rotary embedding + apply_rotary_pos_emb of two golden models),
+ * LlamaRMSNorm and silu(gate) * up (tests/llama/golden/kernels_ref.txt).
+ * A variant the CPU lacks is skipped, not passed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -350,6 +353,165 @@ static void test_cos_sin_table(void **state)
     assert_double_close(sn[0], 0.0, 0.0);
 }
 
+/* ---- against transformers (kernels_ref.txt) ------------------------------ */
+
+#define REF_MAX 32
+
+typedef struct ref_array {
+    char name[96];
+    int n;
+    float *v;
+} ref_array;
+
+typedef struct ref_file {
+    int count;
+    ref_array a[REF_MAX];
+} ref_file;
+
+static int ref_setup(void **state)
+{
+    const char *path = BENCHCTL_SOURCE_DIR "/tests/llama/golden/kernels_ref.txt";
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        print_error("%s: cannot open\n", path);
+        return -1;
+    }
+    ref_file *r = calloc(1, sizeof *r);
+    static char line[1 << 16];
+    while (r && fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        ref_array *a = &r->a[r->count];
+        int used = 0;
+        if (r->count == REF_MAX || sscanf(line, "%95s %d%n", a->name, &a->n, &used) != 2 || a->n <= 0 ||
+            !(a->v = malloc((size_t)a->n * sizeof *a->v))) {
+            print_error("%s: line %d does not parse\n", path, r->count);
+            break;
+        }
+        const char *s = line + used;
+        int i = 0;
+        for (char *end; i < a->n; i++, s = end)
+            if ((a->v[i] = strtof(s, &end)), end == s)
+                break;
+        r->count++;
+        if (i != a->n) {
+            print_error("%s: %s has %d of %d values\n", path, a->name, i, a->n);
+            break;
+        }
+    }
+    int ok = r && feof(f);
+    fclose(f);
+    *state = r;
+    return ok ? 0 : -1;
+}
+
+static int ref_teardown(void **state)
+{
+    ref_file *r = *state;
+    for (int i = 0; r && i < r->count; i++)
+        free(r->a[i].v);
+    free(r);
+    return 0;
+}
+
+static const float *ref_get(const ref_file *r, const char *name, int n)
+{
+    for (int i = 0; i < r->count; i++)
+        if (strcmp(r->a[i].name, name) == 0) {
+            if (r->a[i].n != n)
+                fail_msg("kernels_ref.txt: %s has %d values, expected %d", name, r->a[i].n, n);
+            return r->a[i].v;
+        }
+    fail_msg("kernels_ref.txt: no %s", name);
+    return NULL;
+}
+
+/* The variants this CPU runs. */
+static int cpu_variants(const eng_nra_kernels **v)
+{
+    int n = 0;
+    v[n++] = eng_nra_portable();
+    if (cpu_isa_detect() >= CPU_ISA_AVX2 && eng_nra_avx2())
+        v[n++] = eng_nra_avx2();
+    if (cpu_isa_detect() >= CPU_ISA_AVX512 && eng_nra_avx512())
+        v[n++] = eng_nra_avx512();
+    return n;
+}
+
+/* The model's RoPE from its config numbers (as tests/llama/golden/<model>/config.json says them). */
+static void check_rope_model(const ref_file *r, const char *model, double theta, const eng_rope_scaling *sc)
+{
+    char key[128];
+    snprintf(key, sizeof key, "rope.%s.dims", model);
+    const float *dims = ref_get(r, key, 4);
+    int T = (int)dims[0], H = (int)dims[1], Hkv = (int)dims[2], D = (int)dims[3], half = D / 2, P = 16;
+    snprintf(key, sizeof key, "rope.%s.pos", model);
+    const float *posf = ref_get(r, key, T);
+    int pos[8];
+    assert_true(T <= 8 && half <= 64);
+    for (int t = 0; t < T; t++)
+        pos[t] = (int)posf[t];
+    float inv[64], cs[16 * 64], sn[16 * 64];
+    assert_int_equal(eng_rope_inv_freq(inv, D, theta, sc), 0);
+    eng_rope_cos_sin_table(cs, sn, inv, half, P);
+    const char *parts[2][2] = {{"q_in", "q_out"}, {"k_in", "k_out"}};
+    const eng_nra_kernels *v[3];
+    int nv = cpu_variants(v);
+    double worst = 0.0;
+    for (int k = 0; k < nv; k++)
+        for (int qk = 0; qk < 2; qk++) {
+            int Hn = qk ? Hkv : H, n = T * Hn * D;
+            snprintf(key, sizeof key, "rope.%s.%s", model, parts[qk][0]);
+            const float *in = ref_get(r, key, n);
+            snprintf(key, sizeof key, "rope.%s.%s", model, parts[qk][1]);
+            const float *want = ref_get(r, key, n);
+            float x[8 * 8 * 128];
+            assert_true(n <= (int)(sizeof x / sizeof *x));
+            memcpy(x, in, (size_t)n * sizeof *x);
+            v[k]->rope_rows(x, T, Hn, D, (size_t)Hn * D, pos, cs, sn);
+            for (int i = 0; i < n; i++) {
+                double d = fabs((double)x[i] - want[i]);
+                if (d > worst)
+                    worst = d;
+                if (!(d <= 1e-6 * fmax(1.0, fabs((double)want[i]))))
+                    fail_msg("%s %s: %s[%d] = %.9g, transformers %.9g", v[k]->isa, model, parts[qk][1], i,
+                             (double)x[i], (double)want[i]);
+            }
+        }
+    print_message("rope %s: %d variants, max |diff| %.3g from transformers\n", model, nv, worst);
+}
+
+static void test_rope_transformers(void **state)
+{
+    const ref_file *r = *state;
+    eng_rope_scaling llama3 = {ENG_ROPE_LLAMA3, 8.0, 1.0, 4.0, 8}; /* llama_gqa_llama3/config.json */
+    check_rope_model(r, "llama_gqa_llama3", 500000.0, &llama3);
+    check_rope_model(r, "mistral_hd16", 10000.0, NULL);
+}
+
+static void test_rms_silu_transformers(void **state)
+{
+    const ref_file *r = *state;
+    const eng_nra_kernels *v[3];
+    int nv = cpu_variants(v);
+    const float *rd = ref_get(r, "rms.dims", 2);
+    int N = (int)rd[0], C = (int)rd[1];
+    const float *x = ref_get(r, "rms.x", N * C), *w = ref_get(r, "rms.w", C), *want = ref_get(r, "rms.y", N * C);
+    float eps = ref_get(r, "rms.eps", 1)[0];
+    const float *sd = ref_get(r, "silu.dims", 2);
+    int M = (int)sd[0], F = (int)sd[1];
+    const float *g = ref_get(r, "silu.gate", M * F), *u = ref_get(r, "silu.up", M * F);
+    const float *swant = ref_get(r, "silu.y", M * F);
+    float y[4096];
+    assert_true(N * C <= 4096 && M * F <= 4096);
+    for (int k = 0; k < nv; k++) {
+        v[k]->rms_norm_rows(y, x, w, N, C, eps);
+        assert_rel_close_f(y, want, (size_t)N * C, 1e-6, v[k]->isa);
+        v[k]->silu_mul_rows(y, g, u, M, F);
+        assert_rel_close_f(y, swant, (size_t)M * F, 2e-6, v[k]->isa);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +524,8 @@ int main(void)
         cmocka_unit_test(test_inv_freq_transformers),
         cmocka_unit_test(test_inv_freq_refusals),
         cmocka_unit_test(test_cos_sin_table),
+        cmocka_unit_test_setup_teardown(test_rope_transformers, ref_setup, ref_teardown),
+        cmocka_unit_test_setup_teardown(test_rms_silu_transformers, ref_setup, ref_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,8 @@ and also
   <out>/llama_gqa_llama3_lora/ a PEFT LoRA adapter on llama_gqa_llama3 (q/k/v/o/gate/up/down)
                                and golden.bin of the merged model (merge_and_unload)
   <out>/rope_inv_freq.txt      inv_freq vectors computed by transformers' own RoPE code
+  <out>/kernels_ref.txt        inputs and outputs of transformers' RoPE (its rotary embedding and
+                               apply_rotary_pos_emb), LlamaRMSNorm and silu(gate) * up
   <out>/SUMMARY.json           versions, logit scales, weight-rounding errors, the LoRA's effect
 
 Positions: transformers' forward numbers positions 0..T-1 whatever the mask,
@@ -37,7 +39,7 @@ import torch
 from transformers import (GenerationConfig, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                           Qwen2Config, Qwen2ForCausalLM)
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+from transformers.models.llama.modeling_llama import LlamaRMSNorm, LlamaRotaryEmbedding, apply_rotary_pos_emb
 
 from make_golden import DECODE_STEPS, MAX_NEW_TOKENS, NUM_RETURN, write_golden
 
@@ -299,7 +301,7 @@ def write_rope(out, models):
         inv = model.model.rotary_emb.inv_freq.float().numpy()
         assert lines[-1].split()[9:] == [np.format_float_scientific(v, unique=True) for v in inv], name
     # Llama-3.2-1B's RoPE (its config.json: rope_theta 500000, head_dim 64, llama3 factor 32, 1, 4, 8192)
-    big = LlamaConfig(hidden_size=2048, num_attention_heads=32, head_dim=64,
+    big = LlamaConfig(hidden_size=2048, num_attention_heads=32, head_dim=64, max_position_embeddings=131072,
                       rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
                                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                        "original_max_position_embeddings": 8192})
@@ -308,6 +310,55 @@ def write_rope(out, models):
                                                        rope_parameters={"rope_type": "default",
                                                                         "rope_theta": 1000000.0})))
     with open(os.path.join(out, "rope_inv_freq.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def fmt_array(name, a):
+    a = np.ascontiguousarray(a).reshape(-1)
+    if a.dtype.kind == "i":
+        vals = [str(int(v)) for v in a]
+    else:
+        vals = [np.format_float_scientific(v, unique=True) for v in a.astype(np.float32)]
+    return " ".join([name, str(len(vals))] + vals)
+
+
+@torch.no_grad()
+def write_kernel_refs(out, models):
+    """kernels_ref.txt: the row kernels' cases as transformers computes them."""
+    g = torch.Generator().manual_seed(4001)
+    lines = ["# kernels_ref.txt: transformers' own RoPE, RMSNorm and SiLU-times-gate on seeded inputs,",
+             "# written by tools/golden/make_llama_golden.py. One array a line: name n values (float32,",
+             "# shortest round-trip; int arrays as integers). RoPE of model M: rope.M.dims = T H Hkv D,",
+             "# rope.M.pos [T], q_in/q_out [T, H, D], k_in/k_out [T, Hkv, D] (the model's own rotary",
+             "# embedding and apply_rotary_pos_emb). rms.*: x [N, C], w [C], eps [1], y [N, C] (LlamaRMSNorm).",
+             "# silu.*: gate, up, y [N, F] with y = silu(gate) * up (LlamaMLP's act_fn(gate) * up)."]
+    for name in ("llama_gqa_llama3", "mistral_hd16"):
+        m = models[name]
+        c = m.config
+        T, H, Hkv, D = 3, c.num_attention_heads, c.num_key_value_heads, c.head_dim
+        pos = torch.tensor([[0, 7, 13]])
+        q = torch.randn((1, H, T, D), generator=g)  # transformers' layout [B, heads, T, D]
+        k = torch.randn((1, Hkv, T, D), generator=g)
+        cos, sin = m.model.rotary_emb(q, pos)
+        qo, ko = apply_rotary_pos_emb(q, k, cos, sin)
+        tr = lambda t: t[0].transpose(0, 1).numpy()  # -> [T, heads, D]
+        p = f"rope.{name}."
+        lines += [fmt_array(p + "dims", np.array([T, H, Hkv, D])), fmt_array(p + "pos", pos[0].numpy()),
+                  fmt_array(p + "q_in", tr(q)), fmt_array(p + "q_out", tr(qo)),
+                  fmt_array(p + "k_in", tr(k)), fmt_array(p + "k_out", tr(ko))]
+    N, C = 3, 45
+    norm = LlamaRMSNorm(C, eps=1e-5)
+    norm.weight.copy_(1.0 + 0.2 * torch.randn((C,), generator=g))
+    x = torch.randn((N, C), generator=g) * 3.0
+    lines += [fmt_array("rms.dims", np.array([N, C])), fmt_array("rms.x", x.numpy()),
+              fmt_array("rms.w", norm.weight.numpy()), fmt_array("rms.eps", np.array([1e-5], dtype=np.float32)),
+              fmt_array("rms.y", norm(x).numpy())]
+    N, F = 2, 37
+    gate = torch.randn((N, F), generator=g) * 6.0
+    up = torch.randn((N, F), generator=g)
+    lines += [fmt_array("silu.dims", np.array([N, F])), fmt_array("silu.gate", gate.numpy()),
+              fmt_array("silu.up", up.numpy()), fmt_array("silu.y", (torch.nn.functional.silu(gate) * up).numpy())]
+    with open(os.path.join(out, "kernels_ref.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
 
@@ -352,6 +403,7 @@ def main():
 
     write_lora(args.out, "llama_gqa_llama3", all_cases["llama_gqa_llama3"], summary)
     write_rope(args.out, models)
+    write_kernel_refs(args.out, models)
 
     # How much the llama3 scaling matters at the tested positions: the same
     # weights with plain RoPE move the logits by this much of their scale.
