@@ -138,6 +138,22 @@ static void test_golden_mistral(void **state)
     assert_double_close(c.rms_norm_eps, 1e-5, 0.0);
 }
 
+static void test_golden_llama_bias(void **state)
+{
+    (void)state;
+    llama_config c;
+    read_golden(GOLDEN "llama_gqa3_bias", &c);
+    assert_int_equal(c.family, LLAMA_FAMILY_LLAMA);
+    assert_shape(&c.shape, 96, 48, 2, 6, 2, 8, 64, 64);
+    assert_ids(&c.shape, -1, 1, 2); /* "pad_token_id": null */
+    assert_int_equal(c.qkv_bias, 1);  /* attention_bias true: q/k/v ... */
+    assert_int_equal(c.o_bias, 1);    /* ... and o_proj */
+    assert_int_equal(c.tie_word_embeddings, 1);
+    assert_double_close(c.rope_theta, 100000.0, 0.0);
+    for (int h = 0; h < 6; h++)
+        assert_int_equal(eng_kv_head_of(&c.shape, h), h / 3);
+}
+
 static void test_missing_dir(void **state)
 {
     (void)state;
@@ -351,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_golden_llama3_both_spellings),
         cmocka_unit_test(test_golden_qwen2),
         cmocka_unit_test(test_golden_mistral),
+        cmocka_unit_test(test_golden_llama_bias),
         cmocka_unit_test(test_missing_dir),
         cmocka_unit_test(test_defaults_and_keys),
         cmocka_unit_test(test_refusals),

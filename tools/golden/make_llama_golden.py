@@ -5,7 +5,8 @@ Llama / Qwen2 / Mistral engine against the reference without Python.
 
 For each tiny, randomly initialised, seeded model it saves
   <out>/<model>/config.json, generation_config.json, model.safetensors (save_pretrained, F32)
-  <out>/<model>/golden.bin   (tools/golden/README.md: the format and the prompt cases)
+  <out>/<model>/golden.bin   (tools/golden/README.md: the format and the prompt cases; a model
+                             without a pad id has its prompts padded with eos, as generate() does)
 and also
   <out>/llama_gqa_llama3_v4/   the same weights as llama_gqa_llama3 with config.json in the
                                transformers 4.x spelling (top-level rope_theta + rope_scaling);
@@ -87,6 +88,16 @@ MODELS = {
                           rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
                           pad_token_id=0, bos_token_id=1, eos_token_id=2),
                      dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    # Llama with attention_bias true (q/k/v/o biases), grouped-query ratio 3
+    # (not a power of two, like SmolLM2's 9 / 3), no pad id (like Llama 3: the
+    # padded prompts are padded with eos, as generate() then does).
+    "llama_gqa3_bias": (LlamaConfig, LlamaForCausalLM,
+                        dict(vocab_size=96, hidden_size=48, num_hidden_layers=2, num_attention_heads=6,
+                             num_key_value_heads=2, intermediate_size=64, max_position_embeddings=64,
+                             rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=True,
+                             rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
+                             pad_token_id=None, bos_token_id=1, eos_token_id=2),
+                        dict(bos_token_id=1, eos_token_id=2)),
 }
 
 
@@ -152,7 +163,9 @@ def golden_case(model, name, ids, mask):
     ids_x = ids.repeat_interleave(NUM_RETURN, dim=0)
     mask_x = mask.repeat_interleave(NUM_RETURN, dim=0)
     gen = model.generate(input_ids=ids_x, attention_mask=mask_x, do_sample=False, max_new_tokens=MAX_NEW_TOKENS,
-                         min_new_tokens=MAX_NEW_TOKENS, pad_token_id=model.config.pad_token_id)
+                         min_new_tokens=MAX_NEW_TOKENS,
+                         pad_token_id=model.config.pad_token_id if model.config.pad_token_id is not None
+                         else model.config.eos_token_id)
     gen_new = gen[:, T:]
     assert gen_new.shape == (B * NUM_RETURN, MAX_NEW_TOKENS), gen_new.shape
     k = min(DECODE_STEPS, MAX_NEW_TOKENS)
@@ -377,7 +390,8 @@ def main():
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
         model.save_pretrained(d, safe_serialization=True)
-        cases = prompt_cases(model.config.vocab_size, model.config.pad_token_id, 2000 + seed)
+        pad = model.config.pad_token_id
+        cases = prompt_cases(model.config.vocab_size, model.config.eos_token_id if pad is None else pad, 2000 + seed)
         all_cases[name] = cases
         arrays = []
         for cname, ids, mask in cases:
