@@ -149,7 +149,7 @@ static bc_status compile_pattern(bpe_split *sp, const json_t *pattern, const cha
             return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for the pattern", name);
         src_len = strlen(src);
     } else {
-        opts |= PCRE2_LITERAL;
+        opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_LITERAL; /* PCRE2_UCP is refused with a literal */
     }
     int code;
     PCRE2_SIZE at;
