@@ -290,6 +290,18 @@ def split_reference_ids(tok, data, added):
     return reference_ids_parts(tok, data)
 
 
+def write_prompts(out, tok, texts, bos):
+    """prompts.jsonl and prompts_ids.txt: what `benchctl prompts --bos BOS`
+    must print (tests/e2e/prompts.sh); bos None: no BOS."""
+    with open(os.path.join(out, "prompts.jsonl"), "w", encoding="utf-8") as f:
+        for i, text in enumerate(texts):
+            f.write(json.dumps({"id": i, "text": text}, ensure_ascii=False) + "\n")
+    with open(os.path.join(out, "prompts_ids.txt"), "w") as f:
+        for text in texts:
+            ids = ([] if bos is None else [bos]) + tok.encode(text, add_special_tokens=False).ids
+            f.write(" ".join(str(i) for i in ids) + "\n")
+
+
 def make_split(name, pattern, specials, added, ignore_merges, text_specials):
     out = os.path.join(OUT, name)
     os.makedirs(out, exist_ok=True)
@@ -323,6 +335,9 @@ def make_split(name, pattern, specials, added, ignore_merges, text_specials):
         json.dump({"tokenizers_version": tokenizers.__version__, "pattern": pattern,
                    "vocab_size": tok.get_vocab_size(), "n_merges": len(spec["model"]["merges"]),
                    "ignore_merges_decides": differ, "cases": cases}, f, indent=0)
+    bos = tok.token_to_id("<|begin_of_text|>")  # Llama-3's BOS; Qwen2 has none
+    prompts = [line for line in SPLIT_CORPUS_LINES if "\n" not in line] + text_specials[:3]
+    write_prompts(out, tok, prompts, bos)
     print(f"{name}: {len(cases)} cases, vocab {tok.get_vocab_size()}, {len(spec['model']['merges'])} merges, "
           f"ignore_merges decides {differ} -> {out}")
 
