@@ -109,6 +109,7 @@ void bpe_free(bpe_tokenizer *t) {
 
 int32_t bpe_vocab_size(const bpe_tokenizer *t) { return t->n_ids; }
 size_t bpe_merge_count(const bpe_tokenizer *t) { return t->n_merges; }
+int bpe_normalizes(const bpe_tokenizer *t) { return t->split && bpe_split_normalizes(t->split); }
 
 /* A token id from JSON: an integer in [0, BPE_MAX_ID), else -1. */
 static int32_t json_id(const json_t *v) {
@@ -321,7 +322,14 @@ static bc_status build(bpe_tokenizer *t, const json_t *vocab, const char *vocab_
         const json_t *a = json_array_get(added, i);
         int32_t id = json_id(json_object_get(a, "id"));
         const json_t *c = json_object_get(a, "content");
-        if (t->tok_len[id] != BPE_NO_TOKEN) continue;
+        if (t->tok_len[id] != BPE_NO_TOKEN) {
+            /* matched in text (the Split shape), it must decode to its own content */
+            if (t->split && json_id(json_object_getn(vocab, json_string_value(c), json_string_length(c))) != id)
+                return bc_error_set(err, BC_ERR_FORMAT,
+                                    "%s: added_tokens[%zu] \"%.40s\" has id %d, which the vocabulary gives to another "
+                                    "string", vocab_name, i, json_string_value(c), id);
+            continue;
+        }
         if ((st = tok_set_string(t, byte_of, id, json_string_value(c), json_string_length(c), vocab_name, err)) != BC_OK)
             return st;
     }
@@ -651,12 +659,13 @@ typedef struct split_ctx {
     const bpe_tokenizer *t;
     bpe_work *w;
     bpe_ids *out;
-    const uint8_t *text; /* for offsets in errors */
+    uintptr_t text, text_len; /* for offsets in errors (a piece of normalized text is elsewhere: offset 0) */
 } split_ctx;
 
 static bc_status split_piece(void *ctx, const uint8_t *s, size_t n, int32_t id, bc_error *err) {
     split_ctx *c = ctx;
-    if (id < 0) return encode_one(c->t, c->w, s, n, (size_t)(s - c->text), c->out, err);
+    uintptr_t at = (uintptr_t)s - c->text;
+    if (id < 0) return encode_one(c->t, c->w, s, n, at < c->text_len ? (size_t)at : 0, c->out, err);
     bc_status st = ids_reserve(c->out, 1, err);
     if (st == BC_OK) c->out->ids[c->out->n++] = id;
     return st;
@@ -667,7 +676,7 @@ bc_status bpe_encode(const bpe_tokenizer *t, const char *text, size_t len, bpe_i
     bpe_work w = {0};
     bc_status st = BC_OK;
     if (t->split) {
-        split_ctx c = {.t = t, .w = &w, .out = out, .text = s};
+        split_ctx c = {.t = t, .w = &w, .out = out, .text = (uintptr_t)s, .text_len = len};
         st = bpe_split_run(t->split, s, len, split_piece, &c, err);
     }
     for (size_t i = 0; !t->split && i < len && st == BC_OK;) { /* the GPT-2 split */

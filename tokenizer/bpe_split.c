@@ -5,8 +5,8 @@
  * Encoding runs three stages over the text:
  *   0. the added tokens that are not normalized (all special tokens) are
  *      found in the raw text;
- *   1. in the text between them, the normalized added tokens are found
- *      (with no normalizer, the same text);
+ *   1. the text between them is normalized (NFC through utf8proc, or not
+ *      at all) and the normalized added tokens are found in it;
  *   2. the text between those is split by the pattern.
  * This is the order tokenizers' added vocabulary uses. At each stage a token
  * is matched leftmost first, the longest of those that start there.
@@ -21,6 +21,7 @@
 
 #include <pcre2.h>
 #include <stdio.h>
+#include <utf8proc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,7 @@ enum { STAGE_RAW = 0, STAGE_NORMALIZED = 1, STAGE_REGEX = 2 };
 
 struct bpe_split {
     pcre2_code *re;
+    int nfc;               /* the normalizer is NFC */
     uint8_t *bytes;        /* every added token's content */
     added_tok *tok[2];     /* [STAGE_RAW]: "normalized": false; [STAGE_NORMALIZED]: true; sorted by first byte, longest first */
     size_t n_tok[2];
@@ -247,9 +249,10 @@ static bc_status load_added(bpe_split *sp, const json_t *added, const char *name
 bc_status bpe_split_load(const json_t *root, const char *name, bpe_split **out, bc_error *err) {
     *out = NULL;
     const json_t *norm = json_object_get(root, "normalizer");
-    if (norm && !json_is_null(norm))
+    int nfc = norm && is_type(norm, "NFC");
+    if (norm && !json_is_null(norm) && !nfc)
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
-                            "%s: normalizer %s is not supported; only tokenizers without a normalizer are", name,
+                            "%s: normalizer %s is not supported; with a Split pre-tokenizer only none or NFC is", name,
                             type_of(norm));
     const json_t *dec = json_object_get(root, "decoder");
     if (dec && !json_is_null(dec) && !is_type(dec, "ByteLevel"))
@@ -257,6 +260,7 @@ bc_status bpe_split_load(const json_t *root, const char *name, bpe_split **out, 
                             name, type_of(dec));
     bpe_split *sp = calloc(1, sizeof *sp);
     if (!sp) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory", name);
+    sp->nfc = nfc;
     bc_status st = check_shape(sp, json_object_get(root, "pre_tokenizer"), name, err);
     if (st == BC_OK) st = load_added(sp, json_object_get(root, "added_tokens"), name, err);
     if (st != BC_OK) {
@@ -385,10 +389,76 @@ static bc_status regex_split(const bpe_split *sp, const uint8_t *text, size_t le
     return st;
 }
 
-/* Finds stage s's added tokens in text[0..len); the rest goes to stage s + 1. */
+/* NFC of text[0..len) into *out (the caller frees it): each run of valid
+ * UTF-8 is normalized by utf8proc, each invalid sequence is kept as it is
+ * (U+FFFD, which it stands for, is a starter that composes with nothing,
+ * so the runs normalize on their own). */
+static bc_status nfc_of(const uint8_t *text, size_t len, uint8_t **out, size_t *out_len, bc_error *err) {
+    size_t cap = len + 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    if (!buf) return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory to normalize %zu bytes", len);
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len) { /* the valid run [i, j) */
+            bpe_class cls;
+            size_t l = bpe_utf8_char(text + j, len - j, &cls);
+            if (l == 1 && text[j] >= 0x80) break;
+            j += l;
+        }
+        uint8_t *norm = NULL;
+        size_t m = 0;
+        if (j > i) {
+            utf8proc_ssize_t r = utf8proc_map(text + i, (utf8proc_ssize_t)(j - i), &norm, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+            if (r < 0) {
+                free(buf);
+                return bc_error_set(err, r == UTF8PROC_ERROR_NOMEM ? BC_ERR_NOMEM : BC_ERR_INVALID,
+                                    "tokenizer: NFC of the text at byte %zu: %s", i, utf8proc_errmsg(r));
+            }
+            m = (size_t)r;
+        }
+        size_t bad = j < len ? invalid_len(text + j, len - j) : 0;
+        if (n + m + bad > cap) {
+            while (n + m + bad > cap) cap *= 2;
+            uint8_t *nb = realloc(buf, cap);
+            if (!nb) {
+                free(norm), free(buf);
+                return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory to normalize %zu bytes", len);
+            }
+            buf = nb;
+        }
+        if (m) memcpy(buf + n, norm, m);
+        free(norm);
+        n += m;
+        memcpy(buf + n, text + j, bad);
+        n += bad;
+        i = j + bad;
+    }
+    *out = buf;
+    *out_len = n;
+    return BC_OK;
+}
+
+static bc_status match_added(const bpe_split *sp, int s, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
+                             bc_error *err);
+
+/* Stage s on text[0..len): the regex split, or the added tokens of that
+ * stage (stage 1 on the normalized text). */
 static bc_status run_stage(const bpe_split *sp, int s, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
                            bc_error *err) {
     if (s == STAGE_REGEX) return regex_split(sp, text, len, fn, ctx, err);
+    if (s != STAGE_NORMALIZED || !sp->nfc) return match_added(sp, s, text, len, fn, ctx, err);
+    uint8_t *norm = NULL;
+    size_t n = 0;
+    bc_status st = nfc_of(text, len, &norm, &n, err);
+    if (st != BC_OK) return st;
+    st = match_added(sp, s, norm, n, fn, ctx, err);
+    free(norm);
+    return st;
+}
+
+/* Finds stage s's added tokens in text[0..len); the rest goes to stage s + 1. */
+static bc_status match_added(const bpe_split *sp, int s, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
+                             bc_error *err) {
     const added_tok *tok = sp->tok[s];
     size_t gap = 0;
     bc_status st = BC_OK;
@@ -411,6 +481,8 @@ static bc_status run_stage(const bpe_split *sp, int s, const uint8_t *text, size
     if (st == BC_OK && len > gap) st = run_stage(sp, s + 1, text + gap, len - gap, fn, ctx, err);
     return st;
 }
+
+int bpe_split_normalizes(const bpe_split *sp) { return sp->nfc; }
 
 bc_status bpe_split_run(const bpe_split *sp, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
                         bc_error *err) {

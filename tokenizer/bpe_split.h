@@ -3,14 +3,14 @@
  * to the tokenizer library (bpe.c calls it, nothing outside does).
  *
  * The shape it takes (what Hugging Face tokenizers writes for both):
- *   "normalizer": null (or NFC, see bpe_split_load)
+ *   "normalizer": null, or {"type": "NFC"} (Qwen2), through utf8proc
  *   "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
  *       {"type": "Split", "pattern": {"Regex": P}, "behavior": "Isolated", "invert": false},
  *       {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]}
  *   "decoder": {"type": "ByteLevel", ...} (or null)
  * Encoding text: the added tokens are found first (leftmost, the longest
- * of those starting there); each of them is its id; the text between them
- * is split by P (PCRE2, UTF + Unicode properties, JIT), every match and
+ * of those starting there; the normalized ones after NFC); each of them is
+ * its id; the text between them is split by P (PCRE2, UTF + Unicode properties, JIT), every match and
  * every gap between matches one piece, and each piece's bytes go to the
  * BPE model.
  */
@@ -34,12 +34,16 @@ int bpe_split_claims(const json_t *pre);
  * bpe_split_claims): checks the normalizer, the pre-tokenizer's shape, the
  * decoder and the added tokens, and compiles the pattern. *out is the
  * caller's (bpe_split_free). Errors name the file (name) and what was
- * found: BC_ERR_UNSUPPORTED (another shape, a normalizer other than none,
+ * found: BC_ERR_UNSUPPORTED (another shape, a normalizer other than none or NFC,
  * an added token with lstrip, rstrip or single_word), BC_ERR_FORMAT (a
  * pattern PCRE2 refuses, with its offset; malformed added tokens),
  * BC_ERR_NOMEM. */
 bc_status bpe_split_load(const json_t *root, const char *name, bpe_split **out, bc_error *err);
 void bpe_split_free(bpe_split *sp);
+
+/* Whether text is normalized (NFC) before the split: decode then gives
+ * the normalized text back, not the text. */
+int bpe_split_normalizes(const bpe_split *sp);
 
 /* What the split hands back, in text order: a piece of bytes for the BPE
  * model (id < 0), or an added token's id (s, n: its bytes in the text). */

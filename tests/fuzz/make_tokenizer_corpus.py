@@ -62,6 +62,8 @@ def main():
     seeds.append(b"\x01" + tokenizer_json([["a", "b"]], ab, pre_tokenizer=split_pre("(a"), decoder={"type": "ByteLevel"}))
     seeds.append(b"\x01" + tokenizer_json([["a", "b"]], ab, pre_tokenizer=split_pre(LLAMA3_PATTERN, "Removed")))
     seeds.append(b"\x01" + tokenizer_json([["a", "b"]], ab, pre_tokenizer=split_pre(r"\s*|a", use_regex=False)))
+    seeds.append(b"\x01" + tokenizer_json([["a", "b"]], ab, normalizer={"type": "NFC"}, note="e\u0301 A\u030a \u212b",
+                                           pre_tokenizer=split_pre(LLAMA3_PATTERN), decoder={"type": "ByteLevel"}))
     seeds.append(b"\x01" + tokenizer_json(["a b", "\u0120 t", "\u0120t h"], ab))
     seeds.append(b"\x01" + tokenizer_json([["a", "b"], ["\u0120", "t"], ["\u0120t", "h"]], ab))
     seeds.append(b"\x01" + tokenizer_json([], ab))

@@ -4,10 +4,12 @@
  * tests/tokenizer/golden/, made by tools/golden/make_tokenizer_golden.py:
  *   llama3/         trained with Llama-3's pattern, ignore_merges, special
  *                   tokens and one normalized added token;
- *   qwen2/          trained with Qwen2's pattern and its special tokens;
+ *   qwen2/          trained with Qwen2's pattern, its NFC normalizer and its
+ *                   special tokens;
  *   ignore_merges/  a hand-made vocabulary where ignore_merges decides;
  * each with cases.json: strings (hex) and the ids tokenizers gave. Every
- * case's ids must be equal, and decode must give the bytes back. Files of
+ * case's ids must be equal, and decode must give the bytes back (or, where
+ * NFC changed the text, what tokenizers decodes: decoded_hex). Files of
  * other shapes are refused with one line naming what was found. */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
@@ -57,7 +59,7 @@ static size_t check_dir(const char *dir) {
     bpe_tokenizer *t = load(dir);
     assert_int_equal(bpe_vocab_size(t), json_integer_value(json_object_get(root, "vocab_size")));
     assert_int_equal(bpe_merge_count(t), json_integer_value(json_object_get(root, "n_merges")));
-    int bad = 0;
+    int bad = 0, normalized = 0;
     for (size_t c = 0; c < json_array_size(cases); c++) {
         const json_t *cs = json_array_get(cases, c);
         const char *hex = json_string_value(json_object_get(cs, "hex"));
@@ -77,6 +79,11 @@ static size_t check_dir(const char *dir) {
             for (size_t i = 0; i < got.n; i++) fprintf(stderr, " %d", got.ids[i]);
             fprintf(stderr, "\n");
         }
+        const char *dhex = json_string_value(json_object_get(cs, "decoded_hex"));
+        if (dhex) {
+            n = unhex(dhex, buf, sizeof buf);
+            normalized++;
+        }
         char *text;
         size_t len;
         assert_int_equal(bpe_decode(t, got.ids, got.n, &text, &len, &err), BC_OK);
@@ -85,6 +92,8 @@ static size_t check_dir(const char *dir) {
         free(text);
         free(got.ids);
     }
+    assert_int_equal(normalized, json_integer_value(json_object_get(root, "normalized_cases")));
+    assert_int_equal(bpe_normalizes(t), json_is_true(json_object_get(root, "nfc")));
     size_t count = json_array_size(cases);
     if (bad) fail_msg("%s: %d of %zu cases differ from tokenizers", dir, bad, count);
     bpe_free(t);
@@ -100,6 +109,18 @@ static void test_llama3_golden(void **state) {
 static void test_qwen2_golden(void **state) {
     (void)state;
     assert_true(check_dir(GOLDEN "/qwen2") > 300);
+    /* NFC composes before the split; invalid bytes stay as they are between normalized runs */
+    bpe_tokenizer *t = load(GOLDEN "/qwen2");
+    bc_error err;
+    bpe_ids a = {0}, b = {0};
+    const char *decomposed = "cafe\xcc\x81 \xff e\xcc\x81", *composed = "caf\xc3\xa9 \xff \xc3\xa9";
+    assert_int_equal(bpe_encode(t, decomposed, strlen(decomposed), &a, &err), BC_OK);
+    assert_int_equal(bpe_encode(t, composed, strlen(composed), &b, &err), BC_OK);
+    assert_int_equal(a.n, b.n);
+    assert_memory_equal(a.ids, b.ids, a.n * sizeof *a.ids);
+    free(a.ids);
+    free(b.ids);
+    bpe_free(t);
 }
 
 static void test_ignore_merges_golden(void **state) {

@@ -43,7 +43,7 @@ import os
 import random
 
 import tokenizers
-from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, decoders, trainers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "tests", "tokenizer", "golden")
@@ -238,12 +238,17 @@ QWEN2_TEXT_SPECIALS = [
     "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>", "x<|endoftext|>y",
     "<|im_start|", " <|im_end|> ", "<|IM_END|>", "<|endoftext|><|endoftext|>", "<<|box_start|>>",
 ]
+# strings NFC changes (Qwen2's normalizer): combining marks that compose, singletons, Hangul jamo
+NFC_HARD = ["e\u0301", "cafe\u0301 nai\u0308ve", "A\u030a \u212b \u2126", "\u1e9b\u0323", "\u1100\u1161\u11a8",
+            "o\u0308\u0304", "\u0301e", "x\u0323\u0307y", "\ufb01 \u2460 \uff21", "e\u0301<|im_end|>e\u0301"]
 SPLIT_INVALID = [b"\xff", b"abc\x80def", b"\xe2\x82abc", b" \xc3", b"\xed\xa0\x80x", b"ok \xff ok",
                  b"\xf0\x9f\x98 x", b"caf\xc3\xa9\xc3", b"\xc0\xafab", b"12\xf4\x90\x80\x8034", b"\n\xff\n"]
 
 
-def train_split(corpus, pattern, specials, added, ignore_merges):
+def train_split(corpus, pattern, specials, added, ignore_merges, nfc):
     tok = Tokenizer(models.BPE(ignore_merges=ignore_merges))
+    if nfc:
+        tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(tokenizers.Regex(pattern), behavior="isolated", invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
@@ -276,18 +281,29 @@ def split_random_mixes(n, specials):
 
 
 def split_reference_ids(tok, data, added):
+    """The case of data: its ids, and (with a normalizer that changes the
+    text) what they decode to; None for invalid UTF-8 that the normalizer
+    would change (the parts path below does not normalize)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = None
+    norm = tok.normalizer.normalize_str if tok.normalizer else (lambda x: x)
     if text is not None:
         ids = tok.encode(text, add_special_tokens=False).ids
-        assert tok.decode(ids, skip_special_tokens=False) == text, data
-        if not any(a in text for a in added):
+        decoded = tok.decode(ids, skip_special_tokens=False)
+        assert decoded == norm(text), data
+        if not any(a in text for a in added) and norm(text) == text:
             assert reference_ids_parts(tok, data) == ids, data
-        return ids
+        case = {"hex": data.hex(), "ids": ids}
+        if decoded != text:
+            case["decoded_hex"] = decoded.encode("utf-8").hex()
+        return case
     assert not any(a.encode("utf-8") in data for a in added), data
-    return reference_ids_parts(tok, data)
+    lossy_text, _ = lossy(data)
+    if norm(lossy_text) != lossy_text:
+        return None
+    return {"hex": data.hex(), "ids": reference_ids_parts(tok, data)}
 
 
 def write_prompts(out, tok, texts, bos):
@@ -302,7 +318,7 @@ def write_prompts(out, tok, texts, bos):
             f.write(" ".join(str(i) for i in ids) + "\n")
 
 
-def make_split(name, pattern, specials, added, ignore_merges, text_specials):
+def make_split(name, pattern, specials, added, ignore_merges, text_specials, nfc=False):
     out = os.path.join(OUT, name)
     os.makedirs(out, exist_ok=True)
     corpus = os.path.join(out, "corpus.txt")
@@ -313,16 +329,23 @@ def make_split(name, pattern, specials, added, ignore_merges, text_specials):
             words = line.split(" ")
             rnd.shuffle(words)
             f.write(" ".join(words) + "\n" + line + "\n")
-    tok = train_split(corpus, pattern, specials, added, ignore_merges)
+    tok = train_split(corpus, pattern, specials, added, ignore_merges, nfc)
     tok.save(os.path.join(out, "tokenizer.json"), pretty=False)
     with open(os.path.join(out, "tokenizer.json"), encoding="utf-8") as f:
         spec = json.load(f)
     pre = spec["pre_tokenizer"]
     assert pre["type"] == "Sequence" and pre["pretokenizers"][0]["pattern"] == {"Regex": pattern}, pre
-    strings = [s.encode("utf-8") for s in SPLIT_HARD + text_specials] + SPLIT_INVALID
+    strings = [s.encode("utf-8") for s in SPLIT_HARD + text_specials + (NFC_HARD if nfc else [])] + SPLIT_INVALID
     strings += split_random_mixes(300, specials + added)
     everything = specials + added
-    cases = [{"hex": d.hex(), "ids": split_reference_ids(tok, d, everything)} for d in strings]
+    cases, dropped = [], 0
+    for d in strings:
+        c = split_reference_ids(tok, d, everything)
+        if c is None:
+            dropped += 1
+        else:
+            cases.append(c)
+    strings = [bytes.fromhex(c["hex"]) for c in cases]
     differ = 0
     if ignore_merges:  # how many cases ignore_merges decides (the model without it gives other ids)
         plain = Tokenizer.from_str(tok.to_str())
@@ -332,12 +355,14 @@ def make_split(name, pattern, specials, added, ignore_merges, text_specials):
                      if d.decode("utf-8", "ignore") == d.decode("utf-8", "replace")
                      and plain.encode(d.decode("utf-8"), add_special_tokens=False).ids != c["ids"])
     with open(os.path.join(out, "cases.json"), "w", encoding="utf-8") as f:
-        json.dump({"tokenizers_version": tokenizers.__version__, "pattern": pattern,
+        json.dump({"tokenizers_version": tokenizers.__version__, "pattern": pattern, "nfc": nfc,
+                   "normalized_cases": sum(1 for c in cases if "decoded_hex" in c), "dropped_invalid_nfc": dropped,
                    "vocab_size": tok.get_vocab_size(), "n_merges": len(spec["model"]["merges"]),
                    "ignore_merges_decides": differ, "cases": cases}, f, indent=0)
     bos = tok.token_to_id("<|begin_of_text|>")  # Llama-3's BOS; Qwen2 has none
     prompts = [line for line in SPLIT_CORPUS_LINES if "\n" not in line] + text_specials[:3]
     write_prompts(out, tok, prompts, bos)
+    print(f"{name}: dropped {dropped} invalid-UTF-8 strings NFC would change")
     print(f"{name}: {len(cases)} cases, vocab {tok.get_vocab_size()}, {len(spec['model']['merges'])} merges, "
           f"ignore_merges decides {differ} -> {out}")
 
@@ -401,7 +426,7 @@ def main():
             f.write(" ".join(str(i) for i in [2] + tok.encode(text, add_special_tokens=False).ids) + "\n")
     print(f"{len(cases)} cases, vocab {tok.get_vocab_size()}, {len(merges)} merges -> {OUT}")
     make_split("llama3", LLAMA3_PATTERN, LLAMA3_SPECIALS, LLAMA3_ADDED, True, LLAMA3_TEXT_SPECIALS)
-    make_split("qwen2", QWEN2_PATTERN, QWEN2_SPECIALS, [], False, QWEN2_TEXT_SPECIALS)
+    make_split("qwen2", QWEN2_PATTERN, QWEN2_SPECIALS, [], False, QWEN2_TEXT_SPECIALS, nfc=True)
     make_ignore_merges()
 
 
