@@ -99,8 +99,9 @@ static void describe(const json_t *pre, char *buf, size_t cap) {
 }
 
 /* The pattern with \s and \S as White_Space (see the top of the file);
- * \Q...\E is copied as it is. NULL for no memory; the caller frees. */
-static char *rewrite_pattern(const char *p, size_t n) {
+ * \Q...\E is copied as it is. *out_n is its length (a pattern may hold a
+ * NUL). NULL for no memory; the caller frees. */
+static char *rewrite_pattern(const char *p, size_t n, size_t *out_n) {
     char *out = malloc(n * 8 + 1); /* "\s" (2 bytes) grows to 15 */
     if (!out) return NULL;
     size_t k = 0;
@@ -133,6 +134,7 @@ static char *rewrite_pattern(const char *p, size_t n) {
         }
     }
     out[k] = '\0';
+    *out_n = k;
     return out;
 }
 
@@ -147,9 +149,8 @@ static bc_status compile_pattern(bpe_split *sp, const json_t *pattern, const cha
     char *src = NULL;
     size_t src_len = json_string_length(v);
     if (rx) {
-        if (!(src = rewrite_pattern(json_string_value(v), src_len)))
+        if (!(src = rewrite_pattern(json_string_value(v), src_len, &src_len)))
             return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for the pattern", name);
-        src_len = strlen(src);
     } else {
         opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_LITERAL; /* PCRE2_UCP is refused with a literal */
     }
