@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "matrix.h"
+#include "plan.h"
 
 static void print_mib(int64_t bytes) {
     if (bytes < 0) printf(" %10s", "-");
@@ -16,9 +16,10 @@ static void print_mib(int64_t bytes) {
 }
 
 /* One row of the plan: the memory columns and the check. */
-static void plan_memory_columns(const bc_context *ctx, const bc_case *c, const bc_case_check *chk, char *last_error,
-                                size_t cap) {
-    const bc_runner_backend *rb = bc_context_backend_of(ctx, c); /* the case's, with a backends list */
+static void plan_memory_columns(const bc_context *ctx, size_t k, char *last_error, size_t cap) {
+    const bc_case *c = &ctx->cases[k];
+    const bc_case_check *chk = &ctx->checks[k];
+    const bc_runner_backend *rb = bc_context_backend_of(ctx, k); /* the case's, with a backends list */
     const bc_backend_ops *ops = &rb->plugin->backend;
     bc_memory_stats m = {.struct_size = sizeof m, -1, -1, -1, -1, -1, -1, -1, -1};
     bc_error err = {0};
@@ -59,14 +60,8 @@ int bc_cli_plan(const bc_cli_args *a) {
         bc_context_free(&ctx);
         return rc;
     }
-    size_t *order = calloc(ctx.n_cases + 1, sizeof *order);
-    if (!order) {
-        bc_context_free(&ctx);
-        return bc_cli_print_error("out of memory", NULL), EXIT_RUNTIME;
-    }
+    const bc_plan *plan = &ctx.plan; /* the order run follows */
     const bc_backend_ops *ops = &ctx.backend.plugin->backend;
-    uint32_t axes = bc_matrix_rebuild_axes(ops->rebuild_axes);
-    bc_matrix_execution_order(ctx.cases, ctx.n_cases, axes, order);
     char of[64], measured[160];
     if (!ctx.cfg.adaptive)
         snprintf(measured, sizeof measured, "%u measured iterations", ctx.cfg.iterations);
@@ -94,19 +89,18 @@ int bc_cli_plan(const bc_cli_args *a) {
            "batch", "samples", "prompt", "response", "eff_batch", "weights_MiB", "kv_MiB", "work_MiB");
     if (settings_width) printf("  %-*s", settings_width, "settings");
     printf("  %s\n", "check");
-    size_t n_builds = 0;
+    size_t n_builds = plan->n_builds;
     char last_error[512] = "";
-    for (size_t i = 0; i < ctx.n_cases; i++) {
-        const bc_case *c = &ctx.cases[order[i]];
-        int build = i == 0 || !bc_matrix_same_group(&ctx.cases[order[i - 1]], c, axes);
-        n_builds += (size_t)build;
+    for (size_t i = 0; i < plan->n; i++) {
+        const bc_case *c = &ctx.cases[plan->order[i]];
+        int build = plan->build[i];
         char prompt[16];
         snprintf(prompt, sizeof prompt, c->prompt_length ? "%u" : "file", c->prompt_length);
         printf("%4zu %5u %-5s %-10s %-10s %6u %7u %7s %8u %9llu", i + 1, c->index, build ? "build" : "-", c->precision,
                c->cache_policy, c->batch_size, c->samples_per_prompt, prompt, c->response_length,
                (unsigned long long)bc_case_effective_batch(c));
-        const bc_case_check *chk = &ctx.checks[order[i]];
-        plan_memory_columns(&ctx, c, chk, last_error, sizeof last_error);
+        const bc_case_check *chk = &ctx.checks[plan->order[i]];
+        plan_memory_columns(&ctx, plan->order[i], last_error, sizeof last_error);
         char settings[256];
         plan_settings_text(c, settings, sizeof settings);
         if (settings_width) printf("  %-*s", settings_width, settings);
@@ -123,7 +117,6 @@ int bc_cli_plan(const bc_cli_args *a) {
         bc_cli_print_error(msg, NULL);
         rc = EXIT_USAGE;
     }
-    free(order);
     bc_context_free(&ctx);
     return rc;
 }

@@ -21,6 +21,7 @@
 #include "host.h"
 #include "hostload.h"
 #include "matrix.h"
+#include "plan.h"
 #include "runner_internal.h"
 
 const char *const bc_field_names[BC_N_FIELDS] = {
@@ -170,28 +171,6 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
     row[BC_FIELD_LORA_UNFUSE_MS] = g->lora_unfuse_ms;
 }
 
-size_t bc_runner_backend_index(const bc_runner_backend *backends, size_t n, const bc_case *c) {
-    if (n < 2 || !BC_HAS(c, bc_case, backend) || !c->backend) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(backends[i].label, c->backend) == 0 &&
-            bc_matrix_case_has_settings(c, backends[i].setting_values, backends[i].n_settings))
-            return i;
-    return 0;
-}
-
-/* The backend (its index in cfg->backends) that runs case c; 0 with one. */
-static size_t backend_index(const bc_runner_config *cfg, const bc_case *c) {
-    return bc_runner_backend_index(cfg->backends, cfg->n_backends, c);
-}
-
-static const bc_plugin *backend_plugin(const bc_runner_config *cfg, const bc_case *c) {
-    return cfg->n_backends ? cfg->backends[backend_index(cfg, c)].plugin : cfg->backend;
-}
-
-static void *backend_instance(const bc_runner_config *cfg, const bc_case *c) {
-    return cfg->n_backends ? cfg->backends[backend_index(cfg, c)].instance : cfg->backend_instance;
-}
-
 /* Where one iteration stopped, when it did not complete. */
 typedef struct iteration_out {
     const char *hook;        /* the hook that failed, or NULL */
@@ -201,9 +180,8 @@ typedef struct iteration_out {
 
 /* One rollout. row (N_FIELDS, may be NULL for warmup) gets the values. On a
  * hook error returns it, with out->hook naming the hook. */
-static bc_status one_iteration(const bc_runner_config *cfg, void *inst, const bc_case *c, int *released, double *row,
-                               iteration_out *out, bc_error *err) {
-    const bc_backend_ops *ops = &backend_plugin(cfg, c)->backend;
+static bc_status one_iteration(const bc_runner_config *cfg, const bc_backend_ops *ops, void *inst, const bc_case *c,
+                               int *released, double *row, iteration_out *out, bc_error *err) {
     double scratch[N_FIELDS];
     if (!row) row = scratch;
     for (int f = 0; f < N_FIELDS; f++) row[f] = NAN;
@@ -329,8 +307,9 @@ void bc_runner_run_case(run_state *rs, size_t k) {
     const bc_runner_config *cfg = rs->cfg;
     bc_run_result *res = rs->res;
     const bc_case *c = &cfg->cases[k];
-    const bc_backend_ops *ops = &backend_plugin(cfg, c)->backend;
-    void *inst = backend_instance(cfg, c);
+    const bc_runner_backend *rb = &rs->backends[rs->plan->instance[k]]; /* the plan says which */
+    const bc_backend_ops *ops = &rb->plugin->backend;
+    void *inst = rb->instance;
     bc_case_report *cr = &res->cases[k];
     double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
     bc_dist *dist = cfg->dist && cfg->dist->mode == BC_DIST_REPLICATE ? cfg->dist : NULL;
@@ -354,7 +333,7 @@ void bc_runner_run_case(run_state *rs, size_t k) {
     if (st != BC_OK) goto done;
     for (uint32_t w = 0; w < cfg->warmup; w++) {
         if (dist) bc_dist_barrier(dist, &err);
-        st = one_iteration(cfg, inst, c, &released, row, &it_out, &err);
+        st = one_iteration(cfg, ops, inst, c, &released, row, &it_out, &err);
         if (dist) stop_agreed = bc_dist_agree(dist, &st, &it_out.hook, &err, cfg->stop, NULL);
         if (st != BC_OK) {
             hook = it_out.hook;
@@ -378,7 +357,7 @@ void bc_runner_run_case(run_state *rs, size_t k) {
     for (uint32_t it = 0; it < hi; it++) {
         double *out = values + (size_t)it * N_FIELDS;
         if (dist) bc_dist_barrier(dist, &err); /* the ranks start together, outside the timed stages */
-        st = one_iteration(cfg, inst, c, &released, out, &it_out, &err);
+        st = one_iteration(cfg, ops, inst, c, &released, out, &it_out, &err);
         double elapsed = ms_since(t_case);
         double rel = st == BC_OK && has_target(cfg) ? case_rel_ci(res, k, it + 1) : NAN;
         int32_t rule = st == BC_OK ? (int32_t)stop_rule(cfg, it + 1, rel, elapsed) : BC_STOP_NONE;
@@ -492,25 +471,41 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
                             cfg->isolation ? "run.isolation = \"process\"" : "--resume");
     if (cfg->dist && (st = bc_dist_results_alloc(cfg->dist, cfg->n_cases, err)) != BC_OK) return st;
     size_t n = cfg->n_cases;
-    size_t *order = calloc(n ? n : 1, sizeof *order);                   /* execution order, owned here */
     bc_case_report *finished = calloc(n ? n : 1, sizeof *finished);     /* scratch for case_finished */
     unsigned char *done = calloc(n ? n : 1, 1);                         /* done[k]: case k finished */
     reporter_slot *slots = calloc(cfg->n_reporters + 1, sizeof *slots); /* owned here */
-    if (!order || !finished || !done || !slots) {
-        free(order), free(finished), free(done), free(slots);
+    if (!finished || !done || !slots) {
+        free(finished), free(done), free(slots);
         return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory");
     }
-    uint32_t axes = bc_matrix_rebuild_axes(cfg->backend->backend.rebuild_axes);
-    for (size_t b = 1; b < cfg->n_backends; b++) axes |= bc_matrix_rebuild_axes(cfg->backends[b].plugin->backend.rebuild_axes);
-    bc_matrix_execution_order(cfg->cases, n, axes, order);
-
+    /* the plan (plan.h): the context's, or, for one backend without one,
+     * planned here on its rebuild axes */
+    bc_plan own = {0};
+    const bc_plan *plan = cfg->plan;
+    if (!plan) {
+        uint32_t axes = bc_matrix_rebuild_axes(cfg->backend->backend.rebuild_axes);
+        if ((st = bc_plan_build(&own, cfg->cases, n, NULL, &axes, 1, err)) != BC_OK) {
+            bc_plan_free(&own);
+            free(finished), free(done), free(slots);
+            return st;
+        }
+        plan = &own;
+    }
+    const size_t *order = plan->order;
     const bc_runner_backend one = {.plugin = cfg->backend, .instance = cfg->backend_instance, .where = cfg->backend_where};
-    for (size_t b = 0; b < (cfg->n_backends ? cfg->n_backends : 1); b++) {
-        const bc_runner_backend *rb = cfg->n_backends ? &cfg->backends[b] : &one;
+    const bc_runner_backend *backends = cfg->n_backends ? cfg->backends : &one;
+    if (plan->n != n || plan->n_instances != (cfg->n_backends ? cfg->n_backends : 1)) {
+        bc_plan_free(&own);
+        free(finished), free(done), free(slots);
+        return bc_error_set(err, BC_ERR_INTERNAL, "runner: the plan has %zu cases on %zu instances, the run %zu on %zu",
+                            plan->n, plan->n_instances, n, cfg->n_backends ? cfg->n_backends : (size_t)1);
+    }
+    for (size_t b = 0; b < plan->n_instances; b++) {
+        const bc_runner_backend *rb = &backends[b];
         const bc_plugin *be = rb->plugin;
         /* an instance none of the (selected) cases runs on is not prepared */
-        int runs_a_case = !cfg->n_backends;
-        for (size_t k = 0; k < n && !runs_a_case; k++) runs_a_case = backend_index(cfg, &cfg->cases[k]) == b;
+        int runs_a_case = 0;
+        for (size_t k = 0; k < n && !runs_a_case; k++) runs_a_case = plan->instance[k] == b;
         if (!runs_a_case) continue;
         st = be->backend.prepare ? be->backend.prepare(rb->instance, err) : BC_OK;
         if (cfg->dist) st = bc_dist_agree_status(cfg->dist, st, err); /* every rank starts, or none */
@@ -522,7 +517,8 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         memcpy(hint, err->hint, sizeof hint);
         bc_error_set(err, st, "%s", msg);
         memcpy(err->hint, hint, sizeof hint);
-        free(order), free(finished), free(done), free(slots);
+        bc_plan_free(&own);
+        free(finished), free(done), free(slots);
         return st;
     }
 
@@ -546,7 +542,8 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.distributed = cfg->dist ? &cfg->dist->report : NULL;
     bc_runner_open_reporters(cfg, &run, slots, res);
 
-    run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .order = order, .child_fd = -1};
+    run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .plan = plan, .backends = backends,
+                    .order = order, .child_fd = -1};
     bc_dist *shard = cfg->dist && cfg->dist->mode == BC_DIST_SHARD ? cfg->dist : NULL;
     size_t world = shard ? (size_t)shard->world_size : 1, mine = shard ? (size_t)shard->rank : 0;
     int64_t round_case = -1; /* shard: the case this rank ran in the current round */
@@ -566,7 +563,7 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         }
         /* the first case run after a resumed one builds the backend's state */
         res->cases[k].rebuilt = i < world || (cfg->prior && cfg->prior[order[i - world]]) ||
-                                !bc_matrix_same_group(&cfg->cases[order[i - world]], c, axes);
+                                !bc_plan_same_group(plan, order[i - world], k);
         res->n_rebuilds += (uint32_t)res->cases[k].rebuilt;
         int stop_now = stop_level(cfg);
         if (cfg->dist && !shard) { /* replicate: every rank runs the case, or none */
@@ -627,7 +624,8 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.n_cases = (uint32_t)n;
     run.cases = res->cases;
     bc_runner_close_reporters(cfg, &run, slots, res);
-    free(order), free(finished), free(done), free(slots);
+    bc_plan_free(&own);
+    free(finished), free(done), free(slots);
     return BC_OK;
 }
 

@@ -5,8 +5,8 @@
  *   prepare (once per instance that runs a selected case; a failure means
  *   the backend could not start: bc_run returns it and no reporter is
  *   opened, so nothing measured is lost);
- *   opens the reporters; runs the cases in execution order
- *   (bc_matrix_execution_order: grouped by the backend's rebuild_axes,
+ *   opens the reporters; runs the cases in the plan's order (plan.h:
+ *   instance by instance, grouped by each backend's own rebuild_axes,
  *   largest effective batch first within a group); per case:
  *   read the host's load (hostload.h); begin_case; `warmup` iterations (not
  *   recorded); reset the high-water marks (backend reset_peak_memory,
@@ -131,8 +131,7 @@ typedef struct bc_prior_case {
 } bc_prior_case;
 
 /* One backend instance of a run with a backends list or axes over backend
- * settings: it runs the cases whose bc_case.backend is label and whose
- * setting values are setting_values (n_settings; bc_matrix_case_has_settings). */
+ * settings (context.h): the plan (plan.h) says which cases it runs. */
 typedef struct bc_runner_backend {
     const char *label;
     const bc_plugin *plugin;
@@ -142,22 +141,23 @@ typedef struct bc_runner_backend {
     size_t n_settings;
 } bc_runner_backend;
 
-/* The index in backends[n] of the instance that runs case c; 0 when none
- * matches (one backend). */
-size_t bc_runner_backend_index(const bc_runner_backend *backends, size_t n, const bc_case *c);
+struct bc_plan;
 
 typedef struct bc_runner_config {
     const bc_plugin *backend;
     void *backend_instance;      /* created and described by the caller, destroyed by it after bc_run */
     const char *backend_where;   /* "bench.cfg:7", prefixed to prepare errors; may be NULL */
-    /* Every backend, when there may be more than one (the first is backend
-     * above): each case runs on the one its bc_case.backend names, and the
-     * cases run backend by backend, in this order. n_backends 0: backend
-     * runs every case. */
+    /* Every backend instance, when there may be more than one (the first is
+     * backend above); n_backends 0: backend runs every case. */
     const bc_runner_backend *backends;
     size_t n_backends;
     const bc_case *cases;        /* requested order (case.index: position in the whole matrix) */
     size_t n_cases;
+    /* The plan of cases (plan.h; context.c builds it): the instance in
+     * backends that runs each case, their execution order and rebuild
+     * groups. NULL: bc_run plans the cases on backend alone, by its
+     * rebuild_axes (n_backends must then be 0 or 1). */
+    const struct bc_plan *plan;
     uint32_t warmup;
     uint32_t iterations;         /* the fixed count, when max_iterations is 0 */
     /* Adaptive iterations when max_iterations > 0: at least min_iterations

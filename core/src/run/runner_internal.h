@@ -34,7 +34,9 @@ typedef struct run_state {
     bc_run_result *res;
     reporter_slot *slots;
     const bc_run_report *run; /* the finished cases so far */
-    const size_t *order;      /* execution order */
+    const struct bc_plan *plan;          /* the cases' instances and order (plan.h) */
+    const bc_runner_backend *backends;   /* plan->n_instances: instance i's plugin and instance */
+    const size_t *order;      /* execution order: plan->order */
     size_t position;          /* of the running case in order */
     bc_eta eta;               /* fitted on the finished cases */
     int child_fd;             /* >= 0 in an isolated case's child: events go to the parent over it */
