@@ -11,6 +11,7 @@
 #include "exit_guard.h"
 #include "resume.h"
 #include "runner.h"
+#include "seam.h"
 
 static volatile sig_atomic_t g_stop;   /* signals received: 1 finish the iteration, 2 abandon it */
 static volatile sig_atomic_t g_signal; /* the first signal's number */
@@ -69,7 +70,11 @@ static int run_context(const bc_cli_args *a, bc_context *ctx, bc_dist *d) {
     if (!reps) return bc_cli_print_error("out of memory", NULL), EXIT_RUNTIME;
     bc_runner_config rc_cfg;
     bc_context_runner_config(ctx, &rc_cfg, reps);
-    rc_cfg.dist = d;
+    bc_run_seam seam; /* many processes: the distributed protocol between the loop's steps */
+    if (d) {
+        bc_dist_seam(d, &seam);
+        rc_cfg.seam = &seam;
+    }
     if (!lead) rc_cfg.n_reporters = 0; /* only rank 0 writes reports */
     rc_cfg.stop = &g_stop;
     rc_cfg.on_error = on_runner_error;

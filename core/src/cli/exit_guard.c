@@ -13,19 +13,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "host.h"
 #include "runner.h"
 
 enum { EXIT_RUNTIME = 1 };
 
 static volatile sig_atomic_t g_running; /* 1 while bc_run runs */
-
-static _Noreturn void exit_group_now(int status) {
-    syscall(SYS_exit_group, status);
-    for (;;) pause(); /* not reached */
-}
 
 /* One line on stderr with write(2): nothing else is safe this late. */
 static void guard_note(const char *how) {
@@ -48,7 +43,7 @@ static _Noreturn void guarded_exit(const char *zero, const char *other, int stat
         guard_note(status == 0 ? zero : other);
         if (status == 0) status = EXIT_RUNTIME;
     }
-    exit_group_now(status);
+    bc_exit_group(status);
 }
 
 void _exit(int status) { guarded_exit("_exit(0)", "_exit", status); }
@@ -57,7 +52,7 @@ void _Exit(int status) { guarded_exit("_Exit(0)", "_Exit", status); }
 static void exit_guard_atexit(void) {
     if (!g_running) return;
     guard_note("exit");
-    exit_group_now(EXIT_RUNTIME);
+    bc_exit_group(EXIT_RUNTIME);
 }
 
 void bc_exit_guard_arm(void) {

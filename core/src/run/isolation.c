@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,7 +65,7 @@ void bc_runner_child_send_event(int fd, int warmup, uint32_t iteration, const do
                              double rel_ci) {
     frame_event ev = {.warmup = warmup, .iteration = iteration, .elapsed_ms = elapsed_ms, .rel_ci = rel_ci};
     memcpy(ev.row, row, sizeof ev.row);
-    if (send_frame(fd, FRAME_EVENT, &ev, sizeof ev, NULL, 0, NULL, 0, NULL, 0)) syscall(SYS_exit_group, 1);
+    if (send_frame(fd, FRAME_EVENT, &ev, sizeof ev, NULL, 0, NULL, 0, NULL, 0)) bc_exit_group(1);
 }
 
 /* The child's stderr: passed through to ours, the last STDERR_TAIL bytes kept. */
@@ -210,9 +209,9 @@ void bc_runner_run_case_isolated(run_state *rs, size_t k) {
         setpgid(0, 0); /* terminal signals reach the parent only; it forwards them */
         sigprocmask(SIG_SETMASK, &old_mask, NULL);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) syscall(SYS_exit_group, 1);
+        if (getppid() != parent) bc_exit_group(1);
         signal(SIGPIPE, SIG_DFL);
-        if (dup2(ep[1], STDERR_FILENO) < 0) syscall(SYS_exit_group, 1);
+        if (dup2(ep[1], STDERR_FILENO) < 0) bc_exit_group(1);
         close(ep[1]);
         rs->child_fd = rp[1];
         bc_runner_run_case(rs, k);
@@ -221,7 +220,7 @@ void bc_runner_run_case_isolated(run_state *rs, size_t k) {
         int bad = send_frame(rp[1], FRAME_RESULT, cr, sizeof *cr, &res->memory[k], sizeof res->memory[k], values,
                              (size_t)cr->n_iterations * N_FIELDS * sizeof(double), msg, strlen(msg));
         fflush(NULL);
-        syscall(SYS_exit_group, bad ? 1 : 0);
+        bc_exit_group(bad ? 1 : 0);
     }
     close(rp[1]), close(ep[1]);
     fcntl(rp[0], F_SETFL, fcntl(rp[0], F_GETFL) | O_NONBLOCK);

@@ -16,12 +16,12 @@
 
 #include "agreement.h"
 #include "schedule.h"
-#include "distributed.h"
 #include "eta.h"
 #include "host.h"
 #include "hostload.h"
 #include "matrix.h"
 #include "plan.h"
+#include "seam.h"
 #include "runner_internal.h"
 
 const char *const bc_field_names[BC_N_FIELDS] = {
@@ -312,7 +312,7 @@ void bc_runner_run_case(run_state *rs, size_t k) {
     void *inst = rb->instance;
     bc_case_report *cr = &res->cases[k];
     double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
-    bc_dist *dist = cfg->dist && cfg->dist->mode == BC_DIST_REPLICATE ? cfg->dist : NULL;
+    const bc_run_seam *seam = rs->seam; /* one process, or the protocol of many */
     double row[N_FIELDS];
     bc_error err = {0};
     iteration_out it_out = {0};
@@ -328,19 +328,18 @@ void bc_runner_run_case(run_state *rs, size_t k) {
     cr->status = BC_CASE_OK;
     st = ops->begin_case(inst, c, &err);
     hook = st != BC_OK ? "begin_case" : NULL;
-    int stop_agreed = 0; /* distributed: the interrupt level every rank saw at the last agreement */
-    if (dist) stop_agreed = bc_dist_agree(dist, &st, &hook, &err, cfg->stop, NULL); /* fails everywhere or nowhere */
+    seam->after_step(seam->ctx, &st, &hook, &err, cfg->stop, NULL); /* fails everywhere or nowhere */
     if (st != BC_OK) goto done;
     for (uint32_t w = 0; w < cfg->warmup; w++) {
-        if (dist) bc_dist_barrier(dist, &err);
+        seam->before_iteration(seam->ctx);
         st = one_iteration(cfg, ops, inst, c, &released, row, &it_out, &err);
-        if (dist) stop_agreed = bc_dist_agree(dist, &st, &it_out.hook, &err, cfg->stop, NULL);
+        seam->after_step(seam->ctx, &st, &it_out.hook, &err, cfg->stop, NULL);
         if (st != BC_OK) {
             hook = it_out.hook;
             goto done;
         }
         if (!it_out.abandoned) bc_runner_iteration_event(rs, c, 1, w, row, ms_since(t_case), NAN);
-        if (dist ? stop_agreed : stop_level(cfg)) { /* a signal after the agreement waits for the next */
+        if (seam->stop_level(seam->ctx, cfg->stop)) {
             mark_interrupted(cfg, res, k, "during warmup", 0, 0);
             goto done;
         }
@@ -356,17 +355,17 @@ void bc_runner_run_case(run_state *rs, size_t k) {
     cr->device_free_before_bytes = before.device_free_bytes;
     for (uint32_t it = 0; it < hi; it++) {
         double *out = values + (size_t)it * N_FIELDS;
-        if (dist) bc_dist_barrier(dist, &err); /* the ranks start together, outside the timed stages */
+        seam->before_iteration(seam->ctx); /* the processes start together, outside the timed stages */
         st = one_iteration(cfg, ops, inst, c, &released, out, &it_out, &err);
         double elapsed = ms_since(t_case);
         double rel = st == BC_OK && has_target(cfg) ? case_rel_ci(res, k, it + 1) : NAN;
         int32_t rule = st == BC_OK ? (int32_t)stop_rule(cfg, it + 1, rel, elapsed) : BC_STOP_NONE;
-        if (dist) stop_agreed = bc_dist_agree(dist, &st, &it_out.hook, &err, cfg->stop, &rule); /* rank 0's rule */
+        seam->after_step(seam->ctx, &st, &it_out.hook, &err, cfg->stop, &rule); /* the first process's rule */
         if (st != BC_OK) {
             hook = it_out.hook;
             goto done;
         }
-        if (it_out.abandoned) { /* the other ranks stop after this iteration too (stop_agreed) */
+        if (it_out.abandoned) { /* the other processes stop after this iteration too (stop_level) */
             for (int f = 0; f < N_FIELDS; f++) out[f] = NAN;
             mark_interrupted(cfg, res, k, "twice (the iteration in progress was abandoned),", it, hi);
             break;
@@ -378,7 +377,7 @@ void bc_runner_run_case(run_state *rs, size_t k) {
         bc_runner_iteration_event(rs, c, 0, it, out, elapsed, rel);
         cr->stop_reason = (bc_stop_reason)rule;
         if (cr->stop_reason != BC_STOP_NONE) break;
-        if (dist ? stop_agreed : stop_level(cfg)) { /* a signal after the agreement waits for the next */
+        if (seam->stop_level(seam->ctx, cfg->stop)) {
             mark_interrupted(cfg, res, k, "", it + 1, hi);
             break;
         }
@@ -410,7 +409,6 @@ done:
     cr->load_avg_end = load_end.load_avg_1m;
     cr->cpu_steal_share = bc_hostload_steal_share(&load_start, &load_end);
     bc_run_case_stats(res, k);
-    if (dist) bc_dist_replicate_collect(dist, res, k);
 }
 
 static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
@@ -462,53 +460,54 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
     return BC_OK;
 }
 
-bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
-    *res = (bc_run_result){0};
-    bc_status st = result_alloc(cfg, res, err);
-    if (st != BC_OK) return st;
-    if (cfg->dist && (cfg->isolation || cfg->prior))
-        return bc_error_set(err, BC_ERR_SETTING, "a distributed run cannot use %s",
-                            cfg->isolation ? "run.isolation = \"process\"" : "--resume");
-    if (cfg->dist && (st = bc_dist_results_alloc(cfg->dist, cfg->n_cases, err)) != BC_OK) return st;
+/* What bc_run holds while it goes, owned here (free_scratch). */
+typedef struct run_scratch {
+    bc_case_report *finished; /* scratch for case_finished: the finished cases, requested order */
+    unsigned char *done;      /* done[k]: case k finished */
+    reporter_slot *slots;
+    bc_plan own;              /* the plan, when the caller gave none */
+} run_scratch;
+
+static void free_scratch(run_scratch *s) {
+    free(s->finished), free(s->done), free(s->slots);
+    bc_plan_free(&s->own);
+}
+
+/* The run's scratch and plan (plan.h): the caller's, or, for one backend
+ * without one, planned here on its rebuild axes. */
+static bc_status scratch_alloc(const bc_runner_config *cfg, run_scratch *s, const bc_plan **plan, bc_error *err) {
     size_t n = cfg->n_cases;
-    bc_case_report *finished = calloc(n ? n : 1, sizeof *finished);     /* scratch for case_finished */
-    unsigned char *done = calloc(n ? n : 1, 1);                         /* done[k]: case k finished */
-    reporter_slot *slots = calloc(cfg->n_reporters + 1, sizeof *slots); /* owned here */
-    if (!finished || !done || !slots) {
-        free(finished), free(done), free(slots);
-        return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory");
-    }
-    /* the plan (plan.h): the context's, or, for one backend without one,
-     * planned here on its rebuild axes */
-    bc_plan own = {0};
-    const bc_plan *plan = cfg->plan;
-    if (!plan) {
+    s->finished = calloc(n ? n : 1, sizeof *s->finished);
+    s->done = calloc(n ? n : 1, 1);
+    s->slots = calloc(cfg->n_reporters + 1, sizeof *s->slots);
+    if (!s->finished || !s->done || !s->slots) return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory");
+    *plan = cfg->plan;
+    if (!*plan) {
         uint32_t axes = bc_matrix_rebuild_axes(cfg->backend->backend.rebuild_axes);
-        if ((st = bc_plan_build(&own, cfg->cases, n, NULL, &axes, 1, err)) != BC_OK) {
-            bc_plan_free(&own);
-            free(finished), free(done), free(slots);
-            return st;
-        }
-        plan = &own;
+        bc_status st = bc_plan_build(&s->own, cfg->cases, n, NULL, &axes, 1, err);
+        if (st != BC_OK) return st;
+        *plan = &s->own;
     }
-    const size_t *order = plan->order;
-    const bc_runner_backend one = {.plugin = cfg->backend, .instance = cfg->backend_instance, .where = cfg->backend_where};
-    const bc_runner_backend *backends = cfg->n_backends ? cfg->backends : &one;
-    if (plan->n != n || plan->n_instances != (cfg->n_backends ? cfg->n_backends : 1)) {
-        bc_plan_free(&own);
-        free(finished), free(done), free(slots);
+    size_t ni = cfg->n_backends ? cfg->n_backends : 1;
+    if ((*plan)->n != n || (*plan)->n_instances != ni)
         return bc_error_set(err, BC_ERR_INTERNAL, "runner: the plan has %zu cases on %zu instances, the run %zu on %zu",
-                            plan->n, plan->n_instances, n, cfg->n_backends ? cfg->n_backends : (size_t)1);
-    }
+                            (*plan)->n, (*plan)->n_instances, n, ni);
+    return BC_OK;
+}
+
+/* Prepares every instance that runs a selected case; every process starts,
+ * or none. */
+static bc_status prepare_backends(const bc_run_seam *seam, const bc_plan *plan, const bc_runner_backend *backends,
+                                  bc_error *err) {
     for (size_t b = 0; b < plan->n_instances; b++) {
         const bc_runner_backend *rb = &backends[b];
         const bc_plugin *be = rb->plugin;
         /* an instance none of the (selected) cases runs on is not prepared */
         int runs_a_case = 0;
-        for (size_t k = 0; k < n && !runs_a_case; k++) runs_a_case = plan->instance[k] == b;
+        for (size_t k = 0; k < plan->n && !runs_a_case; k++) runs_a_case = plan->instance[k] == b;
         if (!runs_a_case) continue;
-        st = be->backend.prepare ? be->backend.prepare(rb->instance, err) : BC_OK;
-        if (cfg->dist) st = bc_dist_agree_status(cfg->dist, st, err); /* every rank starts, or none */
+        bc_status st = be->backend.prepare ? be->backend.prepare(rb->instance, err) : BC_OK;
+        st = seam->agree(seam->ctx, st, err);
         if (st == BC_OK) continue;
         char msg[sizeof err->message + 512];
         snprintf(msg, sizeof msg, "%.300s%sbackend '%s' could not start: prepare: %s", rb->where ? rb->where : "",
@@ -517,8 +516,43 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         memcpy(hint, err->hint, sizeof hint);
         bc_error_set(err, st, "%s", msg);
         memcpy(err->hint, hint, sizeof hint);
-        bc_plan_free(&own);
-        free(finished), free(done), free(slots);
+        return st;
+    }
+    return BC_OK;
+}
+
+/* Case k finished for every process: the reporters' journal gets it, with
+ * the finished cases so far in requested order. */
+static void case_done(const bc_runner_config *cfg, run_scratch *s, bc_run_report *run, bc_run_result *res, size_t k) {
+    s->done[k] = 1;
+    run->n_cases = 0;
+    for (size_t j = 0; j < cfg->n_cases; j++)
+        if (s->done[j]) s->finished[run->n_cases++] = res->cases[j];
+    bc_runner_journal_case(cfg, run, s->slots, res, k);
+}
+
+bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
+    *res = (bc_run_result){0};
+    const bc_run_seam *seam = cfg->seam ? cfg->seam : &bc_seam_local;
+    size_t n = cfg->n_cases;
+    run_scratch scratch = {0};
+    const bc_plan *plan = NULL;
+    bc_status st = result_alloc(cfg, res, err);
+    if (st == BC_OK) st = scratch_alloc(cfg, &scratch, &plan, err);
+    if (st != BC_OK) { /* this process alone: the others would wait for it */
+        seam->abort(seam->ctx, 1, err);
+        free_scratch(&scratch);
+        return st;
+    }
+    if ((st = seam->start(seam->ctx, cfg, err)) != BC_OK) {
+        free_scratch(&scratch);
+        return st;
+    }
+    const size_t *order = plan->order;
+    const bc_runner_backend one = {.plugin = cfg->backend, .instance = cfg->backend_instance, .where = cfg->backend_where};
+    const bc_runner_backend *backends = cfg->n_backends ? cfg->backends : &one;
+    if ((st = prepare_backends(seam, plan, backends, err)) != BC_OK) {
+        free_scratch(&scratch);
         return st;
     }
 
@@ -538,46 +572,42 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.stat_names = bc_stat_names;
     run.case_report_size = sizeof(bc_case_report);
     run.n_cases = 0;
-    run.cases = finished;
-    run.distributed = cfg->dist ? &cfg->dist->report : NULL;
+    run.cases = scratch.finished;
+    run.distributed = seam->report;
+    reporter_slot *slots = scratch.slots;
     bc_runner_open_reporters(cfg, &run, slots, res);
 
     run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .plan = plan, .backends = backends,
-                    .order = order, .child_fd = -1};
-    bc_dist *shard = cfg->dist && cfg->dist->mode == BC_DIST_SHARD ? cfg->dist : NULL;
-    size_t world = shard ? (size_t)shard->world_size : 1, mine = shard ? (size_t)shard->rank : 0;
-    int64_t round_case = -1; /* shard: the case this rank ran in the current round */
+                    .seam = seam, .order = order, .child_fd = -1};
+    int64_t last = -1; /* the case this process handled before, -1 none yet */
     for (size_t i = 0; i < n; i++) {
         size_t k = order[i];
         const bc_case *c = &cfg->cases[k];
-        if (shard && i % world != mine) goto round_end; /* another rank's case */
+        int64_t here = -1; /* the case this process handled at position i */
+        int ran = 0;
+        if (!seam->runs(seam->ctx, i)) goto after; /* another process's case */
+        here = (int64_t)k;
         if (cfg->prior && cfg->prior[k]) { /* finished by the run being resumed */
             bc_runner_adopt_prior(cfg, res, k);
             res->n_resumed++;
-            done[k] = 1;
-            run.n_cases = 0;
-            for (size_t j = 0; j < n; j++)
-                if (done[j]) finished[run.n_cases++] = res->cases[j];
-            bc_runner_journal_case(cfg, &run, slots, res, k);
-            continue;
+            last = here;
+            ran = 1;
+            goto after;
         }
         /* the first case run after a resumed one builds the backend's state */
-        res->cases[k].rebuilt = i < world || (cfg->prior && cfg->prior[order[i - world]]) ||
-                                !bc_plan_same_group(plan, order[i - world], k);
+        res->cases[k].rebuilt = last < 0 || (cfg->prior && cfg->prior[last]) ||
+                                !bc_plan_same_group(plan, (size_t)last, k);
         res->n_rebuilds += (uint32_t)res->cases[k].rebuilt;
-        int stop_now = stop_level(cfg);
-        if (cfg->dist && !shard) { /* replicate: every rank runs the case, or none */
-            bc_status ok = BC_OK;
-            const char *no_hook = NULL;
-            bc_error no_err = {0};
-            stop_now = bc_dist_agree(cfg->dist, &ok, &no_hook, &no_err, cfg->stop, NULL);
-        }
-        if (stop_now) {
+        last = here;
+        bc_status ok = BC_OK;
+        const char *no_hook = NULL;
+        bc_error no_err = {0};
+        seam->after_step(seam->ctx, &ok, &no_hook, &no_err, cfg->stop, NULL); /* every process runs the case, or none */
+        if (seam->stop_level(seam->ctx, cfg->stop)) {
             res->interrupted = 1;
             mark_interrupted(cfg, res, k, "before the case started", 0, 0);
             res->cases[k].stop_reason = BC_STOP_NONE; /* it never ran */
-            round_case = (int64_t)k;
-            goto round_end;
+            goto after;
         }
         rs.position = i;
         double eta_s = bc_runner_predict_rest_s(&rs, &rs.eta, i);
@@ -590,42 +620,24 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         const bc_case_report *cr = &res->cases[k];
         bc_eta_add(&rs.eta, bc_eta_units(&rs.eta, c), cfg->warmup, cr->n_iterations, cr->wall_ms,
                    cr->prompt_width_tokens);
-        if (shard) {
-            round_case = (int64_t)k;
-            goto round_end;
-        }
-        done[k] = 1;
-        run.n_cases = 0;
-        for (size_t j = 0; j < n; j++)
-            if (done[j]) finished[run.n_cases++] = res->cases[j];
-        bc_runner_journal_case(cfg, &run, slots, res, k);
-        continue;
-    round_end: /* shard: once every rank ran its case of the round, all of them are everyone's */
-        if (!shard || (i % world != world - 1 && i != n - 1)) continue;
-        bc_dist_shard_exchange(shard, res, round_case, cfg->stop);
+        ran = 1;
+    after:; /* the positions finished everywhere now go to the journal */
+        size_t n_done = seam->after_case(seam->ctx, res, i, here, ran, cfg->stop);
         if (stop_level(cfg)) res->interrupted = 1;
-        round_case = -1;
-        for (size_t j = i - i % world; j <= i; j++) {
-            done[order[j]] = 1;
-            run.n_cases = 0;
-            for (size_t q = 0; q < n; q++)
-                if (done[q]) finished[run.n_cases++] = res->cases[q];
-            bc_runner_journal_case(cfg, &run, slots, res, order[j]);
-        }
+        for (size_t j = i + 1 - n_done; j <= i && n_done; j++) case_done(cfg, &scratch, &run, res, order[j]);
     }
     for (size_t k = 0; k < n; k++) {
         if (res->cases[k].status == BC_CASE_FAILED) res->n_failed++;
         if (res->cases[k].status == BC_CASE_SKIPPED) res->n_skipped++;
     }
 
-    /* shard: a case and its first backend's run may sit on different ranks,
+    /* a case and its first backend's run may sit on different processes,
      * whose tokens stay there; token_agreement stays NAN (docs/config.md) */
-    if (!shard) bc_agreement_compute(cfg->cases, n, res->tokens, res->cases);
+    if (seam->tokens_here) bc_agreement_compute(cfg->cases, n, res->tokens, res->cases);
     run.n_cases = (uint32_t)n;
     run.cases = res->cases;
     bc_runner_close_reporters(cfg, &run, slots, res);
-    bc_plan_free(&own);
-    free(finished), free(done), free(slots);
+    free_scratch(&scratch);
     return BC_OK;
 }
 

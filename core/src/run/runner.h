@@ -187,20 +187,23 @@ typedef struct bc_runner_config {
      * caller, main.c's) must increment *stop there. */
     int isolation;
     double case_timeout_s;
-    /* A distributed run (distributed.h; docs/scale.md), or NULL: one
-     * process. replicate: every rank runs every case, iterations start
-     * after a barrier and the ranks agree after each (failures, stop rule,
-     * interrupts), per-rank times are gathered after each case; shard: the
-     * case at execution position i runs on rank i % world_size, and after
-     * each round of world_size cases every rank gets the round's cases.
-     * Only the caller's rank 0 passes reporters. Not with isolation. */
-    struct bc_dist *dist;
+    /* What a run over several processes adds to the loop (seam.h): the
+     * hooks the loop calls before and after each iteration and case. NULL:
+     * one process (bc_seam_local). A distributed run's (distributed.h,
+     * docs/scale.md): replicate, every rank runs every case, iterations
+     * start after a barrier and the ranks agree after each (failures, stop
+     * rule, interrupts), per-rank times are gathered after each case;
+     * shard, the case at execution position i runs on rank i % world_size,
+     * and after each round of world_size cases every rank gets the round's
+     * cases. Only the caller's rank 0 passes reporters. Not with isolation
+     * or prior. */
+    const struct bc_run_seam *seam;
     /* Called with a one-line message when a reporter fails; may be NULL. */
     void (*on_error)(void *ctx, const char *message);
     void *on_error_ctx;
 } bc_runner_config;
 
-struct bc_dist;
+struct bc_run_seam;
 
 /* What a run produced; everything is owned by the result. */
 typedef struct bc_run_result {

@@ -36,6 +36,7 @@ typedef struct run_state {
     const bc_run_report *run; /* the finished cases so far */
     const struct bc_plan *plan;          /* the cases' instances and order (plan.h) */
     const bc_runner_backend *backends;   /* plan->n_instances: instance i's plugin and instance */
+    const struct bc_run_seam *seam;      /* one process (bc_seam_local) or many (seam.h) */
     const size_t *order;      /* execution order: plan->order */
     size_t position;          /* of the running case in order */
     bc_eta eta;               /* fitted on the finished cases */
