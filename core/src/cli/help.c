@@ -65,10 +65,11 @@ const char bc_cli_usage_validate[] =
 const char bc_cli_usage_plan[] =
     "usage: benchctl plan FILE [--set key=value]... [--cases LIST] [--only FILTER]\n"
     "\n"
-    "Prints the (selected) cases in execution order: grouped by what the backend rebuilds\n"
-    "when it changes (the precision, for the OPT engine; 'build' marks each\n"
-    "group's first case), largest effective batch first within a group, with\n"
-    "the memory the backend says each needs and whether it can run.\n"
+    "Prints the (selected) cases in the order run follows: backend by backend,\n"
+    "grouped by what each backend rebuilds when it changes (the precision, for\n"
+    "the OPT engine; 'build' marks each group's first case), largest effective\n"
+    "batch first within a group, with the memory the backend says each needs\n"
+    "and whether it can run.\n"
     "Exit status 0 when every case can run, 2 otherwise.\n";
 
 const char bc_cli_usage_report[] =

@@ -8,7 +8,8 @@
  *   benchctl --help | --version | COMMAND --help
  *
  * The command line only: what a command works with is built by context.c
- * and run by runner.c. Errors print once, here, as "benchctl: <message>"
+ * and run by runner.c; each subcommand is its own file here (cli.h lists
+ * them), this one dispatches. Errors print once, in core/src/cli, as "benchctl: <message>"
  * (plus "benchctl: hint: ..." where the error carries one). Exit status: 0 ok;
  * 1 a run could not complete (the backend could not start, a reporter
  * failed); 2 usage, config, plugin or feasibility errors; 3 some cases

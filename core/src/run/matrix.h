@@ -6,7 +6,8 @@
  * (so response_length varies fastest). case.index is the position in this
  * order, and reports list cases in it.
  *
- * Execution order: cases are grouped by the axes the backend says are costly
+ * Execution order (the run's plan, plan.h, holds it): cases run instance by
+ * instance, and an instance's are grouped by the axes its backend says are costly
  * to switch (bc_backend_ops.rebuild_axes; precision when it does not say), so
  * the backend rebuilds its state (weights in another precision) once per
  * group; groups run in the order their first case is requested. Within a

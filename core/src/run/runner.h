@@ -184,7 +184,7 @@ typedef struct bc_runner_config {
      * signal or status and the tail of its stderr, and the run goes on.
      * Each increment of *stop during a case is passed on to its child as a
      * signal, SIGTERM and SIGINT in turn, whose handlers (inherited from the
-     * caller, main.c's) must increment *stop there. */
+     * caller, cli/cmd_run.c's) must increment *stop there. */
     int isolation;
     double case_timeout_s;
     /* What a run over several processes adds to the loop (seam.h): the
@@ -225,7 +225,7 @@ typedef struct bc_run_result {
 } bc_run_result;
 
 /* 1 in the forked child of an isolated case (run.isolation = "process"),
- * for main.c's exit guard to word its note; 0 elsewhere. */
+ * for the exit guard (cli/exit_guard.c) to word its note; 0 elsewhere. */
 extern volatile sig_atomic_t bc_run_in_case_child;
 
 /* Runs everything. Returns non-OK only when the run could not start (the
