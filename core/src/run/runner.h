@@ -142,6 +142,7 @@ typedef struct bc_runner_backend {
 } bc_runner_backend;
 
 struct bc_plan;
+struct bc_run_seam;
 
 typedef struct bc_runner_config {
     const bc_plugin *backend;
@@ -202,8 +203,6 @@ typedef struct bc_runner_config {
     void (*on_error)(void *ctx, const char *message);
     void *on_error_ctx;
 } bc_runner_config;
-
-struct bc_run_seam;
 
 /* What a run produced; everything is owned by the result. */
 typedef struct bc_run_result {
