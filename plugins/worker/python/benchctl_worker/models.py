@@ -263,7 +263,8 @@ def check_case_fits(case, prompt_ids, shape):
     model's vocabulary or prompt + response exceed its positions."""
     top = max(max(r) for r in prompt_ids)
     if top >= shape["vocab_size"]:
-        raise WorkerError("infeasible", "prompt ids reach %d, the model's vocabulary has %d" % (top, shape["vocab_size"]))
+        raise WorkerError("infeasible", "prompt ids reach %d, the model's vocabulary has %d"
+                          % (top, shape["vocab_size"]))
     need = max(len(r) for r in prompt_ids) + case["response_length"]
     if shape["max_positions"] and need > shape["max_positions"]:
         raise WorkerError("infeasible", "prompt + response = %d tokens, the model has %d positions"
