@@ -385,11 +385,12 @@ class TestLlamaFamily(unittest.TestCase):
         for i in (0, 1):
             sets += ["--set", 'backends.[%d].settings.checkpoint="%s"' % (i, self.ckpt["qwen2"]),
                      "--set", 'backends.[%d].settings.save_tokens="%s/tokens_{case}.txt"' % (i, out)]
+        sets += ["--set", 'backends.[1].settings.cache_dir="%s"' % os.path.join(WORK, "cache", "benchctl", "ct2")]
         sets += ["--set", "matrix.batch_sizes=[2]", "--set", "matrix.samples_per_prompt=[2]",
                  "--set", "matrix.prompt_lengths=[8]", "--set", "matrix.response_lengths=[10]",
                  "--set", "run.iterations=1", "--set", "run.warmup=0",
                  "--set", 'reporters=({name="json"; settings={path="%s/report.json";};})' % out]
-        env = dict(os.environ, BENCHCTL_PLUGIN_PATH="", XDG_CACHE_HOME=os.path.join(WORK, "cache"), OMP_NUM_THREADS="2")
+        env = dict(os.environ, BENCHCTL_PLUGIN_PATH="", OMP_NUM_THREADS="2")
         p = subprocess.run([BENCHCTL, "run", os.path.join(SRC, "configs", "peers-qwen2.cfg")] + sets,
                            capture_output=True, text=True, cwd=SRC, timeout=900, env=env)
         self.assertEqual(p.returncode, 0, p.stderr)
