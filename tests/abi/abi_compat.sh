@@ -10,18 +10,14 @@
 #   plugin in a newer benchctl), 21 host + 22 plugins (a newer plugin in an
 #   older benchctl), 22 host + 22 plugins.
 set -u
+. "$(dirname "$0")/../lib/testlib.sh"
 HOST21=$1
 HOST22=$2
 PLUG21=$3
 PLUG22=$4
 SRC=$5
 WORK=$6
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+bc_test_workdir "$WORK"
 
 # run NAME HOST PLUGINS: runs compat.cfg in WORK/NAME
 run() {
@@ -78,6 +74,4 @@ grep -q 'ABI 2.3' "$WORK/plugins21.txt" || fail "benchctl plugins does not show 
 "$HOST21" --version | grep -q 'plugin ABI 2.3' || fail "the host from plugin.h does not say ABI 2.3"
 "$HOST22" --version | grep -q 'plugin ABI 2.4' || fail "the next-minor host does not say ABI 2.4"
 
-[ "$failures" -eq 0 ] && echo "abi_compat: all passed" && exit 0
-echo "abi_compat: $failures failure(s)"
-exit 1
+bc_test_finish abi_compat
