@@ -483,11 +483,11 @@ static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_er
     BC_SET(out, bc_generation_stats, engine_prompt_expansion_ms, json_num(profile, "prompt_expansion_ms"));
     BC_SET(out, bc_generation_stats, engine_generation_ms, json_num(profile, "generation_ms"));
     BC_SET(out, bc_generation_stats, engine_post_processing_ms, json_num(profile, "post_processing_ms"));
-    /* DeepSpeed's continuous-batching profile, under its own names (null when not measured) */
+    /* DeepSpeed's continuous-batching profile, under its own names (null when not measured);
+     * not its active_batch_size, the largest step's rows, where the report's is the mean */
     BC_SET(out, bc_generation_stats, num_prefill_forwards, json_int(profile, "num_prefill_forwards"));
     BC_SET(out, bc_generation_stats, scheduler_overhead_ms, json_num(profile, "scheduler_overhead_ms"));
     BC_SET(out, bc_generation_stats, cache_management_overhead_ms, json_num(profile, "cache_management_overhead_ms"));
-    BC_SET(out, bc_generation_stats, active_batch_size, json_num(profile, "active_batch_size"));
     BC_SET(out, bc_generation_stats, continuous_batch_size, json_int(profile, "continuous_batch_size"));
     take_steps(w, profile, out);
     int64_t peak = json_int(profile, "peak_memory_bytes");

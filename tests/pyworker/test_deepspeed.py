@@ -59,6 +59,15 @@ print(json.dumps(out[:, w:].tolist()))
 """
 
 
+COMM_OP = r"""
+import os, socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+import deepspeed
+deepspeed.init_distributed()
+"""
+
+
 def peers_python():
     p = subprocess.run([os.path.join(SRC, "tools", "peers-venv"), "--check"], capture_output=True, text=True)
     if p.returncode != 0:
@@ -222,6 +231,7 @@ class TestDeepSpeed(unittest.TestCase):
     def ds_backend(self, **more):
         pydir = os.path.join(SRC, "plugins", "worker", "python")
         return dict({"command": "%s -m benchctl_worker deepspeed" % PYTHON, "checkpoint": CKPT, "threads": 2,
+                     "timeout_s": 1500.0,
                      "env": "PYTHONPATH=%s DS_ACCELERATOR=cpu OMP_NUM_THREADS=2" % pydir,
                      "save_tokens": os.path.join(WORK, "ds_tokens_{case}.txt")}, **more)
 
@@ -302,6 +312,15 @@ def main():
         return 1
     CKPT = p.stdout.strip().splitlines()[-1]
     print("tiny qwen2 checkpoint at %s (%.1f s)" % (CKPT, time.perf_counter() - t0))
+    # DeepSpeed builds its shared-memory comm op with the system compiler at
+    # the first init_distributed on a machine (minutes on a loaded one; cached
+    # in torch's extension directory after): done here, timed, not in a test
+    t0 = time.perf_counter()
+    p = subprocess.run([PYTHON, "-c", COMM_OP], capture_output=True, text=True, timeout=1500, env=env())
+    if p.returncode != 0:
+        print("DeepSpeed's init_distributed failed: %s" % p.stderr[-2000:])
+        return 1
+    print("DeepSpeed's comm op ready in %.1f s" % (time.perf_counter() - t0))
     prog = unittest.main(argv=[sys.argv[0]] + sys.argv[3:], exit=False, verbosity=2)
     return 0 if prog.result.wasSuccessful() else 1
 
