@@ -322,7 +322,8 @@ class DeepSpeedEngine(Engine):
             from deepspeed.runtime import rollout
             from deepspeed.runtime.rollout import hybrid_engine_rollout
         except ImportError:
-            raise WorkerError("unsupported", "deepspeed " + feature_refusal("rollout API", deepspeed.__version__))
+            raise WorkerError("unsupported", "deepspeed " + (feature_refusal("rollout API", deepspeed.__version__) or
+                                                             "%s has no deepspeed.runtime.rollout" % deepspeed.__version__))
         self.torch, self.transformers, self.ds = torch, transformers, deepspeed
         self.rollout_mod, self.her = rollout, hybrid_engine_rollout
         return torch
