@@ -2,7 +2,7 @@
  * (config.json + model.safetensors, single or sharded, or else
  * pytorch_model.bin, single or sharded) into opt_weights, converting every
  * tensor to the run's dtype (docs/checkpoints.md). The file-set reader
- * (ckpt_set.h) gives the same tensor list whatever the format (opt_ck_tensor,
+ * (ckpt_set.h) gives the same tensor list whatever the format (eng_ck_tensor,
  * sorted by name), so everything past opening the files is one walk over the
  * tensors (ck_walk) that either loads them or, for opt_checkpoint_validate,
  * only checks them. opt_checkpoint_check_files is the quick check that the
@@ -72,7 +72,7 @@ bc_status opt_hparams_from_checkpoint(const char *dir, opt_hparams *hp, bc_error
     if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
         return bc_error_set(err, BC_ERR_INVALID, "checkpoint directory path is too long: %.200s", dir);
     json_t *cfg = NULL; /* a regular file of at most 1 MiB (fileio.h) */
-    bc_status st = opt_load_json(path, "config.json", OPT_CONFIG_JSON_MAX_BYTES, &cfg, err);
+    bc_status st = eng_load_json(path, "config.json", ENG_CONFIG_JSON_MAX_BYTES, &cfg, err);
     if (st != BC_OK) return st;
     memset(hp, 0, sizeof *hp);
     if (!json_is_object(cfg)) {
@@ -142,45 +142,45 @@ done:
 /* ------------------------------------------------------------- tensors */
 
 typedef struct ck_loader {
-    const opt_ck_set *set;
+    const eng_ck_set *set;
     const char *prefix; /* "model.decoder." or "decoder." */
-    opt_dtype dtype;    /* the run's dtype for matrices */
+    eng_dtype dtype;    /* the run's dtype for matrices */
     int check_only;     /* 1: check names, dtypes and shapes; convert nothing */
     unsigned char *used; /* [set->n_tensors]: 1 once loaded, to find unexpected ones */
 } ck_loader;
 
 /* The tensor called name, marked used; NULL if absent. */
-static const opt_ck_tensor *ck_find(ck_loader *c, const char *name) {
-    size_t i = opt_ck_set_slot(c->set, name);
+static const eng_ck_tensor *ck_find(ck_loader *c, const char *name) {
+    size_t i = eng_ck_set_slot(c->set, name);
     if (i == c->set->n_tensors) return NULL;
     c->used[i] = 1;
     return c->set->by_name[i];
 }
 
-static const char *ck_dtype_ok(opt_ck_dtype t, opt_dtype *out) {
+static const char *ck_dtype_ok(eng_ck_dtype t, eng_dtype *out) {
     switch (t) {
-    case OPT_CK_F32: *out = OPT_F32; return "F32";
-    case OPT_CK_F16: *out = OPT_F16; return "F16";
-    case OPT_CK_BF16: *out = OPT_BF16; return "BF16";
+    case ENG_CK_F32: *out = ENG_F32; return "F32";
+    case ENG_CK_F16: *out = ENG_F16; return "F16";
+    case ENG_CK_BF16: *out = ENG_BF16; return "BF16";
     default: return NULL;
     }
 }
 
-static float ck_read_f32(const unsigned char *src, opt_dtype t, size_t i) {
-    if (t == OPT_F32) {
+static float ck_read_f32(const unsigned char *src, eng_dtype t, size_t i) {
+    if (t == ENG_F32) {
         float f;
         memcpy(&f, src + 4 * i, 4);
         return f;
     }
     uint16_t h;
     memcpy(&h, src + 2 * i, 2);
-    return t == OPT_F16 ? prec_f16_to_f32(h) : prec_bf16_to_f32(h);
+    return t == ENG_F16 ? prec_f16_to_f32(h) : prec_bf16_to_f32(h);
 }
 
 /* Converts n elements src (type st, maybe unaligned) into dst (type dt),
  * through the formats' precision ops (precision.h). */
-static void ck_convert(void *dst, opt_dtype dt, const void *src, opt_dtype st, size_t n) {
-    opt_convert_values(dst, dt, src, st, n);
+static void ck_convert(void *dst, eng_dtype dt, const void *src, eng_dtype st, size_t n) {
+    eng_convert_values(dst, dt, src, st, n);
 }
 
 /* The index of the first element of src (n elements of type t) that is NaN
@@ -188,11 +188,11 @@ static void ck_convert(void *dst, opt_dtype dt, const void *src, opt_dtype st, s
  * Blocks without an early exit, so the compiler vectorises the common case
  * (all finite): about 40-50 ms per 250 MB here (docs/checkpoints.md). */
 #define CK_FINITE_BLOCK 4096
-static size_t ck_first_nonfinite(const void *src, opt_dtype t, size_t n) {
-    if (t == OPT_I8) return n; /* integers: always finite */
+static size_t ck_first_nonfinite(const void *src, eng_dtype t, size_t n) {
+    if (t == ENG_I8) return n; /* integers: always finite */
     const unsigned char *p = src;
-    const size_t w = t == OPT_F32 ? 4 : 2;
-    const uint32_t mask = t == OPT_F32 ? 0x7f800000u : t == OPT_F16 ? 0x7c00u : 0x7f80u;
+    const size_t w = t == ENG_F32 ? 4 : 2;
+    const uint32_t mask = t == ENG_F32 ? 0x7f800000u : t == ENG_F16 ? 0x7c00u : 0x7f80u;
     for (size_t b0 = 0; b0 < n; b0 += CK_FINITE_BLOCK) {
         const size_t e = n - b0 < CK_FINITE_BLOCK ? n : b0 + CK_FINITE_BLOCK;
         unsigned bad = 0;
@@ -227,13 +227,13 @@ static size_t ck_first_nonfinite(const void *src, opt_dtype t, size_t n) {
 /* Weights must be finite, in the file and after conversion to the run's
  * dtype (an fp32 weight above 65504 becomes inf in float16). cols is 1 for
  * a vector. */
-static bc_status ck_check_finite(const opt_ck_tensor *t, const char *prefix, const char *suffix, const void *src,
-                                 opt_dtype sd, const void *dst, opt_dtype dd, size_t n, size_t cols, bc_error *err) {
+static bc_status ck_check_finite(const eng_ck_tensor *t, const char *prefix, const char *suffix, const void *src,
+                                 eng_dtype sd, const void *dst, eng_dtype dd, size_t n, size_t cols, bc_error *err) {
     size_t i = ck_first_nonfinite(src, sd, n);
     const char *why = "in the file";
     if (i == n) {
         i = ck_first_nonfinite(dst, dd, n);
-        why = dd == OPT_F16 ? "after conversion to float16 (its largest value is 65504)" : "after conversion";
+        why = dd == ENG_F16 ? "after conversion to float16 (its largest value is 65504)" : "after conversion";
     }
     if (i == n) return BC_OK;
     const float v = ck_read_f32(src, sd, i);
@@ -253,15 +253,15 @@ static void ck_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) 
 
 /* Finds prefix + suffix, checks dtype and shape [d0] or [d0, d1] (d1 < 0:
  * a vector), and returns it in *out. */
-static bc_status ck_get(ck_loader *c, const char *prefix, const char *suffix, int d0, int d1, const opt_ck_tensor **out,
-                        opt_dtype *src_dtype, bc_error *err) {
+static bc_status ck_get(ck_loader *c, const char *prefix, const char *suffix, int d0, int d1, const eng_ck_tensor **out,
+                        eng_dtype *src_dtype, bc_error *err) {
     char name[256];
     snprintf(name, sizeof name, "%s%s", prefix, suffix);
-    const opt_ck_tensor *t = ck_find(c, name);
+    const eng_ck_tensor *t = ck_find(c, name);
     if (!t) return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' is missing", c->set->source, name);
     if (!ck_dtype_ok(t->dtype, src_dtype))
         return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", t->path, name,
-                            opt_ck_dtype_name(t->dtype));
+                            eng_ck_dtype_name(t->dtype));
     int64_t want[2] = {d0, d1};
     int want_nd = d1 < 0 ? 1 : 2;
     if (t->ndim != want_nd || t->shape[0] != want[0] || (want_nd == 2 && t->shape[1] != want[1])) {
@@ -275,35 +275,35 @@ static bc_status ck_get(ck_loader *c, const char *prefix, const char *suffix, in
     return BC_OK;
 }
 
-static bc_status ck_matrix(ck_loader *c, const char *suffix, opt_matrix *m, int rows, int cols, bc_error *err) {
-    const opt_ck_tensor *t;
-    opt_dtype sd;
+static bc_status ck_matrix(ck_loader *c, const char *suffix, eng_matrix *m, int rows, int cols, bc_error *err) {
+    const eng_ck_tensor *t;
+    eng_dtype sd;
     bc_status st = ck_get(c, c->prefix, suffix, rows, cols, &t, &sd, err);
     if (st != BC_OK || c->check_only) return st;
     if (!m->data || m->rows != rows || m->cols != cols || m->dtype != c->dtype)
         return bc_error_set(err, BC_ERR_INTERNAL, "%s: tensor '%s%s': opt_weights_alloc gave a [%d, %d] %s matrix",
-                            t->path, c->prefix, suffix, m->rows, m->cols, opt_dtype_name(m->dtype));
-    opt_convert_matrix(m->data, c->dtype, t->data, sd, (size_t)rows, (size_t)cols);
+                            t->path, c->prefix, suffix, m->rows, m->cols, eng_dtype_name(m->dtype));
+    eng_convert_matrix(m->data, c->dtype, t->data, sd, (size_t)rows, (size_t)cols);
     return ck_check_finite(t, c->prefix, suffix, t->data, sd, m->data, c->dtype, (size_t)rows * (size_t)cols,
                            (size_t)cols, err);
 }
 
 static bc_status ck_vector(ck_loader *c, const char *suffix, float *v, int n, bc_error *err) {
-    const opt_ck_tensor *t;
-    opt_dtype sd;
+    const eng_ck_tensor *t;
+    eng_dtype sd;
     bc_status st = ck_get(c, c->prefix, suffix, n, -1, &t, &sd, err);
     if (st != BC_OK || c->check_only) return st;
     if (!v) return bc_error_set(err, BC_ERR_INTERNAL, "%s: tensor '%s%s': no fp32 slot in opt_weights", t->path,
                                 c->prefix, suffix);
-    ck_convert(v, OPT_F32, t->data, sd, (size_t)n);
-    return ck_check_finite(t, c->prefix, suffix, t->data, sd, v, OPT_F32, (size_t)n, 1, err);
+    ck_convert(v, ENG_F32, t->data, sd, (size_t)n);
+    return ck_check_finite(t, c->prefix, suffix, t->data, sd, v, ENG_F32, (size_t)n, 1, err);
 }
 
 /* lm_head.weight, when present, must be embed_tokens (OPT ties them). */
 static bc_status ck_lm_head(ck_loader *c, const opt_hparams *hp, bc_error *err) {
-    if (!opt_ck_set_find(c->set, "lm_head.weight")) return BC_OK;
-    const opt_ck_tensor *h, *e;
-    opt_dtype hd, ed;
+    if (!eng_ck_set_find(c->set, "lm_head.weight")) return BC_OK;
+    const eng_ck_tensor *h, *e;
+    eng_dtype hd, ed;
     bc_status st;
     if ((st = ck_get(c, "", "lm_head.weight", hp->vocab_size, hp->word_embed_proj_dim, &h, &hd, err)) != BC_OK)
         return st;
@@ -351,7 +351,7 @@ static bc_status ck_load_all(ck_loader *c, opt_weights *w, bc_error *err) {
         opt_layer_weights *lw = w->layers ? &w->layers[l] : &none; /* none: check_only */
         struct {
             const char *name;
-            opt_matrix *m;
+            eng_matrix *m;
             float *bias;
             int rows, cols;
         } lin[] = {
@@ -392,12 +392,12 @@ static bc_status ck_load_all(ck_loader *c, opt_weights *w, bc_error *err) {
 
 /* Opens dir's tensors and walks them: into w (allocated here in dtype), or,
  * with w == NULL, only checking every name, dtype and shape. */
-static bc_status ck_walk(const char *dir, opt_dtype dtype, opt_weights *w, bc_error *err) {
+static bc_status ck_walk(const char *dir, eng_dtype dtype, opt_weights *w, bc_error *err) {
     opt_hparams hp;
     bc_status st = opt_hparams_from_checkpoint(dir, &hp, err);
     if (st != BC_OK) return st;
-    opt_ck_set set;
-    if ((st = opt_ck_set_open_dir(&set, dir, err)) != BC_OK) return st;
+    eng_ck_set set;
+    if ((st = eng_ck_set_open_dir(&set, dir, err)) != BC_OK) return st;
     ck_loader c = {.set = &set, .dtype = dtype, .check_only = w == NULL,
                    .used = calloc(set.n_tensors ? set.n_tensors : 1, 1)};
     opt_weights shape_only;
@@ -405,9 +405,9 @@ static bc_status ck_walk(const char *dir, opt_dtype dtype, opt_weights *w, bc_er
         st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", set.source);
         goto done;
     }
-    if (opt_ck_set_find(&set, "model.decoder.embed_tokens.weight"))
+    if (eng_ck_set_find(&set, "model.decoder.embed_tokens.weight"))
         c.prefix = "model.decoder.";
-    else if (opt_ck_set_find(&set, "decoder.embed_tokens.weight"))
+    else if (eng_ck_set_find(&set, "decoder.embed_tokens.weight"))
         c.prefix = "decoder.";
     else {
         st = bc_error_set(err, BC_ERR_FORMAT,
@@ -426,18 +426,18 @@ static bc_status ck_walk(const char *dir, opt_dtype dtype, opt_weights *w, bc_er
     }
 done:
     free(c.used);
-    opt_ck_set_close(&set);
+    eng_ck_set_close(&set);
     return st;
 }
 
-bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, opt_dtype dtype, bc_error *err) {
+bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, eng_dtype dtype, bc_error *err) {
     memset(w, 0, sizeof *w);
     bc_status st = ck_walk(dir, dtype, w, err);
     if (st != BC_OK) opt_weights_free(w);
     return st;
 }
 
-bc_status opt_checkpoint_validate(const char *dir, bc_error *err) { return ck_walk(dir, OPT_F32, NULL, err); }
+bc_status opt_checkpoint_validate(const char *dir, bc_error *err) { return ck_walk(dir, ENG_F32, NULL, err); }
 
 /* ---------------------------------------------------------- quick checks */
 
@@ -453,11 +453,11 @@ bc_status opt_checkpoint_check_files(const char *dir, bc_error *err) {
         bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: not a directory", dir);
         return bc_error_hint(err, "checkpoint names the model's directory, not one of its files");
     }
-    if (!opt_ck_dir_has(dir, "config.json")) {
+    if (!eng_ck_dir_has(dir, "config.json")) {
         bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: no config.json in the directory", dir);
         return bc_error_hint(err, "a Hugging Face OPT checkpoint directory holds config.json next to its weights");
     }
-    if (opt_ck_format_of_dir(dir)) return BC_OK;
+    if (eng_ck_format_of_dir(dir)) return BC_OK;
     bc_error_set(err, BC_ERR_NOT_FOUND,
                  "checkpoint %s: no weights (model.safetensors, a sharded model.safetensors.index.json, or "
                  "pytorch_model.bin)",

@@ -3,13 +3,13 @@
  * Uses the dimension legend of model.h (V C L H D F P Tmax B T S).
  *
  * Usage:
- *   opt_model m;        opt_model_init(&m, &weights, n_threads, &err);
- *   opt_kv_cache kv;    opt_kv_cache_alloc(&kv, &weights.hp, weights.dtype, B, Smax, &err);
- *   opt_model_reserve(&m, B * T_max, Smax, &err);   // optional: sizes the workspace up front
- *   opt_forward(&m, &kv, tokens, mask, S, B, T, OPT_LOGITS_ALL, logits, &err);  // prefill
- *   opt_forward(&m, &kv, next,   mask, S, B, 1, OPT_LOGITS_LAST, logits, &err); // decode
+ *   eng_model m;        eng_model_init(&m, &weights, n_threads, &err);
+ *   eng_kv_cache kv;    eng_kv_cache_alloc(&kv, &weights.hp, weights.dtype, B, Smax, &err);
+ *   eng_model_reserve(&m, B * T_max, Smax, &err);   // optional: sizes the workspace up front
+ *   eng_forward(&m, &kv, tokens, mask, S, B, T, ENG_LOGITS_ALL, logits, &err);  // prefill
+ *   eng_forward(&m, &kv, next,   mask, S, B, 1, ENG_LOGITS_LAST, logits, &err); // decode
  *   ...
- *   opt_kv_cache_free(&kv); opt_model_free(&m);
+ *   eng_kv_cache_free(&kv); eng_model_free(&m);
  *
  * All rows of a batch share one cache length kv.len (left padding keeps them
  * aligned). A forward appends T tokens to every row: after it, kv.len grows
@@ -23,16 +23,16 @@
  * can see causally; its logits are not meaningful and tests compare only real
  * positions.
  */
-#ifndef OPT_FORWARD_H
-#define OPT_FORWARD_H
+#ifndef ENG_FORWARD_H
+#define ENG_FORWARD_H
 
 #include "model.h"
 
 /* The KV cache of one batch: K and V per layer in the run's precision,
  * laid out [L][B][H][Smax][D] so decode attention streams one head's keys
  * contiguously. */
-typedef struct opt_kv_cache {
-    opt_dtype dtype;
+typedef struct eng_kv_cache {
+    eng_dtype dtype;
     int L, B, H, D, Smax;
     int len;       /* S: tokens cached so far in every row */
     void *k, *v;   /* [L][B][H][Smax][D] each, in dtype; owned */
@@ -53,9 +53,9 @@ typedef struct opt_kv_cache {
      * at len_of[b] and attends to keys s < len_of[b] + t; len stays as it is
      * and the caller moves len_of on. Not with group. Borrowed. */
     const int *slot_of, *len_of;
-    /* 1: allocated by opt_kv_cache_alloc_paged (k and v are mappings whose
+    /* 1: allocated by eng_kv_cache_alloc_paged (k and v are mappings whose
      * memory the system hands out a page at a time as rows are written, and
-     * opt_kv_cache_return_row hands back); 0: allocated whole. */
+     * eng_kv_cache_return_row hands back); 0: allocated whole. */
     int paged;
     /* Shared prefix of rows at their own lengths (continuous batching; NULL
      * after alloc: off). With slot_of, batch row b reads its keys s < prefix
@@ -63,39 +63,39 @@ typedef struct opt_kv_cache {
      * and the rest from its own row slot_of[b]; the forward then writes keys
      * at len_of[b] >= prefix only. Borrowed. */
     const int *prefix_of;
-} opt_kv_cache;
+} eng_kv_cache;
 
-bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+bc_status eng_kv_cache_alloc(eng_kv_cache *kv, const opt_hparams *hp, eng_dtype dtype, int B, int Smax,
                              bc_error *err);
 /* Checks B and Smax and fills kv's shape (dtype, L, B, H, D, Smax) and bytes,
  * allocating nothing (len, k, v, group, prefix 0): the shape of every KV
- * cache, on the host (opt_kv_cache_alloc) or a device. */
-bc_status opt_kv_cache_shape(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+ * cache, on the host (eng_kv_cache_alloc) or a device. */
+bc_status eng_kv_cache_shape(eng_kv_cache *kv, const opt_hparams *hp, eng_dtype dtype, int B, int Smax,
                              bc_error *err);
 /* The paged layout: K and V reserved as mappings, Smax a multiple of
  * page_tokens, each (layer, row, head) stretch of page_tokens tokens a whole
  * number of the system's pages, so memory is taken as a row's tokens are
- * written and returned by opt_kv_cache_return_row. BC_ERR_SETTING when
+ * written and returned by eng_kv_cache_return_row. BC_ERR_SETTING when
  * page_tokens x D x dtype size is not a multiple of the system's page
- * (opt_kv_page_tokens gives the smallest that is). */
-bc_status opt_kv_cache_alloc_paged(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+ * (eng_kv_page_tokens gives the smallest that is). */
+bc_status eng_kv_cache_alloc_paged(eng_kv_cache *kv, const opt_hparams *hp, eng_dtype dtype, int B, int Smax,
                                    int page_tokens, bc_error *err);
 /* The page size in tokens for a model and dtype: asked when > 0 (checked by
- * opt_kv_cache_alloc_paged), else the smallest that fits the system's page. */
-int opt_kv_page_tokens(const opt_hparams *hp, opt_dtype dtype, int asked);
+ * eng_kv_cache_alloc_paged), else the smallest that fits the system's page. */
+int eng_kv_page_tokens(const opt_hparams *hp, eng_dtype dtype, int asked);
 /* Hands row b's memory back to the system (a paged cache; its tokens read
  * as zeros afterwards). */
-void opt_kv_cache_return_row(opt_kv_cache *kv, int b);
-/* Bytes opt_kv_cache_alloc would allocate. */
-size_t opt_kv_cache_bytes(const opt_hparams *hp, opt_dtype dtype, int B, int Smax);
-void opt_kv_cache_free(opt_kv_cache *kv);
+void eng_kv_cache_return_row(eng_kv_cache *kv, int b);
+/* Bytes eng_kv_cache_alloc would allocate. */
+size_t eng_kv_cache_bytes(const opt_hparams *hp, eng_dtype dtype, int B, int Smax);
+void eng_kv_cache_free(eng_kv_cache *kv);
 /* Copies the first S cached tokens of src row src_b into dst row dst_b (both
  * caches of the same model and dtype; B and Smax may differ; used by shared
  * prefill). */
-void opt_kv_cache_copy_row(opt_kv_cache *dst, int dst_b, const opt_kv_cache *src, int src_b, int S);
+void eng_kv_cache_copy_row(eng_kv_cache *dst, int dst_b, const eng_kv_cache *src, int src_b, int S);
 
 /* Scratch activations for up to max_tokens (B * T) tokens and Smax keys. */
-typedef struct opt_workspace {
+typedef struct eng_workspace {
     int max_tokens, Smax, n_threads;
     float *x;       /* [max_tokens, C]  residual stream */
     float *xn;      /* [max_tokens, max(C, P)] layer-norm output / GEMM input */
@@ -104,38 +104,38 @@ typedef struct opt_workspace {
     float *att;     /* [max_tokens, C]  attention output */
     float *ff;      /* [max_tokens, F] */
     float *emb;     /* [max_tokens, P] */
-    float *scores;  /* [n_threads][OPT_ATTEND_GROUP_MAX][Smax rounded to 16] softmax scratch */
+    float *scores;  /* [n_threads][ENG_ATTEND_GROUP_MAX][Smax rounded to 16] softmax scratch */
     int *pos;       /* [max_tokens] embedding rows */
     void *arena;    /* one allocation behind every pointer above */
     size_t bytes;
-} opt_workspace;
+} eng_workspace;
 
 /* The model as the forward pass uses it: weights (borrowed), the kernel table
  * for the best ISA this CPU has, a thread pool, and the workspace. */
-typedef struct opt_model {
+typedef struct eng_model {
     const opt_weights *w;  /* borrowed */
-    const opt_kernels *k;  /* static */
-    opt_pool *pool;        /* owned */
-    opt_workspace ws;      /* owned; grows in opt_model_reserve or opt_forward */
-} opt_model;
+    const eng_kernels *k;  /* static */
+    eng_pool *pool;        /* owned */
+    eng_workspace ws;      /* owned; grows in eng_model_reserve or eng_forward */
+} eng_model;
 
-/* n_threads <= 0: all online cores. isa: OPT_ISA_* or -1 for the best one. */
-bc_status opt_model_init(opt_model *m, const opt_weights *w, int n_threads, bc_error *err);
-bc_status opt_model_init_isa(opt_model *m, const opt_weights *w, int n_threads, int isa, bc_error *err);
+/* n_threads <= 0: all online cores. isa: ENG_ISA_* or -1 for the best one. */
+bc_status eng_model_init(eng_model *m, const opt_weights *w, int n_threads, bc_error *err);
+bc_status eng_model_init_isa(eng_model *m, const opt_weights *w, int n_threads, int isa, bc_error *err);
 /* Makes sure the workspace holds max_tokens tokens and Smax keys. */
-bc_status opt_model_reserve(opt_model *m, int max_tokens, int Smax, bc_error *err);
+bc_status eng_model_reserve(eng_model *m, int max_tokens, int Smax, bc_error *err);
 /* Bytes of a workspace for these sizes. */
-size_t opt_workspace_bytes(const opt_hparams *hp, int max_tokens, int Smax, int n_threads);
+size_t eng_workspace_bytes(const opt_hparams *hp, int max_tokens, int Smax, int n_threads);
 /* Frees the workspace only (cache-release policy); the next reserve or
  * forward allocates it again. */
-void opt_model_release_workspace(opt_model *m);
-void opt_model_free(opt_model *m);
+void eng_model_release_workspace(eng_model *m);
+void eng_model_free(eng_model *m);
 
-typedef enum opt_logits_mode {
-    OPT_LOGITS_ALL = 0,  /* logits[B, T, V] */
-    OPT_LOGITS_LAST = 1, /* logits[B, V] for the last of the T tokens */
-    OPT_LOGITS_NONE = 2  /* logits unused (may be NULL) */
-} opt_logits_mode;
+typedef enum eng_logits_mode {
+    ENG_LOGITS_ALL = 0,  /* logits[B, T, V] */
+    ENG_LOGITS_LAST = 1, /* logits[B, V] for the last of the T tokens */
+    ENG_LOGITS_NONE = 2  /* logits unused (may be NULL) */
+} eng_logits_mode;
 
 /* Runs T new tokens of each of B rows through the model and appends their
  * keys and values to kv (kv->len += T).
@@ -145,7 +145,7 @@ typedef enum opt_logits_mode {
  * B must equal kv->B and kv->len + T <= min(kv->Smax, Tmax); with
  * kv->slot_of, B <= kv->B and len_of[b] + T within the same bounds for every
  * row b (the mask's row b then covers s in [0, len_of[b] + T)). */
-bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
-                      int B, int T, opt_logits_mode mode, float *logits, bc_error *err);
+bc_status eng_forward(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
+                      int B, int T, eng_logits_mode mode, float *logits, bc_error *err);
 
 #endif

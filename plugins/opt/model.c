@@ -17,9 +17,9 @@
 #include <sys/mman.h>
 #endif
 
-#define OPT_ALIGN 64
+#define ENG_ALIGN 64
 
-static size_t align_up(size_t n) { return (n + OPT_ALIGN - 1) / OPT_ALIGN * OPT_ALIGN; }
+static size_t align_up(size_t n) { return (n + ENG_ALIGN - 1) / ENG_ALIGN * ENG_ALIGN; }
 
 /* A buffer the decode loop streams every step (weights, KV cache): aligned to
  * 2 MiB and, on Linux, advised as transparent huge pages (this machine's THP
@@ -27,12 +27,12 @@ static size_t align_up(size_t n) { return (n + OPT_ALIGN - 1) / OPT_ALIGN * OPT_
  * hardware prefetchers do not stop at every 4 KiB page. Sizes under 2 MiB
  * get plain 64-byte alignment. Free with free(). The advice is a hint: when
  * the kernel has no huge page, 4 KiB pages are used as before. */
-#define OPT_HUGE (2u << 20)
+#define ENG_HUGE (2u << 20)
 static void *stream_alloc(size_t bytes) {
     if (bytes > SIZE_MAX / 2) return NULL; /* the rounding below would wrap */
-    if (bytes < OPT_HUGE) return aligned_alloc(OPT_ALIGN, align_up(bytes));
-    size_t n = (bytes + OPT_HUGE - 1) / OPT_HUGE * OPT_HUGE;
-    void *p = aligned_alloc(OPT_HUGE, n);
+    if (bytes < ENG_HUGE) return aligned_alloc(ENG_ALIGN, align_up(bytes));
+    size_t n = (bytes + ENG_HUGE - 1) / ENG_HUGE * ENG_HUGE;
+    void *p = aligned_alloc(ENG_HUGE, n);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (p) (void)madvise(p, n, MADV_HUGEPAGE);
 #endif
@@ -103,7 +103,7 @@ bc_status opt_hparams_check_size(const opt_hparams *hp, const char *where, bc_er
     const double P = hp->word_embed_proj_dim, Tp = (double)hp->max_position_embeddings + 2.0;
     double n = V * P + Tp * C + (P != C ? 2.0 * C * P : 0.0) + 2.0 * C;
     n += L * (4.0 * (C * C + C) + 2.0 * F * C + F + C + 4.0 * C);
-    if (n > (double)OPT_MAX_PARAMETERS) {
+    if (n > (double)ENG_MAX_PARAMETERS) {
         char need[32];
         human_bytes(n * 4.0, need, sizeof need);
         return bc_error_set(err, BC_ERR_INFEASIBLE,
@@ -111,7 +111,7 @@ bc_status opt_hparams_check_size(const opt_hparams *hp, const char *where, bc_er
                             "%d, max_position_embeddings %d make %.3g parameters (%s in float32); the engine takes at "
                             "most 2^40 (%.3g)",
                             where, hp->num_hidden_layers, hp->hidden_size, hp->ffn_dim, hp->vocab_size,
-                            hp->max_position_embeddings, n, need, (double)OPT_MAX_PARAMETERS);
+                            hp->max_position_embeddings, n, need, (double)ENG_MAX_PARAMETERS);
     }
     const struct {
         const char *what;
@@ -124,11 +124,11 @@ bc_status opt_hparams_check_size(const opt_hparams *hp, const char *where, bc_er
         {"hidden_size x word_embed_proj_dim (project_in, project_out)", C * P},
     };
     for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
-        if (tensors[i].n > (double)OPT_MAX_TENSOR_ELEMENTS)
+        if (tensors[i].n > (double)ENG_MAX_TENSOR_ELEMENTS)
             return bc_error_set(err, BC_ERR_INFEASIBLE,
                                 "%s: the model is impossible: %s is %.0f elements in one tensor; the engine takes at "
                                 "most %lld (2^31 - 1)",
-                                where, tensors[i].what, tensors[i].n, OPT_MAX_TENSOR_ELEMENTS);
+                                where, tensors[i].what, tensors[i].n, ENG_MAX_TENSOR_ELEMENTS);
     return BC_OK;
 }
 
@@ -145,7 +145,7 @@ static size_t weights_layout(opt_weights *w, char *base) {
     do {                                                                           \
         (m).dtype = w->dtype; (m).rows = (r); (m).cols = (c);                      \
         (m).data = base ? base + off : NULL;                                       \
-        off += align_up(opt_matrix_bytes(w->dtype, (size_t)(r), (size_t)(c)));     \
+        off += align_up(eng_matrix_bytes(w->dtype, (size_t)(r), (size_t)(c)));     \
     } while (0)
 #define VEC(p, n)                                                                  \
     do {                                                                           \
@@ -191,7 +191,7 @@ static bc_status check_hparams(const opt_hparams *hp, bc_error *err) {
     return opt_hparams_check_size(hp, hp->name, err); /* so the arena's size cannot wrap */
 }
 
-size_t opt_weights_bytes(const opt_hparams *hp, opt_dtype dtype) {
+size_t opt_weights_bytes(const opt_hparams *hp, eng_dtype dtype) {
     bc_error ignored;
     if (check_hparams(hp, &ignored) != BC_OK) return 0; /* a size that could wrap is not computed */
     opt_weights w;
@@ -206,7 +206,7 @@ size_t opt_weights_bytes(const opt_hparams *hp, opt_dtype dtype) {
     return n;
 }
 
-bc_status opt_weights_alloc(opt_weights *w, const opt_hparams *hp, opt_dtype dtype, bc_error *err) {
+bc_status opt_weights_alloc(opt_weights *w, const opt_hparams *hp, eng_dtype dtype, bc_error *err) {
     memset(w, 0, sizeof *w);
     bc_status st = check_hparams(hp, err);
     if (st != BC_OK) return st;
@@ -220,7 +220,7 @@ bc_status opt_weights_alloc(opt_weights *w, const opt_hparams *hp, opt_dtype dty
         free(w->layers);
         w->layers = NULL;
         return bc_error_set(err, BC_ERR_NOMEM, "OPT weights %s (%s): cannot allocate %zu bytes", hp->name,
-                            opt_dtype_name(dtype), bytes);
+                            eng_dtype_name(dtype), bytes);
     }
     w->arena_bytes = bytes;
     weights_layout(w, w->arena);
@@ -238,23 +238,23 @@ void opt_weights_free(opt_weights *w) {
 
 /* ---------------------------------------------------------------- KV cache */
 
-size_t opt_kv_cache_bytes(const opt_hparams *hp, opt_dtype dtype, int B, int Smax) {
+size_t eng_kv_cache_bytes(const opt_hparams *hp, eng_dtype dtype, int B, int Smax) {
     /* K and V: L x B x Smax x C elements each; SIZE_MAX when that overflows */
     size_t n = 0;
     if (hp->num_hidden_layers < 0 || B < 0 || Smax < 0 || hp->hidden_size < 0 ||
         __builtin_mul_overflow((size_t)hp->num_hidden_layers, (size_t)B, &n) ||
         __builtin_mul_overflow(n, (size_t)Smax, &n) || __builtin_mul_overflow(n, (size_t)hp->hidden_size, &n) ||
-        __builtin_mul_overflow(n, opt_dtype_size(dtype), &n) || n > SIZE_MAX / 4)
+        __builtin_mul_overflow(n, eng_dtype_size(dtype), &n) || n > SIZE_MAX / 4)
         return SIZE_MAX;
     return 2 * align_up(n);
 }
 
-bc_status opt_kv_cache_shape(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+bc_status eng_kv_cache_shape(eng_kv_cache *kv, const opt_hparams *hp, eng_dtype dtype, int B, int Smax,
                              bc_error *err) {
     memset(kv, 0, sizeof *kv);
     if (B < 1 || Smax < 1)
         return bc_error_set(err, BC_ERR_INVALID, "KV cache: B %d and Smax %d must be >= 1", B, Smax);
-    const size_t total = opt_kv_cache_bytes(hp, dtype, B, Smax);
+    const size_t total = eng_kv_cache_bytes(hp, dtype, B, Smax);
     if (total == SIZE_MAX)
         return bc_error_set(err, BC_ERR_INFEASIBLE, "KV cache: %d layers x %d rows x %d positions x %d does not fit in "
                             "memory's address space", hp->num_hidden_layers, B, Smax, hp->hidden_size);
@@ -268,9 +268,9 @@ bc_status opt_kv_cache_shape(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype 
     return BC_OK;
 }
 
-bc_status opt_kv_cache_alloc(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+bc_status eng_kv_cache_alloc(eng_kv_cache *kv, const opt_hparams *hp, eng_dtype dtype, int B, int Smax,
                              bc_error *err) {
-    bc_status st = opt_kv_cache_shape(kv, hp, dtype, B, Smax, err);
+    bc_status st = eng_kv_cache_shape(kv, hp, dtype, B, Smax, err);
     if (st != BC_OK) return st;
     size_t half = kv->bytes / 2;
     kv->k = stream_alloc(half);
@@ -291,28 +291,28 @@ static size_t os_page_bytes(void) {
     return pg > 0 ? (size_t)pg : 4096;
 }
 
-int opt_kv_page_tokens(const opt_hparams *hp, opt_dtype dtype, int asked) {
+int eng_kv_page_tokens(const opt_hparams *hp, eng_dtype dtype, int asked) {
     if (asked > 0) return asked;
-    const size_t tok = (size_t)(hp->hidden_size / hp->num_attention_heads) * opt_dtype_size(dtype), pg = os_page_bytes();
+    const size_t tok = (size_t)(hp->hidden_size / hp->num_attention_heads) * eng_dtype_size(dtype), pg = os_page_bytes();
     int n = 1;
     while ((n * tok) % pg != 0 && n < (1 << 20)) n++;
     return n;
 }
 
-bc_status opt_kv_cache_alloc_paged(opt_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype, int B, int Smax,
+bc_status eng_kv_cache_alloc_paged(eng_kv_cache *kv, const opt_hparams *hp, eng_dtype dtype, int B, int Smax,
                                    int page_tokens, bc_error *err) {
     if (page_tokens < 1 || Smax % page_tokens != 0)
         return bc_error_set(err, BC_ERR_INVALID, "paged KV cache: %d positions are not whole pages of %d tokens", Smax,
                             page_tokens);
-    bc_status st = opt_kv_cache_shape(kv, hp, dtype, B, Smax, err);
+    bc_status st = eng_kv_cache_shape(kv, hp, dtype, B, Smax, err);
     if (st != BC_OK) return st;
-    const size_t page = (size_t)page_tokens * kv->D * opt_dtype_size(dtype), pg = os_page_bytes();
+    const size_t page = (size_t)page_tokens * kv->D * eng_dtype_size(dtype), pg = os_page_bytes();
     if (page % pg != 0)
         return bc_error_set(err, BC_ERR_SETTING,
                             "kv_page_tokens %d: a page of %d tokens x %d x %zu bytes per head is not a whole number "
                             "of the system's %zu-byte pages; use a multiple of %d (or 0)",
-                            page_tokens, page_tokens, kv->D, opt_dtype_size(dtype), pg,
-                            opt_kv_page_tokens(hp, dtype, 0));
+                            page_tokens, page_tokens, kv->D, eng_dtype_size(dtype), pg,
+                            eng_kv_page_tokens(hp, dtype, 0));
     const size_t half = kv->bytes / 2;
     kv->k = mmap(NULL, half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     kv->v = mmap(NULL, half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -327,9 +327,9 @@ bc_status opt_kv_cache_alloc_paged(opt_kv_cache *kv, const opt_hparams *hp, opt_
     return BC_OK;
 }
 
-void opt_kv_cache_return_row(opt_kv_cache *kv, int b) {
+void eng_kv_cache_return_row(eng_kv_cache *kv, int b) {
     if (!kv->paged) return;
-    const size_t head = (size_t)kv->Smax * kv->D * opt_dtype_size(kv->dtype); /* whole pages (alloc_paged) */
+    const size_t head = (size_t)kv->Smax * kv->D * eng_dtype_size(kv->dtype); /* whole pages (alloc_paged) */
     for (int l = 0; l < kv->L; l++) {
         const size_t off = ((size_t)l * kv->B + b) * kv->H * head;
         (void)madvise((char *)kv->k + off, head * kv->H, MADV_DONTNEED);
@@ -337,7 +337,7 @@ void opt_kv_cache_return_row(opt_kv_cache *kv, int b) {
     }
 }
 
-void opt_kv_cache_free(opt_kv_cache *kv) {
+void eng_kv_cache_free(eng_kv_cache *kv) {
     if (!kv) return;
     if (kv->paged) {
         if (kv->k) munmap(kv->k, kv->bytes / 2);
@@ -352,8 +352,8 @@ void opt_kv_cache_free(opt_kv_cache *kv) {
     kv->len = 0;
 }
 
-void opt_kv_cache_copy_row(opt_kv_cache *dst, int dst_b, const opt_kv_cache *src, int src_b, int S) {
-    const size_t es = opt_dtype_size(dst->dtype);
+void eng_kv_cache_copy_row(eng_kv_cache *dst, int dst_b, const eng_kv_cache *src, int src_b, int S) {
+    const size_t es = eng_dtype_size(dst->dtype);
     const size_t dhead = (size_t)dst->Smax * dst->D * es, shead = (size_t)src->Smax * src->D * es; /* [Smax][D] */
     const size_t n = (size_t)S * dst->D * es;
     for (int l = 0; l < dst->L; l++)
@@ -370,7 +370,7 @@ void opt_kv_cache_copy_row(opt_kv_cache *dst, int dst_b, const opt_kv_cache *src
 static int round16(int n) { return (n + 15) / 16 * 16; }
 
 /* Sizes (base == NULL) or points (base != NULL) the workspace buffers. */
-static size_t workspace_layout(opt_workspace *ws, const opt_hparams *hp, int N, int Smax, int n_threads, char *base) {
+static size_t workspace_layout(eng_workspace *ws, const opt_hparams *hp, int N, int Smax, int n_threads, char *base) {
     const size_t C = (size_t)hp->hidden_size, P = (size_t)hp->word_embed_proj_dim, F = (size_t)hp->ffn_dim;
     const size_t Cm = C > P ? C : P;
     size_t off = 0;
@@ -387,52 +387,52 @@ static size_t workspace_layout(opt_workspace *ws, const opt_hparams *hp, int N, 
     BUF(ws->att, float, N * Cm);
     BUF(ws->ff, float, N * F);
     BUF(ws->emb, float, N * Cm);
-    BUF(ws->scores, float, (size_t)n_threads * OPT_ATTEND_GROUP_MAX * round16(Smax));
+    BUF(ws->scores, float, (size_t)n_threads * ENG_ATTEND_GROUP_MAX * round16(Smax));
     BUF(ws->pos, int, N);
 #undef BUF
     return off;
 }
 
-size_t opt_workspace_bytes(const opt_hparams *hp, int max_tokens, int Smax, int n_threads) {
-    opt_workspace ws;
+size_t eng_workspace_bytes(const opt_hparams *hp, int max_tokens, int Smax, int n_threads) {
+    eng_workspace ws;
     return workspace_layout(&ws, hp, max_tokens, Smax, n_threads, NULL);
 }
 
 /* ------------------------------------------------------------------- model */
 
-bc_status opt_model_init_isa(opt_model *m, const opt_weights *w, int n_threads, int isa, bc_error *err) {
+bc_status eng_model_init_isa(eng_model *m, const opt_weights *w, int n_threads, int isa, bc_error *err) {
     memset(m, 0, sizeof *m);
-    opt_isa best = opt_isa_detect();
+    eng_isa best = eng_isa_detect();
     const int requested_best = isa < 0;
     if (isa < 0) isa = (int)best;
     if (isa > (int)best)
         return bc_error_set(err, BC_ERR_UNSUPPORTED, "kernels for %s requested, but this CPU supports at most %s",
-                            opt_isa_name((opt_isa)isa), opt_isa_name(best));
+                            eng_isa_name((eng_isa)isa), eng_isa_name(best));
     /* asked for the best: the best ISA that has a kernel table */
-    m->k = requested_best ? opt_kernels_best() : opt_kernels_for((opt_isa)isa);
-    if (!m->k) return bc_error_set(err, BC_ERR_INTERNAL, "no kernel table for %s", opt_isa_name((opt_isa)isa));
-    if (n_threads <= 0) n_threads = opt_online_cores();
-    m->pool = opt_pool_create(n_threads);
+    m->k = requested_best ? eng_kernels_best() : eng_kernels_for((eng_isa)isa);
+    if (!m->k) return bc_error_set(err, BC_ERR_INTERNAL, "no kernel table for %s", eng_isa_name((eng_isa)isa));
+    if (n_threads <= 0) n_threads = eng_online_cores();
+    m->pool = eng_pool_create(n_threads);
     if (!m->pool) return bc_error_set(err, BC_ERR_NOMEM, "cannot create a pool of %d threads", n_threads);
     m->w = w;
     return BC_OK;
 }
 
-bc_status opt_model_init(opt_model *m, const opt_weights *w, int n_threads, bc_error *err) {
-    return opt_model_init_isa(m, w, n_threads, -1, err);
+bc_status eng_model_init(eng_model *m, const opt_weights *w, int n_threads, bc_error *err) {
+    return eng_model_init_isa(m, w, n_threads, -1, err);
 }
 
-bc_status opt_model_reserve(opt_model *m, int max_tokens, int Smax, bc_error *err) {
-    opt_workspace *ws = &m->ws;
-    int nt = opt_pool_size(m->pool);
+bc_status eng_model_reserve(eng_model *m, int max_tokens, int Smax, bc_error *err) {
+    eng_workspace *ws = &m->ws;
+    int nt = eng_pool_size(m->pool);
     if (ws->arena && ws->max_tokens >= max_tokens && ws->Smax >= Smax && ws->n_threads >= nt) return BC_OK;
     if (ws->arena) {
         if (ws->max_tokens > max_tokens) max_tokens = ws->max_tokens;
         if (ws->Smax > Smax) Smax = ws->Smax;
     }
-    opt_model_release_workspace(m);
+    eng_model_release_workspace(m);
     size_t bytes = workspace_layout(ws, &m->w->hp, max_tokens, Smax, nt, NULL);
-    char *base = aligned_alloc(OPT_ALIGN, bytes);
+    char *base = aligned_alloc(ENG_ALIGN, bytes);
     if (!base)
         return bc_error_set(err, BC_ERR_NOMEM, "OPT workspace: cannot allocate %zu bytes (%d tokens, %d keys)", bytes,
                             max_tokens, Smax);
@@ -445,15 +445,15 @@ bc_status opt_model_reserve(opt_model *m, int max_tokens, int Smax, bc_error *er
     return BC_OK;
 }
 
-void opt_model_release_workspace(opt_model *m) {
+void eng_model_release_workspace(eng_model *m) {
     free(m->ws.arena);
     memset(&m->ws, 0, sizeof m->ws);
 }
 
-void opt_model_free(opt_model *m) {
+void eng_model_free(eng_model *m) {
     if (!m) return;
-    opt_model_release_workspace(m);
-    if (m->pool) opt_pool_destroy(m->pool);
+    eng_model_release_workspace(m);
+    if (m->pool) eng_pool_destroy(m->pool);
     m->pool = NULL;
 }
 
@@ -486,25 +486,25 @@ static void residual_forward(float *x, const float *y, size_t n) {
 }
 
 /* dst[cols] = row r of the matrix a (rows scaled back for int8). */
-static void matrix_row_to_f32(const opt_kernels *k, float *dst, const opt_matrix *a, int r) {
+static void matrix_row_to_f32(const eng_kernels *k, float *dst, const eng_matrix *a, int r) {
     const size_t cols = (size_t)a->cols;
-    k->to_f32(dst, (const char *)a->data + (size_t)r * cols * opt_dtype_size(a->dtype), a->dtype, cols);
-    if (a->dtype == OPT_I8) {
-        const float s = opt_i8_scales(a->data, (size_t)a->rows, cols)[r];
+    k->to_f32(dst, (const char *)a->data + (size_t)r * cols * eng_dtype_size(a->dtype), a->dtype, cols);
+    if (a->dtype == ENG_I8) {
+        const float s = eng_i8_scales(a->data, (size_t)a->rows, cols)[r];
         for (size_t i = 0; i < cols; i++) dst[i] *= s;
     }
 }
 
 /* x[N, C] = embed_tokens[tokens] (projected by project_in when P != C)
  *           + embed_positions[pos]. emb[N, P] is scratch. */
-static void embedding_forward(opt_model *m, float *x, float *emb, float *tmp, const int32_t *tokens, const int *pos,
+static void embedding_forward(eng_model *m, float *x, float *emb, float *tmp, const int32_t *tokens, const int *pos,
                               int N) {
     const opt_weights *w = m->w;
     const int C = w->hp.hidden_size, P = w->hp.word_embed_proj_dim;
     float *e = P != C ? emb : x;
     for (int n = 0; n < N; n++) matrix_row_to_f32(m->k, e + (size_t)n * P, &w->embed_tokens, tokens[n]);
     if (P != C)
-        opt_linear_parallel(m->pool, m->k, x, emb, w->project_in.data, w->dtype, NULL, N, P, C, 0);
+        eng_linear_parallel(m->pool, m->k, x, emb, w->project_in.data, w->dtype, NULL, N, P, C, 0);
     for (int n = 0; n < N; n++) {
         matrix_row_to_f32(m->k, tmp, &w->embed_positions, pos[n]);
         residual_forward(x + (size_t)n * C, tmp, (size_t)C);
@@ -513,35 +513,35 @@ static void embedding_forward(opt_model *m, float *x, float *emb, float *tmp, co
 
 /* One attention job: the heads x batch rows of a forward, split across the pool. */
 typedef struct attention_job {
-    const opt_kernels *k;
+    const eng_kernels *k;
     float *att;              /* [B, T, C] out */
     const float *q;          /* [B, T, ldq], the first C of each row; already scaled by D^-0.5 */
     int ldq;                 /* floats between rows of q */
     const void *kc, *vc;     /* this layer's cache [B][H][Smax][D] in dtype */
-    opt_dtype dt;
+    eng_dtype dt;
     const uint8_t *mask;     /* [B, mask_stride] */
     int mask_stride;
-    float *scores;           /* [n_threads][OPT_ATTEND_GROUP_MAX][Sr] */
+    float *scores;           /* [n_threads][ENG_ATTEND_GROUP_MAX][Sr] */
     int Sr;
     int B, T, H, D, Smax, S0;
     int G, np;               /* shared prefix: rows per group (1: none), keys read from the group's first row */
-    const int *slot_of, *len_of; /* rows at their own lengths (opt_kv_cache), or NULL */
-    const int *prefix_of;    /* with slot_of: the cache row of each row's first np keys (opt_kv_cache), or NULL */
+    const int *slot_of, *len_of; /* rows at their own lengths (eng_kv_cache), or NULL */
+    const int *prefix_of;    /* with slot_of: the cache row of each row's first np keys (eng_kv_cache), or NULL */
 } attention_job;
 
 /* For rows (b, h) in this thread's share:
  *   att[b, t, h*D:(h+1)*D] = softmax_s(q . k_s, s <= S0 + t, mask[b, s]) . v_s
  * The share is a range of units (g, h), g a group of G rows (1: no groups);
  * a group's rows at one head and position go to one attend_group call (up to
- * OPT_ATTEND_GROUP_MAX rows a call), which reads the shared prefix rows once
+ * ENG_ATTEND_GROUP_MAX rows a call), which reads the shared prefix rows once
  * for all of them. */
 static void attention_worker(void *ctx, int i, int n) {
     const attention_job *j = ctx;
     const int G = j->G, units = j->B / G * j->H;
     const int lo = (int)((long)units * i / n), hi = (int)((long)units * (i + 1) / n);
     const int C = j->H * j->D, D = j->D;
-    const size_t es = opt_dtype_size(j->dt), head_bytes = (size_t)j->Smax * D * es;
-    float *sc = j->scores + (size_t)i * OPT_ATTEND_GROUP_MAX * j->Sr;
+    const size_t es = eng_dtype_size(j->dt), head_bytes = (size_t)j->Smax * D * es;
+    float *sc = j->scores + (size_t)i * ENG_ATTEND_GROUP_MAX * j->Sr;
     for (int u = lo; u < hi; u++) {
         const int h = u % j->H;
         for (int b = u / j->H * G; b < (u / j->H + 1) * G;) {
@@ -552,8 +552,8 @@ static void attention_worker(void *ctx, int i, int n) {
             const char *Kp = (const char *)j->kc + ((size_t)lb * j->H + h) * head_bytes;
             const char *Vp = (const char *)j->vc + ((size_t)lb * j->H + h) * head_bytes;
             const uint8_t *mk = j->mask + (size_t)b * j->mask_stride;
-            if (G > 1) { /* no slot_of (opt_forward): rows b.. of a group follow each other in the cache */
-                const int rows = b % G + OPT_ATTEND_GROUP_MAX <= G ? OPT_ATTEND_GROUP_MAX : G - b % G;
+            if (G > 1) { /* no slot_of (eng_forward): rows b.. of a group follow each other in the cache */
+                const int rows = b % G + ENG_ATTEND_GROUP_MAX <= G ? ENG_ATTEND_GROUP_MAX : G - b % G;
                 for (int t = 0; t < j->T; t++)
                     j->k->attend_group(j->att + ((size_t)b * j->T + t) * C + (size_t)h * D, (size_t)j->T * C,
                                        j->q + ((size_t)b * j->T + t) * j->ldq + (size_t)h * D,
@@ -580,9 +580,9 @@ static void attention_worker(void *ctx, int i, int n) {
  * each row) to the layer's cache [B][H][Smax][D] at positions S0..S0+T-1
  * (row b: cache row slot_of[b] at len_of[b] when given), in the cache's
  * dtype. */
-static void kv_store(const opt_kernels *k, void *kc, void *vc, opt_dtype dt, const float *kk, const float *vv, int ld,
+static void kv_store(const eng_kernels *k, void *kc, void *vc, eng_dtype dt, const float *kk, const float *vv, int ld,
                      int B, int T, int H, int D, int Smax, int S0, const int *slot_of, const int *len_of) {
-    const size_t es = opt_dtype_size(dt);
+    const size_t es = eng_dtype_size(dt);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             const int cb = slot_of ? slot_of[b] : b, s0 = len_of ? len_of[b] : S0;
@@ -597,13 +597,13 @@ static void kv_store(const opt_kernels *k, void *kc, void *vc, opt_dtype dt, con
 }
 
 /* One decoder layer on x[B, T, C] in place. */
-static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const uint8_t *mask, int mask_stride, int B,
+static void decoder_layer_forward(eng_model *m, eng_kv_cache *kv, int l, const uint8_t *mask, int mask_stride, int B,
                                   int T) {
     const opt_hparams *hp = &m->w->hp;
     const opt_layer_weights *lw = &m->w->layers[l];
-    const opt_dtype dt = m->w->dtype;
+    const eng_dtype dt = m->w->dtype;
     const int C = hp->hidden_size, F = hp->ffn_dim, H = hp->num_attention_heads, D = C / H, N = B * T;
-    opt_workspace *ws = &m->ws;
+    eng_workspace *ws = &m->ws;
     float *x = ws->x;     /* [N, C] residual stream */
     float *xn = ws->xn;   /* [N, C] normalized input */
     float *q = ws->q;     /* [N, C] */
@@ -611,7 +611,7 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
     float *vv = ws->vv;   /* [N, C] */
     float *att = ws->att; /* [N, C] */
     float *ff = ws->ff;   /* [N, F] */
-    const size_t layer_kv = (size_t)kv->B * H * kv->Smax * D * opt_dtype_size(kv->dtype);
+    const size_t layer_kv = (size_t)kv->B * H * kv->Smax * D * eng_dtype_size(kv->dtype);
     void *kc = (char *)kv->k + (size_t)l * layer_kv, *vc = (char *)kv->v + (size_t)l * layer_kv;
 
     /* self-attention block */
@@ -624,25 +624,25 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
      * (and their biases) lie back to back in the arena, as weights_layout puts
      * them whenever C * C * dtype size is a multiple of 64; the outputs are
      * then rows [q | k | v] of the q buffer, [N, 3C]. */
-    const size_t wqkv = (size_t)C * C * opt_dtype_size(dt);
+    const size_t wqkv = (size_t)C * C * eng_dtype_size(dt);
     int ldq = C;
     if ((const char *)lw->k_proj.data == (const char *)lw->q_proj.data + wqkv &&
         (const char *)lw->v_proj.data == (const char *)lw->k_proj.data + wqkv && lw->k_bias == lw->q_bias + C &&
         lw->v_bias == lw->k_bias + C) {
-        opt_linear_parallel(m->pool, m->k, q, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, 3 * C, 0);
+        eng_linear_parallel(m->pool, m->k, q, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, 3 * C, 0);
         kk = q + C;
         vv = q + 2 * C;
         ldq = 3 * C;
     } else {
-        opt_linear_parallel(m->pool, m->k, q, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, C, 0);
-        opt_linear_parallel(m->pool, m->k, kk, a_in, lw->k_proj.data, dt, lw->k_bias, N, C, C, 0);
-        opt_linear_parallel(m->pool, m->k, vv, a_in, lw->v_proj.data, dt, lw->v_bias, N, C, C, 0);
+        eng_linear_parallel(m->pool, m->k, q, a_in, lw->q_proj.data, dt, lw->q_bias, N, C, C, 0);
+        eng_linear_parallel(m->pool, m->k, kk, a_in, lw->k_proj.data, dt, lw->k_bias, N, C, C, 0);
+        eng_linear_parallel(m->pool, m->k, vv, a_in, lw->v_proj.data, dt, lw->v_bias, N, C, C, 0);
     }
-    opt_lora *lo = m->w->lora_unfused; /* an adapter applied unfused: after each GEMM, before activations */
+    eng_lora *lo = m->w->lora_unfused; /* an adapter applied unfused: after each GEMM, before activations */
     if (lo) {
-        opt_lora_forward_add(lo, l, OPT_LORA_Q, q, ldq, a_in, C, N);
-        opt_lora_forward_add(lo, l, OPT_LORA_K, kk, ldq, a_in, C, N);
-        opt_lora_forward_add(lo, l, OPT_LORA_V, vv, ldq, a_in, C, N);
+        eng_lora_forward_add(lo, l, ENG_LORA_Q, q, ldq, a_in, C, N);
+        eng_lora_forward_add(lo, l, ENG_LORA_K, kk, ldq, a_in, C, N);
+        eng_lora_forward_add(lo, l, ENG_LORA_V, vv, ldq, a_in, C, N);
     }
     const float scale = 1.0f / sqrtf((float)D);
     for (int n = 0; n < N; n++)
@@ -653,9 +653,9 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
                          ws->scores, round16(ws->Smax), B, T, H, D, kv->Smax, kv->len,
                          kv->group > 1 ? kv->group : 1, kv->group > 1 || prefix_of ? kv->prefix : 0,
                          kv->slot_of, kv->len_of, prefix_of};
-    opt_pool_run(m->pool, attention_worker, &job);
-    opt_linear_parallel(m->pool, m->k, ws->kk, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
-    if (lo) opt_lora_forward_add(lo, l, OPT_LORA_OUT, ws->kk, C, att, C, N);
+    eng_pool_run(m->pool, attention_worker, &job);
+    eng_linear_parallel(m->pool, m->k, ws->kk, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
+    if (lo) eng_lora_forward_add(lo, l, ENG_LORA_OUT, ws->kk, C, att, C, N);
     residual_forward(x, ws->kk, (size_t)N * C);
     if (!hp->do_layer_norm_before) layernorm_forward(x, x, lw->ln1_gamma, lw->ln1_beta, N, C);
 
@@ -665,20 +665,20 @@ static void decoder_layer_forward(opt_model *m, opt_kv_cache *kv, int l, const u
         layernorm_forward(xn, x, lw->ln2_gamma, lw->ln2_beta, N, C);
         f_in = xn;
     }
-    const int fc1_unfused = lo && (lo->targets >> OPT_LORA_FC1 & 1); /* the ReLU after the adapter */
-    opt_linear_parallel(m->pool, m->k, ff, f_in, lw->fc1.data, dt, lw->fc1_bias, N, C, F, !fc1_unfused);
+    const int fc1_unfused = lo && (lo->targets >> ENG_LORA_FC1 & 1); /* the ReLU after the adapter */
+    eng_linear_parallel(m->pool, m->k, ff, f_in, lw->fc1.data, dt, lw->fc1_bias, N, C, F, !fc1_unfused);
     if (fc1_unfused) {
-        opt_lora_forward_add(lo, l, OPT_LORA_FC1, ff, F, f_in, C, N);
+        eng_lora_forward_add(lo, l, ENG_LORA_FC1, ff, F, f_in, C, N);
         for (size_t i = 0; i < (size_t)N * F; i++) ff[i] = ff[i] > 0.0f ? ff[i] : 0.0f;
     }
-    opt_linear_parallel(m->pool, m->k, q, ff, lw->fc2.data, dt, lw->fc2_bias, N, F, C, 0);
-    if (lo) opt_lora_forward_add(lo, l, OPT_LORA_FC2, q, C, ff, F, N);
+    eng_linear_parallel(m->pool, m->k, q, ff, lw->fc2.data, dt, lw->fc2_bias, N, F, C, 0);
+    if (lo) eng_lora_forward_add(lo, l, ENG_LORA_FC2, q, C, ff, F, N);
     residual_forward(x, q, (size_t)N * C);
     if (!hp->do_layer_norm_before) layernorm_forward(x, x, lw->ln2_gamma, lw->ln2_beta, N, C);
 }
 
-bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
-                      int B, int T, opt_logits_mode mode, float *logits, bc_error *err) {
+bc_status eng_forward(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
+                      int B, int T, eng_logits_mode mode, float *logits, bc_error *err) {
     const opt_weights *w = m->w;
     const opt_hparams *hp = &w->hp;
     const int C = hp->hidden_size, P = hp->word_embed_proj_dim, V = hp->vocab_size, L = hp->num_hidden_layers;
@@ -686,45 +686,45 @@ bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, con
     int S1 = kv->len + T; /* the longest row after the forward */
     const int N = B * T;
     if ((kv->slot_of ? B > kv->B : B != kv->B) || T < 1 || B < 1 || (kv->slot_of && !len_of))
-        return bc_error_set(err, BC_ERR_INVALID, "opt_forward: B %d (cache has %d), T %d", B, kv->B, T);
+        return bc_error_set(err, BC_ERR_INVALID, "eng_forward: B %d (cache has %d), T %d", B, kv->B, T);
     if (kv->slot_of) {
         if (kv->group > 1)
-            return bc_error_set(err, BC_ERR_INVALID, "opt_forward: rows at their own lengths with a shared prefix");
+            return bc_error_set(err, BC_ERR_INVALID, "eng_forward: rows at their own lengths with a shared prefix");
         S1 = 0;
         for (int b = 0; b < B; b++) {
             if (kv->slot_of[b] < 0 || kv->slot_of[b] >= kv->B || len_of[b] < 0)
-                return bc_error_set(err, BC_ERR_INVALID, "opt_forward: row %d: cache row %d of %d, length %d", b,
+                return bc_error_set(err, BC_ERR_INVALID, "eng_forward: row %d: cache row %d of %d, length %d", b,
                                     kv->slot_of[b], kv->B, len_of[b]);
             if (len_of[b] + T > S1) S1 = len_of[b] + T;
             if (kv->prefix_of && (kv->prefix_of[b] < 0 || kv->prefix_of[b] >= kv->B || kv->prefix < 0 ||
                                   kv->prefix > len_of[b]))
                 return bc_error_set(err, BC_ERR_INVALID,
-                                    "opt_forward: row %d: a shared prefix of %d tokens in cache row %d of %d needs "
+                                    "eng_forward: row %d: a shared prefix of %d tokens in cache row %d of %d needs "
                                     "the row's %d cached tokens to hold it",
                                     b, kv->prefix, kv->prefix_of[b], kv->B, len_of[b]);
         }
     }
     if (S1 > kv->Smax || S1 > hp->max_position_embeddings)
-        return bc_error_set(err, BC_ERR_INVALID, "opt_forward: %d tokens exceed the cache (%d) or the positions (%d)",
+        return bc_error_set(err, BC_ERR_INVALID, "eng_forward: %d tokens exceed the cache (%d) or the positions (%d)",
                             S1, kv->Smax, hp->max_position_embeddings);
     if (mask_stride < S1)
-        return bc_error_set(err, BC_ERR_INVALID, "opt_forward: mask stride %d < %d tokens", mask_stride, S1);
+        return bc_error_set(err, BC_ERR_INVALID, "eng_forward: mask stride %d < %d tokens", mask_stride, S1);
     const int S0 = kv->len;
-    if (kv->dtype != opt_kv_dtype(w->dtype) || kv->L != L || kv->H != hp->num_attention_heads)
-        return bc_error_set(err, BC_ERR_INVALID, "opt_forward: KV cache shape or dtype does not match the model");
+    if (kv->dtype != eng_kv_dtype(w->dtype) || kv->L != L || kv->H != hp->num_attention_heads)
+        return bc_error_set(err, BC_ERR_INVALID, "eng_forward: KV cache shape or dtype does not match the model");
     if (kv->group > 1 && (B % kv->group != 0 || kv->prefix < 0 || kv->prefix > S0))
         return bc_error_set(err, BC_ERR_INVALID,
-                            "opt_forward: shared prefix of %d tokens in groups of %d rows: needs B (%d) a multiple "
+                            "eng_forward: shared prefix of %d tokens in groups of %d rows: needs B (%d) a multiple "
                             "of the group and the prefix within the %d cached tokens",
                             kv->prefix, kv->group, B, S0);
-    if (mode != OPT_LOGITS_NONE && !logits)
-        return bc_error_set(err, BC_ERR_INVALID, "opt_forward: logits is NULL");
+    if (mode != ENG_LOGITS_NONE && !logits)
+        return bc_error_set(err, BC_ERR_INVALID, "eng_forward: logits is NULL");
     for (int n = 0; n < N; n++)
         if (tokens[n] < 0 || tokens[n] >= V)
-            return bc_error_set(err, BC_ERR_INVALID, "opt_forward: token %d at %d outside [0, %d)", tokens[n], n, V);
-    bc_status st = opt_model_reserve(m, N, kv->Smax, err);
+            return bc_error_set(err, BC_ERR_INVALID, "eng_forward: token %d at %d outside [0, %d)", tokens[n], n, V);
+    bc_status st = eng_model_reserve(m, N, kv->Smax, err);
     if (st != BC_OK) return st;
-    opt_workspace *ws = &m->ws;
+    eng_workspace *ws = &m->ws;
 
     /* positions: cumsum(mask) * mask - 1, plus the offset 2 */
     for (int b = 0; b < B; b++) {
@@ -740,17 +740,17 @@ bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, con
     embedding_forward(m, ws->x, ws->emb, ws->xn, tokens, ws->pos, N);
     for (int l = 0; l < L; l++) decoder_layer_forward(m, kv, l, mask, mask_stride, B, T);
     if (!kv->slot_of) kv->len = S1;
-    if (mode == OPT_LOGITS_NONE) return BC_OK;
+    if (mode == ENG_LOGITS_NONE) return BC_OK;
 
     /* rows whose logits we want, gathered into h[M, C] */
     int M = N;
     float *h = ws->x;
-    if (mode == OPT_LOGITS_LAST && T > 1) {
+    if (mode == ENG_LOGITS_LAST && T > 1) {
         M = B;
         for (int b = 0; b < B; b++)
             memcpy(ws->kk + (size_t)b * C, ws->x + ((size_t)b * T + T - 1) * C, (size_t)C * sizeof(float));
         h = ws->kk;
-    } else if (mode == OPT_LOGITS_LAST) {
+    } else if (mode == ENG_LOGITS_LAST) {
         M = B;
     }
     if (w->final_ln_gamma) {
@@ -758,10 +758,10 @@ bc_status opt_forward(opt_model *m, opt_kv_cache *kv, const int32_t *tokens, con
         h = ws->xn;
     }
     if (P != C) {
-        opt_linear_parallel(m->pool, m->k, ws->emb, h, w->project_out.data, w->dtype, NULL, M, C, P, 0);
+        eng_linear_parallel(m->pool, m->k, ws->emb, h, w->project_out.data, w->dtype, NULL, M, C, P, 0);
         h = ws->emb;
     }
     /* lm_head tied to embed_tokens: logits[M, V] = h[M, P] embed_tokens[V, P]^T */
-    opt_linear_parallel(m->pool, m->k, logits, h, w->embed_tokens.data, w->dtype, NULL, M, P, V, 0);
+    eng_linear_parallel(m->pool, m->k, logits, h, w->embed_tokens.data, w->dtype, NULL, M, P, V, 0);
     return BC_OK;
 }

@@ -49,11 +49,11 @@ int64_t opt_hparams_n_parameters(const opt_hparams *hp);
  * every size derived from the shape (parameters, weight bytes, KV cache and
  * workspace bytes) fits in 64 bits with room to spare (docs/config.md,
  * "Sizes that are checked"). */
-#define OPT_MAX_PARAMETERS (1LL << 40)
-#define OPT_MAX_TENSOR_ELEMENTS 2147483647LL
+#define ENG_MAX_PARAMETERS (1LL << 40)
+#define ENG_MAX_TENSOR_ELEMENTS 2147483647LL
 
-/* Refuses a shape whose parameter count exceeds OPT_MAX_PARAMETERS or one of
- * whose tensors exceeds OPT_MAX_TENSOR_ELEMENTS, computed in floating point
+/* Refuses a shape whose parameter count exceeds ENG_MAX_PARAMETERS or one of
+ * whose tensors exceeds ENG_MAX_TENSOR_ELEMENTS, computed in floating point
  * so nothing can wrap: "<where>: the model is impossible: ..." naming the
  * config.json keys and what the weights would need. where is config.json's
  * path (or the preset's name). */
@@ -61,49 +61,49 @@ bc_status opt_hparams_check_size(const opt_hparams *hp, const char *where, bc_er
 
 /* A weight matrix [rows = out, cols = in] in dtype. data points into the
  * model's arena (or an mmap'ed checkpoint converted into it). */
-typedef struct opt_matrix {
-    opt_dtype dtype;
+typedef struct eng_matrix {
+    eng_dtype dtype;
     int rows, cols;
     void *data;
-} opt_matrix;
+} eng_matrix;
 
 typedef struct opt_layer_weights {
-    opt_matrix q_proj, k_proj, v_proj, out_proj; /* [C, C] */
+    eng_matrix q_proj, k_proj, v_proj, out_proj; /* [C, C] */
     float *q_bias, *k_bias, *v_bias, *out_bias;  /* [C] */
     float *ln1_gamma, *ln1_beta;                 /* self_attn_layer_norm [C] */
-    opt_matrix fc1;                              /* [F, C] */
+    eng_matrix fc1;                              /* [F, C] */
     float *fc1_bias;                             /* [F] */
-    opt_matrix fc2;                              /* [C, F] */
+    eng_matrix fc2;                              /* [C, F] */
     float *fc2_bias;                             /* [C] */
     float *ln2_gamma, *ln2_beta;                 /* final_layer_norm [C] */
 } opt_layer_weights;
 
 typedef struct opt_weights {
     opt_hparams hp;
-    opt_dtype dtype;
-    opt_matrix embed_tokens;     /* [V, P]; also lm_head (tied) */
-    opt_matrix embed_positions;  /* [Tmax + 2, C] */
-    opt_matrix project_in;       /* [C, P], rows == 0 when P == C */
-    opt_matrix project_out;      /* [P, C], rows == 0 when P == C */
+    eng_dtype dtype;
+    eng_matrix embed_tokens;     /* [V, P]; also lm_head (tied) */
+    eng_matrix embed_positions;  /* [Tmax + 2, C] */
+    eng_matrix project_in;       /* [C, P], rows == 0 when P == C */
+    eng_matrix project_out;      /* [P, C], rows == 0 when P == C */
     float *final_ln_gamma, *final_ln_beta; /* [C]; NULL when !do_layer_norm_before */
     opt_layer_weights *layers;   /* [L] */
     void *arena;                 /* the one allocation behind every pointer above */
     size_t arena_bytes;
     /* A LoRA adapter the CPU forward applies unfused (lora.h,
-     * opt_lora_forward_add); borrowed, NULL: none. */
-    struct opt_lora *lora_unfused;
+     * eng_lora_forward_add); borrowed, NULL: none. */
+    struct eng_lora *lora_unfused;
 } opt_weights;
 
 /* Allocates the arena for hp in dtype and points every tensor into it
  * (contents uninitialised). */
-bc_status opt_weights_alloc(opt_weights *w, const opt_hparams *hp, opt_dtype dtype, bc_error *err);
+bc_status opt_weights_alloc(opt_weights *w, const opt_hparams *hp, eng_dtype dtype, bc_error *err);
 /* Seeded synthetic weights; see docs/opt.md for the scaling. */
 bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *err);
 /* Loads a Hugging Face checkpoint directory (config.json + safetensors) and
  * converts to dtype. Implemented in checkpoint.c. */
-bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, opt_dtype dtype, bc_error *err);
+bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, eng_dtype dtype, bc_error *err);
 void opt_weights_free(opt_weights *w);
 /* Bytes of the arena opt_weights_alloc would allocate (0 if out of memory). */
-size_t opt_weights_bytes(const opt_hparams *hp, opt_dtype dtype);
+size_t opt_weights_bytes(const opt_hparams *hp, eng_dtype dtype);
 
 #endif

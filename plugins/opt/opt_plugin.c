@@ -69,7 +69,7 @@ static const char *const prompts_format_choices[] = {"auto", "jsonl", "lines", N
 static const char *const prompts_fit_choices[] = {"ragged", "bucket", "truncate_pad", NULL};
 static const char *const lora_unfuse_choices[] = {"subtract", "restore", NULL};
 static const char *const lora_mode_choices[] = {"fuse", "unfused", NULL};
-/* in opt_length_kind's order */
+/* in eng_length_kind's order */
 static const char *const response_lengths_choices[] = {"fixed", "uniform", "lognormal", "empirical", NULL};
 static const char *const batching_choices[] = {"static", "continuous", NULL};
 static const char *const kv_layout_choices[] = {"contiguous", "paged", NULL};
@@ -185,22 +185,22 @@ typedef struct opt_backend {
     uint64_t weights_seed;
     int threads, stop_at_eos, shared_prefill, per_iteration_stream;
     int memory_check;      /* MEMCHECK_* */
-    int kernels_isa;       /* the kernels setting: -1 = auto, else the opt_isa forced */
-    opt_length_dist lengths; /* values owned (response_lengths_file) */
+    int kernels_isa;       /* the kernels setting: -1 = auto, else the eng_isa forced */
+    eng_length_dist lengths; /* values owned (response_lengths_file) */
     int continuous, capacity, kv_paged, page_tokens;
     const char *save_schedule; /* host-owned, "" when unset */
     opt_hparams hp;        /* the preset's shape, or the checkpoint's config.json */
     int have_prompts;
-    opt_prompts prompts;   /* owned: the prompts file, read once in create */
-    opt_text_prompts *text; /* owned: prompts_text, tokenized in create; NULL without */
-    opt_lora *lora;        /* owned: the LoRA adapter, made in create; NULL without */
+    eng_prompts prompts;   /* owned: the prompts file, read once in create */
+    eng_text_prompts *text; /* owned: prompts_text, tokenized in create; NULL without */
+    eng_lora *lora;        /* owned: the LoRA adapter, made in create; NULL without */
     int lora_unfused;      /* lora_mode = "unfused": lora applied in the forward, never fused */
     int have_weights;
     opt_weights w;         /* owned; rebuilt when the precision changes */
-    const opt_device_ops *dev; /* where the model runs, picked at create */
+    const eng_device_ops *dev; /* where the model runs, picked at create */
     void *dev_ctx;         /* owned: the device, the model on it, the case's cache */
     int have_rollout;
-    opt_rollout ro;        /* owned; one per case */
+    eng_rollout ro;        /* owned; one per case */
     int64_t prompt_p50_tokens, prompt_pad_tokens; /* of ro's prompts (summarize_prompts); -1 unknown */
     uint32_t case_index;   /* of the current case (save_tokens) */
     uint64_t n_generates;  /* generates in the current case (sample_stream) */
@@ -229,9 +229,9 @@ static bc_status check_prompts_file(const char *path, bc_error *err) {
     if (S_ISDIR(sb.st_mode)) return bc_error_set(err, BC_ERR_IO, "prompts_file %s: a directory, not a file", path);
     if (!S_ISREG(sb.st_mode)) /* /dev/zero, a FIFO: never opened (fileio.h) */
         return bc_error_set(err, BC_ERR_IO, "prompts_file %s: must be a regular file", path);
-    if ((uint64_t)sb.st_size > OPT_PROMPTS_MAX_BYTES)
+    if ((uint64_t)sb.st_size > ENG_PROMPTS_MAX_BYTES)
         return bc_error_set(err, BC_ERR_FORMAT, "prompts_file %s: %lld bytes is over the limit of %llu bytes", path,
-                            (long long)sb.st_size, (unsigned long long)OPT_PROMPTS_MAX_BYTES);
+                            (long long)sb.st_size, (unsigned long long)ENG_PROMPTS_MAX_BYTES);
     if (access(path, R_OK) != 0)
         return bc_error_set(err, BC_ERR_IO, "prompts_file %s: cannot be read: %s", path, strerror(errno));
     return BC_OK;
@@ -269,7 +269,7 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
                             "kv_layout = \"contiguous\" only; drawn lengths, continuous batching and the paged KV "
                             "layout run on device = \"cpu\"");
     int isa;
-    bc_status st = opt_kernels_choose(setting_str(v, S_KERNELS), opt_isa_detect(), &isa, err);
+    bc_status st = eng_kernels_choose(setting_str(v, S_KERNELS), eng_isa_detect(), &isa, err);
     if (st != BC_OK) return st;
     if (isa >= 0 && strcmp(setting_str(v, S_DEVICE), "cpu") != 0)
         return bc_error_set(err, BC_ERR_SETTING, "opt: kernels = \"%s\" picks CPU kernels, but device = \"%s\"",
@@ -286,7 +286,7 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
     unsigned targets;
     if (setting_str(v, S_LORA_ADAPTER)[0] && setting_int(v, S_LORA_RANK) > 0)
         return bc_error_set(err, BC_ERR_SETTING, "lora_adapter and lora_rank both set: an adapter has its own rank");
-    if (setting_int(v, S_LORA_RANK) > 0 && (st = opt_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)))
+    if (setting_int(v, S_LORA_RANK) > 0 && (st = eng_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)))
         return st;
     if ((setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0) && !strcmp(setting_str(v, S_DEVICE), "cuda"))
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
@@ -321,7 +321,7 @@ typedef struct footprint {
     int64_t layer_table; /* the host weights' per-layer table */
     int64_t prompts;     /* the prompts file's prompts */
     int64_t buffers;     /* the rollout's host buffers (prompts, sequences, masks, generators, timings) */
-    opt_device_plan dev; /* the case's cache (and device weights) on the device */
+    eng_device_plan dev; /* the case's cache (and device weights) on the device */
 } footprint;
 
 static int64_t size_bytes(size_t n) { return n > (size_t)INT64_MAX ? -1 : (int64_t)n; }
@@ -329,18 +329,18 @@ static int64_t size_bytes(size_t n) { return n > (size_t)INT64_MAX ? -1 : (int64
 /* The one footprint formula: a case of ro's dimensions on shape hp in dt
  * (plan_memory, check_case, begin_case's admission and the memory reports
  * all come from here). */
-static footprint footprint_of(const opt_backend *s, const opt_hparams *hp, opt_dtype dt, const opt_rollout *ro) {
+static footprint footprint_of(const opt_backend *s, const opt_hparams *hp, eng_dtype dt, const eng_rollout *ro) {
     footprint f;
     f.weights = size_bytes(opt_weights_bytes(hp, dt));
     f.layer_table = (int64_t)hp->num_hidden_layers * (int64_t)sizeof(opt_layer_weights);
-    f.prompts = s->text ? opt_text_prompts_bytes(s->text) : 0;
+    f.prompts = s->text ? eng_text_prompts_bytes(s->text) : 0;
     if (s->have_prompts) {
-        f.prompts = (int64_t)s->prompts.n_lines * (int64_t)sizeof(opt_prompt);
+        f.prompts = (int64_t)s->prompts.n_lines * (int64_t)sizeof(eng_prompt);
         for (int i = 0; i < s->prompts.n_lines; i++)
             f.prompts += (int64_t)s->prompts.lines[i].n * (int64_t)sizeof(int32_t);
     }
-    f.buffers = ro ? size_bytes(opt_rollout_plan(ro, hp, dt, s->threads).buffers) : 0;
-    f.dev = (opt_device_plan){.weights = -1, .device_peak = -1};
+    f.buffers = ro ? size_bytes(eng_rollout_plan(ro, hp, dt, s->threads).buffers) : 0;
+    f.dev = (eng_device_plan){.weights = -1, .device_peak = -1};
     if (ro) s->dev->plan(s->dev_ctx, hp, dt, ro, &f.dev);
     return f;
 }
@@ -348,7 +348,7 @@ static footprint footprint_of(const opt_backend *s, const opt_hparams *hp, opt_d
 /* Every host byte allocated now: weights (arena + layer table), prompts,
  * rollout buffers, the cache where the device keeps it on the host. */
 static int64_t current_bytes(const opt_backend *s) {
-    const footprint f = footprint_of(s, &s->hp, s->have_weights ? s->w.dtype : OPT_F32, s->have_rollout ? &s->ro : NULL);
+    const footprint f = footprint_of(s, &s->hp, s->have_weights ? s->w.dtype : ENG_F32, s->have_rollout ? &s->ro : NULL);
     int64_t n = f.prompts + (s->have_rollout ? f.buffers : 0);
     if (s->have_weights) n += (int64_t)s->w.arena_bytes + f.layer_table;
     return n + s->dev->host_bytes(s->dev_ctx, s->have_rollout ? &s->ro : NULL);
@@ -376,7 +376,7 @@ static void put_memory_stats(bc_memory_stats *out, const bc_memory_stats *m) {
 static void end_rollout(opt_backend *s) {
     if (s->have_rollout) {
         s->dev->end_case(s->dev_ctx, &s->ro);
-        opt_rollout_free(&s->ro, NULL);
+        eng_rollout_free(&s->ro, NULL);
     }
     s->have_rollout = 0;
 }
@@ -389,10 +389,10 @@ static void opt_destroy(void *inst) {
         s->dev->destroy(s->dev_ctx);
     }
     if (s->have_weights) opt_weights_free(&s->w);
-    if (s->have_prompts) opt_prompts_free(&s->prompts);
-    opt_text_prompts_free(s->text);
+    if (s->have_prompts) eng_prompts_free(&s->prompts);
+    eng_text_prompts_free(s->text);
     free(s->text);
-    opt_lora_free(s->lora);
+    eng_lora_free(s->lora);
     free(s->lora);
     free((void *)s->lengths.values);
     free(s);
@@ -408,7 +408,7 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
     s->prompts_file = setting_str(v, S_PROMPTS_FILE);
     s->save_tokens = setting_str(v, S_SAVE_TOKENS);
     s->weights_seed = (uint64_t)setting_int(v, S_WEIGHTS_SEED);
-    s->threads = setting_int(v, S_THREADS) > 0 ? (int)setting_int(v, S_THREADS) : opt_online_cores();
+    s->threads = setting_int(v, S_THREADS) > 0 ? (int)setting_int(v, S_THREADS) : eng_online_cores();
     s->stop_at_eos = setting_int(v, S_STOP_AT_EOS) != 0;
     s->shared_prefill = setting_int(v, S_SHARED_PREFILL) != 0;
     s->per_iteration_stream = strcmp(setting_str(v, S_SAMPLE_STREAM), "per_iteration") == 0;
@@ -423,13 +423,13 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
     s->page_tokens = (int)setting_int(v, S_KV_PAGE_TOKENS);
     s->save_schedule = setting_str(v, S_SAVE_SCHEDULE);
     const char *mc = setting_str(v, S_MEMORY_CHECK);
-    opt_kernels_choose(setting_str(v, S_KERNELS), opt_isa_detect(), &s->kernels_isa, err); /* checked above */
+    eng_kernels_choose(setting_str(v, S_KERNELS), eng_isa_detect(), &s->kernels_isa, err); /* checked above */
     s->memory_check = strcmp(mc, "off") == 0 ? MEMCHECK_OFF : strcmp(mc, "warn") == 0 ? MEMCHECK_WARN : MEMCHECK_REFUSE;
     /* the device (check_settings refused "cuda" in a build without it); a
      * CUDA device is opened now for describe, and without one prepare fails
      * with "no CUDA device: ..." (the backend cannot start) */
-    s->dev = strcmp(setting_str(v, S_DEVICE), "cuda") == 0 ? opt_device_cuda : &opt_device_cpu;
-    const opt_device_config cfg = {.threads = s->threads,
+    s->dev = strcmp(setting_str(v, S_DEVICE), "cuda") == 0 ? opt_device_cuda : &eng_device_cpu;
+    const eng_device_config cfg = {.threads = s->threads,
                                    .isa = s->kernels_isa,
                                    .index = (int)setting_int(v, S_DEVICE_INDEX),
                                    .graphs = setting_int(v, S_CUDA_GRAPHS) != 0};
@@ -449,34 +449,34 @@ static bc_status opt_create(const bc_host *host, const bc_settings *v, void **ou
                  (unsigned long long)s->weights_seed);
     }
     if (st == BC_OK && s->prompts_file[0]) {
-        st = opt_prompts_read(&s->prompts, s->prompts_file, s->hp.vocab_size, err);
+        st = eng_prompts_read(&s->prompts, s->prompts_file, s->hp.vocab_size, err);
         s->have_prompts = st == BC_OK;
     }
-    if (st == BC_OK && s->lengths.kind == OPT_LENGTHS_EMPIRICAL) {
+    if (st == BC_OK && s->lengths.kind == ENG_LENGTHS_EMPIRICAL) {
         int32_t *values = NULL;
-        st = opt_lengths_read(setting_str(v, S_LENGTHS_FILE), &values, &s->lengths.n_values, err);
+        st = eng_lengths_read(setting_str(v, S_LENGTHS_FILE), &values, &s->lengths.n_values, err);
         s->lengths.values = values;
     }
     if (st == BC_OK && setting_str(v, S_PROMPTS_TEXT)[0]) {
         if (!(s->text = calloc(1, sizeof *s->text))) st = bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
         else
-            st = opt_text_prompts_read(s->text, setting_str(v, S_PROMPTS_TEXT), setting_str(v, S_PROMPTS_FORMAT),
+            st = eng_text_prompts_read(s->text, setting_str(v, S_PROMPTS_TEXT), setting_str(v, S_PROMPTS_FORMAT),
                                        setting_str(v, S_PROMPTS_FIELD), s->checkpoint, s->hp.bos_token_id,
-                                       s->hp.vocab_size, opt_prompt_fit_from_name(setting_str(v, S_PROMPTS_FIT)),
+                                       s->hp.vocab_size, eng_prompt_fit_from_name(setting_str(v, S_PROMPTS_FIT)),
                                        (int)setting_int(v, S_PROMPTS_BUCKET_WIDTH), err);
     }
     if (st == BC_OK && (setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0)) {
         unsigned targets = 0;
         if (!(s->lora = calloc(1, sizeof *s->lora))) st = bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
         else if (setting_str(v, S_LORA_ADAPTER)[0])
-            st = opt_lora_load_peft(s->lora, setting_str(v, S_LORA_ADAPTER), &s->hp, err);
-        else if ((st = opt_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)) == BC_OK)
-            st = opt_lora_synthetic(s->lora, &s->hp, (int)setting_int(v, S_LORA_RANK),
+            st = eng_lora_load_peft(s->lora, setting_str(v, S_LORA_ADAPTER), &s->hp, err);
+        else if ((st = eng_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)) == BC_OK)
+            st = eng_lora_synthetic(s->lora, &s->hp, (int)setting_int(v, S_LORA_RANK),
                                     bc_setting_at(v, S_LORA_ALPHA)->f, targets, s->weights_seed, err);
         if (st == BC_OK) {
             s->lora->restore = !strcmp(setting_str(v, S_LORA_UNFUSE), "restore");
             s->lora_unfused = !strcmp(setting_str(v, S_LORA_MODE), "unfused");
-            st = opt_lora_set_threads(s->lora, s->threads, err);
+            st = eng_lora_set_threads(s->lora, s->threads, err);
         }
     }
     if (st != BC_OK) {
@@ -492,7 +492,7 @@ static bc_status opt_describe(void *inst, bc_backend_info *info, bc_error *err) 
     (void)err;
     opt_backend *s = inst;
     const opt_hparams *hp = &s->hp;
-    opt_device_info d;
+    eng_device_info d;
     s->dev->describe(s->dev_ctx, &d);
     BC_SET(info, bc_backend_info, model, s->model_desc);
     BC_SET(info, bc_backend_info, device, d.device);
@@ -516,14 +516,14 @@ static bc_status opt_describe(void *inst, bc_backend_info *info, bc_error *err) 
 /* The case's precision as a dtype this backend has kernels for: the layout
  * its precision plugin's conversions produce (precision.h); int8 has CPU
  * kernels only and takes no LoRA adapter. */
-static bc_status case_dtype(const opt_backend *s, const bc_case *c, opt_dtype *dt, bc_error *err) {
-    bc_status st = opt_precision_dtype(c->precision, c->precision_ops, dt, err);
-    if (st == BC_OK && *dt == OPT_I8 && s->dev != &opt_device_cpu)
+static bc_status case_dtype(const opt_backend *s, const bc_case *c, eng_dtype *dt, bc_error *err) {
+    bc_status st = eng_precision_dtype(c->precision, c->precision_ops, dt, err);
+    if (st == BC_OK && *dt == ENG_I8 && s->dev != &eng_device_cpu)
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
                             "opt: precision %s (int8) has CPU kernels only; device = \"cuda\" runs float32, float16 "
                             "and bfloat16",
                             c->precision ? c->precision : "?");
-    if (st == BC_OK && *dt == OPT_I8 && s->lora)
+    if (st == BC_OK && *dt == ENG_I8 && s->lora)
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
                             "opt: precision %s (int8): a LoRA adapter is not fused into int8 weights (one scale per "
                             "row); use fp32, fp16 or bf16 with lora_adapter / lora_rank",
@@ -532,14 +532,14 @@ static bc_status case_dtype(const opt_backend *s, const bc_case *c, opt_dtype *d
 }
 
 /* The rollout a case asks for. */
-static bc_status rollout_params(const opt_backend *s, const bc_case *c, opt_rollout_params *p, bc_error *err) {
+static bc_status rollout_params(const opt_backend *s, const bc_case *c, eng_rollout_params *p, bc_error *err) {
     if (!c->sampling) return bc_error_set(err, BC_ERR_INVALID, "opt: case %u has no sampling parameters", c->index);
     if (c->batch_size > INT_MAX || c->samples_per_prompt > INT_MAX || c->prompt_length > INT_MAX ||
         c->response_length > INT_MAX)
         return bc_error_set(err, BC_ERR_INFEASIBLE, "opt: case %u: batch %u x %u samples, prompt %u, response %u: too large",
                             c->index, c->batch_size, c->samples_per_prompt, c->prompt_length, c->response_length);
     const bc_sampling *sp = c->sampling;
-    *p = (opt_rollout_params){.batch_size = (int)c->batch_size,
+    *p = (eng_rollout_params){.batch_size = (int)c->batch_size,
                               .samples_per_prompt = (int)c->samples_per_prompt,
                               .prompt_length = (int)c->prompt_length,
                               .response_length = (int)c->response_length,
@@ -554,7 +554,7 @@ static bc_status rollout_params(const opt_backend *s, const bc_case *c, opt_roll
                               .kv_paged = s->kv_paged,
                               .page_tokens = s->page_tokens};
     if (s->text) /* fitted to this case (the view lives in s->text until the next fit) */
-        return opt_text_prompts_fit(s->text, p->prompt_length, p->batch_size, &p->prompts, &p->prompt_length, err);
+        return eng_text_prompts_fit(s->text, p->prompt_length, p->batch_size, &p->prompts, &p->prompt_length, err);
     return BC_OK;
 }
 
@@ -567,12 +567,12 @@ static int64_t add_bytes(int64_t a, int64_t b) {
 /* The memory case c will take, without allocating it (all fields). Every sum
  * is checked: a plan that leaves 64 bits is refused, not wrapped. */
 static bc_status plan_case(const opt_backend *s, const bc_case *c, bc_memory_stats *out, bc_error *err) {
-    opt_dtype dt = OPT_F32;
-    opt_rollout_params p;
-    opt_rollout ro;
+    eng_dtype dt = ENG_F32;
+    eng_rollout_params p;
+    eng_rollout ro;
     bc_status st = case_dtype(s, c, &dt, err);
     if (st == BC_OK) st = rollout_params(s, c, &p, err);
-    if (st == BC_OK) st = opt_rollout_dims(&ro, &s->hp, &p, err);
+    if (st == BC_OK) st = eng_rollout_dims(&ro, &s->hp, &p, err);
     if (st != BC_OK) return st;
     const opt_hparams *hp = &s->hp;
     const footprint f = footprint_of(s, hp, dt, &ro);
@@ -647,7 +647,7 @@ static bc_status opt_prepare(void *inst, bc_error *err) {
     return st;
 }
 
-static bc_status build_weights(opt_backend *s, opt_dtype dt, bc_error *err) {
+static bc_status build_weights(opt_backend *s, eng_dtype dt, bc_error *err) {
     if (s->have_weights && s->w.dtype == dt) return BC_OK;
     end_rollout(s);
     if (s->have_weights) opt_weights_free(&s->w);
@@ -672,7 +672,7 @@ static bc_status build_weights(opt_backend *s, opt_dtype dt, bc_error *err) {
  * (bpe_length_summary_of's) and the pad slots, Bp x Tp minus the real
  * tokens. The median stays -1 without memory for the lengths. */
 static void summarize_prompts(opt_backend *s) {
-    const opt_rollout *ro = &s->ro;
+    const eng_rollout *ro = &s->ro;
     int *len = malloc((size_t)ro->Bp * sizeof *len);
     int64_t real = 0;
     for (int b = 0; b < ro->Bp; b++) {
@@ -689,8 +689,8 @@ static void summarize_prompts(opt_backend *s) {
 
 static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     opt_backend *s = inst;
-    opt_dtype dt = OPT_F32;
-    opt_rollout_params p;
+    eng_dtype dt = ENG_F32;
+    eng_rollout_params p;
     bc_memory_stats plan;
     bc_status st = case_dtype(s, c, &dt, err);
     if (st == BC_OK) st = rollout_params(s, c, &p, err);
@@ -699,7 +699,7 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     if (st == BC_OK) st = admit_memory(s, &plan, err);
     if (st != BC_OK) return st;
     if (s->text && s->host && s->host->log) {
-        const opt_text_batch *b = &s->text->batch;
+        const eng_text_batch *b = &s->text->batch;
         s->host->log(s->host, BC_LOG_INFO,
                      "case %u: prompts_text: %d prompts fit; this batch: %d..%d tokens (p50 %d), padded to %d, "
                      "%lld of %lld slots padding, %d truncated",
@@ -712,7 +712,7 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
     if ((st = s->dev->open(s->dev_ctx, err)) != BC_OK) return st; /* before building weights */
     if ((st = build_weights(s, dt, err)) != BC_OK) return st;
     s->w.lora_unfused = s->lora_unfused ? s->lora : NULL; /* the CPU forward applies it (model.c) */
-    if ((st = opt_rollout_init(&s->ro, &s->w.hp, &p, err)) != BC_OK) return st;
+    if ((st = eng_rollout_init(&s->ro, &s->w.hp, &p, err)) != BC_OK) return st;
     s->have_rollout = 1;
     summarize_prompts(s);
     st = s->dev->begin_case(s->dev_ctx, &s->w, &s->ro, err);
@@ -723,11 +723,11 @@ static bc_status opt_begin_case(void *inst, const bc_case *c, bc_error *err) {
 static bc_status opt_expand_prompts(void *inst, bc_error *err) {
     opt_backend *s = inst;
     if (!s->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt: expand_prompts outside a case");
-    return opt_rollout_expand(&s->ro, err);
+    return eng_rollout_expand(&s->ro, err);
 }
 
 /* The last rollout's results into the host's out, as far as out reaches. */
-static void put_generation_stats(bc_generation_stats *out, const opt_rollout *ro) {
+static void put_generation_stats(bc_generation_stats *out, const eng_rollout *ro) {
     BC_SET(out, bc_generation_stats, prefill_forward_ms, ro->prefill_ms);
     BC_SET(out, bc_generation_stats, decode_forward_ms, ro->decode_ms);
     BC_SET(out, bc_generation_stats, num_decode_forwards, ro->n_decode_forwards);
@@ -771,7 +771,7 @@ static void put_generation_stats(bc_generation_stats *out, const opt_rollout *ro
     BC_SET(out, bc_generation_stats, row_done_step, (const int32_t *)ro->row_done_step);
 }
 
-/* The device's generate stage, as opt_lora_around runs it. */
+/* The device's generate stage, as eng_lora_around runs it. */
 static bc_status device_generate(void *inst, bc_error *err) {
     opt_backend *s = inst;
     return s->dev->generate(s->dev_ctx, &s->ro, err);
@@ -783,7 +783,7 @@ static bc_status opt_generate(void *inst, bc_generation_stats *out, bc_error *er
     s->ro.iteration = s->n_generates++;
     bc_status st = s->lora && !s->lora_unfused /* as the hybrid engine: fuse, generate, unfuse (also after a failed
                                                   generate); unfused, the forward applies it */
-                       ? opt_lora_around(s->lora, &s->w, device_generate, s, s->host, err)
+                       ? eng_lora_around(s->lora, &s->w, device_generate, s, s->host, err)
                        : s->dev->generate(s->dev_ctx, &s->ro, err);
     account(s);
     if (st != BC_OK) return st;
@@ -811,7 +811,7 @@ static bc_status save_tokens(opt_backend *s, bc_error *err) {
     case_path(s->save_tokens, s->case_index, path, sizeof path);
     bc_output *o = s->host->output_open(s->host, path, err);
     if (!o) return err && err->code ? err->code : BC_ERR_IO;
-    const opt_rollout *ro = &s->ro;
+    const eng_rollout *ro = &s->ro;
     bc_status st = BC_OK;
     for (int r = 0; r < ro->R && st == BC_OK; r++) {
         const int32_t *resp = ro->seq + (size_t)r * ro->Stot + ro->response_start;
@@ -836,7 +836,7 @@ static bc_status save_schedule(opt_backend *s, bc_error *err) {
     case_path(s->save_schedule, s->case_index, path, sizeof path);
     bc_output *o = s->host->output_open(s->host, path, err);
     if (!o) return err && err->code ? err->code : BC_ERR_IO;
-    const opt_rollout *ro = &s->ro;
+    const eng_rollout *ro = &s->ro;
     bc_status st = s->host->output_printf(o, err, "steps");
     for (int k = 0; k < ro->n_steps && st == BC_OK; k++) st = s->host->output_printf(o, err, " %d", ro->step_active[k]);
     if (st == BC_OK) st = s->host->output_printf(o, err, "\n");
@@ -853,7 +853,7 @@ static bc_status save_schedule(opt_backend *s, bc_error *err) {
 static bc_status opt_post_process(void *inst, bc_error *err) {
     opt_backend *s = inst;
     if (!s->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt: post_process outside a case");
-    bc_status st = opt_rollout_post_process(&s->ro, err);
+    bc_status st = eng_rollout_post_process(&s->ro, err);
     if (st == BC_OK && s->save_tokens[0]) st = save_tokens(s, err);
     if (st == BC_OK && s->save_schedule[0]) st = save_schedule(s, err);
     return st;
@@ -883,7 +883,7 @@ static void opt_reset_peak_memory(void *inst) {
 static bc_status opt_read_memory(void *inst, bc_memory_stats *out, bc_error *err) {
     opt_backend *s = inst;
     account(s);
-    opt_device_memory dm;
+    eng_device_memory dm;
     bc_status st = s->dev->read_memory(s->dev_ctx, s->have_rollout ? &s->ro : NULL, &dm, err);
     bc_memory_stats m = {.struct_size = sizeof m};
     m.weights_bytes = dm.weights >= 0 ? dm.weights : s->have_weights ? (int64_t)s->w.arena_bytes : 0;

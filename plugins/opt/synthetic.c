@@ -51,7 +51,7 @@ typedef enum fill_kind { FILL_NORMAL, FILL_ONES, FILL_ZEROS } fill_kind;
 
 typedef struct fill_tensor {
     void *data;
-    opt_dtype dtype; /* fp32 for vectors */
+    eng_dtype dtype; /* fp32 for vectors */
     size_t n;
     uint64_t key;
     fill_kind kind;
@@ -83,19 +83,19 @@ static void fill_values(const fill_tensor *t, float *buf, size_t i, size_t n) {
  * into row[cols], then its scale and int8 values from them (precision.h). */
 static void fill_rows_i8(const fill_tensor *t, size_t i0, size_t i1, float *row) {
     const size_t cols = t->cols, rows = t->n / cols;
-    float *scale = (float *)(void *)((char *)t->data + opt_i8_scales_offset(rows, cols));
+    float *scale = (float *)(void *)((char *)t->data + eng_i8_scales_offset(rows, cols));
     for (size_t r = i0 / cols; r < i1 / cols; r++) {
         fill_values(t, row, r * cols, cols);
-        scale[r] = opt_i8_quantize_row((int8_t *)t->data + r * cols, row, cols);
+        scale[r] = eng_i8_quantize_row((int8_t *)t->data + r * cols, row, cols);
     }
 }
 
 static void fill_chunk(const fill_tensor *t, size_t i0, size_t i1, float *row) {
-    if (t->dtype == OPT_I8) {
+    if (t->dtype == ENG_I8) {
         fill_rows_i8(t, i0, i1, row);
         return;
     }
-    const bc_precision_ops *prec = opt_dtype_precision(t->dtype);
+    const bc_precision_ops *prec = eng_dtype_precision(t->dtype);
     float buf[256];
     for (size_t i = i0; i < i1; i += 256) {
         size_t n = i1 - i < 256 ? i1 - i : 256;
@@ -111,7 +111,7 @@ static void fill_worker(void *ctx, int i, int n) {
     for (size_t k = 0; k < job->n_tensors; k++) {
         const fill_tensor *t = &job->t[k];
         /* whole rows per chunk for int8 (t->cols divides t->n) */
-        const size_t step = t->dtype == OPT_I8 ? (job->chunk / t->cols + 1) * t->cols : job->chunk;
+        const size_t step = t->dtype == ENG_I8 ? (job->chunk / t->cols + 1) * t->cols : job->chunk;
         for (size_t i0 = 0; i0 < t->n; i0 += step, c++) {
             if ((int)(c % (size_t)n) != i) continue;
             size_t i1 = i0 + step < t->n ? i0 + step : t->n;
@@ -148,8 +148,8 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
     ADD_MAT(w->embed_positions);
     ADD_MAT(w->project_in);
     ADD_MAT(w->project_out);
-    ADD(w->final_ln_gamma, OPT_F32, C, FILL_ONES);
-    ADD(w->final_ln_beta, OPT_F32, C, FILL_ZEROS);
+    ADD(w->final_ln_gamma, ENG_F32, C, FILL_ONES);
+    ADD(w->final_ln_beta, ENG_F32, C, FILL_ZEROS);
     for (int l = 0; l < L; l++) {
         opt_layer_weights *lw = &w->layers[l];
         tid = 16 + (uint64_t)l * 16;
@@ -158,30 +158,30 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
         ADD_MAT(lw->k_proj);
         list[n - 1].std = qk_std;
         ADD_MAT(lw->v_proj); ADD_MAT(lw->out_proj);
-        ADD(lw->q_bias, OPT_F32, C, FILL_ZEROS); ADD(lw->k_bias, OPT_F32, C, FILL_ZEROS);
-        ADD(lw->v_bias, OPT_F32, C, FILL_ZEROS); ADD(lw->out_bias, OPT_F32, C, FILL_ZEROS);
-        ADD(lw->ln1_gamma, OPT_F32, C, FILL_ONES); ADD(lw->ln1_beta, OPT_F32, C, FILL_ZEROS);
-        ADD_MAT(lw->fc1); ADD(lw->fc1_bias, OPT_F32, F, FILL_ZEROS);
-        ADD_MAT(lw->fc2); ADD(lw->fc2_bias, OPT_F32, C, FILL_ZEROS);
-        ADD(lw->ln2_gamma, OPT_F32, C, FILL_ONES); ADD(lw->ln2_beta, OPT_F32, C, FILL_ZEROS);
+        ADD(lw->q_bias, ENG_F32, C, FILL_ZEROS); ADD(lw->k_bias, ENG_F32, C, FILL_ZEROS);
+        ADD(lw->v_bias, ENG_F32, C, FILL_ZEROS); ADD(lw->out_bias, ENG_F32, C, FILL_ZEROS);
+        ADD(lw->ln1_gamma, ENG_F32, C, FILL_ONES); ADD(lw->ln1_beta, ENG_F32, C, FILL_ZEROS);
+        ADD_MAT(lw->fc1); ADD(lw->fc1_bias, ENG_F32, F, FILL_ZEROS);
+        ADD_MAT(lw->fc2); ADD(lw->fc2_bias, ENG_F32, C, FILL_ZEROS);
+        ADD(lw->ln2_gamma, ENG_F32, C, FILL_ONES); ADD(lw->ln2_beta, ENG_F32, C, FILL_ZEROS);
     }
 #undef ADD_MAT
 #undef ADD
     fill_job job = {list, n, CHUNK, NULL, 1};
     for (size_t k = 0; k < n; k++)
-        if (list[k].dtype == OPT_I8 && list[k].cols > job.max_cols) job.max_cols = list[k].cols;
-    opt_pool *pool = opt_pool_create(opt_online_cores());
-    const int threads = pool ? opt_pool_size(pool) : 1;
+        if (list[k].dtype == ENG_I8 && list[k].cols > job.max_cols) job.max_cols = list[k].cols;
+    eng_pool *pool = eng_pool_create(eng_online_cores());
+    const int threads = pool ? eng_pool_size(pool) : 1;
     job.rows = malloc((size_t)threads * job.max_cols * sizeof *job.rows);
     if (!job.rows) {
-        opt_pool_destroy(pool);
+        eng_pool_destroy(pool);
         free(list);
         return bc_error_set(err, BC_ERR_NOMEM, "synthetic weights: no memory for %d rows of %zu floats", threads,
                             job.max_cols);
     }
     if (pool) {
-        opt_pool_run(pool, fill_worker, &job);
-        opt_pool_destroy(pool);
+        eng_pool_run(pool, fill_worker, &job);
+        eng_pool_destroy(pool);
     } else {
         fill_worker(&job, 0, 1);
     }
@@ -190,9 +190,9 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
     /* fc2 bias: cancel the mean of relu(fc1(x)) (see above) */
     const double m = std * sqrt((double)C) / sqrt(2.0 * 3.14159265358979323846);
     for (int l = 0; l < L; l++) {
-        const opt_matrix *w2 = &w->layers[l].fc2; /* [C, F] */
-        const bc_precision_ops *prec = opt_dtype_precision(w2->dtype);
-        const float *w2_scale = w2->dtype == OPT_I8 ? opt_i8_scales(w2->data, C, F) : NULL;
+        const eng_matrix *w2 = &w->layers[l].fc2; /* [C, F] */
+        const bc_precision_ops *prec = eng_dtype_precision(w2->dtype);
+        const float *w2_scale = w2->dtype == ENG_I8 ? eng_i8_scales(w2->data, C, F) : NULL;
         for (size_t c = 0; c < C; c++) {
             double sum = 0.0;
             float row[256];

@@ -54,12 +54,12 @@ static int bench(opt_cuda_device *dev, const char *preset, double bw) {
     opt_hparams hp;
     opt_weights w;
     OK(opt_hparams_preset(preset, &hp, &err));
-    OK(opt_weights_alloc(&w, &hp, OPT_F16, &err));
+    OK(opt_weights_alloc(&w, &hp, ENG_F16, &err));
     OK(opt_weights_init_synthetic(&w, 1, &err));
     opt_cuda_model *m = NULL;
     opt_cuda_kv_cache kv;
     OK(opt_cuda_model_create(&m, dev, &w, &err));
-    OK(opt_cuda_kv_cache_alloc(dev, &kv, &hp, OPT_F16, 1, PROMPT + 2 * STEPS + 2, &err));
+    OK(opt_cuda_kv_cache_alloc(dev, &kv, &hp, ENG_F16, 1, PROMPT + 2 * STEPS + 2, &err));
     OK(opt_cuda_model_reserve(m, PROMPT, &err));
     const int Smax = kv.c.Smax;
     int32_t tokens[PROMPT];
@@ -79,7 +79,7 @@ static int bench(opt_cuda_device *dev, const char *preset, double bw) {
         OK(opt_cuda_kv_cache_set_len(dev, &kv, 0, &err));
         opt_cuda_marks_reset(dev);
         int p0 = opt_cuda_mark(dev);
-        OK(opt_cuda_forward(m, &kv, d_tok, d_mask, Smax, 1, PROMPT, OPT_LOGITS_LAST, d_logits, &err));
+        OK(opt_cuda_forward(m, &kv, d_tok, d_mask, Smax, 1, PROMPT, ENG_LOGITS_LAST, d_logits, &err));
         int p1 = opt_cuda_mark(dev);
         /* 4 warm-up steps (graph capture, GEMM plans), then STEPS timed */
         for (int k = 0; k < 4; k++)

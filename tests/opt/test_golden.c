@@ -5,7 +5,7 @@
  * (one unpadded prompt; a left-padded batch of three), the prefill logits, the
  * logits of K KV-cached decode steps, and the greedy tokens of generate()
  * with each prompt expanded R times (p0s0, p0s1, ...). This test loads each
- * checkpoint with opt_weights_load_checkpoint, runs opt_forward and checks:
+ * checkpoint with opt_weights_load_checkpoint, runs eng_forward and checks:
  *   - logits at every real (mask == 1) position: |ours - ref| <= tol * scale,
  *     scale = max(1, max |ref|), tol = the precision plugin's rel_tolerance,
  *     read from its ops (precision.h: the tables plugins/precision hands the
@@ -14,8 +14,8 @@
  *     2 * tol * scale (so a tie-breaking difference cannot fail it);
  *   - fp32 only: the greedy tokens (EOS suppressed, min_new_tokens ==
  *     max_new_tokens) equal generate()'s, every row: once from a greedy loop
- *     over opt_forward here, once from the engine's own rollout
- *     (opt_rollout_*: prompts file, expansion, generate, post-process), with
+ *     over eng_forward here, once from the engine's own rollout
+ *     (eng_rollout_*: prompts file, expansion, generate, post-process), with
  *     and without shared prefill.
  * Each check runs with the best kernel family (auto) and again with every
  * family this CPU runs forced (portable, avx2, avx512, avx512_bf16, as the
@@ -186,21 +186,21 @@ static int compare_rows(const char *label, const float *got, const float *ref, i
 typedef struct golden_case_cfg {
     const char *model;  /* checkpoint directory under tests/opt/golden */
     const char *golden; /* whose golden.bin */
-    opt_dtype dtype;
-    int isa;            /* kernel family forced (opt_isa), -1 = auto */
+    eng_dtype dtype;
+    int isa;            /* kernel family forced (eng_isa), -1 = auto */
     double tol;         /* the precision plugin's rel_tolerance, set in main */
 } golden_case_cfg;
 
 /* Loads the model with the case's kernel family; 0 (the test skipped) when
  * this CPU cannot run it. */
-static int model_init(opt_model *m, const opt_weights *w, const golden_case_cfg *cfg) {
+static int model_init(eng_model *m, const opt_weights *w, const golden_case_cfg *cfg) {
     bc_error err = {0};
-    if (cfg->isa > (int)opt_isa_detect()) {
-        print_message("  this CPU runs at most %s: %s kernels skipped\n", opt_isa_name(opt_isa_detect()),
-                      opt_isa_name((opt_isa)cfg->isa));
+    if (cfg->isa > (int)eng_isa_detect()) {
+        print_message("  this CPU runs at most %s: %s kernels skipped\n", eng_isa_name(eng_isa_detect()),
+                      eng_isa_name((eng_isa)cfg->isa));
         return 0;
     }
-    if (opt_model_init_isa(m, w, 2, cfg->isa, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_model_init_isa(m, w, 2, cfg->isa, &err) != BC_OK) fail_msg("%s", err.message);
     if (cfg->isa >= 0) assert_int_equal(m->k->isa, cfg->isa);
     return 1;
 }
@@ -212,7 +212,7 @@ static int argmax_no_eos(const float *x, int V, int eos) {
     return best;
 }
 
-static void run_case(opt_model *m, const opt_weights *w, const golden_file *g, const char *c,
+static void run_case(eng_model *m, const opt_weights *w, const golden_file *g, const char *c,
                      const golden_case_cfg *cfg, golden_stats *st) {
     const int V = w->hp.vocab_size;
     const golden_array *ids = golden_get(g, c, "input_ids", G_I32, 2);
@@ -232,8 +232,8 @@ static void run_case(opt_model *m, const opt_weights *w, const golden_file *g, c
 
     /* Prefill + K decode steps on the B rows. */
     const int Smax = T + K;
-    opt_kv_cache kv;
-    if (opt_kv_cache_alloc(&kv, &w->hp, opt_kv_dtype(cfg->dtype), B, Smax, &err) != BC_OK) fail_msg("%s", err.message);
+    eng_kv_cache kv;
+    if (eng_kv_cache_alloc(&kv, &w->hp, eng_kv_dtype(cfg->dtype), B, Smax, &err) != BC_OK) fail_msg("%s", err.message);
     uint8_t *mbuf = calloc((size_t)B * Smax, 1);
     float *logits = malloc(sizeof(float) * (size_t)B * T * V);
     int *row_ok = malloc(sizeof(int) * (size_t)B * T);
@@ -244,26 +244,26 @@ static void run_case(opt_model *m, const opt_weights *w, const golden_file *g, c
             mbuf[(size_t)b * Smax + t] = (uint8_t)mk[b * T + t];
             row_ok[b * T + t] = mk[b * T + t];
         }
-    if (opt_forward(m, &kv, id, mbuf, Smax, B, T, OPT_LOGITS_ALL, logits, &err) != BC_OK) fail_msg("%s", err.message);
-    snprintf(label, sizeof label, "%s %s %s prefill", cfg->model, opt_dtype_name(cfg->dtype), c);
+    if (eng_forward(m, &kv, id, mbuf, Smax, B, T, ENG_LOGITS_ALL, logits, &err) != BC_OK) fail_msg("%s", err.message);
+    snprintf(label, sizeof label, "%s %s %s prefill", cfg->model, eng_dtype_name(cfg->dtype), c);
     compare_rows(label, logits, pre->data, B * T, T, V, row_ok, cfg->tol, st);
     for (int k = 0; k < K; k++) {
         for (int b = 0; b < B; b++) {
             tok[b] = ((const int32_t *)dids->data)[b * K + k];
             mbuf[(size_t)b * Smax + T + k] = 1;
         }
-        if (opt_forward(m, &kv, tok, mbuf, Smax, B, 1, OPT_LOGITS_LAST, logits, &err) != BC_OK)
+        if (eng_forward(m, &kv, tok, mbuf, Smax, B, 1, ENG_LOGITS_LAST, logits, &err) != BC_OK)
             fail_msg("%s", err.message);
-        snprintf(label, sizeof label, "%s %s %s decode step %d", cfg->model, opt_dtype_name(cfg->dtype), c, k);
+        snprintf(label, sizeof label, "%s %s %s decode step %d", cfg->model, eng_dtype_name(cfg->dtype), c, k);
         compare_rows(label, logits, (const float *)dlog->data + (size_t)k * B * V, B, 1, V, NULL, cfg->tol, st);
     }
-    opt_kv_cache_free(&kv);
+    eng_kv_cache_free(&kv);
     free(mbuf);
 
     /* Greedy generation on the expanded rows (p0s0, p0s1, ...), EOS
      * suppressed for all N steps, as generate() with min_new_tokens == N. */
     const int BR = B * R, SR = T + N;
-    if (opt_kv_cache_alloc(&kv, &w->hp, opt_kv_dtype(cfg->dtype), BR, SR, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_kv_cache_alloc(&kv, &w->hp, eng_kv_dtype(cfg->dtype), BR, SR, &err) != BC_OK) fail_msg("%s", err.message);
     int32_t *xids = malloc(sizeof(int32_t) * (size_t)BR * T), *out = malloc(sizeof(int32_t) * (size_t)BR * N);
     mbuf = calloc((size_t)BR * SR, 1);
     float *lg = malloc(sizeof(float) * (size_t)BR * V);
@@ -273,30 +273,30 @@ static void run_case(opt_model *m, const opt_weights *w, const golden_file *g, c
             xids[r * T + t] = id[(r / R) * T + t];
             mbuf[(size_t)r * SR + t] = (uint8_t)mk[(r / R) * T + t];
         }
-    if (opt_forward(m, &kv, xids, mbuf, SR, BR, T, OPT_LOGITS_LAST, lg, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_forward(m, &kv, xids, mbuf, SR, BR, T, ENG_LOGITS_LAST, lg, &err) != BC_OK) fail_msg("%s", err.message);
     for (int n = 0; n < N; n++) {
         for (int r = 0; r < BR; r++) {
             out[r * N + n] = argmax_no_eos(lg + (size_t)r * V, V, w->hp.eos_token_id);
             tok[r] = out[r * N + n];
             mbuf[(size_t)r * SR + T + n] = 1;
         }
-        if (n + 1 < N && opt_forward(m, &kv, tok, mbuf, SR, BR, 1, OPT_LOGITS_LAST, lg, &err) != BC_OK)
+        if (n + 1 < N && eng_forward(m, &kv, tok, mbuf, SR, BR, 1, ENG_LOGITS_LAST, lg, &err) != BC_OK)
             fail_msg("%s", err.message);
     }
     int tok_bad = 0;
     const int32_t *want = gen->data;
     for (int i = 0; i < BR * N; i++)
-        if (out[i] != want[i] && tok_bad++ < 5 && cfg->dtype == OPT_F32)
+        if (out[i] != want[i] && tok_bad++ < 5 && cfg->dtype == ENG_F32)
             print_error("  %s %s %s greedy: row %d step %d: token %d, generate() gave %d\n", cfg->model,
-                        opt_dtype_name(cfg->dtype), c, i / N, i % N, out[i], want[i]);
-    if (cfg->dtype == OPT_F32) {
+                        eng_dtype_name(cfg->dtype), c, i / N, i % N, out[i], want[i]);
+    if (cfg->dtype == ENG_F32) {
         if (tok_bad) print_error("  %s %s: %d of %d greedy tokens differ\n", cfg->model, c, tok_bad, BR * N);
         st->mismatches += tok_bad;
     } else if (tok_bad) {
         print_message("  (%s %s %s: %d of %d greedy tokens differ from fp32 transformers; not asserted)\n",
-                      cfg->model, opt_dtype_name(cfg->dtype), c, tok_bad, BR * N);
+                      cfg->model, eng_dtype_name(cfg->dtype), c, tok_bad, BR * N);
     }
-    opt_kv_cache_free(&kv);
+    eng_kv_cache_free(&kv);
     free(mbuf);
     free(lg);
     free(xids);
@@ -314,7 +314,7 @@ static void test_golden(void **state) {
     golden_file g;
     assert_true(golden_read(&g, gpath));
     opt_weights w;
-    opt_model m;
+    eng_model m;
     bc_error err = {0};
     if (opt_weights_load_checkpoint(&w, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
     if (!model_init(&m, &w, cfg)) {
@@ -322,23 +322,23 @@ static void test_golden(void **state) {
         golden_free(&g);
         skip();
     }
-    opt_lora lo = {0};
+    eng_lora lo = {0};
     if (strstr(cfg->golden, "_lora")) { /* transformers + PEFT's merged model: fuse the adapter first */
         char adir[512];
         snprintf(adir, sizeof adir, GOLDEN "%s", cfg->golden);
-        if (opt_lora_load_peft(&lo, adir, &w.hp, &err) != BC_OK) fail_msg("%s", err.message);
-        if (opt_lora_fuse(&lo, &w, m.pool, &err) != BC_OK) fail_msg("%s", err.message);
+        if (eng_lora_load_peft(&lo, adir, &w.hp, &err) != BC_OK) fail_msg("%s", err.message);
+        if (eng_lora_fuse(&lo, &w, m.pool, &err) != BC_OK) fail_msg("%s", err.message);
     }
     golden_stats st = {0};
     run_case(&m, &w, &g, "single", cfg, &st);
     run_case(&m, &w, &g, "padded", cfg, &st);
     print_message("  %s %s %s kernels: max |diff| / scale %.3g (tolerance %.0e, logit scale %.3g), %d argmax "
                   "checks, %d mismatches\n",
-                  cfg->model, opt_dtype_name(cfg->dtype), opt_isa_name(m.k->isa), st.max_diff, cfg->tol, st.scale,
+                  cfg->model, eng_dtype_name(cfg->dtype), eng_isa_name(m.k->isa), st.max_diff, cfg->tol, st.scale,
                   st.argmax_checked,
                   st.mismatches + st.argmax_mismatches);
-    opt_lora_free(&lo);
-    opt_model_free(&m);
+    eng_lora_free(&lo);
+    eng_model_free(&m);
     opt_weights_free(&w);
     golden_free(&g);
     assert_int_equal(st.mismatches, 0);
@@ -360,7 +360,7 @@ typedef struct rollout_mode {
  * tokens, and post-processing must leave prompt, response and mask in place.
  * With drawn lengths, a row of length n has generate()'s first n - 1 tokens,
  * then EOS, then the pad id (mask 0); continuous batching gives the same. */
-static int rollout_case(opt_model *m, const opt_weights *w, const golden_file *g, const char *c, const char *model,
+static int rollout_case(eng_model *m, const opt_weights *w, const golden_file *g, const char *c, const char *model,
                         rollout_mode mode) {
     const int shared_prefill = mode.shared_prefill;
     const golden_array *ids = golden_get(g, c, "input_ids", G_I32, 2);
@@ -384,23 +384,23 @@ static int rollout_case(opt_model *m, const opt_weights *w, const golden_file *g
     }
     fclose(f);
 
-    opt_prompts prompts;
+    eng_prompts prompts;
     bc_error err = {0};
-    bc_status st = opt_prompts_read(&prompts, path, w->hp.vocab_size, &err);
+    bc_status st = eng_prompts_read(&prompts, path, w->hp.vocab_size, &err);
     unlink(path);
     if (st != BC_OK) fail_msg("prompts %s %s: %s", model, c, err.message);
-    opt_rollout_params p = {.batch_size = B, .samples_per_prompt = R, .response_length = N,
+    eng_rollout_params p = {.batch_size = B, .samples_per_prompt = R, .response_length = N,
                             .sampling = {.temperature = 0, .top_p = 1, .top_k = 0, .seed = 1},
                             .stop_at_eos = 0, .shared_prefill = shared_prefill, .prompts = &prompts,
                             .continuous = mode.capacity > 0, .capacity = mode.capacity};
-    if (mode.min_ratio > 0) p.lengths = (opt_length_dist){.kind = OPT_LENGTHS_UNIFORM, .min_ratio = mode.min_ratio};
-    opt_rollout ro;
-    st = opt_rollout_init(&ro, &w->hp, &p, &err);
-    opt_prompts_free(&prompts);
-    if (st == BC_OK) st = opt_rollout_acquire(&ro, m, &err);
-    if (st == BC_OK) st = opt_rollout_expand(&ro, &err);
-    if (st == BC_OK) st = opt_rollout_generate(&ro, m, &err);
-    if (st == BC_OK) st = opt_rollout_post_process(&ro, &err);
+    if (mode.min_ratio > 0) p.lengths = (eng_length_dist){.kind = ENG_LENGTHS_UNIFORM, .min_ratio = mode.min_ratio};
+    eng_rollout ro;
+    st = eng_rollout_init(&ro, &w->hp, &p, &err);
+    eng_prompts_free(&prompts);
+    if (st == BC_OK) st = eng_rollout_acquire(&ro, m, &err);
+    if (st == BC_OK) st = eng_rollout_expand(&ro, &err);
+    if (st == BC_OK) st = eng_rollout_generate(&ro, m, &err);
+    if (st == BC_OK) st = eng_rollout_post_process(&ro, &err);
     if (st != BC_OK) fail_msg("rollout %s %s: %s", model, c, err.message);
 
     int bad = 0;
@@ -440,7 +440,7 @@ static int rollout_case(opt_model *m, const opt_weights *w, const golden_file *g
                     (long long)ro.n_generated, (long long)useful);
         bad++;
     }
-    opt_rollout_free(&ro, m);
+    eng_rollout_free(&ro, m);
     return bad;
 }
 
@@ -452,7 +452,7 @@ static void test_rollout_golden(void **state) {
     golden_file g;
     assert_true(golden_read(&g, gpath));
     opt_weights w;
-    opt_model m;
+    eng_model m;
     bc_error err = {0};
     if (opt_weights_load_checkpoint(&w, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
     if (!model_init(&m, &w, cfg)) {
@@ -471,7 +471,7 @@ static void test_rollout_golden(void **state) {
         bad += rollout_case(&m, &w, &g, "single", cfg->model, modes[i]);
         bad += rollout_case(&m, &w, &g, "padded", cfg->model, modes[i]);
     }
-    opt_model_free(&m);
+    eng_model_free(&m);
     opt_weights_free(&w);
     golden_free(&g);
     assert_int_equal(bad, 0);
@@ -490,29 +490,29 @@ static void test_golden_reader(void **state) {
 
 /* The checkpoints and precisions; main runs each with every kernel family. */
 static const golden_case_cfg cfgs[] = {
-    {"preln", "preln", OPT_F32, -1, 0},
-    {"preln_sharded", "preln", OPT_F32, -1, 0},
-    {"preln-bin", "preln", OPT_F32, -1, 0}, /* the same weights as pytorch_model.bin */
-    {"postln_proj", "postln_proj", OPT_F32, -1, 0},
-    {"hd80", "hd80", OPT_F32, -1, 0},
-    {"preln", "preln", OPT_F16, -1, 0},
-    {"postln_proj", "postln_proj", OPT_F16, -1, 0},
-    {"hd80", "hd80", OPT_F16, -1, 0},
-    {"preln", "preln", OPT_BF16, -1, 0},
-    {"postln_proj", "postln_proj", OPT_BF16, -1, 0},
-    {"hd80", "hd80", OPT_BF16, -1, 0},
-    {"preln", "preln", OPT_I8, -1, 0},
-    {"postln_proj", "postln_proj", OPT_I8, -1, 0},
-    {"hd80", "hd80", OPT_I8, -1, 0},
+    {"preln", "preln", ENG_F32, -1, 0},
+    {"preln_sharded", "preln", ENG_F32, -1, 0},
+    {"preln-bin", "preln", ENG_F32, -1, 0}, /* the same weights as pytorch_model.bin */
+    {"postln_proj", "postln_proj", ENG_F32, -1, 0},
+    {"hd80", "hd80", ENG_F32, -1, 0},
+    {"preln", "preln", ENG_F16, -1, 0},
+    {"postln_proj", "postln_proj", ENG_F16, -1, 0},
+    {"hd80", "hd80", ENG_F16, -1, 0},
+    {"preln", "preln", ENG_BF16, -1, 0},
+    {"postln_proj", "postln_proj", ENG_BF16, -1, 0},
+    {"hd80", "hd80", ENG_BF16, -1, 0},
+    {"preln", "preln", ENG_I8, -1, 0},
+    {"postln_proj", "postln_proj", ENG_I8, -1, 0},
+    {"hd80", "hd80", ENG_I8, -1, 0},
     /* preln with the PEFT adapter of preln_lora fused (tools/golden/make_lora_golden.py) */
-    {"preln", "preln_lora", OPT_F32, -1, 0},
-    {"preln", "preln_lora", OPT_F16, -1, 0},
-    {"preln", "preln_lora", OPT_BF16, -1, 0},
+    {"preln", "preln_lora", ENG_F32, -1, 0},
+    {"preln", "preln_lora", ENG_F16, -1, 0},
+    {"preln", "preln_lora", ENG_BF16, -1, 0},
 };
 
 #define N_CFGS (sizeof cfgs / sizeof cfgs[0])
 #define N_ROLLOUT 5 /* the fp32 entries of cfgs come first */
-#define N_FAMILIES (1 + 4) /* auto, then each opt_isa */
+#define N_FAMILIES (1 + 4) /* auto, then each eng_isa */
 
 int main(void) {
     static golden_case_cfg runs[N_FAMILIES][N_CFGS];
@@ -523,17 +523,17 @@ int main(void) {
     for (int f = 0; f < N_FAMILIES; f++) {
         const int isa = f - 1;
         char fam[24] = "";
-        if (isa >= 0) snprintf(fam, sizeof fam, "_%s", opt_isa_name((opt_isa)isa));
+        if (isa >= 0) snprintf(fam, sizeof fam, "_%s", eng_isa_name((eng_isa)isa));
         for (size_t i = 0; i < N_CFGS; i++) {
             runs[f][i] = cfgs[i];
             runs[f][i].isa = isa;
-            runs[f][i].tol = opt_dtype_precision(cfgs[i].dtype)->rel_tolerance; /* the plugin's own */
+            runs[f][i].tol = eng_dtype_precision(cfgs[i].dtype)->rel_tolerance; /* the plugin's own */
             snprintf(names[k], sizeof names[k], "golden_%s%s_%s%s", cfgs[i].model,
-                     strstr(cfgs[i].golden, "_lora") ? "_lora" : "", opt_dtype_name(cfgs[i].dtype), fam);
+                     strstr(cfgs[i].golden, "_lora") ? "_lora" : "", eng_dtype_name(cfgs[i].dtype), fam);
             tests[n++] = (struct CMUnitTest){names[k++], test_golden, NULL, NULL, &runs[f][i]};
         }
         for (size_t i = 0; i < N_ROLLOUT; i++) {
-            if (cfgs[i].dtype != OPT_F32) return 1; /* cfgs out of order */
+            if (cfgs[i].dtype != ENG_F32) return 1; /* cfgs out of order */
             snprintf(names[k], sizeof names[k], "rollout_golden_%s%s", cfgs[i].model, fam);
             tests[n++] = (struct CMUnitTest){names[k++], test_rollout_golden, NULL, NULL, &runs[f][i]};
         }

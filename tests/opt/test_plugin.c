@@ -412,13 +412,13 @@ static void test_small_host_structs(void **state) {
 
 /* Sums the numel of every tensor in dir's safetensors except a tied lm_head. */
 static int64_t checkpoint_parameters(const char *dir) {
-    opt_ck_set set;
+    eng_ck_set set;
     bc_error err = {0};
-    if (opt_ck_set_open_dir(&set, dir, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_ck_set_open_dir(&set, dir, &err) != BC_OK) fail_msg("%s", err.message);
     int64_t n = 0;
     for (size_t i = 0; i < set.n_tensors; i++)
         if (strcmp(set.by_name[i]->name, "lm_head.weight") != 0) n += (int64_t)set.by_name[i]->numel;
-    opt_ck_set_close(&set);
+    eng_ck_set_close(&set);
     return n;
 }
 
@@ -810,8 +810,8 @@ static void test_kernels_setting(void **state) {
     bc_error err = {0};
     setting(f, "checkpoint")->s = GOLDEN "preln";
     setting(f, "threads")->i = 1;
-    for (int isa = 0; isa <= (int)opt_isa_detect(); isa++) {
-        const char *name = opt_isa_name((opt_isa)isa);
+    for (int isa = 0; isa <= (int)eng_isa_detect(); isa++) {
+        const char *name = eng_isa_name((eng_isa)isa);
         setting(f, "kernels")->s = name;
         assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_OK);
         void *inst = NULL;
@@ -831,7 +831,7 @@ static void test_kernels_setting(void **state) {
     }
     setting(f, "kernels")->s = "sse2";
     expect_settings_error(f, BC_ERR_SETTING, (const char *const[]){"kernels = \"sse2\"", "not a kernel family", NULL});
-    if (opt_isa_detect() < OPT_ISA_AVX512_BF16) {
+    if (eng_isa_detect() < ENG_ISA_AVX512_BF16) {
         setting(f, "kernels")->s = "avx512_bf16";
         expect_settings_error(f, BC_ERR_UNSUPPORTED, (const char *const[]){"this CPU runs at most", NULL});
     }

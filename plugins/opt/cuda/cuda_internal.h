@@ -51,7 +51,7 @@ struct opt_cuda_model {
     opt_cuda_device *dev;
     const opt_weights *hw; /* borrowed: shapes and host pointers to translate */
     opt_hparams hp;
-    opt_dtype dt;
+    eng_dtype dt;
     char *d_arena;         /* weights, a copy of hw->arena */
     size_t arena_bytes;
     char *d_ws;            /* activations (workspace kind) */
@@ -72,8 +72,8 @@ template <typename P> static inline P *dw(const opt_cuda_model *m, P *host) {
     return (P *)(void *)(m->d_arena + ((const char *)host - (const char *)m->hw->arena));
 }
 
-static inline cudaDataType_t cuda_type(opt_dtype dt) {
-    return dt == OPT_F16 ? CUDA_R_16F : dt == OPT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+static inline cudaDataType_t cuda_type(eng_dtype dt) {
+    return dt == ENG_F16 ? CUDA_R_16F : dt == ENG_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
 #define TRY(x)                        \
@@ -95,9 +95,9 @@ void opt_cuda_gemm_plans_clear(opt_cuda_model *m);
 /* cuda_forward.cu: the forward's checks, and its kernels and GEMMs queued on
  * the stream (nothing checked or synchronised, so it can be captured). */
 bc_status opt_cuda_forward_check(opt_cuda_model *m, const opt_cuda_kv_cache *kv, int stride, int B, int T,
-                                 opt_logits_mode mode, const float *d_logits, bc_error *err);
+                                 eng_logits_mode mode, const float *d_logits, bc_error *err);
 bc_status opt_cuda_forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32_t *d_tokens,
-                                const uint8_t *d_mask, int stride, int B, int T, opt_logits_mode mode,
+                                const uint8_t *d_mask, int stride, int B, int T, eng_logits_mode mode,
                                 float *d_logits, bc_error *err);
 
 /* cuda_graph_capture.cu: destroys a captured graph (the graph cache's hook). */
