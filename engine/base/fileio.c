@@ -1,4 +1,4 @@
-/* fileio.c: bounded reads of regular files for the OPT engine (fileio.h). */
+/* fileio.c: bounded reads of regular files for the engine (fileio.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "fileio.h"
 

@@ -1,4 +1,4 @@
-/* fileio.h: the OPT engine's one way to open the files it is told to read
+/* fileio.h: the engine's one way to open the files it is told to read
  * (config.json, the sharded index files, every weights file, the prompts
  * file) and its one way to map a weights file. Plugins never link the core, so this is the engine's own copy of
  * the rule core/src/io/readfile.c applies to bench.cfg and reports:

@@ -1,10 +1,10 @@
-/* device.h: where the OPT engine runs a rollout. The plugin (opt_plugin.c)
- * picks one device at create (the `device` setting) and drives it through
- * eng_device_ops; the rollout loop (rollout.c, eng_rollout_run) is written
- * once over eng_step_ops. Two devices: the CPU (device_cpu.c: the model of
- * model.h, the cache in the eng_rollout) and CUDA (cuda/cuda_engine.c: the
- * model, cache and sampler on a GPU). A build without the CUDA Toolkit has
- * opt_device_cuda == NULL (device_nocuda.c).
+/* device.h: where the engine runs a rollout. The plugin glue
+ * (engine/plugin/eng_plugin.c) picks one device at create (the `device`
+ * setting) and drives it through eng_device_ops; the rollout loop (loop.c,
+ * eng_rollout_run) is written once over eng_step_ops. Devices: the CPU
+ * (device_cpu.c: the model of forward.h, the cache in the eng_rollout) and
+ * a family's CUDA device (plugins/opt/cuda: the model, cache and sampler on
+ * a GPU; NULL in a build without the CUDA Toolkit).
  *
  * Who owns what: the plugin owns the host weights, the prompts and the
  * eng_rollout (prompts, sequences, results); a device owns its context
@@ -65,6 +65,32 @@ bc_status eng_rollout_run(eng_rollout *ro, const eng_step_ops *ops, void *ctx, b
 /* The CPU's steps (device_cpu.c); ctx is an eng_model. */
 extern const eng_step_ops eng_cpu_steps;
 
+/* ---------------------------------------------- the CPU device's rollout */
+
+/* Samples n rows on m's pool (device_cpu.c), each with its own generator, so
+ * the tokens do not depend on the threads: batch row i is rollout row
+ * rows[i] (rows NULL: i), at response index ks[i] (ks NULL: k), from logits
+ * ro->logits + i V; more[i] (more may be NULL) says whether it goes on.
+ * Adds the tokens to ro->n_generated; returns the rows that go on. */
+int eng_rollout_sample_rows(eng_rollout *ro, eng_model *m, const int *rows, const int *ks, int k, int n, int *more);
+/* Continuous batching on the CPU device (continuous.c): the generate stage
+ * with rows retiring at their EOS or length and waiting rows prefilled into
+ * the freed cache rows; tokens equal the static path's row for row. */
+bc_status eng_rollout_run_continuous(eng_rollout *ro, eng_model *m, bc_error *err);
+/* The CPU device's cache (device_cpu.c): allocates the KV cache(s), logits,
+ * the samplers (one per pool thread) and m's workspace ... */
+bc_status eng_rollout_acquire(eng_rollout *ro, eng_model *m, bc_error *err);
+/* ... and frees them (the model keeps its weights and pool). */
+void eng_rollout_release(eng_rollout *ro, eng_model *m);
+
+/* The generate stage on the CPU device: continuous batching with a
+ * capacity (eng_rollout_run_continuous), else eng_rollout_run over
+ * eng_cpu_steps; acquires the cache first if it is released, and fills the
+ * rollout's results (timings included). */
+bc_status eng_rollout_generate(eng_rollout *ro, eng_model *m, bc_error *err);
+/* eng_rollout_release, then eng_rollout_free. */
+void eng_cpu_rollout_free(eng_rollout *ro, eng_model *m);
+
 /* ------------------------------------------------------------------ device */
 
 /* The settings a device is made from. */
@@ -106,14 +132,14 @@ typedef struct eng_device_ops {
     bc_status (*open)(void *ctx, bc_error *err);
     void (*describe)(void *ctx, eng_device_info *out);
     /* The case's cache bytes for a rollout's dimensions, without hardware. */
-    void (*plan)(void *ctx, const opt_hparams *hp, eng_dtype dt, const eng_rollout *ro, eng_device_plan *out);
+    void (*plan)(void *ctx, const eng_weights *w, const eng_rollout *ro, eng_device_plan *out);
     /* Bytes there are for a case whose plan needs `need` (host: MemAvailable
      * + held_host; device: its total), -1 unknown; where: a phrase for the
      * error ("12.0 GiB is available (...)"). */
     int64_t (*capacity)(void *ctx, int64_t held_host, char *where, size_t where_len);
     /* A case on w with ro (after eng_rollout_init): the model (built or
      * uploaded when w changed) and the case's cache. */
-    bc_status (*begin_case)(void *ctx, const opt_weights *w, eng_rollout *ro, bc_error *err);
+    bc_status (*begin_case)(void *ctx, const eng_weights *w, eng_rollout *ro, bc_error *err);
     /* The generate stage (eng_rollout_run over the device's steps). */
     bc_status (*generate)(void *ctx, eng_rollout *ro, bc_error *err);
     bc_status (*cache_acquire)(void *ctx, eng_rollout *ro, bc_error *err);
@@ -129,7 +155,5 @@ typedef struct eng_device_ops {
 } eng_device_ops;
 
 extern const eng_device_ops eng_device_cpu;
-/* NULL in a build without the CUDA path. */
-extern const eng_device_ops *const opt_device_cuda;
 
 #endif

@@ -35,7 +35,7 @@ static void cache_held(const eng_rollout *ro, const eng_model *m, int64_t *kv, i
 
 bc_status eng_rollout_acquire(eng_rollout *ro, eng_model *m, bc_error *err) {
     if (ro->have_cache) return BC_OK;
-    const opt_hparams *hp = &m->w->hp;
+    const eng_shape *hp = &m->w->shape;
     const int shared = eng_rollout_shared_prefill(ro);
     const int rows = eng_rollout_cache_rows(ro), prefill_rows = shared ? ro->Bp : rows;
     int max_tokens = prefill_rows * ro->Tp > rows ? prefill_rows * ro->Tp : rows;
@@ -224,7 +224,7 @@ static bc_status cpu_sample(void *ctx, eng_rollout *ro, int k, int *running, bc_
  * bytes minus theirs; then every row's pages go back to the system. The
  * reservation beyond the longest row's length was never written, so never
  * taken. */
-static void cpu_static_pages(eng_rollout *ro, const opt_hparams *hp) {
+static void cpu_static_pages(eng_rollout *ro, const eng_shape *hp) {
     eng_kv_cache *kv = &ro->kv;
     const int P = eng_kv_page_tokens(hp, kv->dtype, ro->p.page_tokens), len = kv->len;
     const int read_from_first = eng_rollout_shared_prefill(ro) && kv->group > 1;
@@ -234,8 +234,7 @@ static void cpu_static_pages(eng_rollout *ro, const opt_hparams *hp) {
         pages += (len + P - 1) / P - start / P;
         tokens += len - start;
     }
-    const int64_t page_bytes =
-        2 * (int64_t)hp->num_hidden_layers * P * hp->hidden_size * (int64_t)eng_dtype_size(kv->dtype);
+    const int64_t page_bytes = eng_kv_row_page_bytes(hp, kv->dtype, P);
     ro->kv_pages_peak = pages;
     ro->kv_fragmentation = pages > 0 ? 1.0 - (double)tokens / ((double)pages * P) : 0.0;
     ro->kv_bytes_peak = pages * page_bytes;
@@ -248,7 +247,7 @@ static void cpu_static_pages(eng_rollout *ro, const opt_hparams *hp) {
 static bc_status cpu_finish(void *ctx, eng_rollout *ro, bc_error *err) {
     (void)err; /* everything happened on the host already */
     const eng_model *m = ctx;
-    if (ro->kv.paged) cpu_static_pages(ro, &m->w->hp);
+    if (ro->kv.paged) cpu_static_pages(ro, &m->w->shape);
     return BC_OK;
 }
 
@@ -306,9 +305,9 @@ static void cpu_describe(void *ctx, eng_device_info *out) {
     *out = (eng_device_info){.device = "cpu", .cpu_kernels = eng_isa_name(k->isa), .cpu_threads = d->threads};
 }
 
-static void cpu_plan(void *ctx, const opt_hparams *hp, eng_dtype dt, const eng_rollout *ro, eng_device_plan *out) {
+static void cpu_plan(void *ctx, const eng_weights *w, const eng_rollout *ro, eng_device_plan *out) {
     const cpu_device *d = ctx;
-    const eng_rollout_bytes b = eng_rollout_plan(ro, hp, dt, d->threads);
+    const eng_rollout_bytes b = eng_rollout_plan(ro, &w->shape, &w->ws, w->dtype, d->threads);
     out->weights = -1;
     out->kv_cache = b.kv_cache >= SIZE_MAX / 2 ? -1 : (int64_t)b.kv_cache;
     out->workspace = b.workspace > (size_t)INT64_MAX ? -1 : (int64_t)b.workspace;
@@ -350,7 +349,7 @@ static int64_t cpu_capacity(void *ctx, int64_t held_host, char *where, size_t wh
     return have;
 }
 
-static bc_status cpu_begin_case(void *ctx, const opt_weights *w, eng_rollout *ro, bc_error *err) {
+static bc_status cpu_begin_case(void *ctx, const eng_weights *w, eng_rollout *ro, bc_error *err) {
     cpu_device *d = ctx;
     if (d->have_model && d->m.w != w) {
         eng_model_free(&d->m);
@@ -366,9 +365,27 @@ static bc_status cpu_begin_case(void *ctx, const opt_weights *w, eng_rollout *ro
     return BC_OK;
 }
 
+/* The CPU device picks the batching below the device interface: continuous
+ * batching (continuous.c) with a capacity, else the one static loop (loop.c)
+ * over the CPU's steps. */
+bc_status eng_rollout_generate(eng_rollout *ro, eng_model *m, bc_error *err) {
+    if (ro->Cap) {
+        bc_status st = eng_rollout_acquire(ro, m, err);
+        if (st != BC_OK) return st;
+        eng_rollout_results_reset(ro);
+        return eng_rollout_run_continuous(ro, m, err);
+    }
+    return eng_rollout_run(ro, &eng_cpu_steps, m, err);
+}
+
+void eng_cpu_rollout_free(eng_rollout *ro, eng_model *m) {
+    eng_rollout_release(ro, m);
+    eng_rollout_free(ro);
+}
+
 static bc_status cpu_generate(void *ctx, eng_rollout *ro, bc_error *err) {
     cpu_device *d = ctx;
-    if (!d->have_model) return bc_error_set(err, BC_ERR_INTERNAL, "opt cpu: generate outside a case");
+    if (!d->have_model) return bc_error_set(err, BC_ERR_INTERNAL, "cpu: generate outside a case");
     return eng_rollout_generate(ro, &d->m, err);
 }
 

@@ -1,4 +1,4 @@
-/* kernels.c: the OPT engine's kernel dispatch: names, the CPU's best kernel
+/* kernels.c: the engine's kernel dispatch: names, the CPU's best kernel
  * family (plugins/precision/common/cpu_isa.h) and one table per family from
  * the variant files (kernels_portable.c, kernels_avx2.c, kernels_avx512.c).
  * It calls the variants only through their getters (kernels_impl.h).

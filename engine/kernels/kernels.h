@@ -1,4 +1,4 @@
-/* kernels.h: the OPT engine's CPU kernels, in three variants chosen at run
+/* kernels.h: the engine's CPU kernels, in three variants chosen at run
  * time from the CPU's features (highest score that the CPU supports wins):
  *   portable C (always), AVX2 + F16C + FMA, AVX-512F (+ AVX512-BF16 dot
  *   products when present); the `kernels` backend setting can force a

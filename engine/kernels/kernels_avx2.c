@@ -1,4 +1,4 @@
-/* kernels_avx2.c: the AVX2 + FMA + F16C variant of the OPT kernels (built
+/* kernels_avx2.c: the AVX2 + FMA + F16C variant of the engine's kernels (built
  * with -mavx2 -mfma -mf16c; selected only when cpuid says the CPU has them
  * and it has no AVX-512).
  *

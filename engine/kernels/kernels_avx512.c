@@ -1,5 +1,5 @@
 /* kernels_avx512.c: the AVX-512F variant and the AVX512-BF16 variant of the
- * OPT kernels (built with -mavx512f -mavx512bw -mavx512vl -mavx512dq
+ * engine kernels (built with -mavx512f -mavx512bw -mavx512vl -mavx512dq
  * -mavx512bf16 -mfma -mf16c; selected only when cpuid says the CPU has them).
  *
  * linear (x[M, K] fp32, w[N, K] in dtype, y[M, N] fp32), two paths:

@@ -1,4 +1,4 @@
-/* kernels_portable.c: the portable C variant of the OPT kernels, the
+/* kernels_portable.c: the portable C variant of the engine's kernels, the
  * reference every SIMD variant is tested against (tests/opt/test_kernels.c).
  * Shapes follow kernels.h: x[M, K] fp32 row-major, w[N, K] row-major in a
  * dtype, y[M, N] fp32. Accumulation is always fp32; weights are converted to

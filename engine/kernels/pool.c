@@ -1,4 +1,4 @@
-/* pool.c: the OPT engine's thread pool and eng_linear_parallel.
+/* pool.c: the engine's thread pool and eng_linear_parallel.
  *
  * n_threads - 1 persistent pthreads plus the caller. A run of n indices:
  *   1. the caller stores fn/ctx, sets `remaining` = n - 1 and `next` = 1, and

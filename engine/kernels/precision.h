@@ -1,4 +1,4 @@
-/* precision.h: the OPT engine's number formats (eng_dtype) and the precision
+/* precision.h: the engine's number formats (eng_dtype) and the precision
  * plugins behind them. The engine's kernels read four storage layouts
  * (float32, float16, bfloat16, int8 with a scale per row); a case's precision plugin is accepted when
  * its conversions produce one of them, and every weight conversion (at load,

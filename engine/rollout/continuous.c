@@ -30,7 +30,7 @@
  * and test_golden.c check it).
  */
 #define _POSIX_C_SOURCE 200809L
-#include "rollout.h"
+#include "device.h"
 
 #include <string.h>
 
@@ -149,7 +149,7 @@ bc_status eng_rollout_run_continuous(eng_rollout *ro, eng_model *m, bc_error *er
     ro->n_prefill_tokens = 0;
     ro->prefill_ms = 0.0;
     ro->first_token_ms = -1.0;
-    const opt_hparams *hp = &m->w->hp;
+    const eng_shape *hp = &m->w->shape;
     const int P = kv->paged ? eng_kv_page_tokens(hp, kv->dtype, ro->p.page_tokens) : 0;
     if (P) ro->kv_pages_peak = 0;
     int next = 0, n_active = 0, step = 0;
@@ -236,8 +236,7 @@ bc_status eng_rollout_run_continuous(eng_rollout *ro, eng_model *m, bc_error *er
     ro->n_padded_slots = R + active_sum;
     if (ro->first_token_ms < 0) ro->first_token_ms = 0.0;
     if (P) {
-        const int64_t page_bytes = 2 * (int64_t)hp->num_hidden_layers * P * hp->hidden_size *
-                                   (int64_t)eng_dtype_size(kv->dtype);
+        const int64_t page_bytes = eng_kv_row_page_bytes(hp, kv->dtype, P);
         ro->kv_bytes_peak = ro->kv_pages_peak * page_bytes;
         ro->kv_bytes_saved = (int64_t)eng_kv_cache_bytes(hp, kv->dtype, Cap, Stot) - ro->kv_bytes_peak;
     }

@@ -21,7 +21,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "rollout.h"
 
-#include "device.h"
 #include "fileio.h"
 #include "../../plugins/common/synthetic_prompts.h"
 
@@ -137,7 +136,7 @@ bc_status eng_prompts_read(eng_prompts *out, const char *path, int V, bc_error *
 /* The largest rows x tokens a rollout indexes (int offsets, with headroom). */
 #define ENG_ROLLOUT_MAX_CELLS (1ll << 30)
 
-bc_status eng_rollout_check(const opt_hparams *hp, const eng_rollout_params *p, eng_prompt_shape *shape,
+bc_status eng_rollout_check(const eng_shape *hp, const eng_rollout_params *p, eng_prompt_shape *shape,
                             bc_error *err) {
     const int Bp = p->batch_size, Sp = p->samples_per_prompt, Tr = p->response_length;
     if (Bp < 1 || Sp < 1 || Tr < 1)
@@ -170,10 +169,10 @@ bc_status eng_rollout_check(const opt_hparams *hp, const eng_rollout_params *p, 
         sh.width = sh.min_len = sh.max_len = p->prompt_length;
     }
     const long long total = (long long)sh.width + Tr;
-    if (total > hp->max_position_embeddings)
+    if (total > hp->max_positions)
         return bc_error_set(err, BC_ERR_INFEASIBLE,
                             "prompt of %d tokens + response of %d tokens = %lld tokens exceed %s's %d positions",
-                            sh.width, Tr, total, hp->name, hp->max_position_embeddings);
+                            sh.width, Tr, total, hp->name, hp->max_positions);
     const long long rows = (long long)Bp * Sp;
     if (rows * total > ENG_ROLLOUT_MAX_CELLS)
         return bc_error_set(err, BC_ERR_INFEASIBLE, "rollout of %lld rows x %lld tokens is too large for the engine",
@@ -196,7 +195,7 @@ bc_status eng_rollout_check(const opt_hparams *hp, const eng_rollout_params *p, 
     return BC_OK;
 }
 
-bc_status eng_rollout_dims(eng_rollout *ro, const opt_hparams *hp, const eng_rollout_params *p, bc_error *err) {
+bc_status eng_rollout_dims(eng_rollout *ro, const eng_shape *hp, const eng_rollout_params *p, bc_error *err) {
     memset(ro, 0, sizeof *ro);
     eng_prompt_shape sh;
     bc_status st = eng_rollout_check(hp, p, &sh, err);
@@ -222,7 +221,7 @@ bc_status eng_rollout_dims(eng_rollout *ro, const opt_hparams *hp, const eng_rol
     return BC_OK;
 }
 
-bc_status eng_rollout_init(eng_rollout *ro, const opt_hparams *hp, const eng_rollout_params *p, bc_error *err) {
+bc_status eng_rollout_init(eng_rollout *ro, const eng_shape *hp, const eng_rollout_params *p, bc_error *err) {
     bc_status st = eng_rollout_dims(ro, hp, p, err);
     if (st != BC_OK) return st;
     const size_t R = (size_t)ro->R, Bp = (size_t)ro->Bp;
@@ -262,7 +261,7 @@ bc_status eng_rollout_init(eng_rollout *ro, const opt_hparams *hp, const eng_rol
     if (!ok || !ro->prompt_ids || !ro->prompt_mask || !ro->seq || !ro->mask || !ro->prefill_ids || !ro->step_tokens ||
         !ro->eos_at || !ro->rngs || !ro->step_ms || !ro->marks || !ro->row_len || !ro->step_active ||
         !ro->row_first_ms || !ro->row_done_step) {
-        eng_rollout_free(ro, NULL);
+        eng_rollout_free(ro);
         return bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d rows x %d tokens", (int)R, ro->Stot);
     }
     for (int b = 0; b < ro->Bp; b++) {
@@ -293,7 +292,7 @@ int eng_rollout_prompt_sharing(const eng_rollout *ro) {
 
 int eng_rollout_cache_rows(const eng_rollout *ro) { return ro->Cap ? ro->Cap : ro->R; }
 
-int eng_rollout_cache_positions(const eng_rollout *ro, const opt_hparams *hp, eng_dtype dtype) {
+int eng_rollout_cache_positions(const eng_rollout *ro, const eng_shape *hp, eng_dtype dtype) {
     if (!ro->p.kv_paged) return ro->Stot;
     const int P = eng_kv_page_tokens(hp, dtype, ro->p.page_tokens);
     return (int)(((long long)ro->Stot + P - 1) / P * P);
@@ -301,7 +300,8 @@ int eng_rollout_cache_positions(const eng_rollout *ro, const opt_hparams *hp, en
 
 int eng_rollout_n_marks(int Tr) { return 3 * Tr + 4; }
 
-eng_rollout_bytes eng_rollout_plan(const eng_rollout *ro, const opt_hparams *hp, eng_dtype dtype, int n_threads) {
+eng_rollout_bytes eng_rollout_plan(const eng_rollout *ro, const eng_shape *hp, const eng_ws_needs *need, eng_dtype dtype,
+                                   int n_threads) {
     eng_rollout_bytes b;
     const int shared = eng_rollout_shared_prefill(ro);
     const int rows = eng_rollout_cache_rows(ro), prefill_rows = shared ? ro->Bp : rows;
@@ -309,7 +309,7 @@ eng_rollout_bytes eng_rollout_plan(const eng_rollout *ro, const opt_hparams *hp,
     b.kv_cache = eng_kv_cache_bytes(hp, eng_kv_dtype(dtype), rows, S); /* paged: reserved, the most it can take */
     if (shared) b.kv_cache += eng_kv_cache_bytes(hp, eng_kv_dtype(dtype), ro->Bp, ro->Tp);
     int max_tokens = prefill_rows * ro->Tp > rows ? prefill_rows * ro->Tp : rows;
-    b.workspace = eng_workspace_bytes(hp, max_tokens, S, n_threads);
+    b.workspace = eng_workspace_bytes(hp, need, max_tokens, S, n_threads);
     b.workspace += (size_t)rows * ro->V * sizeof(float);
     if (shared) b.workspace += (size_t)ro->Bp * ro->V * sizeof(float);
     if (eng_rollout_prompt_sharing(ro)) b.workspace += (size_t)ro->Cap * ro->V * sizeof(float);
@@ -358,15 +358,9 @@ int eng_rollout_sample_row(eng_rollout *ro, eng_sampler *smp, float *lg, int r, 
     return 1;
 }
 
-#define TRY(x)                        \
-    do {                              \
-        bc_status st_ = (x);          \
-        if (st_ != BC_OK) return st_; \
-    } while (0)
-
 /* The results every generate starts from: rows' generators, no EOS, no
  * token, no step. */
-static void rollout_results_reset(eng_rollout *ro) {
+void eng_rollout_results_reset(eng_rollout *ro) {
     const uint64_t seed = ro->p.per_iteration_stream ? eng_rng_stream_seed(ro->p.sampling.seed, ro->iteration)
                                                      : ro->p.sampling.seed;
     for (int r = 0; r < ro->R; r++) {
@@ -389,77 +383,6 @@ static void rollout_results_reset(eng_rollout *ro) {
     ro->kv_fragmentation = NAN;
 }
 
-bc_status eng_rollout_run(eng_rollout *ro, const eng_step_ops *ops, void *ctx, bc_error *err) {
-    ops->marks_reset(ctx, ro);
-    const int m_start = ops->mark(ctx, ro);
-    TRY(ops->acquire(ctx, ro, err));
-    const int R = ro->R, Tp = ro->Tp, Sp = ro->Sp;
-    rollout_results_reset(ro);
-    ro->n_prefill_forwards = 1;
-    const int shared = eng_rollout_shared_prefill(ro);
-    ro->n_prefill_tokens = (int64_t)(shared ? ro->Bp : R) * Tp;
-    TRY(ops->start(ctx, ro, err));
-
-    /* prefill; prefix sharing is off during it (it writes every row) */
-    const int group = Sp > 1 && !ro->p.private_prefix && ops->grouped_prefix;
-    TRY(ops->set_cache(ctx, ro, 0, 0, 0, err));
-    const int m0 = ops->mark(ctx, ro);
-    if (shared) {
-        TRY(ops->prefill(ctx, ro, 1, err));
-        for (int r = 0; r < R; r++) TRY(ops->copy_prompt(ctx, ro, r, !group || r % Sp == 0, err));
-    } else {
-        TRY(ops->prefill(ctx, ro, 0, err));
-    }
-    TRY(ops->set_cache(ctx, ro, Tp, group ? Sp : 0, group ? Tp : 0, err));
-    const int m1 = ops->mark(ctx, ro);
-
-    /* token 0 of every row, from the prefill's logits; then decode step k
-     * feeds token k - 1 and samples token k. Marks per step: before the
-     * forward, after it, after sampling. */
-    int running = 0, k = 1;
-    TRY(ops->sample(ctx, ro, 0, &running, err));
-    const int m_first = ops->mark(ctx, ro);
-    int first = -1; /* the first step's first mark; steps are 3 marks apart */
-    for (; k < ro->Tr; k++) {
-        if (running == 0) break; /* every row finished (stop_at_eos or its drawn length) */
-        const int a = ops->mark(ctx, ro);
-        TRY(ops->decode(ctx, ro, k, err));
-        (void)ops->mark(ctx, ro);
-        if (first < 0) first = a;
-        ro->step_active[ro->n_decode_forwards] = running; /* the rows this step generates for */
-        ro->n_decode_forwards++;
-        TRY(ops->sample(ctx, ro, k, &running, err));
-        (void)ops->mark(ctx, ro);
-    }
-    ro->returned_len = k;
-    TRY(ops->finish(ctx, ro, err));
-    ro->prefill_ms = ops->elapsed_ms(ctx, ro, m0, m1);
-    ro->first_token_ms = ops->elapsed_ms(ctx, ro, m_start, m_first);
-    for (int i = 0; i < (int)ro->n_decode_forwards && first >= 0; i++) {
-        const int a = first + 3 * i;
-        ro->decode_ms += ops->elapsed_ms(ctx, ro, a, a + 1);
-        ro->step_ms[ro->n_steps++] = ops->elapsed_ms(ctx, ro, a, a + 2);
-    }
-    /* token 0 comes from the prefill: one per row (no row has finished yet) */
-    ro->n_decode_tokens = ro->n_generated - R;
-    ro->n_padded_slots = (int64_t)R * ro->returned_len;
-    for (int r = 0; r < R; r++) {
-        ro->row_first_ms[r] = ro->first_token_ms;
-        ro->row_done_step[r] = ro->eos_at[r] >= 0 ? ro->eos_at[r] : ro->returned_len - 1;
-    }
-    return BC_OK;
-}
-
-bc_status eng_rollout_generate(eng_rollout *ro, eng_model *m, bc_error *err) {
-    if (ro->Cap) {
-        bc_status st = eng_rollout_acquire(ro, m, err);
-        if (st != BC_OK) return st;
-        rollout_results_reset(ro);
-        return eng_rollout_run_continuous(ro, m, err);
-    }
-    return eng_rollout_run(ro, &eng_cpu_steps, m, err);
-}
-
 bc_status eng_rollout_post_process(eng_rollout *ro, bc_error *err) {
     (void)err;
     /* the attention mask of prompt + response: 1 up to and including a row's
@@ -474,8 +397,7 @@ bc_status eng_rollout_post_process(eng_rollout *ro, bc_error *err) {
     return BC_OK;
 }
 
-void eng_rollout_free(eng_rollout *ro, eng_model *m) {
-    eng_rollout_release(ro, m);
+void eng_rollout_free(eng_rollout *ro) {
     free(ro->prompt_ids);
     free(ro->prompt_mask);
     free(ro->seq);

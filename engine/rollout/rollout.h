@@ -1,4 +1,4 @@
-/* rollout.h: one rollout of the OPT engine, as DeepSpeed's
+/* rollout.h: one rollout of the engine, as DeepSpeed's
  * HybridEngineRollout does it: expand prompts, generate (prefill, then decode
  * with the KV cache), post-process. Knows nothing about kernels or the plugin
  * ABI beyond bc_status. The generate stage is one loop (eng_rollout_run,
@@ -73,7 +73,7 @@ typedef struct eng_prompt_shape {
  * without prompts, BC_ERR_INFEASIBLE when prompt + response exceed the
  * model's positions or rows x tokens is beyond what the engine indexes.
  * Fills shape (may be NULL) on success. eng_rollout_init checks the same. */
-bc_status eng_rollout_check(const opt_hparams *hp, const eng_rollout_params *p, eng_prompt_shape *shape,
+bc_status eng_rollout_check(const eng_shape *model, const eng_rollout_params *p, eng_prompt_shape *shape,
                             bc_error *err);
 
 typedef struct eng_rollout {
@@ -162,14 +162,15 @@ typedef struct eng_rollout_bytes {
  * only (V, pad, eos, Bp, Sp, R, Tp, Tr, Stot, the prompts' shortest and
  * longest), allocating nothing: enough for eng_rollout_plan and the CUDA
  * plan. */
-bc_status eng_rollout_dims(eng_rollout *ro, const opt_hparams *hp, const eng_rollout_params *p, bc_error *err);
+bc_status eng_rollout_dims(eng_rollout *ro, const eng_shape *shape, const eng_rollout_params *p, bc_error *err);
 /* eng_rollout_dims, then copies the prompts (or makes synthetic ones) and
  * allocates the sequence buffers; no cache yet. hp gives V, pad, eos and
  * Tmax. */
-bc_status eng_rollout_init(eng_rollout *ro, const opt_hparams *hp, const eng_rollout_params *p, bc_error *err);
+bc_status eng_rollout_init(eng_rollout *ro, const eng_shape *shape, const eng_rollout_params *p, bc_error *err);
 /* The byte sizes for a model and thread count on the CPU device, before or
  * after acquire (buffers: on every device). */
-eng_rollout_bytes eng_rollout_plan(const eng_rollout *ro, const opt_hparams *hp, eng_dtype dtype, int n_threads);
+eng_rollout_bytes eng_rollout_plan(const eng_rollout *ro, const eng_shape *shape, const eng_ws_needs *need, eng_dtype dtype,
+                                   int n_threads);
 /* 1 when the prefill runs once per prompt (shared_prefill with Sp > 1). */
 int eng_rollout_shared_prefill(const eng_rollout *ro);
 /* The timing marks one generate of Tr tokens records (ro->marks). */
@@ -181,35 +182,22 @@ int eng_rollout_prompt_sharing(const eng_rollout *ro);
 /* Rows a forward of the CPU cache holds: R, or Cap with continuous batching. */
 int eng_rollout_cache_rows(const eng_rollout *ro);
 /* Positions of the CPU cache's rows: Stot, rounded up to whole pages when paged. */
-int eng_rollout_cache_positions(const eng_rollout *ro, const opt_hparams *hp, eng_dtype dtype);
+int eng_rollout_cache_positions(const eng_rollout *ro, const eng_shape *shape, eng_dtype dtype);
 /* Samples row r's token k from its logits lg [V] (which it may change) with
  * smp and the row's generator: EOS suppressed unless stop_at_eos, forced at
  * the row's drawn length; a row already finished gets the pad id. Returns 1
  * when a token was generated, and sets *running to whether the row goes on. */
 int eng_rollout_sample_row(eng_rollout *ro, eng_sampler *smp, float *lg, int r, int k, int *running);
-/* Samples n rows on m's pool (device_cpu.c), each with its own generator, so
- * the tokens do not depend on the threads: batch row i is rollout row
- * rows[i] (rows NULL: i), at response index ks[i] (ks NULL: k), from logits
- * ro->logits + i V; more[i] (more may be NULL) says whether it goes on.
- * Adds the tokens to ro->n_generated; returns the rows that go on. */
-int eng_rollout_sample_rows(eng_rollout *ro, eng_model *m, const int *rows, const int *ks, int k, int n, int *more);
-/* Continuous batching on the CPU device (continuous.c): the generate stage
- * with rows retiring at their EOS or length and waiting rows prefilled into
- * the freed cache rows; tokens equal the static path's row for row. */
-bc_status eng_rollout_run_continuous(eng_rollout *ro, eng_model *m, bc_error *err);
-/* The CPU device's cache (device_cpu.c): allocates the KV cache(s), logits,
- * the samplers (one per pool thread) and m's workspace ... */
-bc_status eng_rollout_acquire(eng_rollout *ro, eng_model *m, bc_error *err);
-/* ... and frees them (the model keeps its weights and pool). */
-void eng_rollout_release(eng_rollout *ro, eng_model *m);
+/* The results every generate starts from: rows' generators, no EOS, no
+ * token, no step (the loops call it). */
+void eng_rollout_results_reset(eng_rollout *ro);
 
-/* The three stages. generate (on the CPU device: eng_rollout_run with
- * eng_cpu_steps) acquires the cache first if it is released, and fills the
- * results above (timings included). */
+/* The stages around generate (a device's, device.h). */
 bc_status eng_rollout_expand(eng_rollout *ro, bc_error *err);
-bc_status eng_rollout_generate(eng_rollout *ro, eng_model *m, bc_error *err);
 bc_status eng_rollout_post_process(eng_rollout *ro, bc_error *err);
 
-void eng_rollout_free(eng_rollout *ro, eng_model *m);
+/* Frees ro's buffers; a device frees its cache first (end_case; on the CPU
+ * eng_rollout_release, or eng_cpu_rollout_free for both). */
+void eng_rollout_free(eng_rollout *ro);
 
 #endif

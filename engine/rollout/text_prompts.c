@@ -1,4 +1,4 @@
-/* text_prompts.c: text prompt sets for the OPT engine (text_prompts.h). */
+/* text_prompts.c: text prompt sets for the engine (text_prompts.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "text_prompts.h"
 

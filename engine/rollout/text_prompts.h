@@ -1,4 +1,4 @@
-/* text_prompts.h: the OPT engine's text prompt sets (setting prompts_text).
+/* text_prompts.h: the engine's text prompt sets (setting prompts_text).
  * The file is read and tokenized with the checkpoint's own tokenizer
  * (tokenizer/prompt_set.h, the reader `benchctl prompts` uses too), each
  * prompt preceded by the model's BOS; then, per case, the prompts are

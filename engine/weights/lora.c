@@ -61,29 +61,25 @@ void eng_lora_free(eng_lora *lo) {
 size_t eng_lora_bytes(const eng_lora *lo) { return lo->n_floats * sizeof(float); }
 
 /* The weight matrix of module m in layer l. */
-static eng_matrix *module_matrix(opt_weights *w, int l, int m) {
-    opt_layer_weights *ly = &w->layers[l];
-    eng_matrix *const mats[ENG_LORA_N_MODULES] = {&ly->q_proj, &ly->k_proj, &ly->v_proj,
-                                                  &ly->out_proj, &ly->fc1, &ly->fc2};
-    return mats[m];
-}
+static eng_matrix *module_matrix(eng_weights *w, int l, int m) { return w->family->lora_matrix(w, l, m); }
 
 /* [out, in] of module m for hp. */
-static void module_shape(const opt_hparams *hp, int m, int *out, int *in) {
-    const int C = hp->hidden_size, F = hp->ffn_dim;
-    *out = m == ENG_LORA_FC1 ? F : C;
-    *in = m == ENG_LORA_FC2 ? F : C;
+static void module_shape(const eng_shape *s, int m, int *out, int *in) {
+    const int C = s->hidden_size, F = s->ffn_size, HD = s->n_heads * s->head_dim, KD = s->n_kv_heads * s->head_dim;
+    const int outs[ENG_LORA_N_MODULES] = {HD, KD, KD, C, F, C}, ins[ENG_LORA_N_MODULES] = {C, C, C, HD, C, F};
+    *out = outs[m];
+    *in = ins[m];
 }
 
 /* Sizes lo for hp, rank and targets and points every pair into the arena. */
-static bc_status lora_alloc(eng_lora *lo, const opt_hparams *hp, int rank, double alpha, int rslora, unsigned targets,
+static bc_status lora_alloc(eng_lora *lo, const eng_shape *hp, int rank, double alpha, int rslora, unsigned targets,
                             const char *what, bc_error *err) {
     memset(lo, 0, sizeof *lo);
     if (rank < 1 || rank > 65536)
         return bc_error_set(err, BC_ERR_SETTING, "%s: rank %d must be in [1, 65536]", what, rank);
     if (!(alpha > 0) || !isfinite(alpha))
         return bc_error_set(err, BC_ERR_SETTING, "%s: alpha %g must be a positive number", what, alpha);
-    const int L = hp->num_hidden_layers;
+    const int L = hp->n_layers;
     size_t n = 0;
     for (int m = 0; m < ENG_LORA_N_MODULES; m++) {
         if (!(targets >> m & 1)) continue;
@@ -122,7 +118,7 @@ static float uniform(eng_rng *g, float bound) {
     return bound * (2.0f * (float)((eng_rng_next(g) >> 40) * (1.0 / 16777216.0)) - 1.0f);
 }
 
-bc_status eng_lora_synthetic(eng_lora *lo, const opt_hparams *hp, int rank, double alpha, unsigned targets,
+bc_status eng_lora_synthetic(eng_lora *lo, const eng_shape *hp, int rank, double alpha, unsigned targets,
                              uint64_t seed, bc_error *err) {
     bc_status st = lora_alloc(lo, hp, rank, alpha, 0, targets, "lora (synthetic)", err);
     if (st != BC_OK) return st;
@@ -147,7 +143,7 @@ static bc_status refuse_key(const json_t *cfg, const char *key, const char *path
                                                                            json_string_length(v) == 0)) ||
         (json_is_object(v) && json_object_size(v) == 0) || (json_is_array(v) && json_array_size(v) == 0))
         return BC_OK;
-    return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: \"%s\" is set; the OPT engine's LoRA does not support it", path,
+    return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: \"%s\" is set; the engine's LoRA does not support it", path,
                         key);
 }
 
@@ -177,7 +173,7 @@ static const eng_ck_tensor *find_lora(const eng_ck_file *f, int l, int m, char a
     return NULL;
 }
 
-bc_status eng_lora_load_peft(eng_lora *lo, const char *dir, const opt_hparams *hp, bc_error *err) {
+bc_status eng_lora_load_peft(eng_lora *lo, const char *dir, const eng_shape *hp, bc_error *err) {
     memset(lo, 0, sizeof *lo);
     char cpath[4096], wpath[4096];
     snprintf(cpath, sizeof cpath, "%s/adapter_config.json", dir);
@@ -246,7 +242,7 @@ bc_status eng_lora_load_peft(eng_lora *lo, const char *dir, const opt_hparams *h
 
 typedef struct apply_job {
     const eng_lora *lo;
-    opt_weights *w;
+    eng_weights *w;
     float sign_scale;
     float *scratch; /* [n_threads * 2 * max_in] */
     int max_in;
@@ -290,7 +286,7 @@ static void apply_part(void *ctx, int i, int n) {
 }
 
 /* Copies every target of w into lo->backup (to 1) or back (to 0). */
-static void copy_targets(eng_lora *lo, opt_weights *w, int to_backup) {
+static void copy_targets(eng_lora *lo, eng_weights *w, int to_backup) {
     char *b = lo->backup;
     for (int l = 0; l < lo->n_layers; l++)
         for (int m = 0; m < ENG_LORA_N_MODULES; m++) {
@@ -304,7 +300,7 @@ static void copy_targets(eng_lora *lo, opt_weights *w, int to_backup) {
 }
 
 /* Bytes of w's targets. */
-static size_t targets_bytes(const eng_lora *lo, opt_weights *w) {
+static size_t targets_bytes(const eng_lora *lo, eng_weights *w) {
     size_t n = 0;
     for (int l = 0; l < lo->n_layers; l++)
         for (int m = 0; m < ENG_LORA_N_MODULES; m++)
@@ -315,7 +311,7 @@ static size_t targets_bytes(const eng_lora *lo, opt_weights *w) {
     return n;
 }
 
-bc_status eng_lora_apply(eng_lora *lo, opt_weights *w, int sign, eng_pool *pool, bc_error *err) {
+bc_status eng_lora_apply(eng_lora *lo, eng_weights *w, int sign, eng_pool *pool, bc_error *err) {
     if (lo->restore && sign < 0) {
         if (!lo->backup) return bc_error_set(err, BC_ERR_INTERNAL, "lora: unfuse without a fuse");
         copy_targets(lo, w, 0);
@@ -334,7 +330,9 @@ bc_status eng_lora_apply(eng_lora *lo, opt_weights *w, int sign, eng_pool *pool,
         }
     }
     const int n = pool ? eng_pool_size(pool) : 1;
-    const int max_in = w->hp.hidden_size > w->hp.ffn_dim ? w->hp.hidden_size : w->hp.ffn_dim;
+    const eng_shape *sh = &w->shape;
+    int max_in = sh->hidden_size > sh->ffn_size ? sh->hidden_size : sh->ffn_size;
+    if (sh->n_heads * sh->head_dim > max_in) max_in = sh->n_heads * sh->head_dim;
     const size_t need = (size_t)n * 2 * (size_t)max_in;
     if (lo->scratch_floats < need) { /* kept, so the unfuse after a fuse never allocates */
         float *ns = realloc(lo->scratch, need * sizeof *ns);
@@ -360,7 +358,7 @@ bc_status eng_lora_set_threads(eng_lora *lo, int threads, bc_error *err) {
     return BC_OK;
 }
 
-bc_status eng_lora_around(eng_lora *lo, opt_weights *w, bc_status (*run)(void *ctx, bc_error *err), void *ctx,
+bc_status eng_lora_around(eng_lora *lo, eng_weights *w, bc_status (*run)(void *ctx, bc_error *err), void *ctx,
                           const bc_host *host, bc_error *err) {
     double t0 = eng_now_ms();
     bc_status st = eng_lora_fuse(lo, w, lo->pool, err);

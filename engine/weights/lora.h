@@ -1,4 +1,4 @@
-/* lora.h: LoRA adapters for the OPT engine, used as DeepSpeed's hybrid
+/* lora.h: LoRA adapters for the engine, used as DeepSpeed's hybrid
  * engine uses an actor's adapter: fused into the weights before each
  * rollout and unfused after it.
  *
@@ -29,6 +29,7 @@
 #define ENG_LORA_H
 
 #include "forward.h"
+#include "family.h"
 
 typedef enum eng_lora_module {
     ENG_LORA_Q = 0, ENG_LORA_K, ENG_LORA_V, ENG_LORA_OUT, ENG_LORA_FC1, ENG_LORA_FC2, ENG_LORA_N_MODULES
@@ -67,7 +68,7 @@ bc_status eng_lora_targets_parse(const char *list, unsigned *targets, bc_error *
 /* A seeded adapter of the given rank on hp's shape: A uniform in
  * +-1/sqrt(in) (PEFT's Kaiming-uniform bound), B uniform in +-0.02 (PEFT
  * starts B at zero, which would make fusing a no-op). */
-bc_status eng_lora_synthetic(eng_lora *lo, const opt_hparams *hp, int rank, double alpha, unsigned targets,
+bc_status eng_lora_synthetic(eng_lora *lo, const eng_shape *shape, int rank, double alpha, unsigned targets,
                              uint64_t seed, bc_error *err);
 
 /* A PEFT adapter directory: adapter_config.json (r, lora_alpha,
@@ -76,7 +77,7 @@ bc_status eng_lora_synthetic(eng_lora *lo, const opt_hparams *hp, int rank, doub
  * modules_to_save) and adapter_model.safetensors (F32, F16 or BF16; every
  * targeted layer's lora_A and lora_B with the shapes hp gives). Errors name
  * the file and the tensor or key. */
-bc_status eng_lora_load_peft(eng_lora *lo, const char *dir, const opt_hparams *hp, bc_error *err);
+bc_status eng_lora_load_peft(eng_lora *lo, const char *dir, const eng_shape *shape, bc_error *err);
 
 void eng_lora_free(eng_lora *lo);
 
@@ -90,11 +91,11 @@ size_t eng_lora_bytes(const eng_lora *lo);
  * allocates what it needs (two rows per thread, the backup), kept in lo, so
  * the unfuse after a fuse with the same pool cannot fail; BC_ERR_NOMEM
  * (nothing changed) otherwise. */
-bc_status eng_lora_apply(eng_lora *lo, opt_weights *w, int sign, eng_pool *pool, bc_error *err);
-static inline bc_status eng_lora_fuse(eng_lora *lo, opt_weights *w, eng_pool *pool, bc_error *err) {
+bc_status eng_lora_apply(eng_lora *lo, eng_weights *w, int sign, eng_pool *pool, bc_error *err);
+static inline bc_status eng_lora_fuse(eng_lora *lo, eng_weights *w, eng_pool *pool, bc_error *err) {
     return eng_lora_apply(lo, w, 1, pool, err);
 }
-static inline bc_status eng_lora_unfuse(eng_lora *lo, opt_weights *w, eng_pool *pool, bc_error *err) {
+static inline bc_status eng_lora_unfuse(eng_lora *lo, eng_weights *w, eng_pool *pool, bc_error *err) {
     return eng_lora_apply(lo, w, -1, pool, err);
 }
 
@@ -105,7 +106,7 @@ bc_status eng_lora_set_threads(eng_lora *lo, int threads, bc_error *err);
  * on a model whose weights are w), unfuse, also after a failed run. The two
  * times go to lo->fuse_ms and lo->unfuse_ms and, at debug level, to host's
  * log (host may be NULL). */
-bc_status eng_lora_around(eng_lora *lo, opt_weights *w, bc_status (*run)(void *ctx, bc_error *err), void *ctx,
+bc_status eng_lora_around(eng_lora *lo, eng_weights *w, bc_status (*run)(void *ctx, bc_error *err), void *ctx,
                           const bc_host *host, bc_error *err);
 
 /* lora_mode = "unfused": the adapter applied in the forward, the weights

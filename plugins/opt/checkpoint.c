@@ -94,21 +94,21 @@ bc_status opt_hparams_from_checkpoint(const char *dir, opt_hparams *hp, bc_error
                           json_is_string(act) ? "\"" : "");
         goto done;
     }
-    if ((st = ck_int(cfg, path, "vocab_size", -1, 1, &hp->vocab_size, err)) ||
-        (st = ck_int(cfg, path, "hidden_size", -1, 1, &hp->hidden_size, err)) ||
-        (st = ck_int(cfg, path, "num_hidden_layers", -1, 1, &hp->num_hidden_layers, err)) ||
-        (st = ck_int(cfg, path, "num_attention_heads", -1, 1, &hp->num_attention_heads, err)) ||
-        (st = ck_int(cfg, path, "ffn_dim", -1, 1, &hp->ffn_dim, err)) ||
-        (st = ck_int(cfg, path, "max_position_embeddings", -1, 1, &hp->max_position_embeddings, err)) ||
-        (st = ck_int(cfg, path, "word_embed_proj_dim", hp->hidden_size, 1, &hp->word_embed_proj_dim, err)) ||
+    if ((st = ck_int(cfg, path, "vocab_size", -1, 1, &hp->s.vocab_size, err)) ||
+        (st = ck_int(cfg, path, "hidden_size", -1, 1, &hp->s.hidden_size, err)) ||
+        (st = ck_int(cfg, path, "num_hidden_layers", -1, 1, &hp->s.n_layers, err)) ||
+        (st = ck_int(cfg, path, "num_attention_heads", -1, 1, &hp->s.n_heads, err)) ||
+        (st = ck_int(cfg, path, "ffn_dim", -1, 1, &hp->s.ffn_size, err)) ||
+        (st = ck_int(cfg, path, "max_position_embeddings", -1, 1, &hp->s.max_positions, err)) ||
+        (st = ck_int(cfg, path, "word_embed_proj_dim", hp->s.hidden_size, 1, &hp->word_embed_proj_dim, err)) ||
         (st = ck_bool(cfg, path, "do_layer_norm_before", 1, &hp->do_layer_norm_before, err)) ||
-        (st = ck_int(cfg, path, "pad_token_id", 1, 0, &hp->pad_token_id, err)) ||
-        (st = ck_int(cfg, path, "bos_token_id", 2, 0, &hp->bos_token_id, err)) ||
-        (st = ck_int(cfg, path, "eos_token_id", 2, 0, &hp->eos_token_id, err)))
+        (st = ck_int(cfg, path, "pad_token_id", 1, 0, &hp->s.pad_token_id, err)) ||
+        (st = ck_int(cfg, path, "bos_token_id", 2, 0, &hp->s.bos_token_id, err)) ||
+        (st = ck_int(cfg, path, "eos_token_id", 2, 0, &hp->s.eos_token_id, err)))
         goto done;
-    if (hp->hidden_size % hp->num_attention_heads != 0) {
+    if (hp->s.hidden_size % hp->s.n_heads != 0) {
         st = bc_error_set(err, BC_ERR_FORMAT, "%s: hidden_size %d is not a multiple of num_attention_heads %d", path,
-                          hp->hidden_size, hp->num_attention_heads);
+                          hp->s.hidden_size, hp->s.n_heads);
         goto done;
     }
     int enable_bias, ln_affine, remove_final_ln;
@@ -123,17 +123,18 @@ bc_status opt_hparams_from_checkpoint(const char *dir, opt_hparams *hp, bc_error
                                        : "_remove_final_layer_norm: true");
         goto done;
     }
-    if (hp->pad_token_id >= hp->vocab_size || hp->bos_token_id >= hp->vocab_size ||
-        hp->eos_token_id >= hp->vocab_size) {
+    if (hp->s.pad_token_id >= hp->s.vocab_size || hp->s.bos_token_id >= hp->s.vocab_size ||
+        hp->s.eos_token_id >= hp->s.vocab_size) {
         st = bc_error_set(err, BC_ERR_FORMAT, "%s: pad/bos/eos token ids (%d/%d/%d) must be < vocab_size %d", path,
-                          hp->pad_token_id, hp->bos_token_id, hp->eos_token_id, hp->vocab_size);
+                          hp->s.pad_token_id, hp->s.bos_token_id, hp->s.eos_token_id, hp->s.vocab_size);
         goto done;
     }
     /* every size derived from the shape must fit before anything is sized */
     if ((st = opt_hparams_check_size(hp, path, err)) != BC_OK) goto done;
     const char *base = strrchr(dir, '/');
     base = base && base[1] ? base + 1 : dir;
-    snprintf(hp->name, sizeof hp->name, "%s", base);
+    snprintf(hp->s.name, sizeof hp->s.name, "%s", base);
+    opt_hparams_derive(hp);
 done:
     json_decref(cfg);
     return st;
@@ -305,9 +306,9 @@ static bc_status ck_lm_head(ck_loader *c, const opt_hparams *hp, bc_error *err) 
     const eng_ck_tensor *h, *e;
     eng_dtype hd, ed;
     bc_status st;
-    if ((st = ck_get(c, "", "lm_head.weight", hp->vocab_size, hp->word_embed_proj_dim, &h, &hd, err)) != BC_OK)
+    if ((st = ck_get(c, "", "lm_head.weight", hp->s.vocab_size, hp->word_embed_proj_dim, &h, &hd, err)) != BC_OK)
         return st;
-    if ((st = ck_get(c, c->prefix, "embed_tokens.weight", hp->vocab_size, hp->word_embed_proj_dim, &e, &ed, err)) !=
+    if ((st = ck_get(c, c->prefix, "embed_tokens.weight", hp->s.vocab_size, hp->word_embed_proj_dim, &e, &ed, err)) !=
         BC_OK)
         return st;
     for (size_t i = 0; i < h->numel; i++) {
@@ -322,10 +323,10 @@ static bc_status ck_lm_head(ck_loader *c, const opt_hparams *hp, bc_error *err) 
 
 static bc_status ck_load_all(ck_loader *c, opt_weights *w, bc_error *err) {
     const opt_hparams *hp = &w->hp;
-    int V = hp->vocab_size, C = hp->hidden_size, F = hp->ffn_dim, P = hp->word_embed_proj_dim;
+    int V = hp->s.vocab_size, C = hp->s.hidden_size, F = hp->s.ffn_size, P = hp->word_embed_proj_dim;
     bc_status st;
     if ((st = ck_matrix(c, "embed_tokens.weight", &w->embed_tokens, V, P, err)) ||
-        (st = ck_matrix(c, "embed_positions.weight", &w->embed_positions, hp->max_position_embeddings + 2, C, err)))
+        (st = ck_matrix(c, "embed_positions.weight", &w->embed_positions, hp->s.max_positions + 2, C, err)))
         return st;
     if (P != C) {
         if ((st = ck_matrix(c, "project_in.weight", &w->project_in, C, P, err)) ||
@@ -347,7 +348,7 @@ static bc_status ck_load_all(ck_loader *c, opt_weights *w, bc_error *err) {
     }
     opt_layer_weights none;
     memset(&none, 0, sizeof none);
-    for (int l = 0; l < hp->num_hidden_layers; l++) {
+    for (int l = 0; l < hp->s.n_layers; l++) {
         opt_layer_weights *lw = w->layers ? &w->layers[l] : &none; /* none: check_only */
         struct {
             const char *name;
@@ -419,9 +420,7 @@ static bc_status ck_walk(const char *dir, eng_dtype dtype, opt_weights *w, bc_er
         if ((st = opt_weights_alloc(w, &hp, dtype, err)) != BC_OK) goto done;
         st = ck_load_all(&c, w, err);
     } else {
-        memset(&shape_only, 0, sizeof shape_only);
-        shape_only.hp = hp;
-        shape_only.dtype = dtype;
+        opt_weights_describe(&shape_only, &hp, dtype);
         st = ck_load_all(&c, &shape_only, err);
     }
 done:

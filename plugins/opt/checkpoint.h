@@ -7,7 +7,7 @@
 #ifndef OPT_CHECKPOINT_H
 #define OPT_CHECKPOINT_H
 
-#include "model.h"
+#include "opt_model.h"
 
 /* Reads dir/config.json into hp (the shape, token ids and name = the
  * directory's last component). Errors name the file and the key:

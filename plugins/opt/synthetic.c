@@ -24,7 +24,7 @@
  * Values are rounded to the weight dtype by its precision ops (precision.h:
  * the precision plugin's from_f32, round to nearest even), in bulk.
  */
-#include "model.h"
+#include "opt_model.h"
 #include "precision.h"
 
 #include <math.h>
@@ -122,7 +122,7 @@ static void fill_worker(void *ctx, int i, int n) {
 
 bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *err) {
     const opt_hparams *hp = &w->hp;
-    const int L = hp->num_hidden_layers;
+    const int L = hp->s.n_layers;
     const float std = 0.02f;
     size_t cap = 8 + (size_t)L * 16, n = 0;
     fill_tensor *list = calloc(cap, sizeof *list);
@@ -142,7 +142,7 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
         ADD((m).data, (m).dtype, (size_t)(m).rows * (size_t)(m).cols, FILL_NORMAL);           \
         if ((m).data) list[n - 1].cols = (size_t)(m).cols;                                    \
     } while (0)
-    const size_t C = (size_t)hp->hidden_size, F = (size_t)hp->ffn_dim;
+    const size_t C = (size_t)hp->s.hidden_size, F = (size_t)hp->s.ffn_size;
     const float qk_std = (float)(2.5 / sqrt((double)C));
     ADD_MAT(w->embed_tokens);
     ADD_MAT(w->embed_positions);

@@ -117,7 +117,7 @@ bc_status opt_cuda_model_create(opt_cuda_model **out, opt_cuda_device *d, const 
     m->hw = w;
     opt_cuda_graphs_init(&m->graphs, no_destroy, NULL);
     bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_WEIGHTS, w->arena_bytes, &m->wcopy, "weights", err);
-    if (st == BC_OK) st = eng_model_init(&m->cpu, w, 1, err);
+    if (st == BC_OK) st = eng_model_init(&m->cpu, &w->base, 1, err);
     if (st != BC_OK) {
         opt_cuda_free(d, OPT_CUDA_MEM_WEIGHTS, m->wcopy, w->arena_bytes);
         free(m);
@@ -144,7 +144,7 @@ bc_status opt_cuda_model_reserve(opt_cuda_model *m, int max_tokens, bc_error *er
     if (m->ws && m->wl.N >= max_tokens) return BC_OK;
     opt_cuda_model_release_workspace(m);
     opt_cuda_ws_layout l;
-    size_t bytes = opt_cuda_ws_layout_for(&m->hw->hp, m->hw->dtype, max_tokens, &l);
+    size_t bytes = opt_cuda_ws_layout_for(&m->hw->hp, m->hw->base.dtype, max_tokens, &l);
     bc_status st = opt_cuda_alloc(m->dev, OPT_CUDA_MEM_WORKSPACE, bytes, &m->ws, "activations", err);
     if (st != BC_OK) return st;
     m->ws_bytes = bytes;
@@ -153,12 +153,12 @@ bc_status opt_cuda_model_reserve(opt_cuda_model *m, int max_tokens, bc_error *er
 }
 size_t opt_cuda_model_workspace_bytes(const opt_cuda_model *m) { return m->ws_bytes; }
 const opt_hparams *opt_cuda_model_hparams(const opt_cuda_model *m) { return &m->hw->hp; }
-eng_dtype opt_cuda_model_dtype(const opt_cuda_model *m) { return m->hw->dtype; }
+eng_dtype opt_cuda_model_dtype(const opt_cuda_model *m) { return m->hw->base.dtype; }
 
 bc_status opt_cuda_kv_cache_alloc(opt_cuda_device *d, opt_cuda_kv_cache *kv, const opt_hparams *hp, eng_dtype dtype,
                                   int B, int Smax, bc_error *err) {
     memset(kv, 0, sizeof *kv);
-    bc_status st = eng_kv_cache_shape(&kv->c, hp, dtype, B, Smax, err);
+    bc_status st = eng_kv_cache_shape(&kv->c, &hp->s, dtype, B, Smax, err);
     if (st != BC_OK) return st;
     kv->alloc_bytes = kv->c.bytes + OPT_CUDA_ALIGN;
     char *base = NULL;

@@ -60,7 +60,7 @@ static void backend_case_without_device(void **state) {
     p.response_length = 2;
     p.sampling.top_p = 1.0;
     eng_rollout ro;
-    assert_int_equal(eng_rollout_init(&ro, &hp, &p, &err), BC_OK);
+    assert_int_equal(eng_rollout_init(&ro, &hp.s, &p, &err), BC_OK);
     opt_weights w;
     memset(&w, 0, sizeof w); /* never touched: the device open fails first */
     w.hp = hp;
@@ -73,7 +73,7 @@ static void backend_case_without_device(void **state) {
     char where[200];
     assert_int_equal(d->capacity(ctx, 0, where, sizeof where), -1);
     for (int i = 0; i < 2; i++) { /* every case fails the same way */
-        assert_int_equal(d->begin_case(ctx, &w, &ro, &err), BC_ERR_DEVICE);
+        assert_int_equal(d->begin_case(ctx, &w.base, &ro, &err), BC_ERR_DEVICE);
         assert_int_equal(strncmp(err.message, "no CUDA device: ", 16), 0);
     }
     eng_device_memory ms;
@@ -86,7 +86,7 @@ static void backend_case_without_device(void **state) {
     assert_int_equal(strncmp(info.device_name, "no CUDA device: ", 16), 0);
     d->end_case(ctx, &ro);
     d->destroy(ctx);
-    eng_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
 }
 
 int main(void) {

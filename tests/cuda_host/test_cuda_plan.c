@@ -13,6 +13,8 @@
 #include "cuda_mem.h"
 #include "cuda_plan.h"
 #include "forward.h"
+#include "opt_model.h"
+#include "device.h"
 #include "rollout.h"
 
 typedef struct span {
@@ -41,7 +43,7 @@ static void workspace_layout(void **state) {
             bc_error err = {0};
             assert_int_equal(opt_hparams_preset(presets[pi], &hp, &err), BC_OK);
             const eng_dtype dt = dts[di];
-            const size_t N = 37, C = (size_t)hp.hidden_size, P = (size_t)hp.word_embed_proj_dim, F = (size_t)hp.ffn_dim;
+            const size_t N = 37, C = (size_t)hp.s.hidden_size, P = (size_t)hp.word_embed_proj_dim, F = (size_t)hp.s.ffn_size;
             const size_t Cm = C > P ? C : P, es = eng_dtype_size(dt);
             opt_cuda_ws_layout l;
             size_t total = opt_cuda_ws_layout_for(&hp, dt, (int)N, &l);
@@ -104,8 +106,9 @@ static void plan_matches_cpu(void **state) {
                 p.sampling.top_p = 1.0;
                 p.shared_prefill = sh;
                 eng_rollout ro;
-                assert_int_equal(eng_rollout_init(&ro, &hp, &p, &err), BC_OK);
-                eng_rollout_bytes cpu = eng_rollout_plan(&ro, &hp, (eng_dtype)dt, 1);
+                assert_int_equal(eng_rollout_init(&ro, &hp.s, &p, &err), BC_OK);
+                const eng_ws_needs need = opt_ws_needs(&hp);
+                eng_rollout_bytes cpu = eng_rollout_plan(&ro, &hp.s, &need, (eng_dtype)dt, 1);
                 opt_cuda_plan gpu = opt_cuda_plan_rollout(&hp, (eng_dtype)dt, ro.R, ro.Bp, ro.Tp, ro.Stot, sh);
                 assert_int_equal(gpu.weights, opt_weights_bytes(&hp, (eng_dtype)dt));
                 assert_int_equal(gpu.kv_cache, cpu.kv_cache);
@@ -114,12 +117,12 @@ static void plan_matches_cpu(void **state) {
                 opt_cuda_ws_layout wl;
                 opt_cuda_rollout_layout rl;
                 assert_int_equal(gpu.workspace, opt_cuda_ws_layout_for(&hp, (eng_dtype)dt, gpu.max_tokens, &wl) +
-                                                    opt_cuda_rollout_layout_for(hp.vocab_size, ro.R, ro.Bp, ro.Tp,
+                                                    opt_cuda_rollout_layout_for(hp.s.vocab_size, ro.R, ro.Bp, ro.Tp,
                                                                                 ro.Stot, sh, &rl));
                 /* 125m fp16: 2 bytes per weight element; KV = 2 x L x R x Stot x C x 2 bytes */
                 if (pi == 0 && dt == ENG_F16 && !sh)
                     assert_int_equal(gpu.kv_cache, (size_t)2 * 12 * 8 * 24 * 768 * 2);
-                eng_rollout_free(&ro, NULL);
+                eng_rollout_free(&ro);
             }
 }
 
@@ -150,17 +153,17 @@ static void acquire_on_mock(void **state) {
         opt_cuda_mem_init(&m, &io);
         void *w, *kv, *kvs = NULL, *ws, *buf;
         assert_int_equal(opt_cuda_mem_alloc(&m, OPT_CUDA_MEM_WEIGHTS, plan.weights, &w, "weights", &err), BC_OK);
-        const size_t kvb = eng_kv_cache_bytes(&hp, ENG_F16, R, Stot) + OPT_CUDA_ALIGN;
+        const size_t kvb = eng_kv_cache_bytes(&hp.s, ENG_F16, R, Stot) + OPT_CUDA_ALIGN;
         assert_int_equal(opt_cuda_mem_alloc(&m, OPT_CUDA_MEM_KV, kvb, &kv, "KV", &err), BC_OK);
         size_t kvsb = 0;
         if (sh) {
-            kvsb = eng_kv_cache_bytes(&hp, ENG_F16, Bp, Tp) + OPT_CUDA_ALIGN;
+            kvsb = eng_kv_cache_bytes(&hp.s, ENG_F16, Bp, Tp) + OPT_CUDA_ALIGN;
             assert_int_equal(opt_cuda_mem_alloc(&m, OPT_CUDA_MEM_KV, kvsb, &kvs, "KV shared", &err), BC_OK);
         }
         opt_cuda_ws_layout wl;
         opt_cuda_rollout_layout rl;
         const size_t wsb = opt_cuda_ws_layout_for(&hp, ENG_F16, plan.max_tokens, &wl);
-        const size_t bb = opt_cuda_rollout_layout_for(hp.vocab_size, R, Bp, Tp, Stot, sh, &rl);
+        const size_t bb = opt_cuda_rollout_layout_for(hp.s.vocab_size, R, Bp, Tp, Stot, sh, &rl);
         assert_int_equal(opt_cuda_mem_alloc(&m, OPT_CUDA_MEM_WORKSPACE, wsb, &ws, "activations", &err), BC_OK);
         assert_int_equal(opt_cuda_mem_alloc(&m, OPT_CUDA_MEM_WORKSPACE, bb, &buf, "buffers", &err), BC_OK);
         /* the plan counts the cache bytes; each cache adds one aligned length counter */

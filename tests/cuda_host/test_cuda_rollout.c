@@ -101,7 +101,7 @@ static void device_rollout(fixture *f, const mode *md, int32_t *seq, int *return
     bc_error err = {0};
     eng_rollout_params p = params(md);
     eng_rollout ro;
-    assert_int_equal(eng_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
+    assert_int_equal(eng_rollout_init(&ro, &f->w.hp.s, &p, &err), BC_OK);
     opt_cuda_rollout cr;
     opt_cuda_rollout_init(&cr, &ro, f->dev, f->m, md->graphs);
     const opt_cuda_mem *mem = opt_cuda_device_mem(f->dev);
@@ -127,7 +127,7 @@ static void device_rollout(fixture *f, const mode *md, int32_t *seq, int *return
     memcpy(eos_at, ro.eos_at, (size_t)ro.R * sizeof *eos_at);
     *returned = ro.returned_len;
     opt_cuda_rollout_free(&cr);
-    eng_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
     assert_int_equal(mem->held[OPT_CUDA_MEM_KV] + mem->held[OPT_CUDA_MEM_WORKSPACE], 0);
 }
 
@@ -136,15 +136,15 @@ static void cpu_rollout(fixture *f, const mode *md, int32_t *seq, int *returned,
     eng_rollout_params p = params(md);
     eng_model m;
     eng_rollout ro;
-    assert_int_equal(eng_model_init(&m, &f->w, 1, &err), BC_OK);
-    assert_int_equal(eng_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
+    assert_int_equal(eng_model_init(&m, &f->w.base, 1, &err), BC_OK);
+    assert_int_equal(eng_rollout_init(&ro, &f->w.hp.s, &p, &err), BC_OK);
     assert_int_equal(eng_rollout_expand(&ro, &err), BC_OK);
     assert_int_equal(eng_rollout_generate(&ro, &m, &err), BC_OK);
     assert_int_equal(eng_rollout_post_process(&ro, &err), BC_OK);
     memcpy(seq, ro.seq, (size_t)ro.R * ro.Stot * sizeof *seq);
     memcpy(eos_at, ro.eos_at, (size_t)ro.R * sizeof *eos_at);
     *returned = ro.returned_len;
-    eng_rollout_free(&ro, &m);
+    eng_cpu_rollout_free(&ro, &m);
     eng_model_free(&m);
 }
 
@@ -184,8 +184,8 @@ static void forced_eos_equal_cpu(void **state) {
     int rc, rd, ec[6], ed[6];
     mode base = {0, 0, 0, 0, 0, 0.0, 1.0};
     cpu_rollout(f, &base, cpu, &rc, ec);
-    const int saved = f->w.hp.eos_token_id;
-    f->w.hp.eos_token_id = cpu[1 * 14 + 5 + 2]; /* row 1, response token 2 */
+    const int saved = f->w.hp.s.eos_token_id;
+    f->w.hp.s.eos_token_id = cpu[1 * 14 + 5 + 2]; /* row 1, response token 2 */
     int stopped = 0;
     for (int eos = 0; eos <= 1; eos++)
         for (int variant = 0; variant < 4; variant++) {
@@ -200,7 +200,7 @@ static void forced_eos_equal_cpu(void **state) {
             assert_memory_equal(ed, ec, sizeof ec);
             for (int r = 0; r < 6; r++) stopped += ed[r] >= 0;
         }
-    f->w.hp.eos_token_id = saved;
+    f->w.hp.s.eos_token_id = saved;
     assert_true(stopped > 0); /* some row did stop at EOS */
 }
 
@@ -214,7 +214,7 @@ static void sampled_reproducible(void **state) {
     md.release = 1;
     device_rollout(f, &md, b, &rb, eb);
     assert_memory_equal(a, b, sizeof a);
-    for (int i = 0; i < N_TOK; i++) assert_true(a[i] >= 0 && a[i] < f->w.hp.vocab_size);
+    for (int i = 0; i < N_TOK; i++) assert_true(a[i] >= 0 && a[i] < f->w.hp.s.vocab_size);
 }
 
 /* sample_stream "per_iteration" on the device: the loop seeds the rows'
@@ -230,7 +230,7 @@ static void device_iteration_streams(void **state) {
     const uint64_t iterations[3] = {0, 1, 1};
     for (int i = 0; i < 3; i++) {
         eng_rollout ro;
-        assert_int_equal(eng_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
+        assert_int_equal(eng_rollout_init(&ro, &f->w.hp.s, &p, &err), BC_OK);
         opt_cuda_rollout cr;
         opt_cuda_rollout_init(&cr, &ro, f->dev, f->m, md.graphs);
         ro.iteration = iterations[i];
@@ -238,7 +238,7 @@ static void device_iteration_streams(void **state) {
         if (opt_cuda_rollout_generate(&cr, &err) != BC_OK) fail_msg("%s", err.message);
         memcpy(seqs[i], ro.seq, sizeof seqs[i]);
         opt_cuda_rollout_free(&cr);
-        eng_rollout_free(&ro, NULL);
+        eng_rollout_free(&ro);
     }
     assert_memory_not_equal(seqs[0], seqs[1], sizeof seqs[0]);
     assert_memory_equal(seqs[1], seqs[2], sizeof seqs[1]);
@@ -270,7 +270,7 @@ static void device_hooks(void **state) {
     mode md = {1, 0, 1, 0, 0, 0.0, 1.0};
     eng_rollout_params p = params(&md);
     eng_rollout ro;
-    assert_int_equal(eng_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
+    assert_int_equal(eng_rollout_init(&ro, &f->w.hp.s, &p, &err), BC_OK);
     const eng_device_ops *d = opt_device_cuda;
     assert_non_null(d);
     assert_string_equal(d->name, "cuda");
@@ -278,9 +278,9 @@ static void device_hooks(void **state) {
     void *ctx = NULL;
     assert_int_equal(d->create(&cfg, &ctx, &err), BC_OK);
     eng_device_plan plan;
-    d->plan(ctx, &f->w.hp, ENG_F32, &ro, &plan);
+    d->plan(ctx, &f->w.base, &ro, &plan);
     assert_int_equal(d->open(ctx, &err), BC_OK);
-    assert_int_equal(d->begin_case(ctx, &f->w, &ro, &err), BC_OK);
+    assert_int_equal(d->begin_case(ctx, &f->w.base, &ro, &err), BC_OK);
     d->reset_peak(ctx);
     assert_int_equal(eng_rollout_expand(&ro, &err), BC_OK);
     assert_int_equal(d->generate(ctx, &ro, &err), BC_OK);
@@ -311,15 +311,15 @@ static void device_hooks(void **state) {
     assert_int_equal(info.cpu_threads, -1);
     d->end_case(ctx, &ro);
     d->destroy(ctx);
-    eng_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
     /* no device: each case fails with the one line */
     mock_cuda_devices = 0;
-    assert_int_equal(eng_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
+    assert_int_equal(eng_rollout_init(&ro, &f->w.hp.s, &p, &err), BC_OK);
     assert_int_equal(d->create(&cfg, &ctx, &err), BC_OK);
-    assert_int_equal(d->begin_case(ctx, &f->w, &ro, &err), BC_ERR_DEVICE);
+    assert_int_equal(d->begin_case(ctx, &f->w.base, &ro, &err), BC_ERR_DEVICE);
     assert_int_equal(strncmp(err.message, "no CUDA device: ", 16), 0);
     d->destroy(ctx);
-    eng_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
     mock_cuda_devices = 1;
 }
 

@@ -1,5 +1,5 @@
 /* fuzz_ptbin.c: fuzz target for the pytorch_model.bin opener (eng_pt_parse in
- * plugins/opt/ptbin.c, over ptzip.c and ptpickle.c): a zip archive holding a
+ * engine/ckpt/ptbin.c, over ptzip.c and ptpickle.c): a zip archive holding a
  * torch state-dict pickle and its storages. Whatever the input, the reader
  * must return (no crash, no read outside the buffer or an inflated entry, no
  * leak, nothing executed) and every error must name the file; when it

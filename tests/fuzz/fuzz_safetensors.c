@@ -1,5 +1,5 @@
 /* fuzz_safetensors.c: fuzz target for the safetensors opener (eng_st_parse
- * in plugins/opt/safetensors.c, filling a ckpt_file.h table). The input is a whole file:
+ * in engine/ckpt/safetensors.c, filling a ckpt_file.h table). The input is a whole file:
  * 8-byte header length, JSON header, data. Whatever the input, the parser
  * must return (no crash, no read outside the buffer, no leak); when it
  * accepts, every tensor it reports must lie inside the buffer, which this

@@ -31,6 +31,8 @@
 #include "cuda_forward.h"
 #include "cuda_rollout.h"
 #include "forward.h"
+#include "opt_model.h"
+#include "device.h"
 #include "rollout.h"
 
 #ifndef BENCHCTL_SOURCE_DIR
@@ -111,8 +113,8 @@ static double compare_rows(const char *what, const float *cpu, const float *gpu,
 static void check_logits(opt_cuda_device *dev, const opt_weights *w, const char *name, int fc1_fp32) {
     bc_error err = {0};
     const opt_hparams *hp = &w->hp;
-    const int B = 3, T = 7, STEPS = 6, Smax = T + STEPS, V = hp->vocab_size;
-    const double tol = tol_for(w->dtype);
+    const int B = 3, T = 7, STEPS = 6, Smax = T + STEPS, V = hp->s.vocab_size;
+    const double tol = tol_for(w->base.dtype);
     eng_model cm;
     eng_kv_cache ckv;
     opt_cuda_model *gm = NULL;
@@ -131,15 +133,15 @@ static void check_logits(opt_cuda_device *dev, const opt_weights *w, const char 
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             int real = t >= pads[b];
-            tokens[b * T + t] = real ? 3 + (b * 131 + t * 17) % (V - 3) : hp->pad_token_id;
+            tokens[b * T + t] = real ? 3 + (b * 131 + t * 17) % (V - 3) : hp->s.pad_token_id;
             mask[b * Smax + t] = (uint8_t)real;
             keep[b * T + t] = (uint8_t)real;
         }
-    OK(eng_model_init(&cm, w, 0, &err));
-    OK(eng_kv_cache_alloc(&ckv, hp, w->dtype, B, Smax, &err));
+    OK(eng_model_init(&cm, &w->base, 0, &err));
+    OK(eng_kv_cache_alloc(&ckv, &hp->s, w->base.dtype, B, Smax, &err));
     OK(opt_cuda_model_create(&gm, dev, w, &err));
     opt_cuda_model_force_fc1_fp32(gm, fc1_fp32);
-    OK(opt_cuda_kv_cache_alloc(dev, &gkv, hp, w->dtype, B, Smax, &err));
+    OK(opt_cuda_kv_cache_alloc(dev, &gkv, hp, w->base.dtype, B, Smax, &err));
     OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, sizeof tokens, (void **)&d_tok, "tokens", &err));
     OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, sizeof mask, (void **)&d_mask, "mask", &err));
     OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, (size_t)B * T * V * sizeof(float), (void **)&d_logits, "logits", &err));
@@ -148,7 +150,7 @@ static void check_logits(opt_cuda_device *dev, const opt_weights *w, const char 
     OK(eng_forward(&cm, &ckv, tokens, mask, Smax, B, T, ENG_LOGITS_ALL, cl, &err));
     OK(opt_cuda_forward(gm, &gkv, d_tok, d_mask, Smax, B, T, ENG_LOGITS_ALL, d_logits, &err));
     OK(opt_cuda_download(dev, gl, d_logits, (size_t)B * T * V * sizeof(float), &err));
-    worst = fmax(worst, compare_rows("prefill", cl, gl, B * T, V, keep, tol, w->dtype, &ties));
+    worst = fmax(worst, compare_rows("prefill", cl, gl, B * T, V, keep, tol, w->base.dtype, &ties));
     for (int k = 0; k < STEPS; k++) {
         /* next token: the CPU's greedy choice of the last logits (teacher forcing) */
         for (int b = 0; b < B; b++) {
@@ -164,11 +166,11 @@ static void check_logits(opt_cuda_device *dev, const opt_weights *w, const char 
         OK(opt_cuda_download(dev, gl, d_logits, (size_t)B * V * sizeof(float), &err));
         char what[32];
         snprintf(what, sizeof what, "decode %d", k);
-        worst = fmax(worst, compare_rows(what, cl, gl, B, V, NULL, tol, w->dtype, &ties));
+        worst = fmax(worst, compare_rows(what, cl, gl, B, V, NULL, tol, w->base.dtype, &ties));
     }
     printf("  %-12s %-9s logits: max |gpu - cpu| / scale %.3g (tol %.0e), greedy near-ties %d; fc1 calls via fp32 "
            "%lld%s\n",
-           name, eng_dtype_name(w->dtype), worst, tol, ties, (long long)opt_cuda_fc1_converts(gm),
+           name, eng_dtype_name(w->base.dtype), worst, tol, ties, (long long)opt_cuda_fc1_converts(gm),
            fc1_fp32 ? " (forced)" : "");
 out:
     opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_tok, sizeof tokens);
@@ -204,7 +206,7 @@ static bc_status gpu_rollout(opt_cuda_device *dev, opt_cuda_model *gm, const opt
     p.stop_at_eos = o->stop_at_eos;
     p.shared_prefill = o->shared;
     eng_rollout ro;
-    bc_status st = eng_rollout_init(&ro, hp, &p, err);
+    bc_status st = eng_rollout_init(&ro, &hp->s, &p, err);
     if (st != BC_OK) return st;
     opt_cuda_rollout cr;
     opt_cuda_rollout_init(&cr, &ro, dev, gm, o->graphs);
@@ -231,13 +233,13 @@ static bc_status gpu_rollout(opt_cuda_device *dev, opt_cuda_model *gm, const opt
         memcpy(seq, ro.seq, (size_t)ro.R * ro.Stot * sizeof *seq);
         *returned = ro.returned_len;
         for (int i = 0; i < ro.R * ro.Stot; i++)
-            if (seq[i] < 0 || seq[i] >= hp->vocab_size) {
+            if (seq[i] < 0 || seq[i] >= hp->s.vocab_size) {
                 st = bc_error_set(err, BC_ERR_INTERNAL, "token %d out of range at %d", seq[i], i);
                 break;
             }
     }
     opt_cuda_rollout_free(&cr);
-    eng_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
     return st;
 }
 
@@ -256,9 +258,9 @@ static bc_status cpu_rollout(const opt_weights *w, const run_opts *o, int32_t *s
     p.shared_prefill = o->shared;
     eng_model m;
     eng_rollout ro;
-    bc_status st = eng_model_init(&m, w, 0, err);
+    bc_status st = eng_model_init(&m, &w->base, 0, err);
     if (st != BC_OK) return st;
-    st = eng_rollout_init(&ro, &w->hp, &p, err);
+    st = eng_rollout_init(&ro, &w->hp.s, &p, err);
     if (st == BC_OK) {
         st = eng_rollout_expand(&ro, err);
         if (st == BC_OK) st = eng_rollout_generate(&ro, &m, err);
@@ -267,7 +269,7 @@ static bc_status cpu_rollout(const opt_weights *w, const run_opts *o, int32_t *s
             memcpy(seq, ro.seq, (size_t)ro.R * ro.Stot * sizeof *seq);
             *returned = ro.returned_len;
         }
-        eng_rollout_free(&ro, &m);
+        eng_cpu_rollout_free(&ro, &m);
     }
     eng_model_free(&m);
     return st;
@@ -297,7 +299,7 @@ static void check_rollouts(opt_cuda_device *dev, const opt_weights *w, const cha
         for (int i = 0; i < 4; i++) {
             OK(gpu_rollout(dev, gm, &w->hp, &vars[i], got, &rgot, &err));
             int d = first_diff(ref, got, N);
-            CHECK(d < 0 && rgot == rref, "%s %s %s: %s differs from graphs off at %d", name, eng_dtype_name(w->dtype),
+            CHECK(d < 0 && rgot == rref, "%s %s %s: %s differs from graphs off at %d", name, eng_dtype_name(w->base.dtype),
                   sampled ? "sampled" : "greedy", labels[i], d);
         }
         if (sampled) continue;
@@ -305,8 +307,8 @@ static void check_rollouts(opt_cuda_device *dev, const opt_weights *w, const cha
         run_opts sh = base;
         sh.shared = 1;
         OK(gpu_rollout(dev, gm, &w->hp, &sh, got, &rgot, &err));
-        if (w->dtype == ENG_F32) CHECK(first_diff(ref, got, N) < 0, "%s: shared prefill differs", name);
-        if (w->dtype == ENG_F32) {
+        if (w->base.dtype == ENG_F32) CHECK(first_diff(ref, got, N) < 0, "%s: shared prefill differs", name);
+        if (w->base.dtype == ENG_F32) {
             OK(cpu_rollout(w, &base, cpu, &rcpu, &err));
             int d = first_diff(cpu, ref, N);
             CHECK(d < 0 && rcpu == rref, "%s fp32 greedy rollout: GPU differs from CPU at %d (cpu %d gpu %d)", name, d,
@@ -325,7 +327,7 @@ static void check_rollouts(opt_cuda_device *dev, const opt_weights *w, const cha
     opt_cuda_graph_stats(gm, &held, &captures, &replays, &inval);
     printf("  %-12s %-9s rollouts: graphs captured %lld, replayed %lld, invalidated %lld; epilogue fallbacks %lld, "
            "fc1 via fp32 %lld%s%s\n",
-           name, eng_dtype_name(w->dtype), (long long)captures, (long long)replays, (long long)inval,
+           name, eng_dtype_name(w->base.dtype), (long long)captures, (long long)replays, (long long)inval,
            (long long)opt_cuda_epilogue_fallbacks(gm), (long long)opt_cuda_fc1_converts(gm),
            opt_cuda_graph_error(gm)[0] ? "; graphs off: " : "", opt_cuda_graph_error(gm));
     CHECK(captures > 0 && replays > 0, "graphs were not used: %s", opt_cuda_graph_error(gm));
@@ -370,13 +372,13 @@ int main(int argc, char **argv) {
             opt_weights w;
             char name[32];
             if (opt_hparams_preset("125m", &hp, &err) != BC_OK) break;
-            hp.vocab_size = 512;
-            hp.hidden_size = 256;
-            hp.num_hidden_layers = 2;
-            hp.num_attention_heads = heads[hi];
-            hp.ffn_dim = 512;
+            hp.s.vocab_size = 512;
+            hp.s.hidden_size = 256;
+            hp.s.n_layers = 2;
+            hp.s.n_heads = heads[hi];
+            hp.s.ffn_size = 512;
             hp.word_embed_proj_dim = 256;
-            hp.max_position_embeddings = 64;
+            hp.s.max_positions = 64;
             snprintf(name, sizeof name, "synth-d%d", 256 / heads[hi]);
             if (opt_weights_alloc(&w, &hp, dts[di], &err) != BC_OK || opt_weights_init_synthetic(&w, 7, &err) != BC_OK) {
                 printf("  FAIL synthetic weights %s: %s\n", name, err.message);

@@ -64,14 +64,14 @@ static int bench(opt_cuda_device *dev, const char *preset, double bw) {
     const int Smax = kv.c.Smax;
     int32_t tokens[PROMPT];
     uint8_t mask[PROMPT + 2 * STEPS + 2];
-    for (int t = 0; t < PROMPT; t++) tokens[t] = 3 + (t * 7919) % (hp.vocab_size - 3);
+    for (int t = 0; t < PROMPT; t++) tokens[t] = 3 + (t * 7919) % (hp.s.vocab_size - 3);
     memset(mask, 1, sizeof mask);
     int32_t *d_tok = NULL;
     uint8_t *d_mask = NULL;
     float *d_logits = NULL;
     OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, sizeof tokens, (void **)&d_tok, "tokens", &err));
     OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, sizeof mask, (void **)&d_mask, "mask", &err));
-    OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, (size_t)hp.vocab_size * 4, (void **)&d_logits, "logits", &err));
+    OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, (size_t)hp.s.vocab_size * 4, (void **)&d_logits, "logits", &err));
     OK(opt_cuda_upload(dev, d_tok, tokens, sizeof tokens, &err));
     OK(opt_cuda_upload(dev, d_mask, mask, sizeof mask, &err));
     double step_us[2] = {0, 0}, prefill_ms = 0;
@@ -99,7 +99,7 @@ static int bench(opt_cuda_device *dev, const char *preset, double bw) {
            bound_us > 0 ? step_us[1] / bound_us : 0.0);
     opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_tok, sizeof tokens);
     opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_mask, sizeof mask);
-    opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_logits, (size_t)hp.vocab_size * 4);
+    opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_logits, (size_t)hp.s.vocab_size * 4);
     opt_cuda_kv_cache_free(dev, &kv);
     opt_cuda_model_destroy(m);
     opt_weights_free(&w);

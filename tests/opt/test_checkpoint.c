@@ -25,7 +25,7 @@
 
 #include "checkpoint.h"
 #include "forward.h"
-#include "model.h"
+#include "opt_model.h"
 #include "ckpt_set.h"
 #include "ckpt_writer.h"
 
@@ -179,15 +179,15 @@ static void assert_vec_equal(const float *a, const float *b, int n) {
 
 /* Every tensor of a equals b's, bit for bit. */
 static void assert_weights_equal(const opt_weights *a, const opt_weights *b) {
-    int C = a->hp.hidden_size, F = a->hp.ffn_dim;
-    assert_int_equal(a->hp.num_hidden_layers, b->hp.num_hidden_layers);
+    int C = a->hp.s.hidden_size, F = a->hp.s.ffn_size;
+    assert_int_equal(a->hp.s.n_layers, b->hp.s.n_layers);
     assert_matrix_equal(&a->embed_tokens, &b->embed_tokens);
     assert_matrix_equal(&a->embed_positions, &b->embed_positions);
     assert_matrix_equal(&a->project_in, &b->project_in);
     assert_matrix_equal(&a->project_out, &b->project_out);
     assert_vec_equal(a->final_ln_gamma, b->final_ln_gamma, C);
     assert_vec_equal(a->final_ln_beta, b->final_ln_beta, C);
-    for (int l = 0; l < a->hp.num_hidden_layers; l++) {
+    for (int l = 0; l < a->hp.s.n_layers; l++) {
         const opt_layer_weights *x = &a->layers[l], *y = &b->layers[l];
         assert_matrix_equal(&x->q_proj, &y->q_proj);
         assert_matrix_equal(&x->k_proj, &y->k_proj);
@@ -228,18 +228,18 @@ static void test_preln_f32(void **state) {
     bc_error err = {0};
     assert_int_equal(opt_weights_load_checkpoint(&w, GOLDEN "preln", ENG_F32, &err), BC_OK);
     const opt_hparams *hp = &w.hp;
-    assert_int_equal(hp->vocab_size, 1000);
-    assert_int_equal(hp->hidden_size, 64);
-    assert_int_equal(hp->num_hidden_layers, 2);
-    assert_int_equal(hp->num_attention_heads, 4);
-    assert_int_equal(hp->ffn_dim, 128);
-    assert_int_equal(hp->max_position_embeddings, 64);
+    assert_int_equal(hp->s.vocab_size, 1000);
+    assert_int_equal(hp->s.hidden_size, 64);
+    assert_int_equal(hp->s.n_layers, 2);
+    assert_int_equal(hp->s.n_heads, 4);
+    assert_int_equal(hp->s.ffn_size, 128);
+    assert_int_equal(hp->s.max_positions, 64);
     assert_int_equal(hp->word_embed_proj_dim, 64);
     assert_int_equal(hp->do_layer_norm_before, 1);
-    assert_int_equal(hp->pad_token_id, 1);
-    assert_int_equal(hp->bos_token_id, 2);
-    assert_int_equal(hp->eos_token_id, 2);
-    assert_string_equal(hp->name, "preln");
+    assert_int_equal(hp->s.pad_token_id, 1);
+    assert_int_equal(hp->s.bos_token_id, 2);
+    assert_int_equal(hp->s.eos_token_id, 2);
+    assert_string_equal(hp->s.name, "preln");
     assert_non_null(w.final_ln_gamma);
     assert_int_equal(w.project_in.rows, 0);
     assert_int_equal(w.embed_positions.rows, 66);
@@ -307,7 +307,7 @@ static void test_hd80_bf16(void **state) {
     opt_weights w, wb;
     bc_error err = {0};
     assert_int_equal(opt_weights_load_checkpoint(&w, GOLDEN "hd80", ENG_F32, &err), BC_OK);
-    assert_int_equal(w.hp.hidden_size / w.hp.num_attention_heads, 80);
+    assert_int_equal(w.hp.s.hidden_size / w.hp.s.n_heads, 80);
     assert_int_equal(opt_weights_load_checkpoint(&wb, GOLDEN "hd80", ENG_BF16, &err), BC_OK);
     out_ckpt o;
     ckpt_read(&o, GOLDEN "hd80");
@@ -569,14 +569,14 @@ static void test_impossible_shapes(void **state) {
 
     /* the same guard on a shape that never came from config.json */
     memset(&hp, 0, sizeof hp);
-    hp.vocab_size = 4, hp.hidden_size = 65536, hp.num_hidden_layers = 1024, hp.num_attention_heads = 1;
-    hp.ffn_dim = 4, hp.max_position_embeddings = 1, hp.word_embed_proj_dim = 65536, hp.do_layer_norm_before = 1;
+    hp.s.vocab_size = 4, hp.s.hidden_size = 65536, hp.s.n_layers = 1024, hp.s.n_heads = 1;
+    hp.s.ffn_size = 4, hp.s.max_positions = 1, hp.word_embed_proj_dim = 65536, hp.do_layer_norm_before = 1;
     opt_weights w;
     assert_int_equal(opt_weights_alloc(&w, &hp, ENG_BF16, &err), BC_ERR_INFEASIBLE);
     assert_int_equal(opt_weights_bytes(&hp, ENG_BF16), 0);
     /* a KV cache whose size leaves 64 bits is SIZE_MAX, never a wrapped size */
-    hp.num_hidden_layers = 1 << 20, hp.hidden_size = 1 << 20;
-    assert_true(eng_kv_cache_bytes(&hp, ENG_F32, 1 << 30, 1 << 30) == SIZE_MAX);
+    hp.s.n_layers = 1 << 20, hp.s.hidden_size = 1 << 20;
+    assert_true(eng_kv_cache_bytes(&hp.s, ENG_F32, 1 << 30, 1 << 30) == SIZE_MAX);
 }
 
 /* NaN or Inf in a weight, or a value float16 cannot hold, is an error naming

@@ -1,4 +1,4 @@
-/* test_ckpt_set.c: the checkpoint file-set reader (plugins/opt/ckpt_set.c)
+/* test_ckpt_set.c: the checkpoint file-set reader (engine/ckpt/ckpt_set.c)
  * over both formats. Every rule of a sharded checkpoint is the set's, not a
  * format's, so each test runs once with .safetensors shards and once with
  * pytorch_model.bin shards (tests/opt/ckpt_writer.c writes one-tensor files

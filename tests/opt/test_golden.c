@@ -43,8 +43,9 @@
 
 #include "forward.h"
 #include "lora.h"
-#include "model.h"
+#include "opt_model.h"
 #include "precision.h"
+#include "device.h"
 #include "rollout.h"
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/opt/golden/"
@@ -200,7 +201,7 @@ static int model_init(eng_model *m, const opt_weights *w, const golden_case_cfg 
                       eng_isa_name((eng_isa)cfg->isa));
         return 0;
     }
-    if (eng_model_init_isa(m, w, 2, cfg->isa, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_model_init_isa(m, &w->base, 2, cfg->isa, &err) != BC_OK) fail_msg("%s", err.message);
     if (cfg->isa >= 0) assert_int_equal(m->k->isa, cfg->isa);
     return 1;
 }
@@ -214,7 +215,7 @@ static int argmax_no_eos(const float *x, int V, int eos) {
 
 static void run_case(eng_model *m, const opt_weights *w, const golden_file *g, const char *c,
                      const golden_case_cfg *cfg, golden_stats *st) {
-    const int V = w->hp.vocab_size;
+    const int V = w->hp.s.vocab_size;
     const golden_array *ids = golden_get(g, c, "input_ids", G_I32, 2);
     const golden_array *mask = golden_get(g, c, "attention_mask", G_I32, 2);
     const golden_array *pre = golden_get(g, c, "prefill_logits", G_F32, 3);
@@ -233,7 +234,7 @@ static void run_case(eng_model *m, const opt_weights *w, const golden_file *g, c
     /* Prefill + K decode steps on the B rows. */
     const int Smax = T + K;
     eng_kv_cache kv;
-    if (eng_kv_cache_alloc(&kv, &w->hp, eng_kv_dtype(cfg->dtype), B, Smax, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_kv_cache_alloc(&kv, &w->hp.s, eng_kv_dtype(cfg->dtype), B, Smax, &err) != BC_OK) fail_msg("%s", err.message);
     uint8_t *mbuf = calloc((size_t)B * Smax, 1);
     float *logits = malloc(sizeof(float) * (size_t)B * T * V);
     int *row_ok = malloc(sizeof(int) * (size_t)B * T);
@@ -263,7 +264,7 @@ static void run_case(eng_model *m, const opt_weights *w, const golden_file *g, c
     /* Greedy generation on the expanded rows (p0s0, p0s1, ...), EOS
      * suppressed for all N steps, as generate() with min_new_tokens == N. */
     const int BR = B * R, SR = T + N;
-    if (eng_kv_cache_alloc(&kv, &w->hp, eng_kv_dtype(cfg->dtype), BR, SR, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_kv_cache_alloc(&kv, &w->hp.s, eng_kv_dtype(cfg->dtype), BR, SR, &err) != BC_OK) fail_msg("%s", err.message);
     int32_t *xids = malloc(sizeof(int32_t) * (size_t)BR * T), *out = malloc(sizeof(int32_t) * (size_t)BR * N);
     mbuf = calloc((size_t)BR * SR, 1);
     float *lg = malloc(sizeof(float) * (size_t)BR * V);
@@ -276,7 +277,7 @@ static void run_case(eng_model *m, const opt_weights *w, const golden_file *g, c
     if (eng_forward(m, &kv, xids, mbuf, SR, BR, T, ENG_LOGITS_LAST, lg, &err) != BC_OK) fail_msg("%s", err.message);
     for (int n = 0; n < N; n++) {
         for (int r = 0; r < BR; r++) {
-            out[r * N + n] = argmax_no_eos(lg + (size_t)r * V, V, w->hp.eos_token_id);
+            out[r * N + n] = argmax_no_eos(lg + (size_t)r * V, V, w->hp.s.eos_token_id);
             tok[r] = out[r * N + n];
             mbuf[(size_t)r * SR + T + n] = 1;
         }
@@ -326,8 +327,8 @@ static void test_golden(void **state) {
     if (strstr(cfg->golden, "_lora")) { /* transformers + PEFT's merged model: fuse the adapter first */
         char adir[512];
         snprintf(adir, sizeof adir, GOLDEN "%s", cfg->golden);
-        if (eng_lora_load_peft(&lo, adir, &w.hp, &err) != BC_OK) fail_msg("%s", err.message);
-        if (eng_lora_fuse(&lo, &w, m.pool, &err) != BC_OK) fail_msg("%s", err.message);
+        if (eng_lora_load_peft(&lo, adir, &w.hp.s, &err) != BC_OK) fail_msg("%s", err.message);
+        if (eng_lora_fuse(&lo, &w.base, m.pool, &err) != BC_OK) fail_msg("%s", err.message);
     }
     golden_stats st = {0};
     run_case(&m, &w, &g, "single", cfg, &st);
@@ -386,7 +387,7 @@ static int rollout_case(eng_model *m, const opt_weights *w, const golden_file *g
 
     eng_prompts prompts;
     bc_error err = {0};
-    bc_status st = eng_prompts_read(&prompts, path, w->hp.vocab_size, &err);
+    bc_status st = eng_prompts_read(&prompts, path, w->hp.s.vocab_size, &err);
     unlink(path);
     if (st != BC_OK) fail_msg("prompts %s %s: %s", model, c, err.message);
     eng_rollout_params p = {.batch_size = B, .samples_per_prompt = R, .response_length = N,
@@ -395,7 +396,7 @@ static int rollout_case(eng_model *m, const opt_weights *w, const golden_file *g
                             .continuous = mode.capacity > 0, .capacity = mode.capacity};
     if (mode.min_ratio > 0) p.lengths = (eng_length_dist){.kind = ENG_LENGTHS_UNIFORM, .min_ratio = mode.min_ratio};
     eng_rollout ro;
-    st = eng_rollout_init(&ro, &w->hp, &p, &err);
+    st = eng_rollout_init(&ro, &w->hp.s, &p, &err);
     eng_prompts_free(&prompts);
     if (st == BC_OK) st = eng_rollout_acquire(&ro, m, &err);
     if (st == BC_OK) st = eng_rollout_expand(&ro, &err);
@@ -440,7 +441,7 @@ static int rollout_case(eng_model *m, const opt_weights *w, const golden_file *g
                     (long long)ro.n_generated, (long long)useful);
         bad++;
     }
-    eng_rollout_free(&ro, m);
+    eng_cpu_rollout_free(&ro, m);
     return bad;
 }
 

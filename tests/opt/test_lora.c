@@ -1,5 +1,5 @@
 /* test_lora.c: LoRA adapters fused into and unfused from the OPT engine's
- * weights (plugins/opt/lora.c), on the golden preln checkpoint
+ * weights (engine/weights/lora.c), on the golden preln checkpoint
  * (tests/opt/golden/preln; C 64, F 128, 2 layers) with a synthetic adapter
  * on every module:
  *   - fuse gives W + s B A (computed here in double) to the dtype's rounding;
@@ -31,7 +31,7 @@
 
 #include "forward.h"
 #include "lora.h"
-#include "model.h"
+#include "opt_model.h"
 
 #define PRELN BENCHCTL_SOURCE_DIR "/tests/opt/golden/preln"
 
@@ -45,7 +45,7 @@ static opt_weights load(eng_dtype dt) {
 static eng_lora synthetic(const opt_weights *w, int rank, unsigned targets) {
     eng_lora lo;
     bc_error err;
-    if (eng_lora_synthetic(&lo, &w->hp, rank, 2.0 * rank, targets, 7, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_lora_synthetic(&lo, &w->hp.s, rank, 2.0 * rank, targets, 7, &err) != BC_OK) fail_msg("%s", err.message);
     return lo;
 }
 
@@ -67,7 +67,7 @@ static void check_fused(eng_dtype dt) {
     opt_weights base = load(dt), w = load(dt);
     eng_lora lo = synthetic(&w, 4, (1u << ENG_LORA_N_MODULES) - 1);
     bc_error err;
-    assert_int_equal(eng_lora_fuse(&lo, &w, NULL, &err), BC_OK);
+    assert_int_equal(eng_lora_fuse(&lo, &w.base, NULL, &err), BC_OK);
     const double half_ulp = dt == ENG_F32 ? 0x1p-24 : dt == ENG_F16 ? 0x1p-11 : 0x1p-8;
     double worst = 0, moved = 0;
     for (int l = 0; l < lo.n_layers; l++)
@@ -114,8 +114,8 @@ static void test_threads_give_the_same_bits(void **state) {
     eng_pool *pool = eng_pool_create(3);
     assert_non_null(pool);
     bc_error err;
-    assert_int_equal(eng_lora_fuse(&lo, &a, NULL, &err), BC_OK);
-    assert_int_equal(eng_lora_fuse(&lo, &b, pool, &err), BC_OK);
+    assert_int_equal(eng_lora_fuse(&lo, &a.base, NULL, &err), BC_OK);
+    assert_int_equal(eng_lora_fuse(&lo, &b.base, pool, &err), BC_OK);
     assert_int_equal(a.arena_bytes, b.arena_bytes);
     assert_memory_equal(a.arena, b.arena, a.arena_bytes);
     eng_pool_destroy(pool);
@@ -132,8 +132,8 @@ static void drift(eng_dtype dt, int cycles, int restore, double *rel, double *ch
     lo.restore = restore;
     bc_error err;
     for (int c = 0; c < cycles; c++) {
-        assert_int_equal(eng_lora_fuse(&lo, &w, NULL, &err), BC_OK);
-        assert_int_equal(eng_lora_unfuse(&lo, &w, NULL, &err), BC_OK);
+        assert_int_equal(eng_lora_fuse(&lo, &w.base, NULL, &err), BC_OK);
+        assert_int_equal(eng_lora_unfuse(&lo, &w.base, NULL, &err), BC_OK);
     }
     double worst = 0, scale = 0;
     size_t n = 0, diff = 0;
@@ -205,13 +205,13 @@ static void test_refusals(void **state) {
     opt_hparams hp;
     assert_int_equal(opt_hparams_preset("125m", &hp, &err), BC_OK);
     eng_lora lo;
-    assert_int_equal(eng_lora_synthetic(&lo, &hp, 0, 16, 1, 1, &err), BC_ERR_SETTING);
-    assert_int_equal(eng_lora_synthetic(&lo, &hp, 4, -1, 1, 1, &err), BC_ERR_SETTING);
+    assert_int_equal(eng_lora_synthetic(&lo, &hp.s, 0, 16, 1, 1, &err), BC_ERR_SETTING);
+    assert_int_equal(eng_lora_synthetic(&lo, &hp.s, 4, -1, 1, 1, &err), BC_ERR_SETTING);
 
     char dir[] = "/tmp/bc_lora.XXXXXX", cfg[64];
     assert_non_null(mkdtemp(dir));
     snprintf(cfg, sizeof cfg, "%s/adapter_config.json", dir);
-    assert_int_equal(eng_lora_load_peft(&lo, dir, &hp, &err), BC_ERR_NOT_FOUND);
+    assert_int_equal(eng_lora_load_peft(&lo, dir, &hp.s, &err), BC_ERR_NOT_FOUND);
     assert_non_null(strstr(err.message, "adapter_config.json"));
     static const struct {
         const char *json, *word;
@@ -230,7 +230,7 @@ static void test_refusals(void **state) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_text(cfg, bad[i].json);
-        bc_status st = eng_lora_load_peft(&lo, dir, &hp, &err);
+        bc_status st = eng_lora_load_peft(&lo, dir, &hp.s, &err);
         if (bad[i].code != BC_OK) assert_int_equal(st, bad[i].code);
         else assert_int_not_equal(st, BC_OK);
         if (!strstr(err.message, bad[i].word)) fail_msg("\"%s\" lacks \"%s\"", err.message, bad[i].word);
@@ -244,13 +244,13 @@ static void prefill_logits(const opt_weights *w, int B, int T, float *logits) {
     bc_error err;
     eng_model m;
     eng_kv_cache kv;
-    if (eng_model_init(&m, w, 1, &err) != BC_OK) fail_msg("%s", err.message);
-    if (eng_kv_cache_alloc(&kv, &w->hp, w->dtype, B, T, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_model_init(&m, &w->base, 1, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_kv_cache_alloc(&kv, &w->hp.s, w->base.dtype, B, T, &err) != BC_OK) fail_msg("%s", err.message);
     int32_t *tokens = malloc((size_t)B * T * sizeof *tokens);
     uint8_t *mask = malloc((size_t)B * T);
     assert_non_null(tokens);
     assert_non_null(mask);
-    for (int i = 0; i < B * T; i++) tokens[i] = (int32_t)((i * 37 + 5) % w->hp.vocab_size), mask[i] = 1;
+    for (int i = 0; i < B * T; i++) tokens[i] = (int32_t)((i * 37 + 5) % w->hp.s.vocab_size), mask[i] = 1;
     if (eng_forward(&m, &kv, tokens, mask, T, B, T, ENG_LOGITS_ALL, logits, &err) != BC_OK)
         fail_msg("%s", err.message);
     free(tokens);
@@ -264,17 +264,17 @@ static void test_unfused_matches_fused(void **state) {
     opt_weights w = load(ENG_F32);
     eng_lora lo = synthetic(&w, 4, (1u << ENG_LORA_N_MODULES) - 1);
     const int B = 2, T = 5;
-    const size_t n = (size_t)B * T * w.hp.vocab_size;
+    const size_t n = (size_t)B * T * w.hp.s.vocab_size;
     float *base = malloc(n * sizeof *base), *unfused = malloc(n * sizeof *unfused), *fused = malloc(n * sizeof *fused);
     assert_non_null(base);
     assert_non_null(unfused);
     assert_non_null(fused);
     prefill_logits(&w, B, T, base);
-    w.lora_unfused = &lo;
+    w.base.lora_unfused = &lo;
     prefill_logits(&w, B, T, unfused);
-    w.lora_unfused = NULL;
+    w.base.lora_unfused = NULL;
     bc_error err;
-    if (eng_lora_fuse(&lo, &w, NULL, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_lora_fuse(&lo, &w.base, NULL, &err) != BC_OK) fail_msg("%s", err.message);
     prefill_logits(&w, B, T, fused);
     double top = 0.0, diff = 0.0, moved = 0.0;
     for (size_t i = 0; i < n; i++) {

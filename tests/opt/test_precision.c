@@ -1,5 +1,5 @@
 /* test_precision.c: the opt engine's side of the precision plugins
- * (plugins/opt/precision.c) and the bulk converters behind them
+ * (engine/kernels/precision.c) and the bulk converters behind them
  * (plugins/precision/common/convert*.c).
  *   - a case's precision plugin is accepted by the layout its conversions
  *     produce, whatever it calls itself, and refused, naming it, when the

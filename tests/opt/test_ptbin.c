@@ -1,4 +1,4 @@
-/* test_ptbin.c: the pytorch_model.bin opener (plugins/opt/ptbin.c, with its
+/* test_ptbin.c: the pytorch_model.bin opener (engine/ckpt/ptbin.c, with its
  * zip and pickle readers ptzip.c and ptpickle.c) and the checkpoint loader's
  * .bin path.
  *
@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "ckpt_writer.h"
-#include "model.h"
+#include "opt_model.h"
 #include "ptbin.h"
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/opt/golden/"
@@ -86,12 +86,12 @@ static void test_load_checkpoint_bin(void **state) {
         opt_weights a, b;
         if (opt_weights_load_checkpoint(&a, GOLDEN "preln-bin", dts[d], &err) != BC_OK) fail_msg("%s", err.message);
         if (opt_weights_load_checkpoint(&b, GOLDEN "preln", dts[d], &err) != BC_OK) fail_msg("%s", err.message);
-        const int C = a.hp.hidden_size, F = a.hp.ffn_dim;
+        const int C = a.hp.s.hidden_size, F = a.hp.s.ffn_size;
         cmp_matrix(&a.embed_tokens, &b.embed_tokens);
         cmp_matrix(&a.embed_positions, &b.embed_positions);
         assert_memory_equal(a.final_ln_gamma, b.final_ln_gamma, sizeof(float) * (size_t)C);
         assert_memory_equal(a.final_ln_beta, b.final_ln_beta, sizeof(float) * (size_t)C);
-        for (int l = 0; l < a.hp.num_hidden_layers; l++) {
+        for (int l = 0; l < a.hp.s.n_layers; l++) {
             const opt_layer_weights *x = &a.layers[l], *y = &b.layers[l];
             cmp_matrix(&x->q_proj, &y->q_proj);
             cmp_matrix(&x->k_proj, &y->k_proj);

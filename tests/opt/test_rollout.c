@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "../core/bc_test_assert.h"
+#include "opt_model.h"
+#include "device.h"
 #include "rollout.h"
 
 typedef struct fixture {
@@ -34,12 +36,11 @@ typedef struct fixture {
 static fixture *make_heads(int V, int pad_id, int threads, int H) {
     fixture *f = calloc(1, sizeof *f);
     bc_error err = {0};
-    f->hp = (opt_hparams){.vocab_size = V, .hidden_size = 32, .num_hidden_layers = 2, .num_attention_heads = H,
-                          .ffn_dim = 64, .max_position_embeddings = 96, .word_embed_proj_dim = 32,
-                          .do_layer_norm_before = 1, .pad_token_id = pad_id, .bos_token_id = 2, .eos_token_id = 2};
+    f->hp = (opt_hparams){.s = {.vocab_size = V, .hidden_size = 32, .n_layers = 2, .n_heads = H, .ffn_size = 64, .max_positions = 96, .pad_token_id = pad_id, .bos_token_id = 2, .eos_token_id = 2}, .word_embed_proj_dim = 32, .do_layer_norm_before = 1};
+    opt_hparams_derive(&f->hp);
     assert_int_equal(opt_weights_alloc(&f->w, &f->hp, ENG_F32, &err), BC_OK);
     assert_int_equal(opt_weights_init_synthetic(&f->w, 11, &err), BC_OK);
-    assert_int_equal(eng_model_init(&f->m, &f->w, threads, &err), BC_OK);
+    assert_int_equal(eng_model_init(&f->m, &f->w.base, threads, &err), BC_OK);
     return f;
 }
 
@@ -55,7 +56,7 @@ static void destroy(fixture *f) {
 
 static void run(fixture *f, const eng_rollout_params *p, eng_rollout *ro) {
     bc_error err = {0};
-    assert_int_equal(eng_rollout_init(ro, &f->hp, p, &err), BC_OK);
+    assert_int_equal(eng_rollout_init(ro, &f->hp.s, p, &err), BC_OK);
     assert_int_equal(eng_rollout_expand(ro, &err), BC_OK);
     if (eng_rollout_generate(ro, &f->m, &err) != BC_OK) {
         print_error("generate: %s\n", err.message);
@@ -79,7 +80,7 @@ static void test_expansion_and_exact_length(void **state) {
         assert_memory_equal(prompt, ro.prompt_ids + (size_t)(r / 2) * ro.Tp, 5 * sizeof(int32_t));
         for (int t = 0; t < 5; t++) assert_in_range(prompt[t], 3, 63);
         for (int k = 0; k < 12; k++) {
-            assert_int_not_equal(response(&ro, r)[k], f->hp.eos_token_id);
+            assert_int_not_equal(response(&ro, r)[k], f->hp.s.eos_token_id);
             assert_int_equal(ro.mask[(size_t)r * ro.Stot + ro.Tp + k], 1);
         }
     }
@@ -88,7 +89,7 @@ static void test_expansion_and_exact_length(void **state) {
     assert_int_equal(ro.response_start, 5);
     assert_int_equal(ro.n_generated, 6 * 12);
     assert_int_equal(ro.n_decode_forwards, 11);
-    eng_rollout_free(&ro, &f->m);
+    eng_cpu_rollout_free(&ro, &f->m);
     destroy(f);
 }
 
@@ -104,9 +105,9 @@ static void test_stop_at_eos(void **state) {
     for (int r = 0; r < ro.R; r++) {
         int at = ro.eos_at[r];
         assert_true(at >= 0); /* 1/8 per step over 80 steps: all rows finish with this seed */
-        assert_int_equal(response(&ro, r)[at], f->hp.eos_token_id);
-        for (int k = 0; k < at; k++) assert_int_not_equal(response(&ro, r)[k], f->hp.eos_token_id);
-        for (int k = at + 1; k < ro.returned_len; k++) assert_int_equal(response(&ro, r)[k], f->hp.pad_token_id);
+        assert_int_equal(response(&ro, r)[at], f->hp.s.eos_token_id);
+        for (int k = 0; k < at; k++) assert_int_not_equal(response(&ro, r)[k], f->hp.s.eos_token_id);
+        for (int k = at + 1; k < ro.returned_len; k++) assert_int_equal(response(&ro, r)[k], f->hp.s.pad_token_id);
         for (int k = 0; k < ro.returned_len; k++)
             assert_int_equal(ro.mask[(size_t)r * ro.Stot + ro.Tp + k], k <= at);
         if (at + 1 > longest) longest = at + 1;
@@ -116,7 +117,7 @@ static void test_stop_at_eos(void **state) {
     assert_true(ro.returned_len < 80);
     assert_int_equal(ro.n_generated, produced);
     assert_int_equal(ro.n_decode_forwards, longest - 1);
-    eng_rollout_free(&ro, &f->m);
+    eng_cpu_rollout_free(&ro, &f->m);
     destroy(f);
 }
 
@@ -133,8 +134,8 @@ static void test_shared_prefill_same_tokens(void **state) {
     assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
     /* greedy: every sample of a prompt is the same */
     assert_memory_equal(response(&b, 0), response(&b, 2), 10 * sizeof(int32_t));
-    eng_rollout_free(&a, &f->m);
-    eng_rollout_free(&b, &f->m);
+    eng_cpu_rollout_free(&a, &f->m);
+    eng_cpu_rollout_free(&b, &f->m);
     destroy(f);
 }
 
@@ -164,8 +165,8 @@ static void test_shared_prefix_same_tokens(void **state) {
                     assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
                     if (hot) /* the samples of a prompt differ, so the test sees per-row keys */
                         assert_memory_not_equal(response(&b, 0), response(&b, 1), 12 * sizeof(int32_t));
-                    eng_rollout_free(&a, &f->m);
-                    eng_rollout_free(&b, &f->m);
+                    eng_cpu_rollout_free(&a, &f->m);
+                    eng_cpu_rollout_free(&b, &f->m);
                 }
     destroy(f);
 }
@@ -194,9 +195,9 @@ static void test_seeded_determinism(void **state) {
     assert_int_equal(eng_rollout_generate(&a, &f->m, &err), BC_OK);
     assert_memory_equal(before, a.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
     free(before);
-    eng_rollout_free(&a, &f->m);
-    eng_rollout_free(&b, &f->m);
-    eng_rollout_free(&c, &f->m);
+    eng_cpu_rollout_free(&a, &f->m);
+    eng_cpu_rollout_free(&b, &f->m);
+    eng_cpu_rollout_free(&c, &f->m);
     destroy(f);
 }
 
@@ -225,13 +226,13 @@ static void test_sample_stream(void **state) {
         if (per_iteration) assert_memory_not_equal(first, again, n);
         else assert_memory_equal(first, again, n);
         /* another run: the same stream at the same iteration */
-        assert_int_equal(eng_rollout_init(&b, &f->hp, &p, &err), BC_OK);
+        assert_int_equal(eng_rollout_init(&b, &f->hp.s, &p, &err), BC_OK);
         b.iteration = 1;
         assert_int_equal(eng_rollout_expand(&b, &err), BC_OK);
         assert_int_equal(eng_rollout_generate(&b, &f->m, &err), BC_OK);
         assert_memory_equal(b.seq, again, n);
-        eng_rollout_free(&a, &f->m);
-        eng_rollout_free(&b, &f->m);
+        eng_cpu_rollout_free(&a, &f->m);
+        eng_cpu_rollout_free(&b, &f->m);
     }
     destroy(f);
 }
@@ -253,8 +254,8 @@ static void test_threads_same_tokens(void **state) {
         assert_int_equal(a.returned_len, b.returned_len);
         assert_int_equal(a.n_generated, b.n_generated);
         assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
-        eng_rollout_free(&a, &f1->m);
-        eng_rollout_free(&b, &f3->m);
+        eng_cpu_rollout_free(&a, &f1->m);
+        eng_cpu_rollout_free(&b, &f3->m);
     }
     destroy(f1);
     destroy(f3);
@@ -307,22 +308,22 @@ static void test_prompts_file(void **state) {
     assert_int_equal(b.prompt_min, 3);
     assert_int_equal(b.prompt_max, 3);
     assert_memory_equal(response(&a, 0), response(&b, 0), 8 * sizeof(int32_t));
-    eng_rollout_free(&a, &f->m);
-    eng_rollout_free(&b, &f->m);
+    eng_cpu_rollout_free(&a, &f->m);
+    eng_cpu_rollout_free(&b, &f->m);
     /* batch 1 of the two-prompt file: only the first prompt runs, unpadded */
     p.prompts = &pboth;
     eng_prompt_shape shape;
     bc_error err = {0};
-    assert_int_equal(eng_rollout_check(&f->hp, &p, &shape, &err), BC_OK);
+    assert_int_equal(eng_rollout_check(&f->hp.s, &p, &shape, &err), BC_OK);
     assert_int_equal(shape.width, 3);
     /* prompt_length is the prompts' business: 0 is fine with them ... */
     p.prompt_length = 0;
-    assert_int_equal(eng_rollout_check(&f->hp, &p, &shape, &err), BC_OK);
+    assert_int_equal(eng_rollout_check(&f->hp.s, &p, &shape, &err), BC_OK);
     /* ... and refused without them */
     p.prompts = NULL;
-    assert_int_equal(eng_rollout_check(&f->hp, &p, &shape, &err), BC_ERR_SETTING);
+    assert_int_equal(eng_rollout_check(&f->hp.s, &p, &shape, &err), BC_ERR_SETTING);
     assert_non_null(strstr(err.message, "prompts_file"));
-    assert_int_equal(eng_rollout_init(&a, &f->hp, &p, &err), BC_ERR_SETTING);
+    assert_int_equal(eng_rollout_init(&a, &f->hp.s, &p, &err), BC_ERR_SETTING);
     eng_prompts_free(&pboth);
     eng_prompts_free(&palone);
     /* bad files are refused with the file and line */
@@ -350,13 +351,13 @@ static void test_too_long(void **state) {
     bc_error err = {0};
     eng_rollout_params p = {.batch_size = 1, .samples_per_prompt = 1, .prompt_length = 90, .response_length = 10,
                             .sampling = {0.0, 1.0, 0, 1}};
-    assert_int_equal(eng_rollout_check(&f->hp, &p, NULL, &err), BC_ERR_INFEASIBLE);
+    assert_int_equal(eng_rollout_check(&f->hp.s, &p, NULL, &err), BC_ERR_INFEASIBLE);
     assert_non_null(strstr(err.message, "90"));
     assert_non_null(strstr(err.message, "10"));
     assert_non_null(strstr(err.message, "96 positions"));
-    assert_int_equal(eng_rollout_init(&ro, &f->hp, &p, &err), BC_ERR_INFEASIBLE);
+    assert_int_equal(eng_rollout_init(&ro, &f->hp.s, &p, &err), BC_ERR_INFEASIBLE);
     p.response_length = 6; /* exactly the 96 positions */
-    assert_int_equal(eng_rollout_check(&f->hp, &p, NULL, &err), BC_OK);
+    assert_int_equal(eng_rollout_check(&f->hp.s, &p, NULL, &err), BC_OK);
     destroy(f);
 }
 
@@ -394,7 +395,7 @@ static void test_generation_stats(void **state) {
         }
         assert_int_equal(ro.prompt_min, 5);
         assert_int_equal(ro.prompt_max, 5);
-        eng_rollout_free(&ro, &f->m);
+        eng_cpu_rollout_free(&ro, &f->m);
     }
     destroy(f);
 }
@@ -443,12 +444,12 @@ static void test_continuous_same_tokens(void **state) {
                     assert_true(b.row_done_step[r] >= 0 && b.row_done_step[r] <= b.n_steps);
                     assert_true(b.row_first_ms[r] > 0.0);
                 }
-                eng_rollout_free(&b, &f->m);
+                eng_cpu_rollout_free(&b, &f->m);
                 p.continuous = 0;
             }
             /* static: every row holds every response slot */
             assert_int_equal(a.n_padded_slots, (int64_t)a.R * a.returned_len);
-            eng_rollout_free(&a, &f->m);
+            eng_cpu_rollout_free(&a, &f->m);
         }
     destroy(f);
 }
@@ -479,7 +480,7 @@ static void test_continuous_prompt_sharing(void **state) {
         p.shared_prefill = 1;
         run(f, &p, &a2);
         assert_memory_equal(a.seq, a2.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
-        eng_rollout_free(&a2, &f->m);
+        eng_cpu_rollout_free(&a2, &f->m);
         for (int r = 0; r < a.R && hot; r++)
             if (r % 4 == 0 && (a.row_len[r] < a.row_len[r + 1] || a.row_len[r] < a.row_len[r + 2])) moved = 1;
         const int caps[] = {1, 3, 4, 12};
@@ -502,10 +503,10 @@ static void test_continuous_prompt_sharing(void **state) {
                 if (!sharing || caps[c] == 1) assert_int_equal(b.n_prefill_tokens, (int64_t)a.R * 7);
                 else assert_true(b.n_prefill_tokens >= 3 * 7 && b.n_prefill_tokens < (int64_t)a.R * 7);
                 if (caps[c] == 12 && sharing) assert_int_equal(b.n_prefill_tokens, 3 * 7);
-                eng_rollout_free(&b, &f->m);
+                eng_cpu_rollout_free(&b, &f->m);
             }
         p.continuous = p.capacity = p.shared_prefill = p.private_prefix = p.kv_paged = 0;
-        eng_rollout_free(&a, &f->m);
+        eng_cpu_rollout_free(&a, &f->m);
     }
     assert_true(moved);
     eng_prompts_free(&pr);
@@ -546,24 +547,24 @@ static void test_paged_kv(void **state) {
     assert_int_equal(a.kv_pages_peak, -1);
     assert_true(resident_pages(a.kv.k, a.kv.bytes / 2) > 0);
     /* D = 8 fp32 = 32 bytes a token: a 4 KiB page holds 128 tokens, so every row is one page */
-    const int P = eng_kv_page_tokens(&f->hp, ENG_F32, 0);
+    const int P = eng_kv_page_tokens(&f->hp.s, ENG_F32, 0);
     assert_int_equal(P * 32 % sysconf(_SC_PAGESIZE), 0);
     assert_int_equal(b.kv.Smax % P, 0);
     assert_true(b.kv_pages_peak >= 1 && b.kv_pages_peak <= 4 * ((a.Stot + P - 1) / P));
     assert_true(b.kv_fragmentation > 0.0 && b.kv_fragmentation < 1.0);
     assert_int_equal(b.kv_bytes_peak, b.kv_pages_peak * 2 * 2 * P * 32 * 4);
-    assert_int_equal(b.kv_bytes_saved, (int64_t)eng_kv_cache_bytes(&f->hp, ENG_F32, 4, a.Stot) - b.kv_bytes_peak);
+    assert_int_equal(b.kv_bytes_saved, (int64_t)eng_kv_cache_bytes(&f->hp.s, ENG_F32, 4, a.Stot) - b.kv_bytes_peak);
     assert_int_equal(resident_pages(b.kv.k, b.kv.bytes / 2), 0);
     assert_int_equal(resident_pages(b.kv.v, b.kv.bytes / 2), 0);
-    eng_rollout_free(&a, &f->m);
-    eng_rollout_free(&b, &f->m);
+    eng_cpu_rollout_free(&a, &f->m);
+    eng_cpu_rollout_free(&b, &f->m);
     /* a page that is not whole system pages, and paged without continuous batching */
     bc_error err = {0};
     p.page_tokens = 3;
-    assert_int_equal(eng_rollout_init(&b, &f->hp, &p, &err), BC_OK);
+    assert_int_equal(eng_rollout_init(&b, &f->hp.s, &p, &err), BC_OK);
     assert_int_equal(eng_rollout_acquire(&b, &f->m, &err), BC_ERR_SETTING);
     assert_non_null(strstr(err.message, "kv_page_tokens 3"));
-    eng_rollout_free(&b, &f->m);
+    eng_cpu_rollout_free(&b, &f->m);
     destroy(f);
 }
 
@@ -588,18 +589,18 @@ static void test_paged_kv_static(void **state) {
         assert_memory_equal(a.mask, b.mask, (size_t)a.R * a.Stot);
         assert_int_equal(a.kv_pages_peak, -1);
         /* D = 8 fp32: 128 tokens a page; every row wrote Tp + returned_len - 1 < 128 tokens: one page each */
-        const int P = eng_kv_page_tokens(&f->hp, ENG_F32, 0), len = 5 + b.returned_len - 1;
+        const int P = eng_kv_page_tokens(&f->hp.s, ENG_F32, 0), len = 5 + b.returned_len - 1;
         assert_int_equal(P, 128);
         assert_int_equal(b.kv_pages_peak, 6);
         assert_int_equal(b.kv_bytes_peak, 6 * 2 * 2 * P * 32 * 4);
-        assert_int_equal(b.kv_bytes_saved, (int64_t)eng_kv_cache_bytes(&f->hp, ENG_F32, 6, a.Stot) - b.kv_bytes_peak);
+        assert_int_equal(b.kv_bytes_saved, (int64_t)eng_kv_cache_bytes(&f->hp.s, ENG_F32, 6, a.Stot) - b.kv_bytes_peak);
         /* the samples after a prompt's first read its prompt there: their first Tp slots stay empty */
         const double written = shared ? 3.0 * len + 3.0 * (len - 5) : 6.0 * len;
         assert_double_close(b.kv_fragmentation, 1.0 - written / (6.0 * P), 1e-12);
         assert_int_equal(resident_pages(b.kv.k, b.kv.bytes / 2), 0);
         assert_int_equal(resident_pages(b.kv.v, b.kv.bytes / 2), 0);
-        eng_rollout_free(&a, &f->m);
-        eng_rollout_free(&b, &f->m);
+        eng_cpu_rollout_free(&a, &f->m);
+        eng_cpu_rollout_free(&b, &f->m);
     }
     destroy(f);
 }
@@ -611,7 +612,7 @@ static void test_paged_kv_static(void **state) {
 static void test_paged_shared_prefix_peak(void **state) {
     (void)state;
     fixture *f = make_heads(64, 1, 2, 1);
-    if (eng_kv_page_tokens(&f->hp, ENG_F32, 0) != 32) { /* the system's page is not 4 KiB */
+    if (eng_kv_page_tokens(&f->hp.s, ENG_F32, 0) != 32) { /* the system's page is not 4 KiB */
         destroy(f);
         skip();
     }
@@ -630,8 +631,8 @@ static void test_paged_shared_prefix_peak(void **state) {
     assert_true(b.kv_bytes_saved > a.kv_bytes_saved);
     assert_int_equal(resident_pages(b.kv.k, b.kv.bytes / 2), 0);
     assert_int_equal(resident_pages(b.kv.v, b.kv.bytes / 2), 0);
-    eng_rollout_free(&a, &f->m);
-    eng_rollout_free(&b, &f->m);
+    eng_cpu_rollout_free(&a, &f->m);
+    eng_cpu_rollout_free(&b, &f->m);
     destroy(f);
 }
 

@@ -1,4 +1,4 @@
-/* test_safetensors.c: the .safetensors reader (plugins/opt/safetensors.c).
+/* test_safetensors.c: the .safetensors reader (engine/ckpt/safetensors.c).
  *
  * Each test writes its files into a fresh temp directory: one good file (and
  * a good sharded set), then one malformed or hostile header per test. Every

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opt_model.h"
+#include "device.h"
 #include "rollout.h"
 
 /* The 125m vocabulary and positions with a narrower, shallower body, so the
@@ -21,10 +23,10 @@ static opt_hparams small_125m_like(void) {
     bc_error err = {0};
     opt_hparams hp;
     assert_int_equal(opt_hparams_preset("125m", &hp, &err), BC_OK);
-    hp.hidden_size = 256;
-    hp.num_hidden_layers = 4;
-    hp.num_attention_heads = 4;
-    hp.ffn_dim = 1024;
+    hp.s.hidden_size = 256;
+    hp.s.n_layers = 4;
+    hp.s.n_heads = 4;
+    hp.s.ffn_size = 1024;
     hp.word_embed_proj_dim = 256;
     return hp;
 }
@@ -32,7 +34,7 @@ static opt_hparams small_125m_like(void) {
 static void test_deterministic(void **state) {
     (void)state;
     opt_hparams hp = small_125m_like();
-    hp.vocab_size = 1000;
+    hp.s.vocab_size = 1000;
     opt_weights a, b, c;
     bc_error err = {0};
     assert_int_equal(opt_weights_alloc(&a, &hp, ENG_BF16, &err), BC_OK);
@@ -65,7 +67,7 @@ static void test_scale(void **state) {
     assert_true(fabs(mean) < 1e-3);
     assert_true(fabs(sd - 0.02) < 1e-3);
     assert_true(mx <= 0.0701); /* 2 * sqrt(3) * 0.02 bound of the Irwin-Hall sum */
-    for (int i = 0; i < hp.hidden_size; i++) {
+    for (int i = 0; i < hp.s.hidden_size; i++) {
         assert_true(w.layers[0].ln1_gamma[i] == 1.0f && w.layers[0].ln1_beta[i] == 0.0f);
         assert_true(w.final_ln_gamma[i] == 1.0f && w.final_ln_beta[i] == 0.0f);
     }
@@ -98,7 +100,7 @@ static void check_int8_rows(const eng_matrix *f, const eng_matrix *q) {
 static void test_int8_rounds_f32(void **state) {
     (void)state;
     opt_hparams hp = small_125m_like();
-    hp.vocab_size = 1000;
+    hp.s.vocab_size = 1000;
     opt_weights f, q;
     bc_error err = {0};
     assert_int_equal(opt_weights_alloc(&f, &hp, ENG_F32, &err), BC_OK);
@@ -107,13 +109,13 @@ static void test_int8_rounds_f32(void **state) {
     assert_int_equal(opt_weights_init_synthetic(&q, 5, &err), BC_OK);
     check_int8_rows(&f.embed_tokens, &q.embed_tokens);
     check_int8_rows(&f.embed_positions, &q.embed_positions);
-    for (int l = 0; l < hp.num_hidden_layers; l += 3) {
+    for (int l = 0; l < hp.s.n_layers; l += 3) {
         check_int8_rows(&f.layers[l].q_proj, &q.layers[l].q_proj);
         check_int8_rows(&f.layers[l].fc1, &q.layers[l].fc1);
         check_int8_rows(&f.layers[l].fc2, &q.layers[l].fc2);
         /* bias = -m * sum_f fc2[c, f], m = 0.02 sqrt(C) / sqrt(2 pi) (synthetic.c):
          * the two differ by at most m times the row's total rounding */
-        const size_t C = (size_t)hp.hidden_size, F = (size_t)hp.ffn_dim;
+        const size_t C = (size_t)hp.s.hidden_size, F = (size_t)hp.s.ffn_size;
         const double m = 0.02 * sqrt((double)C) / sqrt(2.0 * 3.14159265358979323846);
         const float *scale = eng_i8_scales(q.layers[l].fc2.data, C, F);
         for (size_t c = 0; c < C; c++) {
@@ -137,10 +139,10 @@ static void check_not_degenerate(eng_dtype dt) {
     bc_error err = {0};
     assert_int_equal(opt_weights_alloc(&w, &hp, dt, &err), BC_OK);
     assert_int_equal(opt_weights_init_synthetic(&w, 0, &err), BC_OK);
-    assert_int_equal(eng_model_init(&m, &w, 0, &err), BC_OK);
+    assert_int_equal(eng_model_init(&m, &w.base, 0, &err), BC_OK);
     eng_rollout_params p = {.batch_size = 2, .samples_per_prompt = 1, .prompt_length = 8, .response_length = 64,
                             .sampling = {0.0, 1.0, 0, 3}};
-    assert_int_equal(eng_rollout_init(&ro, &hp, &p, &err), BC_OK);
+    assert_int_equal(eng_rollout_init(&ro, &hp.s, &p, &err), BC_OK);
     assert_int_equal(eng_rollout_expand(&ro, &err), BC_OK);
     assert_int_equal(eng_rollout_generate(&ro, &m, &err), BC_OK);
     for (int r = 0; r < ro.R; r++) {
@@ -158,7 +160,7 @@ static void check_not_degenerate(eng_dtype dt) {
         assert_true(distinct >= 8);
         assert_true(longest_run < 16);
     }
-    eng_rollout_free(&ro, &m);
+    eng_cpu_rollout_free(&ro, &m);
     eng_model_free(&m);
     opt_weights_free(&w);
 }

@@ -1,5 +1,5 @@
 /* test_text_prompts.c: the OPT engine's text prompt sets
- * (plugins/opt/text_prompts.c): read with a checkpoint's tokenizer (here the
+ * (engine/rollout/text_prompts.c): read with a checkpoint's tokenizer (here the
  * golden tokenizer of tests/tokenizer/golden, whose ids come from Hugging
  * Face tokenizers), BOS first, then fitted per case (ragged, bucket,
  * truncate_pad) into what eng_rollout_init left-pads; errors name the file,
@@ -18,7 +18,8 @@
 
 #include "bpe.h"
 #include "fileio.h"
-#include "model.h"
+#include "opt_model.h"
+#include "device.h"
 #include "rollout.h"
 #include "text_prompts.h"
 
@@ -81,7 +82,7 @@ static void init_rollout(const eng_prompts *prompts, int rollout_L, int batch, e
     assert_int_equal(opt_hparams_preset("125m", &hp, &err), BC_OK);
     eng_rollout_params p = {.batch_size = batch, .samples_per_prompt = 1, .prompt_length = rollout_L,
                             .response_length = 2, .sampling = {0, 1, 0, 1}, .prompts = prompts};
-    if (eng_rollout_init(ro, &hp, &p, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_rollout_init(ro, &hp.s, &p, &err) != BC_OK) fail_msg("%s", err.message);
 }
 
 /* Row b of the rollout is text k, left-padded to width (and cut to keep). */
@@ -117,7 +118,7 @@ static void test_ragged(void **state) {
     init_rollout(pr, L, 3, &ro);
     assert_int_equal(ro.Tp, w);
     for (int b = 0; b < 3; b++) assert_row(f, &ro, b, b, 1 << 20);
-    eng_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
     /* a prompt length with ragged prompts is refused, naming the fix */
     assert_int_equal(eng_text_prompts_fit(&tp, 8, 3, &pr, &L, &err), BC_ERR_SETTING);
     assert_non_null(strstr(err.hint, "prompts_fit"));
@@ -143,7 +144,7 @@ static void test_bucket(void **state) {
     init_rollout(pr, rl, 4, &ro);
     assert_int_equal(ro.Tp, L);
     for (int b = 0; b < 4; b++) assert_row(f, &ro, b, in[b % n_in], 1 << 20);
-    eng_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
     /* a bucket nothing falls in */
     assert_int_equal(eng_text_prompts_fit(&tp, 1, 4, &pr, &rl, &err), BC_ERR_INFEASIBLE);
     assert_non_null(strstr(err.message, f->path));
@@ -173,7 +174,7 @@ static void test_truncate_pad(void **state) {
     init_rollout(pr, rl, N_TEXTS, &ro);
     assert_int_equal(ro.Tp, L);
     for (int b = 0; b < N_TEXTS; b++) assert_row(f, &ro, b, b, L);
-    eng_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
     /* the full set is intact for the next case */
     assert_int_equal(tp.all.lines[1].n, f->len[1]);
     eng_text_prompts_free(&tp);

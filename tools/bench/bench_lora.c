@@ -1,5 +1,5 @@
 /* bench_lora.c: times fusing a LoRA adapter into the OPT engine's weights and
- * unfusing it (plugins/opt/lora.c) on a preset's shape with synthetic
+ * unfusing it (engine/weights/lora.c) on a preset's shape with synthetic
  * weights, as the hybrid engine does around every rollout
  * (docs/performance.md, "LoRA fuse and unfuse").
  *
@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "lora.h"
+#include "opt_model.h"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -47,7 +48,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (opt_weights_init_synthetic(&w, 1, &err) != BC_OK ||
-        eng_lora_synthetic(&lo, &hp, rank, 2.0 * rank, targets, 1, &err) != BC_OK) {
+        eng_lora_synthetic(&lo, &hp.s, rank, 2.0 * rank, targets, 1, &err) != BC_OK) {
         fprintf(stderr, "bench_lora: %s\n", err.message);
         return 1;
     }
@@ -58,9 +59,9 @@ int main(int argc, char **argv) {
         lo.restore = restore;
         for (int r = 0; r < reps; r++) {
             double a = now_ms();
-            if (eng_lora_fuse(&lo, &w, pool, &err) != BC_OK) return 1;
+            if (eng_lora_fuse(&lo, &w.base, pool, &err) != BC_OK) return 1;
             double b = now_ms();
-            if (eng_lora_unfuse(&lo, &w, pool, &err) != BC_OK) return 1;
+            if (eng_lora_unfuse(&lo, &w.base, pool, &err) != BC_OK) return 1;
             t[(2 * restore) * reps + r] = b - a;
             t[(2 * restore + 1) * reps + r] = now_ms() - b;
         }

@@ -64,8 +64,14 @@ static void cuda_describe(void *ctx, eng_device_info *out) {
                              .cpu_threads = -1};
 }
 
-static void cuda_plan(void *ctx, const opt_hparams *hp, eng_dtype dt, const eng_rollout *ro, eng_device_plan *out) {
+static void cuda_plan(void *ctx, const eng_weights *base, const eng_rollout *ro, eng_device_plan *out) {
     (void)ctx;
+    if (base->family != &opt_family) { /* begin_case refuses the case */
+        *out = (eng_device_plan){.weights = -1, .device_peak = -1};
+        return;
+    }
+    const opt_hparams *hp = &((const opt_weights *)base)->hp;
+    const eng_dtype dt = base->dtype;
     const int shared = eng_rollout_shared_prefill(ro);
     const opt_cuda_plan p = opt_cuda_plan_rollout(hp, dt, ro->R, ro->Bp, ro->Tp, ro->Stot, shared);
     out->weights = (int64_t)p.weights;
@@ -97,12 +103,16 @@ static void cuda_end_case(void *ctx, eng_rollout *ro) {
 
 /* Opens the device if needed, uploads w when it is not the one on the
  * device, and acquires ro's device cache. */
-static bc_status cuda_begin_case(void *ctx, const opt_weights *w, eng_rollout *ro, bc_error *err) {
+static bc_status cuda_begin_case(void *ctx, const eng_weights *base, eng_rollout *ro, bc_error *err) {
     opt_cuda_backend *b = ctx;
     cuda_end_case(b, ro);
     bc_status st = opt_cuda_backend_open(b, err);
     if (st != BC_OK) return st;
-    if (b->m && (b->uploaded != w->arena || b->uploaded_dtype != w->dtype)) {
+    if (base->family != &opt_family)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "device cuda runs the opt family only, not %s",
+                            base->family ? base->family->name : "(none)");
+    const opt_weights *w = (const opt_weights *)base;
+    if (b->m && (b->uploaded != w->arena || b->uploaded_dtype != w->base.dtype)) {
         opt_cuda_model_destroy(b->m);
         b->m = NULL;
     }
@@ -110,7 +120,7 @@ static bc_status cuda_begin_case(void *ctx, const opt_weights *w, eng_rollout *r
         st = opt_cuda_model_create(&b->m, b->dev, w, err);
         if (st != BC_OK) return st;
         b->uploaded = w->arena;
-        b->uploaded_dtype = w->dtype;
+        b->uploaded_dtype = w->base.dtype;
     }
     opt_cuda_rollout_init(&b->cr, ro, b->dev, b->m, b->use_graphs);
     b->have_rollout = 1;

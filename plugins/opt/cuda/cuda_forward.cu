@@ -17,8 +17,8 @@
 bc_status opt_cuda_model_create(opt_cuda_model **out, opt_cuda_device *d, const opt_weights *w, bc_error *err) {
     *out = NULL;
     const opt_hparams *hp = &w->hp;
-    const int D = hp->hidden_size / hp->num_attention_heads;
-    if (D > 128 || hp->hidden_size % hp->num_attention_heads)
+    const int D = hp->s.hidden_size / hp->s.n_heads;
+    if (D > 128 || hp->s.hidden_size % hp->s.n_heads)
         return bc_error_set(err, BC_ERR_UNSUPPORTED, "CUDA OPT: head_dim %d; the attention kernel supports up to 128",
                             D);
     opt_cuda_model *m = (opt_cuda_model *)calloc(1, sizeof *m);
@@ -26,7 +26,7 @@ bc_status opt_cuda_model_create(opt_cuda_model **out, opt_cuda_device *d, const 
     m->dev = d;
     m->hw = w;
     m->hp = *hp;
-    m->dt = w->dtype;
+    m->dt = w->base.dtype;
     opt_cuda_graphs_init(&m->graphs, opt_cuda_graph_exec_destroy, NULL);
     bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_WEIGHTS, w->arena_bytes, (void **)&m->d_arena, "weights", err);
     if (st == BC_OK) {
@@ -81,7 +81,7 @@ bc_status opt_cuda_model_reserve(opt_cuda_model *m, int max_tokens, bc_error *er
 bc_status opt_cuda_kv_cache_alloc(opt_cuda_device *d, opt_cuda_kv_cache *kv, const opt_hparams *hp, eng_dtype dtype,
                                   int B, int Smax, bc_error *err) {
     memset(kv, 0, sizeof *kv);
-    TRY(eng_kv_cache_shape(&kv->c, hp, dtype, B, Smax, err));
+    TRY(eng_kv_cache_shape(&kv->c, &hp->s, dtype, B, Smax, err));
     kv->alloc_bytes = kv->c.bytes + OPT_CUDA_ALIGN; /* + the length counter */
     char *base = NULL;
     bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_KV, kv->alloc_bytes, (void **)&base, "KV cache", err);
@@ -113,7 +113,7 @@ bc_status opt_cuda_kv_cache_copy_row(opt_cuda_device *d, opt_cuda_kv_cache *dst,
                                      const opt_cuda_kv_cache *src, int src_b, int S, bc_error *err) {
     const size_t tok = (size_t)dst->c.D * eng_dtype_size(dst->c.dtype);
     opt_cuda_launch_kv_copy_row(d->stream, (char *)dst->c.k, (char *)dst->c.v, (const char *)src->c.k, (const char *)src->c.v,
-                                dst->c.L, dst->c.H, dst->c.B, dst_b, dst->c.Smax, src->c.B, src_b, src->c.Smax, tok, S);
+                                dst->c.L, dst->c.Hkv, dst->c.B, dst_b, dst->c.Smax, src->c.B, src_b, src->c.Smax, tok, S);
     CU_CHECK(cudaGetLastError(), "kv_copy_row_kernel");
     return BC_OK;
 }
@@ -128,8 +128,8 @@ bc_status opt_cuda_forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const 
     const opt_hparams *hp = &m->hp;
     const opt_weights *w = m->hw;
     const eng_dtype dt = m->dt;
-    const int C = hp->hidden_size, P = hp->word_embed_proj_dim, V = hp->vocab_size, L = hp->num_hidden_layers;
-    const int F = hp->ffn_dim, H = hp->num_attention_heads, D = C / H, N = B * T, pre = hp->do_layer_norm_before;
+    const int C = hp->s.hidden_size, P = hp->word_embed_proj_dim, V = hp->s.vocab_size, L = hp->s.n_layers;
+    const int F = hp->s.ffn_size, H = hp->s.n_heads, D = C / H, N = B * T, pre = hp->do_layer_norm_before;
     const size_t es = eng_dtype_size(dt);
     cudaStream_t st = m->dev->stream;
     char *ws = m->d_ws;
@@ -229,12 +229,12 @@ bc_status opt_cuda_forward_check(opt_cuda_model *m, const opt_cuda_kv_cache *kv,
     const int S1 = kv->c.len + T;
     if (B != kv->c.B || T < 1)
         return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: B %d (cache has %d), T %d", B, kv->c.B, T);
-    if (S1 > kv->c.Smax || S1 > hp->max_position_embeddings)
+    if (S1 > kv->c.Smax || S1 > hp->s.max_positions)
         return bc_error_set(err, BC_ERR_INVALID,
                             "opt_cuda_forward: %d tokens exceed the cache (%d) or the positions (%d)", S1, kv->c.Smax,
-                            hp->max_position_embeddings);
+                            hp->s.max_positions);
     if (stride < S1) return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: mask stride %d < %d tokens", stride, S1);
-    if (kv->c.dtype != m->dt || kv->c.L != hp->num_hidden_layers || kv->c.H != hp->num_attention_heads)
+    if (kv->c.dtype != m->dt || kv->c.L != hp->s.n_layers || kv->c.Hkv != hp->s.n_heads)
         return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: KV cache shape or dtype does not match the model");
     if (mode != ENG_LOGITS_NONE && !d_logits) return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: logits is NULL");
     return BC_OK;

@@ -31,6 +31,7 @@
 
 #include "cuda_mem.h"
 #include "forward.h"
+#include "opt_model.h"
 #include "sampling.h"
 
 #ifdef __cplusplus

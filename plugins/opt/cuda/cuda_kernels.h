@@ -9,6 +9,7 @@
 
 extern "C" {
 #include "forward.h"
+#include "opt_model.h"
 }
 
 /* Embeddings of N = B T tokens (positions from the mask and *d_len):

@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#include "model.h"
+#include "opt_model.h"
 
 #define OPT_CUDA_ALIGN 256
 /* cuBLASLt's scratch, part of the workspace. */

@@ -3,7 +3,7 @@ the built-in OPT shapes, the model settings, checkpoint checks, the process's
 peak RSS, and a synthetic vocabulary for engines that want token strings.
 
 The shapes are facebook/opt-*'s config.json values, as the native engine's
-presets (plugins/opt/model.c): (hidden, layers, heads, ffn, word_embed_proj_dim).
+presets (plugins/opt/opt_model.c): (hidden, layers, heads, ffn, word_embed_proj_dim).
 """
 
 import importlib.metadata

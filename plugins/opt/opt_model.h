@@ -1,6 +1,6 @@
-/* model.h: the OPT decoder (as transformers' modeling_opt.py) on the CPU.
+/* opt_model.h: the OPT decoder (as transformers' modeling_opt.py) on the CPU.
  *
- * Dimension legend, used in every comment and name in plugins/opt:
+ * Dimension legend (shape.h's, plus P), used in every comment and name in plugins/opt:
  *   V  vocab_size          C  hidden_size           L  num_hidden_layers
  *   H  num_attention_heads D  head_dim = C / H      F  ffn_dim
  *   P  word_embed_proj_dim (== C except in 350m)    Tmax max_position_embeddings
@@ -19,19 +19,14 @@
 #include <stdint.h>
 
 #include "benchctl/plugin.h"
-#include "kernels.h"
+#include "device.h"
+#include "family.h"
+#include "weights.h"
 
 typedef struct opt_hparams {
-    int vocab_size;             /* V */
-    int hidden_size;            /* C */
-    int num_hidden_layers;      /* L */
-    int num_attention_heads;    /* H */
-    int ffn_dim;                /* F */
-    int max_position_embeddings;/* Tmax (positions table has Tmax + 2 rows) */
+    eng_shape s;                /* V C L H (Hkv == H) D = C / H F Tmax, token ids, name */
     int word_embed_proj_dim;    /* P */
     int do_layer_norm_before;   /* 1: pre-LN (125m, 1.3b+); 0: post-LN (350m) */
-    int pad_token_id, bos_token_id, eos_token_id;
-    char name[64];              /* "opt-125m", or the checkpoint directory */
 } opt_hparams;
 
 /* Fills hp with a preset's shape: "125m", "350m", "1.3b", "2.7b", "6.7b",
@@ -45,27 +40,12 @@ bc_status opt_hparams_preset(const char *preset, opt_hparams *hp, bc_error *err)
  * norms. */
 int64_t opt_hparams_n_parameters(const opt_hparams *hp);
 
-/* The largest model and the largest tensor the engine takes. Below these,
- * every size derived from the shape (parameters, weight bytes, KV cache and
- * workspace bytes) fits in 64 bits with room to spare (docs/config.md,
- * "Sizes that are checked"). */
-#define ENG_MAX_PARAMETERS (1LL << 40)
-#define ENG_MAX_TENSOR_ELEMENTS 2147483647LL
-
 /* Refuses a shape whose parameter count exceeds ENG_MAX_PARAMETERS or one of
  * whose tensors exceeds ENG_MAX_TENSOR_ELEMENTS, computed in floating point
  * so nothing can wrap: "<where>: the model is impossible: ..." naming the
  * config.json keys and what the weights would need. where is config.json's
  * path (or the preset's name). */
 bc_status opt_hparams_check_size(const opt_hparams *hp, const char *where, bc_error *err);
-
-/* A weight matrix [rows = out, cols = in] in dtype. data points into the
- * model's arena (or an mmap'ed checkpoint converted into it). */
-typedef struct eng_matrix {
-    eng_dtype dtype;
-    int rows, cols;
-    void *data;
-} eng_matrix;
 
 typedef struct opt_layer_weights {
     eng_matrix q_proj, k_proj, v_proj, out_proj; /* [C, C] */
@@ -79,8 +59,8 @@ typedef struct opt_layer_weights {
 } opt_layer_weights;
 
 typedef struct opt_weights {
+    eng_weights base;            /* first: family &opt_family, shape hp.s, needs, dtype, unfused LoRA */
     opt_hparams hp;
-    eng_dtype dtype;
     eng_matrix embed_tokens;     /* [V, P]; also lm_head (tied) */
     eng_matrix embed_positions;  /* [Tmax + 2, C] */
     eng_matrix project_in;       /* [C, P], rows == 0 when P == C */
@@ -89,9 +69,6 @@ typedef struct opt_weights {
     opt_layer_weights *layers;   /* [L] */
     void *arena;                 /* the one allocation behind every pointer above */
     size_t arena_bytes;
-    /* A LoRA adapter the CPU forward applies unfused (lora.h,
-     * eng_lora_forward_add); borrowed, NULL: none. */
-    struct eng_lora *lora_unfused;
 } opt_weights;
 
 /* Allocates the arena for hp in dtype and points every tensor into it
@@ -105,5 +82,22 @@ bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, eng_dtype
 void opt_weights_free(opt_weights *w);
 /* Bytes of the arena opt_weights_alloc would allocate (0 if out of memory). */
 size_t opt_weights_bytes(const opt_hparams *hp, eng_dtype dtype);
+
+/* Fills w's header (base, hp) for hp in dtype with no arena: what a device's
+ * plan reads (device.h) before the weights exist. */
+void opt_weights_describe(opt_weights *w, const opt_hparams *hp, eng_dtype dtype);
+/* OPT's CUDA device (cuda/cuda_backend.c); NULL in a build without the
+ * CUDA path (opt_nocuda.c). */
+extern const eng_device_ops *const opt_device_cuda;
+/* The family's forward and LoRA matrices (opt_model.c; family.h). */
+void opt_forward_cpu(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
+                     int B, int T, eng_logits_mode mode, float *logits);
+eng_matrix *opt_lora_matrix(eng_weights *w, int l, int m);
+/* The OPT family (opt_family.c; family.h) the engine runs these weights with. */
+extern const eng_family opt_family;
+/* The workspace OPT's forward needs for hp (weights.h). */
+eng_ws_needs opt_ws_needs(const opt_hparams *hp);
+/* Fills hp->s's derived fields: n_kv_heads = n_heads, head_dim = C / H. */
+void opt_hparams_derive(opt_hparams *hp);
 
 #endif
