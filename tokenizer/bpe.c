@@ -6,7 +6,11 @@
  *                         BPE_NO_TOKEN for an id that is not assigned
  *   pairs                 open-addressing hash of merges: (left id, right id)
  *                         -> (rank, merged id)
- * Strings are looked up only while loading (in jansson's objects).
+ *   vocab_hash            with ignore_merges only: open-addressing hash of
+ *                         the vocabulary's byte strings -> id
+ *   split                 a Split pre-tokenizer and the added tokens matched
+ *                         before it (bpe_split.h), or NULL for the GPT-2 split
+ * Other strings are looked up only while loading (in jansson's objects).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "bpe.h"
@@ -16,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpe_split.h"
 #include "bpe_unicode.h"
 #include "text_lines.h"
 
@@ -37,6 +42,9 @@ struct bpe_tokenizer {
     size_t tok_bytes_len, tok_bytes_cap;
     bpe_pair *pairs; /* [pair_mask + 1] */
     size_t pair_mask, n_merges;
+    int32_t *vocab_hash; /* [vocab_mask + 1], -1 for a free slot; NULL without ignore_merges */
+    size_t vocab_mask;
+    bpe_split *split;
 };
 
 /* ------------------------------------------------------- byte-to-unicode */
@@ -94,11 +102,14 @@ void bpe_free(bpe_tokenizer *t) {
     free(t->tok_len);
     free(t->tok_bytes);
     free(t->pairs);
+    free(t->vocab_hash);
+    bpe_split_free(t->split);
     free(t);
 }
 
 int32_t bpe_vocab_size(const bpe_tokenizer *t) { return t->n_ids; }
 size_t bpe_merge_count(const bpe_tokenizer *t) { return t->n_merges; }
+int bpe_normalizes(const bpe_tokenizer *t) { return t->split && bpe_split_normalizes(t->split); }
 
 /* A token id from JSON: an integer in [0, BPE_MAX_ID), else -1. */
 static int32_t json_id(const json_t *v) {
@@ -311,7 +322,14 @@ static bc_status build(bpe_tokenizer *t, const json_t *vocab, const char *vocab_
         const json_t *a = json_array_get(added, i);
         int32_t id = json_id(json_object_get(a, "id"));
         const json_t *c = json_object_get(a, "content");
-        if (t->tok_len[id] != BPE_NO_TOKEN) continue;
+        if (t->tok_len[id] != BPE_NO_TOKEN) {
+            /* matched in text (the Split shape), it must decode to its own content */
+            if (t->split && json_id(json_object_getn(vocab, json_string_value(c), json_string_length(c))) != id)
+                return bc_error_set(err, BC_ERR_FORMAT,
+                                    "%s: added_tokens[%zu] \"%.40s\" has id %d, which the vocabulary gives to another "
+                                    "string", vocab_name, i, json_string_value(c), id);
+            continue;
+        }
         if ((st = tok_set_string(t, byte_of, id, json_string_value(c), json_string_length(c), vocab_name, err)) != BC_OK)
             return st;
     }
@@ -326,6 +344,46 @@ static bc_status build(bpe_tokenizer *t, const json_t *vocab, const char *vocab_
         t->byte_id[b] = id;
     }
     return load_merges(t, vocab, merges, err);
+}
+
+/* ------------------------------------------------------ ignore_merges */
+
+static size_t bytes_hash(const uint8_t *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ull;
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* The id of the vocabulary token whose bytes are s[0..n), or -1. */
+static int32_t vocab_find(const bpe_tokenizer *t, const uint8_t *s, size_t n) {
+    for (size_t h = bytes_hash(s, n);; h++) {
+        int32_t id = t->vocab_hash[h & t->vocab_mask];
+        if (id < 0) return -1;
+        if (t->tok_len[id] == n && memcmp(t->tok_bytes + t->tok_off[id], s, n) == 0) return id;
+    }
+}
+
+/* With ignore_merges, a piece that is a vocabulary token is that token
+ * (as tokenizers' BPE does); added tokens that are not in model.vocab are
+ * not looked up. */
+static bc_status build_vocab_hash(bpe_tokenizer *t, const json_t *vocab, const char *name, bc_error *err) {
+    size_t cap = 16;
+    while (cap < 2 * json_object_size(vocab)) cap *= 2;
+    t->vocab_hash = malloc(cap * sizeof *t->vocab_hash);
+    if (!t->vocab_hash) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for the vocabulary's index", name);
+    t->vocab_mask = cap - 1;
+    for (size_t i = 0; i < cap; i++) t->vocab_hash[i] = -1;
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)vocab, key, v) {
+        int32_t id = json_id(v);
+        const uint8_t *s = t->tok_bytes + t->tok_off[id];
+        size_t h = bytes_hash(s, t->tok_len[id]);
+        while (t->vocab_hash[h & t->vocab_mask] >= 0) h++;
+        t->vocab_hash[h & t->vocab_mask] = id;
+    }
+    (void)key;
+    return BC_OK;
 }
 
 /* A field of tokenizer.json that must be absent, null, false or "" (a
@@ -343,7 +401,9 @@ static bc_status refuse_feature(const json_t *obj, const char *field, const char
 static bc_status check_pre_tokenizer(const json_t *pre, const char *name, bc_error *err) {
     const char *type = json_string_value(json_object_get(pre, "type"));
     if (!pre || !type || strcmp(type, "ByteLevel") != 0)
-        return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: pre_tokenizer %s; only a ByteLevel pre-tokenizer is supported",
+        return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                            "%s: pre_tokenizer is %s; supported are ByteLevel(use_regex true) and "
+                            "Sequence[Split(Regex, Isolated), ByteLevel(use_regex false)]",
                             name, type ? type : "missing");
     const json_t *re = json_object_get(pre, "use_regex");
     if (re && !json_is_true(re))
@@ -368,15 +428,21 @@ bc_status bpe_load_tokenizer_json(const char *text, size_t len, const char *name
         st = bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: model.type %s; only BPE is supported", name, type);
     else if (!json_is_array(merges))
         st = bc_error_set(err, BC_ERR_FORMAT, "%s: model.merges must be an array", name);
-    else if (json_object_get(root, "normalizer") && !json_is_null(json_object_get(root, "normalizer")))
+    const json_t *pre = json_object_get(root, "pre_tokenizer");
+    bpe_split *split = NULL;
+    if (st != BC_OK) {
+    } else if (bpe_split_claims(pre)) { /* Llama-3 / Qwen2: checks its own normalizer, decoder and added tokens */
+        st = bpe_split_load(root, name, &split, err);
+    } else if (json_object_get(root, "normalizer") && !json_is_null(json_object_get(root, "normalizer"))) {
         st = bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: a normalizer is set; only tokenizers without one are supported",
                           name);
-    else if ((st = check_pre_tokenizer(json_object_get(root, "pre_tokenizer"), name, err)) != BC_OK) {
-    } else if ((st = refuse_feature(model, "dropout", "model", name, err)) != BC_OK ||
-               (st = refuse_feature(model, "continuing_subword_prefix", "model", name, err)) != BC_OK ||
-               (st = refuse_feature(model, "end_of_word_suffix", "model", name, err)) != BC_OK ||
-               (st = refuse_feature(model, "byte_fallback", "model", name, err)) != BC_OK ||
-               (st = refuse_feature(model, "ignore_merges", "model", name, err)) != BC_OK) {
+    } else {
+        st = check_pre_tokenizer(pre, name, err);
+    }
+    if (st == BC_OK && ((st = refuse_feature(model, "dropout", "model", name, err)) != BC_OK ||
+                        (st = refuse_feature(model, "continuing_subword_prefix", "model", name, err)) != BC_OK ||
+                        (st = refuse_feature(model, "end_of_word_suffix", "model", name, err)) != BC_OK ||
+                        (st = refuse_feature(model, "byte_fallback", "model", name, err)) != BC_OK)) {
     }
     const json_t *added = json_object_get(root, "added_tokens");
     if (st == BC_OK && added && !json_is_array(added))
@@ -384,11 +450,16 @@ bc_status bpe_load_tokenizer_json(const char *text, size_t len, const char *name
     bpe_tokenizer *t = NULL;
     if (st == BC_OK) st = tok_new(&t, err);
     if (st == BC_OK) {
+        t->split = split; /* t owns it from here */
+        split = NULL;
         char vname[600];
         snprintf(vname, sizeof vname, "%s: model.vocab", name);
         merge_source src = {.array = merges, .name = name};
         st = build(t, json_object_get(model, "vocab"), vname, added, &src, err);
     }
+    if (st == BC_OK && json_is_true(json_object_get(model, "ignore_merges")))
+        st = build_vocab_hash(t, json_object_get(model, "vocab"), name, err);
+    bpe_split_free(split);
     json_decref(root);
     if (st != BC_OK) {
         bpe_free(t);
@@ -519,6 +590,12 @@ static bc_status ids_reserve(bpe_ids *out, size_t more, bc_error *err) {
 /* Encodes one piece of m >= 2 bytes into out. */
 static bc_status encode_piece(const bpe_tokenizer *t, bpe_work *w, const uint8_t *s, size_t m, bpe_ids *out,
                               bc_error *err) {
+    int32_t whole = t->vocab_hash ? vocab_find(t, s, m) : -1;
+    if (whole >= 0) {
+        bc_status st = ids_reserve(out, 1, err);
+        if (st == BC_OK) out->ids[out->n++] = whole;
+        return st;
+    }
     if (m > w->cap) {
         size_t nc = w->cap ? w->cap : 64;
         while (nc < m) nc *= 2;
@@ -561,24 +638,50 @@ static bc_status encode_piece(const bpe_tokenizer *t, bpe_work *w, const uint8_t
     return BC_OK;
 }
 
+/* One piece of the split (n bytes at offset `at` of the text). */
+static bc_status encode_one(const bpe_tokenizer *t, bpe_work *w, const uint8_t *s, size_t n, size_t at, bpe_ids *out,
+                            bc_error *err) {
+    if (n > BPE_MAX_PIECE_BYTES)
+        return bc_error_set(err, BC_ERR_INVALID,
+                            "tokenizer: a run of %zu bytes at byte %zu has no break (letters, digits, other "
+                            "characters or white space); the tokenizer takes runs of at most %zu bytes",
+                            n, at, BPE_MAX_PIECE_BYTES);
+    if (n == 1) {
+        bc_status st = ids_reserve(out, 1, err);
+        if (st == BC_OK) out->ids[out->n++] = t->byte_id[s[0]];
+        return st;
+    }
+    return encode_piece(t, w, s, n, out, err);
+}
+
+/* What bpe_split_run hands each piece to. */
+typedef struct split_ctx {
+    const bpe_tokenizer *t;
+    bpe_work *w;
+    bpe_ids *out;
+    uintptr_t text, text_len; /* for offsets in errors (a piece of normalized text is elsewhere: offset 0) */
+} split_ctx;
+
+static bc_status split_piece(void *ctx, const uint8_t *s, size_t n, int32_t id, bc_error *err) {
+    split_ctx *c = ctx;
+    uintptr_t at = (uintptr_t)s - c->text;
+    if (id < 0) return encode_one(c->t, c->w, s, n, at < c->text_len ? (size_t)at : 0, c->out, err);
+    bc_status st = ids_reserve(c->out, 1, err);
+    if (st == BC_OK) c->out->ids[c->out->n++] = id;
+    return st;
+}
+
 bc_status bpe_encode(const bpe_tokenizer *t, const char *text, size_t len, bpe_ids *out, bc_error *err) {
     const uint8_t *s = (const uint8_t *)text;
     bpe_work w = {0};
     bc_status st = BC_OK;
-    for (size_t i = 0; i < len && st == BC_OK;) {
+    if (t->split) {
+        split_ctx c = {.t = t, .w = &w, .out = out, .text = (uintptr_t)s, .text_len = len};
+        st = bpe_split_run(t->split, s, len, split_piece, &c, err);
+    }
+    for (size_t i = 0; !t->split && i < len && st == BC_OK;) { /* the GPT-2 split */
         size_t e = bpe_piece_end(s, len, i);
-        if (e - i > BPE_MAX_PIECE_BYTES) {
-            st = bc_error_set(err, BC_ERR_INVALID,
-                              "tokenizer: a run of %zu bytes at byte %zu has no break (letters, digits, other "
-                              "characters or white space); the tokenizer takes runs of at most %zu bytes",
-                              e - i, i, BPE_MAX_PIECE_BYTES);
-            break;
-        }
-        if (e - i == 1) {
-            if ((st = ids_reserve(out, 1, err)) == BC_OK) out->ids[out->n++] = t->byte_id[s[i]];
-        } else {
-            st = encode_piece(t, &w, s + i, e - i, out, err);
-        }
+        st = encode_one(t, &w, s + i, e - i, i, out, err);
         i = e;
     }
     free(w.id);

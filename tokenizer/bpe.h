@@ -1,22 +1,29 @@
-/* bpe.h: a GPT-2 byte-level BPE tokenizer, as Hugging Face tokenizers runs
- * one (ByteLevel pre-tokenizer with its regex, BPE model, ByteLevel decoder).
- * Linked by the benchctl executable (`benchctl prompts`) and by the OPT
- * plugin; it includes nothing of either, only benchctl/plugin.h for
- * bc_status and bc_error.
+/* bpe.h: a byte-level BPE tokenizer, as Hugging Face tokenizers runs one,
+ * of two shapes:
+ *   GPT-2 (OPT, GPT-2, RoBERTa): the ByteLevel pre-tokenizer with its regex,
+ *     written out in C (bpe_unicode.h, bpe_piece_end); no normalizer;
+ *   Llama-3 / Qwen2: a Split pre-tokenizer (its regex through PCRE2), then
+ *     ByteLevel without a regex; no normalizer or NFC; added tokens found
+ *     in the text first (bpe_split.h).
+ * Both: a BPE model, the ByteLevel decoder. Linked by the benchctl
+ * executable (`benchctl prompts`) and by the OPT plugin; it includes
+ * nothing of either, only benchctl/plugin.h for bc_status and bc_error.
  *
  * Encoding, for a byte string s (any bytes; invalid UTF-8 is kept):
- *   1. split s into pieces (bpe_unicode.h, bpe_piece_end);
- *   2. each piece's bytes start as one token each (the byte-to-unicode
- *      table of GPT-2 names them in the vocabulary);
+ *   1. split s into pieces (and, Split shape, added tokens, each its id);
+ *   2. a piece that is a vocabulary token is that token when the model has
+ *      ignore_merges (Llama-3); else its bytes start as one token each (the
+ *      byte-to-unicode table of GPT-2 names them in the vocabulary);
  *   3. the adjacent pair whose merge has the lowest rank is merged, the
  *      leftmost first among equals, until no pair has a merge.
- * decode(encode(s)) == s for every s.
+ * decode(encode(s)) == s for every s, or NFC(s) with that normalizer.
  *
- * Not supported (refused when loading, naming the field): normalizers,
- * other pre-tokenizers, BPE dropout, continuing-subword prefixes and
- * end-of-word suffixes, byte fallback, ignore_merges. Added tokens are
- * decoded, but text is never matched against them: "</s>" in a prompt is
- * four characters, not the special token.
+ * Not supported (refused when loading, naming the field): other
+ * normalizers and pre-tokenizers, BPE dropout, continuing-subword prefixes
+ * and end-of-word suffixes, byte fallback, added tokens with lstrip, rstrip
+ * or single_word. With the GPT-2 shape, added tokens are decoded but text is
+ * never matched against them: "</s>" in a prompt is four characters, not the
+ * special token.
  *
  * A tokenizer is read-only once loaded: encode and decode may run on
  * several threads at once.
@@ -81,5 +88,8 @@ bc_status bpe_decode(const bpe_tokenizer *t, const int32_t *ids, size_t n, char 
 int32_t bpe_vocab_size(const bpe_tokenizer *t);
 /* Number of merges. */
 size_t bpe_merge_count(const bpe_tokenizer *t);
+/* Whether encoding normalizes the text first (NFC): decode then gives the
+ * normalized text back. */
+int bpe_normalizes(const bpe_tokenizer *t);
 
 #endif

@@ -23,6 +23,7 @@
 #include "loader.h"
 #include "matrix.h"
 #include "runner.h"
+#include "seam.h"
 
 /* ----------------------------------------------------- wrapped backend */
 
@@ -1142,6 +1143,131 @@ static void test_isolated_second_interrupt(void **state) {
     free(m.cases);
 }
 
+/* ------------------------------------------------------------ the seam */
+
+/* A seam (seam.h) that records how the loop calls it and acts as rank 1
+ * of two in shard mode: it runs the odd positions; after_step can fail a
+ * step as another process would, stop_level can say "stop" as an
+ * agreement would (while this process saw no signal). */
+static struct {
+    int start, agree, before_iteration, after_step, after_case, aborted;
+    size_t runs_asked;
+    int64_t handled[16];  /* after_case's k by position */
+    int fail_at_step;     /* after_step call that reports another process's failure (0: none) */
+    int stop_from_step;   /* stop_level says 1 from this after_step call on (0: never) */
+} seam_calls;
+
+static bc_status rec_start(void *ctx, const bc_runner_config *cfg, bc_error *err) {
+    (void)ctx, (void)cfg, (void)err;
+    seam_calls.start++;
+    return BC_OK;
+}
+static bc_status rec_agree(void *ctx, bc_status local, bc_error *err) {
+    (void)ctx, (void)err;
+    seam_calls.agree++;
+    return local;
+}
+static int rec_runs(void *ctx, size_t position) {
+    (void)ctx;
+    seam_calls.runs_asked++;
+    return position % 2 == 1;
+}
+static void rec_before_iteration(void *ctx) {
+    (void)ctx;
+    seam_calls.before_iteration++;
+}
+static void rec_after_step(void *ctx, bc_status *st, const char **hook, bc_error *err, volatile sig_atomic_t *stop,
+                           int32_t *stop_rule) {
+    (void)ctx, (void)stop, (void)stop_rule;
+    if (++seam_calls.after_step == seam_calls.fail_at_step && *st == BC_OK) {
+        *st = BC_ERR_IO;
+        *hook = "rank 0 (elsewhere): generate";
+        bc_error_set(err, BC_ERR_IO, "disk gone");
+    }
+}
+static int rec_stop_level(void *ctx, volatile sig_atomic_t *stop) {
+    (void)ctx;
+    if (seam_calls.stop_from_step && seam_calls.after_step >= seam_calls.stop_from_step) return 1;
+    return (int)*stop;
+}
+static size_t rec_after_case(void *ctx, bc_run_result *res, size_t position, int64_t k, int ran,
+                             volatile sig_atomic_t *stop) {
+    (void)ctx, (void)res, (void)stop;
+    seam_calls.after_case++;
+    if (position < 16) seam_calls.handled[position] = k;
+    return ran ? 1 : 0;
+}
+static void rec_abort(void *ctx, int status, const bc_error *why) {
+    (void)ctx, (void)status, (void)why;
+    seam_calls.aborted++;
+}
+static const bc_distributed rec_report = {.struct_size = sizeof rec_report, .comm = "recording", .world_size = 2};
+static const bc_run_seam rec_seam = {
+    .report = &rec_report, .tokens_here = 0, .start = rec_start, .agree = rec_agree, .runs = rec_runs,
+    .before_iteration = rec_before_iteration, .after_step = rec_after_step, .stop_level = rec_stop_level,
+    .after_case = rec_after_case, .abort = rec_abort};
+
+/* The loop calls the seam at its points and nothing else decides who runs
+ * what: before every iteration, after every step (before the case, after
+ * begin_case, after every iteration), after every position. */
+static void test_seam_hooks(void **state) {
+    fixture *f = *state;
+    memset(&seam_calls, 0, sizeof seam_calls);
+    const uint32_t batches[] = {1, 3};
+    matrix m = build(batches, 2, 0); /* 4 cases */
+    bc_runner_config c = config(f, &m, 1, 2);
+    c.seam = &rec_seam;
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    size_t order[4];
+    execution_order(f, &m, order);
+    assert_int_equal(seam_calls.start, 1);
+    assert_int_equal(seam_calls.agree, 1); /* one instance prepared */
+    assert_int_equal(seam_calls.runs_asked, 4);
+    assert_int_equal(seam_calls.after_case, 4);
+    assert_int_equal(calls.begin, 2);                      /* positions 1 and 3 only */
+    assert_int_equal(seam_calls.before_iteration, 2 * 3);  /* 1 warmup + 2 measured, per case run */
+    assert_int_equal(seam_calls.after_step, 2 * (2 + 3));  /* before, begin_case, 3 iterations */
+    assert_int_equal(seam_calls.aborted, 0);
+    for (size_t i = 0; i < 4; i++) {
+        const bc_case_report *cr = &res.cases[order[i]];
+        assert_int_equal(seam_calls.handled[i], i % 2 ? (int64_t)order[i] : -1);
+        assert_int_equal(cr->status, i % 2 ? BC_CASE_OK : BC_CASE_SKIPPED); /* the other process's stay unrun here */
+    }
+    assert_nan(res.cases[order[1]].token_agreement); /* tokens_here 0 */
+    bc_run_result_free(&res);
+
+    /* another process failed generate in the first measured iteration of the
+     * first case run here: this case fails with its hook and message */
+    memset(&seam_calls, 0, sizeof seam_calls);
+    memset(&calls, 0, sizeof calls);
+    calls.resident = -1;
+    seam_calls.fail_at_step = 4; /* before, begin_case, warmup, measured 1 */
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    const bc_case_report *failed = &res.cases[order[1]];
+    assert_int_equal(failed->status, BC_CASE_FAILED);
+    assert_int_equal(failed->error_code, BC_ERR_IO);
+    assert_string_equal(failed->message, "rank 0 (elsewhere): generate: disk gone");
+    assert_int_equal(res.cases[order[3]].status, BC_CASE_OK);
+    bc_run_result_free(&res);
+
+    /* the agreed stop level, not this process's own, stops the case */
+    memset(&seam_calls, 0, sizeof seam_calls);
+    memset(&calls, 0, sizeof calls);
+    calls.resident = -1;
+    seam_calls.stop_from_step = 4; /* after the first measured iteration */
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    assert_int_equal(stop_flag, 0);
+    const bc_case_report *stopped = &res.cases[order[1]];
+    assert_int_equal(stopped->status, BC_CASE_SKIPPED);
+    assert_int_equal(stopped->stop_reason, BC_STOP_INTERRUPTED);
+    assert_int_equal(stopped->n_iterations, 1);
+    assert_int_equal(res.cases[order[3]].error_code, BC_ERR_INTERRUPTED); /* never started */
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_warmup_and_iterations, setup, teardown),
@@ -1166,6 +1292,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_eta_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_isolated_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_isolated_second_interrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_seam_hooks, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,13 @@ for form in json_pairs json_strings vocab_merges; do
     cmp -s ids.txt "$G/prompts_ids.txt" || { fail "prompts with $form: ids differ from tokenizers'"; diff ids.txt "$G/prompts_ids.txt" | head; }
 done
 grep -q "9 prompts, 127 tokens; per prompt min 5, p50 14, max 28 (BOS 2 first)" ids.err || { fail "prompts: summary"; cat ids.err; }
+# the Split pre-tokenizer (Llama-3 with its BOS, id 0 there; Qwen2 without one), special tokens in the text
+for form in llama3:0 qwen2:-1; do
+    dir=${form%%:*}
+    "$BENCHCTL" prompts "$G/$dir/prompts.jsonl" --checkpoint "$G/$dir" --bos "${form#*:}" >ids.txt 2>ids.err ||
+        { fail "prompts with $dir exited non-zero"; cat ids.err; }
+    cmp -s ids.txt "$G/$dir/prompts_ids.txt" || { fail "prompts with $dir: ids differ from tokenizers'"; diff ids.txt "$G/$dir/prompts_ids.txt" | head; }
+done
 
 "$BENCHCTL" prompts "$G/prompts.jsonl" >/dev/null 2>nock.err
 [ $? -eq 2 ] || fail "prompts without --checkpoint was not a usage error"
@@ -69,6 +76,13 @@ grep -Eq '"prompt_pad_tokens": *0,' out.json || fail "synthetic: padding is not 
     --set 'backend.settings.prompts_fit="bucket"' --set 'matrix.prompt_lengths=[4]' >empty.out 2>empty.err
 [ $? -eq 2 ] || fail "an empty bucket was not refused with exit 2"
 grep -q "no prompt of 1..4 tokens" empty.err || { fail "empty bucket: message"; cat empty.err; }
+# prompts_text through a Llama-3 style tokenizer.json: the engine reads it as `benchctl prompts` does
+mkdir ckpt3 && ln -s "$SRC/tests/opt/golden/preln/config.json" "$SRC/tests/opt/golden/preln/model.safetensors" ckpt3/ &&
+    cp "$G/llama3/tokenizer.json" ckpt3/ || fail "llama3 checkpoint set-up"
+"$BENCHCTL" run "$SRC/tests/e2e/prompts_text.cfg" --set "backend.settings.checkpoint=\"$WORK/ckpt3\"" \
+    --set "backend.settings.prompts_text=\"$G/llama3/prompts.jsonl\"" -v \
+    >l3.out 2>l3.err || { fail "run with a llama3 tokenizer exited non-zero"; cat l3.err; }
+grep -q "prompts_text: 15 prompts fit" l3.err || { fail "llama3: no prompts line"; grep prompts l3.err; }
 # prompts_text without a checkpoint
 "$BENCHCTL" validate "$SRC/tests/e2e/prompts_text.cfg" --set "$set_pt" >/dev/null 2>nockpt.err
 [ $? -eq 2 ] || fail "prompts_text without a checkpoint was not refused"

@@ -1,8 +1,12 @@
 /* fuzz_tokenizer.c: fuzz target for the byte-level BPE tokenizer
- * (tokenizer/bpe.c, bpe_pretok.c). The first byte of the input chooses:
- *   even: the rest is text, encoded with the golden tokenizer
+ * (tokenizer/bpe.c, bpe_pretok.c, bpe_split.c). The first byte of the input
+ * chooses:
+ *   0 mod 4: the rest is text, encoded with the golden GPT-2 tokenizer
  *         (tests/tokenizer/golden/json_pairs, loaded once); decode must give
- *         the text back, with no more ids than bytes;
+ *         the text back, with no more ids than bytes (with an NFC
+ *         normalizer: the normalized text, which round-trips itself);
+ *   2 mod 4: the same with the golden Llama-3 style tokenizer (the Split
+ *         pre-tokenizer through PCRE2, special tokens in the text);
  *   odd:  the rest is a tokenizer.json; loading must succeed or fail with an
  *         error naming the file, and a loaded tokenizer must round-trip the
  *         input's own bytes.
@@ -18,24 +22,37 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* decode(encode(s)) == s; with a normalizer (NFC), decode(encode(s)) is
+ * the normalized text, which must encode and decode to itself. */
 static void round_trip(const bpe_tokenizer *t, const uint8_t *s, size_t n) {
     bpe_ids ids = {0};
     bc_error err;
     if (bpe_encode(t, (const char *)s, n, &ids, &err) != BC_OK) abort();
-    if (ids.n > n) abort();
     char *text;
     size_t len;
     if (bpe_decode(t, ids.ids, ids.n, &text, &len, &err) != BC_OK) abort();
-    if (len != n || (n && memcmp(text, s, n) != 0)) abort();
-    free(text);
     free(ids.ids);
+    if (bpe_normalizes(t)) {
+        ids = (bpe_ids){0};
+        char *again;
+        size_t again_len;
+        if (bpe_encode(t, text, len, &ids, &err) != BC_OK) abort();
+        if (bpe_decode(t, ids.ids, ids.n, &again, &again_len, &err) != BC_OK) abort();
+        if (again_len != len || (len && memcmp(again, text, len) != 0)) abort();
+        free(again);
+        free(ids.ids);
+    } else if (ids.n > n || len != n || (n && memcmp(text, s, n) != 0)) {
+        abort();
+    }
+    free(text);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static bpe_tokenizer *golden;
+    static bpe_tokenizer *golden, *golden_split;
     if (!golden) {
         bc_error err;
         if (bpe_load_dir(BENCHCTL_TOKENIZER_GOLDEN, bc_read_regular, &golden, &err) != BC_OK) abort();
+        if (bpe_load_dir(BENCHCTL_TOKENIZER_GOLDEN_SPLIT, bc_read_regular, &golden_split, &err) != BC_OK) abort();
     }
     if (size == 0) return 0;
     /* a private copy, so ASan sees the exact bounds */
@@ -43,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!buf) return 0;
     memcpy(buf, data + 1, size - 1);
     if ((data[0] & 1) == 0) {
-        round_trip(golden, buf, size - 1);
+        round_trip((data[0] & 2) ? golden_split : golden, buf, size - 1);
     } else {
         bpe_tokenizer *t = NULL;
         bc_error err;

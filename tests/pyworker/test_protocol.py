@@ -190,11 +190,58 @@ class TestProtocol(unittest.TestCase):
 
     def test_describe_without_the_engine(self):
         values = {"model": "350m", "checkpoint": "", "weights_seed": 0}
-        d = models.describe_reply("x", values, ["float32"])
+        d = models.describe_reply(models.resolve_model(values, "test"), ["float32"])
         self.assertEqual((d["vocab_size"], d["max_positions"], d["n_layers"], d["hidden_size"]), (50272, 2048, 24, 1024))
+        self.assertEqual(d["model_family"], "opt")
         # facebook/opt-125m and opt-350m's parameter counts (lm_head tied)
         self.assertEqual(d["parameters"], 331196416)
-        self.assertEqual(models.describe_reply("x", dict(values, model="125m"), [])["parameters"], 125239296)
+        d = models.describe_reply(models.resolve_model(dict(values, model="125m"), "test"), [])
+        self.assertEqual(d["parameters"], 125239296)
+
+    def test_llama_family_presets(self):
+        # the published parameter counts of Qwen/Qwen2.5-0.5B, Qwen/Qwen2.5-1.5B,
+        # meta-llama/Llama-3.2-1B and HuggingFaceTB/SmolLM2-135M (lm_head tied)
+        want = {"qwen2.5-0.5b": (494032768, 151936, 32768, 24, 896, 14, 4864),
+                "qwen2.5-1.5b": (1543714304, 151936, 131072, 28, 1536, 12, 8960),
+                "llama-3.2-1b": (1235814400, 128256, 131072, 16, 2048, 32, 8192),
+                "smollm2-135m": (134515008, 49152, 8192, 30, 576, 9, 1536)}
+        self.assertEqual(set(want), set(models.LLAMA_PRESETS))
+        for name, w in want.items():
+            with self.subTest(preset=name):
+                m = models.resolve_model({"model": name, "checkpoint": "", "weights_seed": 0}, "test")
+                d = models.describe_reply(m, ["float32"])
+                self.assertEqual((d["parameters"], d["vocab_size"], d["max_positions"], d["n_layers"],
+                                  d["hidden_size"], d["n_heads"], d["ffn_size"]), w)
+                self.assertEqual(d["model_family"], "llama")
+                self.assertIn(name, d["model"])
+
+    def test_a_family_no_worker_runs_is_refused_in_one_line(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "config.json"), "w") as f:
+                json.dump({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768}, f)
+            with self.assertRaises(WorkerError) as cm:
+                models.resolve_model({"model": "", "checkpoint": d, "weights_seed": 0}, "transformers")
+            self.assertEqual(cm.exception.code, "setting")
+            self.assertEqual(cm.exception.message,
+                             "setting checkpoint: %s/config.json: model_type \"gpt2\" is not a family the transformers "
+                             "worker runs (it runs model_type opt, llama, qwen2, mistral)" % d)
+            with open(os.path.join(d, "config.json"), "w") as f:
+                json.dump({"model_type": "qwen2", "vocab_size": 512, "num_hidden_layers": 2}, f)
+            with self.assertRaises(WorkerError) as cm:
+                models.resolve_model({"model": "", "checkpoint": d, "weights_seed": 0}, "transformers")
+            self.assertIn("config.json of model_type qwen2 has no 'hidden_size'", cm.exception.message)
+
+    def test_pad_and_eos_ids(self):
+        s = models.model_shape({"model_type": "qwen2", "vocab_size": 512, "hidden_size": 64, "num_hidden_layers": 2,
+                                "num_attention_heads": 4, "intermediate_size": 96, "eos_token_id": [7, 9],
+                                "pad_token_id": None}, "x", "test")
+        self.assertEqual((s["pad_id"], s["eos_ids"], s["n_kv_heads"], s["head_dim"]), (7, [7, 9], 4, 16))
+        v = models.Vocabulary(s)
+        self.assertEqual((v.eos_tokens, v.string(0), v.string(3), len(v.get_vocab())), (["t7", "t9"], "t0", "t3", 512))
+        self.assertEqual(models.rope_type({"rope_scaling": {"type": "linear"}}), "linear")
+        self.assertEqual(models.rope_type({"rope_parameters": {"rope_type": "llama3"}}), "llama3")
+        self.assertEqual(models.rope_type({"rope_theta": 1e6}), "default")
 
     def test_left_pad(self):
         self.assertEqual(models.left_pad([[5, 6], [7, 8, 9], [4]], 1),

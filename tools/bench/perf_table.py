@@ -2,8 +2,8 @@
 """perf_table.py: reads benchctl's JSON reports of the native engine and of
 the peers (the `worker` backend running transformers or CTranslate2,
 docs/pyworkers.md) and the bandwidth and FMA-peak probes' JSON, and prints
-two tables (markdown) for docs/performance.md: every row measured, and issue
-13's targets, met or not. Standard library only.
+two tables (markdown) for docs/performance.md: every row measured, and the
+targets, met or not. Standard library only.
 
 Columns of the first table, per engine x kernel family x precision x shape
 (B = prompts, S = samples per prompt, P -> R = prompt -> response tokens):
@@ -79,7 +79,7 @@ Columns of the first table, per engine x kernel family x precision x shape
                 compute type (CTranslate2 may lack a precision on a CPU), each
                 compute type's row matched by ISA as above (peer_best).
 
-The second table, issue 13's targets (targets()), has one line per target,
+The second table, the targets (targets()), has one line per target,
 kernel family, model, shape and precision where the target names them: the
 measured value, the threshold, met or not, and for a target not met the
 bound that applies (limit_of): for a step/bound target the bound it is held
@@ -475,7 +475,7 @@ def limit_of(r, value, threshold):
 
 
 def targets(rows):
-    """Issue 13's targets, one line per target, kernel family, model, shape
+    """The targets (docs/performance.md, "The targets"), one line per target, kernel family, model, shape
     and dtype where that applies: (target, family, model, shape, dtype,
     value text, threshold text, met, limit). A missing row is a line that
     says so (not met), unless the model never ran that precision at all
@@ -616,7 +616,7 @@ def main(argv=None):
     if gbs or peaks:
         lines.append("")
     lines += main_table(rows)
-    lines += ["", "Issue 13's targets:", ""]
+    lines += ["", "The targets (docs/performance.md):", ""]
     lines += targets_table(targets(rows))
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_performance.sh: the side-by-side performance benchmark of
-# docs/performance.md (issues 3 and 13), in one run:
+# docs/performance.md, in one run:
 #   1. builds the bandwidth and FMA-peak probes (one cc line each) and
 #      benchctl (CMake, the project's default RelWithDebInfo (-O2 -g), tests
 #      off, in $BUILD_DIR);
@@ -15,11 +15,11 @@
 #      again with their libraries restricted to AVX2 (PEER_AVX2_ENV in the
 #      worker's environment: the backend's `env` setting, which the JSON
 #      report records in backend_settings.env), the peers an AVX2-only CPU
-#      would run, for the avx2 family's ratios and issue 13's target 3;
+#      would run, for the avx2 family's ratios and target 3 (docs/performance.md, "The targets");
 #   6. both probes again, after the engines;
 #   7. tools/bench/perf_table.py: the table from all the JSON reports (with
 #      max(bandwidth bound, FMA bound) per row, prefill GFLOP/s, the ratios)
-#      and the table of issue 13's targets, met or not.
+#      and the table of the targets, met or not.
 # It prints an estimate of its run time first (est_case below: per-case costs
 # measured on the development machine, scaled to the settings given).
 # Every engine gets the same threads, warmup and iterations; the peers run
@@ -39,7 +39,7 @@
 #   SHAPES_1_3b ["1,1,128,128 4,4,128,128"] OPT-1.3b's (64 rows is too slow
 #       on 2 cores); SHAPES_<model> for any other preset, "." read as "_"
 #   SHAPES_HF ["1,1,128,128 4,4,128,128"] transformers' shapes (no 64 rows:
-#       about 4 minutes there, and no target of issue 13 compares with it)
+#       about 4 minutes there, and no target compares with it)
 #   SHAPES_CT2 [the OPT-125m shapes] CTranslate2's (float32 and int8)
 #   SHAPES: when set, every model's and the peers' shapes (for quick checks)
 #   PRECISIONS_<model>, WARMUP_<model>, ITERATIONS_<model>: one model's
@@ -55,7 +55,7 @@
 #       to AVX2, tagged hf_avx2, ct2_avx2, ct2int8_avx2 (CTranslate2's two
 #       add about 5 minutes to the estimate); transformers is left out by
 #       default (about 6 more minutes: its bf16 matmul has no oneDNN kernel
-#       below AVX-512 and falls back to ATen's own, and no target of issue 13
+#       below AVX-512 and falls back to ATen's own, and no target
 #       compares with it), "hf ct2 ct2int8" adds it, "" runs none
 #   PEER_AVX2_ENV ["ATEN_CPU_CAPABILITY=avx2 CT2_FORCE_CPU_ISA=AVX2
 #       MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2"] what restricts

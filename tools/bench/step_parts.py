@@ -28,7 +28,7 @@ Bounds per step, from the bandwidth and FMA-peak probes (perf_table's):
              with each part at its own limit, one after the other (as the
              engine runs them);
   max        max(all bytes / bandwidth, all flops / FMA peak): perf_table's
-             bound (issue 13's target 4), which needs the parts' memory
+             bound (target 4 of docs/performance.md), which needs the parts' memory
              reads and FMAs overlapped.
 
 Usage: step_parts.py PROFILE_DIR --bandwidth B.json --fmapeak F.json

@@ -10,7 +10,7 @@ library (ctest: pyworker_perf_table):
 - the decode step is (generation_ms - prefill_forward_ms) / num_decode_forwards;
 - prefill GFLOP/s counts the layers' weights per prompt token and the lm_head
   on each prompt's last position only;
-- issue 13's targets table, from small fixture reports and probe JSONs: a
+- the targets table, from small fixture reports and probe JSONs: a
   target met, one not met with the bound that applies, a missing row;
 - a peer's ISA comes from the ISA variables in its `env` setting; benchctl's
   avx2 family is compared with the peers held to AVX2 (target 3 too, which

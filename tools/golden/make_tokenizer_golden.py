@@ -23,6 +23,18 @@ the pieces are mapped back to the original bytes, and tokenizers' BPE model
 encodes each piece's bytes. For valid strings the same path is checked
 against tokenizer.encode().
 
+Then two tokenizers of the Split pre-tokenizer shape (a regex Split, then
+ByteLevel without its regex), trained the same way on a corpus of several
+scripts: llama3/ with Llama-3's pattern (contractions case-insensitive,
+digits in groups of up to three) and ignore_merges, Llama-3-style special
+tokens and one normalized added token; qwen2/ with Qwen2's pattern (one
+digit a piece) and its special tokens. Each directory holds tokenizer.json
+and cases.json: the ids tokenizer.encode() gives for hard strings (several
+scripts, digit runs, contractions, white space runs, newlines, punctuation,
+emoji, special tokens inside text) and seeded random mixes; strings with
+invalid UTF-8 are referenced from the parts as above (they carry no added
+token).
+
 Run:  tools/golden/.venv/bin/python tools/golden/make_tokenizer_golden.py
 """
 import codecs
@@ -31,7 +43,7 @@ import os
 import random
 
 import tokenizers
-from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, decoders, trainers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "tests", "tokenizer", "golden")
@@ -131,6 +143,20 @@ def lossy(data):
     return text, lens
 
 
+def reference_ids_parts(tok, data):
+    """tokenizers' pre-tokenizer on the lossy text, its BPE model on each
+    piece's original bytes."""
+    text, lens = lossy(data)
+    starts = [0]
+    for n in lens:
+        starts.append(starts[-1] + n)
+    ids = []
+    for _piece, (a, b) in tok.pre_tokenizer.pre_tokenize_str(text):
+        raw = data[starts[a]:starts[b]]
+        ids += [t.id for t in tok.model.tokenize("".join(BYTE_CHAR[x] for x in raw))]
+    return ids
+
+
 def reference_ids(tok, data):
     text, lens = lossy(data)
     starts = [0]
@@ -164,6 +190,211 @@ def random_mixes(n):
     return out
 
 
+# The patterns as Llama-3's and Qwen2's tokenizer.json carry them
+# (transformers' convert_slow_tokenizer.py, TikTokenConverter; its
+# models/qwen2/tokenization_qwen2.py, PRETOKENIZE_REGEX).
+LLAMA3_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+                  r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
+QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+                 r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
+LLAMA3_SPECIALS = (["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"] +
+                   [f"<|reserved_special_token_{i}|>" for i in range(12)])
+LLAMA3_ADDED = ["benchctl"]  # an added token that is not special: matched after normalization
+QWEN2_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|box_start|>"]
+
+SPLIT_CORPUS_LINES = CORPUS_LINES + [
+    "Ελληνικά κείμενα, русский текст, עברית וערבית: العربية لغة جميلة.",
+    "हिन्दी में लिखा गया वाक्य, ภาษาไทย ก็มี, and Tiếng Việt có dấu.",
+    "Digits 1 12 123 1234 12345 123456 1234567 and ٣٤٥ and 3.14159265 and 1,000,000.",
+    "IT'S LOUD, WE'RE HERE, THEY'VE GONE, I'M DONE, YOU'LL SEE, HE'D SAY; It's fine.",
+    "code:\n\tif (x >= 10) {\n\t\treturn x * 2;\n\t}\r\n",
+    "Emoji 😀😀 👍🏽 👨‍👩‍👧 🇫🇷 ✨ and symbols ©®™ ±×÷ →⇒ …",
+    "spaces    and\ttabs\t\tand\n\n\nnewlines  \n  mixed",
+    "U+180E is no white space: x \u180ex y \u180ey z \u180ez, nor U+200B: a \u200ba",
+]
+
+SPLIT_HARD = [
+    "", " ", "  ", "   ", "\t", "\n", "\n\n", "\n\n\n", "\r\n", " \n ", "\n\n  \n", "  x", "x  ", "a  b", "a   b",
+    "\t\tx", " \t \t", "x \n y", "a \n\nb", "a\r\nb", "  \n  x", "x\n", "!!\n\n", ".\r\n", "a\u2028b",
+    "a\u0085b", "a\u180eb", "a \u180e b", "x\u180e  y", " \u180e\n", "\u180e \u180e", " \u180ex", "a \u180ez", "a \u0085 b", "a\x1cb", "a\u200bb", "a\u00a0 b", "\u3000x", " \u00a0\u00a0x",
+    "Hello", "Hello, world! How are you?", "naïve café façade", "Ελληνικά Русский עברית العربية",
+    "日本語のテキスト、中文文本。 한국어", "नमस्ते दुनिया", "ภาษาไทย", "Tiếng Việt", "e\u0301 a\u0308 \u0301x",
+    "1", "12", "123", "1234", "12345", "1234567", "x2024y", " 2024", "3.14159", "1,000,000", "-42", "٣٤٥٦",
+    "½ Ⅻ ² ①", "a1b22c333d4444",
+    "it's", "IT'S", "We'Re", "they've", "I'M", "you'LL", "he'D", "'s", "''s", "'", "rock 'n' roll", "o'clock",
+    "'S'T'RE'VE'M'LL'D", "x's", " 's", "don't", "DON'T",
+    "!!!??? ...", " !!", "a--b", "(x)[y]{z}", "\"quoted\"", "#include <stdio.h>", "def f(x):\n\treturn x+1\n",
+    "x  +\n\n  y", ";\n", " ;\r\n\r\n",
+    "😀", " 👍🏽", "👨\u200d👩\u200d👧", "🇫🇷🇩🇪", "a😀b", "✨✨ ✨",
+    "\ufeffbom", "\ufffd x",
+]
+LLAMA3_TEXT_SPECIALS = [
+    "<|begin_of_text|>Hello", "a<|eot_id|>b", "<|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|>",
+    "<|reserved_special_token_1|><|reserved_special_token_10|><|reserved_special_token_11|>", "<|eot_id|",
+    " <|eot_id|> ", "<|EOT_ID|>", "x<|eot_id|><|eot_id|>y", "<<|eot_id|>>", "run benchctl now", "benchctlbenchctl",
+    "it's<|eot_id|>'s", "  <|begin_of_text|>  \n",
+]
+QWEN2_TEXT_SPECIALS = [
+    "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>", "x<|endoftext|>y",
+    "<|im_start|", " <|im_end|> ", "<|IM_END|>", "<|endoftext|><|endoftext|>", "<<|box_start|>>",
+]
+# strings NFC changes (Qwen2's normalizer): combining marks that compose, singletons, Hangul jamo
+NFC_HARD = ["e\u0301", "cafe\u0301 nai\u0308ve", "A\u030a \u212b \u2126", "\u1e9b\u0323", "\u1100\u1161\u11a8",
+            "o\u0308\u0304", "\u0301e", "x\u0323\u0307y", "\ufb01 \u2460 \uff21", "e\u0301<|im_end|>e\u0301"]
+SPLIT_INVALID = [b"\xff", b"abc\x80def", b"\xe2\x82abc", b" \xc3", b"\xed\xa0\x80x", b"ok \xff ok",
+                 b"\xf0\x9f\x98 x", b"caf\xc3\xa9\xc3", b"\xc0\xafab", b"12\xf4\x90\x80\x8034", b"\n\xff\n"]
+
+
+def train_split(corpus, pattern, specials, added, ignore_merges, nfc):
+    tok = Tokenizer(models.BPE(ignore_merges=ignore_merges))
+    if nfc:
+        tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(tokenizers.Regex(pattern), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=900, min_frequency=2, special_tokens=specials,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train([corpus], trainer)
+    if added:
+        tok.add_tokens(added)
+    return tok
+
+
+def split_random_mixes(n, specials):
+    rnd = random.Random(2323)
+    alphabet = ALPHABET + ["\r\n", "\n\n", "  ", "1", "22", "333", "4444", "'S", "'Re", "ſ", "ا", "ב", "ก", "न",
+                           "\u094d", "\u180e", "\u0085", "🇫", "✨", "…", "(", ")", ";"]
+    out = []
+    for _ in range(n):
+        parts, invalid = [], rnd.random() < 0.15
+        for _ in range(rnd.randint(1, 24)):
+            r = rnd.random()
+            if invalid and r < 0.08:
+                parts.append(rnd.choice(INVALID))
+            elif not invalid and r < 0.05:
+                parts.append(rnd.choice(specials).encode("utf-8"))
+            else:
+                parts.append(rnd.choice(alphabet).encode("utf-8"))
+        out.append(b"".join(parts))
+    return out
+
+
+def split_reference_ids(tok, data, added):
+    """The case of data: its ids, and (with a normalizer that changes the
+    text) what they decode to; None for invalid UTF-8 that the normalizer
+    would change (the parts path below does not normalize)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    norm = tok.normalizer.normalize_str if tok.normalizer else (lambda x: x)
+    if text is not None:
+        ids = tok.encode(text, add_special_tokens=False).ids
+        decoded = tok.decode(ids, skip_special_tokens=False)
+        assert decoded == norm(text), data
+        if not any(a in text for a in added) and norm(text) == text:
+            assert reference_ids_parts(tok, data) == ids, data
+        case = {"hex": data.hex(), "ids": ids}
+        if decoded != text:
+            case["decoded_hex"] = decoded.encode("utf-8").hex()
+        return case
+    assert not any(a.encode("utf-8") in data for a in added), data
+    lossy_text, _ = lossy(data)
+    if norm(lossy_text) != lossy_text:
+        return None
+    return {"hex": data.hex(), "ids": reference_ids_parts(tok, data)}
+
+
+def write_prompts(out, tok, texts, bos):
+    """prompts.jsonl and prompts_ids.txt: what `benchctl prompts --bos BOS`
+    must print (tests/e2e/prompts.sh); bos None: no BOS."""
+    with open(os.path.join(out, "prompts.jsonl"), "w", encoding="utf-8") as f:
+        for i, text in enumerate(texts):
+            f.write(json.dumps({"id": i, "text": text}, ensure_ascii=False) + "\n")
+    with open(os.path.join(out, "prompts_ids.txt"), "w") as f:
+        for text in texts:
+            ids = ([] if bos is None else [bos]) + tok.encode(text, add_special_tokens=False).ids
+            f.write(" ".join(str(i) for i in ids) + "\n")
+
+
+def make_split(name, pattern, specials, added, ignore_merges, text_specials, nfc=False):
+    out = os.path.join(OUT, name)
+    os.makedirs(out, exist_ok=True)
+    corpus = os.path.join(out, "corpus.txt")
+    rnd = random.Random(23)
+    with open(corpus, "w", encoding="utf-8") as f:
+        for _ in range(300):
+            line = rnd.choice(SPLIT_CORPUS_LINES)
+            words = line.split(" ")
+            rnd.shuffle(words)
+            f.write(" ".join(words) + "\n" + line + "\n")
+    tok = train_split(corpus, pattern, specials, added, ignore_merges, nfc)
+    tok.save(os.path.join(out, "tokenizer.json"), pretty=False)
+    with open(os.path.join(out, "tokenizer.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    pre = spec["pre_tokenizer"]
+    assert pre["type"] == "Sequence" and pre["pretokenizers"][0]["pattern"] == {"Regex": pattern}, pre
+    strings = [s.encode("utf-8") for s in SPLIT_HARD + text_specials + (NFC_HARD if nfc else [])] + SPLIT_INVALID
+    strings += split_random_mixes(300, specials + added)
+    everything = specials + added
+    cases, dropped = [], 0
+    for d in strings:
+        c = split_reference_ids(tok, d, everything)
+        if c is None:
+            dropped += 1
+        else:
+            cases.append(c)
+    strings = [bytes.fromhex(c["hex"]) for c in cases]
+    differ = 0
+    if ignore_merges:  # how many cases ignore_merges decides (the model without it gives other ids)
+        plain = Tokenizer.from_str(tok.to_str())
+        plain.model = models.BPE(vocab=tok.get_vocab(with_added_tokens=False),
+                                 merges=[tuple(m) for m in spec["model"]["merges"]], ignore_merges=False)
+        differ = sum(1 for d, c in zip(strings, cases)
+                     if d.decode("utf-8", "ignore") == d.decode("utf-8", "replace")
+                     and plain.encode(d.decode("utf-8"), add_special_tokens=False).ids != c["ids"])
+    with open(os.path.join(out, "cases.json"), "w", encoding="utf-8") as f:
+        json.dump({"tokenizers_version": tokenizers.__version__, "pattern": pattern, "nfc": nfc,
+                   "normalized_cases": sum(1 for c in cases if "decoded_hex" in c), "dropped_invalid_nfc": dropped,
+                   "vocab_size": tok.get_vocab_size(), "n_merges": len(spec["model"]["merges"]),
+                   "ignore_merges_decides": differ, "cases": cases}, f, indent=0)
+    bos = tok.token_to_id("<|begin_of_text|>")  # Llama-3's BOS; Qwen2 has none
+    prompts = [line for line in SPLIT_CORPUS_LINES if "\n" not in line] + text_specials[:3]
+    write_prompts(out, tok, prompts, bos)
+    print(f"{name}: dropped {dropped} invalid-UTF-8 strings NFC would change")
+    print(f"{name}: {len(cases)} cases, vocab {tok.get_vocab_size()}, {len(spec['model']['merges'])} merges, "
+          f"ignore_merges decides {differ} -> {out}")
+
+
+def make_ignore_merges():
+    """ignore_merges/: a hand-made vocabulary where it matters: "abc" is a
+    token, but the merge b+c ranks before a+b, so BPE alone gives a, bc;
+    with ignore_merges the piece "abc" is its token. Llama-3's split."""
+    out = os.path.join(OUT, "ignore_merges")
+    os.makedirs(out, exist_ok=True)
+    vocab = {BYTE_CHAR[b]: i for i, b in enumerate(range(256))}
+    for w in ["bc", "ab", "abc", "\u0120a", "\u0120abc"]:
+        vocab[w] = len(vocab)
+    merges = [("b", "c"), ("a", "b"), ("ab", "c"), ("\u0120", "a")]
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=True))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(tokenizers.Regex(LLAMA3_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    tok.save(os.path.join(out, "tokenizer.json"), pretty=False)
+    plain = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=False))
+    plain.pre_tokenizer = tok.pre_tokenizer
+    strings = ["abc", " abc", "abcabc", "xabc", "abc abc", "abcd", "bc"]
+    cases = [{"hex": t.encode().hex(), "ids": tok.encode(t).ids} for t in strings]
+    differ = sum(1 for t, c in zip(strings, cases) if plain.encode(t).ids != c["ids"])
+    assert differ >= 3, differ
+    with open(os.path.join(out, "cases.json"), "w", encoding="utf-8") as f:
+        json.dump({"tokenizers_version": tokenizers.__version__, "vocab_size": tok.get_vocab_size(),
+                   "n_merges": len(merges), "ignore_merges_decides": differ, "cases": cases}, f, indent=0)
+    print(f"ignore_merges: {len(cases)} cases, {differ} decided by ignore_merges -> {out}")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     corpus = os.path.join(OUT, "corpus.txt")
@@ -194,6 +425,9 @@ def main():
         for text in prompts:
             f.write(" ".join(str(i) for i in [2] + tok.encode(text, add_special_tokens=False).ids) + "\n")
     print(f"{len(cases)} cases, vocab {tok.get_vocab_size()}, {len(merges)} merges -> {OUT}")
+    make_split("llama3", LLAMA3_PATTERN, LLAMA3_SPECIALS, LLAMA3_ADDED, True, LLAMA3_TEXT_SPECIALS)
+    make_split("qwen2", QWEN2_PATTERN, QWEN2_SPECIALS, [], False, QWEN2_TEXT_SPECIALS, nfc=True)
+    make_ignore_merges()
 
 
 if __name__ == "__main__":

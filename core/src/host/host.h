@@ -19,4 +19,10 @@ bc_log_level bc_host_log_level(void);
 /* Monotonic clock in nanoseconds (CLOCK_MONOTONIC). */
 uint64_t bc_now_ns(void);
 
+/* Ends the process now with status: no atexit handlers, no stdio flush, and
+ * not through benchctl's own _exit (the exit guard, cli/exit_guard.c), which
+ * is for plugins. For a process that must not go on (an isolated case's
+ * child, a rank whose job is aborted). */
+_Noreturn void bc_exit_group(int status);
+
 #endif

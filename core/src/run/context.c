@@ -12,6 +12,7 @@
 #include "host.h"
 #include "matrix.h"
 #include "output.h"
+#include "plan.h"
 #include "selection.h"
 #include "settings.h"
 
@@ -371,13 +372,27 @@ static bc_status add_backend_axis(bc_context *ctx, bc_error *err) {
     return BC_OK;
 }
 
-/* The instance (its index) that runs case c. */
-static size_t backend_of(const bc_context *ctx, const bc_case *c) {
-    return bc_runner_backend_index(ctx->runner_backends, ctx->n_instances, c);
+const bc_runner_backend *bc_context_backend_of(const bc_context *ctx, size_t k) {
+    return &ctx->runner_backends[ctx->plan.instance[k]];
 }
 
-const bc_runner_backend *bc_context_backend_of(const bc_context *ctx, const bc_case *c) {
-    return &ctx->runner_backends[backend_of(ctx, c)];
+/* Step 3, last: the plan (plan.h). Case k of the whole matrix runs on
+ * instance k / (cases per instance) (add_backend_axis), which its index
+ * still says after the selection; each instance rebuilds on its own
+ * backend's axes. */
+static bc_status build_plan(bc_context *ctx, bc_error *err) {
+    size_t ni = ctx->n_instances, per = ctx->n_matrix_cases / ni;
+    size_t *instance = calloc(ctx->n_cases + 1, sizeof *instance);
+    uint32_t *axes = calloc(ni + 1, sizeof *axes);
+    bc_status st = BC_OK;
+    if (!instance || !axes) st = bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; st == BC_OK && k < ctx->n_cases; k++) instance[k] = ctx->cases[k].index / per;
+    for (size_t i = 0; st == BC_OK && i < ni; i++)
+        axes[i] = bc_matrix_rebuild_axes(entry_plugin(ctx, i / ctx->n_combos)->plugin->backend.rebuild_axes);
+    if (st == BC_OK) st = bc_plan_build(&ctx->plan, ctx->cases, ctx->n_cases, instance, axes, ni, err);
+    free(instance);
+    free(axes);
+    return st;
 }
 
 /* Step 3: the matrix, and the cases the command line selects. */
@@ -407,6 +422,7 @@ static bc_status build_cases(bc_context *ctx, const bc_context_args *a, bc_error
     if ((st = add_backend_axis(ctx, err)) != BC_OK) return st;
     ctx->n_matrix_cases = ctx->n_cases;
     if ((st = bc_selection_apply(ctx->cases, &ctx->n_cases, a->cases, a->only, err)) != BC_OK) return st;
+    if ((st = build_plan(ctx, err)) != BC_OK) return st;
     ctx->checks = calloc(ctx->n_cases + 1, sizeof *ctx->checks);
     if (!ctx->checks) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
     return BC_OK;
@@ -465,7 +481,7 @@ static void locate_case_error(const bc_context *ctx, const bc_case *c, bc_status
         text(buf + used, n - used, ": matrix");
         return;
     }
-    size_t b = backend_of(ctx, c) / ctx->n_combos;
+    size_t b = ctx->plan.instance[c - ctx->cases] / ctx->n_combos;
     text(buf, n, "%s: %s", b == 0 ? ctx->backend.where : ctx->more_backends[b - 1].where,
          b == 0 ? ctx->cfg.backend.where : ctx->cfg.more_backends[b - 1].where);
 }
@@ -474,7 +490,7 @@ static void locate_case_error(const bc_context *ctx, const bc_case *c, bc_status
 static bc_status check_cases(bc_context *ctx, int allow_infeasible, bc_error *err) {
     size_t first = ctx->n_cases;
     for (size_t k = 0; k < ctx->n_cases; k++) {
-        const bc_runner_backend *rb = &ctx->runner_backends[backend_of(ctx, &ctx->cases[k])];
+        const bc_runner_backend *rb = bc_context_backend_of(ctx, k);
         if (!rb->plugin->backend.check_case) continue;
         bc_error cerr = {0};
         bc_status st = rb->plugin->backend.check_case(rb->instance, &ctx->cases[k], &cerr);
@@ -562,6 +578,7 @@ void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_ru
         .backend_where = ctx->backend.where,
         .backends = ctx->runner_backends,
         .n_backends = ctx->runner_backends ? ctx->n_instances : 0,
+        .plan = &ctx->plan,
         .cases = ctx->cases,
         .n_cases = ctx->n_cases,
         .warmup = ctx->cfg.warmup,
@@ -613,6 +630,7 @@ void bc_context_free(bc_context *ctx) {
     free(ctx->cache_names);
     free(ctx->cases);
     free(ctx->checks);
+    bc_plan_free(&ctx->plan);
     bc_run_meta_free(&ctx->meta);
     bc_loader_free(&ctx->loader); /* after every instance is gone */
     bc_config_free(&ctx->cfg);

@@ -11,7 +11,9 @@
  *      combination through the backend's check_settings;
  *   3. the matrix: every case in requested order, then the cases the
  *      command line selects (--cases, --only: selection.h), each keeping
- *      its matrix index;
+ *      its matrix index; then the plan (plan.h): the instance each case
+ *      runs on, its rebuild group and the execution order, built once for
+ *      plan, validate and run;
  *   4. the backend instances, one per backends entry and combination of
  *      setting-axis values: created (light: no weights) and described;
  *   5. every case checked by the backend's check_case (a prompt plus response
@@ -20,7 +22,7 @@
  * The runner (runner.h) then prepares the backend (loads weights) and runs.
  *
  * Ownership: the context owns the config, the loader (and so every plugin),
- * the resolved settings, the cases, the backend instance and the metadata;
+ * the resolved settings, the cases, the plan, the backend instances and the metadata;
  * bc_context_free destroys the instance before the loader dlcloses.
  */
 #ifndef BENCHCTL_CONTEXT_H
@@ -33,6 +35,7 @@
 #include "config.h"
 #include "loader.h"
 #include "metadata.h"
+#include "plan.h"
 #include "runner.h"
 
 /* One plugin named by the config, with its resolved settings. */
@@ -85,6 +88,7 @@ typedef struct bc_context {
     size_t n_cases;
     size_t n_matrix_cases;                              /* cases of the whole matrix */
     bc_case_check *checks;                              /* n_cases */
+    bc_plan plan;                                       /* the cases' instances, groups and order (plan.h) */
     size_t n_infeasible;
     void *backend_instance;                             /* created by the backend, destroyed in bc_context_free */
     bc_backend_info backend_info;                       /* filled by describe */
@@ -138,8 +142,8 @@ bc_status bc_context_open(bc_context *ctx, const bc_context_args *args, bc_error
  * from ctx and reps. */
 void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_runner_reporter *reps);
 
-/* The backend (plugin, instance) that runs case c of ctx's cases. */
-const bc_runner_backend *bc_context_backend_of(const bc_context *ctx, const bc_case *c);
+/* The backend (plugin, instance) that runs case k of ctx's cases (the plan's). */
+const bc_runner_backend *bc_context_backend_of(const bc_context *ctx, size_t k);
 
 /* Describes a case in one phrase: "bf16 retain, batch 4 x 2 samples, prompt 32, response 16". */
 void bc_context_describe_case(const bc_case *c, char *buf, size_t n);

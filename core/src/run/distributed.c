@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "host.h"
 #include "runner.h"
 #include "stats.h"
 
@@ -46,7 +47,7 @@ bc_status bc_dist_check_srun(int world_size, bc_error *err) {
 
 _Noreturn void bc_dist_abort(bc_dist *d, int status) {
     d->comm->comm.abort(d->inst, status);
-    _exit(status); /* a comm whose abort returned */
+    bc_exit_group(status); /* a comm whose abort returned; not through the exit guard, which is for plugins */
 }
 
 /* Runs a collective; a failure is fatal for the job (the ranks would no

@@ -12,7 +12,8 @@
  *                           rank 0 reads the config and sends it; every rank
  *                           agrees it could build its context and runs the
  *                           same plugins (naming the rank and the difference)
- * During the run (runner.c), outside every timed region:
+ * During the run, the runner's seam (bc_dist_seam, seam.h; dist_seam.c)
+ * calls, outside every timed region:
  *   replicate   bc_dist_barrier before each iteration, bc_dist_agree after
  *               it (any rank failed? rank 0's stop decision, interrupts),
  *               bc_dist_replicate_collect after each case (per-rank times
@@ -60,7 +61,18 @@ typedef struct bc_dist {
     bc_case_distributed *cases;
     double *per_rank;
     char failed_hook[BC_DIST_HOST_MAX + 96]; /* "rank 1 (host): generate", after bc_dist_agree */
+    /* The seam's state during a run: the interrupt level agreed at the last
+     * step (replicate), the case this rank ran in the current round (shard,
+     * -1 none). */
+    int agreed_stop;
+    int64_t round_case;
 } bc_dist;
+
+struct bc_run_seam;
+
+/* The runner's seam for d's mode (seam.h): replicate or shard. seam->ctx
+ * is d, which must outlive the run. */
+void bc_dist_seam(bc_dist *d, struct bc_run_seam *seam);
 
 /* The comm plugin the launcher implies, from the environment alone: "mpi"
  * when OMPI_COMM_WORLD_SIZE, PMIX_RANK or PMI_RANK is set; NULL otherwise.

@@ -76,9 +76,7 @@ int bc_matrix_same_backend(const bc_case *a, const bc_case *b) {
     return bc_matrix_case_has_settings(a, n_case_settings(b) ? b->setting_values : NULL, n_case_settings(b));
 }
 
-int bc_matrix_same_group(const bc_case *a, const bc_case *b, uint32_t axes) {
-    /* two instances never share a group: the cases run instance by instance */
-    if (!bc_matrix_same_backend(a, b)) return 0;
+int bc_matrix_same_axes(const bc_case *a, const bc_case *b, uint32_t axes) {
     if ((axes & BC_AXIS_PRECISION) && !same_name(a->precision, b->precision)) return 0;
     if ((axes & BC_AXIS_CACHE_POLICY) && !same_name(a->cache_policy, b->cache_policy)) return 0;
     if ((axes & BC_AXIS_BATCH_SIZE) && a->batch_size != b->batch_size) return 0;
@@ -88,26 +86,19 @@ int bc_matrix_same_group(const bc_case *a, const bc_case *b, uint32_t axes) {
     return 1;
 }
 
+int bc_matrix_same_group(const bc_case *a, const bc_case *b, uint32_t axes) {
+    /* two instances never share a group: the cases run instance by instance */
+    return bc_matrix_same_backend(a, b) && bc_matrix_same_axes(a, b, axes);
+}
+
 /* a runs before b: an earlier group, or the same group and a larger effective batch */
 static int runs_before(const size_t *group, const bc_case *cases, size_t a, size_t b) {
     if (group[a] != group[b]) return group[a] < group[b];
     return bc_case_effective_batch(&cases[a]) > bc_case_effective_batch(&cases[b]);
 }
 
-void bc_matrix_execution_order(const bc_case *cases, size_t n, uint32_t axes, size_t *order) {
-    /* group[i]: the requested index of the first case in i's group, so groups
-     * keep the order their first case was requested in */
-    size_t *group = malloc((n ? n : 1) * sizeof *group); /* owned here */
-    for (size_t i = 0; i < n; i++) {
-        order[i] = i;
-        if (!group) continue;
-        group[i] = i;
-        for (size_t j = 0; j < i; j++)
-            if (bc_matrix_same_group(&cases[j], &cases[i], axes)) {
-                group[i] = group[j];
-                break;
-            }
-    }
+void bc_matrix_order_groups(const bc_case *cases, size_t n, const size_t *group, size_t *order) {
+    for (size_t i = 0; i < n; i++) order[i] = i;
     /* insertion sort: stable, and matrices are small (tens to hundreds) */
     for (size_t i = 1; i < n; i++) {
         size_t v = order[i];
@@ -119,5 +110,20 @@ void bc_matrix_execution_order(const bc_case *cases, size_t n, uint32_t axes, si
         }
         order[j] = v;
     }
+}
+
+void bc_matrix_execution_order(const bc_case *cases, size_t n, uint32_t axes, size_t *order) {
+    /* group[i]: the requested index of the first case in i's group, so groups
+     * keep the order their first case was requested in */
+    size_t *group = malloc((n ? n : 1) * sizeof *group); /* owned here */
+    for (size_t i = 0; group && i < n; i++) {
+        group[i] = i;
+        for (size_t j = 0; j < i; j++)
+            if (bc_matrix_same_group(&cases[j], &cases[i], axes)) {
+                group[i] = group[j];
+                break;
+            }
+    }
+    bc_matrix_order_groups(cases, n, group, order);
     free(group);
 }

@@ -6,7 +6,8 @@
  * (so response_length varies fastest). case.index is the position in this
  * order, and reports list cases in it.
  *
- * Execution order: cases are grouped by the axes the backend says are costly
+ * Execution order (the run's plan, plan.h, holds it): cases run instance by
+ * instance, and an instance's are grouped by the axes its backend says are costly
  * to switch (bc_backend_ops.rebuild_axes; precision when it does not say), so
  * the backend rebuilds its state (weights in another precision) once per
  * group; groups run in the order their first case is requested. Within a
@@ -48,6 +49,9 @@ bc_status bc_matrix_build(const bc_matrix_axes *axes, bc_case **out_cases, size_
  * BC_AXIS_PRECISION, BC_AXIS_NONE is no axis. */
 uint32_t bc_matrix_rebuild_axes(uint32_t backend_rebuild_axes);
 
+/* 1 when a and b agree on every axis in axes (bc_axis bits). */
+int bc_matrix_same_axes(const bc_case *a, const bc_case *b, uint32_t axes);
+
 /* 1 when a and b run on the same backend instance (bc_matrix_same_backend)
  * and agree on every axis in axes (bc_axis bits): groups never span two
  * instances, so the execution order runs the cases instance by instance. */
@@ -61,8 +65,15 @@ int bc_matrix_case_has_settings(const bc_case *c, const char *const *values, siz
  * (bc_case.backend) with the same setting values. */
 int bc_matrix_same_backend(const bc_case *a, const bc_case *b);
 
+/* Fills order[n] with indices into cases[]: by group (group[k], the
+ * requested index of case k's group's first case; NULL: one group), then
+ * largest effective batch first, ties in requested order. The run's plan
+ * (plan.h) orders its cases with it. */
+void bc_matrix_order_groups(const bc_case *cases, size_t n, const size_t *group, size_t *order);
+
 /* Fills order[n] with indices into cases[] in execution order, grouping by
- * axes (the result of bc_matrix_rebuild_axes). */
+ * axes (the result of bc_matrix_rebuild_axes) and by the instance each case
+ * names (bc_matrix_same_group). */
 void bc_matrix_execution_order(const bc_case *cases, size_t n, uint32_t axes, size_t *order);
 
 #endif

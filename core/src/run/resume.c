@@ -1,5 +1,5 @@
 /* resume.c: the finished cases of an earlier run, for run --resume (see
- * resume.h). */
+ * resume.h), and how the runner takes one (bc_runner_adopt_prior). */
 #define _POSIX_C_SOURCE 200809L
 #include "resume.h"
 
@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "runner_internal.h"
+#include "schedule.h"
 
 /* The replayed report of the case with this index and key (with_backend: the
  * key of a journal whose cases name more than one backend), if it finished
@@ -86,3 +89,43 @@ void bc_resume_free(bc_resume *rs) {
     bc_runfile_free(&rs->rf);
     memset(rs, 0, sizeof *rs);
 }
+
+/* Case k as an earlier run recorded it (bc_prior_case): values (as many as
+ * fit), statistics recomputed from them, and the recorded measurements. */
+void bc_runner_adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size_t k) {
+    const bc_prior_case *p = cfg->prior[k];
+    const bc_case_report *from = p->report;
+    bc_case_report *cr = &res->cases[k];
+    uint32_t n_it = p->n_iterations < res->rows_per_case ? p->n_iterations : res->rows_per_case;
+    double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+    memcpy(values, p->values, (size_t)n_it * N_FIELDS * sizeof *values);
+    for (size_t f = 0; f < N_FIELDS; f++)
+        bc_stats_compute(values + f, n_it, N_FIELDS, res->stats + (k * N_FIELDS + f) * BC_N_STATS, NULL);
+    cr->status = BC_CASE_OK;
+    cr->error_code = BC_OK;
+    cr->n_iterations = n_it;
+    cr->returned_response_length = from->returned_response_length;
+    cr->prompt_width_tokens = from->prompt_width_tokens;
+    cr->prompt_min_tokens = from->prompt_min_tokens;
+    cr->prompt_max_tokens = from->prompt_max_tokens;
+    cr->prompt_p50_tokens = from->prompt_p50_tokens;
+    cr->prompt_pad_tokens = from->prompt_pad_tokens;
+    cr->peak_memory_mib = from->peak_memory_mib;
+    if (from->memory) res->memory[k] = *from->memory;
+    res->memory[k].struct_size = sizeof res->memory[k];
+    cr->held_between_rollouts_bytes = from->held_between_rollouts_bytes;
+    cr->peak_rss_bytes = from->peak_rss_bytes;
+    cr->device_free_before_bytes = from->device_free_before_bytes;
+    cr->device_free_after_bytes = from->device_free_after_bytes;
+    cr->wall_ms = from->wall_ms;
+    cr->rebuilt = from->rebuilt;
+    cr->total_ms_rel_ci = from->total_ms_rel_ci;
+    cr->load_avg_start = from->load_avg_start;
+    cr->load_avg_end = from->load_avg_end;
+    cr->cpu_steal_share = from->cpu_steal_share;
+    cr->stop_reason = from->stop_reason;
+    if (BC_ELEM_HAS(from->struct_size, bc_case_report, token_agreement)) cr->token_agreement = from->token_agreement;
+    if (BC_ELEM_HAS(from->struct_size, bc_case_report, schedule))
+        cr->schedule = bc_schedule_copy(&res->schedules[k], from->schedule);
+}
+

@@ -1,32 +1,28 @@
-/* runner.c: the measurement loop (see runner.h for the exact protocol).
- * Times are milliseconds from the monotonic clock; memory is bytes unless a
- * name says MiB. */
+/* runner.c: the measurement loop (see runner.h for the exact protocol):
+ * a case's iterations, its stop rule and statistics, and bc_run over the
+ * cases. A case in a child process is isolation.c's, the reporters, their
+ * journal and the ETA fanout.c's. Times are milliseconds from the monotonic
+ * clock; memory is bytes unless a name says MiB. */
 #define _GNU_SOURCE
 #include "runner.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "agreement.h"
 #include "schedule.h"
-#include "distributed.h"
 #include "eta.h"
 #include "host.h"
 #include "hostload.h"
 #include "matrix.h"
+#include "plan.h"
+#include "seam.h"
+#include "runner_internal.h"
 
 const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_PROMPT_EXPANSION_MS] = "prompt_expansion_ms",
@@ -67,14 +63,6 @@ const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_LORA_FUSE_MS] = "lora_fuse_ms",
     [BC_FIELD_LORA_UNFUSE_MS] = "lora_unfuse_ms",
 };
-
-enum { N_FIELDS = BC_N_FIELDS };
-
-volatile sig_atomic_t bc_run_in_case_child;
-
-static double ms_since(uint64_t t0) { return (double)(bc_now_ns() - t0) / 1e6; }
-
-static int stop_level(const bc_runner_config *cfg) { return cfg->stop ? (int)*cfg->stop : 0; }
 
 /* Resets the process peak RSS (VmHWM). Returns 0 on success. */
 static int reset_peak_rss(void) {
@@ -183,28 +171,6 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
     row[BC_FIELD_LORA_UNFUSE_MS] = g->lora_unfuse_ms;
 }
 
-size_t bc_runner_backend_index(const bc_runner_backend *backends, size_t n, const bc_case *c) {
-    if (n < 2 || !BC_HAS(c, bc_case, backend) || !c->backend) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(backends[i].label, c->backend) == 0 &&
-            bc_matrix_case_has_settings(c, backends[i].setting_values, backends[i].n_settings))
-            return i;
-    return 0;
-}
-
-/* The backend (its index in cfg->backends) that runs case c; 0 with one. */
-static size_t backend_index(const bc_runner_config *cfg, const bc_case *c) {
-    return bc_runner_backend_index(cfg->backends, cfg->n_backends, c);
-}
-
-static const bc_plugin *backend_plugin(const bc_runner_config *cfg, const bc_case *c) {
-    return cfg->n_backends ? cfg->backends[backend_index(cfg, c)].plugin : cfg->backend;
-}
-
-static void *backend_instance(const bc_runner_config *cfg, const bc_case *c) {
-    return cfg->n_backends ? cfg->backends[backend_index(cfg, c)].instance : cfg->backend_instance;
-}
-
 /* Where one iteration stopped, when it did not complete. */
 typedef struct iteration_out {
     const char *hook;        /* the hook that failed, or NULL */
@@ -214,9 +180,8 @@ typedef struct iteration_out {
 
 /* One rollout. row (N_FIELDS, may be NULL for warmup) gets the values. On a
  * hook error returns it, with out->hook naming the hook. */
-static bc_status one_iteration(const bc_runner_config *cfg, void *inst, const bc_case *c, int *released, double *row,
-                               iteration_out *out, bc_error *err) {
-    const bc_backend_ops *ops = &backend_plugin(cfg, c)->backend;
+static bc_status one_iteration(const bc_runner_config *cfg, const bc_backend_ops *ops, void *inst, const bc_case *c,
+                               int *released, double *row, iteration_out *out, bc_error *err) {
     double scratch[N_FIELDS];
     if (!row) row = scratch;
     for (int f = 0; f < N_FIELDS; f++) row[f] = NAN;
@@ -261,8 +226,7 @@ static bc_status one_iteration(const bc_runner_config *cfg, void *inst, const bc
 }
 
 /* Sets a case's message (owned by res). */
-static void set_message(bc_run_result *res, size_t k, const char *fmt, ...) BC_PRINTF(3, 4);
-static void set_message(bc_run_result *res, size_t k, const char *fmt, ...) {
+void bc_runner_set_message(bc_run_result *res, size_t k, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char *msg = NULL;
@@ -285,7 +249,7 @@ static void note_generation(bc_case_report *cr, const bc_generation_stats *g) {
 }
 
 /* The stop rule's bounds: [lo, hi] measured iterations. */
-static void iteration_bounds(const bc_runner_config *cfg, uint32_t *lo, uint32_t *hi) {
+void bc_runner_iteration_bounds(const bc_runner_config *cfg, uint32_t *lo, uint32_t *hi) {
     if (cfg->max_iterations > 0) {
         *hi = cfg->max_iterations;
         *lo = cfg->min_iterations < 1 ? 1 : cfg->min_iterations > *hi ? *hi : cfg->min_iterations;
@@ -303,181 +267,17 @@ static void mark_interrupted(const bc_runner_config *cfg, bc_run_result *res, si
     res->cases[k].stop_reason = BC_STOP_INTERRUPTED;
     const char *sp = during[0] ? " " : "";
     if (hi && cfg->max_iterations > 0)
-        set_message(res, k, "interrupted%s%s after %u measured iterations (at most %u)", sp, during, done, hi);
+        bc_runner_set_message(res, k, "interrupted%s%s after %u measured iterations (at most %u)", sp, during, done, hi);
     else if (hi)
-        set_message(res, k, "interrupted%s%s after %u of %u measured iterations", sp, during, done, hi);
+        bc_runner_set_message(res, k, "interrupted%s%s after %u of %u measured iterations", sp, during, done, hi);
     else
-        set_message(res, k, "interrupted %s", during);
-}
-
-/* One open reporter. */
-typedef struct reporter_slot {
-    const bc_runner_reporter *r;
-    void *inst;     /* owned by the plugin; destroyed by the runner */
-    int open;       /* open succeeded */
-    int journaling; /* case_finished still called */
-    int progress;   /* iteration_finished still called */
-} reporter_slot;
-
-/* What the cases of one run share while it goes: the reporters, the report
- * they see, the execution order and the cost model of the ETA. */
-typedef struct run_state {
-    const bc_runner_config *cfg;
-    bc_run_result *res;
-    reporter_slot *slots;
-    const bc_run_report *run; /* the finished cases so far */
-    const size_t *order;      /* execution order */
-    size_t position;          /* of the running case in order */
-    bc_eta eta;               /* fitted on the finished cases */
-    int child_fd;             /* >= 0 in an isolated case's child: events go to the parent over it */
-} run_state;
-
-static void report_error(const bc_runner_config *cfg, bc_run_result *res, const reporter_slot *s, const char *hook,
-                         const bc_error *err) {
-    res->reporter_failed = 1;
-    if (!cfg->on_error) return;
-    const char *name = s->r->plugin->desc->name, *msg = err->message[0] ? err->message : "failed";
-    char line[1400];
-    snprintf(line, sizeof line, "%.500s%sreporter '%s': %s: %s", s->r->where ? s->r->where : "",
-             s->r->where ? ": " : "", name, hook, msg);
-    cfg->on_error(cfg->on_error_ctx, line);
-}
-
-/* Whether the stable rule applies (adaptive, with a target). */
-static int has_target(const bc_runner_config *cfg) { return cfg->max_iterations > 0 && cfg->target_rel_ci > 0; }
-
-/* Measured iterations a case not yet run is expected to take (eta.h). */
-static uint32_t expected_iterations(const bc_runner_config *cfg, const bc_eta *e) {
-    uint32_t lo, hi;
-    iteration_bounds(cfg, &lo, &hi);
-    return bc_eta_expected_iterations(e, lo, hi, has_target(cfg) ? lo : hi);
-}
-
-/* The modelled wall ms of case c from its start, with e (NAN without data). */
-static double predict_case_ms(const bc_runner_config *cfg, const bc_eta *e, const bc_case *c) {
-    double per = bc_eta_iteration_ms(e, bc_eta_units(e, c));
-    double ms = per * ((double)cfg->warmup + (double)expected_iterations(cfg, e));
-    if (cfg->max_seconds_per_case > 0 && ms > cfg->max_seconds_per_case * 1000.0 + per)
-        ms = cfg->max_seconds_per_case * 1000.0 + per;
-    return ms;
-}
-
-/* Seconds the cases at positions from..n-1 of the order should take, with e. */
-static double predict_rest_s(const run_state *rs, const bc_eta *e, size_t from) {
-    double ms = 0.0;
-    for (size_t i = from; i < rs->cfg->n_cases; i++) ms += predict_case_ms(rs->cfg, e, &rs->cfg->cases[rs->order[i]]);
-    return ms / 1000.0;
-}
-
-/* The ETA during the running case, after warmup_done + measured_done of its
- * iterations took elapsed_ms (rel_ci: its CI so far): the case itself is a
- * point of the fit, its remaining iterations at its own pace, then the cases
- * after it. */
-static double eta_running(const run_state *rs, const bc_case *c, uint32_t warmup_done, uint32_t measured_done,
-                          double elapsed_ms, double rel_ci) {
-    const bc_runner_config *cfg = rs->cfg;
-    uint32_t done = warmup_done + measured_done, lo, hi;
-    if (done == 0) return NAN;
-    iteration_bounds(cfg, &lo, &hi);
-    bc_eta e = rs->eta;
-    double per = elapsed_ms / done;
-    bc_eta_add_point(&e, bc_eta_units(&e, c), per);
-    uint32_t expect = expected_iterations(cfg, &rs->eta);
-    if (has_target(cfg))
-        expect = bc_eta_iterations_to_target(measured_done, rel_ci, cfg->target_rel_ci, lo, hi, expect);
-    uint32_t left = cfg->warmup - warmup_done;
-    if (expect > measured_done) left += expect - measured_done;
-    else if (measured_done < hi) left += 1;
-    double case_ms = per * left;
-    if (cfg->max_seconds_per_case > 0 && elapsed_ms + case_ms > cfg->max_seconds_per_case * 1000.0 + per)
-        case_ms = cfg->max_seconds_per_case * 1000.0 + per - elapsed_ms;
-    if (case_ms < 0) case_ms = 0;
-    return case_ms / 1000.0 + predict_rest_s(rs, &e, rs->position + 1);
-}
-
-/* ------------------------------------------------ per-case process isolation
- *
- * With cfg->isolation, each case runs in a forked child (after prepare, so
- * the backend's state is inherited copy-on-write). The child runs the case
- * exactly as run_case does and sends frames to the parent over a pipe:
- *   frame  = uint32 type, uint32 payload length, payload
- *   EVENT  = frame_event: one finished iteration (warmup or measured)
- *   RESULT = the case report (raw struct, same binary), the memory stats
- *            (raw struct), n_iterations x N_FIELDS doubles, the message
- * The parent forwards EVENTs to the reporters and keeps their values, so a
- * child that dies keeps the iterations it finished. The child's stderr goes
- * through a second pipe: passed on to ours, its tail kept for the message. */
-enum { FRAME_EVENT = 1, FRAME_RESULT = 2, STDERR_TAIL = 1024, STDERR_LINES = 5 };
-
-typedef struct frame_event {
-    int32_t warmup;
-    uint32_t iteration;
-    double elapsed_ms, rel_ci;
-    double row[N_FIELDS];
-} frame_event;
-
-/* Writes all n bytes; 0 on success. */
-static int write_all(int fd, const void *buf, size_t n) {
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int send_frame(int fd, uint32_t type, const void *a, size_t na, const void *b, size_t nb, const void *c,
-                      size_t nc, const void *d, size_t nd) {
-    uint32_t head[2] = {type, (uint32_t)(na + nb + nc + nd)};
-    return write_all(fd, head, sizeof head) || write_all(fd, a, na) || write_all(fd, b, nb) || write_all(fd, c, nc) ||
-           write_all(fd, d, nd);
-}
-
-static void child_send_event(int fd, int warmup, uint32_t iteration, const double *row, double elapsed_ms,
-                             double rel_ci) {
-    frame_event ev = {.warmup = warmup, .iteration = iteration, .elapsed_ms = elapsed_ms, .rel_ci = rel_ci};
-    memcpy(ev.row, row, sizeof ev.row);
-    if (send_frame(fd, FRAME_EVENT, &ev, sizeof ev, NULL, 0, NULL, 0, NULL, 0)) syscall(SYS_exit_group, 1);
-}
-
-/* Tells the reporters that have iteration_finished about one iteration. */
-static void iteration_event(run_state *rs, const bc_case *c, int warmup, uint32_t iteration, const double *row,
-                            double elapsed_ms, double rel_ci) {
-    const bc_runner_config *cfg = rs->cfg;
-    if (rs->child_fd >= 0) {
-        child_send_event(rs->child_fd, warmup, iteration, row, elapsed_ms, rel_ci);
-        return;
-    }
-    int any = 0;
-    for (size_t r = 0; r < cfg->n_reporters && !any; r++) any = rs->slots[r].progress;
-    if (!any) return;
-    uint32_t lo, hi;
-    iteration_bounds(cfg, &lo, &hi);
-    bc_iteration_event ev = {
-        .struct_size = sizeof ev, .c = c, .position = (uint32_t)rs->position, .n_cases = (uint32_t)cfg->n_cases,
-        .warmup = warmup, .iteration = iteration,
-        .n_min = warmup ? cfg->warmup : lo, .n_max = warmup ? cfg->warmup : hi,
-        .values = row, .case_elapsed_ms = elapsed_ms, .rel_ci = rel_ci,
-        .eta_s = eta_running(rs, c, warmup ? iteration + 1 : cfg->warmup, warmup ? 0 : iteration + 1, elapsed_ms,
-                             rel_ci)};
-    for (size_t r = 0; r < cfg->n_reporters; r++) {
-        reporter_slot *s = &rs->slots[r];
-        if (!s->progress) continue;
-        bc_error rerr = {0};
-        if (s->r->plugin->reporter.iteration_finished(s->inst, rs->run, &ev, &rerr) != BC_OK) {
-            report_error(cfg, rs->res, s, "iteration_finished", &rerr);
-            s->progress = 0;
-        }
-    }
+        bc_runner_set_message(res, k, "interrupted %s", during);
 }
 
 /* Why the measured iterations stop after the n-th, or BC_STOP_NONE to go on. */
 static bc_stop_reason stop_rule(const bc_runner_config *cfg, uint32_t n, double rel_ci, double elapsed_ms) {
     uint32_t lo, hi;
-    iteration_bounds(cfg, &lo, &hi);
+    bc_runner_iteration_bounds(cfg, &lo, &hi);
     int adaptive = cfg->max_iterations > 0;
     if (adaptive && cfg->target_rel_ci > 0 && n >= lo && rel_ci <= cfg->target_rel_ci) return BC_STOP_STABLE;
     if (n >= hi) return adaptive ? BC_STOP_MAX_ITERATIONS : BC_STOP_FIXED;
@@ -503,15 +303,16 @@ void bc_run_case_stats(bc_run_result *res, size_t k) {
 }
 
 /* Runs case k (requested index) with the backend instance. */
-static void run_case(run_state *rs, size_t k) {
+void bc_runner_run_case(run_state *rs, size_t k) {
     const bc_runner_config *cfg = rs->cfg;
     bc_run_result *res = rs->res;
     const bc_case *c = &cfg->cases[k];
-    const bc_backend_ops *ops = &backend_plugin(cfg, c)->backend;
-    void *inst = backend_instance(cfg, c);
+    const bc_runner_backend *rb = &rs->backends[rs->plan->instance[k]]; /* the plan says which */
+    const bc_backend_ops *ops = &rb->plugin->backend;
+    void *inst = rb->instance;
     bc_case_report *cr = &res->cases[k];
     double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
-    bc_dist *dist = cfg->dist && cfg->dist->mode == BC_DIST_REPLICATE ? cfg->dist : NULL;
+    const bc_run_seam *seam = rs->seam; /* one process, or the protocol of many */
     double row[N_FIELDS];
     bc_error err = {0};
     iteration_out it_out = {0};
@@ -519,7 +320,7 @@ static void run_case(run_state *rs, size_t k) {
     bc_status st;
     int released = 0;
     uint32_t lo, hi;
-    iteration_bounds(cfg, &lo, &hi);
+    bc_runner_iteration_bounds(cfg, &lo, &hi);
     bc_hostload load_start, load_end;
     bc_hostload_read(&load_start);
     uint64_t t_case = bc_now_ns();
@@ -527,19 +328,18 @@ static void run_case(run_state *rs, size_t k) {
     cr->status = BC_CASE_OK;
     st = ops->begin_case(inst, c, &err);
     hook = st != BC_OK ? "begin_case" : NULL;
-    int stop_agreed = 0; /* distributed: the interrupt level every rank saw at the last agreement */
-    if (dist) stop_agreed = bc_dist_agree(dist, &st, &hook, &err, cfg->stop, NULL); /* fails everywhere or nowhere */
+    seam->after_step(seam->ctx, &st, &hook, &err, cfg->stop, NULL); /* fails everywhere or nowhere */
     if (st != BC_OK) goto done;
     for (uint32_t w = 0; w < cfg->warmup; w++) {
-        if (dist) bc_dist_barrier(dist, &err);
-        st = one_iteration(cfg, inst, c, &released, row, &it_out, &err);
-        if (dist) stop_agreed = bc_dist_agree(dist, &st, &it_out.hook, &err, cfg->stop, NULL);
+        seam->before_iteration(seam->ctx);
+        st = one_iteration(cfg, ops, inst, c, &released, row, &it_out, &err);
+        seam->after_step(seam->ctx, &st, &it_out.hook, &err, cfg->stop, NULL);
         if (st != BC_OK) {
             hook = it_out.hook;
             goto done;
         }
-        if (!it_out.abandoned) iteration_event(rs, c, 1, w, row, ms_since(t_case), NAN);
-        if (dist ? stop_agreed : stop_level(cfg)) { /* a signal after the agreement waits for the next */
+        if (!it_out.abandoned) bc_runner_iteration_event(rs, c, 1, w, row, ms_since(t_case), NAN);
+        if (seam->stop_level(seam->ctx, cfg->stop)) {
             mark_interrupted(cfg, res, k, "during warmup", 0, 0);
             goto done;
         }
@@ -555,17 +355,17 @@ static void run_case(run_state *rs, size_t k) {
     cr->device_free_before_bytes = before.device_free_bytes;
     for (uint32_t it = 0; it < hi; it++) {
         double *out = values + (size_t)it * N_FIELDS;
-        if (dist) bc_dist_barrier(dist, &err); /* the ranks start together, outside the timed stages */
-        st = one_iteration(cfg, inst, c, &released, out, &it_out, &err);
+        seam->before_iteration(seam->ctx); /* the processes start together, outside the timed stages */
+        st = one_iteration(cfg, ops, inst, c, &released, out, &it_out, &err);
         double elapsed = ms_since(t_case);
         double rel = st == BC_OK && has_target(cfg) ? case_rel_ci(res, k, it + 1) : NAN;
         int32_t rule = st == BC_OK ? (int32_t)stop_rule(cfg, it + 1, rel, elapsed) : BC_STOP_NONE;
-        if (dist) stop_agreed = bc_dist_agree(dist, &st, &it_out.hook, &err, cfg->stop, &rule); /* rank 0's rule */
+        seam->after_step(seam->ctx, &st, &it_out.hook, &err, cfg->stop, &rule); /* the first process's rule */
         if (st != BC_OK) {
             hook = it_out.hook;
             goto done;
         }
-        if (it_out.abandoned) { /* the other ranks stop after this iteration too (stop_agreed) */
+        if (it_out.abandoned) { /* the other processes stop after this iteration too (stop_level) */
             for (int f = 0; f < N_FIELDS; f++) out[f] = NAN;
             mark_interrupted(cfg, res, k, "twice (the iteration in progress was abandoned),", it, hi);
             break;
@@ -574,10 +374,10 @@ static void run_case(run_state *rs, size_t k) {
         note_generation(cr, &it_out.gen);
         bc_agreement_keep(&res->tokens[k], c, &it_out.gen);
         cr->schedule = bc_schedule_keep(&res->schedules[k], &it_out.gen);
-        iteration_event(rs, c, 0, it, out, elapsed, rel);
+        bc_runner_iteration_event(rs, c, 0, it, out, elapsed, rel);
         cr->stop_reason = (bc_stop_reason)rule;
         if (cr->stop_reason != BC_STOP_NONE) break;
-        if (dist ? stop_agreed : stop_level(cfg)) { /* a signal after the agreement waits for the next */
+        if (seam->stop_level(seam->ctx, cfg->stop)) {
             mark_interrupted(cfg, res, k, "", it + 1, hi);
             break;
         }
@@ -600,7 +400,7 @@ done:
         cr->status = BC_CASE_FAILED;
         cr->error_code = st;
         cr->stop_reason = BC_STOP_FAILED;
-        set_message(res, k, "%s: %s", hook, err.message[0] ? err.message : "failed");
+        bc_runner_set_message(res, k, "%s: %s", hook, err.message[0] ? err.message : "failed");
     }
     ops->end_case(inst);
     cr->wall_ms = ms_since(t_case);
@@ -609,283 +409,12 @@ done:
     cr->load_avg_end = load_end.load_avg_1m;
     cr->cpu_steal_share = bc_hostload_steal_share(&load_start, &load_end);
     bc_run_case_stats(res, k);
-    if (dist) bc_dist_replicate_collect(dist, res, k);
-}
-
-/* The child's stderr: passed through to ours, the last STDERR_TAIL bytes kept. */
-typedef struct stderr_tail {
-    char buf[STDERR_TAIL];
-    size_t n;
-} stderr_tail;
-
-static void tail_add(stderr_tail *t, const char *data, size_t n) {
-    if (write_all(STDERR_FILENO, data, n)) { /* ours is gone: keep the tail anyway */
-    }
-    if (n >= sizeof t->buf) {
-        memcpy(t->buf, data + n - sizeof t->buf, sizeof t->buf);
-        t->n = sizeof t->buf;
-        return;
-    }
-    if (t->n + n > sizeof t->buf) {
-        size_t drop = t->n + n - sizeof t->buf;
-        memmove(t->buf, t->buf + drop, t->n - drop);
-        t->n -= drop;
-    }
-    memcpy(t->buf + t->n, data, n);
-    t->n += n;
-}
-
-/* The last STDERR_LINES non-empty lines of the tail, joined by " | ", into out. */
-static void tail_lines(const stderr_tail *t, char *out, size_t cap) {
-    out[0] = '\0';
-    size_t end = t->n, starts[STDERR_LINES], ends[STDERR_LINES], found = 0;
-    while (end > 0 && found < STDERR_LINES) {
-        while (end > 0 && (t->buf[end - 1] == '\n' || t->buf[end - 1] == '\r')) end--;
-        if (end == 0) break;
-        size_t start = end;
-        while (start > 0 && t->buf[start - 1] != '\n') start--;
-        starts[found] = start, ends[found] = end, found++;
-        end = start;
-    }
-    size_t used = 0;
-    for (size_t i = found; i-- > 0 && used + 1 < cap;) {
-        int w = snprintf(out + used, cap - used, "%s%.*s", used ? " | " : "", (int)(ends[i] - starts[i]),
-                         t->buf + starts[i]);
-        if (w < 0) break;
-        used += (size_t)w;
-        if (used >= cap) used = cap - 1;
-    }
-    for (char *c = out; *c; c++)
-        if ((unsigned char)*c < 0x20) *c = ' '; /* one line */
-}
-
-/* Parent: handles one complete frame from the child. Returns 1 for RESULT. */
-static int parent_frame(run_state *rs, size_t k, uint32_t type, const unsigned char *p, size_t n,
-                        uint32_t *n_measured) {
-    bc_run_result *res = rs->res;
-    bc_case_report *cr = &res->cases[k];
-    double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
-    if (type == FRAME_EVENT && n == sizeof(frame_event)) {
-        frame_event ev;
-        memcpy(&ev, p, sizeof ev);
-        if (!ev.warmup && ev.iteration < res->rows_per_case) {
-            memcpy(values + (size_t)ev.iteration * N_FIELDS, ev.row, sizeof ev.row);
-            *n_measured = ev.iteration + 1;
-        }
-        iteration_event(rs, cr->c, ev.warmup, ev.iteration, ev.row, ev.elapsed_ms, ev.rel_ci);
-        return 0;
-    }
-    if (type != FRAME_RESULT || n < sizeof(bc_case_report) + sizeof(bc_memory_stats)) return 0;
-    bc_case_report got;
-    memcpy(&got, p, sizeof got);
-    p += sizeof got, n -= sizeof got;
-    memcpy(&res->memory[k], p, sizeof res->memory[k]);
-    p += sizeof res->memory[k], n -= sizeof res->memory[k];
-    if (got.n_iterations > res->rows_per_case || n < (size_t)got.n_iterations * N_FIELDS * sizeof(double)) return 0;
-    size_t nv = (size_t)got.n_iterations * N_FIELDS * sizeof(double);
-    memcpy(values, p, nv);
-    p += nv, n -= nv;
-    /* the scalars are the child's; the pointers stay the parent's */
-    got.c = cr->c;
-    got.values = cr->values;
-    got.stats = cr->stats;
-    got.memory = &res->memory[k];
-    got.message = cr->message;
-    got.schedule = NULL; /* the child's, which stayed there */
-    *cr = got;
-    if (n) set_message(res, k, "%.*s", (int)(n > 4096 ? 4096 : n), (const char *)p);
-    return 1;
-}
-
-/* A signal's name: "SIGSEGV", or "signal 42". */
-static const char *signal_str(int sig, char *buf, size_t n) {
-    const char *abbrev = sigabbrev_np(sig);
-    if (abbrev) snprintf(buf, n, "SIG%s", abbrev);
-    else snprintf(buf, n, "signal %d", sig);
-    return buf;
-}
-
-/* Runs case k in a forked child (the protocol above); the parent keeps the
- * reporters, forwards interrupts, enforces cfg->case_timeout_s and turns a
- * child that dies into a failed case. */
-static void run_case_isolated(run_state *rs, size_t k) {
-    const bc_runner_config *cfg = rs->cfg;
-    bc_run_result *res = rs->res;
-    bc_case_report *cr = &res->cases[k];
-    int rp[2] = {-1, -1}, ep[2] = {-1, -1};
-    bc_hostload load_start, load_end;
-    bc_hostload_read(&load_start);
-    uint64_t t_case = bc_now_ns();
-    if (pipe(rp) != 0 || pipe(ep) != 0) {
-        int e = errno;
-        for (int i = 0; i < 2; i++) {
-            if (rp[i] >= 0) close(rp[i]);
-            if (ep[i] >= 0) close(ep[i]);
-        }
-        cr->status = BC_CASE_FAILED, cr->error_code = BC_ERR_INTERNAL, cr->stop_reason = BC_STOP_FAILED;
-        set_message(res, k, "isolation: cannot create a pipe: %s", strerror(e));
-        return;
-    }
-    fflush(NULL); /* the child must not write our buffered output again */
-    pid_t parent = getpid();
-    /* Signals are held from reading the stop level until the child is in its
-     * own process group: the child starts with exactly the level the parent
-     * counts as already forwarded, and one that comes meanwhile is forwarded
-     * once, not lost (it would be if it came between fork and reading the
-     * level) and not also inherited. */
-    sigset_t all, old_mask;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &old_mask);
-    int forwarded = stop_level(cfg);
-    pid_t pid = fork();
-    if (pid > 0) setpgid(pid, pid); /* also in the child: whichever runs first */
-    if (pid != 0) sigprocmask(SIG_SETMASK, &old_mask, NULL);
-    if (pid < 0) {
-        int e = errno;
-        close(rp[0]), close(rp[1]), close(ep[0]), close(ep[1]);
-        cr->status = BC_CASE_FAILED, cr->error_code = BC_ERR_INTERNAL, cr->stop_reason = BC_STOP_FAILED;
-        set_message(res, k, "isolation: cannot fork: %s", strerror(e));
-        return;
-    }
-    if (pid == 0) { /* the child: run the case, send the result, leave without cleanup */
-        close(rp[0]), close(ep[0]);
-        bc_run_in_case_child = 1;
-        setpgid(0, 0); /* terminal signals reach the parent only; it forwards them */
-        sigprocmask(SIG_SETMASK, &old_mask, NULL);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) syscall(SYS_exit_group, 1);
-        signal(SIGPIPE, SIG_DFL);
-        if (dup2(ep[1], STDERR_FILENO) < 0) syscall(SYS_exit_group, 1);
-        close(ep[1]);
-        rs->child_fd = rp[1];
-        run_case(rs, k);
-        double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
-        const char *msg = cr->message ? cr->message : "";
-        int bad = send_frame(rp[1], FRAME_RESULT, cr, sizeof *cr, &res->memory[k], sizeof res->memory[k], values,
-                             (size_t)cr->n_iterations * N_FIELDS * sizeof(double), msg, strlen(msg));
-        fflush(NULL);
-        syscall(SYS_exit_group, bad ? 1 : 0);
-    }
-    close(rp[1]), close(ep[1]);
-    fcntl(rp[0], F_SETFL, fcntl(rp[0], F_GETFL) | O_NONBLOCK);
-    fcntl(ep[0], F_SETFL, fcntl(ep[0], F_GETFL) | O_NONBLOCK);
-
-    stderr_tail tail = {.n = 0};
-    unsigned char *buf = NULL; /* received bytes not yet parsed, owned here */
-    size_t used = 0, cap = 0;
-    uint32_t n_measured = 0;
-    int got_result = 0, timed_out = 0, exited = 0, status = 0;
-    int open_r = 1, open_e = 1;
-    while (!exited || open_r || open_e) {
-        int level = stop_level(cfg);
-        /* one per signal we got, alternating SIGTERM and SIGINT: two of the
-         * same sent back to back merge into one if the child has not run its
-         * handler in between, and a second interrupt would be lost */
-        for (; forwarded < level; forwarded++) kill(pid, forwarded % 2 ? SIGINT : SIGTERM);
-        int wait_ms = 100;
-        if (cfg->case_timeout_s > 0 && !timed_out) {
-            double left = cfg->case_timeout_s * 1000.0 - ms_since(t_case);
-            if (left <= 0) {
-                kill(pid, SIGKILL);
-                timed_out = 1;
-            } else if (left < wait_ms) {
-                wait_ms = (int)left + 1;
-            }
-        }
-        if (!open_r && !open_e && !exited) { /* both pipes closed: the child is ending */
-            if (cfg->case_timeout_s <= 0 || timed_out) {
-                if (waitpid(pid, &status, 0) == pid) exited = 1;
-                continue;
-            }
-            wait_ms = 1;
-        }
-        struct pollfd fds[2] = {{.fd = open_r ? rp[0] : -1, .events = POLLIN},
-                                {.fd = open_e ? ep[0] : -1, .events = POLLIN}};
-        int ready = poll(fds, 2, exited ? 0 : wait_ms);
-        if (ready < 0 && errno != EINTR) break;
-        int got_any = 0;
-        for (int i = 0; i < 2 && ready > 0; i++) {
-            if (!fds[i].revents) continue;
-            char chunk[16384];
-            ssize_t r = read(fds[i].fd, chunk, sizeof chunk);
-            if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-            if (r <= 0) {
-                if (i == 0) open_r = 0;
-                else open_e = 0;
-                continue;
-            }
-            got_any = 1;
-            if (i == 1) {
-                tail_add(&tail, chunk, (size_t)r);
-                continue;
-            }
-            if (used + (size_t)r > cap) {
-                size_t ncap = cap ? cap * 2 : 65536;
-                while (ncap < used + (size_t)r) ncap *= 2;
-                unsigned char *grown = realloc(buf, ncap);
-                if (!grown) {
-                    kill(pid, SIGKILL);
-                    open_r = 0;
-                    continue;
-                }
-                buf = grown, cap = ncap;
-            }
-            memcpy(buf + used, chunk, (size_t)r);
-            used += (size_t)r;
-            size_t at = 0;
-            while (used - at >= 8) {
-                uint32_t head[2];
-                memcpy(head, buf + at, sizeof head);
-                if (used - at - 8 < head[1]) break;
-                got_result |= parent_frame(rs, k, head[0], buf + at + 8, head[1], &n_measured);
-                at += 8 + (size_t)head[1];
-            }
-            memmove(buf, buf + at, used - at);
-            used -= at;
-        }
-        if (!exited && waitpid(pid, &status, WNOHANG) == pid) exited = 1;
-        /* a child gone whose pipes a grandchild still holds: stop once drained */
-        if (exited && !got_any) break;
-    }
-    if (!exited) waitpid(pid, &status, 0);
-    close(rp[0]), close(ep[0]);
-    free(buf);
-
-    int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (got_result && clean && !timed_out) {
-        bc_run_case_stats(res, k); /* from the values the child sent */
-        return;
-    }
-    /* the child died: the case failed, with what it measured before */
-    char why[160], sig[32], lines[STDERR_TAIL + 64];
-    if (timed_out)
-        snprintf(why, sizeof why, "timed out after run.case_timeout_s = %g s; its process was killed", cfg->case_timeout_s);
-    else if (WIFSIGNALED(status))
-        snprintf(why, sizeof why, "its process was killed by %s (%s)%s", signal_str(WTERMSIG(status), sig, sizeof sig),
-                 strsignal(WTERMSIG(status)),
-                 WTERMSIG(status) == SIGKILL ? "; the kernel's out-of-memory killer sends SIGKILL" : "");
-    else if (WIFEXITED(status) && !got_result)
-        snprintf(why, sizeof why, "its process exited with status %d before sending its results", WEXITSTATUS(status));
-    else
-        snprintf(why, sizeof why, "its process exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    tail_lines(&tail, lines, sizeof lines);
-    cr->status = BC_CASE_FAILED;
-    cr->error_code = BC_ERR_INTERNAL;
-    cr->stop_reason = BC_STOP_FAILED;
-    if (!got_result) cr->n_iterations = n_measured;
-    cr->wall_ms = ms_since(t_case);
-    bc_hostload_read(&load_end);
-    cr->load_avg_start = load_start.load_avg_1m;
-    cr->load_avg_end = load_end.load_avg_1m;
-    cr->cpu_steal_share = bc_hostload_steal_share(&load_start, &load_end);
-    set_message(res, k, "case process: %s%s%s", why, lines[0] ? "; its stderr ended: " : "", lines);
-    bc_run_case_stats(res, k);
 }
 
 static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
     size_t n = cfg->n_cases;
     uint32_t lo, hi;
-    iteration_bounds(cfg, &lo, &hi);
+    bc_runner_iteration_bounds(cfg, &lo, &hi);
     res->n_cases = n;
     res->rows_per_case = hi; /* every case may run the most iterations the rule allows */
     res->cases = calloc(n ? n : 1, sizeof *res->cases);
@@ -931,121 +460,54 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
     return BC_OK;
 }
 
-/* Case k as an earlier run recorded it (bc_prior_case): values (as many as
- * fit), statistics recomputed from them, and the recorded measurements. */
-static void adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size_t k) {
-    const bc_prior_case *p = cfg->prior[k];
-    const bc_case_report *from = p->report;
-    bc_case_report *cr = &res->cases[k];
-    uint32_t n_it = p->n_iterations < res->rows_per_case ? p->n_iterations : res->rows_per_case;
-    double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
-    memcpy(values, p->values, (size_t)n_it * N_FIELDS * sizeof *values);
-    for (size_t f = 0; f < N_FIELDS; f++)
-        bc_stats_compute(values + f, n_it, N_FIELDS, res->stats + (k * N_FIELDS + f) * BC_N_STATS, NULL);
-    cr->status = BC_CASE_OK;
-    cr->error_code = BC_OK;
-    cr->n_iterations = n_it;
-    cr->returned_response_length = from->returned_response_length;
-    cr->prompt_width_tokens = from->prompt_width_tokens;
-    cr->prompt_min_tokens = from->prompt_min_tokens;
-    cr->prompt_max_tokens = from->prompt_max_tokens;
-    cr->prompt_p50_tokens = from->prompt_p50_tokens;
-    cr->prompt_pad_tokens = from->prompt_pad_tokens;
-    cr->peak_memory_mib = from->peak_memory_mib;
-    if (from->memory) res->memory[k] = *from->memory;
-    res->memory[k].struct_size = sizeof res->memory[k];
-    cr->held_between_rollouts_bytes = from->held_between_rollouts_bytes;
-    cr->peak_rss_bytes = from->peak_rss_bytes;
-    cr->device_free_before_bytes = from->device_free_before_bytes;
-    cr->device_free_after_bytes = from->device_free_after_bytes;
-    cr->wall_ms = from->wall_ms;
-    cr->rebuilt = from->rebuilt;
-    cr->total_ms_rel_ci = from->total_ms_rel_ci;
-    cr->load_avg_start = from->load_avg_start;
-    cr->load_avg_end = from->load_avg_end;
-    cr->cpu_steal_share = from->cpu_steal_share;
-    cr->stop_reason = from->stop_reason;
-    if (BC_ELEM_HAS(from->struct_size, bc_case_report, token_agreement)) cr->token_agreement = from->token_agreement;
-    if (BC_ELEM_HAS(from->struct_size, bc_case_report, schedule))
-        cr->schedule = bc_schedule_copy(&res->schedules[k], from->schedule);
+/* What bc_run holds while it goes, owned here (free_scratch). */
+typedef struct run_scratch {
+    bc_case_report *finished; /* scratch for case_finished: the finished cases, requested order */
+    unsigned char *done;      /* done[k]: case k finished */
+    reporter_slot *slots;
+    bc_plan own;              /* the plan, when the caller gave none */
+} run_scratch;
+
+static void free_scratch(run_scratch *s) {
+    free(s->finished), free(s->done), free(s->slots);
+    bc_plan_free(&s->own);
 }
 
-/* Opens every reporter; a failure is reported and the others carry on. */
-static void open_reporters(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
-                           bc_run_result *res) {
-    for (size_t r = 0; r < cfg->n_reporters; r++) {
-        reporter_slot *s = &slots[r];
-        s->r = &cfg->reporters[r];
-        const bc_plugin *p = s->r->plugin;
-        bc_error rerr = {0};
-        if (p->reporter.open(&p->host, s->r->settings, run, &s->inst, &rerr) != BC_OK) {
-            report_error(cfg, res, s, "open", &rerr);
-            continue;
-        }
-        s->open = 1;
-        s->journaling = 1;
-        s->progress = p->reporter.iteration_finished != NULL; /* NULL from a 2.0 plugin (loader.h) */
-    }
-}
-
-/* Tells the journaling reporters case k finished. */
-static void journal_case(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
-                         bc_run_result *res, size_t k) {
-    for (size_t r = 0; r < cfg->n_reporters; r++) {
-        reporter_slot *s = &slots[r];
-        if (!s->journaling || !s->r->plugin->reporter.case_finished) continue;
-        bc_error rerr = {0};
-        if (s->r->plugin->reporter.case_finished(s->inst, run, &res->cases[k], &rerr) != BC_OK) {
-            report_error(cfg, res, s, "case_finished", &rerr);
-            s->journaling = 0;
-        }
-    }
-}
-
-/* Closes and destroys every reporter. */
-static void close_reporters(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
-                            bc_run_result *res) {
-    for (size_t r = 0; r < cfg->n_reporters; r++) {
-        reporter_slot *s = &slots[r];
-        if (s->open) {
-            bc_error rerr = {0};
-            if (s->r->plugin->reporter.close(s->inst, run, &rerr) != BC_OK) report_error(cfg, res, s, "close", &rerr);
-        }
-        if (s->inst) s->r->plugin->reporter.destroy(s->inst);
-    }
-}
-
-bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
-    *res = (bc_run_result){0};
-    bc_status st = result_alloc(cfg, res, err);
-    if (st != BC_OK) return st;
-    if (cfg->dist && (cfg->isolation || cfg->prior))
-        return bc_error_set(err, BC_ERR_SETTING, "a distributed run cannot use %s",
-                            cfg->isolation ? "run.isolation = \"process\"" : "--resume");
-    if (cfg->dist && (st = bc_dist_results_alloc(cfg->dist, cfg->n_cases, err)) != BC_OK) return st;
+/* The run's scratch and plan (plan.h): the caller's, or, for one backend
+ * without one, planned here on its rebuild axes. */
+static bc_status scratch_alloc(const bc_runner_config *cfg, run_scratch *s, const bc_plan **plan, bc_error *err) {
     size_t n = cfg->n_cases;
-    size_t *order = calloc(n ? n : 1, sizeof *order);                   /* execution order, owned here */
-    bc_case_report *finished = calloc(n ? n : 1, sizeof *finished);     /* scratch for case_finished */
-    unsigned char *done = calloc(n ? n : 1, 1);                         /* done[k]: case k finished */
-    reporter_slot *slots = calloc(cfg->n_reporters + 1, sizeof *slots); /* owned here */
-    if (!order || !finished || !done || !slots) {
-        free(order), free(finished), free(done), free(slots);
-        return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory");
+    s->finished = calloc(n ? n : 1, sizeof *s->finished);
+    s->done = calloc(n ? n : 1, 1);
+    s->slots = calloc(cfg->n_reporters + 1, sizeof *s->slots);
+    if (!s->finished || !s->done || !s->slots) return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory");
+    *plan = cfg->plan;
+    if (!*plan) {
+        uint32_t axes = bc_matrix_rebuild_axes(cfg->backend->backend.rebuild_axes);
+        bc_status st = bc_plan_build(&s->own, cfg->cases, n, NULL, &axes, 1, err);
+        if (st != BC_OK) return st;
+        *plan = &s->own;
     }
-    uint32_t axes = bc_matrix_rebuild_axes(cfg->backend->backend.rebuild_axes);
-    for (size_t b = 1; b < cfg->n_backends; b++) axes |= bc_matrix_rebuild_axes(cfg->backends[b].plugin->backend.rebuild_axes);
-    bc_matrix_execution_order(cfg->cases, n, axes, order);
+    size_t ni = cfg->n_backends ? cfg->n_backends : 1;
+    if ((*plan)->n != n || (*plan)->n_instances != ni)
+        return bc_error_set(err, BC_ERR_INTERNAL, "runner: the plan has %zu cases on %zu instances, the run %zu on %zu",
+                            (*plan)->n, (*plan)->n_instances, n, ni);
+    return BC_OK;
+}
 
-    const bc_runner_backend one = {.plugin = cfg->backend, .instance = cfg->backend_instance, .where = cfg->backend_where};
-    for (size_t b = 0; b < (cfg->n_backends ? cfg->n_backends : 1); b++) {
-        const bc_runner_backend *rb = cfg->n_backends ? &cfg->backends[b] : &one;
+/* Prepares every instance that runs a selected case; every process starts,
+ * or none. */
+static bc_status prepare_backends(const bc_run_seam *seam, const bc_plan *plan, const bc_runner_backend *backends,
+                                  bc_error *err) {
+    for (size_t b = 0; b < plan->n_instances; b++) {
+        const bc_runner_backend *rb = &backends[b];
         const bc_plugin *be = rb->plugin;
         /* an instance none of the (selected) cases runs on is not prepared */
-        int runs_a_case = !cfg->n_backends;
-        for (size_t k = 0; k < n && !runs_a_case; k++) runs_a_case = backend_index(cfg, &cfg->cases[k]) == b;
+        int runs_a_case = 0;
+        for (size_t k = 0; k < plan->n && !runs_a_case; k++) runs_a_case = plan->instance[k] == b;
         if (!runs_a_case) continue;
-        st = be->backend.prepare ? be->backend.prepare(rb->instance, err) : BC_OK;
-        if (cfg->dist) st = bc_dist_agree_status(cfg->dist, st, err); /* every rank starts, or none */
+        bc_status st = be->backend.prepare ? be->backend.prepare(rb->instance, err) : BC_OK;
+        st = seam->agree(seam->ctx, st, err);
         if (st == BC_OK) continue;
         char msg[sizeof err->message + 512];
         snprintf(msg, sizeof msg, "%.300s%sbackend '%s' could not start: prepare: %s", rb->where ? rb->where : "",
@@ -1054,12 +516,48 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         memcpy(hint, err->hint, sizeof hint);
         bc_error_set(err, st, "%s", msg);
         memcpy(err->hint, hint, sizeof hint);
-        free(order), free(finished), free(done), free(slots);
+        return st;
+    }
+    return BC_OK;
+}
+
+/* Case k finished for every process: the reporters' journal gets it, with
+ * the finished cases so far in requested order. */
+static void case_done(const bc_runner_config *cfg, run_scratch *s, bc_run_report *run, bc_run_result *res, size_t k) {
+    s->done[k] = 1;
+    run->n_cases = 0;
+    for (size_t j = 0; j < cfg->n_cases; j++)
+        if (s->done[j]) s->finished[run->n_cases++] = res->cases[j];
+    bc_runner_journal_case(cfg, run, s->slots, res, k);
+}
+
+bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
+    *res = (bc_run_result){0};
+    const bc_run_seam *seam = cfg->seam ? cfg->seam : &bc_seam_local;
+    size_t n = cfg->n_cases;
+    run_scratch scratch = {0};
+    const bc_plan *plan = NULL;
+    bc_status st = result_alloc(cfg, res, err);
+    if (st == BC_OK) st = scratch_alloc(cfg, &scratch, &plan, err);
+    if (st != BC_OK) { /* this process alone: the others would wait for it */
+        seam->abort(seam->ctx, 1, err);
+        free_scratch(&scratch);
+        return st;
+    }
+    if ((st = seam->start(seam->ctx, cfg, err)) != BC_OK) {
+        free_scratch(&scratch);
+        return st;
+    }
+    const size_t *order = plan->order;
+    const bc_runner_backend one = {.plugin = cfg->backend, .instance = cfg->backend_instance, .where = cfg->backend_where};
+    const bc_runner_backend *backends = cfg->n_backends ? cfg->backends : &one;
+    if ((st = prepare_backends(seam, plan, backends, err)) != BC_OK) {
+        free_scratch(&scratch);
         return st;
     }
 
     uint32_t lo, hi;
-    iteration_bounds(cfg, &lo, &hi);
+    bc_runner_iteration_bounds(cfg, &lo, &hi);
     bc_run_report run = cfg->run;
     run.struct_size = sizeof run;
     run.iterations = hi;
@@ -1074,92 +572,72 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.stat_names = bc_stat_names;
     run.case_report_size = sizeof(bc_case_report);
     run.n_cases = 0;
-    run.cases = finished;
-    run.distributed = cfg->dist ? &cfg->dist->report : NULL;
-    open_reporters(cfg, &run, slots, res);
+    run.cases = scratch.finished;
+    run.distributed = seam->report;
+    reporter_slot *slots = scratch.slots;
+    bc_runner_open_reporters(cfg, &run, slots, res);
 
-    run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .order = order, .child_fd = -1};
-    bc_dist *shard = cfg->dist && cfg->dist->mode == BC_DIST_SHARD ? cfg->dist : NULL;
-    size_t world = shard ? (size_t)shard->world_size : 1, mine = shard ? (size_t)shard->rank : 0;
-    int64_t round_case = -1; /* shard: the case this rank ran in the current round */
+    run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .plan = plan, .backends = backends,
+                    .seam = seam, .order = order, .child_fd = -1};
+    int64_t last = -1; /* the case this process handled before, -1 none yet */
     for (size_t i = 0; i < n; i++) {
         size_t k = order[i];
         const bc_case *c = &cfg->cases[k];
-        if (shard && i % world != mine) goto round_end; /* another rank's case */
+        int64_t here = -1; /* the case this process handled at position i */
+        int ran = 0;
+        if (!seam->runs(seam->ctx, i)) goto after; /* another process's case */
+        here = (int64_t)k;
         if (cfg->prior && cfg->prior[k]) { /* finished by the run being resumed */
-            adopt_prior(cfg, res, k);
+            bc_runner_adopt_prior(cfg, res, k);
             res->n_resumed++;
-            done[k] = 1;
-            run.n_cases = 0;
-            for (size_t j = 0; j < n; j++)
-                if (done[j]) finished[run.n_cases++] = res->cases[j];
-            journal_case(cfg, &run, slots, res, k);
-            continue;
+            last = here;
+            ran = 1;
+            goto after;
         }
         /* the first case run after a resumed one builds the backend's state */
-        res->cases[k].rebuilt = i < world || (cfg->prior && cfg->prior[order[i - world]]) ||
-                                !bc_matrix_same_group(&cfg->cases[order[i - world]], c, axes);
+        res->cases[k].rebuilt = last < 0 || (cfg->prior && cfg->prior[last]) ||
+                                !bc_plan_same_group(plan, (size_t)last, k);
         res->n_rebuilds += (uint32_t)res->cases[k].rebuilt;
-        int stop_now = stop_level(cfg);
-        if (cfg->dist && !shard) { /* replicate: every rank runs the case, or none */
-            bc_status ok = BC_OK;
-            const char *no_hook = NULL;
-            bc_error no_err = {0};
-            stop_now = bc_dist_agree(cfg->dist, &ok, &no_hook, &no_err, cfg->stop, NULL);
-        }
-        if (stop_now) {
+        last = here;
+        bc_status ok = BC_OK;
+        const char *no_hook = NULL;
+        bc_error no_err = {0};
+        seam->after_step(seam->ctx, &ok, &no_hook, &no_err, cfg->stop, NULL); /* every process runs the case, or none */
+        if (seam->stop_level(seam->ctx, cfg->stop)) {
             res->interrupted = 1;
             mark_interrupted(cfg, res, k, "before the case started", 0, 0);
             res->cases[k].stop_reason = BC_STOP_NONE; /* it never ran */
-            round_case = (int64_t)k;
-            goto round_end;
+            goto after;
         }
         rs.position = i;
-        double eta_s = predict_rest_s(&rs, &rs.eta, i);
+        double eta_s = bc_runner_predict_rest_s(&rs, &rs.eta, i);
         for (size_t r = 0; r < cfg->n_reporters; r++)
             if (slots[r].open && slots[r].r->plugin->reporter.case_started)
                 slots[r].r->plugin->reporter.case_started(slots[r].inst, c, (uint32_t)i, (uint32_t)n, eta_s);
-        if (cfg->isolation) run_case_isolated(&rs, k);
-        else run_case(&rs, k);
+        if (cfg->isolation) bc_runner_run_case_isolated(&rs, k);
+        else bc_runner_run_case(&rs, k);
         if (stop_level(cfg)) res->interrupted = 1;
         const bc_case_report *cr = &res->cases[k];
         bc_eta_add(&rs.eta, bc_eta_units(&rs.eta, c), cfg->warmup, cr->n_iterations, cr->wall_ms,
                    cr->prompt_width_tokens);
-        if (shard) {
-            round_case = (int64_t)k;
-            goto round_end;
-        }
-        done[k] = 1;
-        run.n_cases = 0;
-        for (size_t j = 0; j < n; j++)
-            if (done[j]) finished[run.n_cases++] = res->cases[j];
-        journal_case(cfg, &run, slots, res, k);
-        continue;
-    round_end: /* shard: once every rank ran its case of the round, all of them are everyone's */
-        if (!shard || (i % world != world - 1 && i != n - 1)) continue;
-        bc_dist_shard_exchange(shard, res, round_case, cfg->stop);
+        ran = 1;
+    after:; /* the positions finished everywhere now go to the journal */
+        size_t n_done = seam->after_case(seam->ctx, res, i, here, ran, cfg->stop);
         if (stop_level(cfg)) res->interrupted = 1;
-        round_case = -1;
-        for (size_t j = i - i % world; j <= i; j++) {
-            done[order[j]] = 1;
-            run.n_cases = 0;
-            for (size_t q = 0; q < n; q++)
-                if (done[q]) finished[run.n_cases++] = res->cases[q];
-            journal_case(cfg, &run, slots, res, order[j]);
-        }
+        for (size_t j = i + 1 - n_done; j <= i && n_done; j++) case_done(cfg, &scratch, &run, res, order[j]);
     }
     for (size_t k = 0; k < n; k++) {
         if (res->cases[k].status == BC_CASE_FAILED) res->n_failed++;
         if (res->cases[k].status == BC_CASE_SKIPPED) res->n_skipped++;
     }
 
-    /* shard: a case and its first backend's run may sit on different ranks,
+    /* a case and its first backend's run may sit on different processes,
      * whose tokens stay there; token_agreement stays NAN (docs/config.md) */
-    if (!shard) bc_agreement_compute(cfg->cases, n, res->tokens, res->cases);
+    if (seam->tokens_here) bc_agreement_compute(cfg->cases, n, res->tokens, res->cases);
     run.n_cases = (uint32_t)n;
     run.cases = res->cases;
-    close_reporters(cfg, &run, slots, res);
-    free(order), free(finished), free(done), free(slots);
+    bc_runner_close_reporters(cfg, &run, slots, res);
+    free_scratch(&scratch);
     return BC_OK;
 }
 
@@ -1182,3 +660,4 @@ void bc_run_result_free(bc_run_result *res) {
     bc_schedule_free(res->schedules, res->n_cases);
     *res = (bc_run_result){0};
 }
+

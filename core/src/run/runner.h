@@ -5,8 +5,8 @@
  *   prepare (once per instance that runs a selected case; a failure means
  *   the backend could not start: bc_run returns it and no reporter is
  *   opened, so nothing measured is lost);
- *   opens the reporters; runs the cases in execution order
- *   (bc_matrix_execution_order: grouped by the backend's rebuild_axes,
+ *   opens the reporters; runs the cases in the plan's order (plan.h:
+ *   instance by instance, grouped by each backend's own rebuild_axes,
  *   largest effective batch first within a group); per case:
  *   read the host's load (hostload.h); begin_case; `warmup` iterations (not
  *   recorded); reset the high-water marks (backend reset_peak_memory,
@@ -131,8 +131,7 @@ typedef struct bc_prior_case {
 } bc_prior_case;
 
 /* One backend instance of a run with a backends list or axes over backend
- * settings: it runs the cases whose bc_case.backend is label and whose
- * setting values are setting_values (n_settings; bc_matrix_case_has_settings). */
+ * settings (context.h): the plan (plan.h) says which cases it runs. */
 typedef struct bc_runner_backend {
     const char *label;
     const bc_plugin *plugin;
@@ -142,22 +141,24 @@ typedef struct bc_runner_backend {
     size_t n_settings;
 } bc_runner_backend;
 
-/* The index in backends[n] of the instance that runs case c; 0 when none
- * matches (one backend). */
-size_t bc_runner_backend_index(const bc_runner_backend *backends, size_t n, const bc_case *c);
+struct bc_plan;
+struct bc_run_seam;
 
 typedef struct bc_runner_config {
     const bc_plugin *backend;
     void *backend_instance;      /* created and described by the caller, destroyed by it after bc_run */
     const char *backend_where;   /* "bench.cfg:7", prefixed to prepare errors; may be NULL */
-    /* Every backend, when there may be more than one (the first is backend
-     * above): each case runs on the one its bc_case.backend names, and the
-     * cases run backend by backend, in this order. n_backends 0: backend
-     * runs every case. */
+    /* Every backend instance, when there may be more than one (the first is
+     * backend above); n_backends 0: backend runs every case. */
     const bc_runner_backend *backends;
     size_t n_backends;
     const bc_case *cases;        /* requested order (case.index: position in the whole matrix) */
     size_t n_cases;
+    /* The plan of cases (plan.h; context.c builds it): the instance in
+     * backends that runs each case, their execution order and rebuild
+     * groups. NULL: bc_run plans the cases on backend alone, by its
+     * rebuild_axes (n_backends must then be 0 or 1). */
+    const struct bc_plan *plan;
     uint32_t warmup;
     uint32_t iterations;         /* the fixed count, when max_iterations is 0 */
     /* Adaptive iterations when max_iterations > 0: at least min_iterations
@@ -184,23 +185,24 @@ typedef struct bc_runner_config {
      * signal or status and the tail of its stderr, and the run goes on.
      * Each increment of *stop during a case is passed on to its child as a
      * signal, SIGTERM and SIGINT in turn, whose handlers (inherited from the
-     * caller, main.c's) must increment *stop there. */
+     * caller, cli/cmd_run.c's) must increment *stop there. */
     int isolation;
     double case_timeout_s;
-    /* A distributed run (distributed.h; docs/scale.md), or NULL: one
-     * process. replicate: every rank runs every case, iterations start
-     * after a barrier and the ranks agree after each (failures, stop rule,
-     * interrupts), per-rank times are gathered after each case; shard: the
-     * case at execution position i runs on rank i % world_size, and after
-     * each round of world_size cases every rank gets the round's cases.
-     * Only the caller's rank 0 passes reporters. Not with isolation. */
-    struct bc_dist *dist;
+    /* What a run over several processes adds to the loop (seam.h): the
+     * hooks the loop calls before and after each iteration and case. NULL:
+     * one process (bc_seam_local). A distributed run's (distributed.h,
+     * docs/scale.md): replicate, every rank runs every case, iterations
+     * start after a barrier and the ranks agree after each (failures, stop
+     * rule, interrupts), per-rank times are gathered after each case;
+     * shard, the case at execution position i runs on rank i % world_size,
+     * and after each round of world_size cases every rank gets the round's
+     * cases. Only the caller's rank 0 passes reporters. Not with isolation
+     * or prior. */
+    const struct bc_run_seam *seam;
     /* Called with a one-line message when a reporter fails; may be NULL. */
     void (*on_error)(void *ctx, const char *message);
     void *on_error_ctx;
 } bc_runner_config;
-
-struct bc_dist;
 
 /* What a run produced; everything is owned by the result. */
 typedef struct bc_run_result {
@@ -222,7 +224,7 @@ typedef struct bc_run_result {
 } bc_run_result;
 
 /* 1 in the forked child of an isolated case (run.isolation = "process"),
- * for main.c's exit guard to word its note; 0 elsewhere. */
+ * for the exit guard (cli/exit_guard.c) to word its note; 0 elsewhere. */
 extern volatile sig_atomic_t bc_run_in_case_child;
 
 /* Runs everything. Returns non-OK only when the run could not start (the

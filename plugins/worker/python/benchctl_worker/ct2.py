@@ -1,16 +1,26 @@
 """ct2.py: the `ctranslate2` engine: CTranslate2's Generator.generate_batch on
-an OPT model, converted with CTranslate2's own TransformersConverter from a
-checkpoint directory or from a built-in shape with random weights (built by
-transformers, seeded), into a cache directory that later runs reuse.
+an OPT, Llama, Qwen2 or Mistral model, converted with CTranslate2's own
+TransformersConverter from a checkpoint directory or from a built-in shape
+with random weights (built by transformers, seeded), into a cache directory
+that later runs reuse.
+
+What the converter gets wrong is refused at configure with one line (the
+transformers worker runs these): RoPE scaling (CTranslate2 4.8.5's Llama
+loader keeps the llama3 type but drops its original context, so its tokens
+are those of the unscaled model), a head_dim other than hidden / heads for
+llama and qwen2 (their loaders do not pass it), and Qwen2's sliding window.
 
 The converted weights are float32; the case's dtype picks the compute type
 (float32, bfloat16, float16), or the `compute_type` setting overrides it
 (e.g. int8). A compute type CTranslate2 does not support on the device is
 refused at begin_case with `unsupported`, naming the ones it does.
 
-There is no tokenizer: the converter is given a synthetic vocabulary (OPT's
-four special tokens at ids 0-3, "t<id>" for every other id), so the prompt
-ids the host sends map one to one to token strings.
+There is no tokenizer: the converter is given a synthetic vocabulary
+(models.Vocabulary: OPT's four special tokens at ids 0-3, "t<id>" for every
+other id; "t<id>" for every id of the Llama family, with bos and eos at the
+config's ids), so the prompt ids the host sends map one to one to token
+strings. generate_batch's end tokens are all of the model's eos ids, so
+min_length suppresses each of them as transformers' min_new_tokens does.
 
 One rollout, as benchctl's native engine does it:
   prompt expansion  each prompt row repeated samples_per_prompt times, grouped
@@ -27,6 +37,7 @@ the process's peak RSS on the CPU, not measured (null) on a GPU.
 """
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -45,55 +56,62 @@ def default_cache_dir():
     return os.path.join(base, "benchctl", "ct2")
 
 
-def source_key(values, versions):
+def source_key(model, versions):
     """What the converted model depends on, hashed: the checkpoint's files
     (name, size, mtime) or the shape and seed, and the packages' versions."""
     h = hashlib.sha256()
-    if values["checkpoint"]:
-        d = os.path.abspath(values["checkpoint"])
+    if model.checkpoint:
+        d = os.path.abspath(model.checkpoint)
         h.update(("checkpoint %s\n" % d).encode())
         for name in sorted(os.listdir(d)):
             st = os.stat(os.path.join(d, name))
             h.update(("%s %d %d\n" % (name, st.st_size, st.st_mtime_ns)).encode())
     else:
-        h.update(("shape %s seed %d\n" % (values["model"] or "125m", values["weights_seed"])).encode())
+        h.update(("shape %s seed %d\n" % (model.preset, model.seed)).encode())
     h.update(("versions %s\n" % " ".join(versions)).encode())
     return h.hexdigest()[:24]
 
 
-class SyntheticTokenizer:
-    """What TransformersConverter's OPT loader reads from a tokenizer."""
+def check_convertible(model):
+    """Raises WorkerError("setting") naming what CTranslate2's converter would
+    get wrong for this model (the module doc lists it)."""
+    cfg, s = model.config, model.shape
+    if s["family"] != "llama":
+        return
+    where = "setting checkpoint" if model.checkpoint else "setting model: %s" % model.preset
+    mt, rt = s["model_type"], models.rope_type(cfg)
+    if rt != "default":
+        raise WorkerError("setting", "%s: RoPE scaling %s: CTranslate2's converter drops it (its tokens would be the "
+                          "unscaled model's); the transformers worker runs it" % (where, json.dumps(rt)))
+    if mt in ("llama", "qwen2") and s["head_dim"] * s["n_heads"] != s["hidden_size"]:
+        raise WorkerError("setting", "%s: head_dim %d with %d heads and hidden size %d: CTranslate2's %s loader "
+                          "assumes hidden / heads; the transformers worker runs it"
+                          % (where, s["head_dim"], s["n_heads"], s["hidden_size"], mt))
+    if mt == "qwen2" and cfg.get("use_sliding_window"):
+        raise WorkerError("setting", "%s: use_sliding_window: CTranslate2's qwen2 loader has no sliding window; the "
+                          "transformers worker runs it" % where)
 
-    bos_token, eos_token, unk_token, pad_token = "</s>", "</s>", "<unk>", "<pad>"
 
-    def __init__(self, vocab_size):
-        self.vocab_size = vocab_size
-
-    def get_vocab(self):
-        return {models.token_string(i): i for i in range(self.vocab_size)}
-
-
-def convert(values, out_dir):
-    """Converts the model of the settings into out_dir (created here)."""
+def convert(model, out_dir):
+    """Converts the models.Model into out_dir (created here)."""
     import torch
     import transformers
     from ctranslate2.converters import TransformersConverter
+    from .hf import random_model
     transformers.logging.set_verbosity_error()
     work = tempfile.mkdtemp(prefix=".convert-", dir=os.path.dirname(out_dir))
     try:
-        src = values["checkpoint"]
+        src = model.checkpoint
         if not src:
-            cfg = transformers.OPTConfig(**models.opt_config_kwargs(values["model"] or "125m"))
-            torch.manual_seed(values["weights_seed"])
-            model = transformers.OPTForCausalLM._from_config(cfg, dtype=torch.float32)
+            m = random_model(torch, transformers, model, torch.float32, "eager")
             src = os.path.join(work, "hf")
-            model.save_pretrained(src)
-            del model
-        vocab_size = models.read_checkpoint_config(src)["vocab_size"]
+            m.save_pretrained(src)
+            del m
+        vocab = models.Vocabulary(model.shape)
 
         class Converter(TransformersConverter):
             def load_tokenizer(self, tokenizer_class, model_name_or_path, **kwargs):
-                return SyntheticTokenizer(vocab_size)
+                return vocab
 
         tmp_out = os.path.join(work, "ct2")
         Converter(src).convert(tmp_out, quantization="float32", force=True)
@@ -123,7 +141,9 @@ class CTranslate2Engine(Engine):
         return models.package_version("ctranslate2") or "not installed"
 
     def configure(self, values):
-        self.desc = models.check_model_settings(values)
+        self.info = models.resolve_model(values, self.name)
+        check_convertible(self.info)
+        self.vocab = models.Vocabulary(self.info.shape)
         self.values = values
         self.model_dir = None
         self.generator = self.generator_key = None
@@ -142,13 +162,13 @@ class CTranslate2Engine(Engine):
         versions = [models.package_version(p) or "-" for p in ("ctranslate2", "transformers", "torch")]
         cache = self.values["cache_dir"] or default_cache_dir()
         os.makedirs(cache, exist_ok=True)
-        d = os.path.join(cache, "opt-" + source_key(self.values, versions))
+        d = os.path.join(cache, "%s-%s" % (self.info.shape["model_type"], source_key(self.info, versions)))
         if not os.path.isfile(os.path.join(d, "model.bin")):
             t0 = time.perf_counter()
-            convert(self.values, d)
+            convert(self.info, d)
             import sys
             sys.stderr.write("benchctl_worker: converted %s into %s in %.1f s\n"
-                             % (self.desc, d, time.perf_counter() - t0))
+                             % (self.info.desc, d, time.perf_counter() - t0))
         self.model_dir = d
         return d
 
@@ -161,7 +181,7 @@ class CTranslate2Engine(Engine):
             except (RuntimeError, ValueError):  # no such device: begin_case says so
                 supported = set(DTYPE_COMPUTE_TYPE.values())
             dtypes = [d for d, ct in DTYPE_COMPUTE_TYPE.items() if ct in supported]
-        return models.describe_reply(self.desc, self.values, dtypes)
+        return models.describe_reply(self.info, dtypes)
 
     def begin_case(self, case, prompt_ids):
         ctranslate2 = self._import()
@@ -174,7 +194,7 @@ class CTranslate2Engine(Engine):
         if compute_type not in supported:
             raise WorkerError("unsupported", "compute type %s is not supported on this %s (supported: %s)"
                               % (compute_type, device, ", ".join(sorted(supported))))
-        models.check_case_fits(case, prompt_ids, models.model_config(self.values))
+        models.check_case_fits(case, prompt_ids, self.info.shape)
         model_dir = self._converted()
         if case["do_sample"]:
             # The seed reaches a Generator's threads when they start: a
@@ -188,7 +208,7 @@ class CTranslate2Engine(Engine):
             self.generator_key = compute_type
         models.reset_peak_rss()  # the peak is since begin_case
         self.case = case
-        self.prompts = [[models.token_string(t) for t in row] for row in prompt_ids]
+        self.prompts = [[self.vocab.string(t) for t in row] for row in prompt_ids]
 
     def _options(self, step_marks, row_marks):
         c = self.case
@@ -200,7 +220,7 @@ class CTranslate2Engine(Engine):
             row_marks.setdefault(step.batch_id, t)
 
         opts = dict(max_length=R, min_length=R, include_prompt_in_result=False, beam_size=1, max_batch_size=0,
-                    callback=on_token)
+                    end_token=self.vocab.eos_tokens, callback=on_token)
         if c["do_sample"]:
             opts.update(sampling_topk=c["top_k"], sampling_topp=c["top_p"], sampling_temperature=c["temperature"])
         else:

@@ -1,8 +1,9 @@
 """ds.py: the `deepspeed` engine: DeepSpeed's HybridEngine rollout, as the
 seed benchmark drives it, on a GPU.
 
-The OPT model (a checkpoint or a built-in shape with random weights, as the
-transformers engine builds it) is wrapped by deepspeed.initialize with the
+The model (a checkpoint or a built-in shape with random weights, as the
+transformers engine builds it; DeepSpeed has kernel containers for OPT and
+HF Llama, and runs plain generate inside the hybrid engine for the others) is wrapped by deepspeed.initialize with the
 hybrid engine enabled (inference kernels for generation, ZeRO stage 0), and
 one rollout is the seed's: expand the prompts (each row repeated
 samples_per_prompt times), engine.generate with forced length (EOS suppressed
@@ -69,7 +70,7 @@ class DeepSpeedEngine(TransformersEngine):
         if self.model_key != (case["dtype"], rows):
             self.model = None
             free_memory(torch, True)
-            model = build_model(torch, transformers, self.values, dtype, "cuda")
+            model = build_model(torch, transformers, self.info, dtype, "cuda", self.values["attention"])
             self.model, *_ = deepspeed.initialize(model=model, config=ds_config(case["dtype"], rows))
             self.model.eval()
             self.model_key = (case["dtype"], rows)

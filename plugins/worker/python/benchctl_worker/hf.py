@@ -1,5 +1,6 @@
 """hf.py: the `transformers` engine: Hugging Face transformers' `generate` on
-an OPT model, a local checkpoint or a built-in shape with random weights.
+the model a checkpoint names (AutoModelForCausalLM: OPT, Llama, Qwen2,
+Mistral; models.MODEL_TYPES) or on a built-in shape with random weights.
 
 One rollout, as benchctl's native engine does it:
   prompt expansion  each prompt row repeated samples_per_prompt times, grouped
@@ -73,16 +74,25 @@ def torch_dtype(torch, name):
     return getattr(torch, models.TORCH_DTYPES[name])
 
 
-def build_model(torch, transformers, values, dtype, device):
-    """The OPT model of the settings, in dtype, on device, in eval mode."""
-    if values["checkpoint"]:
-        model = transformers.OPTForCausalLM.from_pretrained(values["checkpoint"], dtype=dtype,
-                                                            attn_implementation=values["attention"])
+def build_model(torch, transformers, model, dtype, device, attention):
+    """The models.Model's transformers model, in dtype, on device, in eval
+    mode: the checkpoint's class (AutoModelForCausalLM), or the built-in
+    shape's config with random weights seeded by weights_seed."""
+    if model.checkpoint:
+        m = transformers.AutoModelForCausalLM.from_pretrained(model.checkpoint, dtype=dtype,
+                                                              attn_implementation=attention)
     else:
-        cfg = transformers.OPTConfig(**models.opt_config_kwargs(values["model"] or "125m"))
-        torch.manual_seed(values["weights_seed"])
-        model = transformers.OPTForCausalLM._from_config(cfg, dtype=dtype, attn_implementation=values["attention"])
-    return model.to(device).eval()
+        m = random_model(torch, transformers, model, dtype, attention)
+    return m.to(device).eval()
+
+
+def random_model(torch, transformers, model, dtype, attention):
+    """A built-in shape's model with transformers' own random initialisation,
+    seeded (weights_seed)."""
+    kw = dict(model.config)
+    cfg = transformers.AutoConfig.for_model(kw.pop("model_type"), **kw)
+    torch.manual_seed(model.seed)
+    return transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attention)
 
 
 class TorchRollout:
@@ -185,7 +195,7 @@ class TransformersEngine(Engine):
         return models.package_version("transformers") or "not installed"
 
     def configure(self, values):
-        self.desc = models.check_model_settings(values)
+        self.info = models.resolve_model(values, self.name)
         self.values = values
         self.model = self.model_key = None
 
@@ -201,15 +211,15 @@ class TransformersEngine(Engine):
         return torch, transformers
 
     def describe(self):
-        return models.describe_reply(self.desc, self.values, models.TORCH_DTYPES)
+        return models.describe_reply(self.info, models.TORCH_DTYPES)
 
     def begin_case(self, case, prompt_ids):
         torch, transformers = self._import()
         dtype = torch_dtype(torch, case["dtype"])
-        models.check_case_fits(case, prompt_ids, models.model_config(self.values))
+        models.check_case_fits(case, prompt_ids, self.info.shape)
         module, generate_fn = self._prepare(torch, transformers, case, dtype)
         self.rollout = TorchRollout(torch, module, generate_fn, case, prompt_ids, self.values["device"],
-                                    module.config.pad_token_id)
+                                    self.info.shape["pad_id"])
 
     def _prepare(self, torch, transformers, case, dtype):
         """The case's model, built once per dtype -> (the module the forward
@@ -218,7 +228,7 @@ class TransformersEngine(Engine):
         if self.model_key != case["dtype"]:
             self.model = None
             free_memory(torch, device.startswith("cuda"))
-            self.model = build_model(torch, transformers, self.values, dtype, device)
+            self.model = build_model(torch, transformers, self.info, dtype, device, self.values["attention"])
             self.model_key = case["dtype"]
         return self.model, self.model.generate
 

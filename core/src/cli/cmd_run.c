@@ -1,0 +1,138 @@
+/* cmd_run.c: `benchctl run FILE`: the context (joined across ranks in a
+ * distributed run), --resume, the signals, bc_run and the summary. */
+#define _GNU_SOURCE
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "exit_guard.h"
+#include "resume.h"
+#include "runner.h"
+#include "seam.h"
+
+static volatile sig_atomic_t g_stop;   /* signals received: 1 finish the iteration, 2 abandon it */
+static volatile sig_atomic_t g_signal; /* the first signal's number */
+
+static void on_signal(int sig) {
+    if (!g_signal) g_signal = sig;
+    if (++g_stop >= 3) { /* a third one: stop at once */
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+}
+
+static void on_runner_error(void *ctx, const char *message) {
+    (void)ctx;
+    bc_cli_print_error(message, NULL);
+}
+
+/* Prints one line per distinct failure message: "case 3 (shape) failed: msg",
+ * or "cases 2, 3, 6 failed: msg" when several cases failed the same way. */
+static void print_failures(const bc_run_result *res) {
+    for (size_t i = 0; i < res->n_cases; i++) {
+        const bc_case_report *cr = &res->cases[i];
+        if (cr->status != BC_CASE_FAILED) continue;
+        int seen = 0; /* an earlier case already printed this message */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = res->cases[j].status == BC_CASE_FAILED && strcmp(res->cases[j].message, cr->message) == 0;
+        if (seen) continue;
+        char msg[2048];
+        size_t used = 0, n_same = 0;
+        for (size_t j = i; j < res->n_cases; j++)
+            n_same += res->cases[j].status == BC_CASE_FAILED && strcmp(res->cases[j].message, cr->message) == 0;
+        if (n_same == 1) {
+            char desc[256];
+            bc_context_describe_case(cr->c, desc, sizeof desc);
+            snprintf(msg, sizeof msg, "case %u (%s) failed: %s", cr->c->index, desc, cr->message);
+        } else {
+            used = (size_t)snprintf(msg, sizeof msg, "cases");
+            for (size_t j = i; j < res->n_cases && used < 512; j++)
+                if (res->cases[j].status == BC_CASE_FAILED && strcmp(res->cases[j].message, cr->message) == 0)
+                    used += (size_t)snprintf(msg + used, sizeof msg - used, "%s %u", j == i ? "" : ",",
+                                             res->cases[j].c->index);
+            snprintf(msg + used, sizeof msg - used, "%s failed: %s", used >= 512 ? ", ..." : "", cr->message);
+        }
+        bc_cli_print_error(msg, NULL);
+    }
+}
+
+/* Runs ctx's cases (on rank d->rank of a distributed run, d not NULL: the
+ * reporters and the summary on rank 0 only). */
+static int run_context(const bc_cli_args *a, bc_context *ctx, bc_dist *d) {
+    int lead = !d || d->rank == 0; /* the process that reports */
+    if (ctx->cfg.n_reporters == 0 && !a->quiet && lead)
+        bc_cli_print_error("warning: no reporters configured; results will not be written",
+                    "add a reporters list to the config or use --reporter console,json");
+    bc_runner_reporter *reps = calloc(ctx->cfg.n_reporters + 1, sizeof *reps);
+    if (!reps) return bc_cli_print_error("out of memory", NULL), EXIT_RUNTIME;
+    bc_runner_config rc_cfg;
+    bc_context_runner_config(ctx, &rc_cfg, reps);
+    bc_run_seam seam; /* many processes: the distributed protocol between the loop's steps */
+    if (d) {
+        bc_dist_seam(d, &seam);
+        rc_cfg.seam = &seam;
+    }
+    if (!lead) rc_cfg.n_reporters = 0; /* only rank 0 writes reports */
+    rc_cfg.stop = &g_stop;
+    rc_cfg.on_error = on_runner_error;
+    bc_resume resume = {0};
+    if (a->resume) {
+        bc_error rerr = {0};
+        bc_status rst = bc_resume_load(&resume, a->resume, ctx->cases, ctx->n_cases, ctx->cfg.sha256, &rerr);
+        if (rst != BC_OK) {
+            bc_cli_print_bc_error(&rerr);
+            bc_resume_free(&resume);
+            free(reps);
+            return rst == BC_ERR_NOMEM ? EXIT_RUNTIME : EXIT_USAGE;
+        }
+        rc_cfg.prior = resume.by_case;
+        if (!a->quiet)
+            fprintf(stderr, "benchctl: resuming %s: %zu of %zu cases finished there are taken as they were\n",
+                    a->resume, resume.n_taken, ctx->n_cases);
+    }
+
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    bc_run_result res = {0};
+    bc_error err = {0};
+    int exit_code;
+    bc_exit_guard_arm();
+    bc_status run_st = bc_run(&rc_cfg, &res, &err);
+    bc_exit_guard_disarm();
+    if (run_st != BC_OK) {
+        if (lead) bc_cli_print_bc_error(&err); /* the ranks agreed on it */
+        exit_code = run_st == BC_ERR_SETTING ? EXIT_USAGE : EXIT_RUNTIME;
+    } else {
+        exit_code = bc_run_exit_status(&res);
+        if (exit_code == 130 && g_signal) exit_code = 128 + g_signal;
+        if (lead) print_failures(&res);
+        if (lead && (!a->quiet || exit_code))
+            fprintf(stderr, "benchctl: %zu case%s: %zu ok, %u failed, %u skipped%s%s\n", res.n_cases,
+                    res.n_cases == 1 ? "" : "s", res.n_cases - res.n_failed - res.n_skipped, res.n_failed, res.n_skipped,
+                    res.interrupted ? " (interrupted)" : "",
+                    res.reporter_failed ? "; a reporter failed (see above), its report is missing" : "");
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    bc_run_result_free(&res);
+    bc_resume_free(&resume);
+    free(reps);
+    return exit_code;
+}
+
+int bc_cli_run(const bc_cli_args *a) {
+    bc_dist dist = {0}, *d = NULL;
+    bc_context ctx;
+    int rc = bc_cli_open_run_context(&ctx, a, &dist, &d);
+    if (rc == 0) rc = run_context(a, &ctx, d);
+    bc_context_free(&ctx); /* the backend instance, before the comm leaves the job */
+    if (d) bc_dist_close(d);
+    return rc;
+}

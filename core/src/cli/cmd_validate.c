@@ -1,0 +1,20 @@
+/* cmd_validate.c: `benchctl validate FILE`: the context built, nothing run. */
+#define _GNU_SOURCE
+
+#include <stdio.h>
+
+#include "cli.h"
+
+int bc_cli_validate(const bc_cli_args *a) {
+    bc_context ctx;
+    int rc = bc_cli_open_context(&ctx, a, 0);
+    char of[64];
+    if (!rc)
+        printf("%s: ok: %zu case%s%s; backend %s, %zu precision%s, %zu cache polic%s, %zu reporter%s\n", ctx.cfg.path,
+               ctx.n_cases, ctx.n_cases == 1 ? "" : "s", bc_cli_selected_of(&ctx, of, sizeof of),
+               ctx.backend.plugin->desc->name, ctx.cfg.n_precisions,
+               ctx.cfg.n_precisions == 1 ? "" : "s", ctx.cfg.n_cache_policies,
+               ctx.cfg.n_cache_policies == 1 ? "y" : "ies", ctx.cfg.n_reporters, ctx.cfg.n_reporters == 1 ? "" : "s");
+    bc_context_free(&ctx);
+    return rc;
+}

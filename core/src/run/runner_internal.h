@@ -1,0 +1,88 @@
+/* runner_internal.h: what the runner's files share (runner.c the loop and
+ * a case's measurement, isolation.c a case in a child process, fanout.c the
+ * reporters, their journal and the ETA, resume.c a case taken from an
+ * earlier run). Not for use outside core/src/run. */
+#ifndef BENCHCTL_RUNNER_INTERNAL_H
+#define BENCHCTL_RUNNER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eta.h"
+#include "host.h"
+#include "runner.h"
+
+enum { N_FIELDS = BC_N_FIELDS };
+
+static inline double ms_since(uint64_t t0) { return (double)(bc_now_ns() - t0) / 1e6; }
+
+static inline int stop_level(const bc_runner_config *cfg) { return cfg->stop ? (int)*cfg->stop : 0; }
+
+/* One open reporter. */
+typedef struct reporter_slot {
+    const bc_runner_reporter *r;
+    void *inst;     /* owned by the plugin; destroyed by the runner */
+    int open;       /* open succeeded */
+    int journaling; /* case_finished still called */
+    int progress;   /* iteration_finished still called */
+} reporter_slot;
+
+/* What the cases of one run share while it goes: the reporters, the report
+ * they see, the execution order and the cost model of the ETA. */
+typedef struct run_state {
+    const bc_runner_config *cfg;
+    bc_run_result *res;
+    reporter_slot *slots;
+    const bc_run_report *run; /* the finished cases so far */
+    const struct bc_plan *plan;          /* the cases' instances and order (plan.h) */
+    const bc_runner_backend *backends;   /* plan->n_instances: instance i's plugin and instance */
+    const struct bc_run_seam *seam;      /* one process (bc_seam_local) or many (seam.h) */
+    const size_t *order;      /* execution order: plan->order */
+    size_t position;          /* of the running case in order */
+    bc_eta eta;               /* fitted on the finished cases */
+    int child_fd;             /* >= 0 in an isolated case's child: events go to the parent over it */
+} run_state;
+
+
+/* Whether the stable rule applies (adaptive, with a target). */
+static inline int has_target(const bc_runner_config *cfg) { return cfg->max_iterations > 0 && cfg->target_rel_ci > 0; }
+
+
+/* runner.c */
+void bc_runner_set_message(bc_run_result *res, size_t k, const char *fmt, ...) BC_PRINTF(3, 4);
+/* The stop rule's bounds: [lo, hi] measured iterations. */
+void bc_runner_iteration_bounds(const bc_runner_config *cfg, uint32_t *lo, uint32_t *hi);
+/* Runs case k (requested index) with the backend instance. */
+void bc_runner_run_case(run_state *rs, size_t k);
+
+/* isolation.c */
+/* Runs case k in a forked child; the parent keeps the reporters, forwards
+ * interrupts, enforces cfg->case_timeout_s and turns a child that dies into
+ * a failed case. */
+void bc_runner_run_case_isolated(run_state *rs, size_t k);
+/* In the child: sends one finished iteration to the parent over fd. */
+void bc_runner_child_send_event(int fd, int warmup, uint32_t iteration, const double *row, double elapsed_ms,
+                                double rel_ci);
+
+/* fanout.c */
+/* Seconds the cases at positions from..n-1 of the order should take, with e. */
+double bc_runner_predict_rest_s(const run_state *rs, const bc_eta *e, size_t from);
+/* Tells the reporters that have iteration_finished about one iteration
+ * (in an isolated case's child: tells the parent). */
+void bc_runner_iteration_event(run_state *rs, const bc_case *c, int warmup, uint32_t iteration, const double *row,
+                               double elapsed_ms, double rel_ci);
+/* Opens every reporter; a failure is reported and the others carry on. */
+void bc_runner_open_reporters(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
+                              bc_run_result *res);
+/* Tells the journaling reporters case k finished. */
+void bc_runner_journal_case(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
+                            bc_run_result *res, size_t k);
+/* Closes and destroys every reporter. */
+void bc_runner_close_reporters(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
+                               bc_run_result *res);
+
+/* resume.c */
+/* Case k as an earlier run recorded it (cfg->prior[k]). */
+void bc_runner_adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size_t k);
+
+#endif
