@@ -7,8 +7,10 @@
 #include "float_bits.h"
 #include "precision.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 
 /* The tensor called name, marked used; NULL if absent. */
@@ -161,3 +163,26 @@ bc_status eng_ck_vector(eng_ck_loader *c, const char *suffix, float *v, int n, b
     return ck_check_finite(t, c->prefix, suffix, t->data, sd, v, ENG_F32, (size_t)n, 1, err);
 }
 
+bc_status eng_ck_check_files(const char *dir, bc_error *err) {
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        const int e = errno;
+        if (e != ENOENT && e != ENOTDIR) return bc_error_set(err, BC_ERR_IO, "checkpoint %s: %s", dir, strerror(e));
+        bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: no such directory", dir);
+        return bc_error_hint(err, "checkpoint names a local Hugging Face model directory (config.json + weights)");
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: not a directory", dir);
+        return bc_error_hint(err, "checkpoint names the model's directory, not one of its files");
+    }
+    if (!eng_ck_dir_has(dir, "config.json")) {
+        bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: no config.json in the directory", dir);
+        return bc_error_hint(err, "a Hugging Face checkpoint directory holds config.json next to its weights");
+    }
+    if (eng_ck_format_of_dir(dir)) return BC_OK;
+    bc_error_set(err, BC_ERR_NOT_FOUND,
+                 "checkpoint %s: no weights (model.safetensors, a sharded model.safetensors.index.json, or "
+                 "pytorch_model.bin)",
+                 dir);
+    return bc_error_hint(err, "download the weights next to config.json (docs/checkpoints.md)");
+}

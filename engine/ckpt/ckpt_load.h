@@ -34,4 +34,10 @@ bc_status eng_ck_matrix(eng_ck_loader *c, const char *suffix, eng_matrix *m, int
 /* c->prefix + suffix into the fp32 vector v[n]. */
 bc_status eng_ck_vector(eng_ck_loader *c, const char *suffix, float *v, int n, bc_error *err);
 
+/* Quick and without reading any file: dir is a directory holding
+ * config.json and weights (model.safetensors, model.safetensors.index.json,
+ * pytorch_model.bin or pytorch_model.bin.index.json). BC_ERR_NOT_FOUND
+ * naming what is missing (with a hint), BC_ERR_IO when dir cannot be read. */
+bc_status eng_ck_check_files(const char *dir, bc_error *err);
+
 #endif

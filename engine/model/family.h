@@ -18,7 +18,8 @@ typedef struct eng_family {
     void (*forward)(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
                     int B, int T, eng_logits_mode mode, float *logits);
     /* A LoRA target of layer l: the matrix module m (eng_lora_module) adapts
-     * in the weights (NULL: the family has no such module). */
+     * in the weights (NULL: the family has no such module; the hook NULL:
+     * the family takes no LoRA adapter). */
     eng_matrix *(*lora_matrix)(eng_weights *w, int l, int m);
 
     /* ---- what the plugin glue (engine/plugin/eng_plugin.c) asks ---- */
@@ -53,6 +54,10 @@ typedef struct eng_family {
     const void *(*weights_hparams)(const eng_weights *w);
     /* The arena bytes w holds. */
     size_t (*weights_held)(const eng_weights *w);
+    /* A case of `positions` tokens (prompt + response) on hp: BC_OK, or the
+     * one line why the family cannot run it (NULL: every case within the
+     * shape's positions). */
+    bc_status (*check_positions)(const void *hp, int positions, bc_error *err);
 } eng_family;
 
 #endif

@@ -253,6 +253,9 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
                             S_COUNT);
     const char *model = setting_str(v, S_MODEL), *checkpoint = setting_str(v, S_CHECKPOINT);
     const char *prompts_file = setting_str(v, S_PROMPTS_FILE);
+    if (strcmp(setting_str(v, S_DEVICE), "cuda") == 0 && !eng_plugin.cuda_device)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                            "device = \"cuda\": the %s family has no CUDA device yet; use device = \"cpu\"", NAME);
     if (strcmp(setting_str(v, S_DEVICE), "cuda") == 0 && !eng_plugin.cuda_device()) {
         bc_error_set(err, BC_ERR_DEVICE, "no CUDA device: this build of the %s plugin has no CUDA path (device = \"cuda\")",
                      NAME);
@@ -296,6 +299,8 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
         return bc_error_set(err, BC_ERR_SETTING, "lora_adapter and lora_rank both set: an adapter has its own rank");
     if (setting_int(v, S_LORA_RANK) > 0 && (st = eng_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)))
         return st;
+    if ((setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0) && !eng_plugin.family->lora_matrix)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "lora: the %s family takes no LoRA adapter yet", NAME);
     if ((setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0) && !strcmp(setting_str(v, S_DEVICE), "cuda"))
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
                             "lora: the CUDA path neither fuses nor applies unfused LoRA adapters; use device = \"cpu\"");
@@ -603,6 +608,7 @@ static bc_status plan_case(const eng_backend *s, const bc_case *c, bc_memory_sta
     bc_status st = case_dtype(s, c, &dt, err);
     if (st == BC_OK) st = rollout_params(s, c, &p, err);
     if (st == BC_OK) st = eng_rollout_dims(&ro, shape_of(s), &p, err);
+    if (st == BC_OK && s->fam->check_positions) st = s->fam->check_positions(s->hp, ro.Stot, err);
     if (st != BC_OK) return st;
     const eng_shape *hp = shape_of(s);
     const footprint f = footprint_of(s, s->hp, dt, &ro);

@@ -14,7 +14,8 @@
 /* What a family's plugin file gives the glue. */
 typedef struct eng_plugin_def {
     const eng_family *family;
-    /* The family's CUDA device, or NULL: none in this build. */
+    /* The family's CUDA device, or NULL: none in this build (the hook NULL:
+     * the family has no CUDA device, refused before the first case). */
     const eng_device_ops *(*cuda_device)(void);
 } eng_plugin_def;
 

@@ -5,7 +5,7 @@
  * (ckpt_set.h) gives the same tensor list whatever the format (eng_ck_tensor,
  * sorted by name), so everything past opening the files is one walk over the
  * tensors (ck_walk) that either loads them or, for opt_checkpoint_validate,
- * only checks them. opt_checkpoint_check_files is the quick check that the
+ * only checks them. eng_ck_check_files (engine/ckpt) is the quick check that the
  * files are there at all, reading none of them.
  *
  * Tensor names (X = "model.decoder." or "decoder.", whichever the file uses):
@@ -281,27 +281,3 @@ bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, eng_dtype
 bc_status opt_checkpoint_validate(const char *dir, bc_error *err) { return ck_walk(dir, ENG_F32, NULL, err); }
 
 /* ---------------------------------------------------------- quick checks */
-
-bc_status opt_checkpoint_check_files(const char *dir, bc_error *err) {
-    struct stat sb;
-    if (stat(dir, &sb) != 0) {
-        const int e = errno;
-        if (e != ENOENT && e != ENOTDIR) return bc_error_set(err, BC_ERR_IO, "checkpoint %s: %s", dir, strerror(e));
-        bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: no such directory", dir);
-        return bc_error_hint(err, "checkpoint names a local Hugging Face model directory (config.json + weights)");
-    }
-    if (!S_ISDIR(sb.st_mode)) {
-        bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: not a directory", dir);
-        return bc_error_hint(err, "checkpoint names the model's directory, not one of its files");
-    }
-    if (!eng_ck_dir_has(dir, "config.json")) {
-        bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: no config.json in the directory", dir);
-        return bc_error_hint(err, "a Hugging Face OPT checkpoint directory holds config.json next to its weights");
-    }
-    if (eng_ck_format_of_dir(dir)) return BC_OK;
-    bc_error_set(err, BC_ERR_NOT_FOUND,
-                 "checkpoint %s: no weights (model.safetensors, a sharded model.safetensors.index.json, or "
-                 "pytorch_model.bin)",
-                 dir);
-    return bc_error_hint(err, "download the weights next to config.json (docs/checkpoints.md)");
-}

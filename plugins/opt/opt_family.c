@@ -4,6 +4,7 @@
  * and tensors (checkpoint.c), synthetic weights (synthetic.c) and sizes.
  */
 #include "checkpoint.h"
+#include "ckpt_load.h"
 #include "opt_model.h"
 
 #include <stdlib.h>
@@ -40,7 +41,7 @@ const eng_family opt_family = {
     .preset_fmt = "facebook/opt-%s",
     .preset = fam_preset,
     .config = fam_config,
-    .check_files = opt_checkpoint_check_files,
+    .check_files = eng_ck_check_files,
     .validate = opt_checkpoint_validate,
     .n_parameters = fam_n_parameters,
     .arena_bytes = fam_arena_bytes,
