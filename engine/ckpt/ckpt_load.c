@@ -8,6 +8,7 @@
 #include "precision.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -185,4 +186,34 @@ bc_status eng_ck_check_files(const char *dir, bc_error *err) {
                  "pytorch_model.bin)",
                  dir);
     return bc_error_hint(err, "download the weights next to config.json (docs/checkpoints.md)");
+}
+
+bc_status eng_ck_loader_open(eng_ck_loader *c, eng_ck_set *set, const char *dir, eng_dtype dtype, int check_only,
+                             bc_error *err) {
+    memset(c, 0, sizeof *c);
+    bc_status st = eng_ck_set_open_dir(set, dir, err);
+    if (st != BC_OK) return st;
+    *c = (eng_ck_loader){.set = set, .dtype = dtype, .check_only = check_only,
+                         .used = calloc(set->n_tensors ? set->n_tensors : 1, 1)};
+    if (!c->used) {
+        eng_ck_set_close(set);
+        return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", set->source);
+    }
+    return BC_OK;
+}
+
+void eng_ck_loader_close(eng_ck_loader *c, eng_ck_set *set) {
+    free(c->used);
+    c->used = NULL;
+    eng_ck_set_close(set);
+}
+
+bc_status eng_ck_all_used(const eng_ck_loader *c, const char *what, bc_error *err) {
+    /* A tensor not used usually means a config.json that does not match the
+     * weights (more layers, say): refuse rather than ignore it. */
+    for (size_t i = 0; i < c->set->n_tensors; i++)
+        if (!c->used[i])
+            return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' is not part of the %s model config.json describes",
+                                c->set->by_name[i]->path, c->set->by_name[i]->name, what);
+    return BC_OK;
 }

@@ -20,6 +20,16 @@ typedef struct eng_ck_loader {
     unsigned char *used; /* [set->n_tensors]: 1 once loaded, to find unexpected ones */
 } eng_ck_loader;
 
+/* Opens dir's tensors into set and c (prefix unset), marking none used;
+ * check_only: names, dtypes and shapes are checked, nothing converted. */
+bc_status eng_ck_loader_open(eng_ck_loader *c, eng_ck_set *set, const char *dir, eng_dtype dtype, int check_only,
+                             bc_error *err);
+/* Frees what eng_ck_loader_open opened. */
+void eng_ck_loader_close(eng_ck_loader *c, eng_ck_set *set);
+/* The first tensor left unused, refused as not part of the `what` model
+ * config.json describes; BC_OK when every tensor was taken. */
+bc_status eng_ck_all_used(const eng_ck_loader *c, const char *what, bc_error *err);
+
 /* The tensor called name, marked used; NULL if absent. */
 const eng_ck_tensor *eng_ck_take(eng_ck_loader *c, const char *name);
 /* Element i of src (F32, F16 or BF16) as a float. */

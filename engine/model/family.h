@@ -24,8 +24,11 @@ typedef struct eng_family {
 
     /* ---- what the plugin glue (engine/plugin/eng_plugin.c) asks ---- */
     /* The family's hparams struct (its first member an eng_shape) and
-     * weights struct (its first member an eng_weights), in bytes. */
-    size_t hparams_size, weights_size;
+     * weights struct (its first member an eng_weights), in bytes; where in
+     * the weights the hparams they were made from sit (a checkpoint's, with
+     * its name); the bytes of one layer's table entry (host memory beside
+     * the arena, n_layers of them). */
+    size_t hparams_size, weights_size, hparams_offset, layer_size;
     const char *default_preset; /* the shape of synthetic weights when `model` is left empty */
     const char *preset_fmt;     /* the model a preset names, with %s: "facebook/opt-%s" */
     /* A preset's shape into hp; BC_ERR_INVALID naming the presets. */
@@ -39,10 +42,8 @@ typedef struct eng_family {
     bc_status (*validate)(const char *dir, bc_error *err);
     /* The parameter count as transformers counts it. */
     int64_t (*n_parameters)(const void *hp);
-    /* Host bytes of the weights for hp in dtype: the arena (0: too large)
-     * and the tables beside it. */
+    /* Host bytes of the weights' arena for hp in dtype (0: too large). */
     size_t (*arena_bytes)(const void *hp, eng_dtype dtype);
-    int64_t (*table_bytes)(const void *hp);
     /* The weights' header for hp in dtype, no arena (a device's plan). */
     void (*describe)(eng_weights *w, const void *hp, eng_dtype dtype);
     /* Seeded synthetic weights, or a checkpoint's, into w (weights_size
@@ -50,10 +51,6 @@ typedef struct eng_family {
     bc_status (*synthetic)(eng_weights *w, const void *hp, eng_dtype dtype, uint64_t seed, bc_error *err);
     bc_status (*load)(eng_weights *w, const char *dir, eng_dtype dtype, bc_error *err);
     void (*weights_free)(eng_weights *w);
-    /* The hparams the weights were made from (a checkpoint's, with its name). */
-    const void *(*weights_hparams)(const eng_weights *w);
-    /* The arena bytes w holds. */
-    size_t (*weights_held)(const eng_weights *w);
     /* A case of `positions` tokens (prompt + response) on hp: BC_OK, or the
      * one line why the family cannot run it (NULL: every case within the
      * shape's positions). */

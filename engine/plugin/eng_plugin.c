@@ -345,7 +345,7 @@ static int64_t size_bytes(size_t n) { return n > (size_t)INT64_MAX ? -1 : (int64
 static footprint footprint_of(const eng_backend *s, const void *hp, eng_dtype dt, const eng_rollout *ro) {
     footprint f;
     f.weights = size_bytes(s->fam->arena_bytes(hp, dt));
-    f.layer_table = s->fam->table_bytes(hp);
+    f.layer_table = (int64_t)((const eng_shape *)hp)->n_layers * (int64_t)s->fam->layer_size;
     f.prompts = s->text ? eng_text_prompts_bytes(s->text) : 0;
     if (s->have_prompts) {
         f.prompts = (int64_t)s->prompts.n_lines * (int64_t)sizeof(eng_prompt);
@@ -368,7 +368,7 @@ static footprint footprint_of(const eng_backend *s, const void *hp, eng_dtype dt
 static int64_t current_bytes(const eng_backend *s) {
     const footprint f = footprint_of(s, s->hp, s->have_weights ? s->w->dtype : ENG_F32, s->have_rollout ? &s->ro : NULL);
     int64_t n = f.prompts + (s->have_rollout ? f.buffers : 0);
-    if (s->have_weights) n += (int64_t)s->fam->weights_held(s->w) + f.layer_table;
+    if (s->have_weights) n += (int64_t)s->w->arena_bytes + f.layer_table;
     return n + s->dev->host_bytes(s->dev_ctx, s->have_rollout ? &s->ro : NULL);
 }
 
@@ -695,7 +695,7 @@ static bc_status build_weights(eng_backend *s, eng_dtype dt, bc_error *err) {
         return st;
     }
     s->have_weights = 1;
-    memcpy(s->hp, s->fam->weights_hparams(s->w), s->fam->hparams_size);
+    memcpy(s->hp, (const char *)s->w + s->fam->hparams_offset, s->fam->hparams_size);
     account(s);
     return BC_OK;
 }
@@ -919,7 +919,7 @@ static bc_status backend_read_memory(void *inst, bc_memory_stats *out, bc_error 
     eng_device_memory dm;
     bc_status st = s->dev->read_memory(s->dev_ctx, s->have_rollout ? &s->ro : NULL, &dm, err);
     bc_memory_stats m = {.struct_size = sizeof m};
-    m.weights_bytes = dm.weights >= 0 ? dm.weights : s->have_weights ? (int64_t)s->fam->weights_held(s->w) : 0;
+    m.weights_bytes = dm.weights >= 0 ? dm.weights : s->have_weights ? (int64_t)s->w->arena_bytes : 0;
     m.kv_cache_bytes = dm.kv_cache;
     m.workspace_bytes = dm.workspace;
     m.host_peak_bytes = s->peak_bytes;

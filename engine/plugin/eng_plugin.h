@@ -32,10 +32,21 @@ extern const bc_setting_desc eng_settings[ENG_N_SETTINGS];
 extern const bc_backend_ops eng_backend_ops;
 bc_status eng_backend_check_settings(const bc_host *host, const bc_settings *settings, bc_error *err);
 
-/* The descriptor fields a family's backend plugin shares. */
-#define ENG_PLUGIN_BACKEND                                                                   \
-    .kind = BC_KIND_BACKEND, .settings = eng_settings, .n_settings = ENG_N_SETTINGS,         \
-    .setting_size = (uint32_t)sizeof(eng_settings[0]), .ops = &eng_backend_ops,              \
-    .check_settings = eng_backend_check_settings
+/* A family's backend plugin: its descriptor (name, version, description)
+ * over the engine's settings and hooks, and its entry point. */
+#define ENG_PLUGIN_BACKEND(name_, version_, description_)                                          \
+    static const bc_plugin_desc eng_plugin_desc = {                                                \
+        BC_PLUGIN_DESC_HEADER,                                                                     \
+        .kind = BC_KIND_BACKEND,                                                                   \
+        .name = (name_),                                                                           \
+        .version = (version_),                                                                     \
+        .description = (description_),                                                            \
+        .settings = eng_settings,                                                                  \
+        .n_settings = ENG_N_SETTINGS,                                                              \
+        .setting_size = (uint32_t)sizeof(eng_settings[0]),                                         \
+        .ops = &eng_backend_ops,                                                                   \
+        .check_settings = eng_backend_check_settings,                                              \
+    };                                                                                             \
+    BC_PLUGIN_DEFINE(eng_plugin_desc)
 
 #endif

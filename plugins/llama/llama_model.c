@@ -14,17 +14,17 @@
 #include "synthetic.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define LLAMA_ALIGN 64
 
-static size_t align_up(size_t n) { return (n + LLAMA_ALIGN - 1) / LLAMA_ALIGN * LLAMA_ALIGN; }
 
 /* ------------------------------------------------------------------ sizes */
 
-int64_t llama_n_parameters(const llama_config *cfg) {
+int64_t llama_n_parameters(const void *hp) {
+    const llama_config *cfg = hp;
     const eng_shape *s = &cfg->shape;
     const int64_t V = s->vocab_size, C = s->hidden_size, F = s->ffn_size;
     const int64_t Q = (int64_t)s->n_heads * s->head_dim, K = (int64_t)s->n_kv_heads * s->head_dim;
@@ -65,18 +65,9 @@ static size_t weights_layout(llama_weights *w, char *base) {
     const int V = s->vocab_size, C = s->hidden_size, F = s->ffn_size, D = s->head_dim;
     const int Q = s->n_heads * D, K = s->n_kv_heads * D;
     const eng_dtype dt = w->base.dtype;
-    size_t off = 0;
-#define MAT(m, r, c)                                                               \
-    do {                                                                           \
-        (m).dtype = dt; (m).rows = (r); (m).cols = (c);                            \
-        (m).data = base ? base + off : NULL;                                       \
-        off += align_up(eng_matrix_bytes(dt, (size_t)(r), (size_t)(c)));           \
-    } while (0)
-#define VEC(p, n)                                                                  \
-    do {                                                                           \
-        (p) = base ? (float *)(void *)(base + off) : NULL;                         \
-        off += align_up((size_t)(n) * sizeof(float));                              \
-    } while (0)
+    eng_layout lay = {base, 0, dt};
+#define MAT(m, r, c) eng_layout_matrix(&lay, &(m), (r), (c))
+#define VEC(p, n) ((p) = eng_layout_vector(&lay, (size_t)(n)))
     MAT(w->embed_tokens, V, C);
     if (cfg->tie_word_embeddings) w->lm_head = w->embed_tokens;
     else MAT(w->lm_head, V, C);
@@ -101,7 +92,7 @@ static size_t weights_layout(llama_weights *w, char *base) {
     }
 #undef MAT
 #undef VEC
-    return off;
+    return lay.off;
 }
 
 static eng_ws_needs ws_needs(const llama_config *cfg) {
@@ -109,46 +100,39 @@ static eng_ws_needs ws_needs(const llama_config *cfg) {
     return (eng_ws_needs){.width = cfg->shape.hidden_size, .ff = 2 * cfg->shape.ffn_size};
 }
 
-void llama_weights_describe(llama_weights *w, const llama_config *cfg, eng_dtype dtype) {
+void llama_weights_describe(eng_weights *base, const void *hp, eng_dtype dtype) {
+    llama_weights *w = (llama_weights *)base;
+    const llama_config *cfg = hp;
     memset(w, 0, sizeof *w);
     w->cfg = *cfg;
     w->base = (eng_weights){.family = &llama_model_family, .shape = cfg->shape, .ws = ws_needs(cfg), .dtype = dtype};
 }
 
-size_t llama_weights_bytes(const llama_config *cfg, eng_dtype dtype) {
+size_t llama_weights_bytes(const void *cfg, eng_dtype dtype) {
     bc_error ignored;
     if (check_config(cfg, &ignored) != BC_OK) return 0;
     llama_weights w;
-    llama_weights_describe(&w, cfg, dtype);
+    llama_weights_describe(&w.base, cfg, dtype);
     return weights_layout(&w, NULL);
 }
 
-bc_status llama_weights_alloc(llama_weights *w, const llama_config *cfg, eng_dtype dtype, bc_error *err) {
-    llama_weights_describe(w, cfg, dtype);
+/* The arena for cfg in dtype, tensors pointed into it (contents: RoPE's
+ * tables only). */
+static bc_status weights_alloc(llama_weights *w, const llama_config *cfg, eng_dtype dtype, bc_error *err) {
+    llama_weights_describe(&w->base, cfg, dtype);
     bc_status st = check_config(cfg, err);
     if (st != BC_OK) return st;
     const eng_shape *s = &cfg->shape;
     w->layers = calloc((size_t)s->n_layers, sizeof *w->layers);
     if (!w->layers) return bc_error_set(err, BC_ERR_NOMEM, "llama weights: no memory for %d layers", s->n_layers);
-    const size_t bytes = weights_layout(w, NULL);
-    w->arena = eng_stream_alloc(bytes);
-    if (!w->arena) {
-        llama_weights_free(w);
-        return bc_error_set(err, BC_ERR_NOMEM, "llama weights %s (%s): cannot allocate %zu bytes", s->name,
-                            eng_dtype_name(dtype), bytes);
-    }
-    w->arena_bytes = bytes;
-    weights_layout(w, w->arena);
+    if ((st = eng_weights_arena(&w->base, weights_layout(w, NULL), s->name, err)) != BC_OK) return st;
+    weights_layout(w, w->base.arena);
     /* RoPE's tables, as transformers builds inv_freq (llama3 scaling included) */
     const int half = s->head_dim / 2;
     float *inv = malloc((size_t)half * sizeof *inv);
-    if (!inv) {
-        llama_weights_free(w);
-        return bc_error_set(err, BC_ERR_NOMEM, "llama weights: no memory for RoPE's frequencies");
-    }
+    if (!inv) return bc_error_set(err, BC_ERR_NOMEM, "llama weights: no memory for RoPE's frequencies");
     if (eng_rope_inv_freq(inv, s->head_dim, cfg->rope_theta, &cfg->rope_scaling) != 0) {
         free(inv);
-        llama_weights_free(w);
         return bc_error_set(err, BC_ERR_INVALID, "llama shape %s: rope_theta %g or its scaling is out of range",
                             s->name, cfg->rope_theta);
     }
@@ -157,13 +141,12 @@ bc_status llama_weights_alloc(llama_weights *w, const llama_config *cfg, eng_dty
     return BC_OK;
 }
 
-void llama_weights_free(llama_weights *w) {
-    if (!w) return;
-    free(w->arena);
+void llama_weights_free(eng_weights *base) {
+    if (!base) return;
+    llama_weights *w = (llama_weights *)base;
+    eng_weights_arena_free(base);
     free(w->layers);
-    w->arena = NULL;
     w->layers = NULL;
-    w->arena_bytes = 0;
 }
 
 /* -------------------------------------------------------- synthetic weights */
@@ -172,7 +155,10 @@ void llama_weights_free(llama_weights *w) {
  * N(0, 0.02^2), q_proj and k_proj N(0, (2.5 / sqrt(C))^2) so attention is
  * peaked, norms 1, biases 0. Tensor ids: 0.. for the model's, 16 + 16 l..
  * for layer l's, so a tensor's values do not depend on the others. */
-bc_status llama_weights_synthetic(llama_weights *w, uint64_t seed, bc_error *err) {
+bc_status llama_weights_synthetic(eng_weights *base, const void *cfg, eng_dtype dtype, uint64_t seed, bc_error *err) {
+    llama_weights *w = (llama_weights *)base;
+    bc_status st = weights_alloc(w, cfg, dtype, err);
+    if (st != BC_OK) return st;
     const eng_shape *s = &w->cfg.shape;
     const int L = s->n_layers;
     const float std = 0.02f, qk_std = (float)(2.5 / sqrt((double)s->hidden_size));
@@ -206,7 +192,7 @@ bc_status llama_weights_synthetic(llama_weights *w, uint64_t seed, bc_error *err
     }
 #undef MAT
 #undef ADD
-    bc_status st = eng_synthetic_fill(list, n, err);
+    st = eng_synthetic_fill(list, n, err);
     free(list);
     return st;
 }
@@ -267,53 +253,48 @@ static bc_status load_all(eng_ck_loader *c, llama_weights *w, bc_error *err) {
     } else {
         (void)eng_ck_take(c, "lm_head.weight"); /* tied: transformers uses embed_tokens */
     }
-    for (size_t i = 0; i < c->set->n_tensors; i++)
-        if (!c->used[i])
-            return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' is not part of the %s model config.json describes",
-                                c->set->by_name[i]->path, c->set->by_name[i]->name, llama_family_name(cfg->family));
-    return BC_OK;
+    return eng_ck_all_used(c, llama_family_name(cfg->family), err);
 }
 
 /* dir's config, with a missing pad id taken from eos as generate() does
  * ("Setting pad_token_id to eos_token_id"), so prompts are padded with it. */
-static bc_status read_config(llama_config *cfg, const char *dir, bc_error *err) {
+bc_status llama_read_config(const char *dir, void *hp, bc_error *err) {
+    llama_config *cfg = hp;
     bc_status st = llama_config_read_dir(cfg, dir, err);
     if (st == BC_OK && cfg->shape.pad_token_id < 0) cfg->shape.pad_token_id = cfg->shape.eos_token_id;
     return st;
 }
 
-/* Opens dir's tensors and walks them: into w (allocated here in dtype), or,
- * with w == NULL, checking every name, dtype and shape only. */
-static bc_status walk(const char *dir, eng_dtype dtype, llama_weights *w, bc_error *err) {
-    llama_config cfg;
-    bc_status st = read_config(&cfg, dir, err);
-    if (st != BC_OK) return st;
-    eng_ck_set set;
-    if ((st = eng_ck_set_open_dir(&set, dir, err)) != BC_OK) return st;
-    eng_ck_loader c = {.set = &set, .prefix = "model.", .dtype = dtype, .check_only = w == NULL,
-                       .used = calloc(set.n_tensors ? set.n_tensors : 1, 1)};
+/* dir's tensors for the model cfg describes: into w (allocated here in
+ * dtype; freed again on failure), or, with w == NULL, every name, dtype and
+ * shape checked only. */
+static bc_status walk(const char *dir, const llama_config *cfg, eng_dtype dtype, llama_weights *w, bc_error *err) {
     llama_weights shape_only;
-    if (!c.used) {
-        st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", set.source);
-    } else if (w) {
-        if ((st = llama_weights_alloc(w, &cfg, dtype, err)) == BC_OK) st = load_all(&c, w, err);
-    } else {
-        llama_weights_describe(&shape_only, &cfg, dtype);
-        st = load_all(&c, &shape_only, err);
+    eng_ck_set set;
+    eng_ck_loader c;
+    bc_status st = w ? weights_alloc(w, cfg, dtype, err) : BC_OK;
+    if (!w) llama_weights_describe(&shape_only.base, cfg, dtype);
+    if (st == BC_OK && (st = eng_ck_loader_open(&c, &set, dir, dtype, w == NULL, err)) == BC_OK) {
+        c.prefix = "model.";
+        st = load_all(&c, w ? w : &shape_only, err);
+        eng_ck_loader_close(&c, &set);
     }
-    free(c.used);
-    eng_ck_set_close(&set);
+    if (st != BC_OK && w) llama_weights_free(&w->base);
     return st;
 }
 
-bc_status llama_weights_load(llama_weights *w, const char *dir, eng_dtype dtype, bc_error *err) {
-    memset(w, 0, sizeof *w);
-    bc_status st = walk(dir, dtype, w, err);
-    if (st != BC_OK) llama_weights_free(w);
-    return st;
+bc_status llama_weights_load(eng_weights *w, const char *dir, eng_dtype dtype, bc_error *err) {
+    llama_config cfg;
+    memset(w, 0, sizeof(llama_weights));
+    bc_status st = llama_read_config(dir, &cfg, err);
+    return st == BC_OK ? walk(dir, &cfg, dtype, (llama_weights *)w, err) : st;
 }
 
-bc_status llama_checkpoint_validate(const char *dir, bc_error *err) { return walk(dir, ENG_F32, NULL, err); }
+bc_status llama_checkpoint_validate(const char *dir, bc_error *err) {
+    llama_config cfg;
+    bc_status st = llama_read_config(dir, &cfg, err);
+    return st == BC_OK ? walk(dir, &cfg, ENG_F32, NULL, err) : st;
+}
 
 /* ---------------------------------------------------------------- forward */
 
@@ -407,25 +388,7 @@ static void llama_forward_cpu(eng_model *m, eng_kv_cache *kv, const int32_t *tok
 
 /* ------------------------------------------------------------------ family */
 
-static bc_status fam_preset(const char *name, void *hp, bc_error *err) { return llama_config_preset(name, hp, err); }
-static bc_status fam_config(const char *dir, void *hp, bc_error *err) { return read_config(hp, dir, err); }
-static int64_t fam_n_parameters(const void *hp) { return llama_n_parameters(hp); }
-static size_t fam_arena_bytes(const void *hp, eng_dtype dt) { return llama_weights_bytes(hp, dt); }
-static int64_t fam_table_bytes(const void *hp) {
-    return (int64_t)((const llama_config *)hp)->shape.n_layers * (int64_t)sizeof(llama_layer);
-}
-static void fam_describe(eng_weights *w, const void *hp, eng_dtype dt) { llama_weights_describe((llama_weights *)w, hp, dt); }
-static bc_status fam_synthetic(eng_weights *w, const void *hp, eng_dtype dt, uint64_t seed, bc_error *err) {
-    bc_status st = llama_weights_alloc((llama_weights *)w, hp, dt, err);
-    if (st == BC_OK) st = llama_weights_synthetic((llama_weights *)w, seed, err);
-    return st;
-}
-static bc_status fam_load(eng_weights *w, const char *dir, eng_dtype dt, bc_error *err) {
-    return llama_weights_load((llama_weights *)w, dir, dt, err);
-}
-static void fam_free(eng_weights *w) { llama_weights_free((llama_weights *)w); }
-static const void *fam_hparams(const eng_weights *w) { return &((const llama_weights *)w)->cfg; }
-static size_t fam_held(const eng_weights *w) { return ((const llama_weights *)w)->arena_bytes; }
+static bc_status fam_preset(const char *name, void *cfg, bc_error *err) { return llama_config_preset(name, cfg, err); }
 
 /* A sliding window narrower than the case would drop keys a query must see
  * (the engine attends to every cached key). */
@@ -440,25 +403,13 @@ static bc_status fam_check_positions(const void *hp, int positions, bc_error *er
 }
 
 const eng_family llama_model_family = {
-    .name = "llama",
-    .forward = llama_forward_cpu,
+    .name = "llama", .forward = llama_forward_cpu,
     .lora_matrix = NULL, /* no LoRA adapter yet (refused by the plugin) */
-    .hparams_size = sizeof(llama_config),
-    .weights_size = sizeof(llama_weights),
-    .default_preset = "qwen2.5-0.5b",
-    .preset_fmt = "%s",
-    .preset = fam_preset,
-    .config = fam_config,
-    .check_files = eng_ck_check_files,
-    .validate = llama_checkpoint_validate,
-    .n_parameters = fam_n_parameters,
-    .arena_bytes = fam_arena_bytes,
-    .table_bytes = fam_table_bytes,
-    .describe = fam_describe,
-    .synthetic = fam_synthetic,
-    .load = fam_load,
-    .weights_free = fam_free,
-    .weights_hparams = fam_hparams,
-    .weights_held = fam_held,
-    .check_positions = fam_check_positions,
+    .hparams_size = sizeof(llama_config), .weights_size = sizeof(llama_weights),
+    .hparams_offset = offsetof(llama_weights, cfg), .layer_size = sizeof(llama_layer),
+    .default_preset = "qwen2.5-0.5b", .preset_fmt = "%s", .preset = fam_preset, .config = llama_read_config,
+    .check_files = eng_ck_check_files, .validate = llama_checkpoint_validate,
+    .n_parameters = llama_n_parameters, .arena_bytes = llama_weights_bytes,
+    .describe = llama_weights_describe, .synthetic = llama_weights_synthetic, .load = llama_weights_load,
+    .weights_free = llama_weights_free, .check_positions = fam_check_positions,
 };

@@ -26,35 +26,35 @@ typedef struct llama_layer {
 } llama_layer;
 
 typedef struct llama_weights {
-    eng_weights base;        /* first: family &llama_model_family, shape cfg.shape, needs, dtype */
+    eng_weights base;        /* first: family &llama_model_family, shape cfg.shape, needs, dtype, the arena */
     llama_config cfg;
     eng_matrix embed_tokens; /* [V, C] */
     eng_matrix lm_head;      /* [V, C]; the same data as embed_tokens when tied */
     float *final_norm;       /* model.norm [C] */
     float *rope_cos, *rope_sin; /* [Tmax, D/2]: RoPE's tables (computed, not loaded) */
     llama_layer *layers;     /* [L], owned */
-    void *arena;             /* the one allocation behind every pointer above; owned */
-    size_t arena_bytes;
 } llama_weights;
 
 /* The family (llama_model.c; family.h). */
 extern const eng_family llama_model_family;
 
-/* Fills w's header for cfg in dtype with no arena. */
-void llama_weights_describe(llama_weights *w, const llama_config *cfg, eng_dtype dtype);
-/* The arena for cfg in dtype, tensors pointed into it (contents: RoPE's
- * tables only); BC_ERR_INVALID for a shape the engine cannot run. */
-bc_status llama_weights_alloc(llama_weights *w, const llama_config *cfg, eng_dtype dtype, bc_error *err);
-/* Seeded synthetic weights (docs/llama.md). */
-bc_status llama_weights_synthetic(llama_weights *w, uint64_t seed, bc_error *err);
-/* dir's config.json and tensors, converted to dtype. */
-bc_status llama_weights_load(llama_weights *w, const char *dir, eng_dtype dtype, bc_error *err);
-/* Every tensor of dir checked (names, dtypes, shapes), nothing converted. */
+/* The family's hooks (family.h), on the header of a llama_weights (w) and a
+ * llama_config (cfg):
+ * w's header for cfg in dtype with no arena; */
+void llama_weights_describe(eng_weights *w, const void *cfg, eng_dtype dtype);
+/* the arena, tensors pointed into it and seeded synthetic weights
+ * (docs/llama.md); */
+bc_status llama_weights_synthetic(eng_weights *w, const void *cfg, eng_dtype dtype, uint64_t seed, bc_error *err);
+/* dir's config.json and tensors, converted to dtype; */
+bc_status llama_weights_load(eng_weights *w, const char *dir, eng_dtype dtype, bc_error *err);
+/* every tensor of dir checked (names, dtypes, shapes), nothing converted; */
 bc_status llama_checkpoint_validate(const char *dir, bc_error *err);
-void llama_weights_free(llama_weights *w);
-/* Bytes of the arena for cfg in dtype (0: the shape is refused). */
-size_t llama_weights_bytes(const llama_config *cfg, eng_dtype dtype);
-/* The parameter count as transformers counts it (a tied head once). */
-int64_t llama_n_parameters(const llama_config *cfg);
+void llama_weights_free(eng_weights *w);
+/* the arena's bytes for cfg in dtype (0: the shape is refused); */
+size_t llama_weights_bytes(const void *cfg, eng_dtype dtype);
+/* the parameter count as transformers counts it (a tied head once); */
+int64_t llama_n_parameters(const void *cfg);
+/* dir's config, a missing pad id taken from eos as generate() does. */
+bc_status llama_read_config(const char *dir, void *cfg, bc_error *err);
 
 #endif

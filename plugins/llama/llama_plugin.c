@@ -14,13 +14,6 @@ const char *const eng_plugin_presets[] = {"", "qwen2.5-0.5b", "qwen2.5-1.5b", "l
 const char eng_plugin_model_help[] =
     "shape preset of synthetic weights (\"\" = qwen2.5-0.5b); leave it out with a checkpoint";
 
-static const bc_plugin_desc llama_desc = {
-    BC_PLUGIN_DESC_HEADER,
-    .name = "llama",
-    .version = "0.1.0",
-    .description = "native Llama-family rollout engine (Llama, Qwen2, Mistral) on the CPU: synthetic or Hugging Face "
-                   "weights, fp32/fp16/bf16, int8 weights",
-    ENG_PLUGIN_BACKEND,
-};
-
-BC_PLUGIN_DEFINE(llama_desc)
+ENG_PLUGIN_BACKEND("llama", "0.1.0",
+                   "native Llama-family rollout engine (Llama, Qwen2, Mistral) on the CPU: synthetic or Hugging Face "
+                   "weights, fp32/fp16/bf16, int8 weights")

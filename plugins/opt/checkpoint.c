@@ -224,13 +224,7 @@ static bc_status ck_load_all(eng_ck_loader *c, opt_weights *w, bc_error *err) {
         }
     }
     if ((st = ck_lm_head(c, hp, err))) return st;
-    /* A tensor we did not use usually means a config.json that does not
-     * match the weights (more layers, say): refuse rather than ignore it. */
-    for (size_t i = 0; i < c->set->n_tensors; i++)
-        if (!c->used[i])
-            return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' is not part of the OPT model config.json describes",
-                                c->set->by_name[i]->path, c->set->by_name[i]->name);
-    return BC_OK;
+    return eng_ck_all_used(c, "OPT", err);
 }
 
 /* Opens dir's tensors and walks them: into w (allocated here in dtype), or,
@@ -240,14 +234,9 @@ static bc_status ck_walk(const char *dir, eng_dtype dtype, opt_weights *w, bc_er
     bc_status st = opt_hparams_from_checkpoint(dir, &hp, err);
     if (st != BC_OK) return st;
     eng_ck_set set;
-    if ((st = eng_ck_set_open_dir(&set, dir, err)) != BC_OK) return st;
-    eng_ck_loader c = {.set = &set, .dtype = dtype, .check_only = w == NULL,
-                   .used = calloc(set.n_tensors ? set.n_tensors : 1, 1)};
+    eng_ck_loader c;
+    if ((st = eng_ck_loader_open(&c, &set, dir, dtype, w == NULL, err)) != BC_OK) return st;
     opt_weights shape_only;
-    if (!c.used) {
-        st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", set.source);
-        goto done;
-    }
     if (eng_ck_set_find(&set, "model.decoder.embed_tokens.weight"))
         c.prefix = "model.decoder.";
     else if (eng_ck_set_find(&set, "decoder.embed_tokens.weight"))
@@ -266,8 +255,7 @@ static bc_status ck_walk(const char *dir, eng_dtype dtype, opt_weights *w, bc_er
         st = ck_load_all(&c, &shape_only, err);
     }
 done:
-    free(c.used);
-    eng_ck_set_close(&set);
+    eng_ck_loader_close(&c, &set);
     return st;
 }
 

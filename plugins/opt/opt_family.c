@@ -7,7 +7,7 @@
 #include "ckpt_load.h"
 #include "opt_model.h"
 
-#include <stdlib.h>
+#include <stddef.h>
 
 static bc_status fam_preset(const char *name, void *hp, bc_error *err) { return opt_hparams_preset(name, hp, err); }
 static bc_status fam_config(const char *dir, void *hp, bc_error *err) {
@@ -15,9 +15,6 @@ static bc_status fam_config(const char *dir, void *hp, bc_error *err) {
 }
 static int64_t fam_n_parameters(const void *hp) { return opt_hparams_n_parameters(hp); }
 static size_t fam_arena_bytes(const void *hp, eng_dtype dt) { return opt_weights_bytes(hp, dt); }
-static int64_t fam_table_bytes(const void *hp) {
-    return (int64_t)((const opt_hparams *)hp)->s.n_layers * (int64_t)sizeof(opt_layer_weights);
-}
 static void fam_describe(eng_weights *w, const void *hp, eng_dtype dt) { opt_weights_describe((opt_weights *)w, hp, dt); }
 static bc_status fam_synthetic(eng_weights *w, const void *hp, eng_dtype dt, uint64_t seed, bc_error *err) {
     bc_status st = opt_weights_alloc((opt_weights *)w, hp, dt, err);
@@ -28,8 +25,6 @@ static bc_status fam_load(eng_weights *w, const char *dir, eng_dtype dt, bc_erro
     return opt_weights_load_checkpoint((opt_weights *)w, dir, dt, err);
 }
 static void fam_free(eng_weights *w) { opt_weights_free((opt_weights *)w); }
-static const void *fam_hparams(const eng_weights *w) { return &((const opt_weights *)w)->hp; }
-static size_t fam_held(const eng_weights *w) { return ((const opt_weights *)w)->arena_bytes; }
 
 const eng_family opt_family = {
     .name = "opt",
@@ -37,6 +32,8 @@ const eng_family opt_family = {
     .lora_matrix = opt_lora_matrix,
     .hparams_size = sizeof(opt_hparams),
     .weights_size = sizeof(opt_weights),
+    .hparams_offset = offsetof(opt_weights, hp),
+    .layer_size = sizeof(opt_layer_weights),
     .default_preset = "125m",
     .preset_fmt = "facebook/opt-%s",
     .preset = fam_preset,
@@ -45,11 +42,8 @@ const eng_family opt_family = {
     .validate = opt_checkpoint_validate,
     .n_parameters = fam_n_parameters,
     .arena_bytes = fam_arena_bytes,
-    .table_bytes = fam_table_bytes,
     .describe = fam_describe,
     .synthetic = fam_synthetic,
     .load = fam_load,
     .weights_free = fam_free,
-    .weights_hparams = fam_hparams,
-    .weights_held = fam_held,
 };

@@ -13,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OPT_ALIGN 64
 
-static size_t align_up(size_t n) { return (n + OPT_ALIGN - 1) / OPT_ALIGN * OPT_ALIGN; }
 
 /* ------------------------------------------------------------------ presets */
 
@@ -129,18 +127,9 @@ static size_t weights_layout(opt_weights *w, char *base) {
     const opt_hparams *hp = &w->hp;
     const int V = hp->s.vocab_size, C = hp->s.hidden_size, L = hp->s.n_layers, F = hp->s.ffn_size;
     const int P = hp->word_embed_proj_dim, Tp = hp->s.max_positions + 2;
-    size_t off = 0;
-#define MAT(m, r, c)                                                               \
-    do {                                                                           \
-        (m).dtype = w->base.dtype; (m).rows = (r); (m).cols = (c);                      \
-        (m).data = base ? base + off : NULL;                                       \
-        off += align_up(eng_matrix_bytes(w->base.dtype, (size_t)(r), (size_t)(c)));     \
-    } while (0)
-#define VEC(p, n)                                                                  \
-    do {                                                                           \
-        (p) = base ? (float *)(void *)(base + off) : NULL;                         \
-        off += align_up((size_t)(n) * sizeof(float));                              \
-    } while (0)
+    eng_layout lay = {base, 0, w->base.dtype};
+#define MAT(m, r, c) eng_layout_matrix(&lay, &(m), (r), (c))
+#define VEC(p, n) ((p) = eng_layout_vector(&lay, (size_t)(n)))
     MAT(w->embed_tokens, V, P);
     MAT(w->embed_positions, Tp, C);
     if (P != C) {
@@ -167,7 +156,7 @@ static size_t weights_layout(opt_weights *w, char *base) {
     }
 #undef MAT
 #undef VEC
-    return off;
+    return lay.off;
 }
 
 static bc_status check_hparams(const opt_hparams *hp, bc_error *err) {
@@ -210,25 +199,20 @@ bc_status opt_weights_alloc(opt_weights *w, const opt_hparams *hp, eng_dtype dty
     w->layers = calloc((size_t)hp->s.n_layers, sizeof *w->layers);
     if (!w->layers) return bc_error_set(err, BC_ERR_NOMEM, "OPT weights: no memory for %d layers", hp->s.n_layers);
     size_t bytes = weights_layout(w, NULL);
-    w->arena = eng_stream_alloc(bytes);
-    if (!w->arena) {
+    if ((st = eng_weights_arena(&w->base, bytes, hp->s.name, err)) != BC_OK) {
         free(w->layers);
         w->layers = NULL;
-        return bc_error_set(err, BC_ERR_NOMEM, "OPT weights %s (%s): cannot allocate %zu bytes", hp->s.name,
-                            eng_dtype_name(dtype), bytes);
+        return st;
     }
-    w->arena_bytes = bytes;
-    weights_layout(w, w->arena);
+    weights_layout(w, w->base.arena);
     return BC_OK;
 }
 
 void opt_weights_free(opt_weights *w) {
     if (!w) return;
-    free(w->arena);
+    eng_weights_arena_free(&w->base);
     free(w->layers);
-    w->arena = NULL;
     w->layers = NULL;
-    w->arena_bytes = 0;
 }
 
 /* ------------------------------------------------------------------ layers */

@@ -59,7 +59,7 @@ typedef struct opt_layer_weights {
 } opt_layer_weights;
 
 typedef struct opt_weights {
-    eng_weights base;            /* first: family &opt_family, shape hp.s, needs, dtype, unfused LoRA */
+    eng_weights base;            /* first: family &opt_family, shape hp.s, needs, dtype, unfused LoRA, the arena */
     opt_hparams hp;
     eng_matrix embed_tokens;     /* [V, P]; also lm_head (tied) */
     eng_matrix embed_positions;  /* [Tmax + 2, C] */
@@ -67,8 +67,6 @@ typedef struct opt_weights {
     eng_matrix project_out;      /* [P, C], rows == 0 when P == C */
     float *final_ln_gamma, *final_ln_beta; /* [C]; NULL when !do_layer_norm_before */
     opt_layer_weights *layers;   /* [L] */
-    void *arena;                 /* the one allocation behind every pointer above */
-    size_t arena_bytes;
 } opt_weights;
 
 /* Allocates the arena for hp in dtype and points every tensor into it

@@ -15,13 +15,6 @@ const eng_plugin_def eng_plugin = {.family = &opt_family, .cuda_device = opt_cud
 const char *const eng_plugin_presets[] = {"", "125m", "350m", "1.3b", "2.7b", "6.7b", "13b", "30b", "66b", NULL};
 const char eng_plugin_model_help[] = "shape preset of synthetic weights (\"\" = 125m); leave it out with a checkpoint";
 
-static const bc_plugin_desc opt_desc = {
-    BC_PLUGIN_DESC_HEADER,
-    .name = "opt",
-    .version = "0.2.0",
-    .description = "native OPT rollout engine on the CPU or a CUDA GPU: synthetic or Hugging Face weights, "
-                   "fp32/fp16/bf16, int8 weights on the CPU",
-    ENG_PLUGIN_BACKEND,
-};
-
-BC_PLUGIN_DEFINE(opt_desc)
+ENG_PLUGIN_BACKEND("opt", "0.2.0",
+                   "native OPT rollout engine on the CPU or a CUDA GPU: synthetic or Hugging Face weights, "
+                   "fp32/fp16/bf16, int8 weights on the CPU")

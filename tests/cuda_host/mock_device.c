@@ -116,10 +116,10 @@ bc_status opt_cuda_model_create(opt_cuda_model **out, opt_cuda_device *d, const 
     m->dev = d;
     m->hw = w;
     opt_cuda_graphs_init(&m->graphs, no_destroy, NULL);
-    bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_WEIGHTS, w->arena_bytes, &m->wcopy, "weights", err);
+    bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_WEIGHTS, w->base.arena_bytes, &m->wcopy, "weights", err);
     if (st == BC_OK) st = eng_model_init(&m->cpu, &w->base, 1, err);
     if (st != BC_OK) {
-        opt_cuda_free(d, OPT_CUDA_MEM_WEIGHTS, m->wcopy, w->arena_bytes);
+        opt_cuda_free(d, OPT_CUDA_MEM_WEIGHTS, m->wcopy, w->base.arena_bytes);
         free(m);
         return st;
     }
@@ -137,7 +137,7 @@ void opt_cuda_model_destroy(opt_cuda_model *m) {
     if (!m) return;
     opt_cuda_model_release_workspace(m);
     eng_model_free(&m->cpu);
-    opt_cuda_free(m->dev, OPT_CUDA_MEM_WEIGHTS, m->wcopy, m->hw->arena_bytes);
+    opt_cuda_free(m->dev, OPT_CUDA_MEM_WEIGHTS, m->wcopy, m->hw->base.arena_bytes);
     free(m);
 }
 bc_status opt_cuda_model_reserve(opt_cuda_model *m, int max_tokens, bc_error *err) {

@@ -92,7 +92,7 @@ static int bench(opt_cuda_device *dev, const char *preset, double bw) {
         prefill_ms = opt_cuda_marks_ms(dev, p0, p1);
         step_us[graphs] = opt_cuda_marks_ms(dev, s0, s1) * 1e3 / STEPS;
     }
-    const double wbytes = (double)w.arena_bytes, bound_us = bw > 0 ? wbytes / bw * 1e6 : 0.0;
+    const double wbytes = (double)w.base.arena_bytes, bound_us = bw > 0 ? wbytes / bw * 1e6 : 0.0;
     printf("opt-%s fp16 B=1 prompt %d: prefill %.3f ms; decode step %.1f us (graphs on), %.1f us (off); "
            "weights %.1f MB, bound %.1f us at %.0f GB/s: %.2fx (graphs on)\n",
            preset, PROMPT, prefill_ms, step_us[1], step_us[0], wbytes / 1e6, bound_us, bw / 1e9,

@@ -39,7 +39,7 @@ static void load(llama_weights *w, const golden_case_cfg *cfg, golden_file *g) {
     snprintf(gpath, sizeof gpath, GOLDEN "%s/golden.bin", cfg->golden);
     assert_true(golden_read(g, gpath));
     bc_error err = {0};
-    if (llama_weights_load(w, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
+    if (llama_weights_load(&w->base, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
 }
 
 static void test_golden(void **state) {
@@ -49,7 +49,7 @@ static void test_golden(void **state) {
     eng_model m;
     load(&w, cfg, &g);
     if (!model_init(&m, &w.base, cfg)) {
-        llama_weights_free(&w);
+        llama_weights_free(&w.base);
         golden_free(&g);
         skip();
     }
@@ -61,7 +61,7 @@ static void test_golden(void **state) {
                   cfg->model, eng_dtype_name(cfg->dtype), eng_isa_name(m.k->isa), st.max_diff, cfg->tol, st.scale,
                   st.argmax_checked, st.mismatches + st.argmax_mismatches);
     eng_model_free(&m);
-    llama_weights_free(&w);
+    llama_weights_free(&w.base);
     golden_free(&g);
     assert_int_equal(st.mismatches, 0);
     assert_int_equal(st.argmax_mismatches, 0);
@@ -75,7 +75,7 @@ static void test_rollout_golden(void **state) {
     eng_model m;
     load(&w, cfg, &g);
     if (!model_init(&m, &w.base, cfg)) {
-        llama_weights_free(&w);
+        llama_weights_free(&w.base);
         golden_free(&g);
         skip();
     }
@@ -89,7 +89,7 @@ static void test_rollout_golden(void **state) {
         bad += rollout_case(&m, &w.base, &g, "padded", cfg->model, modes[i]);
     }
     eng_model_free(&m);
-    llama_weights_free(&w);
+    llama_weights_free(&w.base);
     golden_free(&g);
     assert_int_equal(bad, 0);
 }
@@ -102,7 +102,7 @@ static void test_load_errors(void **state) {
     (void)state;
     llama_weights w;
     bc_error err = {0};
-    assert_int_not_equal(llama_weights_load(&w, GOLDEN "does-not-exist", ENG_F32, &err), BC_OK);
+    assert_int_not_equal(llama_weights_load(&w.base, GOLDEN "does-not-exist", ENG_F32, &err), BC_OK);
     assert_non_null(strstr(err.message, "does-not-exist"));
     assert_int_equal(llama_checkpoint_validate(GOLDEN "qwen2_gqa4", &err), BC_OK);
 }

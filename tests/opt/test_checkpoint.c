@@ -152,7 +152,7 @@ static void expect_load_fail(const char *dir, eng_dtype dt, bc_status code, cons
     assert_int_equal(st, code);
     if (s1 && !strstr(err.message, s1)) fail_msg("message lacks '%s'", s1);
     if (s2 && !strstr(err.message, s2)) fail_msg("message lacks '%s'", s2);
-    assert_null(w.arena);
+    assert_null(w.base.arena);
     opt_weights_free(&w); /* safe after a failure */
 }
 

@@ -116,8 +116,8 @@ static void test_threads_give_the_same_bits(void **state) {
     bc_error err;
     assert_int_equal(eng_lora_fuse(&lo, &a.base, NULL, &err), BC_OK);
     assert_int_equal(eng_lora_fuse(&lo, &b.base, pool, &err), BC_OK);
-    assert_int_equal(a.arena_bytes, b.arena_bytes);
-    assert_memory_equal(a.arena, b.arena, a.arena_bytes);
+    assert_int_equal(a.base.arena_bytes, b.base.arena_bytes);
+    assert_memory_equal(a.base.arena, b.base.arena, a.base.arena_bytes);
     eng_pool_destroy(pool);
     eng_lora_free(&lo);
     opt_weights_free(&a);

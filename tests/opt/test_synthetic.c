@@ -40,15 +40,15 @@ static void test_deterministic(void **state) {
     assert_int_equal(opt_weights_alloc(&a, &hp, ENG_BF16, &err), BC_OK);
     assert_int_equal(opt_weights_alloc(&b, &hp, ENG_BF16, &err), BC_OK);
     assert_int_equal(opt_weights_alloc(&c, &hp, ENG_BF16, &err), BC_OK);
-    memset(a.arena, 0, a.arena_bytes); /* padding between tensors compares equal */
-    memset(b.arena, 0, b.arena_bytes);
-    memset(c.arena, 0, c.arena_bytes);
+    memset(a.base.arena, 0, a.base.arena_bytes); /* padding between tensors compares equal */
+    memset(b.base.arena, 0, b.base.arena_bytes);
+    memset(c.base.arena, 0, c.base.arena_bytes);
     assert_int_equal(opt_weights_init_synthetic(&a, 7, &err), BC_OK);
     assert_int_equal(opt_weights_init_synthetic(&b, 7, &err), BC_OK);
     assert_int_equal(opt_weights_init_synthetic(&c, 8, &err), BC_OK);
-    assert_int_equal(a.arena_bytes, b.arena_bytes);
-    assert_memory_equal(a.arena, b.arena, a.arena_bytes);
-    assert_memory_not_equal(a.arena, c.arena, a.arena_bytes);
+    assert_int_equal(a.base.arena_bytes, b.base.arena_bytes);
+    assert_memory_equal(a.base.arena, b.base.arena, a.base.arena_bytes);
+    assert_memory_not_equal(a.base.arena, c.base.arena, a.base.arena_bytes);
     opt_weights_free(&a), opt_weights_free(&b), opt_weights_free(&c);
 }
 

@@ -112,14 +112,14 @@ static bc_status cuda_begin_case(void *ctx, const eng_weights *base, eng_rollout
         return bc_error_set(err, BC_ERR_UNSUPPORTED, "device cuda runs the opt family only, not %s",
                             base->family ? base->family->name : "(none)");
     const opt_weights *w = (const opt_weights *)base;
-    if (b->m && (b->uploaded != w->arena || b->uploaded_dtype != w->base.dtype)) {
+    if (b->m && (b->uploaded != w->base.arena || b->uploaded_dtype != w->base.dtype)) {
         opt_cuda_model_destroy(b->m);
         b->m = NULL;
     }
     if (!b->m) {
         st = opt_cuda_model_create(&b->m, b->dev, w, err);
         if (st != BC_OK) return st;
-        b->uploaded = w->arena;
+        b->uploaded = w->base.arena;
         b->uploaded_dtype = w->base.dtype;
     }
     opt_cuda_rollout_init(&b->cr, ro, b->dev, b->m, b->use_graphs);

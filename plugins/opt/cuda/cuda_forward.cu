@@ -28,10 +28,10 @@ bc_status opt_cuda_model_create(opt_cuda_model **out, opt_cuda_device *d, const 
     m->hp = *hp;
     m->dt = w->base.dtype;
     opt_cuda_graphs_init(&m->graphs, opt_cuda_graph_exec_destroy, NULL);
-    bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_WEIGHTS, w->arena_bytes, (void **)&m->d_arena, "weights", err);
+    bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_WEIGHTS, w->base.arena_bytes, (void **)&m->d_arena, "weights", err);
     if (st == BC_OK) {
-        m->arena_bytes = w->arena_bytes;
-        st = opt_cuda_upload(d, m->d_arena, w->arena, w->arena_bytes, err);
+        m->arena_bytes = w->base.arena_bytes;
+        st = opt_cuda_upload(d, m->d_arena, w->base.arena, w->base.arena_bytes, err);
     }
     if (st != BC_OK) {
         opt_cuda_model_destroy(m);

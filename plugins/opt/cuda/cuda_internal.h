@@ -52,7 +52,7 @@ struct opt_cuda_model {
     const opt_weights *hw; /* borrowed: shapes and host pointers to translate */
     opt_hparams hp;
     eng_dtype dt;
-    char *d_arena;         /* weights, a copy of hw->arena */
+    char *d_arena;         /* weights, a copy of hw->base.arena */
     size_t arena_bytes;
     char *d_ws;            /* activations (workspace kind) */
     size_t ws_bytes;
@@ -69,7 +69,7 @@ struct opt_cuda_model {
 /* The device address of a host pointer into the weight arena. */
 template <typename P> static inline P *dw(const opt_cuda_model *m, P *host) {
     if (!host) return NULL;
-    return (P *)(void *)(m->d_arena + ((const char *)host - (const char *)m->hw->arena));
+    return (P *)(void *)(m->d_arena + ((const char *)host - (const char *)m->hw->base.arena));
 }
 
 static inline cudaDataType_t cuda_type(eng_dtype dt) {
