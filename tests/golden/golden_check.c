@@ -20,6 +20,7 @@
 
 #include "golden_check.h"
 #include "device.h"
+#include "precision.h"
 #include "rollout.h"
 
 /* ------------------------------------------------------- golden reader */
@@ -347,3 +348,41 @@ int rollout_case(eng_model *m, const eng_weights *w, const golden_file *g, const
     return bad;
 }
 
+
+int golden_main(const char *group, const golden_case_cfg *cfgs, size_t n_cfgs, size_t n_rollout,
+                void (*golden)(void **), void (*rollout)(void **), void (*first)(void **), const char *first_name) {
+    enum { N_FAMILIES = 1 + 4 }; /* auto, then each eng_isa */
+    const size_t per = n_cfgs + n_rollout, n_max = 1 + N_FAMILIES * per;
+    golden_case_cfg *runs = calloc(N_FAMILIES * n_cfgs, sizeof *runs);
+    struct CMUnitTest *tests = calloc(n_max, sizeof *tests);
+    char(*names)[80] = calloc(n_max, sizeof *names);
+    if (!runs || !tests || !names) return 1;
+    size_t n = 0;
+    if (first) tests[n++] = (struct CMUnitTest){first_name, first, NULL, NULL, NULL};
+    for (int f = 0; f < N_FAMILIES; f++) {
+        const int isa = f - 1;
+        char fam[24] = "";
+        if (isa >= 0) snprintf(fam, sizeof fam, "_%s", eng_isa_name((eng_isa)isa));
+        for (size_t i = 0; i < n_cfgs; i++) {
+            golden_case_cfg *r = &runs[(size_t)f * n_cfgs + i];
+            *r = cfgs[i];
+            r->isa = isa;
+            r->tol = eng_dtype_precision(cfgs[i].dtype)->rel_tolerance; /* the plugin's own */
+            snprintf(names[n], sizeof names[n], "golden_%s%s_%s%s", cfgs[i].model,
+                     strstr(cfgs[i].golden, "_lora") ? "_lora" : "", eng_dtype_name(cfgs[i].dtype), fam);
+            tests[n] = (struct CMUnitTest){names[n], golden, NULL, NULL, r};
+            n++;
+        }
+        for (size_t i = 0; i < n_rollout; i++) {
+            if (cfgs[i].dtype != ENG_F32) return 1; /* cfgs out of order */
+            snprintf(names[n], sizeof names[n], "rollout_golden_%s%s", cfgs[i].model, fam);
+            tests[n] = (struct CMUnitTest){names[n], rollout, NULL, NULL, &runs[(size_t)f * n_cfgs + i]};
+            n++;
+        }
+    }
+    const int rc = _cmocka_run_group_tests(group, tests, n, NULL, NULL);
+    free(names);
+    free(tests);
+    free(runs);
+    return rc;
+}

@@ -33,13 +33,26 @@
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/llama/golden/"
 
-static void load(llama_weights *w, const golden_case_cfg *cfg, golden_file *g) {
+/* The case's checkpoint, golden data and model; skips the test when this
+ * CPU cannot run the case's kernel family. */
+static void open_case(const golden_case_cfg *cfg, llama_weights *w, eng_model *m, golden_file *g) {
     char dir[512], gpath[512];
     snprintf(dir, sizeof dir, GOLDEN "%s", cfg->model);
     snprintf(gpath, sizeof gpath, GOLDEN "%s/golden.bin", cfg->golden);
     assert_true(golden_read(g, gpath));
     bc_error err = {0};
     if (llama_weights_load(&w->base, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
+    if (!model_init(m, &w->base, cfg)) {
+        llama_weights_free(&w->base);
+        golden_free(g);
+        skip();
+    }
+}
+
+static void close_case(llama_weights *w, eng_model *m, golden_file *g) {
+    eng_model_free(m);
+    llama_weights_free(&w->base);
+    golden_free(g);
 }
 
 static void test_golden(void **state) {
@@ -47,12 +60,7 @@ static void test_golden(void **state) {
     golden_file g;
     llama_weights w;
     eng_model m;
-    load(&w, cfg, &g);
-    if (!model_init(&m, &w.base, cfg)) {
-        llama_weights_free(&w.base);
-        golden_free(&g);
-        skip();
-    }
+    open_case(cfg, &w, &m, &g);
     golden_stats st = {0};
     run_case(&m, &w.base, &g, "single", cfg, &st);
     run_case(&m, &w.base, &g, "padded", cfg, &st);
@@ -60,9 +68,7 @@ static void test_golden(void **state) {
                   "checks, %d mismatches\n",
                   cfg->model, eng_dtype_name(cfg->dtype), eng_isa_name(m.k->isa), st.max_diff, cfg->tol, st.scale,
                   st.argmax_checked, st.mismatches + st.argmax_mismatches);
-    eng_model_free(&m);
-    llama_weights_free(&w.base);
-    golden_free(&g);
+    close_case(&w, &m, &g);
     assert_int_equal(st.mismatches, 0);
     assert_int_equal(st.argmax_mismatches, 0);
     assert_true(st.argmax_checked > 0);
@@ -73,12 +79,7 @@ static void test_rollout_golden(void **state) {
     golden_file g;
     llama_weights w;
     eng_model m;
-    load(&w, cfg, &g);
-    if (!model_init(&m, &w.base, cfg)) {
-        llama_weights_free(&w.base);
-        golden_free(&g);
-        skip();
-    }
+    open_case(cfg, &w, &m, &g);
     /* static with and without shared prefill; continuous on 1 to 4 rows;
      * drawn lengths, static and continuous */
     const rollout_mode modes[] = {{0, 0, 0}, {1, 0, 0},   {0, 1, 0},   {0, 3, 0},
@@ -88,9 +89,7 @@ static void test_rollout_golden(void **state) {
         bad += rollout_case(&m, &w.base, &g, "single", cfg->model, modes[i]);
         bad += rollout_case(&m, &w.base, &g, "padded", cfg->model, modes[i]);
     }
-    eng_model_free(&m);
-    llama_weights_free(&w.base);
-    golden_free(&g);
+    close_case(&w, &m, &g);
     assert_int_equal(bad, 0);
 }
 
@@ -129,30 +128,8 @@ static const golden_case_cfg cfgs[] = {
 
 #define N_CFGS (sizeof cfgs / sizeof cfgs[0])
 #define N_ROLLOUT 6        /* the fp32 entries of cfgs come first */
-#define N_FAMILIES (1 + 4) /* auto, then each eng_isa */
 
 int main(void) {
-    static golden_case_cfg runs[N_FAMILIES][N_CFGS];
-    static struct CMUnitTest tests[1 + N_FAMILIES * (N_CFGS + N_ROLLOUT)];
-    static char names[N_FAMILIES * (N_CFGS + N_ROLLOUT)][80];
-    size_t n = 0, k = 0;
-    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_load_errors);
-    for (int f = 0; f < N_FAMILIES; f++) {
-        const int isa = f - 1;
-        char fam[24] = "";
-        if (isa >= 0) snprintf(fam, sizeof fam, "_%s", eng_isa_name((eng_isa)isa));
-        for (size_t i = 0; i < N_CFGS; i++) {
-            runs[f][i] = cfgs[i];
-            runs[f][i].isa = isa;
-            runs[f][i].tol = eng_dtype_precision(cfgs[i].dtype)->rel_tolerance; /* the plugin's own */
-            snprintf(names[k], sizeof names[k], "golden_%s_%s%s", cfgs[i].model, eng_dtype_name(cfgs[i].dtype), fam);
-            tests[n++] = (struct CMUnitTest){names[k++], test_golden, NULL, NULL, &runs[f][i]};
-        }
-        for (size_t i = 0; i < N_ROLLOUT; i++) {
-            if (cfgs[i].dtype != ENG_F32) return 1; /* cfgs out of order */
-            snprintf(names[k], sizeof names[k], "rollout_golden_%s%s", cfgs[i].model, fam);
-            tests[n++] = (struct CMUnitTest){names[k++], test_rollout_golden, NULL, NULL, &runs[f][i]};
-        }
-    }
-    return _cmocka_run_group_tests("test_llama_golden", tests, n, NULL, NULL);
+    return golden_main("test_llama_golden", cfgs, N_CFGS, N_ROLLOUT, test_golden, test_rollout_golden,
+                       test_load_errors, "test_load_errors");
 }

@@ -159,31 +159,7 @@ static const golden_case_cfg cfgs[] = {
 
 #define N_CFGS (sizeof cfgs / sizeof cfgs[0])
 #define N_ROLLOUT 5 /* the fp32 entries of cfgs come first */
-#define N_FAMILIES (1 + 4) /* auto, then each eng_isa */
 
 int main(void) {
-    static golden_case_cfg runs[N_FAMILIES][N_CFGS];
-    static struct CMUnitTest tests[1 + N_FAMILIES * (N_CFGS + N_ROLLOUT)];
-    static char names[N_FAMILIES * (N_CFGS + N_ROLLOUT)][80];
-    size_t n = 0, k = 0;
-    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_golden_reader);
-    for (int f = 0; f < N_FAMILIES; f++) {
-        const int isa = f - 1;
-        char fam[24] = "";
-        if (isa >= 0) snprintf(fam, sizeof fam, "_%s", eng_isa_name((eng_isa)isa));
-        for (size_t i = 0; i < N_CFGS; i++) {
-            runs[f][i] = cfgs[i];
-            runs[f][i].isa = isa;
-            runs[f][i].tol = eng_dtype_precision(cfgs[i].dtype)->rel_tolerance; /* the plugin's own */
-            snprintf(names[k], sizeof names[k], "golden_%s%s_%s%s", cfgs[i].model,
-                     strstr(cfgs[i].golden, "_lora") ? "_lora" : "", eng_dtype_name(cfgs[i].dtype), fam);
-            tests[n++] = (struct CMUnitTest){names[k++], test_golden, NULL, NULL, &runs[f][i]};
-        }
-        for (size_t i = 0; i < N_ROLLOUT; i++) {
-            if (cfgs[i].dtype != ENG_F32) return 1; /* cfgs out of order */
-            snprintf(names[k], sizeof names[k], "rollout_golden_%s%s", cfgs[i].model, fam);
-            tests[n++] = (struct CMUnitTest){names[k++], test_rollout_golden, NULL, NULL, &runs[f][i]};
-        }
-    }
-    return _cmocka_run_group_tests("test_golden", tests, n, NULL, NULL);
+    return golden_main("test_golden", cfgs, N_CFGS, N_ROLLOUT, test_golden, test_rollout_golden, test_golden_reader, "test_golden_reader");
 }
