@@ -2,7 +2,7 @@
  * format-neutral tensor (name, dtype, shape, where its bytes are) and the
  * file that owns a table of them. The per-format openers (safetensors.h,
  * ptbin.h) fill an eng_ck_file; the sharded file set over them is
- * ckpt_set.h; the OPT loader (checkpoint.c) reads only these types
+ * ckpt_set.h; a family's loader (ckpt_load.c) reads only these types
  * (docs/checkpoints.md).
  *
  * Tensor data is not copied: eng_ck_tensor.data points into the file's
@@ -21,7 +21,7 @@
 
 /* Every dtype a checkpoint format may name (the safetensors list, a superset
  * of what torch storages the pytorch reader accepts), so any valid file
- * parses; the OPT loader accepts only F32, F16 and BF16. */
+ * parses; the loader (ckpt_load.c) accepts only F32, F16 and BF16. */
 typedef enum eng_ck_dtype {
     ENG_CK_BOOL, ENG_CK_U8, ENG_CK_I8, ENG_CK_F8_E5M2, ENG_CK_F8_E4M3,
     ENG_CK_I16, ENG_CK_U16, ENG_CK_F16, ENG_CK_BF16,
