@@ -44,7 +44,7 @@
 typedef struct bpe_tokenizer bpe_tokenizer;
 
 /* The caller's bounded reader of a whole regular file (core/src/io/readfile.h's
- * bc_read_regular, plugins/opt/fileio.h's opt_read_regular): *out is
+ * bc_read_regular, engine/base/fileio.h's eng_read_regular): *out is
  * NUL-terminated and freed by the caller; BC_ERR_NOT_FOUND when path does
  * not exist. */
 typedef bc_status (*bpe_read_fn)(const char *path, const char *what, uint64_t max_bytes, char **out, size_t *out_len,

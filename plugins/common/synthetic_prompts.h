@@ -6,7 +6,7 @@
  * Prompt b of a case seeded with seed holds Tp token ids, each uniform in
  * [3, V) (0..2 are OPT's pad, bos and eos), drawn from prompt b's own
  * generator: splitmix64 over the state splitmix64(s ^ splitmix64(b + 0x5eed))
- * with s = seed ^ "prompt", the stream plugins/opt/sampling.c gives each row.
+ * with s = seed ^ "prompt", the stream engine/rollout/sampling.c gives each row.
  * The ids depend on (seed, b, V, Tp) only, never on the batch composition.
  * Header-only (static inline), so it needs no library of its own.
  */

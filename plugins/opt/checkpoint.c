@@ -2,10 +2,10 @@
  * (config.json + model.safetensors, single or sharded, or else
  * pytorch_model.bin, single or sharded) into opt_weights, converting every
  * tensor to the run's dtype (docs/checkpoints.md). The file-set reader
- * (ckpt_set.h) gives the same tensor list whatever the format (opt_ck_tensor,
+ * (ckpt_set.h) gives the same tensor list whatever the format (eng_ck_tensor,
  * sorted by name), so everything past opening the files is one walk over the
  * tensors (ck_walk) that either loads them or, for opt_checkpoint_validate,
- * only checks them. opt_checkpoint_check_files is the quick check that the
+ * only checks them. eng_ck_check_files (engine/ckpt) is the quick check that the
  * files are there at all, reading none of them.
  *
  * Tensor names (X = "model.decoder." or "decoder.", whichever the file uses):
@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
-#include "ckpt_set.h"
+#include "ckpt_load.h"
 #include "fileio.h"
 #include "precision.h"
 
@@ -72,7 +72,7 @@ bc_status opt_hparams_from_checkpoint(const char *dir, opt_hparams *hp, bc_error
     if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
         return bc_error_set(err, BC_ERR_INVALID, "checkpoint directory path is too long: %.200s", dir);
     json_t *cfg = NULL; /* a regular file of at most 1 MiB (fileio.h) */
-    bc_status st = opt_load_json(path, "config.json", OPT_CONFIG_JSON_MAX_BYTES, &cfg, err);
+    bc_status st = eng_load_json(path, "config.json", ENG_CONFIG_JSON_MAX_BYTES, &cfg, err);
     if (st != BC_OK) return st;
     memset(hp, 0, sizeof *hp);
     if (!json_is_object(cfg)) {
@@ -94,21 +94,21 @@ bc_status opt_hparams_from_checkpoint(const char *dir, opt_hparams *hp, bc_error
                           json_is_string(act) ? "\"" : "");
         goto done;
     }
-    if ((st = ck_int(cfg, path, "vocab_size", -1, 1, &hp->vocab_size, err)) ||
-        (st = ck_int(cfg, path, "hidden_size", -1, 1, &hp->hidden_size, err)) ||
-        (st = ck_int(cfg, path, "num_hidden_layers", -1, 1, &hp->num_hidden_layers, err)) ||
-        (st = ck_int(cfg, path, "num_attention_heads", -1, 1, &hp->num_attention_heads, err)) ||
-        (st = ck_int(cfg, path, "ffn_dim", -1, 1, &hp->ffn_dim, err)) ||
-        (st = ck_int(cfg, path, "max_position_embeddings", -1, 1, &hp->max_position_embeddings, err)) ||
-        (st = ck_int(cfg, path, "word_embed_proj_dim", hp->hidden_size, 1, &hp->word_embed_proj_dim, err)) ||
+    if ((st = ck_int(cfg, path, "vocab_size", -1, 1, &hp->s.vocab_size, err)) ||
+        (st = ck_int(cfg, path, "hidden_size", -1, 1, &hp->s.hidden_size, err)) ||
+        (st = ck_int(cfg, path, "num_hidden_layers", -1, 1, &hp->s.n_layers, err)) ||
+        (st = ck_int(cfg, path, "num_attention_heads", -1, 1, &hp->s.n_heads, err)) ||
+        (st = ck_int(cfg, path, "ffn_dim", -1, 1, &hp->s.ffn_size, err)) ||
+        (st = ck_int(cfg, path, "max_position_embeddings", -1, 1, &hp->s.max_positions, err)) ||
+        (st = ck_int(cfg, path, "word_embed_proj_dim", hp->s.hidden_size, 1, &hp->word_embed_proj_dim, err)) ||
         (st = ck_bool(cfg, path, "do_layer_norm_before", 1, &hp->do_layer_norm_before, err)) ||
-        (st = ck_int(cfg, path, "pad_token_id", 1, 0, &hp->pad_token_id, err)) ||
-        (st = ck_int(cfg, path, "bos_token_id", 2, 0, &hp->bos_token_id, err)) ||
-        (st = ck_int(cfg, path, "eos_token_id", 2, 0, &hp->eos_token_id, err)))
+        (st = ck_int(cfg, path, "pad_token_id", 1, 0, &hp->s.pad_token_id, err)) ||
+        (st = ck_int(cfg, path, "bos_token_id", 2, 0, &hp->s.bos_token_id, err)) ||
+        (st = ck_int(cfg, path, "eos_token_id", 2, 0, &hp->s.eos_token_id, err)))
         goto done;
-    if (hp->hidden_size % hp->num_attention_heads != 0) {
+    if (hp->s.hidden_size % hp->s.n_heads != 0) {
         st = bc_error_set(err, BC_ERR_FORMAT, "%s: hidden_size %d is not a multiple of num_attention_heads %d", path,
-                          hp->hidden_size, hp->num_attention_heads);
+                          hp->s.hidden_size, hp->s.n_heads);
         goto done;
     }
     int enable_bias, ln_affine, remove_final_ln;
@@ -123,17 +123,18 @@ bc_status opt_hparams_from_checkpoint(const char *dir, opt_hparams *hp, bc_error
                                        : "_remove_final_layer_norm: true");
         goto done;
     }
-    if (hp->pad_token_id >= hp->vocab_size || hp->bos_token_id >= hp->vocab_size ||
-        hp->eos_token_id >= hp->vocab_size) {
+    if (hp->s.pad_token_id >= hp->s.vocab_size || hp->s.bos_token_id >= hp->s.vocab_size ||
+        hp->s.eos_token_id >= hp->s.vocab_size) {
         st = bc_error_set(err, BC_ERR_FORMAT, "%s: pad/bos/eos token ids (%d/%d/%d) must be < vocab_size %d", path,
-                          hp->pad_token_id, hp->bos_token_id, hp->eos_token_id, hp->vocab_size);
+                          hp->s.pad_token_id, hp->s.bos_token_id, hp->s.eos_token_id, hp->s.vocab_size);
         goto done;
     }
     /* every size derived from the shape must fit before anything is sized */
     if ((st = opt_hparams_check_size(hp, path, err)) != BC_OK) goto done;
     const char *base = strrchr(dir, '/');
     base = base && base[1] ? base + 1 : dir;
-    snprintf(hp->name, sizeof hp->name, "%s", base);
+    snprintf(hp->s.name, sizeof hp->s.name, "%s", base);
+    opt_hparams_derive(hp);
 done:
     json_decref(cfg);
     return st;
@@ -141,177 +142,19 @@ done:
 
 /* ------------------------------------------------------------- tensors */
 
-typedef struct ck_loader {
-    const opt_ck_set *set;
-    const char *prefix; /* "model.decoder." or "decoder." */
-    opt_dtype dtype;    /* the run's dtype for matrices */
-    int check_only;     /* 1: check names, dtypes and shapes; convert nothing */
-    unsigned char *used; /* [set->n_tensors]: 1 once loaded, to find unexpected ones */
-} ck_loader;
-
-/* The tensor called name, marked used; NULL if absent. */
-static const opt_ck_tensor *ck_find(ck_loader *c, const char *name) {
-    size_t i = opt_ck_set_slot(c->set, name);
-    if (i == c->set->n_tensors) return NULL;
-    c->used[i] = 1;
-    return c->set->by_name[i];
-}
-
-static const char *ck_dtype_ok(opt_ck_dtype t, opt_dtype *out) {
-    switch (t) {
-    case OPT_CK_F32: *out = OPT_F32; return "F32";
-    case OPT_CK_F16: *out = OPT_F16; return "F16";
-    case OPT_CK_BF16: *out = OPT_BF16; return "BF16";
-    default: return NULL;
-    }
-}
-
-static float ck_read_f32(const unsigned char *src, opt_dtype t, size_t i) {
-    if (t == OPT_F32) {
-        float f;
-        memcpy(&f, src + 4 * i, 4);
-        return f;
-    }
-    uint16_t h;
-    memcpy(&h, src + 2 * i, 2);
-    return t == OPT_F16 ? prec_f16_to_f32(h) : prec_bf16_to_f32(h);
-}
-
-/* Converts n elements src (type st, maybe unaligned) into dst (type dt),
- * through the formats' precision ops (precision.h). */
-static void ck_convert(void *dst, opt_dtype dt, const void *src, opt_dtype st, size_t n) {
-    opt_convert_values(dst, dt, src, st, n);
-}
-
-/* The index of the first element of src (n elements of type t) that is NaN
- * or infinite, or n when all are finite. Bits only: an all-ones exponent.
- * Blocks without an early exit, so the compiler vectorises the common case
- * (all finite): about 40-50 ms per 250 MB here (docs/checkpoints.md). */
-#define CK_FINITE_BLOCK 4096
-static size_t ck_first_nonfinite(const void *src, opt_dtype t, size_t n) {
-    if (t == OPT_I8) return n; /* integers: always finite */
-    const unsigned char *p = src;
-    const size_t w = t == OPT_F32 ? 4 : 2;
-    const uint32_t mask = t == OPT_F32 ? 0x7f800000u : t == OPT_F16 ? 0x7c00u : 0x7f80u;
-    for (size_t b0 = 0; b0 < n; b0 += CK_FINITE_BLOCK) {
-        const size_t e = n - b0 < CK_FINITE_BLOCK ? n : b0 + CK_FINITE_BLOCK;
-        unsigned bad = 0;
-        if (w == 4) {
-            for (size_t i = b0; i < e; i++) {
-                uint32_t u;
-                memcpy(&u, p + 4 * i, 4);
-                bad |= (u & mask) == mask;
-            }
-        } else {
-            for (size_t i = b0; i < e; i++) {
-                uint16_t h;
-                memcpy(&h, p + 2 * i, 2);
-                bad |= (h & mask) == mask;
-            }
-        }
-        if (!bad) continue;
-        for (size_t i = b0; i < e; i++) {
-            uint32_t u = 0;
-            if (w == 4) memcpy(&u, p + 4 * i, 4);
-            else {
-                uint16_t h;
-                memcpy(&h, p + 2 * i, 2);
-                u = h;
-            }
-            if ((u & mask) == mask) return i;
-        }
-    }
-    return n;
-}
-
-/* Weights must be finite, in the file and after conversion to the run's
- * dtype (an fp32 weight above 65504 becomes inf in float16). cols is 1 for
- * a vector. */
-static bc_status ck_check_finite(const opt_ck_tensor *t, const char *prefix, const char *suffix, const void *src,
-                                 opt_dtype sd, const void *dst, opt_dtype dd, size_t n, size_t cols, bc_error *err) {
-    size_t i = ck_first_nonfinite(src, sd, n);
-    const char *why = "in the file";
-    if (i == n) {
-        i = ck_first_nonfinite(dst, dd, n);
-        why = dd == OPT_F16 ? "after conversion to float16 (its largest value is 65504)" : "after conversion";
-    }
-    if (i == n) return BC_OK;
-    const float v = ck_read_f32(src, sd, i);
-    char at[64];
-    if (cols > 1) snprintf(at, sizeof at, "[%zu, %zu]", i / cols, i % cols);
-    else snprintf(at, sizeof at, "[%zu]", i);
-    return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s%s' element %s is %g %s; the weights must be finite", t->path,
-                        prefix, suffix, at, (double)v, why);
-}
-
-static void ck_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) {
-    size_t at = (size_t)snprintf(buf, cap, "[");
-    for (int d = 0; d < ndim && at < cap; d++)
-        at += (size_t)snprintf(buf + at, cap - at, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    if (at < cap) snprintf(buf + at, cap - at, "]");
-}
-
-/* Finds prefix + suffix, checks dtype and shape [d0] or [d0, d1] (d1 < 0:
- * a vector), and returns it in *out. */
-static bc_status ck_get(ck_loader *c, const char *prefix, const char *suffix, int d0, int d1, const opt_ck_tensor **out,
-                        opt_dtype *src_dtype, bc_error *err) {
-    char name[256];
-    snprintf(name, sizeof name, "%s%s", prefix, suffix);
-    const opt_ck_tensor *t = ck_find(c, name);
-    if (!t) return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' is missing", c->set->source, name);
-    if (!ck_dtype_ok(t->dtype, src_dtype))
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' has dtype %s; expected F32, F16 or BF16", t->path, name,
-                            opt_ck_dtype_name(t->dtype));
-    int64_t want[2] = {d0, d1};
-    int want_nd = d1 < 0 ? 1 : 2;
-    if (t->ndim != want_nd || t->shape[0] != want[0] || (want_nd == 2 && t->shape[1] != want[1])) {
-        char got_s[128], want_s[64];
-        ck_shape_str(got_s, sizeof got_s, t->ndim, t->shape);
-        ck_shape_str(want_s, sizeof want_s, want_nd, want);
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' has shape %s; config.json needs %s", t->path, name,
-                            got_s, want_s);
-    }
-    *out = t;
-    return BC_OK;
-}
-
-static bc_status ck_matrix(ck_loader *c, const char *suffix, opt_matrix *m, int rows, int cols, bc_error *err) {
-    const opt_ck_tensor *t;
-    opt_dtype sd;
-    bc_status st = ck_get(c, c->prefix, suffix, rows, cols, &t, &sd, err);
-    if (st != BC_OK || c->check_only) return st;
-    if (!m->data || m->rows != rows || m->cols != cols || m->dtype != c->dtype)
-        return bc_error_set(err, BC_ERR_INTERNAL, "%s: tensor '%s%s': opt_weights_alloc gave a [%d, %d] %s matrix",
-                            t->path, c->prefix, suffix, m->rows, m->cols, opt_dtype_name(m->dtype));
-    opt_convert_matrix(m->data, c->dtype, t->data, sd, (size_t)rows, (size_t)cols);
-    return ck_check_finite(t, c->prefix, suffix, t->data, sd, m->data, c->dtype, (size_t)rows * (size_t)cols,
-                           (size_t)cols, err);
-}
-
-static bc_status ck_vector(ck_loader *c, const char *suffix, float *v, int n, bc_error *err) {
-    const opt_ck_tensor *t;
-    opt_dtype sd;
-    bc_status st = ck_get(c, c->prefix, suffix, n, -1, &t, &sd, err);
-    if (st != BC_OK || c->check_only) return st;
-    if (!v) return bc_error_set(err, BC_ERR_INTERNAL, "%s: tensor '%s%s': no fp32 slot in opt_weights", t->path,
-                                c->prefix, suffix);
-    ck_convert(v, OPT_F32, t->data, sd, (size_t)n);
-    return ck_check_finite(t, c->prefix, suffix, t->data, sd, v, OPT_F32, (size_t)n, 1, err);
-}
-
 /* lm_head.weight, when present, must be embed_tokens (OPT ties them). */
-static bc_status ck_lm_head(ck_loader *c, const opt_hparams *hp, bc_error *err) {
-    if (!opt_ck_set_find(c->set, "lm_head.weight")) return BC_OK;
-    const opt_ck_tensor *h, *e;
-    opt_dtype hd, ed;
+static bc_status ck_lm_head(eng_ck_loader *c, const opt_hparams *hp, bc_error *err) {
+    if (!eng_ck_set_find(c->set, "lm_head.weight")) return BC_OK;
+    const eng_ck_tensor *h, *e;
+    eng_dtype hd, ed;
     bc_status st;
-    if ((st = ck_get(c, "", "lm_head.weight", hp->vocab_size, hp->word_embed_proj_dim, &h, &hd, err)) != BC_OK)
+    if ((st = eng_ck_get(c, "", "lm_head.weight", hp->s.vocab_size, hp->word_embed_proj_dim, &h, &hd, err)) != BC_OK)
         return st;
-    if ((st = ck_get(c, c->prefix, "embed_tokens.weight", hp->vocab_size, hp->word_embed_proj_dim, &e, &ed, err)) !=
+    if ((st = eng_ck_get(c, c->prefix, "embed_tokens.weight", hp->s.vocab_size, hp->word_embed_proj_dim, &e, &ed, err)) !=
         BC_OK)
         return st;
     for (size_t i = 0; i < h->numel; i++) {
-        if (ck_read_f32(h->data, hd, i) != ck_read_f32(e->data, ed, i))
+        if (eng_ck_read_f32(h->data, hd, i) != eng_ck_read_f32(e->data, ed, i))
             return bc_error_set(err, BC_ERR_UNSUPPORTED,
                                 "%s: tensor 'lm_head.weight' differs from '%sembed_tokens.weight' (element %zu); "
                                 "the OPT engine ties them and does not support an untied head",
@@ -320,38 +163,38 @@ static bc_status ck_lm_head(ck_loader *c, const opt_hparams *hp, bc_error *err) 
     return BC_OK;
 }
 
-static bc_status ck_load_all(ck_loader *c, opt_weights *w, bc_error *err) {
+static bc_status ck_load_all(eng_ck_loader *c, opt_weights *w, bc_error *err) {
     const opt_hparams *hp = &w->hp;
-    int V = hp->vocab_size, C = hp->hidden_size, F = hp->ffn_dim, P = hp->word_embed_proj_dim;
+    int V = hp->s.vocab_size, C = hp->s.hidden_size, F = hp->s.ffn_size, P = hp->word_embed_proj_dim;
     bc_status st;
-    if ((st = ck_matrix(c, "embed_tokens.weight", &w->embed_tokens, V, P, err)) ||
-        (st = ck_matrix(c, "embed_positions.weight", &w->embed_positions, hp->max_position_embeddings + 2, C, err)))
+    if ((st = eng_ck_matrix(c, "embed_tokens.weight", &w->embed_tokens, V, P, err)) ||
+        (st = eng_ck_matrix(c, "embed_positions.weight", &w->embed_positions, hp->s.max_positions + 2, C, err)))
         return st;
     if (P != C) {
-        if ((st = ck_matrix(c, "project_in.weight", &w->project_in, C, P, err)) ||
-            (st = ck_matrix(c, "project_out.weight", &w->project_out, P, C, err)))
+        if ((st = eng_ck_matrix(c, "project_in.weight", &w->project_in, C, P, err)) ||
+            (st = eng_ck_matrix(c, "project_out.weight", &w->project_out, P, C, err)))
             return st;
     }
     if (hp->do_layer_norm_before) {
-        if ((st = ck_vector(c, "final_layer_norm.weight", w->final_ln_gamma, C, err)) ||
-            (st = ck_vector(c, "final_layer_norm.bias", w->final_ln_beta, C, err)))
+        if ((st = eng_ck_vector(c, "final_layer_norm.weight", w->final_ln_gamma, C, err)) ||
+            (st = eng_ck_vector(c, "final_layer_norm.bias", w->final_ln_beta, C, err)))
             return st;
     } else {
         /* Post-LN OPT has no final layer norm; transformers ignores one that
          * a file carries anyway, and so do we. */
         char n[64];
         snprintf(n, sizeof n, "%sfinal_layer_norm.weight", c->prefix);
-        (void)ck_find(c, n);
+        (void)eng_ck_take(c, n);
         snprintf(n, sizeof n, "%sfinal_layer_norm.bias", c->prefix);
-        (void)ck_find(c, n);
+        (void)eng_ck_take(c, n);
     }
     opt_layer_weights none;
     memset(&none, 0, sizeof none);
-    for (int l = 0; l < hp->num_hidden_layers; l++) {
+    for (int l = 0; l < hp->s.n_layers; l++) {
         opt_layer_weights *lw = w->layers ? &w->layers[l] : &none; /* none: check_only */
         struct {
             const char *name;
-            opt_matrix *m;
+            eng_matrix *m;
             float *bias;
             int rows, cols;
         } lin[] = {
@@ -365,9 +208,9 @@ static bc_status ck_load_all(ck_loader *c, opt_weights *w, bc_error *err) {
         char s[128];
         for (size_t k = 0; k < sizeof lin / sizeof lin[0]; k++) {
             snprintf(s, sizeof s, "layers.%d.%s.weight", l, lin[k].name);
-            if ((st = ck_matrix(c, s, lin[k].m, lin[k].rows, lin[k].cols, err))) return st;
+            if ((st = eng_ck_matrix(c, s, lin[k].m, lin[k].rows, lin[k].cols, err))) return st;
             snprintf(s, sizeof s, "layers.%d.%s.bias", l, lin[k].name);
-            if ((st = ck_vector(c, s, lin[k].bias, lin[k].rows, err))) return st;
+            if ((st = eng_ck_vector(c, s, lin[k].bias, lin[k].rows, err))) return st;
         }
         struct {
             const char *name;
@@ -375,39 +218,28 @@ static bc_status ck_load_all(ck_loader *c, opt_weights *w, bc_error *err) {
         } ln[] = {{"self_attn_layer_norm", lw->ln1_gamma, lw->ln1_beta}, {"final_layer_norm", lw->ln2_gamma, lw->ln2_beta}};
         for (size_t k = 0; k < 2; k++) {
             snprintf(s, sizeof s, "layers.%d.%s.weight", l, ln[k].name);
-            if ((st = ck_vector(c, s, ln[k].gamma, C, err))) return st;
+            if ((st = eng_ck_vector(c, s, ln[k].gamma, C, err))) return st;
             snprintf(s, sizeof s, "layers.%d.%s.bias", l, ln[k].name);
-            if ((st = ck_vector(c, s, ln[k].beta, C, err))) return st;
+            if ((st = eng_ck_vector(c, s, ln[k].beta, C, err))) return st;
         }
     }
     if ((st = ck_lm_head(c, hp, err))) return st;
-    /* A tensor we did not use usually means a config.json that does not
-     * match the weights (more layers, say): refuse rather than ignore it. */
-    for (size_t i = 0; i < c->set->n_tensors; i++)
-        if (!c->used[i])
-            return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor '%s' is not part of the OPT model config.json describes",
-                                c->set->by_name[i]->path, c->set->by_name[i]->name);
-    return BC_OK;
+    return eng_ck_all_used(c, "OPT", err);
 }
 
 /* Opens dir's tensors and walks them: into w (allocated here in dtype), or,
  * with w == NULL, only checking every name, dtype and shape. */
-static bc_status ck_walk(const char *dir, opt_dtype dtype, opt_weights *w, bc_error *err) {
+static bc_status ck_walk(const char *dir, eng_dtype dtype, opt_weights *w, bc_error *err) {
     opt_hparams hp;
     bc_status st = opt_hparams_from_checkpoint(dir, &hp, err);
     if (st != BC_OK) return st;
-    opt_ck_set set;
-    if ((st = opt_ck_set_open_dir(&set, dir, err)) != BC_OK) return st;
-    ck_loader c = {.set = &set, .dtype = dtype, .check_only = w == NULL,
-                   .used = calloc(set.n_tensors ? set.n_tensors : 1, 1)};
+    eng_ck_set set;
+    eng_ck_loader c;
+    if ((st = eng_ck_loader_open(&c, &set, dir, dtype, w == NULL, err)) != BC_OK) return st;
     opt_weights shape_only;
-    if (!c.used) {
-        st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", set.source);
-        goto done;
-    }
-    if (opt_ck_set_find(&set, "model.decoder.embed_tokens.weight"))
+    if (eng_ck_set_find(&set, "model.decoder.embed_tokens.weight"))
         c.prefix = "model.decoder.";
-    else if (opt_ck_set_find(&set, "decoder.embed_tokens.weight"))
+    else if (eng_ck_set_find(&set, "decoder.embed_tokens.weight"))
         c.prefix = "decoder.";
     else {
         st = bc_error_set(err, BC_ERR_FORMAT,
@@ -419,48 +251,21 @@ static bc_status ck_walk(const char *dir, opt_dtype dtype, opt_weights *w, bc_er
         if ((st = opt_weights_alloc(w, &hp, dtype, err)) != BC_OK) goto done;
         st = ck_load_all(&c, w, err);
     } else {
-        memset(&shape_only, 0, sizeof shape_only);
-        shape_only.hp = hp;
-        shape_only.dtype = dtype;
+        opt_weights_describe(&shape_only, &hp, dtype);
         st = ck_load_all(&c, &shape_only, err);
     }
 done:
-    free(c.used);
-    opt_ck_set_close(&set);
+    eng_ck_loader_close(&c, &set);
     return st;
 }
 
-bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, opt_dtype dtype, bc_error *err) {
+bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, eng_dtype dtype, bc_error *err) {
     memset(w, 0, sizeof *w);
     bc_status st = ck_walk(dir, dtype, w, err);
     if (st != BC_OK) opt_weights_free(w);
     return st;
 }
 
-bc_status opt_checkpoint_validate(const char *dir, bc_error *err) { return ck_walk(dir, OPT_F32, NULL, err); }
+bc_status opt_checkpoint_validate(const char *dir, bc_error *err) { return ck_walk(dir, ENG_F32, NULL, err); }
 
 /* ---------------------------------------------------------- quick checks */
-
-bc_status opt_checkpoint_check_files(const char *dir, bc_error *err) {
-    struct stat sb;
-    if (stat(dir, &sb) != 0) {
-        const int e = errno;
-        if (e != ENOENT && e != ENOTDIR) return bc_error_set(err, BC_ERR_IO, "checkpoint %s: %s", dir, strerror(e));
-        bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: no such directory", dir);
-        return bc_error_hint(err, "checkpoint names a local Hugging Face model directory (config.json + weights)");
-    }
-    if (!S_ISDIR(sb.st_mode)) {
-        bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: not a directory", dir);
-        return bc_error_hint(err, "checkpoint names the model's directory, not one of its files");
-    }
-    if (!opt_ck_dir_has(dir, "config.json")) {
-        bc_error_set(err, BC_ERR_NOT_FOUND, "checkpoint %s: no config.json in the directory", dir);
-        return bc_error_hint(err, "a Hugging Face OPT checkpoint directory holds config.json next to its weights");
-    }
-    if (opt_ck_format_of_dir(dir)) return BC_OK;
-    bc_error_set(err, BC_ERR_NOT_FOUND,
-                 "checkpoint %s: no weights (model.safetensors, a sharded model.safetensors.index.json, or "
-                 "pytorch_model.bin)",
-                 dir);
-    return bc_error_hint(err, "download the weights next to config.json (docs/checkpoints.md)");
-}

@@ -7,7 +7,7 @@
 #ifndef OPT_CHECKPOINT_H
 #define OPT_CHECKPOINT_H
 
-#include "model.h"
+#include "opt_model.h"
 
 /* Reads dir/config.json into hp (the shape, token ids and name = the
  * directory's last component). Errors name the file and the key:
@@ -15,11 +15,6 @@
  * key), BC_ERR_UNSUPPORTED (not OPT, not relu, no biases, ...). */
 bc_status opt_hparams_from_checkpoint(const char *dir, opt_hparams *hp, bc_error *err);
 
-/* Quick and without reading any file: dir is a directory holding
- * config.json and weights (model.safetensors, model.safetensors.index.json,
- * pytorch_model.bin or pytorch_model.bin.index.json). BC_ERR_NOT_FOUND
- * naming what is missing (with a hint), BC_ERR_IO when dir cannot be read. */
-bc_status opt_checkpoint_check_files(const char *dir, bc_error *err);
 
 /* Everything opt_weights_load_checkpoint checks (config.json, every tensor's
  * name, dtype and shape, a tied lm_head, no unexpected tensor), without

@@ -24,132 +24,45 @@
  * Values are rounded to the weight dtype by its precision ops (precision.h:
  * the precision plugin's from_f32, round to nearest even), in bulk.
  */
-#include "model.h"
+#include "opt_model.h"
 #include "precision.h"
+#include "synthetic.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-/* Approximately N(0, 1): four 16-bit uniforms summed, centered and scaled to
- * unit variance (each uniform has variance 1/12). */
-static float unit_normal(uint64_t r) {
-    float s = 0.0f;
-    for (int j = 0; j < 4; j++) s += (float)((r >> (16 * j)) & 0xffff) + 0.5f;
-    return (s / 65536.0f - 2.0f) * 1.7320508f;
-}
-
-typedef enum fill_kind { FILL_NORMAL, FILL_ONES, FILL_ZEROS } fill_kind;
-
-typedef struct fill_tensor {
-    void *data;
-    opt_dtype dtype; /* fp32 for vectors */
-    size_t n;
-    uint64_t key;
-    fill_kind kind;
-    float std;
-    size_t cols; /* row length: an int8 matrix is filled whole rows at a time (scales per row) */
-} fill_tensor;
-
-typedef struct fill_job {
-    const fill_tensor *t;
-    size_t n_tensors;
-    size_t chunk;    /* elements per chunk */
-    float *rows;     /* [threads, max_cols]: each thread's int8 row before quantising; owned by
-                        opt_weights_init_synthetic */
-    size_t max_cols; /* the longest int8 row */
-} fill_job;
-
-#define CHUNK (1u << 16)
-
-/* buf[n] = the values of elements [i, i + n) of t. */
-static void fill_values(const fill_tensor *t, float *buf, size_t i, size_t n) {
-    for (size_t j = 0; j < n; j++) {
-        if (t->kind == FILL_ONES) buf[j] = 1.0f;
-        else if (t->kind == FILL_ZEROS) buf[j] = 0.0f;
-        else buf[j] = t->std * unit_normal(splitmix64(t->key + i + j));
-    }
-}
-
-/* Rows [i0, i1) / cols of an int8 matrix: each row's values generated once
- * into row[cols], then its scale and int8 values from them (precision.h). */
-static void fill_rows_i8(const fill_tensor *t, size_t i0, size_t i1, float *row) {
-    const size_t cols = t->cols, rows = t->n / cols;
-    float *scale = (float *)(void *)((char *)t->data + opt_i8_scales_offset(rows, cols));
-    for (size_t r = i0 / cols; r < i1 / cols; r++) {
-        fill_values(t, row, r * cols, cols);
-        scale[r] = opt_i8_quantize_row((int8_t *)t->data + r * cols, row, cols);
-    }
-}
-
-static void fill_chunk(const fill_tensor *t, size_t i0, size_t i1, float *row) {
-    if (t->dtype == OPT_I8) {
-        fill_rows_i8(t, i0, i1, row);
-        return;
-    }
-    const bc_precision_ops *prec = opt_dtype_precision(t->dtype);
-    float buf[256];
-    for (size_t i = i0; i < i1; i += 256) {
-        size_t n = i1 - i < 256 ? i1 - i : 256;
-        fill_values(t, buf, i, n);
-        prec->from_f32(buf, (char *)t->data + i * prec->element_size, n);
-    }
-}
-
-/* Thread i of n fills chunks i, i + n, i + 2n, ... of the whole list. */
-static void fill_worker(void *ctx, int i, int n) {
-    const fill_job *job = ctx;
-    size_t c = 0;
-    for (size_t k = 0; k < job->n_tensors; k++) {
-        const fill_tensor *t = &job->t[k];
-        /* whole rows per chunk for int8 (t->cols divides t->n) */
-        const size_t step = t->dtype == OPT_I8 ? (job->chunk / t->cols + 1) * t->cols : job->chunk;
-        for (size_t i0 = 0; i0 < t->n; i0 += step, c++) {
-            if ((int)(c % (size_t)n) != i) continue;
-            size_t i1 = i0 + step < t->n ? i0 + step : t->n;
-            fill_chunk(t, i0, i1, job->rows + (size_t)i * job->max_cols);
-        }
-    }
-}
-
 bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *err) {
     const opt_hparams *hp = &w->hp;
-    const int L = hp->num_hidden_layers;
+    const int L = hp->s.n_layers;
     const float std = 0.02f;
     size_t cap = 8 + (size_t)L * 16, n = 0;
-    fill_tensor *list = calloc(cap, sizeof *list);
+    eng_fill_tensor *list = calloc(cap, sizeof *list);
     if (!list) return bc_error_set(err, BC_ERR_NOMEM, "synthetic weights: no memory for the tensor list");
     uint64_t tid = 0;
 #define ADD(ptr, dt, count, kd)                                                               \
     do {                                                                                      \
         uint64_t id_ = tid++;                                                                 \
         if (ptr) {                                                                            \
-            list[n] = (fill_tensor){(void *)(ptr), (dt), (size_t)(count),                     \
-                                    splitmix64(seed ^ splitmix64(id_ + 1)), (kd), std, 1};     \
+            list[n] = (eng_fill_tensor){(void *)(ptr), (dt), (size_t)(count),                     \
+                                    eng_synthetic_key(seed, id_), (kd), std, 1};     \
             n++;                                                                              \
         }                                                                                     \
     } while (0)
 #define ADD_MAT(m)                                                                            \
     do {                                                                                      \
-        ADD((m).data, (m).dtype, (size_t)(m).rows * (size_t)(m).cols, FILL_NORMAL);           \
+        ADD((m).data, (m).dtype, (size_t)(m).rows * (size_t)(m).cols, ENG_FILL_NORMAL);           \
         if ((m).data) list[n - 1].cols = (size_t)(m).cols;                                    \
     } while (0)
-    const size_t C = (size_t)hp->hidden_size, F = (size_t)hp->ffn_dim;
+    const size_t C = (size_t)hp->s.hidden_size, F = (size_t)hp->s.ffn_size;
     const float qk_std = (float)(2.5 / sqrt((double)C));
     ADD_MAT(w->embed_tokens);
     ADD_MAT(w->embed_positions);
     ADD_MAT(w->project_in);
     ADD_MAT(w->project_out);
-    ADD(w->final_ln_gamma, OPT_F32, C, FILL_ONES);
-    ADD(w->final_ln_beta, OPT_F32, C, FILL_ZEROS);
+    ADD(w->final_ln_gamma, ENG_F32, C, ENG_FILL_ONES);
+    ADD(w->final_ln_beta, ENG_F32, C, ENG_FILL_ZEROS);
     for (int l = 0; l < L; l++) {
         opt_layer_weights *lw = &w->layers[l];
         tid = 16 + (uint64_t)l * 16;
@@ -158,41 +71,24 @@ bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *er
         ADD_MAT(lw->k_proj);
         list[n - 1].std = qk_std;
         ADD_MAT(lw->v_proj); ADD_MAT(lw->out_proj);
-        ADD(lw->q_bias, OPT_F32, C, FILL_ZEROS); ADD(lw->k_bias, OPT_F32, C, FILL_ZEROS);
-        ADD(lw->v_bias, OPT_F32, C, FILL_ZEROS); ADD(lw->out_bias, OPT_F32, C, FILL_ZEROS);
-        ADD(lw->ln1_gamma, OPT_F32, C, FILL_ONES); ADD(lw->ln1_beta, OPT_F32, C, FILL_ZEROS);
-        ADD_MAT(lw->fc1); ADD(lw->fc1_bias, OPT_F32, F, FILL_ZEROS);
-        ADD_MAT(lw->fc2); ADD(lw->fc2_bias, OPT_F32, C, FILL_ZEROS);
-        ADD(lw->ln2_gamma, OPT_F32, C, FILL_ONES); ADD(lw->ln2_beta, OPT_F32, C, FILL_ZEROS);
+        ADD(lw->q_bias, ENG_F32, C, ENG_FILL_ZEROS); ADD(lw->k_bias, ENG_F32, C, ENG_FILL_ZEROS);
+        ADD(lw->v_bias, ENG_F32, C, ENG_FILL_ZEROS); ADD(lw->out_bias, ENG_F32, C, ENG_FILL_ZEROS);
+        ADD(lw->ln1_gamma, ENG_F32, C, ENG_FILL_ONES); ADD(lw->ln1_beta, ENG_F32, C, ENG_FILL_ZEROS);
+        ADD_MAT(lw->fc1); ADD(lw->fc1_bias, ENG_F32, F, ENG_FILL_ZEROS);
+        ADD_MAT(lw->fc2); ADD(lw->fc2_bias, ENG_F32, C, ENG_FILL_ZEROS);
+        ADD(lw->ln2_gamma, ENG_F32, C, ENG_FILL_ONES); ADD(lw->ln2_beta, ENG_F32, C, ENG_FILL_ZEROS);
     }
 #undef ADD_MAT
 #undef ADD
-    fill_job job = {list, n, CHUNK, NULL, 1};
-    for (size_t k = 0; k < n; k++)
-        if (list[k].dtype == OPT_I8 && list[k].cols > job.max_cols) job.max_cols = list[k].cols;
-    opt_pool *pool = opt_pool_create(opt_online_cores());
-    const int threads = pool ? opt_pool_size(pool) : 1;
-    job.rows = malloc((size_t)threads * job.max_cols * sizeof *job.rows);
-    if (!job.rows) {
-        opt_pool_destroy(pool);
-        free(list);
-        return bc_error_set(err, BC_ERR_NOMEM, "synthetic weights: no memory for %d rows of %zu floats", threads,
-                            job.max_cols);
-    }
-    if (pool) {
-        opt_pool_run(pool, fill_worker, &job);
-        opt_pool_destroy(pool);
-    } else {
-        fill_worker(&job, 0, 1);
-    }
-    free(job.rows);
+    bc_status st = eng_synthetic_fill(list, n, err);
     free(list);
+    if (st != BC_OK) return st;
     /* fc2 bias: cancel the mean of relu(fc1(x)) (see above) */
     const double m = std * sqrt((double)C) / sqrt(2.0 * 3.14159265358979323846);
     for (int l = 0; l < L; l++) {
-        const opt_matrix *w2 = &w->layers[l].fc2; /* [C, F] */
-        const bc_precision_ops *prec = opt_dtype_precision(w2->dtype);
-        const float *w2_scale = w2->dtype == OPT_I8 ? opt_i8_scales(w2->data, C, F) : NULL;
+        const eng_matrix *w2 = &w->layers[l].fc2; /* [C, F] */
+        const bc_precision_ops *prec = eng_dtype_precision(w2->dtype);
+        const float *w2_scale = w2->dtype == ENG_I8 ? eng_i8_scales(w2->data, C, F) : NULL;
         for (size_t c = 0; c < C; c++) {
             double sum = 0.0;
             float row[256];

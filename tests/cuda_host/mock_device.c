@@ -1,7 +1,7 @@
 /* mock_device.c: a host implementation of cuda_forward.h for CI (no GPU).
  * "Device" memory is host memory behind the same accounted allocator
  * (cuda_mem.h) with the same byte sizes as the real device code; the
- * forward is the CPU path's opt_forward over the same KV layout; the graph
+ * forward is the CPU path's eng_forward over the same KV layout; the graph
  * decisions are cuda_graphs.c's; the sampler follows the kernel's contract
  * (cuda_sampling.cu): greedy first maximum, else temperature / top-k /
  * top-p by the same bisections, one uniform of the row's generator, walk in
@@ -28,7 +28,7 @@ struct opt_cuda_device {
 struct opt_cuda_model {
     opt_cuda_device *dev;
     const opt_weights *hw;
-    opt_model cpu;        /* the CPU forward, 1 thread */
+    eng_model cpu;        /* the CPU forward, 1 thread */
     void *wcopy;          /* stands for the device copy of the weight arena (accounted) */
     void *ws;             /* accounted like the device activations */
     size_t ws_bytes;
@@ -116,10 +116,10 @@ bc_status opt_cuda_model_create(opt_cuda_model **out, opt_cuda_device *d, const 
     m->dev = d;
     m->hw = w;
     opt_cuda_graphs_init(&m->graphs, no_destroy, NULL);
-    bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_WEIGHTS, w->arena_bytes, &m->wcopy, "weights", err);
-    if (st == BC_OK) st = opt_model_init(&m->cpu, w, 1, err);
+    bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_WEIGHTS, w->base.arena_bytes, &m->wcopy, "weights", err);
+    if (st == BC_OK) st = eng_model_init(&m->cpu, &w->base, 1, err);
     if (st != BC_OK) {
-        opt_cuda_free(d, OPT_CUDA_MEM_WEIGHTS, m->wcopy, w->arena_bytes);
+        opt_cuda_free(d, OPT_CUDA_MEM_WEIGHTS, m->wcopy, w->base.arena_bytes);
         free(m);
         return st;
     }
@@ -136,15 +136,15 @@ void opt_cuda_model_release_workspace(opt_cuda_model *m) {
 void opt_cuda_model_destroy(opt_cuda_model *m) {
     if (!m) return;
     opt_cuda_model_release_workspace(m);
-    opt_model_free(&m->cpu);
-    opt_cuda_free(m->dev, OPT_CUDA_MEM_WEIGHTS, m->wcopy, m->hw->arena_bytes);
+    eng_model_free(&m->cpu);
+    opt_cuda_free(m->dev, OPT_CUDA_MEM_WEIGHTS, m->wcopy, m->hw->base.arena_bytes);
     free(m);
 }
 bc_status opt_cuda_model_reserve(opt_cuda_model *m, int max_tokens, bc_error *err) {
     if (m->ws && m->wl.N >= max_tokens) return BC_OK;
     opt_cuda_model_release_workspace(m);
     opt_cuda_ws_layout l;
-    size_t bytes = opt_cuda_ws_layout_for(&m->hw->hp, m->hw->dtype, max_tokens, &l);
+    size_t bytes = opt_cuda_ws_layout_for(&m->hw->hp, m->hw->base.dtype, max_tokens, &l);
     bc_status st = opt_cuda_alloc(m->dev, OPT_CUDA_MEM_WORKSPACE, bytes, &m->ws, "activations", err);
     if (st != BC_OK) return st;
     m->ws_bytes = bytes;
@@ -153,12 +153,12 @@ bc_status opt_cuda_model_reserve(opt_cuda_model *m, int max_tokens, bc_error *er
 }
 size_t opt_cuda_model_workspace_bytes(const opt_cuda_model *m) { return m->ws_bytes; }
 const opt_hparams *opt_cuda_model_hparams(const opt_cuda_model *m) { return &m->hw->hp; }
-opt_dtype opt_cuda_model_dtype(const opt_cuda_model *m) { return m->hw->dtype; }
+eng_dtype opt_cuda_model_dtype(const opt_cuda_model *m) { return m->hw->base.dtype; }
 
-bc_status opt_cuda_kv_cache_alloc(opt_cuda_device *d, opt_cuda_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype,
+bc_status opt_cuda_kv_cache_alloc(opt_cuda_device *d, opt_cuda_kv_cache *kv, const opt_hparams *hp, eng_dtype dtype,
                                   int B, int Smax, bc_error *err) {
     memset(kv, 0, sizeof *kv);
-    bc_status st = opt_kv_cache_shape(&kv->c, hp, dtype, B, Smax, err);
+    bc_status st = eng_kv_cache_shape(&kv->c, &hp->s, dtype, B, Smax, err);
     if (st != BC_OK) return st;
     kv->alloc_bytes = kv->c.bytes + OPT_CUDA_ALIGN;
     char *base = NULL;
@@ -179,26 +179,26 @@ bc_status opt_cuda_kv_cache_set_len(opt_cuda_device *d, opt_cuda_kv_cache *kv, i
     kv->c.len = *kv->d_len = len;
     return BC_OK;
 }
-static opt_kv_cache view(const opt_cuda_kv_cache *kv) {
-    opt_kv_cache c = kv->c; /* no prefix sharing, as on the device */
+static eng_kv_cache view(const opt_cuda_kv_cache *kv) {
+    eng_kv_cache c = kv->c; /* no prefix sharing, as on the device */
     c.len = *kv->d_len;
     return c;
 }
 bc_status opt_cuda_kv_cache_copy_row(opt_cuda_device *d, opt_cuda_kv_cache *dst, int dst_b,
                                      const opt_cuda_kv_cache *src, int src_b, int S, bc_error *err) {
     (void)d, (void)err;
-    opt_kv_cache a = view(dst), b = view(src);
-    opt_kv_cache_copy_row(&a, dst_b, &b, src_b, S);
+    eng_kv_cache a = view(dst), b = view(src);
+    eng_kv_cache_copy_row(&a, dst_b, &b, src_b, S);
     return BC_OK;
 }
 
 bc_status opt_cuda_forward(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32_t *d_tokens, const uint8_t *d_mask,
-                           int mask_stride, int B, int T, opt_logits_mode mode, float *d_logits, bc_error *err) {
+                           int mask_stride, int B, int T, eng_logits_mode mode, float *d_logits, bc_error *err) {
     bc_status st = opt_cuda_model_reserve(m, B * T, err);
     if (st != BC_OK) return st;
-    opt_kv_cache c = view(kv);
+    eng_kv_cache c = view(kv);
     if (c.len != kv->c.len) return bc_error_set(err, BC_ERR_INTERNAL, "mock: host len %d, device len %d", kv->c.len, c.len);
-    st = opt_forward(&m->cpu, &c, d_tokens, d_mask, mask_stride, B, T, mode, d_logits, err);
+    st = eng_forward(&m->cpu, &c, d_tokens, d_mask, mask_stride, B, T, mode, d_logits, err);
     if (st != BC_OK) return st;
     kv->c.len = *kv->d_len = c.len;
     return BC_OK;
@@ -214,7 +214,7 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
         if (opt_cuda_graphs_next(&m->graphs, B, binding, &exec) == OPT_CUDA_GRAPH_CAPTURE)
             opt_cuda_graphs_put(&m->graphs, B, binding, (void *)(uintptr_t)(0x1000 + B));
     }
-    return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);
+    return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, ENG_LOGITS_LAST, d_logits, err);
 }
 const char *opt_cuda_graph_error(const opt_cuda_model *m) { return (void)m, ""; }
 int64_t opt_cuda_epilogue_fallbacks(const opt_cuda_model *m) { return (void)m, 0; }
@@ -237,7 +237,7 @@ static int32_t sample_row(const opt_cuda_sample_args *a, float *lg, float *pr, u
             if (lg[v] > lg[best]) best = v;
         return best;
     }
-    const double u = opt_uniform_from(opt_splitmix_next(rng));
+    const double u = eng_uniform_from(eng_splitmix_next(rng));
     const float inv_t = (float)(1.0 / a->p.temperature);
     int n = 0;
     for (int v = 0; v < V; v++) {
@@ -251,10 +251,10 @@ static int32_t sample_row(const opt_cuda_sample_args *a, float *lg, float *pr, u
         for (int bit = 31; bit >= 0; bit--) {
             const uint32_t cand = t | (1u << bit);
             int c = 0;
-            for (int v = 0; v < V; v++) c += lg[v] != -INFINITY && opt_fkey(lg[v]) >= cand;
+            for (int v = 0; v < V; v++) c += lg[v] != -INFINITY && eng_fkey(lg[v]) >= cand;
             if (c >= a->p.top_k) t = cand;
         }
-        kth = opt_keyf(t);
+        kth = eng_keyf(t);
     }
     for (int v = 0; v < V; v++) lg[v] = lg[v] != -INFINITY && lg[v] >= kth ? lg[v] * inv_t : -INFINITY;
     float mx = -INFINITY;
@@ -268,17 +268,17 @@ static int32_t sample_row(const opt_cuda_sample_args *a, float *lg, float *pr, u
     for (int v = 0; v < V; v++)
         if (pr[v] >= 0.0f) pr[v] = (float)(pr[v] / s);
     if (a->p.top_p < 1.0) {
-        uint32_t lo = OPT_KEY_POS_ZERO, hi = OPT_KEY_POS_INF;
+        uint32_t lo = ENG_KEY_POS_ZERO, hi = ENG_KEY_POS_INF;
         while (lo < hi) {
             const uint32_t mid = lo + (hi - lo) / 2;
             double mass = 0.0;
             for (int v = 0; v < V; v++)
-                if (pr[v] > opt_keyf(mid)) mass += pr[v];
+                if (pr[v] > eng_keyf(mid)) mass += pr[v];
             if (mass < a->p.top_p) hi = mid;
             else lo = mid + 1;
         }
         for (int v = 0; v < V; v++)
-            if (pr[v] >= 0.0f && pr[v] < opt_keyf(lo)) pr[v] = -1.0f;
+            if (pr[v] >= 0.0f && pr[v] < eng_keyf(lo)) pr[v] = -1.0f;
     }
     s = 0.0;
     int last = 0;

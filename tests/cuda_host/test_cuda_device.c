@@ -52,20 +52,20 @@ static void backend_case_without_device(void **state) {
     bc_error err = {0};
     opt_hparams hp;
     assert_int_equal(opt_hparams_preset("125m", &hp, &err), BC_OK);
-    opt_rollout_params p;
+    eng_rollout_params p;
     memset(&p, 0, sizeof p);
     p.batch_size = 1;
     p.samples_per_prompt = 1;
     p.prompt_length = 4;
     p.response_length = 2;
     p.sampling.top_p = 1.0;
-    opt_rollout ro;
-    assert_int_equal(opt_rollout_init(&ro, &hp, &p, &err), BC_OK);
+    eng_rollout ro;
+    assert_int_equal(eng_rollout_init(&ro, &hp.s, &p, &err), BC_OK);
     opt_weights w;
     memset(&w, 0, sizeof w); /* never touched: the device open fails first */
     w.hp = hp;
-    const opt_device_ops *d = opt_device_cuda;
-    const opt_device_config cfg = {.threads = 1, .isa = -1, .index = 0, .graphs = 1};
+    const eng_device_ops *d = opt_device_cuda;
+    const eng_device_config cfg = {.threads = 1, .isa = -1, .index = 0, .graphs = 1};
     void *ctx = NULL;
     assert_int_equal(d->create(&cfg, &ctx, &err), BC_OK);
     assert_int_equal(d->open(ctx, &err), BC_ERR_DEVICE);
@@ -73,20 +73,20 @@ static void backend_case_without_device(void **state) {
     char where[200];
     assert_int_equal(d->capacity(ctx, 0, where, sizeof where), -1);
     for (int i = 0; i < 2; i++) { /* every case fails the same way */
-        assert_int_equal(d->begin_case(ctx, &w, &ro, &err), BC_ERR_DEVICE);
+        assert_int_equal(d->begin_case(ctx, &w.base, &ro, &err), BC_ERR_DEVICE);
         assert_int_equal(strncmp(err.message, "no CUDA device: ", 16), 0);
     }
-    opt_device_memory ms;
+    eng_device_memory ms;
     assert_int_equal(d->read_memory(ctx, &ro, &ms, &err), BC_OK);
     assert_int_equal(ms.device_peak, -1);
     assert_int_equal(ms.weights, -1);
-    opt_device_info info;
+    eng_device_info info;
     d->describe(ctx, &info);
     assert_string_equal(info.device, "cuda:0");
     assert_int_equal(strncmp(info.device_name, "no CUDA device: ", 16), 0);
     d->end_case(ctx, &ro);
     d->destroy(ctx);
-    opt_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
 }
 
 int main(void) {

@@ -13,6 +13,8 @@
 #include "cuda_mem.h"
 #include "cuda_plan.h"
 #include "forward.h"
+#include "opt_model.h"
+#include "device.h"
 #include "rollout.h"
 
 typedef struct span {
@@ -34,15 +36,15 @@ static void check_spans(const span *s, int n, size_t total) {
 static void workspace_layout(void **state) {
     (void)state;
     const char *presets[] = {"125m", "350m", "2.7b"};
-    const opt_dtype dts[] = {OPT_F32, OPT_F16, OPT_BF16};
+    const eng_dtype dts[] = {ENG_F32, ENG_F16, ENG_BF16};
     for (int pi = 0; pi < 3; pi++)
         for (int di = 0; di < 3; di++) {
             opt_hparams hp;
             bc_error err = {0};
             assert_int_equal(opt_hparams_preset(presets[pi], &hp, &err), BC_OK);
-            const opt_dtype dt = dts[di];
-            const size_t N = 37, C = (size_t)hp.hidden_size, P = (size_t)hp.word_embed_proj_dim, F = (size_t)hp.ffn_dim;
-            const size_t Cm = C > P ? C : P, es = opt_dtype_size(dt);
+            const eng_dtype dt = dts[di];
+            const size_t N = 37, C = (size_t)hp.s.hidden_size, P = (size_t)hp.word_embed_proj_dim, F = (size_t)hp.s.ffn_size;
+            const size_t Cm = C > P ? C : P, es = eng_dtype_size(dt);
             opt_cuda_ws_layout l;
             size_t total = opt_cuda_ws_layout_for(&hp, dt, (int)N, &l);
             assert_int_equal(total, l.bytes);
@@ -55,7 +57,7 @@ static void workspace_layout(void **state) {
             for (int i = 0; i < 10; i++)
                 if (s[i].off != l.q && s[i].off != l.k && s[i].off != l.v)
                     assert_true(s[i].off + s[i].bytes <= l.q || s[i].off >= l.q + 3 * N * C * 4);
-            if (dt == OPT_F32) assert_int_equal(l.ffh, l.ff); /* fc2 reads fc1's fp32 output */
+            if (dt == ENG_F32) assert_int_equal(l.ffh, l.ff); /* fc2 reads fc1's fp32 output */
             else {
                 span s2[] = {{l.ffh, N * F * es}, {l.ff, N * F * 4}, {l.embh, N * Cm * es}};
                 check_spans(s2, 3, total);
@@ -89,12 +91,12 @@ static void plan_matches_cpu(void **state) {
     (void)state;
     const char *presets[] = {"125m", "350m", "1.3b", "2.7b"};
     for (int pi = 0; pi < 4; pi++)
-        for (int dt = OPT_F32; dt <= OPT_BF16; dt++)
+        for (int dt = ENG_F32; dt <= ENG_BF16; dt++)
             for (int sh = 0; sh <= 1; sh++) {
                 opt_hparams hp;
                 bc_error err = {0};
                 assert_int_equal(opt_hparams_preset(presets[pi], &hp, &err), BC_OK);
-                opt_rollout_params p;
+                eng_rollout_params p;
                 memset(&p, 0, sizeof p);
                 p.batch_size = 2;
                 p.samples_per_prompt = 4;
@@ -103,23 +105,24 @@ static void plan_matches_cpu(void **state) {
                 p.sampling.temperature = 1.0;
                 p.sampling.top_p = 1.0;
                 p.shared_prefill = sh;
-                opt_rollout ro;
-                assert_int_equal(opt_rollout_init(&ro, &hp, &p, &err), BC_OK);
-                opt_rollout_bytes cpu = opt_rollout_plan(&ro, &hp, (opt_dtype)dt, 1);
-                opt_cuda_plan gpu = opt_cuda_plan_rollout(&hp, (opt_dtype)dt, ro.R, ro.Bp, ro.Tp, ro.Stot, sh);
-                assert_int_equal(gpu.weights, opt_weights_bytes(&hp, (opt_dtype)dt));
+                eng_rollout ro;
+                assert_int_equal(eng_rollout_init(&ro, &hp.s, &p, &err), BC_OK);
+                const eng_ws_needs need = opt_ws_needs(&hp);
+                eng_rollout_bytes cpu = eng_rollout_plan(&ro, &hp.s, &need, (eng_dtype)dt, 1);
+                opt_cuda_plan gpu = opt_cuda_plan_rollout(&hp, (eng_dtype)dt, ro.R, ro.Bp, ro.Tp, ro.Stot, sh);
+                assert_int_equal(gpu.weights, opt_weights_bytes(&hp, (eng_dtype)dt));
                 assert_int_equal(gpu.kv_cache, cpu.kv_cache);
                 assert_int_equal(gpu.max_tokens, (sh ? 2 : 8) * 16);
                 /* the activations are sized as the CPU's (same tokens), plus the device buffers */
                 opt_cuda_ws_layout wl;
                 opt_cuda_rollout_layout rl;
-                assert_int_equal(gpu.workspace, opt_cuda_ws_layout_for(&hp, (opt_dtype)dt, gpu.max_tokens, &wl) +
-                                                    opt_cuda_rollout_layout_for(hp.vocab_size, ro.R, ro.Bp, ro.Tp,
+                assert_int_equal(gpu.workspace, opt_cuda_ws_layout_for(&hp, (eng_dtype)dt, gpu.max_tokens, &wl) +
+                                                    opt_cuda_rollout_layout_for(hp.s.vocab_size, ro.R, ro.Bp, ro.Tp,
                                                                                 ro.Stot, sh, &rl));
                 /* 125m fp16: 2 bytes per weight element; KV = 2 x L x R x Stot x C x 2 bytes */
-                if (pi == 0 && dt == OPT_F16 && !sh)
+                if (pi == 0 && dt == ENG_F16 && !sh)
                     assert_int_equal(gpu.kv_cache, (size_t)2 * 12 * 8 * 24 * 768 * 2);
-                opt_rollout_free(&ro, NULL);
+                eng_rollout_free(&ro);
             }
 }
 
@@ -144,23 +147,23 @@ static void acquire_on_mock(void **state) {
     assert_int_equal(opt_hparams_preset("125m", &hp, &err), BC_OK);
     for (int sh = 0; sh <= 1; sh++) {
         const int R = 8, Bp = 2, Tp = 32, Stot = 64;
-        opt_cuda_plan plan = opt_cuda_plan_rollout(&hp, OPT_F16, R, Bp, Tp, Stot, sh);
+        opt_cuda_plan plan = opt_cuda_plan_rollout(&hp, ENG_F16, R, Bp, Tp, Stot, sh);
         opt_cuda_alloc_iface io = {NULL, mock_alloc, mock_free};
         opt_cuda_mem m;
         opt_cuda_mem_init(&m, &io);
         void *w, *kv, *kvs = NULL, *ws, *buf;
         assert_int_equal(opt_cuda_mem_alloc(&m, OPT_CUDA_MEM_WEIGHTS, plan.weights, &w, "weights", &err), BC_OK);
-        const size_t kvb = opt_kv_cache_bytes(&hp, OPT_F16, R, Stot) + OPT_CUDA_ALIGN;
+        const size_t kvb = eng_kv_cache_bytes(&hp.s, ENG_F16, R, Stot) + OPT_CUDA_ALIGN;
         assert_int_equal(opt_cuda_mem_alloc(&m, OPT_CUDA_MEM_KV, kvb, &kv, "KV", &err), BC_OK);
         size_t kvsb = 0;
         if (sh) {
-            kvsb = opt_kv_cache_bytes(&hp, OPT_F16, Bp, Tp) + OPT_CUDA_ALIGN;
+            kvsb = eng_kv_cache_bytes(&hp.s, ENG_F16, Bp, Tp) + OPT_CUDA_ALIGN;
             assert_int_equal(opt_cuda_mem_alloc(&m, OPT_CUDA_MEM_KV, kvsb, &kvs, "KV shared", &err), BC_OK);
         }
         opt_cuda_ws_layout wl;
         opt_cuda_rollout_layout rl;
-        const size_t wsb = opt_cuda_ws_layout_for(&hp, OPT_F16, plan.max_tokens, &wl);
-        const size_t bb = opt_cuda_rollout_layout_for(hp.vocab_size, R, Bp, Tp, Stot, sh, &rl);
+        const size_t wsb = opt_cuda_ws_layout_for(&hp, ENG_F16, plan.max_tokens, &wl);
+        const size_t bb = opt_cuda_rollout_layout_for(hp.s.vocab_size, R, Bp, Tp, Stot, sh, &rl);
         assert_int_equal(opt_cuda_mem_alloc(&m, OPT_CUDA_MEM_WORKSPACE, wsb, &ws, "activations", &err), BC_OK);
         assert_int_equal(opt_cuda_mem_alloc(&m, OPT_CUDA_MEM_WORKSPACE, bb, &buf, "buffers", &err), BC_OK);
         /* the plan counts the cache bytes; each cache adds one aligned length counter */

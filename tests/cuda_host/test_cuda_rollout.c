@@ -30,7 +30,7 @@ static int setup_model(void **state, const char *model) {
     bc_error err = {0};
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/opt/golden/%s", BENCHCTL_SOURCE_DIR, model);
-    if (!f || opt_weights_load_checkpoint(&f->w, dir, OPT_F32, &err) != BC_OK) {
+    if (!f || opt_weights_load_checkpoint(&f->w, dir, ENG_F32, &err) != BC_OK) {
         fprintf(stderr, "%s: %s\n", dir, err.message);
         free(f);
         return -1;
@@ -63,8 +63,8 @@ typedef struct mode {
     double temperature, top_p;
 } mode;
 
-static opt_rollout_params params(const mode *md) {
-    opt_rollout_params p;
+static eng_rollout_params params(const mode *md) {
+    eng_rollout_params p;
     memset(&p, 0, sizeof p);
     p.batch_size = 2;
     p.samples_per_prompt = 3;
@@ -82,7 +82,7 @@ static opt_rollout_params params(const mode *md) {
 /* What generate measures, as the CPU path measures it: a step time per
  * decode forward (the mock's marks are host clock readings), the first
  * token after the prefill, token counts per stage. */
-static void check_timings(const opt_rollout *ro, const mode *md) {
+static void check_timings(const eng_rollout *ro, const mode *md) {
     assert_int_equal(ro->n_steps, ro->n_decode_forwards);
     double sum = 0.0;
     for (int k = 0; k < ro->n_steps; k++) {
@@ -99,9 +99,9 @@ static void check_timings(const opt_rollout *ro, const mode *md) {
 /* Two rollouts on the mock device; the tokens of the last. */
 static void device_rollout(fixture *f, const mode *md, int32_t *seq, int *returned, int *eos_at) {
     bc_error err = {0};
-    opt_rollout_params p = params(md);
-    opt_rollout ro;
-    assert_int_equal(opt_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
+    eng_rollout_params p = params(md);
+    eng_rollout ro;
+    assert_int_equal(eng_rollout_init(&ro, &f->w.hp.s, &p, &err), BC_OK);
     opt_cuda_rollout cr;
     opt_cuda_rollout_init(&cr, &ro, f->dev, f->m, md->graphs);
     const opt_cuda_mem *mem = opt_cuda_device_mem(f->dev);
@@ -112,9 +112,9 @@ static void device_rollout(fixture *f, const mode *md, int32_t *seq, int *return
         assert_int_equal(mem->held[OPT_CUDA_MEM_KV], plan.kv_cache + counters);
         assert_int_equal(mem->held[OPT_CUDA_MEM_WORKSPACE], plan.workspace);
         assert_int_equal(mem->held[OPT_CUDA_MEM_WEIGHTS], plan.weights);
-        assert_int_equal(opt_rollout_expand(&ro, &err), BC_OK);
+        assert_int_equal(eng_rollout_expand(&ro, &err), BC_OK);
         if (opt_cuda_rollout_generate(&cr, &err) != BC_OK) fail_msg("%s", err.message);
-        assert_int_equal(opt_rollout_post_process(&ro, &err), BC_OK);
+        assert_int_equal(eng_rollout_post_process(&ro, &err), BC_OK);
         assert_int_equal(ro.n_decode_forwards, ro.returned_len - 1);
         check_timings(&ro, md);
         if (md->release) {
@@ -127,25 +127,25 @@ static void device_rollout(fixture *f, const mode *md, int32_t *seq, int *return
     memcpy(eos_at, ro.eos_at, (size_t)ro.R * sizeof *eos_at);
     *returned = ro.returned_len;
     opt_cuda_rollout_free(&cr);
-    opt_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
     assert_int_equal(mem->held[OPT_CUDA_MEM_KV] + mem->held[OPT_CUDA_MEM_WORKSPACE], 0);
 }
 
 static void cpu_rollout(fixture *f, const mode *md, int32_t *seq, int *returned, int *eos_at) {
     bc_error err = {0};
-    opt_rollout_params p = params(md);
-    opt_model m;
-    opt_rollout ro;
-    assert_int_equal(opt_model_init(&m, &f->w, 1, &err), BC_OK);
-    assert_int_equal(opt_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
-    assert_int_equal(opt_rollout_expand(&ro, &err), BC_OK);
-    assert_int_equal(opt_rollout_generate(&ro, &m, &err), BC_OK);
-    assert_int_equal(opt_rollout_post_process(&ro, &err), BC_OK);
+    eng_rollout_params p = params(md);
+    eng_model m;
+    eng_rollout ro;
+    assert_int_equal(eng_model_init(&m, &f->w.base, 1, &err), BC_OK);
+    assert_int_equal(eng_rollout_init(&ro, &f->w.hp.s, &p, &err), BC_OK);
+    assert_int_equal(eng_rollout_expand(&ro, &err), BC_OK);
+    assert_int_equal(eng_rollout_generate(&ro, &m, &err), BC_OK);
+    assert_int_equal(eng_rollout_post_process(&ro, &err), BC_OK);
     memcpy(seq, ro.seq, (size_t)ro.R * ro.Stot * sizeof *seq);
     memcpy(eos_at, ro.eos_at, (size_t)ro.R * sizeof *eos_at);
     *returned = ro.returned_len;
-    opt_rollout_free(&ro, &m);
-    opt_model_free(&m);
+    eng_cpu_rollout_free(&ro, &m);
+    eng_model_free(&m);
 }
 
 #define N_TOK (2 * 3 * (5 + 9))
@@ -184,8 +184,8 @@ static void forced_eos_equal_cpu(void **state) {
     int rc, rd, ec[6], ed[6];
     mode base = {0, 0, 0, 0, 0, 0.0, 1.0};
     cpu_rollout(f, &base, cpu, &rc, ec);
-    const int saved = f->w.hp.eos_token_id;
-    f->w.hp.eos_token_id = cpu[1 * 14 + 5 + 2]; /* row 1, response token 2 */
+    const int saved = f->w.hp.s.eos_token_id;
+    f->w.hp.s.eos_token_id = cpu[1 * 14 + 5 + 2]; /* row 1, response token 2 */
     int stopped = 0;
     for (int eos = 0; eos <= 1; eos++)
         for (int variant = 0; variant < 4; variant++) {
@@ -200,7 +200,7 @@ static void forced_eos_equal_cpu(void **state) {
             assert_memory_equal(ed, ec, sizeof ec);
             for (int r = 0; r < 6; r++) stopped += ed[r] >= 0;
         }
-    f->w.hp.eos_token_id = saved;
+    f->w.hp.s.eos_token_id = saved;
     assert_true(stopped > 0); /* some row did stop at EOS */
 }
 
@@ -214,7 +214,7 @@ static void sampled_reproducible(void **state) {
     md.release = 1;
     device_rollout(f, &md, b, &rb, eb);
     assert_memory_equal(a, b, sizeof a);
-    for (int i = 0; i < N_TOK; i++) assert_true(a[i] >= 0 && a[i] < f->w.hp.vocab_size);
+    for (int i = 0; i < N_TOK; i++) assert_true(a[i] >= 0 && a[i] < f->w.hp.s.vocab_size);
 }
 
 /* sample_stream "per_iteration" on the device: the loop seeds the rows'
@@ -224,21 +224,21 @@ static void device_iteration_streams(void **state) {
     fixture *f = *state;
     bc_error err = {0};
     mode md = {1, 0, 0, 0, 20, 0.9, 0.9};
-    opt_rollout_params p = params(&md);
+    eng_rollout_params p = params(&md);
     p.per_iteration_stream = 1;
     int32_t seqs[3][N_TOK];
     const uint64_t iterations[3] = {0, 1, 1};
     for (int i = 0; i < 3; i++) {
-        opt_rollout ro;
-        assert_int_equal(opt_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
+        eng_rollout ro;
+        assert_int_equal(eng_rollout_init(&ro, &f->w.hp.s, &p, &err), BC_OK);
         opt_cuda_rollout cr;
         opt_cuda_rollout_init(&cr, &ro, f->dev, f->m, md.graphs);
         ro.iteration = iterations[i];
-        assert_int_equal(opt_rollout_expand(&ro, &err), BC_OK);
+        assert_int_equal(eng_rollout_expand(&ro, &err), BC_OK);
         if (opt_cuda_rollout_generate(&cr, &err) != BC_OK) fail_msg("%s", err.message);
         memcpy(seqs[i], ro.seq, sizeof seqs[i]);
         opt_cuda_rollout_free(&cr);
-        opt_rollout_free(&ro, NULL);
+        eng_rollout_free(&ro);
     }
     assert_memory_not_equal(seqs[0], seqs[1], sizeof seqs[0]);
     assert_memory_equal(seqs[1], seqs[2], sizeof seqs[1]);
@@ -268,26 +268,26 @@ static void device_hooks(void **state) {
     fixture *f = *state;
     bc_error err = {0};
     mode md = {1, 0, 1, 0, 0, 0.0, 1.0};
-    opt_rollout_params p = params(&md);
-    opt_rollout ro;
-    assert_int_equal(opt_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
-    const opt_device_ops *d = opt_device_cuda;
+    eng_rollout_params p = params(&md);
+    eng_rollout ro;
+    assert_int_equal(eng_rollout_init(&ro, &f->w.hp.s, &p, &err), BC_OK);
+    const eng_device_ops *d = opt_device_cuda;
     assert_non_null(d);
     assert_string_equal(d->name, "cuda");
-    const opt_device_config cfg = {.threads = 1, .isa = -1, .index = 0, .graphs = 1};
+    const eng_device_config cfg = {.threads = 1, .isa = -1, .index = 0, .graphs = 1};
     void *ctx = NULL;
     assert_int_equal(d->create(&cfg, &ctx, &err), BC_OK);
-    opt_device_plan plan;
-    d->plan(ctx, &f->w.hp, OPT_F32, &ro, &plan);
+    eng_device_plan plan;
+    d->plan(ctx, &f->w.base, &ro, &plan);
     assert_int_equal(d->open(ctx, &err), BC_OK);
-    assert_int_equal(d->begin_case(ctx, &f->w, &ro, &err), BC_OK);
+    assert_int_equal(d->begin_case(ctx, &f->w.base, &ro, &err), BC_OK);
     d->reset_peak(ctx);
-    assert_int_equal(opt_rollout_expand(&ro, &err), BC_OK);
+    assert_int_equal(eng_rollout_expand(&ro, &err), BC_OK);
     assert_int_equal(d->generate(ctx, &ro, &err), BC_OK);
     assert_int_equal(ro.returned_len, 9);
     assert_int_equal(ro.n_decode_forwards, 8);
     assert_int_equal(ro.n_generated, 6 * 9);
-    opt_device_memory ms;
+    eng_device_memory ms;
     assert_int_equal(d->read_memory(ctx, &ro, &ms, &err), BC_OK);
     assert_int_equal(d->host_bytes(ctx, &ro), 0);
     assert_int_equal(ms.weights, plan.weights);
@@ -303,7 +303,7 @@ static void device_hooks(void **state) {
     assert_int_equal(d->read_memory(ctx, &ro, &ms, &err), BC_OK);
     assert_int_equal(ms.device_resident, plan.weights); /* released: the weights stay */
     assert_int_equal(d->cache_acquire(ctx, &ro, &err), BC_OK);
-    opt_device_info info;
+    eng_device_info info;
     d->describe(ctx, &info);
     assert_string_equal(info.device, "cuda:0");
     assert_string_equal(info.device_name, "mock device");
@@ -311,15 +311,15 @@ static void device_hooks(void **state) {
     assert_int_equal(info.cpu_threads, -1);
     d->end_case(ctx, &ro);
     d->destroy(ctx);
-    opt_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
     /* no device: each case fails with the one line */
     mock_cuda_devices = 0;
-    assert_int_equal(opt_rollout_init(&ro, &f->w.hp, &p, &err), BC_OK);
+    assert_int_equal(eng_rollout_init(&ro, &f->w.hp.s, &p, &err), BC_OK);
     assert_int_equal(d->create(&cfg, &ctx, &err), BC_OK);
-    assert_int_equal(d->begin_case(ctx, &f->w, &ro, &err), BC_ERR_DEVICE);
+    assert_int_equal(d->begin_case(ctx, &f->w.base, &ro, &err), BC_ERR_DEVICE);
     assert_int_equal(strncmp(err.message, "no CUDA device: ", 16), 0);
     d->destroy(ctx);
-    opt_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
     mock_cuda_devices = 1;
 }
 

@@ -1,8 +1,8 @@
 /* test_cuda_sample_math.c: the device sampler's scalar pieces and its
  * selection rule, on the CPU. cuda_sampling.cu finds the top-k threshold
- * and the top-p threshold by bisection over opt_fkey keys; this test runs
+ * and the top-p threshold by bisection over eng_fkey keys; this test runs
  * the same bisections serially and checks that they keep exactly the tokens
- * sampling.c's opt_sampler_filter keeps (distinct logits), and that the
+ * sampling.c's eng_sampler_filter keeps (distinct logits), and that the
  * device generator step is the CPU's. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,27 +24,27 @@ static int cmp_float(const void *a, const void *b) {
 static void keys_preserve_order(void **state) {
     (void)state;
     float v[64] = {-INFINITY, INFINITY, 0.0f, 1e-45f, -1e-45f, 1.0f, -1.0f, 3.4e38f, -3.4e38f, 1.17549435e-38f};
-    opt_rng g = opt_rng_for_row(3, 0);
-    for (int i = 10; i < 64; i++) v[i] = (float)((opt_rng_uniform(&g) - 0.5) * pow(10.0, (double)(i % 20) - 10.0));
+    eng_rng g = eng_rng_for_row(3, 0);
+    for (int i = 10; i < 64; i++) v[i] = (float)((eng_rng_uniform(&g) - 0.5) * pow(10.0, (double)(i % 20) - 10.0));
     qsort(v, 64, sizeof v[0], cmp_float);
     for (int i = 0; i < 64; i++) {
-        assert_true(opt_keyf(opt_fkey(v[i])) == v[i]);
-        if (i > 0 && v[i - 1] < v[i]) assert_true(opt_fkey(v[i - 1]) < opt_fkey(v[i]));
+        assert_true(eng_keyf(eng_fkey(v[i])) == v[i]);
+        if (i > 0 && v[i - 1] < v[i]) assert_true(eng_fkey(v[i - 1]) < eng_fkey(v[i]));
     }
-    assert_int_equal(opt_fkey(0.0f), OPT_KEY_POS_ZERO);
-    assert_int_equal(opt_fkey(INFINITY), OPT_KEY_POS_INF);
+    assert_int_equal(eng_fkey(0.0f), ENG_KEY_POS_ZERO);
+    assert_int_equal(eng_fkey(INFINITY), ENG_KEY_POS_INF);
 }
 
 static void generator_is_the_cpu_one(void **state) {
     (void)state;
     for (uint64_t row = 0; row < 8; row++) {
-        opt_rng cpu = opt_rng_for_row(1234, row);
+        eng_rng cpu = eng_rng_for_row(1234, row);
         uint64_t dev = cpu.state;
         for (int k = 0; k < 100; k++) {
-            uint64_t z = opt_splitmix_next(&dev);
-            opt_rng c2 = cpu;
-            assert_true(opt_uniform_from(z) == opt_rng_uniform(&c2));
-            assert_true(z == opt_rng_next(&cpu));
+            uint64_t z = eng_splitmix_next(&dev);
+            eng_rng c2 = cpu;
+            assert_true(eng_uniform_from(z) == eng_rng_uniform(&c2));
+            assert_true(z == eng_rng_next(&cpu));
         }
     }
 }
@@ -65,10 +65,10 @@ static void device_select(const float *logits, int V, double temperature, int to
         for (int bit = 31; bit >= 0; bit--) {
             const uint32_t cand = t | (1u << bit);
             int c = 0;
-            for (int v = 0; v < V; v++) c += lg[v] != -INFINITY && opt_fkey(lg[v]) >= cand;
+            for (int v = 0; v < V; v++) c += lg[v] != -INFINITY && eng_fkey(lg[v]) >= cand;
             if (c >= top_k) t = cand;
         }
-        kth = opt_keyf(t);
+        kth = eng_keyf(t);
     }
     for (int v = 0; v < V; v++) lg[v] = lg[v] != -INFINITY && lg[v] >= kth ? lg[v] * inv_t : -INFINITY;
     float mx = -INFINITY;
@@ -83,17 +83,17 @@ static void device_select(const float *logits, int V, double temperature, int to
     for (int v = 0; v < V; v++)
         if (pr[v] >= 0.0f) pr[v] = (float)(pr[v] / s);
     if (top_p < 1.0) {
-        uint32_t lo = OPT_KEY_POS_ZERO, hi = OPT_KEY_POS_INF;
+        uint32_t lo = ENG_KEY_POS_ZERO, hi = ENG_KEY_POS_INF;
         while (lo < hi) {
             const uint32_t mid = lo + (hi - lo) / 2;
-            const float th = opt_keyf(mid);
+            const float th = eng_keyf(mid);
             double mass = 0.0;
             for (int v = 0; v < V; v++)
                 if (pr[v] > th) mass += pr[v];
             if (mass < top_p) hi = mid;
             else lo = mid + 1;
         }
-        const float th = opt_keyf(lo);
+        const float th = eng_keyf(lo);
         for (int v = 0; v < V; v++)
             if (pr[v] >= 0.0f && pr[v] < th) pr[v] = -1.0f;
     }
@@ -111,20 +111,20 @@ static void selection_matches_cpu(void **state) {
     uint8_t *kept = malloc(V), *cpu = malloc(V);
     int checked = 0;
     for (int trial = 0; trial < 6; trial++) {
-        opt_rng g = opt_rng_for_row(99, (uint64_t)trial);
-        for (int v = 0; v < V; v++) logits[v] = (float)((opt_rng_uniform(&g) - 0.5) * (trial + 1) * 6.0);
+        eng_rng g = eng_rng_for_row(99, (uint64_t)trial);
+        for (int v = 0; v < V; v++) logits[v] = (float)((eng_rng_uniform(&g) - 0.5) * (trial + 1) * 6.0);
         if (trial % 2) logits[17] = logits[400] = -INFINITY; /* suppressed tokens (EOS) never kept */
         for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
             for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
-                opt_sampling sp = {0};
+                eng_sampling sp = {0};
                 sp.temperature = 0.7;
                 sp.top_k = ks[ki];
                 sp.top_p = ps[pi];
-                opt_sampler s;
+                eng_sampler s;
                 bc_error err = {0};
-                assert_int_equal(opt_sampler_init(&s, V, &sp, &err), BC_OK);
+                assert_int_equal(eng_sampler_init(&s, V, &sp, &err), BC_OK);
                 memcpy(work, logits, V * sizeof *work);
-                opt_sampler_filter(&s, work);
+                eng_sampler_filter(&s, work);
                 memset(cpu, 0, V);
                 for (int i = 0; i < s.n_kept; i++) cpu[s.kept[i].i] = 1;
                 device_select(logits, V, 0.7, ks[ki], ps[pi], kept);
@@ -134,7 +134,7 @@ static void selection_matches_cpu(void **state) {
                                  ks[ki], ps[pi], v, kept[v], cpu[v]);
                 }
                 assert_true(s.n_kept >= 1);
-                opt_sampler_free(&s);
+                eng_sampler_free(&s);
                 checked++;
             }
     }
@@ -153,19 +153,19 @@ static void top_k_on_raw_logits(void **state) {
     assert_true(sa == sb); /* the premise: scaling makes them tie */
     const float logits[8] = {3.0f, 2.5f, 1.5f, below, -1.0f, -2.0f, -3.0f, -4.0f};
     uint8_t kept[8], cpu[8];
-    opt_sampling sp = {0};
+    eng_sampling sp = {0};
     sp.temperature = 0.7;
     sp.top_k = 3;
     sp.top_p = 1.0;
-    opt_sampler s;
+    eng_sampler s;
     bc_error err = {0};
-    assert_int_equal(opt_sampler_init(&s, 8, &sp, &err), BC_OK);
+    assert_int_equal(eng_sampler_init(&s, 8, &sp, &err), BC_OK);
     float work[8];
     memcpy(work, logits, sizeof work);
-    opt_sampler_filter(&s, work);
+    eng_sampler_filter(&s, work);
     memset(cpu, 0, sizeof cpu);
     for (int i = 0; i < s.n_kept; i++) cpu[s.kept[i].i] = 1;
-    opt_sampler_free(&s);
+    eng_sampler_free(&s);
     assert_int_equal(cpu[3], 0);
     device_select(logits, 8, 0.7, 3, 1.0, kept);
     for (int v = 0; v < 8; v++) assert_int_equal(kept[v], cpu[v]);

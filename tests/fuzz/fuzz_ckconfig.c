@@ -56,15 +56,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bc_error err;
     memset(&err, 0, sizeof err);
     if (opt_hparams_from_checkpoint(g_dir, &hp, &err) == BC_OK) {
-        if (!DIM_OK(hp.vocab_size) || !DIM_OK(hp.hidden_size) || !DIM_OK(hp.num_hidden_layers) ||
-            !DIM_OK(hp.num_attention_heads) || !DIM_OK(hp.ffn_dim) || !DIM_OK(hp.max_position_embeddings) ||
+        if (!DIM_OK(hp.s.vocab_size) || !DIM_OK(hp.s.hidden_size) || !DIM_OK(hp.s.n_layers) ||
+            !DIM_OK(hp.s.n_heads) || !DIM_OK(hp.s.ffn_size) || !DIM_OK(hp.s.max_positions) ||
             !DIM_OK(hp.word_embed_proj_dim))
             abort();
-        if (hp.hidden_size % hp.num_attention_heads != 0) abort();
-        if (hp.pad_token_id < 0 || hp.pad_token_id >= hp.vocab_size || hp.bos_token_id < 0 ||
-            hp.bos_token_id >= hp.vocab_size || hp.eos_token_id < 0 || hp.eos_token_id >= hp.vocab_size)
+        if (hp.s.hidden_size % hp.s.n_heads != 0) abort();
+        if (hp.s.pad_token_id < 0 || hp.s.pad_token_id >= hp.s.vocab_size || hp.s.bos_token_id < 0 ||
+            hp.s.bos_token_id >= hp.s.vocab_size || hp.s.eos_token_id < 0 || hp.s.eos_token_id >= hp.s.vocab_size)
             abort();
-        if (!hp.name[0] || memchr(hp.name, '\0', sizeof hp.name) == NULL) abort();
+        if (!hp.s.name[0] || memchr(hp.s.name, '\0', sizeof hp.s.name) == NULL) abort();
         if (opt_hparams_n_parameters(&hp) <= 0) abort();
     } else if (err.message[0] == '\0' || strstr(err.message, "config.json") == NULL) {
         abort(); /* every error names the file */

@@ -31,6 +31,8 @@
 #include "cuda_forward.h"
 #include "cuda_rollout.h"
 #include "forward.h"
+#include "opt_model.h"
+#include "device.h"
 #include "rollout.h"
 
 #ifndef BENCHCTL_SOURCE_DIR
@@ -63,7 +65,7 @@ static int failures = 0;
  * transformers. 16-bit: the GPU rounds GEMM inputs (activations) to the
  * dtype where the CPU keeps them fp32; one rounding is 2^-11 (fp16) or
  * 2^-8 (bf16) relative, and it enters every GEMM of every layer. */
-static double tol_for(opt_dtype dt) { return dt == OPT_F32 ? 1e-4 : dt == OPT_F16 ? 1e-2 : 5e-2; }
+static double tol_for(eng_dtype dt) { return dt == ENG_F32 ? 1e-4 : dt == ENG_F16 ? 1e-2 : 5e-2; }
 
 static int argmax(const float *x, int n) {
     int b = 0;
@@ -74,7 +76,7 @@ static int argmax(const float *x, int n) {
 
 /* Compares logits rows [rows, V]; keep[r] says which rows count. */
 static double compare_rows(const char *what, const float *cpu, const float *gpu, int rows, int V, const uint8_t *keep,
-                           double tol, opt_dtype dt, int *n_ties) {
+                           double tol, eng_dtype dt, int *n_ties) {
     double scale = 0.0, maxd = 0.0;
     for (int r = 0; r < rows; r++)
         if (!keep || keep[r])
@@ -95,7 +97,7 @@ static double compare_rows(const char *what, const float *cpu, const float *gpu,
         int a = argmax(c, V), b = argmax(g, V);
         if (a != b) {
             double gap = (double)c[a] - c[b];
-            if (dt == OPT_F32 || gap > tol * scale)
+            if (dt == ENG_F32 || gap > tol * scale)
                 CHECK(0, "%s row %d: greedy token cpu %d gpu %d (cpu logit gap %.3g, scale %.3g)", what, r, a, b, gap,
                       scale);
             else (*n_ties)++;
@@ -111,10 +113,10 @@ static double compare_rows(const char *what, const float *cpu, const float *gpu,
 static void check_logits(opt_cuda_device *dev, const opt_weights *w, const char *name, int fc1_fp32) {
     bc_error err = {0};
     const opt_hparams *hp = &w->hp;
-    const int B = 3, T = 7, STEPS = 6, Smax = T + STEPS, V = hp->vocab_size;
-    const double tol = tol_for(w->dtype);
-    opt_model cm;
-    opt_kv_cache ckv;
+    const int B = 3, T = 7, STEPS = 6, Smax = T + STEPS, V = hp->s.vocab_size;
+    const double tol = tol_for(w->base.dtype);
+    eng_model cm;
+    eng_kv_cache ckv;
     opt_cuda_model *gm = NULL;
     opt_cuda_kv_cache gkv;
     memset(&cm, 0, sizeof cm);
@@ -131,24 +133,24 @@ static void check_logits(opt_cuda_device *dev, const opt_weights *w, const char 
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             int real = t >= pads[b];
-            tokens[b * T + t] = real ? 3 + (b * 131 + t * 17) % (V - 3) : hp->pad_token_id;
+            tokens[b * T + t] = real ? 3 + (b * 131 + t * 17) % (V - 3) : hp->s.pad_token_id;
             mask[b * Smax + t] = (uint8_t)real;
             keep[b * T + t] = (uint8_t)real;
         }
-    OK(opt_model_init(&cm, w, 0, &err));
-    OK(opt_kv_cache_alloc(&ckv, hp, w->dtype, B, Smax, &err));
+    OK(eng_model_init(&cm, &w->base, 0, &err));
+    OK(eng_kv_cache_alloc(&ckv, &hp->s, w->base.dtype, B, Smax, &err));
     OK(opt_cuda_model_create(&gm, dev, w, &err));
     opt_cuda_model_force_fc1_fp32(gm, fc1_fp32);
-    OK(opt_cuda_kv_cache_alloc(dev, &gkv, hp, w->dtype, B, Smax, &err));
+    OK(opt_cuda_kv_cache_alloc(dev, &gkv, hp, w->base.dtype, B, Smax, &err));
     OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, sizeof tokens, (void **)&d_tok, "tokens", &err));
     OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, sizeof mask, (void **)&d_mask, "mask", &err));
     OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, (size_t)B * T * V * sizeof(float), (void **)&d_logits, "logits", &err));
     OK(opt_cuda_upload(dev, d_tok, tokens, sizeof tokens, &err));
     OK(opt_cuda_upload(dev, d_mask, mask, sizeof mask, &err));
-    OK(opt_forward(&cm, &ckv, tokens, mask, Smax, B, T, OPT_LOGITS_ALL, cl, &err));
-    OK(opt_cuda_forward(gm, &gkv, d_tok, d_mask, Smax, B, T, OPT_LOGITS_ALL, d_logits, &err));
+    OK(eng_forward(&cm, &ckv, tokens, mask, Smax, B, T, ENG_LOGITS_ALL, cl, &err));
+    OK(opt_cuda_forward(gm, &gkv, d_tok, d_mask, Smax, B, T, ENG_LOGITS_ALL, d_logits, &err));
     OK(opt_cuda_download(dev, gl, d_logits, (size_t)B * T * V * sizeof(float), &err));
-    worst = fmax(worst, compare_rows("prefill", cl, gl, B * T, V, keep, tol, w->dtype, &ties));
+    worst = fmax(worst, compare_rows("prefill", cl, gl, B * T, V, keep, tol, w->base.dtype, &ties));
     for (int k = 0; k < STEPS; k++) {
         /* next token: the CPU's greedy choice of the last logits (teacher forcing) */
         for (int b = 0; b < B; b++) {
@@ -158,17 +160,17 @@ static void check_logits(opt_cuda_device *dev, const opt_weights *w, const char 
         }
         OK(opt_cuda_upload(dev, d_tok, step, sizeof step, &err));
         OK(opt_cuda_upload(dev, d_mask, mask, sizeof mask, &err));
-        OK(opt_forward(&cm, &ckv, step, mask, Smax, B, 1, OPT_LOGITS_LAST, cl, &err));
+        OK(eng_forward(&cm, &ckv, step, mask, Smax, B, 1, ENG_LOGITS_LAST, cl, &err));
         /* alternate eager and graph steps: both must agree with the CPU */
         OK(opt_cuda_decode_step(gm, &gkv, d_tok, d_mask, Smax, B, d_logits, k % 2, &err));
         OK(opt_cuda_download(dev, gl, d_logits, (size_t)B * V * sizeof(float), &err));
         char what[32];
         snprintf(what, sizeof what, "decode %d", k);
-        worst = fmax(worst, compare_rows(what, cl, gl, B, V, NULL, tol, w->dtype, &ties));
+        worst = fmax(worst, compare_rows(what, cl, gl, B, V, NULL, tol, w->base.dtype, &ties));
     }
     printf("  %-12s %-9s logits: max |gpu - cpu| / scale %.3g (tol %.0e), greedy near-ties %d; fc1 calls via fp32 "
            "%lld%s\n",
-           name, opt_dtype_name(w->dtype), worst, tol, ties, (long long)opt_cuda_fc1_converts(gm),
+           name, eng_dtype_name(w->base.dtype), worst, tol, ties, (long long)opt_cuda_fc1_converts(gm),
            fc1_fp32 ? " (forced)" : "");
 out:
     opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_tok, sizeof tokens);
@@ -176,8 +178,8 @@ out:
     opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_logits, (size_t)B * T * V * sizeof(float));
     opt_cuda_kv_cache_free(dev, &gkv);
     opt_cuda_model_destroy(gm);
-    opt_kv_cache_free(&ckv);
-    opt_model_free(&cm);
+    eng_kv_cache_free(&ckv);
+    eng_model_free(&cm);
     free(cl);
     free(gl);
 }
@@ -191,7 +193,7 @@ typedef struct run_opts {
 /* Two rollouts on the GPU (the second is the one returned in seq[R * Stot]). */
 static bc_status gpu_rollout(opt_cuda_device *dev, opt_cuda_model *gm, const opt_hparams *hp, const run_opts *o,
                              int32_t *seq, int *returned, bc_error *err) {
-    opt_rollout_params p;
+    eng_rollout_params p;
     memset(&p, 0, sizeof p);
     p.batch_size = 2;
     p.samples_per_prompt = 3;
@@ -203,8 +205,8 @@ static bc_status gpu_rollout(opt_cuda_device *dev, opt_cuda_model *gm, const opt
     p.sampling.seed = 42;
     p.stop_at_eos = o->stop_at_eos;
     p.shared_prefill = o->shared;
-    opt_rollout ro;
-    bc_status st = opt_rollout_init(&ro, hp, &p, err);
+    eng_rollout ro;
+    bc_status st = eng_rollout_init(&ro, &hp->s, &p, err);
     if (st != BC_OK) return st;
     opt_cuda_rollout cr;
     opt_cuda_rollout_init(&cr, &ro, dev, gm, o->graphs);
@@ -222,27 +224,27 @@ static bc_status gpu_rollout(opt_cuda_device *dev, opt_cuda_model *gm, const opt
             CHECK(m->held[OPT_CUDA_MEM_WEIGHTS] == plan.weights, "weight bytes held %zu, plan %zu",
                   m->held[OPT_CUDA_MEM_WEIGHTS], plan.weights);
         }
-        if (st == BC_OK) st = opt_rollout_expand(&ro, err);
+        if (st == BC_OK) st = eng_rollout_expand(&ro, err);
         if (st == BC_OK) st = opt_cuda_rollout_generate(&cr, err);
-        if (st == BC_OK) st = opt_rollout_post_process(&ro, err);
+        if (st == BC_OK) st = eng_rollout_post_process(&ro, err);
         if (st == BC_OK && o->release_between) opt_cuda_rollout_release(&cr);
     }
     if (st == BC_OK) {
         memcpy(seq, ro.seq, (size_t)ro.R * ro.Stot * sizeof *seq);
         *returned = ro.returned_len;
         for (int i = 0; i < ro.R * ro.Stot; i++)
-            if (seq[i] < 0 || seq[i] >= hp->vocab_size) {
+            if (seq[i] < 0 || seq[i] >= hp->s.vocab_size) {
                 st = bc_error_set(err, BC_ERR_INTERNAL, "token %d out of range at %d", seq[i], i);
                 break;
             }
     }
     opt_cuda_rollout_free(&cr);
-    opt_rollout_free(&ro, NULL);
+    eng_rollout_free(&ro);
     return st;
 }
 
 static bc_status cpu_rollout(const opt_weights *w, const run_opts *o, int32_t *seq, int *returned, bc_error *err) {
-    opt_rollout_params p;
+    eng_rollout_params p;
     memset(&p, 0, sizeof p);
     p.batch_size = 2;
     p.samples_per_prompt = 3;
@@ -254,22 +256,22 @@ static bc_status cpu_rollout(const opt_weights *w, const run_opts *o, int32_t *s
     p.sampling.seed = 42;
     p.stop_at_eos = o->stop_at_eos;
     p.shared_prefill = o->shared;
-    opt_model m;
-    opt_rollout ro;
-    bc_status st = opt_model_init(&m, w, 0, err);
+    eng_model m;
+    eng_rollout ro;
+    bc_status st = eng_model_init(&m, &w->base, 0, err);
     if (st != BC_OK) return st;
-    st = opt_rollout_init(&ro, &w->hp, &p, err);
+    st = eng_rollout_init(&ro, &w->hp.s, &p, err);
     if (st == BC_OK) {
-        st = opt_rollout_expand(&ro, err);
-        if (st == BC_OK) st = opt_rollout_generate(&ro, &m, err);
-        if (st == BC_OK) st = opt_rollout_post_process(&ro, err);
+        st = eng_rollout_expand(&ro, err);
+        if (st == BC_OK) st = eng_rollout_generate(&ro, &m, err);
+        if (st == BC_OK) st = eng_rollout_post_process(&ro, err);
         if (st == BC_OK) {
             memcpy(seq, ro.seq, (size_t)ro.R * ro.Stot * sizeof *seq);
             *returned = ro.returned_len;
         }
-        opt_rollout_free(&ro, &m);
+        eng_cpu_rollout_free(&ro, &m);
     }
-    opt_model_free(&m);
+    eng_model_free(&m);
     return st;
 }
 
@@ -297,7 +299,7 @@ static void check_rollouts(opt_cuda_device *dev, const opt_weights *w, const cha
         for (int i = 0; i < 4; i++) {
             OK(gpu_rollout(dev, gm, &w->hp, &vars[i], got, &rgot, &err));
             int d = first_diff(ref, got, N);
-            CHECK(d < 0 && rgot == rref, "%s %s %s: %s differs from graphs off at %d", name, opt_dtype_name(w->dtype),
+            CHECK(d < 0 && rgot == rref, "%s %s %s: %s differs from graphs off at %d", name, eng_dtype_name(w->base.dtype),
                   sampled ? "sampled" : "greedy", labels[i], d);
         }
         if (sampled) continue;
@@ -305,8 +307,8 @@ static void check_rollouts(opt_cuda_device *dev, const opt_weights *w, const cha
         run_opts sh = base;
         sh.shared = 1;
         OK(gpu_rollout(dev, gm, &w->hp, &sh, got, &rgot, &err));
-        if (w->dtype == OPT_F32) CHECK(first_diff(ref, got, N) < 0, "%s: shared prefill differs", name);
-        if (w->dtype == OPT_F32) {
+        if (w->base.dtype == ENG_F32) CHECK(first_diff(ref, got, N) < 0, "%s: shared prefill differs", name);
+        if (w->base.dtype == ENG_F32) {
             OK(cpu_rollout(w, &base, cpu, &rcpu, &err));
             int d = first_diff(cpu, ref, N);
             CHECK(d < 0 && rcpu == rref, "%s fp32 greedy rollout: GPU differs from CPU at %d (cpu %d gpu %d)", name, d,
@@ -325,7 +327,7 @@ static void check_rollouts(opt_cuda_device *dev, const opt_weights *w, const cha
     opt_cuda_graph_stats(gm, &held, &captures, &replays, &inval);
     printf("  %-12s %-9s rollouts: graphs captured %lld, replayed %lld, invalidated %lld; epilogue fallbacks %lld, "
            "fc1 via fp32 %lld%s%s\n",
-           name, opt_dtype_name(w->dtype), (long long)captures, (long long)replays, (long long)inval,
+           name, eng_dtype_name(w->base.dtype), (long long)captures, (long long)replays, (long long)inval,
            (long long)opt_cuda_epilogue_fallbacks(gm), (long long)opt_cuda_fc1_converts(gm),
            opt_cuda_graph_error(gm)[0] ? "; graphs off: " : "", opt_cuda_graph_error(gm));
     CHECK(captures > 0 && replays > 0, "graphs were not used: %s", opt_cuda_graph_error(gm));
@@ -345,10 +347,10 @@ int main(int argc, char **argv) {
     }
     printf("device: %s\n", opt_cuda_device_name(dev));
     const char *models[] = {"preln", "postln_proj", "hd80"};
-    const opt_dtype dts[] = {OPT_F32, OPT_F16, OPT_BF16};
+    const eng_dtype dts[] = {ENG_F32, ENG_F16, ENG_BF16};
     for (int mi = 0; mi < 3; mi++)
         for (int di = 0; di < 3; di++) {
-            if (quick && !((mi == 0 && dts[di] == OPT_F16) || (mi == 2 && dts[di] == OPT_BF16))) continue;
+            if (quick && !((mi == 0 && dts[di] == ENG_F16) || (mi == 2 && dts[di] == ENG_BF16))) continue;
             char dir[1024];
             snprintf(dir, sizeof dir, "%s/%s", golden, models[mi]);
             opt_weights w;
@@ -358,7 +360,7 @@ int main(int argc, char **argv) {
                 continue;
             }
             check_logits(dev, &w, models[mi], 0);
-            if (dts[di] != OPT_F32 && !quick) check_logits(dev, &w, models[mi], 1); /* the other fc1 route */
+            if (dts[di] != ENG_F32 && !quick) check_logits(dev, &w, models[mi], 1); /* the other fc1 route */
             check_rollouts(dev, &w, models[mi]);
             opt_weights_free(&w);
         }
@@ -370,13 +372,13 @@ int main(int argc, char **argv) {
             opt_weights w;
             char name[32];
             if (opt_hparams_preset("125m", &hp, &err) != BC_OK) break;
-            hp.vocab_size = 512;
-            hp.hidden_size = 256;
-            hp.num_hidden_layers = 2;
-            hp.num_attention_heads = heads[hi];
-            hp.ffn_dim = 512;
+            hp.s.vocab_size = 512;
+            hp.s.hidden_size = 256;
+            hp.s.n_layers = 2;
+            hp.s.n_heads = heads[hi];
+            hp.s.ffn_size = 512;
             hp.word_embed_proj_dim = 256;
-            hp.max_position_embeddings = 64;
+            hp.s.max_positions = 64;
             snprintf(name, sizeof name, "synth-d%d", 256 / heads[hi]);
             if (opt_weights_alloc(&w, &hp, dts[di], &err) != BC_OK || opt_weights_init_synthetic(&w, 7, &err) != BC_OK) {
                 printf("  FAIL synthetic weights %s: %s\n", name, err.message);
@@ -384,7 +386,7 @@ int main(int argc, char **argv) {
                 continue;
             }
             check_logits(dev, &w, name, 0);
-            if (dts[di] != OPT_F32) check_logits(dev, &w, name, 1);
+            if (dts[di] != ENG_F32) check_logits(dev, &w, name, 1);
             check_rollouts(dev, &w, name);
             opt_weights_free(&w);
         }

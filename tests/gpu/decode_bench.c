@@ -54,24 +54,24 @@ static int bench(opt_cuda_device *dev, const char *preset, double bw) {
     opt_hparams hp;
     opt_weights w;
     OK(opt_hparams_preset(preset, &hp, &err));
-    OK(opt_weights_alloc(&w, &hp, OPT_F16, &err));
+    OK(opt_weights_alloc(&w, &hp, ENG_F16, &err));
     OK(opt_weights_init_synthetic(&w, 1, &err));
     opt_cuda_model *m = NULL;
     opt_cuda_kv_cache kv;
     OK(opt_cuda_model_create(&m, dev, &w, &err));
-    OK(opt_cuda_kv_cache_alloc(dev, &kv, &hp, OPT_F16, 1, PROMPT + 2 * STEPS + 2, &err));
+    OK(opt_cuda_kv_cache_alloc(dev, &kv, &hp, ENG_F16, 1, PROMPT + 2 * STEPS + 2, &err));
     OK(opt_cuda_model_reserve(m, PROMPT, &err));
     const int Smax = kv.c.Smax;
     int32_t tokens[PROMPT];
     uint8_t mask[PROMPT + 2 * STEPS + 2];
-    for (int t = 0; t < PROMPT; t++) tokens[t] = 3 + (t * 7919) % (hp.vocab_size - 3);
+    for (int t = 0; t < PROMPT; t++) tokens[t] = 3 + (t * 7919) % (hp.s.vocab_size - 3);
     memset(mask, 1, sizeof mask);
     int32_t *d_tok = NULL;
     uint8_t *d_mask = NULL;
     float *d_logits = NULL;
     OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, sizeof tokens, (void **)&d_tok, "tokens", &err));
     OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, sizeof mask, (void **)&d_mask, "mask", &err));
-    OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, (size_t)hp.vocab_size * 4, (void **)&d_logits, "logits", &err));
+    OK(opt_cuda_alloc(dev, OPT_CUDA_MEM_WORKSPACE, (size_t)hp.s.vocab_size * 4, (void **)&d_logits, "logits", &err));
     OK(opt_cuda_upload(dev, d_tok, tokens, sizeof tokens, &err));
     OK(opt_cuda_upload(dev, d_mask, mask, sizeof mask, &err));
     double step_us[2] = {0, 0}, prefill_ms = 0;
@@ -79,7 +79,7 @@ static int bench(opt_cuda_device *dev, const char *preset, double bw) {
         OK(opt_cuda_kv_cache_set_len(dev, &kv, 0, &err));
         opt_cuda_marks_reset(dev);
         int p0 = opt_cuda_mark(dev);
-        OK(opt_cuda_forward(m, &kv, d_tok, d_mask, Smax, 1, PROMPT, OPT_LOGITS_LAST, d_logits, &err));
+        OK(opt_cuda_forward(m, &kv, d_tok, d_mask, Smax, 1, PROMPT, ENG_LOGITS_LAST, d_logits, &err));
         int p1 = opt_cuda_mark(dev);
         /* 4 warm-up steps (graph capture, GEMM plans), then STEPS timed */
         for (int k = 0; k < 4; k++)
@@ -92,14 +92,14 @@ static int bench(opt_cuda_device *dev, const char *preset, double bw) {
         prefill_ms = opt_cuda_marks_ms(dev, p0, p1);
         step_us[graphs] = opt_cuda_marks_ms(dev, s0, s1) * 1e3 / STEPS;
     }
-    const double wbytes = (double)w.arena_bytes, bound_us = bw > 0 ? wbytes / bw * 1e6 : 0.0;
+    const double wbytes = (double)w.base.arena_bytes, bound_us = bw > 0 ? wbytes / bw * 1e6 : 0.0;
     printf("opt-%s fp16 B=1 prompt %d: prefill %.3f ms; decode step %.1f us (graphs on), %.1f us (off); "
            "weights %.1f MB, bound %.1f us at %.0f GB/s: %.2fx (graphs on)\n",
            preset, PROMPT, prefill_ms, step_us[1], step_us[0], wbytes / 1e6, bound_us, bw / 1e9,
            bound_us > 0 ? step_us[1] / bound_us : 0.0);
     opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_tok, sizeof tokens);
     opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_mask, sizeof mask);
-    opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_logits, (size_t)hp.vocab_size * 4);
+    opt_cuda_free(dev, OPT_CUDA_MEM_WORKSPACE, d_logits, (size_t)hp.s.vocab_size * 4);
     opt_cuda_kv_cache_free(dev, &kv);
     opt_cuda_model_destroy(m);
     opt_weights_free(&w);

@@ -25,7 +25,7 @@
 
 #include "checkpoint.h"
 #include "forward.h"
-#include "model.h"
+#include "opt_model.h"
 #include "ckpt_set.h"
 #include "ckpt_writer.h"
 
@@ -72,15 +72,15 @@ typedef struct out_ckpt {
 
 static void ckpt_read(out_ckpt *o, const char *src_dir) {
     memset(o, 0, sizeof *o);
-    opt_ck_set s;
+    eng_ck_set s;
     bc_error err = {0};
-    assert_int_equal(opt_ck_set_open_dir(&s, src_dir, &err), BC_OK);
+    assert_int_equal(eng_ck_set_open_dir(&s, src_dir, &err), BC_OK);
     assert_true(s.n_tensors <= 128);
     for (size_t i = 0; i < s.n_tensors; i++) {
-        const opt_ck_tensor *t = s.by_name[i];
+        const eng_ck_tensor *t = s.by_name[i];
         out_tensor *d = &o->t[o->n++];
         snprintf(d->name, sizeof d->name, "%s", t->name);
-        snprintf(d->dtype, sizeof d->dtype, "%s", opt_ck_dtype_name(t->dtype));
+        snprintf(d->dtype, sizeof d->dtype, "%s", eng_ck_dtype_name(t->dtype));
         d->ndim = t->ndim;
         memcpy(d->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
         d->nbytes = t->nbytes;
@@ -88,7 +88,7 @@ static void ckpt_read(out_ckpt *o, const char *src_dir) {
         assert_non_null(d->data);
         memcpy(d->data, t->data, t->nbytes);
     }
-    opt_ck_set_close(&s);
+    eng_ck_set_close(&s);
     char p[512];
     snprintf(p, sizeof p, "%s/config.json", src_dir);
     o->config = json_load_file(p, 0, NULL);
@@ -144,7 +144,7 @@ static void ckpt_write(out_ckpt *o, const char *dir) {
 }
 
 /* Loads dir expecting code; the message must hold s1 and s2 (when given). */
-static void expect_load_fail(const char *dir, opt_dtype dt, bc_status code, const char *s1, const char *s2) {
+static void expect_load_fail(const char *dir, eng_dtype dt, bc_status code, const char *s1, const char *s2) {
     opt_weights w;
     bc_error err = {0};
     bc_status st = opt_weights_load_checkpoint(&w, dir, dt, &err);
@@ -152,21 +152,21 @@ static void expect_load_fail(const char *dir, opt_dtype dt, bc_status code, cons
     assert_int_equal(st, code);
     if (s1 && !strstr(err.message, s1)) fail_msg("message lacks '%s'", s1);
     if (s2 && !strstr(err.message, s2)) fail_msg("message lacks '%s'", s2);
-    assert_null(w.arena);
+    assert_null(w.base.arena);
     opt_weights_free(&w); /* safe after a failure */
 }
 
-static float elem_f32(const opt_matrix *m, size_t i) {
-    if (m->dtype == OPT_F32) return ((const float *)m->data)[i];
+static float elem_f32(const eng_matrix *m, size_t i) {
+    if (m->dtype == ENG_F32) return ((const float *)m->data)[i];
     uint16_t h = ((const uint16_t *)m->data)[i];
-    return m->dtype == OPT_F16 ? prec_f16_to_f32(h) : prec_bf16_to_f32(h);
+    return m->dtype == ENG_F16 ? prec_f16_to_f32(h) : prec_bf16_to_f32(h);
 }
 
-static void assert_matrix_equal(const opt_matrix *a, const opt_matrix *b) {
+static void assert_matrix_equal(const eng_matrix *a, const eng_matrix *b) {
     assert_int_equal(a->rows, b->rows);
     assert_int_equal(a->cols, b->cols);
     assert_int_equal(a->dtype, b->dtype);
-    if (a->rows) assert_memory_equal(a->data, b->data, (size_t)a->rows * (size_t)a->cols * opt_dtype_size(a->dtype));
+    if (a->rows) assert_memory_equal(a->data, b->data, (size_t)a->rows * (size_t)a->cols * eng_dtype_size(a->dtype));
 }
 
 static void assert_vec_equal(const float *a, const float *b, int n) {
@@ -179,15 +179,15 @@ static void assert_vec_equal(const float *a, const float *b, int n) {
 
 /* Every tensor of a equals b's, bit for bit. */
 static void assert_weights_equal(const opt_weights *a, const opt_weights *b) {
-    int C = a->hp.hidden_size, F = a->hp.ffn_dim;
-    assert_int_equal(a->hp.num_hidden_layers, b->hp.num_hidden_layers);
+    int C = a->hp.s.hidden_size, F = a->hp.s.ffn_size;
+    assert_int_equal(a->hp.s.n_layers, b->hp.s.n_layers);
     assert_matrix_equal(&a->embed_tokens, &b->embed_tokens);
     assert_matrix_equal(&a->embed_positions, &b->embed_positions);
     assert_matrix_equal(&a->project_in, &b->project_in);
     assert_matrix_equal(&a->project_out, &b->project_out);
     assert_vec_equal(a->final_ln_gamma, b->final_ln_gamma, C);
     assert_vec_equal(a->final_ln_beta, b->final_ln_beta, C);
-    for (int l = 0; l < a->hp.num_hidden_layers; l++) {
+    for (int l = 0; l < a->hp.s.n_layers; l++) {
         const opt_layer_weights *x = &a->layers[l], *y = &b->layers[l];
         assert_matrix_equal(&x->q_proj, &y->q_proj);
         assert_matrix_equal(&x->k_proj, &y->k_proj);
@@ -226,20 +226,20 @@ static void test_preln_f32(void **state) {
     (void)state;
     opt_weights w;
     bc_error err = {0};
-    assert_int_equal(opt_weights_load_checkpoint(&w, GOLDEN "preln", OPT_F32, &err), BC_OK);
+    assert_int_equal(opt_weights_load_checkpoint(&w, GOLDEN "preln", ENG_F32, &err), BC_OK);
     const opt_hparams *hp = &w.hp;
-    assert_int_equal(hp->vocab_size, 1000);
-    assert_int_equal(hp->hidden_size, 64);
-    assert_int_equal(hp->num_hidden_layers, 2);
-    assert_int_equal(hp->num_attention_heads, 4);
-    assert_int_equal(hp->ffn_dim, 128);
-    assert_int_equal(hp->max_position_embeddings, 64);
+    assert_int_equal(hp->s.vocab_size, 1000);
+    assert_int_equal(hp->s.hidden_size, 64);
+    assert_int_equal(hp->s.n_layers, 2);
+    assert_int_equal(hp->s.n_heads, 4);
+    assert_int_equal(hp->s.ffn_size, 128);
+    assert_int_equal(hp->s.max_positions, 64);
     assert_int_equal(hp->word_embed_proj_dim, 64);
     assert_int_equal(hp->do_layer_norm_before, 1);
-    assert_int_equal(hp->pad_token_id, 1);
-    assert_int_equal(hp->bos_token_id, 2);
-    assert_int_equal(hp->eos_token_id, 2);
-    assert_string_equal(hp->name, "preln");
+    assert_int_equal(hp->s.pad_token_id, 1);
+    assert_int_equal(hp->s.bos_token_id, 2);
+    assert_int_equal(hp->s.eos_token_id, 2);
+    assert_string_equal(hp->s.name, "preln");
     assert_non_null(w.final_ln_gamma);
     assert_int_equal(w.project_in.rows, 0);
     assert_int_equal(w.embed_positions.rows, 66);
@@ -264,8 +264,8 @@ static void test_sharded_equals_single(void **state) {
     (void)state;
     opt_weights a, b;
     bc_error err = {0};
-    assert_int_equal(opt_weights_load_checkpoint(&a, GOLDEN "preln", OPT_F32, &err), BC_OK);
-    assert_int_equal(opt_weights_load_checkpoint(&b, GOLDEN "preln_sharded", OPT_F32, &err), BC_OK);
+    assert_int_equal(opt_weights_load_checkpoint(&a, GOLDEN "preln", ENG_F32, &err), BC_OK);
+    assert_int_equal(opt_weights_load_checkpoint(&b, GOLDEN "preln_sharded", ENG_F32, &err), BC_OK);
     assert_weights_equal(&a, &b);
     opt_weights_free(&a);
     opt_weights_free(&b);
@@ -276,7 +276,7 @@ static void test_postln_f16_decoder_prefix(void **state) {
     (void)state;
     opt_weights w, w16;
     bc_error err = {0};
-    assert_int_equal(opt_weights_load_checkpoint(&w, GOLDEN "postln_proj", OPT_F32, &err), BC_OK);
+    assert_int_equal(opt_weights_load_checkpoint(&w, GOLDEN "postln_proj", ENG_F32, &err), BC_OK);
     assert_int_equal(w.hp.do_layer_norm_before, 0);
     assert_int_equal(w.hp.word_embed_proj_dim, 32);
     assert_null(w.final_ln_gamma);
@@ -293,8 +293,8 @@ static void test_postln_f16_decoder_prefix(void **state) {
     const out_tensor *bias = ckpt_get(&o, "decoder.layers.0.self_attn.v_proj.bias");
     for (size_t i = 0; i < 64; i++) assert_true(w.layers[0].v_bias[i] == raw_f32(bias, i));
     /* Loaded as F16: the matrices are the file's bytes. */
-    assert_int_equal(opt_weights_load_checkpoint(&w16, GOLDEN "postln_proj", OPT_F16, &err), BC_OK);
-    assert_int_equal(w16.project_in.dtype, OPT_F16);
+    assert_int_equal(opt_weights_load_checkpoint(&w16, GOLDEN "postln_proj", ENG_F16, &err), BC_OK);
+    assert_int_equal(w16.project_in.dtype, ENG_F16);
     assert_memory_equal(w16.project_in.data, pi->data, pi->nbytes);
     json_decref(o.config);
     for (int i = 0; i < o.n; i++) free(o.t[i].data);
@@ -306,9 +306,9 @@ static void test_hd80_bf16(void **state) {
     (void)state;
     opt_weights w, wb;
     bc_error err = {0};
-    assert_int_equal(opt_weights_load_checkpoint(&w, GOLDEN "hd80", OPT_F32, &err), BC_OK);
-    assert_int_equal(w.hp.hidden_size / w.hp.num_attention_heads, 80);
-    assert_int_equal(opt_weights_load_checkpoint(&wb, GOLDEN "hd80", OPT_BF16, &err), BC_OK);
+    assert_int_equal(opt_weights_load_checkpoint(&w, GOLDEN "hd80", ENG_F32, &err), BC_OK);
+    assert_int_equal(w.hp.s.hidden_size / w.hp.s.n_heads, 80);
+    assert_int_equal(opt_weights_load_checkpoint(&wb, GOLDEN "hd80", ENG_BF16, &err), BC_OK);
     out_ckpt o;
     ckpt_read(&o, GOLDEN "hd80");
     const out_tensor *f2 = ckpt_get(&o, "model.decoder.layers.1.fc2.weight");
@@ -326,8 +326,8 @@ static void test_f32_to_half(void **state) {
     (void)state;
     opt_weights w16, wb;
     bc_error err = {0};
-    assert_int_equal(opt_weights_load_checkpoint(&w16, GOLDEN "preln", OPT_F16, &err), BC_OK);
-    assert_int_equal(opt_weights_load_checkpoint(&wb, GOLDEN "preln", OPT_BF16, &err), BC_OK);
+    assert_int_equal(opt_weights_load_checkpoint(&w16, GOLDEN "preln", ENG_F16, &err), BC_OK);
+    assert_int_equal(opt_weights_load_checkpoint(&wb, GOLDEN "preln", ENG_BF16, &err), BC_OK);
     out_ckpt o;
     ckpt_read(&o, GOLDEN "preln");
     const out_tensor *k = ckpt_get(&o, "model.decoder.layers.0.self_attn.k_proj.weight");
@@ -358,8 +358,8 @@ static void test_both_prefixes(void **state) {
     ckpt_write(&o, fx->dir);
     opt_weights a, b;
     bc_error err = {0};
-    assert_int_equal(opt_weights_load_checkpoint(&a, GOLDEN "preln", OPT_F32, &err), BC_OK);
-    assert_int_equal(opt_weights_load_checkpoint(&b, fx->dir, OPT_F32, &err), BC_OK);
+    assert_int_equal(opt_weights_load_checkpoint(&a, GOLDEN "preln", ENG_F32, &err), BC_OK);
+    assert_int_equal(opt_weights_load_checkpoint(&b, fx->dir, ENG_F32, &err), BC_OK);
     assert_weights_equal(&a, &b);
     opt_weights_free(&a);
     opt_weights_free(&b);
@@ -381,14 +381,14 @@ static void test_lm_head(void **state) {
     ckpt_write(&o, fx->dir);
     opt_weights w;
     bc_error err = {0};
-    assert_int_equal(opt_weights_load_checkpoint(&w, fx->dir, OPT_F32, &err), BC_OK);
+    assert_int_equal(opt_weights_load_checkpoint(&w, fx->dir, ENG_F32, &err), BC_OK);
     opt_weights_free(&w);
 
     ckpt_read(&o, fx->dir);
     h = ckpt_get(&o, "lm_head.weight");
     h->data[100] ^= 0x40;
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_UNSUPPORTED, "lm_head.weight", "model.safetensors");
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_UNSUPPORTED, "lm_head.weight", "model.safetensors");
 }
 
 /* ------------------------------------------------------------- bad ones */
@@ -399,33 +399,33 @@ static void test_missing_tensor(void **state) {
     ckpt_read(&o, GOLDEN "preln");
     ckpt_drop(&o, "model.decoder.layers.1.fc2.bias");
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "'model.decoder.layers.1.fc2.bias' is missing",
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "'model.decoder.layers.1.fc2.bias' is missing",
                      "model.safetensors");
     ckpt_read(&o, GOLDEN "preln");
     ckpt_drop(&o, "model.decoder.embed_tokens.weight");
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "embed_tokens.weight", "missing");
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "embed_tokens.weight", "missing");
     /* Pre-LN needs its final layer norm. */
     ckpt_read(&o, GOLDEN "preln");
     ckpt_drop(&o, "model.decoder.final_layer_norm.bias");
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "'model.decoder.final_layer_norm.bias' is missing", NULL);
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "'model.decoder.final_layer_norm.bias' is missing", NULL);
     /* Post-LN with P != C needs project_in. */
     ckpt_read(&o, GOLDEN "postln_proj");
     ckpt_drop(&o, "decoder.project_in.weight");
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "'decoder.project_in.weight' is missing", NULL);
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "'decoder.project_in.weight' is missing", NULL);
 }
 
 static void test_sharded_source(void **state) {
     (void)state;
     /* The sharded golden set is read through its index, from three files. */
-    opt_ck_set s;
+    eng_ck_set s;
     bc_error err = {0};
-    assert_int_equal(opt_ck_set_open_dir(&s, GOLDEN "preln_sharded", &err), BC_OK);
+    assert_int_equal(eng_ck_set_open_dir(&s, GOLDEN "preln_sharded", &err), BC_OK);
     assert_non_null(strstr(s.source, "model.safetensors.index.json"));
     assert_int_equal(s.n_files, 3);
-    opt_ck_set_close(&s);
+    eng_ck_set_close(&s);
 }
 
 static void test_wrong_shape(void **state) {
@@ -436,7 +436,7 @@ static void test_wrong_shape(void **state) {
     t->shape[0] = 64;
     t->shape[1] = 128; /* [C, F] instead of [F, C] */
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "'model.decoder.layers.0.fc1.weight' has shape [64, 128]",
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "'model.decoder.layers.0.fc1.weight' has shape [64, 128]",
                      "[128, 64]");
     ckpt_read(&o, GOLDEN "preln");
     t = ckpt_get(&o, "model.decoder.layers.0.fc1.bias");
@@ -444,7 +444,7 @@ static void test_wrong_shape(void **state) {
     t->shape[0] = 1;
     t->shape[1] = 128;
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "'model.decoder.layers.0.fc1.bias' has shape [1, 128]", NULL);
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "'model.decoder.layers.0.fc1.bias' has shape [1, 128]", NULL);
 }
 
 static void test_wrong_dtype(void **state) {
@@ -454,7 +454,7 @@ static void test_wrong_dtype(void **state) {
     out_tensor *t = ckpt_get(&o, "model.decoder.layers.1.self_attn.out_proj.bias");
     snprintf(t->dtype, sizeof t->dtype, "I32");
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "'model.decoder.layers.1.self_attn.out_proj.bias' has dtype I32",
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "'model.decoder.layers.1.self_attn.out_proj.bias' has dtype I32",
                      "model.safetensors");
 }
 
@@ -471,7 +471,7 @@ static void test_truncated(void **state) {
     long len = ftell(f);
     fclose(f);
     assert_int_equal(truncate(p, len - 100), 0);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "truncated", "model.safetensors");
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "truncated", "model.safetensors");
 }
 
 static void test_unexpected_tensor(void **state) {
@@ -480,11 +480,11 @@ static void test_unexpected_tensor(void **state) {
     ckpt_read(&o, GOLDEN "preln");
     json_object_set_new(o.config, "num_hidden_layers", json_integer(1));
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "'model.decoder.layers.1.", "not part of");
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "'model.decoder.layers.1.", "not part of");
     ckpt_read(&o, GOLDEN "preln");
     json_object_set_new(o.config, "num_hidden_layers", json_integer(3));
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "'model.decoder.layers.2.", "missing");
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "'model.decoder.layers.2.", "missing");
 }
 
 static void test_bad_config(void **state) {
@@ -494,38 +494,38 @@ static void test_bad_config(void **state) {
     ckpt_read(&o, GOLDEN "preln");
     json_object_set_new(o.config, "activation_function", json_string("gelu"));
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_UNSUPPORTED, "activation_function", "gelu");
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_UNSUPPORTED, "activation_function", "gelu");
 
     ckpt_read(&o, GOLDEN "preln");
     json_object_del(o.config, "hidden_size");
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "config.json", "\"hidden_size\" is missing");
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "config.json", "\"hidden_size\" is missing");
 
     ckpt_read(&o, GOLDEN "preln");
     json_object_set_new(o.config, "num_attention_heads", json_integer(5));
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "config.json", "multiple");
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "config.json", "multiple");
 
     ckpt_read(&o, GOLDEN "preln");
     json_object_set_new(o.config, "vocab_size", json_integer(-3));
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "config.json", "vocab_size");
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "config.json", "vocab_size");
 
     ckpt_read(&o, GOLDEN "preln");
     json_object_set_new(o.config, "model_type", json_string("gpt2"));
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_UNSUPPORTED, "config.json", "gpt2");
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_UNSUPPORTED, "config.json", "gpt2");
 
     snprintf(p, sizeof p, "%s/config.json", fx->dir);
     FILE *f = fopen(p, "w");
     assert_non_null(f);
     fputs("{\"hidden_size\": 64,", f);
     fclose(f);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "config.json", "not valid JSON");
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "config.json", "not valid JSON");
 
     unlink(p);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_NOT_FOUND, "config.json", NULL);
-    expect_load_fail("/nonexistent/checkpoint", OPT_F32, BC_ERR_NOT_FOUND, "/nonexistent/checkpoint/config.json",
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_NOT_FOUND, "config.json", NULL);
+    expect_load_fail("/nonexistent/checkpoint", ENG_F32, BC_ERR_NOT_FOUND, "/nonexistent/checkpoint/config.json",
                      NULL);
 }
 
@@ -553,7 +553,7 @@ static void test_impossible_shapes(void **state) {
     assert_non_null(strstr(err.message, "config.json: the model is impossible: num_hidden_layers 1047222, "
                                         "hidden_size 1048576"));
     assert_non_null(strstr(err.message, "4.61e+18 parameters (16.0 EiB in float32)"));
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_INFEASIBLE, "the model is impossible", NULL);
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_INFEASIBLE, "the model is impossible", NULL);
     assert_int_equal(opt_checkpoint_validate(fx->dir, &err), BC_ERR_INFEASIBLE);
 
     /* every dimension within config.json's bounds (2^20), the total under
@@ -569,14 +569,14 @@ static void test_impossible_shapes(void **state) {
 
     /* the same guard on a shape that never came from config.json */
     memset(&hp, 0, sizeof hp);
-    hp.vocab_size = 4, hp.hidden_size = 65536, hp.num_hidden_layers = 1024, hp.num_attention_heads = 1;
-    hp.ffn_dim = 4, hp.max_position_embeddings = 1, hp.word_embed_proj_dim = 65536, hp.do_layer_norm_before = 1;
+    hp.s.vocab_size = 4, hp.s.hidden_size = 65536, hp.s.n_layers = 1024, hp.s.n_heads = 1;
+    hp.s.ffn_size = 4, hp.s.max_positions = 1, hp.word_embed_proj_dim = 65536, hp.do_layer_norm_before = 1;
     opt_weights w;
-    assert_int_equal(opt_weights_alloc(&w, &hp, OPT_BF16, &err), BC_ERR_INFEASIBLE);
-    assert_int_equal(opt_weights_bytes(&hp, OPT_BF16), 0);
+    assert_int_equal(opt_weights_alloc(&w, &hp, ENG_BF16, &err), BC_ERR_INFEASIBLE);
+    assert_int_equal(opt_weights_bytes(&hp, ENG_BF16), 0);
     /* a KV cache whose size leaves 64 bits is SIZE_MAX, never a wrapped size */
-    hp.num_hidden_layers = 1 << 20, hp.hidden_size = 1 << 20;
-    assert_true(opt_kv_cache_bytes(&hp, OPT_F32, 1 << 30, 1 << 30) == SIZE_MAX);
+    hp.s.n_layers = 1 << 20, hp.s.hidden_size = 1 << 20;
+    assert_true(eng_kv_cache_bytes(&hp.s, ENG_F32, 1 << 30, 1 << 30) == SIZE_MAX);
 }
 
 /* NaN or Inf in a weight, or a value float16 cannot hold, is an error naming
@@ -589,7 +589,7 @@ static void test_nonfinite_weights(void **state) {
     const uint32_t nan_bits = 0x7fc00000u;
     memcpy(t->data + 4 * (size_t)(3 * 64 + 5), &nan_bits, 4);
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_BF16, BC_ERR_FORMAT, "tensor 'model.decoder.layers.1.fc1.weight' element [3, 5] is nan in the file",
+    expect_load_fail(fx->dir, ENG_BF16, BC_ERR_FORMAT, "tensor 'model.decoder.layers.1.fc1.weight' element [3, 5] is nan in the file",
                      "the weights must be finite");
 
     ckpt_read(&o, GOLDEN "preln");
@@ -597,17 +597,17 @@ static void test_nonfinite_weights(void **state) {
     const float inf = -INFINITY;
     memcpy(t->data + 4 * 7, &inf, 4);
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_FORMAT, "'model.decoder.layers.0.self_attn_layer_norm.bias' element [7] is -inf", NULL);
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_FORMAT, "'model.decoder.layers.0.self_attn_layer_norm.bias' element [7] is -inf", NULL);
 
     ckpt_read(&o, GOLDEN "preln");
     t = ckpt_get(&o, "model.decoder.embed_tokens.weight");
     const float big = 1e6f;
     memcpy(t->data, &big, 4);
     ckpt_write(&o, fx->dir);
-    expect_load_fail(fx->dir, OPT_F16, BC_ERR_FORMAT, "element [0, 0] is 1e+06 after conversion to float16", NULL);
+    expect_load_fail(fx->dir, ENG_F16, BC_ERR_FORMAT, "element [0, 0] is 1e+06 after conversion to float16", NULL);
     opt_weights w;
     bc_error err = {0};
-    assert_int_equal(opt_weights_load_checkpoint(&w, fx->dir, OPT_F32, &err), BC_OK); /* fine in float32 */
+    assert_int_equal(opt_weights_load_checkpoint(&w, fx->dir, ENG_F32, &err), BC_OK); /* fine in float32 */
     opt_weights_free(&w);
 }
 
@@ -621,7 +621,7 @@ static void test_no_weights_file(void **state) {
           "\"ffn_dim\":16,\"max_position_embeddings\":8,\"activation_function\":\"relu\"}",
           f);
     fclose(f);
-    expect_load_fail(fx->dir, OPT_F32, BC_ERR_IO, "model.safetensors", NULL);
+    expect_load_fail(fx->dir, ENG_F32, BC_ERR_IO, "model.safetensors", NULL);
 }
 
 int main(void) {

@@ -1,4 +1,4 @@
-/* test_ckpt_set.c: the checkpoint file-set reader (plugins/opt/ckpt_set.c)
+/* test_ckpt_set.c: the checkpoint file-set reader (engine/ckpt/ckpt_set.c)
  * over both formats. Every rule of a sharded checkpoint is the set's, not a
  * format's, so each test runs once with .safetensors shards and once with
  * pytorch_model.bin shards (tests/opt/ckpt_writer.c writes one-tensor files
@@ -27,14 +27,14 @@
 #include "fileio.h"
 
 typedef struct format_case {
-    const opt_ck_format *format;
+    const eng_ck_format *format;
     const char *ext; /* of its shard files */
     void (*write_shard)(const char *dir, const char *file, char tensor);
 } format_case;
 
 static const format_case formats[] = {
-    {&opt_ck_safetensors, "safetensors", write_st_shard},
-    {&opt_ck_pytorch, "bin", write_pt_shard},
+    {&eng_ck_safetensors, "safetensors", write_st_shard},
+    {&eng_ck_pytorch, "bin", write_pt_shard},
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -84,9 +84,9 @@ static void write_index(const format_case *fc, const char *dir, ...) {
 /* Opens dir expecting code; the message must hold every string given
  * (NULL-ended) and s must be left empty. */
 static void expect_open_fail(const char *dir, bc_status code, ...) {
-    opt_ck_set s;
+    eng_ck_set s;
     bc_error err = {0};
-    bc_status st = opt_ck_set_open_dir(&s, dir, &err);
+    bc_status st = eng_ck_set_open_dir(&s, dir, &err);
     print_message("    -> %s\n", err.message);
     assert_int_equal(st, code);
     assert_int_equal(err.code, code);
@@ -98,7 +98,7 @@ static void expect_open_fail(const char *dir, bc_status code, ...) {
     va_end(ap);
     assert_null(s.files);
     assert_null(s.by_name);
-    opt_ck_set_close(&s);
+    eng_ck_set_close(&s);
 }
 
 static const char *base_name(const char *path) {
@@ -114,9 +114,9 @@ static void test_shards_sorted(const format_case *fc, const char *dir) {
     write_shard(fc, dir, "m-10", 'y');
     write_shard(fc, dir, "m-1", 'z');
     write_index(fc, dir, "x", "m-2", "y", "m-10", "z", "m-1", NULL);
-    opt_ck_set s;
+    eng_ck_set s;
     bc_error err = {0};
-    if (opt_ck_set_open_dir(&s, dir, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_ck_set_open_dir(&s, dir, &err) != BC_OK) fail_msg("%s", err.message);
     assert_ptr_equal(s.format, fc->format);
     assert_int_equal(s.n_files, 3);
     const char *stems[3] = {"m-1", "m-10", "m-2"};
@@ -127,35 +127,35 @@ static void test_shards_sorted(const format_case *fc, const char *dir) {
     assert_int_equal(s.n_tensors, 3);
     assert_string_equal(s.by_name[0]->name, "x");
     assert_string_equal(s.by_name[2]->name, "z");
-    assert_string_equal(base_name(opt_ck_set_find(&s, "x")->path), want[2]);
-    assert_string_equal(base_name(opt_ck_set_find(&s, "y")->path), want[1]);
-    assert_string_equal(base_name(opt_ck_set_find(&s, "z")->path), want[0]);
-    assert_null(opt_ck_set_find(&s, "w"));
+    assert_string_equal(base_name(eng_ck_set_find(&s, "x")->path), want[2]);
+    assert_string_equal(base_name(eng_ck_set_find(&s, "y")->path), want[1]);
+    assert_string_equal(base_name(eng_ck_set_find(&s, "z")->path), want[0]);
+    assert_null(eng_ck_set_find(&s, "w"));
     float v[2];
-    memcpy(v, opt_ck_set_find(&s, "y")->data, sizeof v);
+    memcpy(v, eng_ck_set_find(&s, "y")->data, sizeof v);
     assert_true(v[0] == STORAGE[0] && v[1] == STORAGE[1]);
-    opt_ck_set_close(&s);
+    eng_ck_set_close(&s);
 }
 
-/* An index over OPT_INDEX_JSON_MAX_BYTES is refused before it is read (a
+/* An index over ENG_INDEX_JSON_MAX_BYTES is refused before it is read (a
  * sparse file: its size is all that is looked at). */
 static void test_index_over_size_limit(const format_case *fc, const char *dir) {
     char path[128];
     snprintf(path, sizeof path, "%s/%s", dir, fc->format->index_file);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
-    assert_int_equal(ftruncate(fd, (off_t)OPT_INDEX_JSON_MAX_BYTES + 1), 0);
+    assert_int_equal(ftruncate(fd, (off_t)ENG_INDEX_JSON_MAX_BYTES + 1), 0);
     close(fd);
     expect_open_fail(dir, BC_ERR_FORMAT, path, "over the limit of 100000000 bytes", NULL);
     /* At the limit exactly, it is read (and this one is not JSON). */
-    assert_int_equal(truncate(path, (off_t)OPT_INDEX_JSON_MAX_BYTES), 0);
+    assert_int_equal(truncate(path, (off_t)ENG_INDEX_JSON_MAX_BYTES), 0);
     expect_open_fail(dir, BC_ERR_FORMAT, path, "not valid JSON", NULL);
 }
 
-/* weight_map naming more than OPT_CK_MAX_SHARDS files is refused before any
+/* weight_map naming more than ENG_CK_MAX_SHARDS files is refused before any
  * is opened (none of them exists). */
 static void test_index_too_many_shards(const format_case *fc, const char *dir) {
-    const size_t n = OPT_CK_MAX_SHARDS + 1, cap = n * 48 + 64;
+    const size_t n = ENG_CK_MAX_SHARDS + 1, cap = n * 48 + 64;
     char *json = malloc(cap);
     assert_non_null(json);
     size_t at = (size_t)snprintf(json, cap, "{\"weight_map\": {");
@@ -211,24 +211,24 @@ static void test_format_choice(void **state) {
     assert_int_equal(make_temp_dir(dir, sizeof dir, "bc_ckset"), 0);
     expect_open_fail(dir, BC_ERR_IO, dir, "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                      "pytorch_model.bin.index.json", NULL);
-    assert_null(opt_ck_format_of_dir(dir));
+    assert_null(eng_ck_format_of_dir(dir));
     write_pt_shard(dir, "pytorch_model.bin", 'p');
-    assert_ptr_equal(opt_ck_format_of_dir(dir), &opt_ck_pytorch);
-    opt_ck_set s;
+    assert_ptr_equal(eng_ck_format_of_dir(dir), &eng_ck_pytorch);
+    eng_ck_set s;
     bc_error err = {0};
-    if (opt_ck_set_open_dir(&s, dir, &err) != BC_OK) fail_msg("%s", err.message);
-    assert_non_null(opt_ck_set_find(&s, "p"));
-    opt_ck_set_close(&s);
+    if (eng_ck_set_open_dir(&s, dir, &err) != BC_OK) fail_msg("%s", err.message);
+    assert_non_null(eng_ck_set_find(&s, "p"));
+    eng_ck_set_close(&s);
     write_st_shard(dir, "model.safetensors", 's');
-    assert_ptr_equal(opt_ck_format_of_dir(dir), &opt_ck_safetensors);
-    if (opt_ck_set_open_dir(&s, dir, &err) != BC_OK) fail_msg("%s", err.message);
+    assert_ptr_equal(eng_ck_format_of_dir(dir), &eng_ck_safetensors);
+    if (eng_ck_set_open_dir(&s, dir, &err) != BC_OK) fail_msg("%s", err.message);
     assert_int_equal(s.n_tensors, 1);
-    assert_non_null(opt_ck_set_find(&s, "s"));
-    opt_ck_set_close(&s);
+    assert_non_null(eng_ck_set_find(&s, "s"));
+    eng_ck_set_close(&s);
     /* Either format, asked for by name. */
-    if (opt_ck_set_open_format(&s, &opt_ck_pytorch, dir, &err) != BC_OK) fail_msg("%s", err.message);
-    assert_non_null(opt_ck_set_find(&s, "p"));
-    opt_ck_set_close(&s);
+    if (eng_ck_set_open_format(&s, &eng_ck_pytorch, dir, &err) != BC_OK) fail_msg("%s", err.message);
+    assert_non_null(eng_ck_set_find(&s, "p"));
+    eng_ck_set_close(&s);
     remove_flat_dir(dir);
 }
 

@@ -5,7 +5,7 @@
  * (one unpadded prompt; a left-padded batch of three), the prefill logits, the
  * logits of K KV-cached decode steps, and the greedy tokens of generate()
  * with each prompt expanded R times (p0s0, p0s1, ...). This test loads each
- * checkpoint with opt_weights_load_checkpoint, runs opt_forward and checks:
+ * checkpoint with opt_weights_load_checkpoint, runs eng_forward and checks:
  *   - logits at every real (mask == 1) position: |ours - ref| <= tol * scale,
  *     scale = max(1, max |ref|), tol = the precision plugin's rel_tolerance,
  *     read from its ops (precision.h: the tables plugins/precision hands the
@@ -14,8 +14,8 @@
  *     2 * tol * scale (so a tie-breaking difference cannot fail it);
  *   - fp32 only: the greedy tokens (EOS suppressed, min_new_tokens ==
  *     max_new_tokens) equal generate()'s, every row: once from a greedy loop
- *     over opt_forward here, once from the engine's own rollout
- *     (opt_rollout_*: prompts file, expansion, generate, post-process), with
+ *     over eng_forward here, once from the engine's own rollout
+ *     (eng_rollout_*: prompts file, expansion, generate, post-process), with
  *     and without shared prefill.
  * Each check runs with the best kernel family (auto) and again with every
  * family this CPU runs forced (portable, avx2, avx512, avx512_bf16, as the
@@ -42,269 +42,14 @@
 #include <cmocka.h>
 
 #include "forward.h"
+#include "../golden/golden_check.h"
 #include "lora.h"
-#include "model.h"
+#include "opt_model.h"
 #include "precision.h"
+#include "device.h"
 #include "rollout.h"
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/opt/golden/"
-
-/* ------------------------------------------------------- golden reader */
-
-enum { G_F32 = 0, G_I32 = 1 };
-
-typedef struct golden_array {
-    char name[96];
-    int dtype, ndim;
-    int64_t dims[4];
-    size_t numel;
-    void *data; /* owned; float or int32_t */
-} golden_array;
-
-typedef struct golden_file {
-    golden_array *a;
-    int n;
-} golden_file;
-
-static void golden_free(golden_file *g) {
-    for (int i = 0; i < g->n; i++) free(g->a[i].data);
-    free(g->a);
-    memset(g, 0, sizeof *g);
-}
-
-static int rd(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
-
-/* Reads path into g; on failure prints why and returns 0. */
-static int golden_read(golden_file *g, const char *path) {
-    memset(g, 0, sizeof *g);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        print_error("%s: cannot open\n", path);
-        return 0;
-    }
-    char magic[8];
-    uint32_t version, n;
-    int ok = rd(f, magic, 8) && memcmp(magic, "BCGOLDEN", 8) == 0 && rd(f, &version, 4) && version == 1 &&
-             rd(f, &n, 4) && n > 0 && n < 1000;
-    if (ok) ok = (g->a = calloc(n, sizeof *g->a)) != NULL;
-    for (uint32_t i = 0; ok && i < n; i++) {
-        golden_array *a = &g->a[i];
-        uint32_t nl, dt, nd;
-        ok = rd(f, &nl, 4) && nl < sizeof a->name && rd(f, a->name, nl) && rd(f, &dt, 4) && dt <= 1 &&
-             rd(f, &nd, 4) && nd <= 4 && rd(f, a->dims, 8 * nd);
-        if (!ok) break;
-        g->n = (int)i + 1;
-        a->dtype = (int)dt;
-        a->ndim = (int)nd;
-        a->numel = 1;
-        for (uint32_t d = 0; d < nd; d++) {
-            ok = ok && a->dims[d] >= 0 && a->dims[d] < (1 << 24);
-            a->numel *= (size_t)a->dims[d];
-        }
-        ok = ok && a->numel < (1u << 26) && (a->data = malloc(4 * a->numel + 4)) != NULL && rd(f, a->data, 4 * a->numel);
-    }
-    if (ok) { /* nothing may follow the last array */
-        char extra;
-        ok = fread(&extra, 1, 1, f) == 0;
-    }
-    fclose(f);
-    if (!ok) {
-        print_error("%s: not a version-1 golden file, or truncated\n", path);
-        golden_free(g);
-    }
-    return ok;
-}
-
-static const golden_array *golden_get(const golden_file *g, const char *c, const char *what, int dtype, int ndim) {
-    char name[96];
-    snprintf(name, sizeof name, "%s.%s", c, what);
-    for (int i = 0; i < g->n; i++)
-        if (strcmp(g->a[i].name, name) == 0) {
-            if (g->a[i].dtype != dtype || g->a[i].ndim != ndim) fail_msg("golden array %s: dtype/ndim mismatch", name);
-            return &g->a[i];
-        }
-    fail_msg("golden file lacks %s", name);
-    return NULL;
-}
-
-/* ------------------------------------------------------------- checks */
-
-typedef struct golden_stats {
-    double max_diff, scale;
-    int mismatches, argmax_checked, argmax_mismatches;
-} golden_stats;
-
-/* Compares rows of V logits where row_ok[r] (NULL: all); row r is batch row
- * r / per_b, position r % per_b. Prints the first mismatches; accumulates
- * into st. Returns the number of bad values. */
-static int compare_rows(const char *label, const float *got, const float *ref, int n_rows, int per_b, int V,
-                        const int *row_ok, double tol, golden_stats *st) {
-    double scale = 1.0;
-    for (int r = 0; r < n_rows; r++)
-        if (!row_ok || row_ok[r])
-            for (int v = 0; v < V; v++) scale = fmax(scale, fabs((double)ref[(size_t)r * V + v]));
-    int bad = 0;
-    double max_diff = 0;
-    for (int r = 0; r < n_rows; r++) {
-        if (row_ok && !row_ok[r]) continue;
-        const float *g = got + (size_t)r * V, *e = ref + (size_t)r * V;
-        int ga = 0, ea = 0, e2 = -1;
-        for (int v = 0; v < V; v++) {
-            double d = fabs((double)g[v] - (double)e[v]);
-            if (!(d <= tol * scale)) { /* NaN fails too */
-                if (bad < 5)
-                    print_error("  %s row %d pos %d token %d: got %.6f want %.6f (|diff| %.3g > %.3g)\n", label,
-                                r / per_b, r % per_b, v, g[v], e[v], d, tol * scale);
-                bad++;
-            }
-            if (!(d <= max_diff)) max_diff = d;
-            if (g[v] > g[ga]) ga = v;
-            if (e[v] > e[ea]) {
-                e2 = ea;
-                ea = v;
-            } else if (v != ea && (e2 < 0 || e[v] > e[e2])) {
-                e2 = v;
-            }
-        }
-        if (e2 >= 0 && (double)e[ea] - (double)e[e2] > 2 * tol * scale) {
-            st->argmax_checked++;
-            if (ga != ea) {
-                print_error("  %s row %d pos %d: argmax %d, want %d (margin %.3g)\n", label, r / per_b, r % per_b, ga,
-                            ea, e[ea] - e[e2]);
-                st->argmax_mismatches++;
-            }
-        }
-    }
-    st->max_diff = fmax(st->max_diff, max_diff / scale);
-    st->scale = fmax(st->scale, scale);
-    st->mismatches += bad;
-    return bad;
-}
-
-/* ------------------------------------------------------------- the test */
-
-typedef struct golden_case_cfg {
-    const char *model;  /* checkpoint directory under tests/opt/golden */
-    const char *golden; /* whose golden.bin */
-    opt_dtype dtype;
-    int isa;            /* kernel family forced (opt_isa), -1 = auto */
-    double tol;         /* the precision plugin's rel_tolerance, set in main */
-} golden_case_cfg;
-
-/* Loads the model with the case's kernel family; 0 (the test skipped) when
- * this CPU cannot run it. */
-static int model_init(opt_model *m, const opt_weights *w, const golden_case_cfg *cfg) {
-    bc_error err = {0};
-    if (cfg->isa > (int)opt_isa_detect()) {
-        print_message("  this CPU runs at most %s: %s kernels skipped\n", opt_isa_name(opt_isa_detect()),
-                      opt_isa_name((opt_isa)cfg->isa));
-        return 0;
-    }
-    if (opt_model_init_isa(m, w, 2, cfg->isa, &err) != BC_OK) fail_msg("%s", err.message);
-    if (cfg->isa >= 0) assert_int_equal(m->k->isa, cfg->isa);
-    return 1;
-}
-
-static int argmax_no_eos(const float *x, int V, int eos) {
-    int best = eos == 0 ? 1 : 0;
-    for (int v = 0; v < V; v++)
-        if (v != eos && x[v] > x[best]) best = v;
-    return best;
-}
-
-static void run_case(opt_model *m, const opt_weights *w, const golden_file *g, const char *c,
-                     const golden_case_cfg *cfg, golden_stats *st) {
-    const int V = w->hp.vocab_size;
-    const golden_array *ids = golden_get(g, c, "input_ids", G_I32, 2);
-    const golden_array *mask = golden_get(g, c, "attention_mask", G_I32, 2);
-    const golden_array *pre = golden_get(g, c, "prefill_logits", G_F32, 3);
-    const golden_array *dids = golden_get(g, c, "decode_input_ids", G_I32, 2);
-    const golden_array *dlog = golden_get(g, c, "decode_logits", G_F32, 3);
-    const golden_array *nrs = golden_get(g, c, "num_return_sequences", G_I32, 1);
-    const golden_array *gen = golden_get(g, c, "generate_tokens", G_I32, 2);
-    const int B = (int)ids->dims[0], T = (int)ids->dims[1], K = (int)dids->dims[1];
-    const int R = ((const int32_t *)nrs->data)[0], N = (int)gen->dims[1];
-    assert_int_equal(pre->dims[2], V);
-    assert_int_equal(gen->dims[0], B * R);
-    const int32_t *id = ids->data, *mk = mask->data;
-    bc_error err = {0};
-    char label[128];
-
-    /* Prefill + K decode steps on the B rows. */
-    const int Smax = T + K;
-    opt_kv_cache kv;
-    if (opt_kv_cache_alloc(&kv, &w->hp, opt_kv_dtype(cfg->dtype), B, Smax, &err) != BC_OK) fail_msg("%s", err.message);
-    uint8_t *mbuf = calloc((size_t)B * Smax, 1);
-    float *logits = malloc(sizeof(float) * (size_t)B * T * V);
-    int *row_ok = malloc(sizeof(int) * (size_t)B * T);
-    int32_t *tok = malloc(sizeof(int32_t) * (size_t)B * R);
-    assert_true(mbuf && logits && row_ok && tok);
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            mbuf[(size_t)b * Smax + t] = (uint8_t)mk[b * T + t];
-            row_ok[b * T + t] = mk[b * T + t];
-        }
-    if (opt_forward(m, &kv, id, mbuf, Smax, B, T, OPT_LOGITS_ALL, logits, &err) != BC_OK) fail_msg("%s", err.message);
-    snprintf(label, sizeof label, "%s %s %s prefill", cfg->model, opt_dtype_name(cfg->dtype), c);
-    compare_rows(label, logits, pre->data, B * T, T, V, row_ok, cfg->tol, st);
-    for (int k = 0; k < K; k++) {
-        for (int b = 0; b < B; b++) {
-            tok[b] = ((const int32_t *)dids->data)[b * K + k];
-            mbuf[(size_t)b * Smax + T + k] = 1;
-        }
-        if (opt_forward(m, &kv, tok, mbuf, Smax, B, 1, OPT_LOGITS_LAST, logits, &err) != BC_OK)
-            fail_msg("%s", err.message);
-        snprintf(label, sizeof label, "%s %s %s decode step %d", cfg->model, opt_dtype_name(cfg->dtype), c, k);
-        compare_rows(label, logits, (const float *)dlog->data + (size_t)k * B * V, B, 1, V, NULL, cfg->tol, st);
-    }
-    opt_kv_cache_free(&kv);
-    free(mbuf);
-
-    /* Greedy generation on the expanded rows (p0s0, p0s1, ...), EOS
-     * suppressed for all N steps, as generate() with min_new_tokens == N. */
-    const int BR = B * R, SR = T + N;
-    if (opt_kv_cache_alloc(&kv, &w->hp, opt_kv_dtype(cfg->dtype), BR, SR, &err) != BC_OK) fail_msg("%s", err.message);
-    int32_t *xids = malloc(sizeof(int32_t) * (size_t)BR * T), *out = malloc(sizeof(int32_t) * (size_t)BR * N);
-    mbuf = calloc((size_t)BR * SR, 1);
-    float *lg = malloc(sizeof(float) * (size_t)BR * V);
-    assert_true(xids && out && mbuf && lg);
-    for (int r = 0; r < BR; r++)
-        for (int t = 0; t < T; t++) {
-            xids[r * T + t] = id[(r / R) * T + t];
-            mbuf[(size_t)r * SR + t] = (uint8_t)mk[(r / R) * T + t];
-        }
-    if (opt_forward(m, &kv, xids, mbuf, SR, BR, T, OPT_LOGITS_LAST, lg, &err) != BC_OK) fail_msg("%s", err.message);
-    for (int n = 0; n < N; n++) {
-        for (int r = 0; r < BR; r++) {
-            out[r * N + n] = argmax_no_eos(lg + (size_t)r * V, V, w->hp.eos_token_id);
-            tok[r] = out[r * N + n];
-            mbuf[(size_t)r * SR + T + n] = 1;
-        }
-        if (n + 1 < N && opt_forward(m, &kv, tok, mbuf, SR, BR, 1, OPT_LOGITS_LAST, lg, &err) != BC_OK)
-            fail_msg("%s", err.message);
-    }
-    int tok_bad = 0;
-    const int32_t *want = gen->data;
-    for (int i = 0; i < BR * N; i++)
-        if (out[i] != want[i] && tok_bad++ < 5 && cfg->dtype == OPT_F32)
-            print_error("  %s %s %s greedy: row %d step %d: token %d, generate() gave %d\n", cfg->model,
-                        opt_dtype_name(cfg->dtype), c, i / N, i % N, out[i], want[i]);
-    if (cfg->dtype == OPT_F32) {
-        if (tok_bad) print_error("  %s %s: %d of %d greedy tokens differ\n", cfg->model, c, tok_bad, BR * N);
-        st->mismatches += tok_bad;
-    } else if (tok_bad) {
-        print_message("  (%s %s %s: %d of %d greedy tokens differ from fp32 transformers; not asserted)\n",
-                      cfg->model, opt_dtype_name(cfg->dtype), c, tok_bad, BR * N);
-    }
-    opt_kv_cache_free(&kv);
-    free(mbuf);
-    free(lg);
-    free(xids);
-    free(out);
-    free(tok);
-    free(logits);
-    free(row_ok);
-}
 
 static void test_golden(void **state) {
     const golden_case_cfg *cfg = *state;
@@ -314,134 +59,36 @@ static void test_golden(void **state) {
     golden_file g;
     assert_true(golden_read(&g, gpath));
     opt_weights w;
-    opt_model m;
+    eng_model m;
     bc_error err = {0};
     if (opt_weights_load_checkpoint(&w, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
-    if (!model_init(&m, &w, cfg)) {
+    if (!model_init(&m, &w.base, cfg)) {
         opt_weights_free(&w);
         golden_free(&g);
         skip();
     }
-    opt_lora lo = {0};
+    eng_lora lo = {0};
     if (strstr(cfg->golden, "_lora")) { /* transformers + PEFT's merged model: fuse the adapter first */
         char adir[512];
         snprintf(adir, sizeof adir, GOLDEN "%s", cfg->golden);
-        if (opt_lora_load_peft(&lo, adir, &w.hp, &err) != BC_OK) fail_msg("%s", err.message);
-        if (opt_lora_fuse(&lo, &w, m.pool, &err) != BC_OK) fail_msg("%s", err.message);
+        if (eng_lora_load_peft(&lo, adir, &w.hp.s, &err) != BC_OK) fail_msg("%s", err.message);
+        if (eng_lora_fuse(&lo, &w.base, m.pool, &err) != BC_OK) fail_msg("%s", err.message);
     }
     golden_stats st = {0};
-    run_case(&m, &w, &g, "single", cfg, &st);
-    run_case(&m, &w, &g, "padded", cfg, &st);
+    run_case(&m, &w.base, &g, "single", cfg, &st);
+    run_case(&m, &w.base, &g, "padded", cfg, &st);
     print_message("  %s %s %s kernels: max |diff| / scale %.3g (tolerance %.0e, logit scale %.3g), %d argmax "
                   "checks, %d mismatches\n",
-                  cfg->model, opt_dtype_name(cfg->dtype), opt_isa_name(m.k->isa), st.max_diff, cfg->tol, st.scale,
+                  cfg->model, eng_dtype_name(cfg->dtype), eng_isa_name(m.k->isa), st.max_diff, cfg->tol, st.scale,
                   st.argmax_checked,
                   st.mismatches + st.argmax_mismatches);
-    opt_lora_free(&lo);
-    opt_model_free(&m);
+    eng_lora_free(&lo);
+    eng_model_free(&m);
     opt_weights_free(&w);
     golden_free(&g);
     assert_int_equal(st.mismatches, 0);
     assert_int_equal(st.argmax_mismatches, 0);
     assert_true(st.argmax_checked > 0); /* the argmax check did something */
-}
-
-/* How a golden rollout runs: shared prefill; continuous batching on
- * `capacity` rows (0: a static batch); response lengths uniform within
- * min_ratio of the golden length (0: fixed). */
-typedef struct rollout_mode {
-    int shared_prefill, capacity;
-    double min_ratio;
-} rollout_mode;
-
-/* The engine's rollout (rollout.h) on the golden prompts: the prompts go
- * through a prompts file (left-padded by the rollout), expansion makes R rows
- * per prompt, greedy generation with EOS suppressed must give generate()'s
- * tokens, and post-processing must leave prompt, response and mask in place.
- * With drawn lengths, a row of length n has generate()'s first n - 1 tokens,
- * then EOS, then the pad id (mask 0); continuous batching gives the same. */
-static int rollout_case(opt_model *m, const opt_weights *w, const golden_file *g, const char *c, const char *model,
-                        rollout_mode mode) {
-    const int shared_prefill = mode.shared_prefill;
-    const golden_array *ids = golden_get(g, c, "input_ids", G_I32, 2);
-    const golden_array *mask = golden_get(g, c, "attention_mask", G_I32, 2);
-    const golden_array *nrs = golden_get(g, c, "num_return_sequences", G_I32, 1);
-    const golden_array *gen = golden_get(g, c, "generate_tokens", G_I32, 2);
-    const int B = (int)ids->dims[0], T = (int)ids->dims[1], R = ((const int32_t *)nrs->data)[0];
-    const int N = (int)gen->dims[1];
-    const int32_t *id = ids->data, *mk = mask->data, *want = gen->data;
-
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/bc_golden_prompts_XXXXXX");
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    assert_non_null(f);
-    for (int b = 0; b < B; b++) {
-        for (int t = 0; t < T; t++)
-            if (mk[b * T + t]) fprintf(f, "%d ", id[b * T + t]);
-        fputc('\n', f);
-    }
-    fclose(f);
-
-    opt_prompts prompts;
-    bc_error err = {0};
-    bc_status st = opt_prompts_read(&prompts, path, w->hp.vocab_size, &err);
-    unlink(path);
-    if (st != BC_OK) fail_msg("prompts %s %s: %s", model, c, err.message);
-    opt_rollout_params p = {.batch_size = B, .samples_per_prompt = R, .response_length = N,
-                            .sampling = {.temperature = 0, .top_p = 1, .top_k = 0, .seed = 1},
-                            .stop_at_eos = 0, .shared_prefill = shared_prefill, .prompts = &prompts,
-                            .continuous = mode.capacity > 0, .capacity = mode.capacity};
-    if (mode.min_ratio > 0) p.lengths = (opt_length_dist){.kind = OPT_LENGTHS_UNIFORM, .min_ratio = mode.min_ratio};
-    opt_rollout ro;
-    st = opt_rollout_init(&ro, &w->hp, &p, &err);
-    opt_prompts_free(&prompts);
-    if (st == BC_OK) st = opt_rollout_acquire(&ro, m, &err);
-    if (st == BC_OK) st = opt_rollout_expand(&ro, &err);
-    if (st == BC_OK) st = opt_rollout_generate(&ro, m, &err);
-    if (st == BC_OK) st = opt_rollout_post_process(&ro, &err);
-    if (st != BC_OK) fail_msg("rollout %s %s: %s", model, c, err.message);
-
-    int bad = 0;
-    assert_int_equal(ro.R, B * R);
-    assert_int_equal(ro.Tp, T);
-    if (mode.min_ratio == 0) assert_int_equal(ro.returned_len, N);
-    assert_int_equal(ro.response_start, T);
-    int64_t useful = 0;
-    for (int r = 0; r < B * R; r++) {
-        const int32_t *row = ro.seq + (size_t)r * ro.Stot;
-        const uint8_t *rm = ro.mask + (size_t)r * ro.Stot;
-        for (int t = 0; t < T; t++) {
-            int real = mk[(r / R) * T + t];
-            if (rm[t] != real || (real && row[t] != id[(r / R) * T + t])) {
-                if (bad++ < 5) print_error("  rollout %s %s: row %d prompt pos %d: token %d mask %d, want %d mask %d\n",
-                                           model, c, r, t, row[t], rm[t], id[(r / R) * T + t], real);
-            }
-        }
-        const int n = ro.row_len[r];
-        useful += n;
-        for (int k = 0; k < N; k++) {
-            const int32_t w_tok = mode.min_ratio == 0 || k < n - 1 ? want[r * N + k]
-                                  : k == n - 1                 ? ro.eos_id
-                                                               : ro.pad_id;
-            const int w_mask = mode.min_ratio == 0 || k < n;
-            if (row[T + k] != w_tok || rm[T + k] != w_mask) {
-                if (bad++ < 5)
-                    print_error("  rollout %s %s%s, capacity %d, min_ratio %g: row %d (length %d) step %d: token %d "
-                                "mask %d, want %d mask %d\n",
-                                model, c, shared_prefill ? " (shared prefill)" : "", mode.capacity, mode.min_ratio, r,
-                                n, k, row[T + k], rm[T + k], w_tok, w_mask);
-            }
-        }
-    }
-    if (ro.n_generated != useful) {
-        print_error("  rollout %s %s: %lld tokens generated, the rows' lengths sum to %lld\n", model, c,
-                    (long long)ro.n_generated, (long long)useful);
-        bad++;
-    }
-    opt_rollout_free(&ro, m);
-    return bad;
 }
 
 static void test_rollout_golden(void **state) {
@@ -452,10 +99,10 @@ static void test_rollout_golden(void **state) {
     golden_file g;
     assert_true(golden_read(&g, gpath));
     opt_weights w;
-    opt_model m;
+    eng_model m;
     bc_error err = {0};
     if (opt_weights_load_checkpoint(&w, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
-    if (!model_init(&m, &w, cfg)) {
+    if (!model_init(&m, &w.base, cfg)) {
         opt_weights_free(&w);
         golden_free(&g);
         skip();
@@ -468,10 +115,10 @@ static void test_rollout_golden(void **state) {
     const rollout_mode modes[] = {{0, 0, 0}, {1, 0, 0},   {0, 1, 0},   {0, 3, 0},
                                   {1, 2, 0}, {0, 0, 0.4}, {0, 2, 0.4}, {1, 4, 0.4}};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-        bad += rollout_case(&m, &w, &g, "single", cfg->model, modes[i]);
-        bad += rollout_case(&m, &w, &g, "padded", cfg->model, modes[i]);
+        bad += rollout_case(&m, &w.base, &g, "single", cfg->model, modes[i]);
+        bad += rollout_case(&m, &w.base, &g, "padded", cfg->model, modes[i]);
     }
-    opt_model_free(&m);
+    eng_model_free(&m);
     opt_weights_free(&w);
     golden_free(&g);
     assert_int_equal(bad, 0);
@@ -490,53 +137,29 @@ static void test_golden_reader(void **state) {
 
 /* The checkpoints and precisions; main runs each with every kernel family. */
 static const golden_case_cfg cfgs[] = {
-    {"preln", "preln", OPT_F32, -1, 0},
-    {"preln_sharded", "preln", OPT_F32, -1, 0},
-    {"preln-bin", "preln", OPT_F32, -1, 0}, /* the same weights as pytorch_model.bin */
-    {"postln_proj", "postln_proj", OPT_F32, -1, 0},
-    {"hd80", "hd80", OPT_F32, -1, 0},
-    {"preln", "preln", OPT_F16, -1, 0},
-    {"postln_proj", "postln_proj", OPT_F16, -1, 0},
-    {"hd80", "hd80", OPT_F16, -1, 0},
-    {"preln", "preln", OPT_BF16, -1, 0},
-    {"postln_proj", "postln_proj", OPT_BF16, -1, 0},
-    {"hd80", "hd80", OPT_BF16, -1, 0},
-    {"preln", "preln", OPT_I8, -1, 0},
-    {"postln_proj", "postln_proj", OPT_I8, -1, 0},
-    {"hd80", "hd80", OPT_I8, -1, 0},
+    {"preln", "preln", ENG_F32, -1, 0},
+    {"preln_sharded", "preln", ENG_F32, -1, 0},
+    {"preln-bin", "preln", ENG_F32, -1, 0}, /* the same weights as pytorch_model.bin */
+    {"postln_proj", "postln_proj", ENG_F32, -1, 0},
+    {"hd80", "hd80", ENG_F32, -1, 0},
+    {"preln", "preln", ENG_F16, -1, 0},
+    {"postln_proj", "postln_proj", ENG_F16, -1, 0},
+    {"hd80", "hd80", ENG_F16, -1, 0},
+    {"preln", "preln", ENG_BF16, -1, 0},
+    {"postln_proj", "postln_proj", ENG_BF16, -1, 0},
+    {"hd80", "hd80", ENG_BF16, -1, 0},
+    {"preln", "preln", ENG_I8, -1, 0},
+    {"postln_proj", "postln_proj", ENG_I8, -1, 0},
+    {"hd80", "hd80", ENG_I8, -1, 0},
     /* preln with the PEFT adapter of preln_lora fused (tools/golden/make_lora_golden.py) */
-    {"preln", "preln_lora", OPT_F32, -1, 0},
-    {"preln", "preln_lora", OPT_F16, -1, 0},
-    {"preln", "preln_lora", OPT_BF16, -1, 0},
+    {"preln", "preln_lora", ENG_F32, -1, 0},
+    {"preln", "preln_lora", ENG_F16, -1, 0},
+    {"preln", "preln_lora", ENG_BF16, -1, 0},
 };
 
 #define N_CFGS (sizeof cfgs / sizeof cfgs[0])
 #define N_ROLLOUT 5 /* the fp32 entries of cfgs come first */
-#define N_FAMILIES (1 + 4) /* auto, then each opt_isa */
 
 int main(void) {
-    static golden_case_cfg runs[N_FAMILIES][N_CFGS];
-    static struct CMUnitTest tests[1 + N_FAMILIES * (N_CFGS + N_ROLLOUT)];
-    static char names[N_FAMILIES * (N_CFGS + N_ROLLOUT)][80];
-    size_t n = 0, k = 0;
-    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_golden_reader);
-    for (int f = 0; f < N_FAMILIES; f++) {
-        const int isa = f - 1;
-        char fam[24] = "";
-        if (isa >= 0) snprintf(fam, sizeof fam, "_%s", opt_isa_name((opt_isa)isa));
-        for (size_t i = 0; i < N_CFGS; i++) {
-            runs[f][i] = cfgs[i];
-            runs[f][i].isa = isa;
-            runs[f][i].tol = opt_dtype_precision(cfgs[i].dtype)->rel_tolerance; /* the plugin's own */
-            snprintf(names[k], sizeof names[k], "golden_%s%s_%s%s", cfgs[i].model,
-                     strstr(cfgs[i].golden, "_lora") ? "_lora" : "", opt_dtype_name(cfgs[i].dtype), fam);
-            tests[n++] = (struct CMUnitTest){names[k++], test_golden, NULL, NULL, &runs[f][i]};
-        }
-        for (size_t i = 0; i < N_ROLLOUT; i++) {
-            if (cfgs[i].dtype != OPT_F32) return 1; /* cfgs out of order */
-            snprintf(names[k], sizeof names[k], "rollout_golden_%s%s", cfgs[i].model, fam);
-            tests[n++] = (struct CMUnitTest){names[k++], test_rollout_golden, NULL, NULL, &runs[f][i]};
-        }
-    }
-    return _cmocka_run_group_tests("test_golden", tests, n, NULL, NULL);
+    return golden_main("test_golden", cfgs, N_CFGS, N_ROLLOUT, test_golden, test_rollout_golden, test_golden_reader, "test_golden_reader");
 }

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "kernels.h"
-#include "kernels_impl.h" /* opt_avx512_dpbf16_over_fma */
+#include "kernels_impl.h" /* eng_avx512_dpbf16_over_fma */
 
 static uint32_t bits(float f)
 {
@@ -121,7 +121,7 @@ static void test_bf16_known(void **state)
 }
 
 /* int8 elements: round to nearest even, saturate to +-127, NaN -> 0, and
- * the kernels' to_f32 / from_f32 of OPT_I8 (element codes, no scale). */
+ * the kernels' to_f32 / from_f32 of ENG_I8 (element codes, no scale). */
 static void test_int8_known(void **state)
 {
     (void)state;
@@ -129,45 +129,45 @@ static void test_int8_known(void **state)
                                127.0f, 127.4f, 128.0f, -127.6f, -128.0f, 1e30f, INFINITY, -INFINITY, NAN, 3.7f};
     static const int8_t want[] = {0, 0, 0, 2, 2, 0, -2, -2, 0, 126, 127, 127, 127, -127, -127, 127, 127, -127, 0, 4};
     enum { NI = sizeof in / sizeof in[0] };
-    for (int isa = OPT_ISA_PORTABLE; isa <= (int)opt_isa_detect(); isa++) {
-        const opt_kernels *k = opt_kernels_for((opt_isa)isa);
+    for (int isa = ENG_ISA_PORTABLE; isa <= (int)eng_isa_detect(); isa++) {
+        const eng_kernels *k = eng_kernels_for((eng_isa)isa);
         if (!k)
             continue;
         int8_t q[NI + 1];
         q[NI] = 99; /* nothing past n written */
-        k->from_f32(q, OPT_I8, in, NI);
+        k->from_f32(q, ENG_I8, in, NI);
         float back[NI];
-        k->to_f32(back, q, OPT_I8, NI);
+        k->to_f32(back, q, ENG_I8, NI);
         for (int i = 0; i < NI; i++) {
             if (q[i] != want[i])
-                print_error("%s int8 from_f32(%a) = %d, want %d\n", opt_isa_name(k->isa), (double)in[i], q[i],
+                print_error("%s int8 from_f32(%a) = %d, want %d\n", eng_isa_name(k->isa), (double)in[i], q[i],
                             want[i]);
             assert_int_equal(q[i], want[i]);
             assert_true(back[i] == (float)want[i]);
         }
         assert_int_equal(q[NI], 99);
     }
-    assert_int_equal(opt_dtype_size(OPT_I8), 1);
-    assert_string_equal(opt_dtype_name(OPT_I8), "int8");
-    assert_int_equal(opt_kv_dtype(OPT_I8), OPT_F32);
-    assert_int_equal(opt_kv_dtype(OPT_BF16), OPT_BF16);
-    assert_int_equal(opt_i8_scales_offset(3, 5), 64);
-    assert_int_equal(opt_matrix_bytes(OPT_I8, 3, 5), 64 + 12);
+    assert_int_equal(eng_dtype_size(ENG_I8), 1);
+    assert_string_equal(eng_dtype_name(ENG_I8), "int8");
+    assert_int_equal(eng_kv_dtype(ENG_I8), ENG_F32);
+    assert_int_equal(eng_kv_dtype(ENG_BF16), ENG_BF16);
+    assert_int_equal(eng_i8_scales_offset(3, 5), 64);
+    assert_int_equal(eng_matrix_bytes(ENG_I8, 3, 5), 64 + 12);
 }
 
 static void test_names(void **state)
 {
     (void)state;
-    assert_string_equal(opt_dtype_name(OPT_F32), "float32");
-    assert_string_equal(opt_dtype_name(OPT_F16), "float16");
-    assert_string_equal(opt_dtype_name(OPT_BF16), "bfloat16");
-    assert_int_equal(opt_dtype_size(OPT_F32), 4);
-    assert_int_equal(opt_dtype_size(OPT_BF16), 2);
-    opt_isa best = opt_isa_detect();
-    print_message("detected ISA: %s\n", opt_isa_name(best));
-    assert_non_null(opt_kernels_for(OPT_ISA_PORTABLE));
-    assert_null(opt_kernels_for((opt_isa)(best + 1)));
-    assert_non_null(opt_kernels_best());
+    assert_string_equal(eng_dtype_name(ENG_F32), "float32");
+    assert_string_equal(eng_dtype_name(ENG_F16), "float16");
+    assert_string_equal(eng_dtype_name(ENG_BF16), "bfloat16");
+    assert_int_equal(eng_dtype_size(ENG_F32), 4);
+    assert_int_equal(eng_dtype_size(ENG_BF16), 2);
+    eng_isa best = eng_isa_detect();
+    print_message("detected ISA: %s\n", eng_isa_name(best));
+    assert_non_null(eng_kernels_for(ENG_ISA_PORTABLE));
+    assert_null(eng_kernels_for((eng_isa)(best + 1)));
+    assert_non_null(eng_kernels_best());
 }
 
 /* The kernels setting: auto, each family on a CPU that runs it, and the
@@ -178,27 +178,27 @@ static void test_kernels_setting(void **state)
     (void)state;
     bc_error err = {0};
     int isa = 7;
-    assert_int_equal(opt_kernels_choose("auto", OPT_ISA_PORTABLE, &isa, &err), BC_OK);
+    assert_int_equal(eng_kernels_choose("auto", ENG_ISA_PORTABLE, &isa, &err), BC_OK);
     assert_int_equal(isa, -1);
-    assert_int_equal(opt_kernels_choose("", OPT_ISA_AVX2, &isa, &err), BC_OK);
+    assert_int_equal(eng_kernels_choose("", ENG_ISA_AVX2, &isa, &err), BC_OK);
     assert_int_equal(isa, -1);
-    assert_int_equal(opt_kernels_choose("portable", OPT_ISA_PORTABLE, &isa, &err), BC_OK);
-    assert_int_equal(isa, OPT_ISA_PORTABLE);
-    assert_int_equal(opt_kernels_choose("sse4", OPT_ISA_AVX512, &isa, &err), BC_ERR_SETTING);
+    assert_int_equal(eng_kernels_choose("portable", ENG_ISA_PORTABLE, &isa, &err), BC_OK);
+    assert_int_equal(isa, ENG_ISA_PORTABLE);
+    assert_int_equal(eng_kernels_choose("sse4", ENG_ISA_AVX512, &isa, &err), BC_ERR_SETTING);
     assert_non_null(strstr(err.message, "\"sse4\": not a kernel family"));
     assert_int_equal(isa, -1);
     /* an AVX2-only CPU asked for AVX-512 */
-    assert_int_equal(opt_kernels_choose("avx512", OPT_ISA_AVX2, &isa, &err), BC_ERR_UNSUPPORTED);
+    assert_int_equal(eng_kernels_choose("avx512", ENG_ISA_AVX2, &isa, &err), BC_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.message, "kernels = \"avx512\": this CPU runs at most the avx2 kernels"));
     assert_non_null(strstr(err.hint, "auto"));
-    assert_int_equal(opt_kernels_choose("avx2", OPT_ISA_PORTABLE, &isa, &err), BC_ERR_UNSUPPORTED);
+    assert_int_equal(eng_kernels_choose("avx2", ENG_ISA_PORTABLE, &isa, &err), BC_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.message, "at most the portable kernels"));
     /* every family this CPU runs is accepted, and its table is that family's */
-    for (int f = 0; f <= (int)opt_isa_detect(); f++) {
-        const char *name = opt_isa_name((opt_isa)f);
-        assert_int_equal(opt_kernels_choose(name, opt_isa_detect(), &isa, &err), BC_OK);
+    for (int f = 0; f <= (int)eng_isa_detect(); f++) {
+        const char *name = eng_isa_name((eng_isa)f);
+        assert_int_equal(eng_kernels_choose(name, eng_isa_detect(), &isa, &err), BC_OK);
         assert_int_equal(isa, f);
-        assert_int_equal(opt_kernels_for((opt_isa)isa)->isa, f);
+        assert_int_equal(eng_kernels_for((eng_isa)isa)->isa, f);
     }
 }
 
@@ -208,21 +208,21 @@ static void test_kernels_setting(void **state)
 static void test_kernels_auto(void **state)
 {
     (void)state;
-    assert_int_equal(opt_kernels_auto_isa(OPT_ISA_AVX512_BF16, 2.0), OPT_ISA_AVX512_BF16);
-    assert_int_equal(opt_kernels_auto_isa(OPT_ISA_AVX512_BF16, 1.0), OPT_ISA_AVX512_BF16);
-    assert_int_equal(opt_kernels_auto_isa(OPT_ISA_AVX512_BF16, 0.5), OPT_ISA_AVX512);
-    assert_int_equal(opt_kernels_auto_isa(OPT_ISA_AVX512_BF16, 0.0), OPT_ISA_AVX512);
-    assert_int_equal(opt_kernels_auto_isa(OPT_ISA_AVX512_BF16, NAN), OPT_ISA_AVX512);
-    for (int f = OPT_ISA_PORTABLE; f <= OPT_ISA_AVX512; f++)
-        assert_int_equal(opt_kernels_auto_isa((opt_isa)f, 0.5), f);
-    const opt_isa cpu = opt_isa_detect();
-    const int best = (int)opt_kernels_best()->isa;
-    if (cpu == OPT_ISA_AVX512_BF16) {
-        const double ratio = opt_avx512_dpbf16_over_fma();
+    assert_int_equal(eng_kernels_auto_isa(ENG_ISA_AVX512_BF16, 2.0), ENG_ISA_AVX512_BF16);
+    assert_int_equal(eng_kernels_auto_isa(ENG_ISA_AVX512_BF16, 1.0), ENG_ISA_AVX512_BF16);
+    assert_int_equal(eng_kernels_auto_isa(ENG_ISA_AVX512_BF16, 0.5), ENG_ISA_AVX512);
+    assert_int_equal(eng_kernels_auto_isa(ENG_ISA_AVX512_BF16, 0.0), ENG_ISA_AVX512);
+    assert_int_equal(eng_kernels_auto_isa(ENG_ISA_AVX512_BF16, NAN), ENG_ISA_AVX512);
+    for (int f = ENG_ISA_PORTABLE; f <= ENG_ISA_AVX512; f++)
+        assert_int_equal(eng_kernels_auto_isa((eng_isa)f, 0.5), f);
+    const eng_isa cpu = eng_isa_detect();
+    const int best = (int)eng_kernels_best()->isa;
+    if (cpu == ENG_ISA_AVX512_BF16) {
+        const double ratio = eng_avx512_dpbf16_over_fma();
         print_message("vdpbf16ps flops / fp32 FMA flops on this core: %.2f; auto runs %s\n", ratio,
-                      opt_isa_name((opt_isa)best));
+                      eng_isa_name((eng_isa)best));
         assert_true(ratio > 0.0 && ratio < 16.0);
-        assert_true(best == OPT_ISA_AVX512 || best == OPT_ISA_AVX512_BF16);
+        assert_true(best == ENG_ISA_AVX512 || best == ENG_ISA_AVX512_BF16);
     } else {
         assert_int_equal(best, (int)cpu);
     }
@@ -240,13 +240,13 @@ static float frand(void) /* uniform in [-1, 1) */
 /* Weights w[N, K] in dtype wt from fp32 values; wf gets the values the dtype
  * actually holds (rounded). int8 (the block of kernels.h): random q in
  * [-127, 127] and a random scale per row, one row in five scale 0. */
-static void *make_weights(opt_dtype wt, int N, int K, float *wf)
+static void *make_weights(eng_dtype wt, int N, int K, float *wf)
 {
     size_t n = (size_t)N * K;
-    void *w = malloc(opt_matrix_bytes(wt, (size_t)N, (size_t)K));
+    void *w = malloc(eng_matrix_bytes(wt, (size_t)N, (size_t)K));
     assert_non_null(w);
-    if (wt == OPT_I8) {
-        float *scale = (float *)(void *)((char *)w + opt_i8_scales_offset((size_t)N, (size_t)K));
+    if (wt == ENG_I8) {
+        float *scale = (float *)(void *)((char *)w + eng_i8_scales_offset((size_t)N, (size_t)K));
         for (int r = 0; r < N; r++) {
             scale[r] = r % 5 == 3 ? 0.0f : (1.5f + frand()) / 127.0f;
             for (int c = 0; c < K; c++) {
@@ -255,14 +255,14 @@ static void *make_weights(opt_dtype wt, int N, int K, float *wf)
                 wf[(size_t)r * K + c] = scale[r] * (float)q;
             }
         }
-        assert_true(opt_i8_scales(w, (size_t)N, (size_t)K) == scale);
+        assert_true(eng_i8_scales(w, (size_t)N, (size_t)K) == scale);
         return w;
     }
     for (size_t i = 0; i < n; i++) {
         float v = frand();
-        if (wt == OPT_F32) {
+        if (wt == ENG_F32) {
             ((float *)w)[i] = v;
-        } else if (wt == OPT_F16) {
+        } else if (wt == ENG_F16) {
             ((uint16_t *)w)[i] = prec_f32_to_f16(v);
             v = prec_f16_to_f32(((uint16_t *)w)[i]);
         } else {
@@ -279,7 +279,7 @@ static void *make_weights(opt_dtype wt, int N, int K, float *wf)
 /* Runs k->linear on one shape and checks it against a double reference and
  * against the portable variant: |y - ref| <= tol * (sum_k |x w| + |b|).
  * Outputs outside [n0, n1) must keep their sentinel. */
-static void check_linear(const opt_kernels *k, opt_dtype wt, int M, int K, int N, int n0, int n1, int use_bias,
+static void check_linear(const eng_kernels *k, eng_dtype wt, int M, int K, int N, int n0, int n1, int use_bias,
                          int relu, double tol)
 {
     float *x = malloc(sizeof(float) * (size_t)M * K);
@@ -298,14 +298,14 @@ static void check_linear(const opt_kernels *k, opt_dtype wt, int M, int K, int N
     /* the portable variant on the same inputs, for the direct comparison */
     float *yp = malloc(sizeof(float) * (size_t)M * N);
     assert_non_null(yp);
-    opt_kernels_for(OPT_ISA_PORTABLE)->linear(yp, x, w, wt, use_bias ? bias : NULL, M, K, N, n0, n1, relu);
+    eng_kernels_for(ENG_ISA_PORTABLE)->linear(yp, x, w, wt, use_bias ? bias : NULL, M, K, N, n0, n1, relu);
     for (int m = 0; m < M; m++) {
         for (int n = 0; n < N; n++) {
             float got = y[(size_t)m * N + n];
             if (n < n0 || n >= n1) {
                 if (got != SENTINEL)
                     print_error("%s %s M=%d K=%d N=%d: y[%d,%d] outside [%d,%d) was written\n",
-                                opt_isa_name(k->isa), opt_dtype_name(wt), M, K, N, m, n, n0, n1);
+                                eng_isa_name(k->isa), eng_dtype_name(wt), M, K, N, m, n, n0, n1);
                 assert_true(got == SENTINEL);
                 continue;
             }
@@ -320,13 +320,13 @@ static void check_linear(const opt_kernels *k, opt_dtype wt, int M, int K, int N
             double err = fabs((double)got - s) / (mag + 1e-30);
             double errp = fabs((double)got - yp[(size_t)m * N + n]) / (mag + 1e-30);
             if (!(errp <= tol))
-                print_error("%s %s M=%d K=%d N=%d: y[%d,%d] = %.9g, portable %.9g\n", opt_isa_name(k->isa),
-                            opt_dtype_name(wt), M, K, N, m, n, (double)got, (double)yp[(size_t)m * N + n]);
+                print_error("%s %s M=%d K=%d N=%d: y[%d,%d] = %.9g, portable %.9g\n", eng_isa_name(k->isa),
+                            eng_dtype_name(wt), M, K, N, m, n, (double)got, (double)yp[(size_t)m * N + n]);
             assert_true(errp <= tol);
             if (!(err <= tol))
                 print_error("%s %s M=%d K=%d N=%d [%d,%d) bias=%d relu=%d: y[%d,%d] = %.9g, want %.9g "
                             "(rel err %.3g > %.3g)\n",
-                            opt_isa_name(k->isa), opt_dtype_name(wt), M, K, N, n0, n1, use_bias, relu, m, n,
+                            eng_isa_name(k->isa), eng_dtype_name(wt), M, K, N, n0, n1, use_bias, relu, m, n,
                             (double)got, s, err, tol);
             assert_true(err <= tol);
         }
@@ -341,29 +341,29 @@ static void check_linear(const opt_kernels *k, opt_dtype wt, int M, int K, int N
 
 /* The tolerance of a variant, relative to sum |x w|: fp32 accumulation in a
  * different order, or (AVX512-BF16 with bf16 weights) x rounded to bf16. */
-static double variant_tol(const opt_kernels *k, opt_dtype wt)
+static double variant_tol(const eng_kernels *k, eng_dtype wt)
 {
-    if (k->isa == OPT_ISA_AVX512_BF16 && wt == OPT_BF16)
+    if (k->isa == ENG_ISA_AVX512_BF16 && wt == ENG_BF16)
         return 1.0 / 256.0; /* 2^-9 per rounded x, doubled for the margin */
     return 4e-6 * 16;
 }
 
-static void run_linear_suite(const opt_kernels *k)
+static void run_linear_suite(const eng_kernels *k)
 {
     static const int Ms[] = {1, 3, 4, 17};
     static const int Ks[] = {1, 15, 16, 33, 100, 773};
     static const int Ns[] = {1, 5, 19, 64};
     rng_state = 42;
-    for (int wt = 0; wt <= OPT_I8; wt++) {
-        double tol = variant_tol(k, (opt_dtype)wt);
+    for (int wt = 0; wt <= ENG_I8; wt++) {
+        double tol = variant_tol(k, (eng_dtype)wt);
         for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
             for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
                 for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++) {
                     int M = Ms[mi], K = Ks[ki], N = Ns[ni];
                     int opt = (int)(mi + ki + ni);
-                    check_linear(k, (opt_dtype)wt, M, K, N, 0, N, opt & 1, (opt >> 1) & 1, tol);
+                    check_linear(k, (eng_dtype)wt, M, K, N, 0, N, opt & 1, (opt >> 1) & 1, tol);
                     if (N > 2)
-                        check_linear(k, (opt_dtype)wt, M, K, N, 1, N - 1, (opt >> 1) & 1, opt & 1, tol);
+                        check_linear(k, (eng_dtype)wt, M, K, N, 1, N - 1, (opt >> 1) & 1, opt & 1, tol);
                 }
         /* M = 1, the 1-row tiles of the direct path (4 weight rows; 16 (avx2)
          * or 32 (avx512) columns a step, bf16 in pairs with x split into its
@@ -371,33 +371,33 @@ static void run_linear_suite(const opt_kernels *k)
          * past whole steps and 64-byte lines, N not a multiple of 4 */
         static const int Ks1[] = {2, 17, 31, 47, 63, 64, 79, 129, 767};
         for (size_t ki = 0; ki < sizeof Ks1 / sizeof Ks1[0]; ki++) {
-            check_linear(k, (opt_dtype)wt, 1, Ks1[ki], 9, 0, 9, (int)ki & 1, 0, tol);
-            check_linear(k, (opt_dtype)wt, 1, Ks1[ki], 11, 2, 9, 1, (int)ki & 1, tol);
+            check_linear(k, (eng_dtype)wt, 1, Ks1[ki], 9, 0, 9, (int)ki & 1, 0, tol);
+            check_linear(k, (eng_dtype)wt, 1, Ks1[ki], 11, 2, 9, 1, (int)ki & 1, tol);
         }
         /* M * K large enough for the cache-blocked (packed) path, odd everything */
-        check_linear(k, (opt_dtype)wt, 67, 601, 37, 0, 37, 1, 0, tol);
-        check_linear(k, (opt_dtype)wt, 130, 1100, 21, 3, 20, 0, 1, tol);
-        check_linear(k, (opt_dtype)wt, 9, 4099, 150, 16, 149, 1, 1, tol);
-        check_linear(k, (opt_dtype)wt, 301, 250, 70, 2, 69, 1, 1, tol);
+        check_linear(k, (eng_dtype)wt, 67, 601, 37, 0, 37, 1, 0, tol);
+        check_linear(k, (eng_dtype)wt, 130, 1100, 21, 3, 20, 0, 1, tol);
+        check_linear(k, (eng_dtype)wt, 9, 4099, 150, 16, 149, 1, 1, tol);
+        check_linear(k, (eng_dtype)wt, 301, 250, 70, 2, 69, 1, 1, tol);
         /* the column path (M >= 8 on avx2, >= 16 on avx512): one and two
          * vectors of rows and a part vector, several K blocks (256) and
          * blocks of rows (64, or 16 at large K), N tails of the panel
          * (12 / 24 rows), K over several chunks of 1024 columns */
-        check_linear(k, (opt_dtype)wt, 8, 7, 13, 0, 13, 1, 1, tol);
-        check_linear(k, (opt_dtype)wt, 16, 256, 24, 0, 24, 0, 0, tol);
-        check_linear(k, (opt_dtype)wt, 16, 257, 25, 1, 25, 1, 0, tol);
-        check_linear(k, (opt_dtype)wt, 33, 600, 50, 3, 47, 0, 1, tol);
-        check_linear(k, (opt_dtype)wt, 64, 1030, 37, 0, 37, 1, 1, tol);
-        check_linear(k, (opt_dtype)wt, 100, 130, 61, 5, 61, 1, 0, tol);
-        check_linear(k, (opt_dtype)wt, 40, 3000, 20, 0, 20, 1, 1, tol);
-        check_linear(k, (opt_dtype)wt, 20, 4200, 30, 2, 29, 0, 1, tol);
+        check_linear(k, (eng_dtype)wt, 8, 7, 13, 0, 13, 1, 1, tol);
+        check_linear(k, (eng_dtype)wt, 16, 256, 24, 0, 24, 0, 0, tol);
+        check_linear(k, (eng_dtype)wt, 16, 257, 25, 1, 25, 1, 0, tol);
+        check_linear(k, (eng_dtype)wt, 33, 600, 50, 3, 47, 0, 1, tol);
+        check_linear(k, (eng_dtype)wt, 64, 1030, 37, 0, 37, 1, 1, tol);
+        check_linear(k, (eng_dtype)wt, 100, 130, 61, 5, 61, 1, 0, tol);
+        check_linear(k, (eng_dtype)wt, 40, 3000, 20, 0, 20, 1, 1, tol);
+        check_linear(k, (eng_dtype)wt, 20, 4200, 30, 2, 29, 0, 1, tol);
         /* x and the sums transposed by 8 x 8 blocks in strips of 16: a last
          * strip of 8 (K = 1000), a scalar edge of rows (24 = 16 + 8 rows,
          * 21 outputs) */
-        check_linear(k, (opt_dtype)wt, 24, 1000, 21, 0, 21, 1, 0, tol);
+        check_linear(k, (eng_dtype)wt, 24, 1000, 21, 0, 21, 1, 0, tol);
         /* fp32 rows a multiple of 2 KiB apart (K = 512) are packed, others
          * read in place: both, with a panel tail */
-        check_linear(k, (opt_dtype)wt, 16, 512, 50, 1, 50, 0, 1, tol);
+        check_linear(k, (eng_dtype)wt, 16, 512, 50, 1, 50, 0, 1, tol);
     }
 }
 
@@ -409,7 +409,7 @@ typedef struct bits_case {
     void *w;
 } bits_case;
 
-static bits_case bits_case_make(opt_dtype wt, int M, int K, int N)
+static bits_case bits_case_make(eng_dtype wt, int M, int K, int N)
 {
     bits_case c = {malloc(sizeof(float) * (size_t)M * K), malloc(sizeof(float) * (size_t)N * K),
                    malloc(sizeof(float) * (size_t)N), malloc(sizeof(float) * (size_t)M * N),
@@ -434,31 +434,31 @@ static void bits_case_free(bits_case *c)
 }
 
 /* A row's result must not depend on how [n0, n1) is split (what lets
- * opt_linear_parallel give the same bits for any thread count): every path,
+ * eng_linear_parallel give the same bits for any thread count): every path,
  * dtype and split point, against the whole range, bit for bit. */
-static void run_split_suite(const opt_kernels *k)
+static void run_split_suite(const eng_kernels *k)
 {
     static const int shapes[][3] = {{1, 300, 70}, {1, 301, 70}, {1, 95, 70}, {5, 1030, 70}, {16, 300, 70},
                                     {17, 1030, 70}, {24, 1000, 70}, {33, 1024, 70}, {64, 770, 70}, {70, 1030, 70},
                                     {130, 600, 70}};
     static const int cuts[][2] = {{16, 48}, {7, 37}, {1, 69}, {24, 25}};
     rng_state = 7;
-    for (int wt = 0; wt <= OPT_I8; wt++)
+    for (int wt = 0; wt <= ENG_I8; wt++)
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
             const int M = shapes[si][0], K = shapes[si][1], N = shapes[si][2];
-            bits_case c = bits_case_make((opt_dtype)wt, M, K, N);
+            bits_case c = bits_case_make((eng_dtype)wt, M, K, N);
             float *x = c.x, *bias = c.bias, *y1 = c.y1, *y2 = c.y2;
             const void *w = c.w;
-            k->linear(y1, x, w, (opt_dtype)wt, bias, M, K, N, 0, N, 1);
+            k->linear(y1, x, w, (eng_dtype)wt, bias, M, K, N, 0, N, 1);
             for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
                 const int a = cuts[c][0], b = cuts[c][1];
                 memset(y2, 0xff, sizeof(float) * (size_t)M * N);
-                k->linear(y2, x, w, (opt_dtype)wt, bias, M, K, N, b, N, 1);
-                k->linear(y2, x, w, (opt_dtype)wt, bias, M, K, N, 0, a, 1);
-                k->linear(y2, x, w, (opt_dtype)wt, bias, M, K, N, a, b, 1);
+                k->linear(y2, x, w, (eng_dtype)wt, bias, M, K, N, b, N, 1);
+                k->linear(y2, x, w, (eng_dtype)wt, bias, M, K, N, 0, a, 1);
+                k->linear(y2, x, w, (eng_dtype)wt, bias, M, K, N, a, b, 1);
                 if (memcmp(y1, y2, sizeof(float) * (size_t)M * N) != 0)
-                    print_error("%s %s M=%d K=%d N=%d: split at %d, %d changed the bits\n", opt_isa_name(k->isa),
-                                opt_dtype_name((opt_dtype)wt), M, K, N, a, b);
+                    print_error("%s %s M=%d K=%d N=%d: split at %d, %d changed the bits\n", eng_isa_name(k->isa),
+                                eng_dtype_name((eng_dtype)wt), M, K, N, a, b);
                 assert_memory_equal(y1, y2, sizeof(float) * (size_t)M * N);
             }
             bits_case_free(&c);
@@ -475,39 +475,39 @@ static void run_split_suite(const opt_kernels *k)
  * least 8 blocks of 64 rows (the fewest the group order takes).
  * avx512_bf16's bf16 weights take its vdpbf16ps tiles, not the column path:
  * left out. */
-static void run_blocks_suite(const opt_kernels *k)
+static void run_blocks_suite(const eng_kernels *k)
 {
     static const int shapes[][5] = {
         {530, 1100, 60, 0, 60}, {532, 1536, 37, 5, 34}, {600, 300, 130, 3, 130}, {528, 1030, 800, 7, 793}};
     rng_state = 11;
-    for (int wt = 0; wt <= OPT_I8; wt++)
+    for (int wt = 0; wt <= ENG_I8; wt++)
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-            if (k->isa == OPT_ISA_AVX512_BF16 && wt == OPT_BF16)
+            if (k->isa == ENG_ISA_AVX512_BF16 && wt == ENG_BF16)
                 continue;
             const int M = shapes[si][0], K = shapes[si][1], N = shapes[si][2];
             const int n0 = shapes[si][3], n1 = shapes[si][4];
-            bits_case c = bits_case_make((opt_dtype)wt, M, K, N);
+            bits_case c = bits_case_make((eng_dtype)wt, M, K, N);
             float *x = c.x, *bias = c.bias, *y1 = c.y1, *y2 = c.y2;
             const void *w = c.w;
             memset(y1, 0, sizeof(float) * (size_t)M * N);
             memset(y2, 0, sizeof(float) * (size_t)M * N);
-            k->linear(y1, x, w, (opt_dtype)wt, bias, M, K, N, n0, n1, 1);
+            k->linear(y1, x, w, (eng_dtype)wt, bias, M, K, N, n0, n1, 1);
             for (int m0 = 0; m0 < M; m0 += 64) {
                 const int mc = M - m0 < 64 ? M - m0 : 64;
-                k->linear(y2 + (size_t)m0 * N, x + (size_t)m0 * K, w, (opt_dtype)wt, bias, mc, K, N, n0, n1, 1);
+                k->linear(y2 + (size_t)m0 * N, x + (size_t)m0 * K, w, (eng_dtype)wt, bias, mc, K, N, n0, n1, 1);
             }
             if (memcmp(y1, y2, sizeof(float) * (size_t)M * N) != 0)
                 print_error("%s %s M=%d K=%d N=%d [%d, %d): blocks of 64 rows alone changed the bits\n",
-                            opt_isa_name(k->isa), opt_dtype_name((opt_dtype)wt), M, K, N, n0, n1);
+                            eng_isa_name(k->isa), eng_dtype_name((eng_dtype)wt), M, K, N, n0, n1);
             assert_memory_equal(y1, y2, sizeof(float) * (size_t)M * N);
             bits_case_free(&c);
         }
 }
 
 /* dot, axpy, to_f32 and from_f32 of k against the portable variant. */
-static void run_vector_suite(const opt_kernels *k)
+static void run_vector_suite(const eng_kernels *k)
 {
-    const opt_kernels *ref = opt_kernels_for(OPT_ISA_PORTABLE);
+    const eng_kernels *ref = eng_kernels_for(ENG_ISA_PORTABLE);
     static const int ns[] = {1, 7, 16, 31, 64, 100, 1000, 1027};
     rng_state = 7;
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
@@ -518,21 +518,21 @@ static void run_vector_suite(const opt_kernels *k)
         for (int j = 0; j < n; j++)
             a[j] = frand();
         for (int wt = 0; wt < 3; wt++) {
-            void *b = make_weights((opt_dtype)wt, 1, n, wf);
+            void *b = make_weights((eng_dtype)wt, 1, n, wf);
             double s = 0, mag = 0;
             for (int j = 0; j < n; j++) {
                 s += (double)a[j] * wf[j];
                 mag += fabs((double)a[j] * wf[j]);
             }
-            float got = k->dot(a, b, (opt_dtype)wt, n);
-            assert_true(fabs(got - s) <= variant_tol(k, (opt_dtype)wt) * mag + 1e-30);
+            float got = k->dot(a, b, (eng_dtype)wt, n);
+            assert_true(fabs(got - s) <= variant_tol(k, (eng_dtype)wt) * mag + 1e-30);
             for (int j = 0; j < n; j++)
                 y1[j] = y2[j] = a[j];
-            k->axpy(y1, 0.37f, b, (opt_dtype)wt, n);
-            ref->axpy(y2, 0.37f, b, (opt_dtype)wt, n);
+            k->axpy(y1, 0.37f, b, (eng_dtype)wt, n);
+            ref->axpy(y2, 0.37f, b, (eng_dtype)wt, n);
             for (int j = 0; j < n; j++)
                 assert_true(fabsf(y1[j] - y2[j]) <= 1e-6f * (fabsf(y2[j]) + 1.0f));
-            k->to_f32(y1, b, (opt_dtype)wt, (size_t)n);
+            k->to_f32(y1, b, (eng_dtype)wt, (size_t)n);
             assert_memory_equal(y1, wf, sizeof(float) * n);
             free(b);
         }
@@ -566,18 +566,18 @@ static void run_vector_suite(const opt_kernels *k)
         for (int cut = NV - 5; cut <= NV; cut += 5) { /* a tail and a full length */
             memset(h1, 0xab, 2 * NV);
             memset(h2, 0xab, 2 * NV);
-            k->from_f32(h1, (opt_dtype)dt, src, (size_t)cut);
-            ref->from_f32(h2, (opt_dtype)dt, src, (size_t)cut);
+            k->from_f32(h1, (eng_dtype)dt, src, (size_t)cut);
+            ref->from_f32(h2, (eng_dtype)dt, src, (size_t)cut);
             for (int j = 0; j < NV; j++) {
                 if (h1[j] != h2[j])
                     print_error("%s from_f32 %s: src %a (0x%08x) -> 0x%04x, portable 0x%04x\n",
-                                opt_isa_name(k->isa), opt_dtype_name((opt_dtype)dt), (double)src[j], bits(src[j]),
+                                eng_isa_name(k->isa), eng_dtype_name((eng_dtype)dt), (double)src[j], bits(src[j]),
                                 h1[j], h2[j]);
                 assert_int_equal(h1[j], h2[j]);
             }
         }
     }
-    k->from_f32(f1, OPT_F32, src, NV);
+    k->from_f32(f1, ENG_F32, src, NV);
     assert_memory_equal(f1, src, sizeof(float) * NV);
     free(f1);
     free(h2);
@@ -628,9 +628,9 @@ static float q_scale(int D) { return D > 128 ? sqrtf(128.0f / (float)D) : 1.0f; 
  * past a vector of scores, and masks: none, some keys dropped, none kept.
  * Tolerance: the outputs are convex combinations of V rows (|v| < 1), so an
  * absolute bound: 2e-6 for fp32 scores and weights. */
-static void run_attend_suite(const opt_kernels *k)
+static void run_attend_suite(const eng_kernels *k)
 {
-    const opt_kernels *ref = opt_kernels_for(OPT_ISA_PORTABLE);
+    const eng_kernels *ref = eng_kernels_for(ENG_ISA_PORTABLE);
     const int Ds[] = {64, 80, 13, 128, 1, 264}; /* 264: past the bf16 pair path of the scores (D <= 256) */
     const int Ss[] = {1, 3, 4, 7, 16, 17, 33, 300};
     rng_state = 99;
@@ -639,7 +639,7 @@ static void run_attend_suite(const opt_kernels *k)
             for (size_t si = 0; si < sizeof Ss / sizeof Ss[0]; si++)
                 for (int mode = 0; mode < 3; mode++) {
                     const int D = Ds[di], S = Ss[si];
-                    const size_t es = opt_dtype_size((opt_dtype)dt), n = (size_t)S * D;
+                    const size_t es = eng_dtype_size((eng_dtype)dt), n = (size_t)S * D;
                     float *q = malloc(sizeof(float) * (size_t)D), *kf = malloc(sizeof(float) * n),
                           *vf = malloc(sizeof(float) * n), *sc = malloc(sizeof(float) * (size_t)S),
                           *o1 = malloc(sizeof(float) * (size_t)D), *o2 = malloc(sizeof(float) * (size_t)D);
@@ -656,23 +656,23 @@ static void run_attend_suite(const opt_kernels *k)
                         keep[s] = mode == 0 ? 1 : mode == 1 ? (s % 3 != 1) : 0;
                     if (mode == 1 && S > 1)
                         keep[S - 1] = 0;
-                    ref->from_f32(kc, (opt_dtype)dt, kf, n);
-                    ref->from_f32(vc, (opt_dtype)dt, vf, n);
-                    ref->to_f32(kf, kc, (opt_dtype)dt, n); /* the values as stored */
-                    ref->to_f32(vf, vc, (opt_dtype)dt, n);
+                    ref->from_f32(kc, (eng_dtype)dt, kf, n);
+                    ref->from_f32(vc, (eng_dtype)dt, vf, n);
+                    ref->to_f32(kf, kc, (eng_dtype)dt, n); /* the values as stored */
+                    ref->to_f32(vf, vc, (eng_dtype)dt, n);
                     const uint8_t *km = mode == 0 && (si % 2) ? NULL : keep;
-                    k->attend(o1, q, kc, vc, (opt_dtype)dt, km, S, D, sc);
+                    k->attend(o1, q, kc, vc, (eng_dtype)dt, km, S, D, sc);
                     if (k == ref) {
                         attend_ref(oref, q, kf, vf, km, S, D);
                     } else {
-                        ref->attend(o2, q, kc, vc, (opt_dtype)dt, km, S, D, sc);
+                        ref->attend(o2, q, kc, vc, (eng_dtype)dt, km, S, D, sc);
                         for (int i = 0; i < D; i++)
                             oref[i] = o2[i];
                     }
                     for (int i = 0; i < D; i++)
                         if (!(fabs(o1[i] - oref[i]) <= 2e-6)) {
                             print_error("%s attend %s D %d S %d mask %d: out[%d] = %.9g, want %.9g\n",
-                                        opt_isa_name(k->isa), opt_dtype_name((opt_dtype)dt), D, S, mode, i,
+                                        eng_isa_name(k->isa), eng_dtype_name((eng_dtype)dt), D, S, mode, i,
                                         (double)o1[i], oref[i]);
                             fail();
                         }
@@ -685,11 +685,11 @@ static void run_attend_suite(const opt_kernels *k)
                     memcpy(vp, vc, es * n);
                     memset(kc, 0x7b, es * (size_t)np * D);
                     memset(vc, 0x7b, es * (size_t)np * D);
-                    k->attend_split(o2, q, kp, vp, np, kc, vc, (opt_dtype)dt, km, S, D, sc);
+                    k->attend_split(o2, q, kp, vp, np, kc, vc, (eng_dtype)dt, km, S, D, sc);
                     for (int i = 0; i < D; i++)
                         if (!(fabs(o2[i] - o1[i]) <= 2e-6)) {
                             print_error("%s attend_split %s D %d S %d np %d mask %d: out[%d] = %.9g, attend %.9g\n",
-                                        opt_isa_name(k->isa), opt_dtype_name((opt_dtype)dt), D, S, np, mode, i,
+                                        eng_isa_name(k->isa), eng_dtype_name((eng_dtype)dt), D, S, np, mode, i,
                                         (double)o2[i], (double)o1[i]);
                             fail();
                         }
@@ -713,13 +713,13 @@ static void run_attend_suite(const opt_kernels *k)
  * G queries, each with its own K/V rows (keys s >= np, rows ld_kv bytes
  * apart, their prefix copies poisoned) and keep row, sharing np prefix keys
  * kept apart; every dtype, D, several S, np (0, inside, all) and G (1 to
- * OPT_ATTEND_GROUP_MAX), masks none, some per query, none kept. */
-static void run_attend_group_suite(const opt_kernels *k)
+ * ENG_ATTEND_GROUP_MAX), masks none, some per query, none kept. */
+static void run_attend_group_suite(const eng_kernels *k)
 {
-    const opt_kernels *ref = opt_kernels_for(OPT_ISA_PORTABLE);
+    const eng_kernels *ref = eng_kernels_for(ENG_ISA_PORTABLE);
     const int Ds[] = {64, 80, 13, 128, 1, 264}; /* 264: past the bf16 pair path of the scores (D <= 256) */
     const int Ss[] = {1, 5, 33, 70};
-    const int Gs[] = {1, 3, 4, OPT_ATTEND_GROUP_MAX};
+    const int Gs[] = {1, 3, 4, ENG_ATTEND_GROUP_MAX};
     rng_state = 7;
     for (int dt = 0; dt < 3; dt++)
         for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++)
@@ -728,7 +728,7 @@ static void run_attend_group_suite(const opt_kernels *k)
                     for (int mode = 0; mode < 3; mode++) {
                         const int D = Ds[di], S = Ss[si], G = Gs[gi];
                         const int np = mode == 0 ? S / 2 + 1 : mode == 1 ? (si % 2 ? S : 0) : S / 3;
-                        const size_t es = opt_dtype_size((opt_dtype)dt), n = (size_t)S * D;
+                        const size_t es = eng_dtype_size((eng_dtype)dt), n = (size_t)S * D;
                         const size_t ldq = (size_t)D + 3, ldo = (size_t)D + 5, ld_keep = (size_t)S + 2;
                         const size_t ld_kv = es * n + 64; /* bytes between the queries' own rows */
                         float *q = malloc(sizeof(float) * ldq * G), *f = malloc(sizeof(float) * n),
@@ -745,30 +745,30 @@ static void run_attend_group_suite(const opt_kernels *k)
                         for (int part = 0; part < G + 1; part++) {
                             for (size_t i = 0; i < n; i++)
                                 f[i] = frand();
-                            ref->from_f32(part == G ? kp : kc + (size_t)part * ld_kv, (opt_dtype)dt, f, n);
+                            ref->from_f32(part == G ? kp : kc + (size_t)part * ld_kv, (eng_dtype)dt, f, n);
                             for (size_t i = 0; i < n; i++)
                                 f[i] = frand();
-                            ref->from_f32(part == G ? vp : vc + (size_t)part * ld_kv, (opt_dtype)dt, f, n);
+                            ref->from_f32(part == G ? vp : vc + (size_t)part * ld_kv, (eng_dtype)dt, f, n);
                             if (part < G) { /* the own rows' copies of the prefix keys must not be read */
                                 memset(kc + (size_t)part * ld_kv, 0x7b, es * (size_t)np * D);
                                 memset(vc + (size_t)part * ld_kv, 0x7b, es * (size_t)np * D);
                             }
                         }
                         const uint8_t *km = mode == 0 ? NULL : keep;
-                        k->attend_group(o1, ldo, q, ldq, G, kp, vp, np, kc, vc, ld_kv, (opt_dtype)dt, km, ld_keep, S,
+                        k->attend_group(o1, ldo, q, ldq, G, kp, vp, np, kc, vc, ld_kv, (eng_dtype)dt, km, ld_keep, S,
                                         D, sc);
                         for (int g = 0; g < G; g++) {
                             for (int pass = 0; pass < 2; pass++) {
-                                const opt_kernels *r = pass == 0 ? ref : k;
+                                const eng_kernels *r = pass == 0 ? ref : k;
                                 r->attend_split(o2, q + g * ldq, kp, vp, np, kc + (size_t)g * ld_kv,
-                                                vc + (size_t)g * ld_kv, (opt_dtype)dt, km ? km + g * ld_keep : NULL,
+                                                vc + (size_t)g * ld_kv, (eng_dtype)dt, km ? km + g * ld_keep : NULL,
                                                 S, D, sc);
                                 for (int i = 0; i < D; i++)
                                     if (!(fabs(o1[g * ldo + i] - o2[i]) <= 2e-6)) {
                                         print_error("%s attend_group %s D %d S %d np %d G %d mask %d: query %d "
                                                     "out[%d] = %.9g, %s attend_split %.9g\n",
-                                                    opt_isa_name(k->isa), opt_dtype_name((opt_dtype)dt), D, S, np, G,
-                                                    mode, g, i, (double)o1[g * ldo + i], opt_isa_name(r->isa),
+                                                    eng_isa_name(k->isa), eng_dtype_name((eng_dtype)dt), D, S, np, G,
+                                                    mode, g, i, (double)o1[g * ldo + i], eng_isa_name(r->isa),
                                                     (double)o2[i]);
                                         fail();
                                     }
@@ -790,7 +790,7 @@ static void run_attend_group_suite(const opt_kernels *k)
 static void test_portable(void **state)
 {
     (void)state;
-    const opt_kernels *k = opt_kernels_for(OPT_ISA_PORTABLE);
+    const eng_kernels *k = eng_kernels_for(ENG_ISA_PORTABLE);
     assert_non_null(k);
     run_linear_suite(k);
     run_vector_suite(k);
@@ -798,15 +798,15 @@ static void test_portable(void **state)
     run_attend_group_suite(k);
 }
 
-static void test_variant(opt_isa isa)
+static void test_variant(eng_isa isa)
 {
-    if (isa > opt_isa_detect()) {
-        print_message("this CPU lacks %s: skipped\n", opt_isa_name(isa));
+    if (isa > eng_isa_detect()) {
+        print_message("this CPU lacks %s: skipped\n", eng_isa_name(isa));
         skip();
     }
-    const opt_kernels *k = opt_kernels_for(isa);
+    const eng_kernels *k = eng_kernels_for(isa);
     if (!k)
-        print_error("the CPU has %s but the build has no kernels for it\n", opt_isa_name(isa));
+        print_error("the CPU has %s but the build has no kernels for it\n", eng_isa_name(isa));
     assert_non_null(k);
     assert_int_equal(k->isa, isa);
     run_linear_suite(k);
@@ -817,9 +817,9 @@ static void test_variant(opt_isa isa)
     run_attend_group_suite(k);
 }
 
-static void test_avx2(void **state) { (void)state; test_variant(OPT_ISA_AVX2); }
-static void test_avx512(void **state) { (void)state; test_variant(OPT_ISA_AVX512); }
-static void test_avx512_bf16(void **state) { (void)state; test_variant(OPT_ISA_AVX512_BF16); }
+static void test_avx2(void **state) { (void)state; test_variant(ENG_ISA_AVX2); }
+static void test_avx512(void **state) { (void)state; test_variant(ENG_ISA_AVX512); }
+static void test_avx512_bf16(void **state) { (void)state; test_variant(ENG_ISA_AVX512_BF16); }
 
 int main(void)
 {

@@ -353,13 +353,13 @@ static void test_small_host_structs(void **state) {
 
 /* Sums the numel of every tensor in dir's safetensors except a tied lm_head. */
 static int64_t checkpoint_parameters(const char *dir) {
-    opt_ck_set set;
+    eng_ck_set set;
     bc_error err = {0};
-    if (opt_ck_set_open_dir(&set, dir, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_ck_set_open_dir(&set, dir, &err) != BC_OK) fail_msg("%s", err.message);
     int64_t n = 0;
     for (size_t i = 0; i < set.n_tensors; i++)
         if (strcmp(set.by_name[i]->name, "lm_head.weight") != 0) n += (int64_t)set.by_name[i]->numel;
-    opt_ck_set_close(&set);
+    eng_ck_set_close(&set);
     return n;
 }
 
@@ -382,12 +382,12 @@ static void test_describe_checkpoint(void **state) {
         assert_int_equal(f->ops->describe(inst, &info, &err), BC_OK);
         assert_string_equal(info.model, dir);
         assert_int_equal(info.n_parameters, checkpoint_parameters(dir));
-        assert_int_equal(info.n_layers, hp.num_hidden_layers);
-        assert_int_equal(info.hidden_size, hp.hidden_size);
-        assert_int_equal(info.n_heads, hp.num_attention_heads);
-        assert_int_equal(info.ffn_size, hp.ffn_dim);
-        assert_int_equal(info.vocab_size, hp.vocab_size);
-        assert_int_equal(info.max_positions, hp.max_position_embeddings);
+        assert_int_equal(info.n_layers, hp.s.n_layers);
+        assert_int_equal(info.hidden_size, hp.s.hidden_size);
+        assert_int_equal(info.n_heads, hp.s.n_heads);
+        assert_int_equal(info.ffn_size, hp.s.ffn_size);
+        assert_int_equal(info.vocab_size, hp.s.vocab_size);
+        assert_int_equal(info.max_positions, hp.s.max_positions);
         f->ops->destroy(inst);
     }
 }
@@ -657,10 +657,10 @@ static void test_prepare(void **state) {
     char *cfg = read_all(GOLDEN "preln/config.json");
     char key[64], *at = strstr(cfg, "\"num_hidden_layers\"");
     assert_non_null(at);
-    snprintf(key, sizeof key, "\"num_hidden_layers\": %d", hp.num_hidden_layers);
+    snprintf(key, sizeof key, "\"num_hidden_layers\": %d", hp.s.n_layers);
     assert_memory_equal(at, key, strlen(key));
     char *fixed = calloc(1, strlen(cfg) + 16);
-    snprintf(fixed, strlen(cfg) + 16, "%.*s\"num_hidden_layers\": %d%s", (int)(at - cfg), cfg, hp.num_hidden_layers + 1,
+    snprintf(fixed, strlen(cfg) + 16, "%.*s\"num_hidden_layers\": %d%s", (int)(at - cfg), cfg, hp.s.n_layers + 1,
              at + strlen(key));
     char dir[256];
     snprintf(dir, sizeof dir, "%s", scratch(f, "wrong", NULL));
@@ -718,7 +718,7 @@ static void test_checkpoint_plan(void **state) {
     opt_hparams hp;
     bc_error err = {0};
     assert_int_equal(opt_hparams_from_checkpoint(dir, &hp, &err), BC_OK);
-    assert_true(hp.word_embed_proj_dim != hp.hidden_size); /* the post-LN model with project_in/out */
+    assert_true(hp.word_embed_proj_dim != hp.s.hidden_size); /* the post-LN model with project_in/out */
     setting(f, "checkpoint")->s = dir;
     setting(f, "threads")->i = 1;
     void *inst = NULL;
@@ -727,8 +727,8 @@ static void test_checkpoint_plan(void **state) {
     bc_memory_stats plan = {.struct_size = sizeof plan}, mem = {.struct_size = sizeof mem};
     assert_int_equal(f->ops->plan_memory(inst, &c, &plan, &err), BC_OK);
     /* L layers x 2 rows x 7 tokens x C x 4 bytes, for K and for V */
-    assert_int_equal(plan.kv_cache_bytes, 2ll * hp.num_hidden_layers * 2 * 7 * hp.hidden_size * 4);
-    assert_true(plan.weights_bytes >= 4ll * hp.vocab_size * hp.word_embed_proj_dim);
+    assert_int_equal(plan.kv_cache_bytes, 2ll * hp.s.n_layers * 2 * 7 * hp.s.hidden_size * 4);
+    assert_true(plan.weights_bytes >= 4ll * hp.s.vocab_size * hp.word_embed_proj_dim);
     assert_true(plan.host_peak_bytes > plan.weights_bytes + plan.kv_cache_bytes);
     assert_int_equal(f->ops->prepare(inst, &err), BC_OK);
     assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
@@ -751,8 +751,8 @@ static void test_kernels_setting(void **state) {
     bc_error err = {0};
     setting(f, "checkpoint")->s = GOLDEN "preln";
     setting(f, "threads")->i = 1;
-    for (int isa = 0; isa <= (int)opt_isa_detect(); isa++) {
-        const char *name = opt_isa_name((opt_isa)isa);
+    for (int isa = 0; isa <= (int)eng_isa_detect(); isa++) {
+        const char *name = eng_isa_name((eng_isa)isa);
         setting(f, "kernels")->s = name;
         assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_OK);
         void *inst = NULL;
@@ -772,7 +772,7 @@ static void test_kernels_setting(void **state) {
     }
     setting(f, "kernels")->s = "sse2";
     expect_settings_error(f, BC_ERR_SETTING, (const char *const[]){"kernels = \"sse2\"", "not a kernel family", NULL});
-    if (opt_isa_detect() < OPT_ISA_AVX512_BF16) {
+    if (eng_isa_detect() < ENG_ISA_AVX512_BF16) {
         setting(f, "kernels")->s = "avx512_bf16";
         expect_settings_error(f, BC_ERR_UNSUPPORTED, (const char *const[]){"this CPU runs at most", NULL});
     }

@@ -1,7 +1,7 @@
 /* test_pool.c: the OPT engine's thread pool. Every index in [0, n_threads)
- * runs exactly once per opt_pool_run, for 1..4 threads and many runs in a
+ * runs exactly once per eng_pool_run, for 1..4 threads and many runs in a
  * row (both back to back, where workers are still spinning, and after a
- * pause long enough for them to sleep); opt_linear_parallel matches the
+ * pause long enough for them to sleep); eng_linear_parallel matches the
  * single-threaded kernel bit for bit and writes every output once.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -35,7 +35,7 @@ static void count_fn(void *ctx, int i, int n)
         atomic_fetch_add(&c->hits[i], 1);
 }
 
-static void run_counted(opt_pool *p, int nt, int runs, long pause_ns)
+static void run_counted(eng_pool *p, int nt, int runs, long pause_ns)
 {
     for (int r = 0; r < runs; r++) {
         count_ctx c;
@@ -43,8 +43,8 @@ static void run_counted(opt_pool *p, int nt, int runs, long pause_ns)
             atomic_init(&c.hits[i], 0);
         atomic_init(&c.bad_n, 0);
         c.want_n = nt;
-        opt_pool_run(p, count_fn, &c);
-        /* opt_pool_run returns only when every index has run */
+        eng_pool_run(p, count_fn, &c);
+        /* eng_pool_run returns only when every index has run */
         assert_int_equal(atomic_load(&c.bad_n), 0);
         for (int i = 0; i < nt; i++)
             assert_int_equal(atomic_load(&c.hits[i]), 1);
@@ -59,13 +59,13 @@ static void test_pool_runs(void **state)
 {
     (void)state;
     for (int nt = 1; nt <= MAX_THREADS; nt++) {
-        opt_pool *p = opt_pool_create(nt);
+        eng_pool *p = eng_pool_create(nt);
         assert_non_null(p);
-        assert_int_equal(opt_pool_size(p), nt);
+        assert_int_equal(eng_pool_size(p), nt);
         run_counted(p, nt, 5000, 0);          /* back to back: workers spinning */
         run_counted(p, nt, 5, 2 * 1000000L);  /* 2 ms apart: workers asleep */
         run_counted(p, nt, 200, 50000L);      /* around the spin limit */
-        opt_pool_destroy(p);
+        eng_pool_destroy(p);
     }
 }
 
@@ -74,16 +74,16 @@ static void test_pool_create_destroy(void **state)
     (void)state;
     /* a pool destroyed right after creation, and one never run */
     for (int i = 0; i < 50; i++) {
-        opt_pool *p = opt_pool_create(1 + i % MAX_THREADS);
+        eng_pool *p = eng_pool_create(1 + i % MAX_THREADS);
         assert_non_null(p);
-        opt_pool_destroy(p);
+        eng_pool_destroy(p);
     }
-    opt_pool_destroy(NULL);
-    assert_int_equal(opt_pool_size(NULL), 1);
+    eng_pool_destroy(NULL);
+    assert_int_equal(eng_pool_size(NULL), 1);
 }
 
 /* Sums per index into a shared array: checks that each thread's writes before
- * its decrement are visible to the caller after opt_pool_run returns. */
+ * its decrement are visible to the caller after eng_pool_run returns. */
 typedef struct sum_ctx {
     long *out; /* [n_threads * 16]: one 64-byte line per thread */
     int round;
@@ -100,26 +100,26 @@ static void test_pool_visibility(void **state)
 {
     (void)state;
     for (int nt = 2; nt <= MAX_THREADS; nt++) {
-        opt_pool *p = opt_pool_create(nt);
+        eng_pool *p = eng_pool_create(nt);
         long *out = calloc((size_t)nt * 16, sizeof(long));
         assert_true(p && out);
         long want = 0;
         for (int r = 1; r <= 2000; r++) {
             sum_ctx s = {out, r};
-            opt_pool_run(p, sum_fn, &s);
+            eng_pool_run(p, sum_fn, &s);
             want += r;
             for (int i = 0; i < nt; i++)
                 assert_true(out[i * 16] == want);
         }
         free(out);
-        opt_pool_destroy(p);
+        eng_pool_destroy(p);
     }
 }
 
 static void test_linear_parallel(void **state)
 {
     (void)state;
-    const opt_kernels *k = opt_kernels_best();
+    const eng_kernels *k = eng_kernels_best();
     static const int shapes[][3] = {{1, 768, 3072}, {3, 100, 37}, {17, 33, 16}, {2, 65, 5}, {4, 70, 129}};
     uint64_t seed = 1;
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
@@ -134,16 +134,16 @@ static void test_linear_parallel(void **state)
             w[i] = (float)((seed = seed * 6364136223846793005ull + 1) >> 41) / (float)(1 << 23) - 0.5f;
         for (int i = 0; i < N; i++)
             b[i] = (float)i * 0.01f - 0.2f;
-        k->linear(y1, x, w, OPT_F32, b, M, K, N, 0, N, 1);
+        k->linear(y1, x, w, ENG_F32, b, M, K, N, 0, N, 1);
         for (int nt = 1; nt <= MAX_THREADS; nt++) {
-            opt_pool *p = opt_pool_create(nt);
+            eng_pool *p = eng_pool_create(nt);
             assert_non_null(p);
             for (size_t i = 0; i < (size_t)M * N; i++)
                 y2[i] = -1e30f;
-            opt_linear_parallel(p, k, y2, x, w, OPT_F32, b, M, K, N, 1);
+            eng_linear_parallel(p, k, y2, x, w, ENG_F32, b, M, K, N, 1);
             /* same kernel, same per-row arithmetic: identical bits */
             assert_memory_equal(y1, y2, sizeof(float) * (size_t)M * N);
-            opt_pool_destroy(p);
+            eng_pool_destroy(p);
         }
         free(y2);
         free(y1);

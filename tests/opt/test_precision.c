@@ -1,11 +1,11 @@
 /* test_precision.c: the opt engine's side of the precision plugins
- * (plugins/opt/precision.c) and the bulk converters behind them
+ * (engine/kernels/precision.c) and the bulk converters behind them
  * (plugins/precision/common/convert*.c).
  *   - a case's precision plugin is accepted by the layout its conversions
  *     produce, whatever it calls itself, and refused, naming it, when the
  *     kernels cannot read that layout (truncating instead of rounding, 1-byte
  *     elements, no conversions);
- *   - opt_convert_values gives the scalar rules' bits (float_bits.h) from and
+ *   - eng_convert_values gives the scalar rules' bits (float_bits.h) from and
  *     to unaligned buffers, every pair of formats;
  *   - every converter tier this CPU runs gives the scalar rules' bits: all
  *     65536 16-bit patterns up, and ties, overflow, subnormals, inf, NaN and
@@ -13,7 +13,7 @@
  *     int8 row quantiser's max |row| and scale-and-round the same, on
  *     values around int8's ties and saturation, NaN and inf, at every offset
  *     and length of the tails, several scales;
- *   - opt_i8_quantize_row gives a row's scale and values by the scalar rule.
+ *   - eng_i8_quantize_row gives a row's scale and values by the scalar rule.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -53,38 +53,38 @@ static void test_layouts(void **state)
 {
     (void)state;
     bc_error err = {0};
-    opt_dtype dt = OPT_F32;
-    assert_int_equal(opt_precision_dtype("fp16", &prec_fp16_ops, &dt, &err), BC_OK);
-    assert_int_equal(dt, OPT_F16);
-    assert_int_equal(opt_precision_dtype("bf16", &prec_bf16_ops, &dt, &err), BC_OK);
-    assert_int_equal(dt, OPT_BF16);
-    assert_int_equal(opt_precision_dtype("fp32", &prec_fp32_ops, &dt, &err), BC_OK);
-    assert_int_equal(dt, OPT_F32);
+    eng_dtype dt = ENG_F32;
+    assert_int_equal(eng_precision_dtype("fp16", &prec_fp16_ops, &dt, &err), BC_OK);
+    assert_int_equal(dt, ENG_F16);
+    assert_int_equal(eng_precision_dtype("bf16", &prec_bf16_ops, &dt, &err), BC_OK);
+    assert_int_equal(dt, ENG_BF16);
+    assert_int_equal(eng_precision_dtype("fp32", &prec_fp32_ops, &dt, &err), BC_OK);
+    assert_int_equal(dt, ENG_F32);
 
     /* another name for float16's layout is float16 */
     bc_precision_ops half = prec_fp16_ops;
     half.dtype = "half";
-    assert_int_equal(opt_precision_dtype("half", &half, &dt, &err), BC_OK);
-    assert_int_equal(dt, OPT_F16);
+    assert_int_equal(eng_precision_dtype("half", &half, &dt, &err), BC_OK);
+    assert_int_equal(dt, ENG_F16);
 
     /* calls itself bfloat16 but truncates */
     bc_precision_ops trunc = prec_bf16_ops;
     trunc.from_f32 = trunc_from_f32;
-    assert_int_equal(opt_precision_dtype("bf16trunc", &trunc, &dt, &err), BC_ERR_UNSUPPORTED);
+    assert_int_equal(eng_precision_dtype("bf16trunc", &trunc, &dt, &err), BC_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.message, "precision bf16trunc (dtype bfloat16, 2 bytes)"));
     assert_non_null(strstr(err.message, "layout the opt kernels do not read"));
 
     /* the int8 format, and one that truncates instead of rounding */
-    assert_int_equal(opt_precision_dtype("int8", &prec_int8_ops, &dt, &err), BC_OK);
-    assert_int_equal(dt, OPT_I8);
+    assert_int_equal(eng_precision_dtype("int8", &prec_int8_ops, &dt, &err), BC_OK);
+    assert_int_equal(dt, ENG_I8);
     const bc_precision_ops int8 = {sizeof(bc_precision_ops), "int8", 1, int8_to_f32, int8_from_f32, 1e-1};
-    assert_int_equal(opt_precision_dtype("int8trunc", &int8, &dt, &err), BC_ERR_UNSUPPORTED);
+    assert_int_equal(eng_precision_dtype("int8trunc", &int8, &dt, &err), BC_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.message, "precision int8trunc (dtype int8, 1 bytes)"));
 
     bc_precision_ops none = prec_fp32_ops;
     none.to_f32 = NULL;
-    assert_int_equal(opt_precision_dtype("none", &none, &dt, &err), BC_ERR_UNSUPPORTED);
-    assert_int_equal(opt_precision_dtype(NULL, NULL, &dt, &err), BC_ERR_UNSUPPORTED);
+    assert_int_equal(eng_precision_dtype("none", &none, &dt, &err), BC_ERR_UNSUPPORTED);
+    assert_int_equal(eng_precision_dtype(NULL, NULL, &dt, &err), BC_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.message, "precision ?"));
 }
 
@@ -111,28 +111,28 @@ static void fill_hard(float *x, size_t n)
 }
 
 /* dst (dtype dt) from src (dtype st), value by value through the scalar rules. */
-static void convert_scalar(void *dst, opt_dtype dt, const void *src, opt_dtype st, size_t n)
+static void convert_scalar(void *dst, eng_dtype dt, const void *src, eng_dtype st, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         float f;
         uint16_t h;
-        if (st == OPT_F32) {
+        if (st == ENG_F32) {
             memcpy(&f, (const char *)src + 4 * i, 4);
         } else {
             memcpy(&h, (const char *)src + 2 * i, 2);
-            f = st == OPT_F16 ? prec_f16_to_f32(h) : prec_bf16_to_f32(h);
+            f = st == ENG_F16 ? prec_f16_to_f32(h) : prec_bf16_to_f32(h);
         }
-        if (dt == OPT_F32) {
+        if (dt == ENG_F32) {
             memcpy((char *)dst + 4 * i, &f, 4);
         } else {
-            h = dt == OPT_F16 ? prec_f32_to_f16(f) : prec_f32_to_bf16(f);
+            h = dt == ENG_F16 ? prec_f32_to_f16(f) : prec_f32_to_bf16(f);
             memcpy((char *)dst + 2 * i, &h, 2);
         }
     }
 }
 
 /* Every pair of formats, src and dst one byte off alignment, n across the
- * 1024-value steps of opt_convert_values. */
+ * 1024-value steps of eng_convert_values. */
 static void test_convert_values_unaligned(void **state)
 {
     (void)state;
@@ -143,17 +143,17 @@ static void test_convert_values_unaligned(void **state)
     fill_hard(f, N);
     for (int st = 0; st < 3; st++)
         for (int dt = 0; dt < 3; dt++) {
-            const size_t ss = opt_dtype_size((opt_dtype)st), ds = opt_dtype_size((opt_dtype)dt);
+            const size_t ss = eng_dtype_size((eng_dtype)st), ds = eng_dtype_size((eng_dtype)dt);
             /* src holds the values in st (NaNs of the 16-bit formats included) */
-            convert_scalar(src + 1, (opt_dtype)st, f, OPT_F32, N);
-            convert_scalar(want, (opt_dtype)dt, src + 1, (opt_dtype)st, N);
+            convert_scalar(src + 1, (eng_dtype)st, f, ENG_F32, N);
+            convert_scalar(want, (eng_dtype)dt, src + 1, (eng_dtype)st, N);
             memset(got, 0xa5, 4 * N + 1);
-            opt_convert_values(got + 1, (opt_dtype)dt, src + 1, (opt_dtype)st, N);
+            eng_convert_values(got + 1, (eng_dtype)dt, src + 1, (eng_dtype)st, N);
             if (memcmp(got + 1, want, N * ds) != 0) {
                 for (size_t i = 0; i < N; i++)
                     if (memcmp(got + 1 + i * ds, want + i * ds, ds) != 0)
-                        fail_msg("%s -> %s: value %zu differs from the scalar rules", opt_dtype_name((opt_dtype)st),
-                                 opt_dtype_name((opt_dtype)dt), i);
+                        fail_msg("%s -> %s: value %zu differs from the scalar rules", eng_dtype_name((eng_dtype)st),
+                                 eng_dtype_name((eng_dtype)dt), i);
             }
             assert_int_equal(got[0], 0xa5); /* nothing written before dst */
             (void)ss;
@@ -261,15 +261,15 @@ static void test_i8_quantize_row(void **state)
     for (size_t i = 0; i < N; i++)
         f[i] = (float)((int)(next_u32() % 2001u) - 1000) * 1e-3f;
     f[1234] = -2.54f; /* the largest magnitude: scale 0.02 */
-    const float scale = opt_i8_quantize_row(q, f, N);
+    const float scale = eng_i8_quantize_row(q, f, N);
     assert_true(prec_f32_bits(scale) == prec_f32_bits(2.54f / 127.0f));
     for (size_t i = 0; i < N; i++)
         if (q[i] != prec_f32_to_i8(f[i] * (1.0f / scale)))
-            fail_msg("opt_i8_quantize_row: [%zu] %g -> %d", i, (double)f[i], q[i]);
+            fail_msg("eng_i8_quantize_row: [%zu] %g -> %d", i, (double)f[i], q[i]);
     assert_int_equal(q[1234], -127);
     memset(f, 0, N * sizeof(float));
     memset(q, 1, N);
-    assert_true(opt_i8_quantize_row(q, f, N) == 0.0f);
+    assert_true(eng_i8_quantize_row(q, f, N) == 0.0f);
     for (size_t i = 0; i < N; i++)
         assert_int_equal(q[i], 0);
     free(f);

@@ -1,4 +1,4 @@
-/* test_ptbin.c: the pytorch_model.bin opener (plugins/opt/ptbin.c, with its
+/* test_ptbin.c: the pytorch_model.bin opener (engine/ckpt/ptbin.c, with its
  * zip and pickle readers ptzip.c and ptpickle.c) and the checkpoint loader's
  * .bin path.
  *
@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "ckpt_writer.h"
-#include "model.h"
+#include "opt_model.h"
 #include "ptbin.h"
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/opt/golden/"
@@ -36,10 +36,10 @@
 
 /* Parses a zip of pkl plus a 4-element F32 storage "0"; the zip is freed
  * before returning, so only the status and error are meaningful. */
-static bc_status parse_pickle(opt_ck_file *f, const unsigned char *pkl, size_t n, int deflate, bc_error *err) {
+static bc_status parse_pickle(eng_ck_file *f, const unsigned char *pkl, size_t n, int deflate, bc_error *err) {
     zentry e[] = {{"archive/data.pkl", pkl, n}, {"archive/byteorder", "little", 6}, {"archive/data/0", STORAGE, 16}};
     buf z = make_zip(e, 3, deflate);
-    bc_status st = opt_pt_parse(f, FAKE, z.p, z.n, err);
+    bc_status st = eng_pt_parse(f, FAKE, z.p, z.n, err);
     /* f's tensor data pointed into z: the callers only check the status. */
     free(z.p);
     return st;
@@ -50,13 +50,13 @@ static bc_status parse_pickle(opt_ck_file *f, const unsigned char *pkl, size_t n
 static void test_bin_matches_safetensors(void **state) {
     (void)state;
     bc_error err = {0};
-    opt_ck_set pt;
-    opt_ck_set st;
-    if (opt_ck_set_open_dir(&pt, GOLDEN "preln-bin", &err) != BC_OK) fail_msg("%s", err.message);
-    if (opt_ck_set_open_dir(&st, GOLDEN "preln", &err) != BC_OK) fail_msg("%s", err.message);
+    eng_ck_set pt;
+    eng_ck_set st;
+    if (eng_ck_set_open_dir(&pt, GOLDEN "preln-bin", &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_ck_set_open_dir(&st, GOLDEN "preln", &err) != BC_OK) fail_msg("%s", err.message);
     assert_true(st.n_tensors > 30);
     for (size_t i = 0; i < st.n_tensors; i++) {
-        const opt_ck_tensor *a = st.by_name[i], *b = NULL;
+        const eng_ck_tensor *a = st.by_name[i], *b = NULL;
         for (size_t k = 0; k < pt.n_tensors; k++)
             if (strcmp(pt.by_name[k]->name, a->name) == 0) b = pt.by_name[k];
         if (!b) fail_msg("%s missing from the .bin", a->name);
@@ -68,30 +68,30 @@ static void test_bin_matches_safetensors(void **state) {
     }
     /* The .bin also carries the tied lm_head (sharing embed_tokens' storage). */
     assert_int_equal(pt.n_tensors, st.n_tensors + 1);
-    opt_ck_set_close(&pt);
-    opt_ck_set_close(&st);
+    eng_ck_set_close(&pt);
+    eng_ck_set_close(&st);
 }
 
-static void cmp_matrix(const opt_matrix *a, const opt_matrix *b) {
+static void cmp_matrix(const eng_matrix *a, const eng_matrix *b) {
     assert_int_equal(a->rows, b->rows);
     assert_int_equal(a->cols, b->cols);
-    assert_memory_equal(a->data, b->data, (size_t)a->rows * a->cols * opt_dtype_size(a->dtype));
+    assert_memory_equal(a->data, b->data, (size_t)a->rows * a->cols * eng_dtype_size(a->dtype));
 }
 
 static void test_load_checkpoint_bin(void **state) {
     (void)state;
-    opt_dtype dts[] = {OPT_F32, OPT_BF16};
+    eng_dtype dts[] = {ENG_F32, ENG_BF16};
     for (int d = 0; d < 2; d++) {
         bc_error err = {0};
         opt_weights a, b;
         if (opt_weights_load_checkpoint(&a, GOLDEN "preln-bin", dts[d], &err) != BC_OK) fail_msg("%s", err.message);
         if (opt_weights_load_checkpoint(&b, GOLDEN "preln", dts[d], &err) != BC_OK) fail_msg("%s", err.message);
-        const int C = a.hp.hidden_size, F = a.hp.ffn_dim;
+        const int C = a.hp.s.hidden_size, F = a.hp.s.ffn_size;
         cmp_matrix(&a.embed_tokens, &b.embed_tokens);
         cmp_matrix(&a.embed_positions, &b.embed_positions);
         assert_memory_equal(a.final_ln_gamma, b.final_ln_gamma, sizeof(float) * (size_t)C);
         assert_memory_equal(a.final_ln_beta, b.final_ln_beta, sizeof(float) * (size_t)C);
-        for (int l = 0; l < a.hp.num_hidden_layers; l++) {
+        for (int l = 0; l < a.hp.s.n_layers; l++) {
             const opt_layer_weights *x = &a.layers[l], *y = &b.layers[l];
             cmp_matrix(&x->q_proj, &y->q_proj);
             cmp_matrix(&x->k_proj, &y->k_proj);
@@ -125,18 +125,18 @@ static void test_small_valid_stored_deflate_zip64(void **state) {
     for (int mode = 0; mode < 4; mode++) { /* STORED, DEFLATE, each without and with ZIP64 */
         zentry e[] = {{"archive/data.pkl", pkl, n}, {"archive/data/0", STORAGE, 16}};
         buf z = make_zip_ex(e, 2, mode & 1, mode >> 1);
-        opt_ck_file f;
+        eng_ck_file f;
         bc_error err = {0};
-        if (opt_pt_parse(&f, FAKE, z.p, z.n, &err) != BC_OK) fail_msg("%s", err.message);
+        if (eng_pt_parse(&f, FAKE, z.p, z.n, &err) != BC_OK) fail_msg("%s", err.message);
         assert_int_equal(f.n_tensors, 1);
         assert_string_equal(f.tensors[0].name, "w");
-        assert_int_equal(f.tensors[0].dtype, OPT_CK_F32);
+        assert_int_equal(f.tensors[0].dtype, ENG_CK_F32);
         assert_int_equal(f.tensors[0].ndim, 1);
         assert_int_equal(f.tensors[0].shape[0], 2);
         float got[2];
         memcpy(got, f.tensors[0].data, sizeof got);
         assert_true(got[0] == STORAGE[1] && got[1] == STORAGE[2]); /* offset 1 */
-        opt_ck_file_close(&f);
+        eng_ck_file_close(&f);
         free(z.p);
     }
 }
@@ -155,10 +155,10 @@ static void test_truncated(void **state) {
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         unsigned char *p = malloc(cuts[i] ? cuts[i] : 1); /* exact-size copy so ASan sees any over-read */
         memcpy(p, all, cuts[i]);
-        opt_ck_file f;
+        eng_ck_file f;
         bc_error err = {0};
-        expect_error(opt_pt_parse(&f, FAKE, p, cuts[i], &err), &err, NULL);
-        opt_ck_file_close(&f);
+        expect_error(eng_pt_parse(&f, FAKE, p, cuts[i], &err), &err, NULL);
+        eng_ck_file_close(&f);
         free(p);
     }
     /* Through the loader: a checkpoint dir whose .bin is cut short. */
@@ -173,7 +173,7 @@ static void test_truncated(void **state) {
     fclose(fp);
     opt_weights w;
     bc_error err = {0};
-    bc_status st = opt_weights_load_checkpoint(&w, dir, OPT_F32, &err);
+    bc_status st = opt_weights_load_checkpoint(&w, dir, ENG_F32, &err);
     expect_error(st, &err, path);
     unlink(path);
     snprintf(path, sizeof path, "%s/config.json", dir);
@@ -186,13 +186,13 @@ static void test_not_a_zip(void **state) {
     (void)state;
     char junk[4096];
     memset(junk, 'A', sizeof junk);
-    opt_ck_file f;
+    eng_ck_file f;
     bc_error err = {0};
-    expect_error(opt_pt_parse(&f, FAKE, junk, sizeof junk, &err), &err, "not a zip");
+    expect_error(eng_pt_parse(&f, FAKE, junk, sizeof junk, &err), &err, "not a zip");
     /* A zip without a data.pkl. */
     zentry e[] = {{"archive/data/0", STORAGE, 16}};
     buf z = make_zip(e, 1, 0);
-    expect_error(opt_pt_parse(&f, FAKE, z.p, z.n, &err), &err, "data.pkl");
+    expect_error(eng_pt_parse(&f, FAKE, z.p, z.n, &err), &err, "data.pkl");
     free(z.p);
     /* An archive prefix longer than the reader's entry-name buffer allows. */
     char longname[400];
@@ -200,7 +200,7 @@ static void test_not_a_zip(void **state) {
     strcpy(longname + 300, "/data.pkl");
     zentry l[] = {{longname, "\x80\x02}.", 4}};
     z = make_zip(l, 1, 0);
-    expect_error(opt_pt_parse(&f, FAKE, z.p, z.n, &err), &err, "too long");
+    expect_error(eng_pt_parse(&f, FAKE, z.p, z.n, &err), &err, "too long");
     free(z.p);
 }
 
@@ -208,7 +208,7 @@ static void test_forbidden_global(void **state) {
     (void)state;
     unsigned char pkl[512];
     size_t n = make_pickle(pkl, 0, "os", "system");
-    opt_ck_file f;
+    eng_ck_file f;
     bc_error err = {0};
     expect_error(parse_pickle(&f, pkl, n, 0, &err), &err, "refusing GLOBAL 'os system'");
     const char *evil = "\x80\x02" "cbuiltins\neval\n" "X\x01\x00\x00\x00" "1\x85R.";
@@ -222,18 +222,18 @@ static void test_storage_offset_out_of_range(void **state) {
     (void)state;
     unsigned char pkl[512];
     size_t n = make_pickle(pkl, 3, NULL, NULL); /* elements [3, 5) of 4 */
-    opt_ck_file f;
+    eng_ck_file f;
     bc_error err = {0};
     expect_error(parse_pickle(&f, pkl, n, 0, &err), &err, "outside its 4-element storage");
     n = make_pickle(pkl, 2, NULL, NULL); /* [2, 4): fits */
     if (parse_pickle(&f, pkl, n, 0, &err) != BC_OK) fail_msg("%s", err.message);
-    opt_ck_file_close(&f);
+    eng_ck_file_close(&f);
 }
 
 static void test_bad_memo(void **state) {
     (void)state;
     const char *p = "\x80\x02h\x07.";
-    opt_ck_file f;
+    eng_ck_file f;
     bc_error err = {0};
     expect_error(parse_pickle(&f, (const unsigned char *)p, strlen(p), 0, &err), &err, "memo index 7");
     const char *q = "\x80\x02}r\xff\xff\xff\x7f.";
@@ -256,11 +256,11 @@ static void test_every_byte_corrupted(void **state) {
             z.p[i] = vals[v];
             unsigned char *copy = malloc(z.n);
             memcpy(copy, z.p, z.n);
-            opt_ck_file f;
+            eng_ck_file f;
             bc_error err = {0};
-            if (opt_pt_parse(&f, FAKE, copy, z.n, &err) == BC_OK) {
+            if (eng_pt_parse(&f, FAKE, copy, z.n, &err) == BC_OK) {
                 ok++;
-                opt_ck_file_close(&f);
+                eng_ck_file_close(&f);
             } else {
                 bad++;
                 assert_non_null(strstr(err.message, FAKE));
@@ -284,17 +284,17 @@ static void test_sharded(void **state) {
     write_pt_shard(dir, "b.bin", 'v');
     const char *good = "{\"weight_map\": {\"w\": \"a.bin\", \"v\": \"b.bin\"}}";
     write_file(dir, "pytorch_model.bin.index.json", good, strlen(good));
-    opt_ck_set s;
+    eng_ck_set s;
     bc_error err = {0};
-    if (opt_ck_set_open_dir(&s, dir, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_ck_set_open_dir(&s, dir, &err) != BC_OK) fail_msg("%s", err.message);
     assert_int_equal(s.n_files, 2);
     assert_int_equal(s.n_tensors, 2);
     assert_string_equal(s.by_name[0]->name, "v");
     assert_string_equal(s.by_name[1]->name, "w");
-    opt_ck_set_close(&s);
+    eng_ck_set_close(&s);
     const char *bad = "{\"weight_map\": {\"w\": \"b.bin\", \"v\": \"b.bin\"}}";
     write_file(dir, "pytorch_model.bin.index.json", bad, strlen(bad));
-    assert_int_not_equal(opt_ck_set_open_dir(&s, dir, &err), BC_OK);
+    assert_int_not_equal(eng_ck_set_open_dir(&s, dir, &err), BC_OK);
     print_message("  error: %s\n", err.message);
     assert_non_null(strstr(err.message, "b.bin"));
     assert_non_null(strstr(err.message, "'w'"));

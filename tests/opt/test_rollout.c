@@ -22,24 +22,25 @@
 #include <unistd.h>
 
 #include "../core/bc_test_assert.h"
+#include "opt_model.h"
+#include "device.h"
 #include "rollout.h"
 
 typedef struct fixture {
     opt_hparams hp;
     opt_weights w;
-    opt_model m;
+    eng_model m;
 } fixture;
 
 /* A model of H heads (head size 32 / H) on a pool of `threads`. */
 static fixture *make_heads(int V, int pad_id, int threads, int H) {
     fixture *f = calloc(1, sizeof *f);
     bc_error err = {0};
-    f->hp = (opt_hparams){.vocab_size = V, .hidden_size = 32, .num_hidden_layers = 2, .num_attention_heads = H,
-                          .ffn_dim = 64, .max_position_embeddings = 96, .word_embed_proj_dim = 32,
-                          .do_layer_norm_before = 1, .pad_token_id = pad_id, .bos_token_id = 2, .eos_token_id = 2};
-    assert_int_equal(opt_weights_alloc(&f->w, &f->hp, OPT_F32, &err), BC_OK);
+    f->hp = (opt_hparams){.s = {.vocab_size = V, .hidden_size = 32, .n_layers = 2, .n_heads = H, .ffn_size = 64, .max_positions = 96, .pad_token_id = pad_id, .bos_token_id = 2, .eos_token_id = 2}, .word_embed_proj_dim = 32, .do_layer_norm_before = 1};
+    opt_hparams_derive(&f->hp);
+    assert_int_equal(opt_weights_alloc(&f->w, &f->hp, ENG_F32, &err), BC_OK);
     assert_int_equal(opt_weights_init_synthetic(&f->w, 11, &err), BC_OK);
-    assert_int_equal(opt_model_init(&f->m, &f->w, threads, &err), BC_OK);
+    assert_int_equal(eng_model_init(&f->m, &f->w.base, threads, &err), BC_OK);
     return f;
 }
 
@@ -48,29 +49,29 @@ static fixture *make_threads(int V, int pad_id, int threads) { return make_heads
 static fixture *make(int V, int pad_id) { return make_threads(V, pad_id, 2); }
 
 static void destroy(fixture *f) {
-    opt_model_free(&f->m);
+    eng_model_free(&f->m);
     opt_weights_free(&f->w);
     free(f);
 }
 
-static void run(fixture *f, const opt_rollout_params *p, opt_rollout *ro) {
+static void run(fixture *f, const eng_rollout_params *p, eng_rollout *ro) {
     bc_error err = {0};
-    assert_int_equal(opt_rollout_init(ro, &f->hp, p, &err), BC_OK);
-    assert_int_equal(opt_rollout_expand(ro, &err), BC_OK);
-    if (opt_rollout_generate(ro, &f->m, &err) != BC_OK) {
+    assert_int_equal(eng_rollout_init(ro, &f->hp.s, p, &err), BC_OK);
+    assert_int_equal(eng_rollout_expand(ro, &err), BC_OK);
+    if (eng_rollout_generate(ro, &f->m, &err) != BC_OK) {
         print_error("generate: %s\n", err.message);
         fail();
     }
-    assert_int_equal(opt_rollout_post_process(ro, &err), BC_OK);
+    assert_int_equal(eng_rollout_post_process(ro, &err), BC_OK);
 }
 
-static const int32_t *response(const opt_rollout *ro, int r) { return ro->seq + (size_t)r * ro->Stot + ro->Tp; }
+static const int32_t *response(const eng_rollout *ro, int r) { return ro->seq + (size_t)r * ro->Stot + ro->Tp; }
 
 static void test_expansion_and_exact_length(void **state) {
     (void)state;
     fixture *f = make(64, 1);
-    opt_rollout ro;
-    opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5, .response_length = 12,
+    eng_rollout ro;
+    eng_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5, .response_length = 12,
                             .sampling = {5.0, 1.0, 0, 9}}; /* hot: EOS would come often if allowed */
     run(f, &p, &ro);
     assert_int_equal(ro.R, 6);
@@ -79,7 +80,7 @@ static void test_expansion_and_exact_length(void **state) {
         assert_memory_equal(prompt, ro.prompt_ids + (size_t)(r / 2) * ro.Tp, 5 * sizeof(int32_t));
         for (int t = 0; t < 5; t++) assert_in_range(prompt[t], 3, 63);
         for (int k = 0; k < 12; k++) {
-            assert_int_not_equal(response(&ro, r)[k], f->hp.eos_token_id);
+            assert_int_not_equal(response(&ro, r)[k], f->hp.s.eos_token_id);
             assert_int_equal(ro.mask[(size_t)r * ro.Stot + ro.Tp + k], 1);
         }
     }
@@ -88,15 +89,15 @@ static void test_expansion_and_exact_length(void **state) {
     assert_int_equal(ro.response_start, 5);
     assert_int_equal(ro.n_generated, 6 * 12);
     assert_int_equal(ro.n_decode_forwards, 11);
-    opt_rollout_free(&ro, &f->m);
+    eng_cpu_rollout_free(&ro, &f->m);
     destroy(f);
 }
 
 static void test_stop_at_eos(void **state) {
     (void)state;
     fixture *f = make(8, 1);
-    opt_rollout ro;
-    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 2, .prompt_length = 4, .response_length = 80,
+    eng_rollout ro;
+    eng_rollout_params p = {.batch_size = 2, .samples_per_prompt = 2, .prompt_length = 4, .response_length = 80,
                             .sampling = {50.0, 1.0, 0, 4}, .stop_at_eos = 1};
     run(f, &p, &ro);
     int longest = 0;
@@ -104,9 +105,9 @@ static void test_stop_at_eos(void **state) {
     for (int r = 0; r < ro.R; r++) {
         int at = ro.eos_at[r];
         assert_true(at >= 0); /* 1/8 per step over 80 steps: all rows finish with this seed */
-        assert_int_equal(response(&ro, r)[at], f->hp.eos_token_id);
-        for (int k = 0; k < at; k++) assert_int_not_equal(response(&ro, r)[k], f->hp.eos_token_id);
-        for (int k = at + 1; k < ro.returned_len; k++) assert_int_equal(response(&ro, r)[k], f->hp.pad_token_id);
+        assert_int_equal(response(&ro, r)[at], f->hp.s.eos_token_id);
+        for (int k = 0; k < at; k++) assert_int_not_equal(response(&ro, r)[k], f->hp.s.eos_token_id);
+        for (int k = at + 1; k < ro.returned_len; k++) assert_int_equal(response(&ro, r)[k], f->hp.s.pad_token_id);
         for (int k = 0; k < ro.returned_len; k++)
             assert_int_equal(ro.mask[(size_t)r * ro.Stot + ro.Tp + k], k <= at);
         if (at + 1 > longest) longest = at + 1;
@@ -116,15 +117,15 @@ static void test_stop_at_eos(void **state) {
     assert_true(ro.returned_len < 80);
     assert_int_equal(ro.n_generated, produced);
     assert_int_equal(ro.n_decode_forwards, longest - 1);
-    opt_rollout_free(&ro, &f->m);
+    eng_cpu_rollout_free(&ro, &f->m);
     destroy(f);
 }
 
 static void test_shared_prefill_same_tokens(void **state) {
     (void)state;
     fixture *f = make(64, 1);
-    opt_rollout a, b;
-    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 3, .prompt_length = 6, .response_length = 10,
+    eng_rollout a, b;
+    eng_rollout_params p = {.batch_size = 2, .samples_per_prompt = 3, .prompt_length = 6, .response_length = 10,
                             .sampling = {0.0, 1.0, 0, 1}};
     run(f, &p, &a);
     p.shared_prefill = 1;
@@ -133,8 +134,8 @@ static void test_shared_prefill_same_tokens(void **state) {
     assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
     /* greedy: every sample of a prompt is the same */
     assert_memory_equal(response(&b, 0), response(&b, 2), 10 * sizeof(int32_t));
-    opt_rollout_free(&a, &f->m);
-    opt_rollout_free(&b, &f->m);
+    eng_cpu_rollout_free(&a, &f->m);
+    eng_cpu_rollout_free(&b, &f->m);
     destroy(f);
 }
 
@@ -142,16 +143,16 @@ static void test_shared_prefill_same_tokens(void **state) {
  * tokens read from its first sample's row; with shared prefill only that row
  * holds them) gives the tokens of every row reading its own copy, sampled
  * and greedy, with per-row and shared prefill, for groups of 3 and of more
- * rows than one attend_group call takes (OPT_ATTEND_GROUP_MAX). */
+ * rows than one attend_group call takes (ENG_ATTEND_GROUP_MAX). */
 static void test_shared_prefix_same_tokens(void **state) {
     (void)state;
     fixture *f = make(64, 1);
-    for (int Sp = 3; Sp <= OPT_ATTEND_GROUP_MAX + 2; Sp += OPT_ATTEND_GROUP_MAX - 1)
+    for (int Sp = 3; Sp <= ENG_ATTEND_GROUP_MAX + 2; Sp += ENG_ATTEND_GROUP_MAX - 1)
         for (int prefill = 0; prefill <= 1; prefill++)
             for (int Tp = 6; Tp <= 8; Tp += 2)
                 for (int hot = 0; hot <= 1; hot++) {
-                    opt_rollout a, b;
-                    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = Sp, .prompt_length = Tp,
+                    eng_rollout a, b;
+                    eng_rollout_params p = {.batch_size = 2, .samples_per_prompt = Sp, .prompt_length = Tp,
                                             .response_length = 12, .sampling = {hot ? 1.0 : 0.0, 1.0, 0, 31},
                                             .shared_prefill = prefill, .private_prefix = 1};
                     run(f, &p, &a);
@@ -164,8 +165,8 @@ static void test_shared_prefix_same_tokens(void **state) {
                     assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
                     if (hot) /* the samples of a prompt differ, so the test sees per-row keys */
                         assert_memory_not_equal(response(&b, 0), response(&b, 1), 12 * sizeof(int32_t));
-                    opt_rollout_free(&a, &f->m);
-                    opt_rollout_free(&b, &f->m);
+                    eng_cpu_rollout_free(&a, &f->m);
+                    eng_cpu_rollout_free(&b, &f->m);
                 }
     destroy(f);
 }
@@ -173,8 +174,8 @@ static void test_shared_prefix_same_tokens(void **state) {
 static void test_seeded_determinism(void **state) {
     (void)state;
     fixture *f = make(64, 1);
-    opt_rollout a, b, c;
-    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 2, .prompt_length = 4, .response_length = 16,
+    eng_rollout a, b, c;
+    eng_rollout_params p = {.batch_size = 2, .samples_per_prompt = 2, .prompt_length = 4, .response_length = 16,
                             .sampling = {1.0, 0.9, 20, 77}, .shared_prefill = 1};
     run(f, &p, &a);
     run(f, &p, &b);
@@ -186,17 +187,17 @@ static void test_seeded_determinism(void **state) {
     assert_memory_not_equal(response(&a, 0), response(&c, 0), 16 * sizeof(int32_t));
     /* release and acquire: the next rollout is the same */
     bc_error err = {0};
-    opt_rollout_release(&a, &f->m);
+    eng_rollout_release(&a, &f->m);
     assert_null(a.kv.k);
     int32_t *before = malloc((size_t)a.R * a.Stot * sizeof(int32_t));
     memcpy(before, a.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
-    assert_int_equal(opt_rollout_expand(&a, &err), BC_OK);
-    assert_int_equal(opt_rollout_generate(&a, &f->m, &err), BC_OK);
+    assert_int_equal(eng_rollout_expand(&a, &err), BC_OK);
+    assert_int_equal(eng_rollout_generate(&a, &f->m, &err), BC_OK);
     assert_memory_equal(before, a.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
     free(before);
-    opt_rollout_free(&a, &f->m);
-    opt_rollout_free(&b, &f->m);
-    opt_rollout_free(&c, &f->m);
+    eng_cpu_rollout_free(&a, &f->m);
+    eng_cpu_rollout_free(&b, &f->m);
+    eng_cpu_rollout_free(&c, &f->m);
     destroy(f);
 }
 
@@ -209,29 +210,29 @@ static void test_sample_stream(void **state) {
     (void)state;
     fixture *f = make(64, 1);
     bc_error err = {0};
-    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 2, .prompt_length = 4, .response_length = 10,
+    eng_rollout_params p = {.batch_size = 2, .samples_per_prompt = 2, .prompt_length = 4, .response_length = 10,
                             .sampling = {1.0, 1.0, 0, 5}};
     const size_t n = (size_t)4 * 14 * sizeof(int32_t);
     int32_t first[4 * 14], again[4 * 14];
     for (int per_iteration = 0; per_iteration <= 1; per_iteration++) {
         p.per_iteration_stream = per_iteration;
-        opt_rollout a, b;
+        eng_rollout a, b;
         run(f, &p, &a); /* iteration 0 */
         memcpy(first, a.seq, n);
         a.iteration = 1;
-        assert_int_equal(opt_rollout_expand(&a, &err), BC_OK);
-        assert_int_equal(opt_rollout_generate(&a, &f->m, &err), BC_OK);
+        assert_int_equal(eng_rollout_expand(&a, &err), BC_OK);
+        assert_int_equal(eng_rollout_generate(&a, &f->m, &err), BC_OK);
         memcpy(again, a.seq, n);
         if (per_iteration) assert_memory_not_equal(first, again, n);
         else assert_memory_equal(first, again, n);
         /* another run: the same stream at the same iteration */
-        assert_int_equal(opt_rollout_init(&b, &f->hp, &p, &err), BC_OK);
+        assert_int_equal(eng_rollout_init(&b, &f->hp.s, &p, &err), BC_OK);
         b.iteration = 1;
-        assert_int_equal(opt_rollout_expand(&b, &err), BC_OK);
-        assert_int_equal(opt_rollout_generate(&b, &f->m, &err), BC_OK);
+        assert_int_equal(eng_rollout_expand(&b, &err), BC_OK);
+        assert_int_equal(eng_rollout_generate(&b, &f->m, &err), BC_OK);
         assert_memory_equal(b.seq, again, n);
-        opt_rollout_free(&a, &f->m);
-        opt_rollout_free(&b, &f->m);
+        eng_cpu_rollout_free(&a, &f->m);
+        eng_cpu_rollout_free(&b, &f->m);
     }
     destroy(f);
 }
@@ -242,19 +243,19 @@ static void test_threads_same_tokens(void **state) {
     (void)state;
     fixture *f1 = make_threads(64, 1, 1), *f3 = make_threads(64, 1, 3);
     for (int continuous = 0; continuous <= 1; continuous++) {
-        opt_rollout a, b;
-        opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 3, .prompt_length = 5, .response_length = 12,
+        eng_rollout a, b;
+        eng_rollout_params p = {.batch_size = 3, .samples_per_prompt = 3, .prompt_length = 5, .response_length = 12,
                                 .sampling = {1.0, 0.9, 20, 5}, .stop_at_eos = 1, .continuous = continuous,
                                 .capacity = 5};
-        if (continuous) p.lengths = (opt_length_dist){.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8};
+        if (continuous) p.lengths = (eng_length_dist){.kind = ENG_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8};
         run(f1, &p, &a);
         run(f3, &p, &b);
         assert_int_equal(b.n_samplers, 3);
         assert_int_equal(a.returned_len, b.returned_len);
         assert_int_equal(a.n_generated, b.n_generated);
         assert_memory_equal(a.seq, b.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
-        opt_rollout_free(&a, &f1->m);
-        opt_rollout_free(&b, &f3->m);
+        eng_cpu_rollout_free(&a, &f1->m);
+        eng_cpu_rollout_free(&b, &f3->m);
     }
     destroy(f1);
     destroy(f3);
@@ -272,10 +273,10 @@ static char *write_tmp(const char *text) {
 }
 
 /* Reads path's prompts (a vocabulary of V). */
-static opt_prompts read_prompts(const char *path, int V) {
-    opt_prompts pr;
+static eng_prompts read_prompts(const char *path, int V) {
+    eng_prompts pr;
     bc_error err = {0};
-    if (opt_prompts_read(&pr, path, V, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_prompts_read(&pr, path, V, &err) != BC_OK) fail_msg("%s", err.message);
     return pr;
 }
 
@@ -286,10 +287,10 @@ static void test_prompts_file(void **state) {
     (void)state;
     fixture *f = make(64, 0);
     char *both = write_tmp("# two prompts\n0 7 9\n\n10 11 12 13 14 15\n"), *alone = write_tmp("0 7 9\n");
-    opt_prompts pboth = read_prompts(both, 64), palone = read_prompts(alone, 64);
+    eng_prompts pboth = read_prompts(both, 64), palone = read_prompts(alone, 64);
     assert_int_equal(pboth.n_lines, 2);
-    opt_rollout a, b;
-    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 1, .response_length = 8,
+    eng_rollout a, b;
+    eng_rollout_params p = {.batch_size = 2, .samples_per_prompt = 1, .response_length = 8,
                             .sampling = {0.0, 1.0, 0, 1}, .prompts = &pboth};
     run(f, &p, &a);
     assert_int_equal(a.Tp, 6);
@@ -307,34 +308,34 @@ static void test_prompts_file(void **state) {
     assert_int_equal(b.prompt_min, 3);
     assert_int_equal(b.prompt_max, 3);
     assert_memory_equal(response(&a, 0), response(&b, 0), 8 * sizeof(int32_t));
-    opt_rollout_free(&a, &f->m);
-    opt_rollout_free(&b, &f->m);
+    eng_cpu_rollout_free(&a, &f->m);
+    eng_cpu_rollout_free(&b, &f->m);
     /* batch 1 of the two-prompt file: only the first prompt runs, unpadded */
     p.prompts = &pboth;
-    opt_prompt_shape shape;
+    eng_prompt_shape shape;
     bc_error err = {0};
-    assert_int_equal(opt_rollout_check(&f->hp, &p, &shape, &err), BC_OK);
+    assert_int_equal(eng_rollout_check(&f->hp.s, &p, &shape, &err), BC_OK);
     assert_int_equal(shape.width, 3);
     /* prompt_length is the prompts' business: 0 is fine with them ... */
     p.prompt_length = 0;
-    assert_int_equal(opt_rollout_check(&f->hp, &p, &shape, &err), BC_OK);
+    assert_int_equal(eng_rollout_check(&f->hp.s, &p, &shape, &err), BC_OK);
     /* ... and refused without them */
     p.prompts = NULL;
-    assert_int_equal(opt_rollout_check(&f->hp, &p, &shape, &err), BC_ERR_SETTING);
+    assert_int_equal(eng_rollout_check(&f->hp.s, &p, &shape, &err), BC_ERR_SETTING);
     assert_non_null(strstr(err.message, "prompts_file"));
-    assert_int_equal(opt_rollout_init(&a, &f->hp, &p, &err), BC_ERR_SETTING);
-    opt_prompts_free(&pboth);
-    opt_prompts_free(&palone);
+    assert_int_equal(eng_rollout_init(&a, &f->hp.s, &p, &err), BC_ERR_SETTING);
+    eng_prompts_free(&pboth);
+    eng_prompts_free(&palone);
     /* bad files are refused with the file and line */
     char *bad = write_tmp("3 4\n5 x 6\n"), *big = write_tmp("3 64\n"), *empty = write_tmp("# nothing\n\n");
-    opt_prompts pr;
-    assert_int_equal(opt_prompts_read(&pr, bad, 64, &err), BC_ERR_FORMAT);
+    eng_prompts pr;
+    assert_int_equal(eng_prompts_read(&pr, bad, 64, &err), BC_ERR_FORMAT);
     assert_non_null(strstr(err.message, ":2:"));
-    assert_int_equal(opt_prompts_read(&pr, big, 64, &err), BC_ERR_FORMAT); /* id 64 is outside [0, 64) */
+    assert_int_equal(eng_prompts_read(&pr, big, 64, &err), BC_ERR_FORMAT); /* id 64 is outside [0, 64) */
     assert_non_null(strstr(err.message, ":1:"));
-    assert_int_equal(opt_prompts_read(&pr, empty, 64, &err), BC_ERR_FORMAT);
+    assert_int_equal(eng_prompts_read(&pr, empty, 64, &err), BC_ERR_FORMAT);
     assert_non_null(strstr(err.message, "no prompts"));
-    assert_int_equal(opt_prompts_read(&pr, "/nonexistent/prompts.txt", 64, &err), BC_ERR_NOT_FOUND);
+    assert_int_equal(eng_prompts_read(&pr, "/nonexistent/prompts.txt", 64, &err), BC_ERR_NOT_FOUND);
     assert_non_null(strstr(err.message, "/nonexistent/prompts.txt"));
     remove(both), remove(alone), remove(bad), remove(big), remove(empty);
     free(both), free(alone), free(bad), free(big), free(empty);
@@ -346,17 +347,17 @@ static void test_prompts_file(void **state) {
 static void test_too_long(void **state) {
     (void)state;
     fixture *f = make(64, 1);
-    opt_rollout ro;
+    eng_rollout ro;
     bc_error err = {0};
-    opt_rollout_params p = {.batch_size = 1, .samples_per_prompt = 1, .prompt_length = 90, .response_length = 10,
+    eng_rollout_params p = {.batch_size = 1, .samples_per_prompt = 1, .prompt_length = 90, .response_length = 10,
                             .sampling = {0.0, 1.0, 0, 1}};
-    assert_int_equal(opt_rollout_check(&f->hp, &p, NULL, &err), BC_ERR_INFEASIBLE);
+    assert_int_equal(eng_rollout_check(&f->hp.s, &p, NULL, &err), BC_ERR_INFEASIBLE);
     assert_non_null(strstr(err.message, "90"));
     assert_non_null(strstr(err.message, "10"));
     assert_non_null(strstr(err.message, "96 positions"));
-    assert_int_equal(opt_rollout_init(&ro, &f->hp, &p, &err), BC_ERR_INFEASIBLE);
+    assert_int_equal(eng_rollout_init(&ro, &f->hp.s, &p, &err), BC_ERR_INFEASIBLE);
     p.response_length = 6; /* exactly the 96 positions */
-    assert_int_equal(opt_rollout_check(&f->hp, &p, NULL, &err), BC_OK);
+    assert_int_equal(eng_rollout_check(&f->hp.s, &p, NULL, &err), BC_OK);
     destroy(f);
 }
 
@@ -367,8 +368,8 @@ static void test_generation_stats(void **state) {
     (void)state;
     fixture *f = make(8, 1); /* a vocabulary of 8: EOS comes often */
     for (int mode = 0; mode < 3; mode++) {
-        opt_rollout ro;
-        opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 3, .prompt_length = 5, .response_length = 12,
+        eng_rollout ro;
+        eng_rollout_params p = {.batch_size = 2, .samples_per_prompt = 3, .prompt_length = 5, .response_length = 12,
                                 .sampling = {1.0, 1.0, 0, 17}, .shared_prefill = mode == 1, .stop_at_eos = mode == 2};
         run(f, &p, &ro);
         const int R = 6;
@@ -394,7 +395,7 @@ static void test_generation_stats(void **state) {
         }
         assert_int_equal(ro.prompt_min, 5);
         assert_int_equal(ro.prompt_max, 5);
-        opt_rollout_free(&ro, &f->m);
+        eng_cpu_rollout_free(&ro, &f->m);
     }
     destroy(f);
 }
@@ -406,17 +407,17 @@ static void test_generation_stats(void **state) {
 static void test_continuous_same_tokens(void **state) {
     (void)state;
     fixture *f = make(8, 1); /* a vocabulary of 8: EOS comes often */
-    const opt_length_dist dists[] = {{.kind = OPT_LENGTHS_FIXED}, {.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8}};
+    const eng_length_dist dists[] = {{.kind = ENG_LENGTHS_FIXED}, {.kind = ENG_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8}};
     for (int d = 0; d < 2; d++)
         for (int eos = 0; eos <= 1; eos++) {
-            opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5,
+            eng_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5,
                                     .response_length = 14, .sampling = {1.0, 0.9, 0, 23}, .stop_at_eos = eos,
                                     .lengths = dists[d]};
-            opt_rollout a;
+            eng_rollout a;
             run(f, &p, &a);
             const int caps[] = {1, 2, 4, 6};
             for (int c = 0; c < 4; c++) {
-                opt_rollout b;
+                eng_rollout b;
                 p.continuous = 1;
                 p.capacity = caps[c];
                 run(f, &p, &b);
@@ -443,12 +444,12 @@ static void test_continuous_same_tokens(void **state) {
                     assert_true(b.row_done_step[r] >= 0 && b.row_done_step[r] <= b.n_steps);
                     assert_true(b.row_first_ms[r] > 0.0);
                 }
-                opt_rollout_free(&b, &f->m);
+                eng_cpu_rollout_free(&b, &f->m);
                 p.continuous = 0;
             }
             /* static: every row holds every response slot */
             assert_int_equal(a.n_padded_slots, (int64_t)a.R * a.returned_len);
-            opt_rollout_free(&a, &f->m);
+            eng_cpu_rollout_free(&a, &f->m);
         }
     destroy(f);
 }
@@ -465,27 +466,27 @@ static void test_continuous_prompt_sharing(void **state) {
     (void)state;
     fixture *f = make(16, 1);
     char *path = write_tmp("3 9 4\n5 6 7 12 13 14 8\n# comment\n10 11 4 5 6\n");
-    opt_prompts pr;
+    eng_prompts pr;
     bc_error err = {0};
-    assert_int_equal(opt_prompts_read(&pr, path, 16, &err), BC_OK);
+    assert_int_equal(eng_prompts_read(&pr, path, 16, &err), BC_OK);
     int moved = 0; /* runs where a prompt's first row finished before another of its rows */
     for (int hot = 0; hot <= 1; hot++) {
-        opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 4, .response_length = 14,
+        eng_rollout_params p = {.batch_size = 3, .samples_per_prompt = 4, .response_length = 14,
                                 .sampling = {hot ? 1.0 : 0.0, 0.9, 0, 23}, .stop_at_eos = hot, .prompts = &pr};
-        if (hot) p.lengths = (opt_length_dist){.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8};
-        opt_rollout a, a2;
+        if (hot) p.lengths = (eng_length_dist){.kind = ENG_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8};
+        eng_rollout a, a2;
         run(f, &p, &a);
         assert_int_equal(a.Tp, 7);
         p.shared_prefill = 1;
         run(f, &p, &a2);
         assert_memory_equal(a.seq, a2.seq, (size_t)a.R * a.Stot * sizeof(int32_t));
-        opt_rollout_free(&a2, &f->m);
+        eng_cpu_rollout_free(&a2, &f->m);
         for (int r = 0; r < a.R && hot; r++)
             if (r % 4 == 0 && (a.row_len[r] < a.row_len[r + 1] || a.row_len[r] < a.row_len[r + 2])) moved = 1;
         const int caps[] = {1, 3, 4, 12};
         for (int c = 0; c < 4; c++)
             for (int mode = 0; mode < 8; mode++) {
-                opt_rollout b;
+                eng_rollout b;
                 p.continuous = 1;
                 p.capacity = caps[c];
                 p.shared_prefill = mode & 1;
@@ -498,17 +499,17 @@ static void test_continuous_prompt_sharing(void **state) {
                 assert_memory_equal(a.mask, b.mask, (size_t)a.R * a.Stot);
                 assert_int_equal(a.n_generated, b.n_generated);
                 const int sharing = !p.private_prefix || p.shared_prefill;
-                assert_int_equal(opt_rollout_prompt_sharing(&b), sharing);
+                assert_int_equal(eng_rollout_prompt_sharing(&b), sharing);
                 if (!sharing || caps[c] == 1) assert_int_equal(b.n_prefill_tokens, (int64_t)a.R * 7);
                 else assert_true(b.n_prefill_tokens >= 3 * 7 && b.n_prefill_tokens < (int64_t)a.R * 7);
                 if (caps[c] == 12 && sharing) assert_int_equal(b.n_prefill_tokens, 3 * 7);
-                opt_rollout_free(&b, &f->m);
+                eng_cpu_rollout_free(&b, &f->m);
             }
         p.continuous = p.capacity = p.shared_prefill = p.private_prefix = p.kv_paged = 0;
-        opt_rollout_free(&a, &f->m);
+        eng_cpu_rollout_free(&a, &f->m);
     }
     assert_true(moved);
-    opt_prompts_free(&pr);
+    eng_prompts_free(&pr);
     unlink(path);
     free(path);
     destroy(f);
@@ -535,10 +536,10 @@ static size_t resident_pages(const void *q, size_t bytes) {
 static void test_paged_kv(void **state) {
     (void)state;
     fixture *f = make(8, 1);
-    opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5, .response_length = 14,
+    eng_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5, .response_length = 14,
                             .sampling = {1.0, 0.9, 0, 23}, .stop_at_eos = 1, .continuous = 1, .capacity = 4,
-                            .lengths = {.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8}};
-    opt_rollout a, b;
+                            .lengths = {.kind = ENG_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8}};
+    eng_rollout a, b;
     run(f, &p, &a);
     p.kv_paged = 1;
     run(f, &p, &b);
@@ -546,24 +547,24 @@ static void test_paged_kv(void **state) {
     assert_int_equal(a.kv_pages_peak, -1);
     assert_true(resident_pages(a.kv.k, a.kv.bytes / 2) > 0);
     /* D = 8 fp32 = 32 bytes a token: a 4 KiB page holds 128 tokens, so every row is one page */
-    const int P = opt_kv_page_tokens(&f->hp, OPT_F32, 0);
+    const int P = eng_kv_page_tokens(&f->hp.s, ENG_F32, 0);
     assert_int_equal(P * 32 % sysconf(_SC_PAGESIZE), 0);
     assert_int_equal(b.kv.Smax % P, 0);
     assert_true(b.kv_pages_peak >= 1 && b.kv_pages_peak <= 4 * ((a.Stot + P - 1) / P));
     assert_true(b.kv_fragmentation > 0.0 && b.kv_fragmentation < 1.0);
     assert_int_equal(b.kv_bytes_peak, b.kv_pages_peak * 2 * 2 * P * 32 * 4);
-    assert_int_equal(b.kv_bytes_saved, (int64_t)opt_kv_cache_bytes(&f->hp, OPT_F32, 4, a.Stot) - b.kv_bytes_peak);
+    assert_int_equal(b.kv_bytes_saved, (int64_t)eng_kv_cache_bytes(&f->hp.s, ENG_F32, 4, a.Stot) - b.kv_bytes_peak);
     assert_int_equal(resident_pages(b.kv.k, b.kv.bytes / 2), 0);
     assert_int_equal(resident_pages(b.kv.v, b.kv.bytes / 2), 0);
-    opt_rollout_free(&a, &f->m);
-    opt_rollout_free(&b, &f->m);
+    eng_cpu_rollout_free(&a, &f->m);
+    eng_cpu_rollout_free(&b, &f->m);
     /* a page that is not whole system pages, and paged without continuous batching */
     bc_error err = {0};
     p.page_tokens = 3;
-    assert_int_equal(opt_rollout_init(&b, &f->hp, &p, &err), BC_OK);
-    assert_int_equal(opt_rollout_acquire(&b, &f->m, &err), BC_ERR_SETTING);
+    assert_int_equal(eng_rollout_init(&b, &f->hp.s, &p, &err), BC_OK);
+    assert_int_equal(eng_rollout_acquire(&b, &f->m, &err), BC_ERR_SETTING);
     assert_non_null(strstr(err.message, "kv_page_tokens 3"));
-    opt_rollout_free(&b, &f->m);
+    eng_cpu_rollout_free(&b, &f->m);
     destroy(f);
 }
 
@@ -576,10 +577,10 @@ static void test_paged_kv_static(void **state) {
     (void)state;
     fixture *f = make(8, 1);
     for (int shared = 0; shared <= 1; shared++) {
-        opt_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5, .response_length = 14,
+        eng_rollout_params p = {.batch_size = 3, .samples_per_prompt = 2, .prompt_length = 5, .response_length = 14,
                                 .sampling = {1.0, 0.9, 0, 23}, .stop_at_eos = 1, .shared_prefill = shared,
-                                .lengths = {.kind = OPT_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8}};
-        opt_rollout a, b;
+                                .lengths = {.kind = ENG_LENGTHS_LOGNORMAL, .mean = 6, .sigma = 0.8}};
+        eng_rollout a, b;
         run(f, &p, &a);
         p.kv_paged = 1;
         run(f, &p, &b);
@@ -588,18 +589,18 @@ static void test_paged_kv_static(void **state) {
         assert_memory_equal(a.mask, b.mask, (size_t)a.R * a.Stot);
         assert_int_equal(a.kv_pages_peak, -1);
         /* D = 8 fp32: 128 tokens a page; every row wrote Tp + returned_len - 1 < 128 tokens: one page each */
-        const int P = opt_kv_page_tokens(&f->hp, OPT_F32, 0), len = 5 + b.returned_len - 1;
+        const int P = eng_kv_page_tokens(&f->hp.s, ENG_F32, 0), len = 5 + b.returned_len - 1;
         assert_int_equal(P, 128);
         assert_int_equal(b.kv_pages_peak, 6);
         assert_int_equal(b.kv_bytes_peak, 6 * 2 * 2 * P * 32 * 4);
-        assert_int_equal(b.kv_bytes_saved, (int64_t)opt_kv_cache_bytes(&f->hp, OPT_F32, 6, a.Stot) - b.kv_bytes_peak);
+        assert_int_equal(b.kv_bytes_saved, (int64_t)eng_kv_cache_bytes(&f->hp.s, ENG_F32, 6, a.Stot) - b.kv_bytes_peak);
         /* the samples after a prompt's first read its prompt there: their first Tp slots stay empty */
         const double written = shared ? 3.0 * len + 3.0 * (len - 5) : 6.0 * len;
         assert_double_close(b.kv_fragmentation, 1.0 - written / (6.0 * P), 1e-12);
         assert_int_equal(resident_pages(b.kv.k, b.kv.bytes / 2), 0);
         assert_int_equal(resident_pages(b.kv.v, b.kv.bytes / 2), 0);
-        opt_rollout_free(&a, &f->m);
-        opt_rollout_free(&b, &f->m);
+        eng_cpu_rollout_free(&a, &f->m);
+        eng_cpu_rollout_free(&b, &f->m);
     }
     destroy(f);
 }
@@ -611,14 +612,14 @@ static void test_paged_kv_static(void **state) {
 static void test_paged_shared_prefix_peak(void **state) {
     (void)state;
     fixture *f = make_heads(64, 1, 2, 1);
-    if (opt_kv_page_tokens(&f->hp, OPT_F32, 0) != 32) { /* the system's page is not 4 KiB */
+    if (eng_kv_page_tokens(&f->hp.s, ENG_F32, 0) != 32) { /* the system's page is not 4 KiB */
         destroy(f);
         skip();
     }
-    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 4, .prompt_length = 40, .response_length = 14,
+    eng_rollout_params p = {.batch_size = 2, .samples_per_prompt = 4, .prompt_length = 40, .response_length = 14,
                             .sampling = {1.0, 1.0, 0, 3}, .continuous = 1, .capacity = 8, .kv_paged = 1,
                             .private_prefix = 1};
-    opt_rollout a, b;
+    eng_rollout a, b;
     run(f, &p, &a);
     p.private_prefix = 0;
     run(f, &p, &b);
@@ -630,8 +631,8 @@ static void test_paged_shared_prefix_peak(void **state) {
     assert_true(b.kv_bytes_saved > a.kv_bytes_saved);
     assert_int_equal(resident_pages(b.kv.k, b.kv.bytes / 2), 0);
     assert_int_equal(resident_pages(b.kv.v, b.kv.bytes / 2), 0);
-    opt_rollout_free(&a, &f->m);
-    opt_rollout_free(&b, &f->m);
+    eng_cpu_rollout_free(&a, &f->m);
+    eng_cpu_rollout_free(&b, &f->m);
     destroy(f);
 }
 
@@ -641,27 +642,27 @@ static void test_drawn_lengths(void **state) {
     (void)state;
     enum { R = 4000, Tr = 512 };
     static int a[R], b[R], scratch[R];
-    opt_length_dist uni = {.kind = OPT_LENGTHS_UNIFORM, .min_ratio = 0.5};
-    opt_lengths_draw(&uni, 7, Tr, R, a);
-    opt_lengths_draw(&uni, 7, Tr, R, b);
+    eng_length_dist uni = {.kind = ENG_LENGTHS_UNIFORM, .min_ratio = 0.5};
+    eng_lengths_draw(&uni, 7, Tr, R, a);
+    eng_lengths_draw(&uni, 7, Tr, R, b);
     assert_memory_equal(a, b, sizeof a);
-    opt_length_summary s = opt_lengths_summarize(a, R, scratch);
+    eng_length_summary s = eng_lengths_summarize(a, R, scratch);
     assert_true(s.min >= 256 && s.max <= Tr && s.min < 270 && s.max > 500);
-    opt_lengths_draw(&uni, 8, Tr, R, b);
+    eng_lengths_draw(&uni, 8, Tr, R, b);
     assert_true(memcmp(a, b, sizeof a) != 0);
     /* lognormal, mean 128 with a long tail: the mean within 5%, the median below it, the tail past 2x */
-    opt_length_dist ln = {.kind = OPT_LENGTHS_LOGNORMAL, .mean = 128, .sigma = 0.6};
-    opt_lengths_draw(&ln, 7, Tr, R, a);
+    eng_length_dist ln = {.kind = ENG_LENGTHS_LOGNORMAL, .mean = 128, .sigma = 0.6};
+    eng_lengths_draw(&ln, 7, Tr, R, a);
     double mean = 0;
     for (int r = 0; r < R; r++) mean += a[r];
     mean /= R;
-    s = opt_lengths_summarize(a, R, scratch);
+    s = eng_lengths_summarize(a, R, scratch);
     assert_true(mean > 0.95 * 128 && mean < 1.05 * 128);
     assert_true(s.p50 < mean && s.p95 > 256 && s.min >= 1 && s.max <= Tr);
     /* empirical: only the listed values, clamped to Tr */
     const int32_t vals[] = {3, 9, 1000};
-    opt_length_dist em = {.kind = OPT_LENGTHS_EMPIRICAL, .values = vals, .n_values = 3};
-    opt_lengths_draw(&em, 7, Tr, R, a);
+    eng_length_dist em = {.kind = ENG_LENGTHS_EMPIRICAL, .values = vals, .n_values = 3};
+    eng_lengths_draw(&em, 7, Tr, R, a);
     int seen[3] = {0};
     for (int r = 0; r < R; r++) {
         assert_true(a[r] == 3 || a[r] == 9 || a[r] == Tr);
@@ -678,7 +679,7 @@ static void test_drawn_lengths(void **state) {
     int32_t *v;
     int n;
     bc_error err = {0};
-    assert_int_equal(opt_lengths_read(path, &v, &n, &err), BC_OK);
+    assert_int_equal(eng_lengths_read(path, &v, &n, &err), BC_OK);
     assert_int_equal(n, 3);
     assert_int_equal(v[0], 12);
     assert_int_equal(v[2], 7);
@@ -686,7 +687,7 @@ static void test_drawn_lengths(void **state) {
     f = fopen(path, "w");
     fputs("12\n0\n", f);
     fclose(f);
-    assert_int_equal(opt_lengths_read(path, &v, &n, &err), BC_ERR_FORMAT);
+    assert_int_equal(eng_lengths_read(path, &v, &n, &err), BC_ERR_FORMAT);
     assert_non_null(strstr(err.message, ":2:"));
     unlink(path);
 }

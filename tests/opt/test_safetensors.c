@@ -1,4 +1,4 @@
-/* test_safetensors.c: the .safetensors reader (plugins/opt/safetensors.c).
+/* test_safetensors.c: the .safetensors reader (engine/ckpt/safetensors.c).
  *
  * Each test writes its files into a fresh temp directory: one good file (and
  * a good sharded set), then one malformed or hostile header per test. Every
@@ -79,9 +79,9 @@ static void write_st(const fixture *fx, const char *name, const char *header, si
 /* Opens fx->path expecting failure with code; checks the message names the
  * file and every string in the NULL-terminated list. */
 static void expect_fail(const fixture *fx, bc_status code, ...) {
-    opt_ck_file f;
+    eng_ck_file f;
     bc_error err = {0};
-    bc_status st = opt_ck_file_open(&f, opt_st_parse, fx->path, &err);
+    bc_status st = eng_ck_file_open(&f, eng_st_parse, fx->path, &err);
     print_message("    -> %s\n", err.message);
     assert_int_equal(st, code);
     assert_int_equal(err.code, code);
@@ -95,14 +95,14 @@ static void expect_fail(const fixture *fx, bc_status code, ...) {
     }
     va_end(ap);
     assert_null(f.tensors); /* left empty */
-    opt_ck_file_close(&f);
+    eng_ck_file_close(&f);
 }
 
 static void expect_header_fail(const fixture *fx, const char *header, size_t data_len, ...) {
     write_st(fx, "model.safetensors", header, data_len, UINT64_MAX);
-    opt_ck_file f;
+    eng_ck_file f;
     bc_error err = {0};
-    bc_status st = opt_ck_file_open(&f, opt_st_parse, fx->path, &err);
+    bc_status st = eng_ck_file_open(&f, eng_st_parse, fx->path, &err);
     print_message("    -> %s\n", err.message);
     assert_int_equal(st, BC_ERR_FORMAT);
     assert_non_null(strstr(err.message, fx->path));
@@ -114,7 +114,7 @@ static void expect_header_fail(const fixture *fx, const char *header, size_t dat
         assert_non_null(strstr(err.message, s));
     }
     va_end(ap);
-    opt_ck_file_close(&f);
+    eng_ck_file_close(&f);
 }
 
 /* ------------------------------------------------------------ good files */
@@ -129,26 +129,26 @@ static void test_good_file(void **state) {
              "\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[24,32]},"
              "\"e\":{\"dtype\":\"F16\",\"shape\":[0],\"data_offsets\":[32,32]}}   ",
              32, UINT64_MAX);
-    opt_ck_file f;
+    eng_ck_file f;
     bc_error err = {0};
-    assert_int_equal(opt_ck_file_open(&f, opt_st_parse, fx->path, &err), BC_OK);
+    assert_int_equal(eng_ck_file_open(&f, eng_st_parse, fx->path, &err), BC_OK);
     assert_int_equal(f.n_tensors, 3);
-    const opt_ck_tensor *a = opt_ck_file_find(&f, "a"), *b = opt_ck_file_find(&f, "b"), *e = opt_ck_file_find(&f, "e");
+    const eng_ck_tensor *a = eng_ck_file_find(&f, "a"), *b = eng_ck_file_find(&f, "b"), *e = eng_ck_file_find(&f, "e");
     assert_non_null(a);
     assert_non_null(b);
     assert_non_null(e);
-    assert_null(opt_ck_file_find(&f, "__metadata__"));
-    assert_null(opt_ck_file_find(&f, "c"));
-    assert_int_equal(b->dtype, OPT_CK_F32);
+    assert_null(eng_ck_file_find(&f, "__metadata__"));
+    assert_null(eng_ck_file_find(&f, "c"));
+    assert_int_equal(b->dtype, ENG_CK_F32);
     assert_int_equal(b->ndim, 2);
     assert_int_equal(b->shape[0], 2);
     assert_int_equal(b->shape[1], 3);
     assert_int_equal(b->numel, 6);
     assert_int_equal(b->nbytes, 24);
-    assert_int_equal(a->dtype, OPT_CK_BF16);
+    assert_int_equal(a->dtype, ENG_CK_BF16);
     assert_int_equal(a->numel, 4);
     assert_int_equal(e->numel, 0);
-    assert_string_equal(opt_ck_dtype_name(a->dtype), "BF16");
+    assert_string_equal(eng_ck_dtype_name(a->dtype), "BF16");
     /* data: byte i of the data section holds i. */
     const unsigned char *pa = a->data, *pb = b->data;
     assert_int_equal(pb[0], 0);
@@ -156,21 +156,21 @@ static void test_good_file(void **state) {
     assert_int_equal(pa[0], 24);
     assert_int_equal(pa[7], 31);
     assert_string_equal(a->path, fx->path);
-    opt_ck_file_close(&f);
-    opt_ck_file_close(&f); /* closing twice is safe */
+    eng_ck_file_close(&f);
+    eng_ck_file_close(&f); /* closing twice is safe */
 }
 
 static void test_good_dir_single(void **state) {
     fixture *fx = *state;
     write_st(fx, "model.safetensors", "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
              UINT64_MAX);
-    opt_ck_set s;
+    eng_ck_set s;
     bc_error err = {0};
-    assert_int_equal(opt_ck_set_open_dir(&s, fx->dir, &err), BC_OK);
+    assert_int_equal(eng_ck_set_open_dir(&s, fx->dir, &err), BC_OK);
     assert_int_equal(s.n_files, 1);
-    assert_non_null(opt_ck_set_find(&s, "x"));
-    assert_null(opt_ck_set_find(&s, "y"));
-    opt_ck_set_close(&s);
+    assert_non_null(eng_ck_set_find(&s, "x"));
+    assert_null(eng_ck_set_find(&s, "y"));
+    eng_ck_set_close(&s);
 }
 
 static const char *shard_index =
@@ -191,33 +191,33 @@ static void test_good_sharded(void **state) {
     fixture *fx = *state;
     write_shards(fx);
     write_bytes(fx, "model.safetensors.index.json", shard_index, strlen(shard_index));
-    opt_ck_set s;
+    eng_ck_set s;
     bc_error err = {0};
-    assert_int_equal(opt_ck_set_open_dir(&s, fx->dir, &err), BC_OK);
+    assert_int_equal(eng_ck_set_open_dir(&s, fx->dir, &err), BC_OK);
     assert_int_equal(s.n_files, 2);
     assert_int_equal(s.n_tensors, 3);
-    const opt_ck_tensor *x = opt_ck_set_find(&s, "x"), *y = opt_ck_set_find(&s, "y"), *z = opt_ck_set_find(&s, "z");
+    const eng_ck_tensor *x = eng_ck_set_find(&s, "x"), *y = eng_ck_set_find(&s, "y"), *z = eng_ck_set_find(&s, "z");
     assert_non_null(x);
     assert_non_null(y);
     assert_non_null(z);
     assert_non_null(strstr(x->path, "model-00001-of-00002"));
     assert_non_null(strstr(y->path, "model-00002-of-00002"));
-    assert_int_equal(y->dtype, OPT_CK_F16);
-    opt_ck_set_close(&s);
+    assert_int_equal(y->dtype, ENG_CK_F16);
+    eng_ck_set_close(&s);
 }
 
 /* ------------------------------------------------------- sharded: bad */
 
 static void expect_set_fail(const fixture *fx, bc_status code, const char *s1, const char *s2) {
-    opt_ck_set s;
+    eng_ck_set s;
     bc_error err = {0};
-    bc_status st = opt_ck_set_open_dir(&s, fx->dir, &err);
+    bc_status st = eng_ck_set_open_dir(&s, fx->dir, &err);
     print_message("    -> %s\n", err.message);
     assert_int_equal(st, code);
     if (s1) assert_non_null(strstr(err.message, s1));
     if (s2) assert_non_null(strstr(err.message, s2));
     assert_null(s.files);
-    opt_ck_set_close(&s);
+    eng_ck_set_close(&s);
 }
 
 /* The two shards of write_shards with an index whose weight_map maps x and y
@@ -410,12 +410,12 @@ static void test_bad_metadata(void **state) {
     expect_header_fail(fx, "{\"__metadata__\":{\"format\":1}}", 0, "__metadata__", "'format'", NULL);
     /* A good one with no tensors at all. */
     write_st(fx, "model.safetensors", "{\"__metadata__\":{\"format\":\"pt\"}}", 0, UINT64_MAX);
-    opt_ck_file f;
+    eng_ck_file f;
     bc_error err = {0};
-    assert_int_equal(opt_ck_file_open(&f, opt_st_parse, fx->path, &err), BC_OK);
+    assert_int_equal(eng_ck_file_open(&f, eng_st_parse, fx->path, &err), BC_OK);
     assert_int_equal(f.n_tensors, 0);
-    assert_null(opt_ck_file_find(&f, "x"));
-    opt_ck_file_close(&f);
+    assert_null(eng_ck_file_find(&f, "x"));
+    eng_ck_file_close(&f);
 }
 
 /* The in-memory parser on a buffer with no slack: ASan catches any read past
@@ -429,21 +429,21 @@ static void test_parse_exact_buffer(void **state) {
     for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)hl >> (8 * i));
     memcpy(buf + 8, h, hl);
     memset(buf + 8 + hl, 0x3c, 6);
-    opt_ck_file f;
+    eng_ck_file f;
     bc_error err = {0};
-    assert_int_equal(opt_st_parse(&f, "mem", buf, len, &err), BC_OK);
-    const opt_ck_tensor *w = opt_ck_file_find(&f, "w");
+    assert_int_equal(eng_st_parse(&f, "mem", buf, len, &err), BC_OK);
+    const eng_ck_tensor *w = eng_ck_file_find(&f, "w");
     assert_non_null(w);
     assert_ptr_equal(w->data, buf + 8 + hl);
-    opt_ck_file_close(&f);
+    eng_ck_file_close(&f);
     /* Every truncation of it fails cleanly. */
     for (size_t cut = 0; cut < len; cut++) {
         unsigned char *p = malloc(cut ? cut : 1);
         assert_non_null(p);
         memcpy(p, buf, cut);
-        assert_int_not_equal(opt_st_parse(&f, "mem", p, cut, &err), BC_OK);
+        assert_int_not_equal(eng_st_parse(&f, "mem", p, cut, &err), BC_OK);
         assert_non_null(strstr(err.message, "mem"));
-        opt_ck_file_close(&f);
+        eng_ck_file_close(&f);
         free(p);
     }
     free(buf);

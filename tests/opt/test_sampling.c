@@ -40,8 +40,8 @@ static void allowed_set(const float *logits, int V, double temp, int top_k, doub
 }
 
 static void random_logits(float *logits, int V, uint64_t seed) {
-    opt_rng r = opt_rng_for_row(seed, 0);
-    for (int v = 0; v < V; v++) logits[v] = (float)(6.0 * opt_rng_uniform(&r) - 3.0);
+    eng_rng r = eng_rng_for_row(seed, 0);
+    for (int v = 0; v < V; v++) logits[v] = (float)(6.0 * eng_rng_uniform(&r) - 3.0);
 }
 
 static void check_never_outside(double temp, int top_k, double top_p) {
@@ -50,14 +50,14 @@ static void check_never_outside(double temp, int top_k, double top_p) {
     int allowed[V], seen[V] = {0};
     random_logits(base, V, 99);
     allowed_set(base, V, temp, top_k, top_p, allowed);
-    opt_sampling p = {temp, top_p, top_k, 7};
-    opt_sampler s;
+    eng_sampling p = {temp, top_p, top_k, 7};
+    eng_sampler s;
     bc_error err = {0};
-    assert_int_equal(opt_sampler_init(&s, V, &p, &err), BC_OK);
-    opt_rng rng = opt_rng_for_row(7, 3);
+    assert_int_equal(eng_sampler_init(&s, V, &p, &err), BC_OK);
+    eng_rng rng = eng_rng_for_row(7, 3);
     for (int d = 0; d < DRAWS; d++) {
         memcpy(work, base, sizeof work);
-        int32_t t = opt_sample(&s, work, &rng);
+        int32_t t = eng_sample(&s, work, &rng);
         assert_true(t >= 0 && t < V);
         if (!allowed[t]) {
             print_error("draw %d: token %d outside the allowed set (T %g, k %d, p %g)\n", d, t, temp, top_k, top_p);
@@ -67,13 +67,13 @@ static void check_never_outside(double temp, int top_k, double top_p) {
     }
     /* the filter's kept set is exactly the allowed set */
     memcpy(work, base, sizeof work);
-    opt_sampler_filter(&s, work);
+    eng_sampler_filter(&s, work);
     int n_allowed = 0, n_seen = 0;
     for (int v = 0; v < V; v++) n_allowed += allowed[v], n_seen += seen[v];
     assert_int_equal(s.n_kept, n_allowed);
     for (int i = 0; i < s.n_kept; i++) assert_true(allowed[s.kept[i].i]);
     assert_true(n_seen > 1 || n_allowed == 1);
-    opt_sampler_free(&s);
+    eng_sampler_free(&s);
 }
 
 static void test_top_k(void **state) { (void)state; check_never_outside(1.0, 5, 1.0); }
@@ -86,14 +86,14 @@ static void test_top_k_all(void **state) { (void)state; check_never_outside(1.0,
 static void test_top_k_ties(void **state) {
     (void)state;
     float logits[10] = {1, 5, 3, 3, 3, 0, 2, 3, -1, 4};
-    opt_sampling p = {1.0, 1.0, 3, 1};
-    opt_sampler s;
+    eng_sampling p = {1.0, 1.0, 3, 1};
+    eng_sampler s;
     bc_error err = {0};
-    assert_int_equal(opt_sampler_init(&s, 10, &p, &err), BC_OK);
-    opt_sampler_filter(&s, logits);
+    assert_int_equal(eng_sampler_init(&s, 10, &p, &err), BC_OK);
+    eng_sampler_filter(&s, logits);
     assert_int_equal(s.n_kept, 6); /* 5, 4 and the four 3s */
     for (int i = 0; i < s.n_kept; i++) assert_true(s.kept[i].i == 1 || s.kept[i].i == 9 || (s.kept[i].i >= 2 && s.kept[i].i <= 4) || s.kept[i].i == 7);
-    opt_sampler_free(&s);
+    eng_sampler_free(&s);
 }
 
 static void test_top_p_tiny(void **state) { (void)state; check_never_outside(1.0, 0, 1e-6); }
@@ -104,15 +104,15 @@ static void check_chi_square(const double *probs, int V, double top_p, const dou
     enum { DRAWS = 10000 };
     float logits[16], work[16];
     for (int v = 0; v < V; v++) logits[v] = (float)log(probs[v]);
-    opt_sampling p = {1.0, top_p, 0, 2024};
-    opt_sampler s;
+    eng_sampling p = {1.0, top_p, 0, 2024};
+    eng_sampler s;
     bc_error err = {0};
-    assert_int_equal(opt_sampler_init(&s, V, &p, &err), BC_OK);
-    opt_rng rng = opt_rng_for_row(2024, 0);
+    assert_int_equal(eng_sampler_init(&s, V, &p, &err), BC_OK);
+    eng_rng rng = eng_rng_for_row(2024, 0);
     int counts[16] = {0};
     for (int d = 0; d < DRAWS; d++) {
         memcpy(work, logits, sizeof(float) * (size_t)V);
-        counts[opt_sample(&s, work, &rng)]++;
+        counts[eng_sample(&s, work, &rng)]++;
     }
     double chi2 = 0;
     int df = -1;
@@ -131,7 +131,7 @@ static void check_chi_square(const double *probs, int V, double top_p, const dou
         print_error("chi-square %g >= %g (df %d)\n", chi2, crit[df], df);
         fail();
     }
-    opt_sampler_free(&s);
+    eng_sampler_free(&s);
 }
 
 static void test_chi_square(void **state) {
@@ -156,12 +156,12 @@ static void test_top_p_large_vocab(void **state) {
     float *base = malloc(V * sizeof(float)), *work = malloc(V * sizeof(float));
     random_logits(base, V, 5);
     for (int v = 0; v < V; v += 97) base[v] += 4.0f; /* a heavy head of ~500 tokens */
-    opt_sampling p = {0.7, 0.9, 0, 1};
-    opt_sampler s;
+    eng_sampling p = {0.7, 0.9, 0, 1};
+    eng_sampler s;
     bc_error err = {0};
-    assert_int_equal(opt_sampler_init(&s, V, &p, &err), BC_OK);
+    assert_int_equal(eng_sampler_init(&s, V, &p, &err), BC_OK);
     memcpy(work, base, V * sizeof(float));
-    opt_sampler_filter(&s, work);
+    eng_sampler_filter(&s, work);
     /* brute force: the kept set is a prefix of the descending order */
     double *sorted = malloc(V * sizeof(double)), mx = -INFINITY, sum = 0;
     for (int v = 0; v < V; v++) sorted[v] = base[v] / 0.7, mx = fmax(mx, sorted[v]);
@@ -172,32 +172,32 @@ static void test_top_p_large_vocab(void **state) {
     while (keep < V && cum < 0.9) cum += exp(sorted[keep++] - mx) / sum;
     assert_in_range(s.n_kept, keep - 2, keep + 2); /* fp32 vs double rounding at the edge */
     assert_true(s.n_kept > 64);
-    opt_sampler_free(&s);
+    eng_sampler_free(&s);
     free(base), free(work), free(sorted);
 }
 
 static void test_greedy_and_eos(void **state) {
     (void)state;
     float logits[5] = {0.5f, 2.0f, 2.0f, -1.0f, 1.0f};
-    opt_sampling p = {0.0, 1.0, 0, 0};
-    opt_sampler s;
+    eng_sampling p = {0.0, 1.0, 0, 0};
+    eng_sampler s;
     bc_error err = {0};
-    assert_int_equal(opt_sampler_init(&s, 5, &p, &err), BC_OK);
-    opt_rng r = opt_rng_for_row(0, 0);
-    assert_int_equal(opt_sample(&s, logits, &r), 1); /* first maximum, like argmax */
+    assert_int_equal(eng_sampler_init(&s, 5, &p, &err), BC_OK);
+    eng_rng r = eng_rng_for_row(0, 0);
+    assert_int_equal(eng_sample(&s, logits, &r), 1); /* first maximum, like argmax */
     logits[1] = logits[2] = -INFINITY;
-    assert_int_equal(opt_sample(&s, logits, &r), 4);
-    opt_sampler_free(&s);
+    assert_int_equal(eng_sample(&s, logits, &r), 4);
+    eng_sampler_free(&s);
     /* a -inf logit is never drawn */
-    opt_sampling q = {1.0, 1.0, 0, 0};
-    assert_int_equal(opt_sampler_init(&s, 5, &q, &err), BC_OK);
+    eng_sampling q = {1.0, 1.0, 0, 0};
+    assert_int_equal(eng_sampler_init(&s, 5, &q, &err), BC_OK);
     for (int d = 0; d < 500; d++) {
         float l[5] = {0, 0, -INFINITY, 0, 0};
-        assert_int_not_equal(opt_sample(&s, l, &r), 2);
+        assert_int_not_equal(eng_sample(&s, l, &r), 2);
     }
-    opt_sampler_free(&s);
-    opt_sampling bad = {1.0, 0.0, 0, 0};
-    assert_int_equal(opt_sampler_init(&s, 5, &bad, &err), BC_ERR_INVALID);
+    eng_sampler_free(&s);
+    eng_sampling bad = {1.0, 0.0, 0, 0};
+    assert_int_equal(eng_sampler_init(&s, 5, &bad, &err), BC_ERR_INVALID);
 }
 
 /* Greedy over a large vocabulary (many 16-lane blocks and a tail) against
@@ -208,11 +208,11 @@ static void test_greedy_large(void **state) {
     const int V = 50272 + 7;
     float *l = malloc(sizeof(float) * V);
     assert_non_null(l);
-    opt_sampling p = {0.0, 1.0, 0, 0};
-    opt_sampler s;
+    eng_sampling p = {0.0, 1.0, 0, 0};
+    eng_sampler s;
     bc_error err = {0};
-    assert_int_equal(opt_sampler_init(&s, V, &p, &err), BC_OK);
-    opt_rng r = opt_rng_for_row(0, 0);
+    assert_int_equal(eng_sampler_init(&s, V, &p, &err), BC_OK);
+    eng_rng r = eng_rng_for_row(0, 0);
     unsigned seed = 5;
     for (int trial = 0; trial < 40; trial++) {
         for (int v = 0; v < V; v++) {
@@ -227,27 +227,27 @@ static void test_greedy_large(void **state) {
         int want = 0;
         for (int v = 1; v < V; v++)
             if (l[v] > l[want]) want = v;
-        assert_int_equal(opt_sample(&s, l, &r), want);
+        assert_int_equal(eng_sample(&s, l, &r), want);
     }
-    opt_sampler_free(&s);
+    eng_sampler_free(&s);
     free(l);
 }
 
 static void test_rng_per_row(void **state) {
     (void)state;
-    opt_rng a = opt_rng_for_row(42, 1), b = opt_rng_for_row(42, 1), c = opt_rng_for_row(42, 2),
-            d = opt_rng_for_row(43, 1);
+    eng_rng a = eng_rng_for_row(42, 1), b = eng_rng_for_row(42, 1), c = eng_rng_for_row(42, 2),
+            d = eng_rng_for_row(43, 1);
     int same_c = 0, same_d = 0;
     for (int i = 0; i < 100; i++) {
-        uint64_t x = opt_rng_next(&a);
-        assert_true(x == opt_rng_next(&b));
-        same_c += x == opt_rng_next(&c);
-        same_d += x == opt_rng_next(&d);
+        uint64_t x = eng_rng_next(&a);
+        assert_true(x == eng_rng_next(&b));
+        same_c += x == eng_rng_next(&c);
+        same_d += x == eng_rng_next(&d);
     }
     assert_int_equal(same_c, 0);
     assert_int_equal(same_d, 0);
     for (int i = 0; i < 1000; i++) {
-        double u = opt_rng_uniform(&a);
+        double u = eng_rng_uniform(&a);
         assert_true(u >= 0.0 && u < 1.0);
     }
 }

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opt_model.h"
+#include "device.h"
 #include "rollout.h"
 
 /* The 125m vocabulary and positions with a narrower, shallower body, so the
@@ -21,10 +23,10 @@ static opt_hparams small_125m_like(void) {
     bc_error err = {0};
     opt_hparams hp;
     assert_int_equal(opt_hparams_preset("125m", &hp, &err), BC_OK);
-    hp.hidden_size = 256;
-    hp.num_hidden_layers = 4;
-    hp.num_attention_heads = 4;
-    hp.ffn_dim = 1024;
+    hp.s.hidden_size = 256;
+    hp.s.n_layers = 4;
+    hp.s.n_heads = 4;
+    hp.s.ffn_size = 1024;
     hp.word_embed_proj_dim = 256;
     return hp;
 }
@@ -32,21 +34,21 @@ static opt_hparams small_125m_like(void) {
 static void test_deterministic(void **state) {
     (void)state;
     opt_hparams hp = small_125m_like();
-    hp.vocab_size = 1000;
+    hp.s.vocab_size = 1000;
     opt_weights a, b, c;
     bc_error err = {0};
-    assert_int_equal(opt_weights_alloc(&a, &hp, OPT_BF16, &err), BC_OK);
-    assert_int_equal(opt_weights_alloc(&b, &hp, OPT_BF16, &err), BC_OK);
-    assert_int_equal(opt_weights_alloc(&c, &hp, OPT_BF16, &err), BC_OK);
-    memset(a.arena, 0, a.arena_bytes); /* padding between tensors compares equal */
-    memset(b.arena, 0, b.arena_bytes);
-    memset(c.arena, 0, c.arena_bytes);
+    assert_int_equal(opt_weights_alloc(&a, &hp, ENG_BF16, &err), BC_OK);
+    assert_int_equal(opt_weights_alloc(&b, &hp, ENG_BF16, &err), BC_OK);
+    assert_int_equal(opt_weights_alloc(&c, &hp, ENG_BF16, &err), BC_OK);
+    memset(a.base.arena, 0, a.base.arena_bytes); /* padding between tensors compares equal */
+    memset(b.base.arena, 0, b.base.arena_bytes);
+    memset(c.base.arena, 0, c.base.arena_bytes);
     assert_int_equal(opt_weights_init_synthetic(&a, 7, &err), BC_OK);
     assert_int_equal(opt_weights_init_synthetic(&b, 7, &err), BC_OK);
     assert_int_equal(opt_weights_init_synthetic(&c, 8, &err), BC_OK);
-    assert_int_equal(a.arena_bytes, b.arena_bytes);
-    assert_memory_equal(a.arena, b.arena, a.arena_bytes);
-    assert_memory_not_equal(a.arena, c.arena, a.arena_bytes);
+    assert_int_equal(a.base.arena_bytes, b.base.arena_bytes);
+    assert_memory_equal(a.base.arena, b.base.arena, a.base.arena_bytes);
+    assert_memory_not_equal(a.base.arena, c.base.arena, a.base.arena_bytes);
     opt_weights_free(&a), opt_weights_free(&b), opt_weights_free(&c);
 }
 
@@ -55,7 +57,7 @@ static void test_scale(void **state) {
     opt_hparams hp = small_125m_like();
     opt_weights w;
     bc_error err = {0};
-    assert_int_equal(opt_weights_alloc(&w, &hp, OPT_F32, &err), BC_OK);
+    assert_int_equal(opt_weights_alloc(&w, &hp, ENG_F32, &err), BC_OK);
     assert_int_equal(opt_weights_init_synthetic(&w, 1, &err), BC_OK);
     const float *e = w.embed_tokens.data;
     size_t n = (size_t)w.embed_tokens.rows * w.embed_tokens.cols;
@@ -65,7 +67,7 @@ static void test_scale(void **state) {
     assert_true(fabs(mean) < 1e-3);
     assert_true(fabs(sd - 0.02) < 1e-3);
     assert_true(mx <= 0.0701); /* 2 * sqrt(3) * 0.02 bound of the Irwin-Hall sum */
-    for (int i = 0; i < hp.hidden_size; i++) {
+    for (int i = 0; i < hp.s.hidden_size; i++) {
         assert_true(w.layers[0].ln1_gamma[i] == 1.0f && w.layers[0].ln1_beta[i] == 0.0f);
         assert_true(w.final_ln_gamma[i] == 1.0f && w.final_ln_beta[i] == 0.0f);
     }
@@ -76,10 +78,10 @@ static void test_scale(void **state) {
  * a matrix, scale = max|row| / 127 (computed here from the fp32 weights) and
  * |scale * q - w| <= scale / 2 (plus fp32 rounding); fc2's bias follows the
  * int8 weights, so it stays within the rounding of the fp32 one. */
-static void check_int8_rows(const opt_matrix *f, const opt_matrix *q) {
-    assert_int_equal(q->dtype, OPT_I8);
+static void check_int8_rows(const eng_matrix *f, const eng_matrix *q) {
+    assert_int_equal(q->dtype, ENG_I8);
     const size_t R = (size_t)f->rows, C = (size_t)f->cols;
-    const float *wf = f->data, *scale = opt_i8_scales(q->data, R, C);
+    const float *wf = f->data, *scale = eng_i8_scales(q->data, R, C);
     const int8_t *wq = q->data;
     for (size_t r = 0; r < R; r++) {
         double mx = 0;
@@ -98,24 +100,24 @@ static void check_int8_rows(const opt_matrix *f, const opt_matrix *q) {
 static void test_int8_rounds_f32(void **state) {
     (void)state;
     opt_hparams hp = small_125m_like();
-    hp.vocab_size = 1000;
+    hp.s.vocab_size = 1000;
     opt_weights f, q;
     bc_error err = {0};
-    assert_int_equal(opt_weights_alloc(&f, &hp, OPT_F32, &err), BC_OK);
-    assert_int_equal(opt_weights_alloc(&q, &hp, OPT_I8, &err), BC_OK);
+    assert_int_equal(opt_weights_alloc(&f, &hp, ENG_F32, &err), BC_OK);
+    assert_int_equal(opt_weights_alloc(&q, &hp, ENG_I8, &err), BC_OK);
     assert_int_equal(opt_weights_init_synthetic(&f, 5, &err), BC_OK);
     assert_int_equal(opt_weights_init_synthetic(&q, 5, &err), BC_OK);
     check_int8_rows(&f.embed_tokens, &q.embed_tokens);
     check_int8_rows(&f.embed_positions, &q.embed_positions);
-    for (int l = 0; l < hp.num_hidden_layers; l += 3) {
+    for (int l = 0; l < hp.s.n_layers; l += 3) {
         check_int8_rows(&f.layers[l].q_proj, &q.layers[l].q_proj);
         check_int8_rows(&f.layers[l].fc1, &q.layers[l].fc1);
         check_int8_rows(&f.layers[l].fc2, &q.layers[l].fc2);
         /* bias = -m * sum_f fc2[c, f], m = 0.02 sqrt(C) / sqrt(2 pi) (synthetic.c):
          * the two differ by at most m times the row's total rounding */
-        const size_t C = (size_t)hp.hidden_size, F = (size_t)hp.ffn_dim;
+        const size_t C = (size_t)hp.s.hidden_size, F = (size_t)hp.s.ffn_size;
         const double m = 0.02 * sqrt((double)C) / sqrt(2.0 * 3.14159265358979323846);
-        const float *scale = opt_i8_scales(q.layers[l].fc2.data, C, F);
+        const float *scale = eng_i8_scales(q.layers[l].fc2.data, C, F);
         for (size_t c = 0; c < C; c++) {
             double rounding = 0;
             for (size_t k = 0; k < F; k++)
@@ -129,20 +131,20 @@ static void test_int8_rounds_f32(void **state) {
     opt_weights_free(&f);
 }
 
-static void check_not_degenerate(opt_dtype dt) {
+static void check_not_degenerate(eng_dtype dt) {
     opt_hparams hp = small_125m_like();
     opt_weights w;
-    opt_model m;
-    opt_rollout ro;
+    eng_model m;
+    eng_rollout ro;
     bc_error err = {0};
     assert_int_equal(opt_weights_alloc(&w, &hp, dt, &err), BC_OK);
     assert_int_equal(opt_weights_init_synthetic(&w, 0, &err), BC_OK);
-    assert_int_equal(opt_model_init(&m, &w, 0, &err), BC_OK);
-    opt_rollout_params p = {.batch_size = 2, .samples_per_prompt = 1, .prompt_length = 8, .response_length = 64,
+    assert_int_equal(eng_model_init(&m, &w.base, 0, &err), BC_OK);
+    eng_rollout_params p = {.batch_size = 2, .samples_per_prompt = 1, .prompt_length = 8, .response_length = 64,
                             .sampling = {0.0, 1.0, 0, 3}};
-    assert_int_equal(opt_rollout_init(&ro, &hp, &p, &err), BC_OK);
-    assert_int_equal(opt_rollout_expand(&ro, &err), BC_OK);
-    assert_int_equal(opt_rollout_generate(&ro, &m, &err), BC_OK);
+    assert_int_equal(eng_rollout_init(&ro, &hp.s, &p, &err), BC_OK);
+    assert_int_equal(eng_rollout_expand(&ro, &err), BC_OK);
+    assert_int_equal(eng_rollout_generate(&ro, &m, &err), BC_OK);
     for (int r = 0; r < ro.R; r++) {
         const int32_t *resp = ro.seq + (size_t)r * ro.Stot + ro.Tp;
         int distinct = 0, longest_run = 1, run = 1;
@@ -153,19 +155,19 @@ static void check_not_degenerate(opt_dtype dt) {
             run = k > 0 && resp[k] == resp[k - 1] ? run + 1 : 1;
             if (run > longest_run) longest_run = run;
         }
-        print_message("%s row %d: %d distinct tokens in 64, longest run %d\n", opt_dtype_name(dt), r, distinct,
+        print_message("%s row %d: %d distinct tokens in 64, longest run %d\n", eng_dtype_name(dt), r, distinct,
                       longest_run);
         assert_true(distinct >= 8);
         assert_true(longest_run < 16);
     }
-    opt_rollout_free(&ro, &m);
-    opt_model_free(&m);
+    eng_cpu_rollout_free(&ro, &m);
+    eng_model_free(&m);
     opt_weights_free(&w);
 }
 
-static void test_greedy_not_degenerate_f32(void **state) { (void)state; check_not_degenerate(OPT_F32); }
-static void test_greedy_not_degenerate_bf16(void **state) { (void)state; check_not_degenerate(OPT_BF16); }
-static void test_greedy_not_degenerate_int8(void **state) { (void)state; check_not_degenerate(OPT_I8); }
+static void test_greedy_not_degenerate_f32(void **state) { (void)state; check_not_degenerate(ENG_F32); }
+static void test_greedy_not_degenerate_bf16(void **state) { (void)state; check_not_degenerate(ENG_BF16); }
+static void test_greedy_not_degenerate_int8(void **state) { (void)state; check_not_degenerate(ENG_I8); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {

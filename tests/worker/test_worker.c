@@ -23,7 +23,7 @@
 #include "../../plugins/common/synthetic_prompts.h"
 #include "../plugins/plugin_dl.h"
 #include "bc_test_assert.h"
-#include "sampling.h" /* plugins/opt: opt_rng_for_row, opt_rng_next */
+#include "sampling.h" /* plugins/opt: eng_rng_for_row, eng_rng_next */
 
 /* The plugin's own settings (its table's order), then the fake's four. */
 enum { V_COMMAND, V_ENV, V_TIMEOUT, V_SAVE_TOKENS, V_MODEL, V_THREADS, V_SCALE, V_CHATTY, N_VALUES };
@@ -350,8 +350,8 @@ static void test_prompts_are_opts(void **state) {
         for (uint64_t b = 0; b < 5; b++) {
             int32_t ids[64];
             bc_synthetic_prompt(seeds[k], b, 50272, ids, 64);
-            opt_rng g = opt_rng_for_row(seeds[k] ^ 0x70726f6d7074ull, b);
-            for (int t = 0; t < 64; t++) assert_int_equal(ids[t], 3 + (int32_t)(opt_rng_next(&g) % 50269u));
+            eng_rng g = eng_rng_for_row(seeds[k] ^ 0x70726f6d7074ull, b);
+            for (int t = 0; t < 64; t++) assert_int_equal(ids[t], 3 + (int32_t)(eng_rng_next(&g) % 50269u));
         }
 }
 

@@ -35,7 +35,7 @@
  *   - linear at M = 512 (prefill): GFLOP/s;
  *   - the bulk conversions (to_f32 / from_f32: each family's tier of the
  *     precision converters) of 4 Mi values, one thread: GB/s read + written;
- *   - opt_pool_run's per-call overhead with an empty task, and with a task
+ *   - eng_pool_run's per-call overhead with an empty task, and with a task
  *     that is busy for 5 us per index (ideal: 5 us per call at any count).
  * Each figure is the median of several timed repetitions (the machine may be
  * shared). GB = 1e9 bytes; one multiply-add is 2 flops.
@@ -98,7 +98,7 @@ static double time_median(void (*fn)(void *), void *ctx, double min_s)
 /* ---- bandwidth: one pass over a buffer far larger than the caches ---------- */
 
 typedef struct bw_ctx {
-    opt_pool *pool;
+    eng_pool *pool;
     const float *buf;
     size_t n;      /* floats */
     float sums[64 * 16]; /* one 64-byte line per thread */
@@ -113,56 +113,56 @@ static void bw_part(void *vctx, int i, int nt)
     size_t per = (c->n / (size_t)nt) & ~(size_t)63;
     const float *p = c->buf + per * (size_t)i;
     size_t n = i == nt - 1 ? c->n - per * (size_t)i : per;
-    c->sums[i * 16] = opt_kernels_best()->dot(p, p, OPT_F32, (int)n);
+    c->sums[i * 16] = eng_kernels_best()->dot(p, p, ENG_F32, (int)n);
 }
 
 static void bw_run(void *vctx)
 {
     bw_ctx *c = vctx;
-    opt_pool_run(c->pool, bw_part, c);
+    eng_pool_run(c->pool, bw_part, c);
 }
 
 /* ---- linear -------------------------------------------------------------------- */
 
 typedef struct lin_ctx {
-    opt_pool *pool;
-    const opt_kernels *k;
+    eng_pool *pool;
+    const eng_kernels *k;
     float *y;
     const float *x;
     const void *w;
     const float *bias;
-    opt_dtype wt;
+    eng_dtype wt;
     int M, K, N;
 } lin_ctx;
 
 static void lin_run(void *vctx)
 {
     lin_ctx *c = vctx;
-    opt_linear_parallel(c->pool, c->k, c->y, c->x, c->w, c->wt, c->bias, c->M, c->K, c->N, 0);
+    eng_linear_parallel(c->pool, c->k, c->y, c->x, c->w, c->wt, c->bias, c->M, c->K, c->N, 0);
 }
 
 /* n weights in wt. int8: every byte 0x3c, so that whatever [N, K] a shape
- * reads, its q are 60 and its scales (the bytes at opt_i8_scales_offset)
+ * reads, its q are 60 and its scales (the bytes at eng_i8_scales_offset)
  * the normal float 0x3c3c3c3c (about 0.0115): no NaN or subnormal slows the
  * stores; the speed of int8 does not depend on the values. */
-static void *make_weights(opt_dtype wt, size_t n)
+static void *make_weights(eng_dtype wt, size_t n)
 {
-    if (wt == OPT_I8) {
+    if (wt == ENG_I8) {
         void *w = malloc(n + 64 + 50272 * sizeof(float));
         if (w)
             memset(w, 0x3c, n + 64 + 50272 * sizeof(float));
         return w;
     }
-    void *w = malloc(n * opt_dtype_size(wt));
+    void *w = malloc(n * eng_dtype_size(wt));
     if (!w)
         return NULL;
     uint64_t s = 12345;
     for (size_t i = 0; i < n; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         float v = (float)((double)(s >> 40) / (double)(1ull << 24) - 0.5) * 0.1f;
-        if (wt == OPT_F32)
+        if (wt == ENG_F32)
             ((float *)w)[i] = v;
-        else if (wt == OPT_F16)
+        else if (wt == ENG_F16)
             ((uint16_t *)w)[i] = prec_f32_to_f16(v);
         else
             ((uint16_t *)w)[i] = prec_f32_to_bf16(v);
@@ -173,9 +173,9 @@ static void *make_weights(opt_dtype wt, size_t n)
 /* ---- --step: the weight stream of a B = 1 decode step ------------------------------- */
 
 typedef struct step_ctx {
-    opt_pool *pool;
-    const opt_kernels *k;
-    opt_dtype wt;
+    eng_pool *pool;
+    const eng_kernels *k;
+    eng_dtype wt;
     int n;             /* linears in the step */
     void **w;          /* w[i]: the weights of linear i */
     const int (*kn)[2]; /* kn[i]: its K and N */
@@ -187,7 +187,7 @@ static void step_run(void *vctx)
 {
     step_ctx *c = vctx;
     for (int i = 0; i < c->n; i++)
-        opt_linear_parallel(c->pool, c->k, c->y, c->x, c->w[i], c->wt, NULL, 1, c->kn[i][0], c->kn[i][1], 0);
+        eng_linear_parallel(c->pool, c->k, c->y, c->x, c->w[i], c->wt, NULL, 1, c->kn[i][0], c->kn[i][1], 0);
 }
 
 /* Times step_run for every family (or --isa), dtype (or --dtype) and 1..max_threads
@@ -215,30 +215,30 @@ static int bench_step(const char *model, const char *isa_only, const char *dtype
     for (int i = 0; i < F; i++)
         x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
     int rc = 0;
-    for (int isa = 0; isa <= (int)opt_isa_detect() && !rc; isa++) {
-        const opt_kernels *k = opt_kernels_for((opt_isa)isa);
-        if (!k || (isa_only && strcmp(isa_only, opt_isa_name((opt_isa)isa))))
+    for (int isa = 0; isa <= (int)eng_isa_detect() && !rc; isa++) {
+        const eng_kernels *k = eng_kernels_for((eng_isa)isa);
+        if (!k || (isa_only && strcmp(isa_only, eng_isa_name((eng_isa)isa))))
             continue;
-        for (int wt = 0; wt <= OPT_I8 && !rc; wt++) {
-            if (dtype_only && strcmp(dtype_only, opt_dtype_name((opt_dtype)wt)))
+        for (int wt = 0; wt <= ENG_I8 && !rc; wt++) {
+            if (dtype_only && strcmp(dtype_only, eng_dtype_name((eng_dtype)wt)))
                 continue;
             double bytes = 0;
             for (int i = 0; i < n && !rc; i++) {
-                w[i] = make_weights((opt_dtype)wt, (size_t)kn[i][0] * kn[i][1]);
+                w[i] = make_weights((eng_dtype)wt, (size_t)kn[i][0] * kn[i][1]);
                 rc = w[i] ? 0 : 1;
-                bytes += (double)kn[i][0] * kn[i][1] * opt_dtype_size((opt_dtype)wt);
+                bytes += (double)kn[i][0] * kn[i][1] * eng_dtype_size((eng_dtype)wt);
             }
             for (int nt = 1; nt <= max_threads && !rc; nt++) {
-                step_ctx sc = {opt_pool_create(nt), k, (opt_dtype)wt, n, w, (const int(*)[2])kn, x, y};
+                step_ctx sc = {eng_pool_create(nt), k, (eng_dtype)wt, n, w, (const int(*)[2])kn, x, y};
                 if (!sc.pool) {
                     rc = 1;
                     break;
                 }
                 double t = time_median(step_run, &sc, min_s);
-                printf("step %s %-11s %-8s M=1 threads=%d: %9.3f ms  %7.1f GB/s\n", model, opt_isa_name((opt_isa)isa),
-                       opt_dtype_name((opt_dtype)wt), nt, t * 1e3, bytes / t * 1e-9);
+                printf("step %s %-11s %-8s M=1 threads=%d: %9.3f ms  %7.1f GB/s\n", model, eng_isa_name((eng_isa)isa),
+                       eng_dtype_name((eng_dtype)wt), nt, t * 1e3, bytes / t * 1e-9);
                 fflush(stdout);
-                opt_pool_destroy(sc.pool);
+                eng_pool_destroy(sc.pool);
             }
             for (int i = 0; i < n; i++) {
                 free(w[i]);
@@ -256,8 +256,8 @@ static int bench_step(const char *model, const char *isa_only, const char *dtype
 /* ---- conversions ------------------------------------------------------------------ */
 
 typedef struct cvt_ctx {
-    const opt_kernels *k;
-    opt_dtype dt;
+    const eng_kernels *k;
+    eng_dtype dt;
     int down; /* 1: from_f32 (f32 -> dt), 0: to_f32 */
     float *f;
     void *h;
@@ -297,19 +297,19 @@ static void busy_task(void *ctx, int i, int n)
 static void pool_run_busy(void *vctx);
 
 typedef struct pool_ctx {
-    opt_pool *pool;
+    eng_pool *pool;
 } pool_ctx;
 
 static void pool_run_busy(void *vctx)
 {
     pool_ctx *c = vctx;
-    opt_pool_run(c->pool, busy_task, NULL);
+    eng_pool_run(c->pool, busy_task, NULL);
 }
 
 static void pool_run_empty(void *vctx)
 {
     pool_ctx *c = vctx;
-    opt_pool_run(c->pool, empty_task, NULL);
+    eng_pool_run(c->pool, empty_task, NULL);
 }
 
 /* The shapes of --m: OPT-125m's linears at each M of list (comma separated). */
@@ -352,8 +352,8 @@ static int shapes_for_m(const char *list, lin_shape *out, int cap)
 enum { AT_B = 16, AT_G = 4, AT_H = 12, AT_D = 64, AT_SMAX = 256, AT_NP = 128 };
 
 typedef struct att_ctx {
-    const opt_kernels *k;
-    opt_dtype dt;
+    const eng_kernels *k;
+    eng_dtype dt;
     const char *kc, *vc; /* [L][AT_B][AT_H][AT_SMAX][AT_D] in dt */
     int L, own, group;   /* layers, generated keys per row, 1: attend_group */
     const float *q;      /* [AT_B][AT_H][AT_D] */
@@ -364,7 +364,7 @@ typedef struct att_ctx {
 static void att_run(void *vctx)
 {
     const att_ctx *c = vctx;
-    const size_t head = (size_t)AT_SMAX * AT_D * opt_dtype_size(c->dt), layer = (size_t)AT_B * AT_H * head;
+    const size_t head = (size_t)AT_SMAX * AT_D * eng_dtype_size(c->dt), layer = (size_t)AT_B * AT_H * head;
     const int S = AT_NP + c->own;
     for (int l = 0; l < c->L; l++)
         for (int g = 0; g < AT_B / AT_G; g++)
@@ -406,23 +406,23 @@ static int bench_attend(const char *isa_only, const char *dtype_only, double min
         q[i] = (float)((i * 104729) % 1000) * 2e-4f - 0.1f;
     uint8_t keep[AT_SMAX];
     memset(keep, 1, sizeof keep);
-    for (int dt = OPT_F32; dt <= OPT_BF16; dt++) {
-        if (dtype_only && strcmp(dtype_only, opt_dtype_name((opt_dtype)dt)))
+    for (int dt = ENG_F32; dt <= ENG_BF16; dt++) {
+        if (dtype_only && strcmp(dtype_only, eng_dtype_name((eng_dtype)dt)))
             continue;
-        opt_kernels_best()->from_f32(kc, (opt_dtype)dt, f, n);
-        opt_kernels_best()->from_f32(vc, (opt_dtype)dt, f + 1, n - 1);
-        for (int isa = 0; isa <= (int)opt_isa_detect(); isa++) {
-            const opt_kernels *k = opt_kernels_for((opt_isa)isa);
-            if (!k || (isa_only && strcmp(isa_only, opt_isa_name((opt_isa)isa))))
+        eng_kernels_best()->from_f32(kc, (eng_dtype)dt, f, n);
+        eng_kernels_best()->from_f32(vc, (eng_dtype)dt, f + 1, n - 1);
+        for (int isa = 0; isa <= (int)eng_isa_detect(); isa++) {
+            const eng_kernels *k = eng_kernels_for((eng_isa)isa);
+            if (!k || (isa_only && strcmp(isa_only, eng_isa_name((eng_isa)isa))))
                 continue;
             for (int mem = 1; mem >= 0; mem--)
                 for (int group = 0; group <= 1; group++) {
-                    att_ctx c = {k, (opt_dtype)dt, kc, vc, mem ? L : 1, mem ? 64 : 0, group, q, keep, out, sc};
+                    att_ctx c = {k, (eng_dtype)dt, kc, vc, mem ? L : 1, mem ? 64 : 0, group, q, keep, out, sc};
                     double t = time_median(att_run, &c, min_s);
                     double bytes = (double)c.L * AT_H * (AT_B / AT_G * AT_NP + AT_B * c.own) * AT_D * 2 *
-                                   (double)opt_dtype_size((opt_dtype)dt);
+                                   (double)eng_dtype_size((eng_dtype)dt);
                     printf("attend %-11s %-8s %-6s S=%3d %-12s: %9.1f us per step  %6.1f GB/s\n",
-                           opt_isa_name((opt_isa)isa), opt_dtype_name((opt_dtype)dt), mem ? "memory" : "cache",
+                           eng_isa_name((eng_isa)isa), eng_dtype_name((eng_dtype)dt), mem ? "memory" : "cache",
                            AT_NP + c.own, group ? "attend_group" : "attend_split", t * 1e6, bytes / t * 1e-9);
                     fflush(stdout);
                 }
@@ -468,7 +468,7 @@ int main(int argc, char **argv)
     if (max_threads < 1 || max_threads > 64)
         max_threads = 2;
     double min_s = g_quick ? 0.02 : 0.1;
-    printf("detected ISA: %s; threads 1..%d; medians of %d batches of >= %.0f ms\n", opt_isa_name(opt_isa_detect()),
+    printf("detected ISA: %s; threads 1..%d; medians of %d batches of >= %.0f ms\n", eng_isa_name(eng_isa_detect()),
            max_threads, g_quick ? 3 : 7, min_s * 1e3);
     if (step_model)
         return bench_step(step_model, isa_only, dtype_only, max_threads, min_s);
@@ -497,15 +497,15 @@ int main(int argc, char **argv)
 
     /* pool overhead */
     for (int nt = 1; !m_list && nt <= max_threads; nt++) {
-        pool_ctx pc = {opt_pool_create(nt)};
+        pool_ctx pc = {eng_pool_create(nt)};
         if (!pc.pool)
             return 1;
         double t = time_median(pool_run_empty, &pc, min_s);
-        printf("pool   threads=%d  empty opt_pool_run: %8.0f ns/call (back to back)\n", nt, t * 1e9);
+        printf("pool   threads=%d  empty eng_pool_run: %8.0f ns/call (back to back)\n", nt, t * 1e9);
         double tb = time_median(pool_run_busy, &pc, min_s);
         printf("pool   threads=%d  5 us per index:     %8.0f ns/call (%.0f ns over 5 us)\n", nt, tb * 1e9,
                tb * 1e9 - 5000.0);
-        opt_pool_destroy(pc.pool);
+        eng_pool_destroy(pc.pool);
     }
 
     /* memory bandwidth */
@@ -516,13 +516,13 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < bw_n; i++)
         bw_buf[i] = (float)(i & 7);
     for (int nt = 1; !m_list && nt <= max_threads; nt++) {
-        bw_ctx bc = {.pool = opt_pool_create(nt), .buf = bw_buf, .n = bw_n};
+        bw_ctx bc = {.pool = eng_pool_create(nt), .buf = bw_buf, .n = bw_n};
         if (!bc.pool)
             return 1;
         double t = time_median(bw_run, &bc, min_s);
         printf("stream threads=%d  read %zu MiB once: %7.1f GB/s\n", nt, bw_n * 4 >> 20,
                (double)bw_n * 4 / t * 1e-9);
-        opt_pool_destroy(bc.pool);
+        eng_pool_destroy(bc.pool);
     }
     free(bw_buf);
 
@@ -541,32 +541,32 @@ int main(int argc, char **argv)
         return 1;
     for (size_t i = 0; i < max_xk; i++)
         x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
-    for (int isa = 0; isa <= (int)opt_isa_detect(); isa++) {
-        const opt_kernels *k = opt_kernels_for((opt_isa)isa);
-        if (!k || (isa_only && strcmp(isa_only, opt_isa_name((opt_isa)isa))))
+    for (int isa = 0; isa <= (int)eng_isa_detect(); isa++) {
+        const eng_kernels *k = eng_kernels_for((eng_isa)isa);
+        if (!k || (isa_only && strcmp(isa_only, eng_isa_name((eng_isa)isa))))
             continue;
-        for (int wt = 0; wt <= OPT_I8; wt++) {
-            if (dtype_only && strcmp(dtype_only, opt_dtype_name((opt_dtype)wt)))
+        for (int wt = 0; wt <= ENG_I8; wt++) {
+            if (dtype_only && strcmp(dtype_only, eng_dtype_name((eng_dtype)wt)))
                 continue;
-            void *w = make_weights((opt_dtype)wt, (size_t)50272 * 768);
+            void *w = make_weights((eng_dtype)wt, (size_t)50272 * 768);
             if (!w)
                 return 1;
             for (int s = 0; s < n_shapes; s++) {
                 if (g_quick && shapes[s].M == 512 && isa == 0)
                     continue;
                 for (int nt = 1; nt <= max_threads; nt++) {
-                    lin_ctx lc = {opt_pool_create(nt), k, y, x, w, bias, (opt_dtype)wt, shapes[s].M, shapes[s].K,
+                    lin_ctx lc = {eng_pool_create(nt), k, y, x, w, bias, (eng_dtype)wt, shapes[s].M, shapes[s].K,
                                   shapes[s].N};
                     if (!lc.pool)
                         return 1;
                     double t = time_median(lin_run, &lc, min_s);
-                    double bytes = (double)shapes[s].N * shapes[s].K * opt_dtype_size((opt_dtype)wt);
+                    double bytes = (double)shapes[s].N * shapes[s].K * eng_dtype_size((eng_dtype)wt);
                     double flops = 2.0 * shapes[s].M * shapes[s].N * shapes[s].K;
                     printf("linear %-11s %-8s %s[%5d x %4d] threads=%d: %9.1f us  %7.1f GB/s  %7.1f GFLOP/s\n",
-                           opt_isa_name((opt_isa)isa), opt_dtype_name((opt_dtype)wt), shapes[s].name, shapes[s].N,
+                           eng_isa_name((eng_isa)isa), eng_dtype_name((eng_dtype)wt), shapes[s].name, shapes[s].N,
                            shapes[s].K, nt, t * 1e6, bytes / t * 1e-9, flops / t * 1e-9);
                     fflush(stdout);
-                    opt_pool_destroy(lc.pool);
+                    eng_pool_destroy(lc.pool);
                 }
             }
             free(w);
@@ -587,16 +587,16 @@ int main(int argc, char **argv)
         return 1;
     for (size_t i = 0; i < cn; i++)
         cf[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
-    for (int isa = 0; isa <= (int)opt_isa_detect(); isa++) {
-        const opt_kernels *k = opt_kernels_for((opt_isa)isa);
-        if (!k || (isa_only && strcmp(isa_only, opt_isa_name((opt_isa)isa))))
+    for (int isa = 0; isa <= (int)eng_isa_detect(); isa++) {
+        const eng_kernels *k = eng_kernels_for((eng_isa)isa);
+        if (!k || (isa_only && strcmp(isa_only, eng_isa_name((eng_isa)isa))))
             continue;
-        for (int dt = OPT_F16; dt <= OPT_BF16; dt++)
+        for (int dt = ENG_F16; dt <= ENG_BF16; dt++)
             for (int down = 1; down >= 0; down--) {
-                cvt_ctx cc = {k, (opt_dtype)dt, down, cf, ch, cn};
+                cvt_ctx cc = {k, (eng_dtype)dt, down, cf, ch, cn};
                 double t = time_median(cvt_run, &cc, min_s);
-                printf("convert %-11s %-8s %s %zu Mi values: %9.1f us  %7.1f GB/s\n", opt_isa_name((opt_isa)isa),
-                       opt_dtype_name((opt_dtype)dt), down ? "from_f32" : "to_f32  ", cn >> 20, t * 1e6,
+                printf("convert %-11s %-8s %s %zu Mi values: %9.1f us  %7.1f GB/s\n", eng_isa_name((eng_isa)isa),
+                       eng_dtype_name((eng_dtype)dt), down ? "from_f32" : "to_f32  ", cn >> 20, t * 1e6,
                        (double)cn * 6 / t * 1e-9);
                 fflush(stdout);
             }

@@ -1,5 +1,5 @@
 /* bench_lora.c: times fusing a LoRA adapter into the OPT engine's weights and
- * unfusing it (plugins/opt/lora.c) on a preset's shape with synthetic
+ * unfusing it (engine/weights/lora.c) on a preset's shape with synthetic
  * weights, as the hybrid engine does around every rollout
  * (docs/performance.md, "LoRA fuse and unfuse").
  *
@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "lora.h"
+#include "opt_model.h"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -33,34 +34,34 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *dts = argv[2];
-    opt_dtype dt = !strcmp(dts, "fp32") ? OPT_F32 : !strcmp(dts, "fp16") ? OPT_F16 : OPT_BF16;
+    eng_dtype dt = !strcmp(dts, "fp32") ? ENG_F32 : !strcmp(dts, "fp16") ? ENG_F16 : ENG_BF16;
     int rank = atoi(argv[3]), threads = atoi(argv[5]), reps = argc > 6 ? atoi(argv[6]) : 5;
     if (reps < 1 || reps > 1000) reps = 5;
     bc_error err;
     opt_hparams hp;
     opt_weights w;
-    opt_lora lo;
+    eng_lora lo;
     unsigned targets;
-    if (opt_hparams_preset(argv[1], &hp, &err) != BC_OK || opt_lora_targets_parse(argv[4], &targets, &err) != BC_OK ||
+    if (opt_hparams_preset(argv[1], &hp, &err) != BC_OK || eng_lora_targets_parse(argv[4], &targets, &err) != BC_OK ||
         opt_weights_alloc(&w, &hp, dt, &err) != BC_OK) {
         fprintf(stderr, "bench_lora: %s\n", err.message);
         return 1;
     }
     if (opt_weights_init_synthetic(&w, 1, &err) != BC_OK ||
-        opt_lora_synthetic(&lo, &hp, rank, 2.0 * rank, targets, 1, &err) != BC_OK) {
+        eng_lora_synthetic(&lo, &hp.s, rank, 2.0 * rank, targets, 1, &err) != BC_OK) {
         fprintf(stderr, "bench_lora: %s\n", err.message);
         return 1;
     }
-    opt_pool *pool = threads > 1 ? opt_pool_create(threads) : NULL;
+    eng_pool *pool = threads > 1 ? eng_pool_create(threads) : NULL;
     double *t = malloc(sizeof *t * 4 * (size_t)reps);
     if (!t) return 1;
     for (int restore = 0; restore <= 1; restore++) {
         lo.restore = restore;
         for (int r = 0; r < reps; r++) {
             double a = now_ms();
-            if (opt_lora_fuse(&lo, &w, pool, &err) != BC_OK) return 1;
+            if (eng_lora_fuse(&lo, &w.base, pool, &err) != BC_OK) return 1;
             double b = now_ms();
-            if (opt_lora_unfuse(&lo, &w, pool, &err) != BC_OK) return 1;
+            if (eng_lora_unfuse(&lo, &w.base, pool, &err) != BC_OK) return 1;
             t[(2 * restore) * reps + r] = b - a;
             t[(2 * restore + 1) * reps + r] = now_ms() - b;
         }
@@ -68,11 +69,11 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 4; k++) qsort(t + k * reps, (size_t)reps, sizeof *t, cmp_double);
     printf("%s %s rank %d targets %s threads %d: adapter %.1f MiB; subtract: fuse %.1f ms (median %.1f), unfuse %.1f "
            "ms (median %.1f); restore: fuse %.1f ms (median %.1f), unfuse %.1f ms (median %.1f)\n",
-           argv[1], dts, rank, argv[4], threads, (double)opt_lora_bytes(&lo) / 1048576.0, t[0], t[reps / 2],
+           argv[1], dts, rank, argv[4], threads, (double)eng_lora_bytes(&lo) / 1048576.0, t[0], t[reps / 2],
            t[reps], t[reps + reps / 2], t[2 * reps], t[2 * reps + reps / 2], t[3 * reps], t[3 * reps + reps / 2]);
     free(t);
-    if (pool) opt_pool_destroy(pool);
-    opt_lora_free(&lo);
+    if (pool) eng_pool_destroy(pool);
+    eng_lora_free(&lo);
     opt_weights_free(&w);
     return 0;
 }

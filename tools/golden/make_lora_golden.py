@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make_lora_golden.py: golden data for the OPT engine's LoRA (plugins/opt/lora.c).
+"""make_lora_golden.py: golden data for the OPT engine's LoRA (engine/weights/lora.c).
 
 Wraps the golden preln model (tests/opt/golden/preln, made by make_golden.py)
 in a PEFT LoRA adapter (rank 4, alpha 8, every module the engine can target:

@@ -40,7 +40,7 @@ void opt_cuda_backend_free(opt_cuda_backend *b) {
 
 /* ----------------------------------------------------------- device hooks */
 
-static bc_status cuda_create(const opt_device_config *cfg, void **out, bc_error *err) {
+static bc_status cuda_create(const eng_device_config *cfg, void **out, bc_error *err) {
     opt_cuda_backend *b = malloc(sizeof *b);
     if (!b) return bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
     opt_cuda_backend_init(b, cfg->index, cfg->graphs);
@@ -56,17 +56,23 @@ static void cuda_destroy(void *ctx) {
 
 static bc_status cuda_open(void *ctx, bc_error *err) { return opt_cuda_backend_open(ctx, err); }
 
-static void cuda_describe(void *ctx, opt_device_info *out) {
+static void cuda_describe(void *ctx, eng_device_info *out) {
     opt_cuda_backend *b = ctx;
-    *out = (opt_device_info){.device = b->device,
+    *out = (eng_device_info){.device = b->device,
                              .device_name = b->name,
                              .driver = b->driver[0] ? b->driver : NULL,
                              .cpu_threads = -1};
 }
 
-static void cuda_plan(void *ctx, const opt_hparams *hp, opt_dtype dt, const opt_rollout *ro, opt_device_plan *out) {
+static void cuda_plan(void *ctx, const eng_weights *base, const eng_rollout *ro, eng_device_plan *out) {
     (void)ctx;
-    const int shared = opt_rollout_shared_prefill(ro);
+    if (base->family != &opt_family) { /* begin_case refuses the case */
+        *out = (eng_device_plan){.weights = -1, .device_peak = -1};
+        return;
+    }
+    const opt_hparams *hp = &((const opt_weights *)base)->hp;
+    const eng_dtype dt = base->dtype;
+    const int shared = eng_rollout_shared_prefill(ro);
     const opt_cuda_plan p = opt_cuda_plan_rollout(hp, dt, ro->R, ro->Bp, ro->Tp, ro->Stot, shared);
     out->weights = (int64_t)p.weights;
     out->kv_cache = (int64_t)p.kv_cache;
@@ -88,7 +94,7 @@ static int64_t cuda_capacity(void *ctx, int64_t held_host, char *where, size_t w
     return (int64_t)tot;
 }
 
-static void cuda_end_case(void *ctx, opt_rollout *ro) {
+static void cuda_end_case(void *ctx, eng_rollout *ro) {
     (void)ro;
     opt_cuda_backend *b = ctx;
     if (b->have_rollout) opt_cuda_rollout_free(&b->cr);
@@ -97,20 +103,24 @@ static void cuda_end_case(void *ctx, opt_rollout *ro) {
 
 /* Opens the device if needed, uploads w when it is not the one on the
  * device, and acquires ro's device cache. */
-static bc_status cuda_begin_case(void *ctx, const opt_weights *w, opt_rollout *ro, bc_error *err) {
+static bc_status cuda_begin_case(void *ctx, const eng_weights *base, eng_rollout *ro, bc_error *err) {
     opt_cuda_backend *b = ctx;
     cuda_end_case(b, ro);
     bc_status st = opt_cuda_backend_open(b, err);
     if (st != BC_OK) return st;
-    if (b->m && (b->uploaded != w->arena || b->uploaded_dtype != w->dtype)) {
+    if (base->family != &opt_family)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "device cuda runs the opt family only, not %s",
+                            base->family ? base->family->name : "(none)");
+    const opt_weights *w = (const opt_weights *)base;
+    if (b->m && (b->uploaded != w->base.arena || b->uploaded_dtype != w->base.dtype)) {
         opt_cuda_model_destroy(b->m);
         b->m = NULL;
     }
     if (!b->m) {
         st = opt_cuda_model_create(&b->m, b->dev, w, err);
         if (st != BC_OK) return st;
-        b->uploaded = w->arena;
-        b->uploaded_dtype = w->dtype;
+        b->uploaded = w->base.arena;
+        b->uploaded_dtype = w->base.dtype;
     }
     opt_cuda_rollout_init(&b->cr, ro, b->dev, b->m, b->use_graphs);
     b->have_rollout = 1;
@@ -118,20 +128,20 @@ static bc_status cuda_begin_case(void *ctx, const opt_weights *w, opt_rollout *r
     return opt_cuda_rollout_acquire(&b->cr, err);
 }
 
-static bc_status cuda_generate(void *ctx, opt_rollout *ro, bc_error *err) {
+static bc_status cuda_generate(void *ctx, eng_rollout *ro, bc_error *err) {
     opt_cuda_backend *b = ctx;
     if (!b->have_rollout || b->cr.ro != ro) return bc_error_set(err, BC_ERR_INTERNAL, "opt cuda: generate outside a case");
-    return opt_rollout_run(ro, &opt_cuda_steps, &b->cr, err);
+    return eng_rollout_run(ro, &opt_cuda_steps, &b->cr, err);
 }
 
-static bc_status cuda_cache_acquire(void *ctx, opt_rollout *ro, bc_error *err) {
+static bc_status cuda_cache_acquire(void *ctx, eng_rollout *ro, bc_error *err) {
     (void)ro;
     opt_cuda_backend *b = ctx;
     if (!b->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "opt cuda: cache_acquire outside a case");
     return opt_cuda_rollout_acquire(&b->cr, err);
 }
 
-static void cuda_cache_release(void *ctx, opt_rollout *ro) {
+static void cuda_cache_release(void *ctx, eng_rollout *ro) {
     (void)ro;
     opt_cuda_backend *b = ctx;
     if (b->have_rollout) opt_cuda_rollout_release(&b->cr);
@@ -144,10 +154,10 @@ static void cuda_reset_peak(void *ctx) {
 
 /* Device bytes per kind, what is held now, the device high-water mark and
  * cudaMemGetInfo. */
-static bc_status cuda_read_memory(void *ctx, const opt_rollout *ro, opt_device_memory *out, bc_error *err) {
+static bc_status cuda_read_memory(void *ctx, const eng_rollout *ro, eng_device_memory *out, bc_error *err) {
     (void)ro;
     opt_cuda_backend *b = ctx;
-    *out = (opt_device_memory){.weights = -1,
+    *out = (eng_device_memory){.weights = -1,
                                .device_resident = -1,
                                .device_peak = -1,
                                .device_free = -1,
@@ -169,12 +179,12 @@ static bc_status cuda_read_memory(void *ctx, const opt_rollout *ro, opt_device_m
 }
 
 /* The cache is on the device. */
-static int64_t cuda_host_bytes(void *ctx, const opt_rollout *ro) {
+static int64_t cuda_host_bytes(void *ctx, const eng_rollout *ro) {
     (void)ctx, (void)ro;
     return 0;
 }
 
-static const opt_device_ops cuda_ops = {
+static const eng_device_ops cuda_ops = {
     .name = "cuda",
     .create = cuda_create,
     .destroy = cuda_destroy,
@@ -192,4 +202,4 @@ static const opt_device_ops cuda_ops = {
     .read_memory = cuda_read_memory,
 };
 
-const opt_device_ops *const opt_device_cuda = &cuda_ops;
+const eng_device_ops *const opt_device_cuda = &cuda_ops;

@@ -20,9 +20,9 @@ typedef struct opt_cuda_backend {
     opt_cuda_device *dev;      /* owned; NULL until opened */
     opt_cuda_model *m;         /* owned; weights of `uploaded` on the device */
     const void *uploaded;      /* host arena the device weights were copied from ... */
-    opt_dtype uploaded_dtype;  /* ... and its dtype */
+    eng_dtype uploaded_dtype;  /* ... and its dtype */
     int have_rollout;
-    opt_cuda_rollout cr;       /* the case's device side; borrows the plugin's opt_rollout */
+    opt_cuda_rollout cr;       /* the case's device side; borrows the plugin's eng_rollout */
     opt_cuda_plan case_plan;   /* what the case holds on the device */
     char device[32];           /* "cuda:N" */
     char name[600];            /* device name, or why there is none */

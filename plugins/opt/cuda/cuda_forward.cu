@@ -17,8 +17,8 @@
 bc_status opt_cuda_model_create(opt_cuda_model **out, opt_cuda_device *d, const opt_weights *w, bc_error *err) {
     *out = NULL;
     const opt_hparams *hp = &w->hp;
-    const int D = hp->hidden_size / hp->num_attention_heads;
-    if (D > 128 || hp->hidden_size % hp->num_attention_heads)
+    const int D = hp->s.hidden_size / hp->s.n_heads;
+    if (D > 128 || hp->s.hidden_size % hp->s.n_heads)
         return bc_error_set(err, BC_ERR_UNSUPPORTED, "CUDA OPT: head_dim %d; the attention kernel supports up to 128",
                             D);
     opt_cuda_model *m = (opt_cuda_model *)calloc(1, sizeof *m);
@@ -26,12 +26,12 @@ bc_status opt_cuda_model_create(opt_cuda_model **out, opt_cuda_device *d, const 
     m->dev = d;
     m->hw = w;
     m->hp = *hp;
-    m->dt = w->dtype;
+    m->dt = w->base.dtype;
     opt_cuda_graphs_init(&m->graphs, opt_cuda_graph_exec_destroy, NULL);
-    bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_WEIGHTS, w->arena_bytes, (void **)&m->d_arena, "weights", err);
+    bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_WEIGHTS, w->base.arena_bytes, (void **)&m->d_arena, "weights", err);
     if (st == BC_OK) {
-        m->arena_bytes = w->arena_bytes;
-        st = opt_cuda_upload(d, m->d_arena, w->arena, w->arena_bytes, err);
+        m->arena_bytes = w->base.arena_bytes;
+        st = opt_cuda_upload(d, m->d_arena, w->base.arena, w->base.arena_bytes, err);
     }
     if (st != BC_OK) {
         opt_cuda_model_destroy(m);
@@ -61,7 +61,7 @@ void opt_cuda_model_destroy(opt_cuda_model *m) {
 
 size_t opt_cuda_model_workspace_bytes(const opt_cuda_model *m) { return m->ws_bytes; }
 const opt_hparams *opt_cuda_model_hparams(const opt_cuda_model *m) { return &m->hp; }
-opt_dtype opt_cuda_model_dtype(const opt_cuda_model *m) { return m->dt; }
+eng_dtype opt_cuda_model_dtype(const opt_cuda_model *m) { return m->dt; }
 
 bc_status opt_cuda_model_reserve(opt_cuda_model *m, int max_tokens, bc_error *err) {
     if (m->d_ws && m->wl.N >= max_tokens) return BC_OK;
@@ -78,10 +78,10 @@ bc_status opt_cuda_model_reserve(opt_cuda_model *m, int max_tokens, bc_error *er
 
 /* ----------------------------------------------------------------- KV cache */
 
-bc_status opt_cuda_kv_cache_alloc(opt_cuda_device *d, opt_cuda_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype,
+bc_status opt_cuda_kv_cache_alloc(opt_cuda_device *d, opt_cuda_kv_cache *kv, const opt_hparams *hp, eng_dtype dtype,
                                   int B, int Smax, bc_error *err) {
     memset(kv, 0, sizeof *kv);
-    TRY(opt_kv_cache_shape(&kv->c, hp, dtype, B, Smax, err));
+    TRY(eng_kv_cache_shape(&kv->c, &hp->s, dtype, B, Smax, err));
     kv->alloc_bytes = kv->c.bytes + OPT_CUDA_ALIGN; /* + the length counter */
     char *base = NULL;
     bc_status st = opt_cuda_alloc(d, OPT_CUDA_MEM_KV, kv->alloc_bytes, (void **)&base, "KV cache", err);
@@ -111,9 +111,9 @@ bc_status opt_cuda_kv_cache_set_len(opt_cuda_device *d, opt_cuda_kv_cache *kv, i
 
 bc_status opt_cuda_kv_cache_copy_row(opt_cuda_device *d, opt_cuda_kv_cache *dst, int dst_b,
                                      const opt_cuda_kv_cache *src, int src_b, int S, bc_error *err) {
-    const size_t tok = (size_t)dst->c.D * opt_dtype_size(dst->c.dtype);
+    const size_t tok = (size_t)dst->c.D * eng_dtype_size(dst->c.dtype);
     opt_cuda_launch_kv_copy_row(d->stream, (char *)dst->c.k, (char *)dst->c.v, (const char *)src->c.k, (const char *)src->c.v,
-                                dst->c.L, dst->c.H, dst->c.B, dst_b, dst->c.Smax, src->c.B, src_b, src->c.Smax, tok, S);
+                                dst->c.L, dst->c.Hkv, dst->c.B, dst_b, dst->c.Smax, src->c.B, src_b, src->c.Smax, tok, S);
     CU_CHECK(cudaGetLastError(), "kv_copy_row_kernel");
     return BC_OK;
 }
@@ -123,14 +123,14 @@ bc_status opt_cuda_kv_cache_copy_row(opt_cuda_device *d, opt_cuda_kv_cache *dst,
 /* The forward's kernels and GEMMs, queued on the stream; nothing checked or
  * synchronised (so it can be captured in a graph). */
 bc_status opt_cuda_forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32_t *d_tokens,
-                                const uint8_t *d_mask, int stride, int B, int T, opt_logits_mode mode,
+                                const uint8_t *d_mask, int stride, int B, int T, eng_logits_mode mode,
                                 float *d_logits, bc_error *err) {
     const opt_hparams *hp = &m->hp;
     const opt_weights *w = m->hw;
-    const opt_dtype dt = m->dt;
-    const int C = hp->hidden_size, P = hp->word_embed_proj_dim, V = hp->vocab_size, L = hp->num_hidden_layers;
-    const int F = hp->ffn_dim, H = hp->num_attention_heads, D = C / H, N = B * T, pre = hp->do_layer_norm_before;
-    const size_t es = opt_dtype_size(dt);
+    const eng_dtype dt = m->dt;
+    const int C = hp->s.hidden_size, P = hp->word_embed_proj_dim, V = hp->s.vocab_size, L = hp->s.n_layers;
+    const int F = hp->s.ffn_size, H = hp->s.n_heads, D = C / H, N = B * T, pre = hp->do_layer_norm_before;
+    const size_t es = eng_dtype_size(dt);
     cudaStream_t st = m->dev->stream;
     char *ws = m->d_ws;
     float *x = (float *)(void *)(ws + m->wl.x), *q = (float *)(void *)(ws + m->wl.q);
@@ -187,11 +187,11 @@ bc_status opt_cuda_forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const 
         /* fc1 + bias + ReLU; in 16-bit straight to the dtype fc2 reads when
          * cuBLASLt has that epilogue with a 16-bit output, else fp32 + convert */
         int direct = 0;
-        if (dt != OPT_F32 && !m->fc1_fp32_only)
+        if (dt != ENG_F32 && !m->fc1_fp32_only)
             TRY(opt_cuda_gemm_ex(m, ffh, xh, dw(m, lw->fc1.data), dw(m, lw->fc1_bias), N, C, F, 1, 1, &direct, err));
         if (!direct) {
             TRY(opt_cuda_gemm(m, ff, xh, dw(m, lw->fc1.data), dw(m, lw->fc1_bias), N, C, F, 1, err));
-            if (dt != OPT_F32) opt_cuda_launch_convert(dt, st, ffh, ff, (size_t)N * F);
+            if (dt != ENG_F32) opt_cuda_launch_convert(dt, st, ffh, ff, (size_t)N * F);
             m->n_fc1_converts++;
         }
         TRY(opt_cuda_gemm(m, y, ffh, dw(m, lw->fc2.data), dw(m, lw->fc2_bias), N, F, C, 0, err));
@@ -204,12 +204,12 @@ bc_status opt_cuda_forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const 
             opt_cuda_launch_residual_ln(dt, st, N, x, y, dw(m, lw->ln2_gamma), dw(m, lw->ln2_beta), xh, C, 1, 0, 1);
     }
     opt_cuda_launch_len_add(st, kv->d_len, T);
-    if (mode == OPT_LOGITS_NONE) return BC_OK;
+    if (mode == ENG_LOGITS_NONE) return BC_OK;
 
     /* the rows whose logits we want: final layer norm (pre-LN) or a plain
      * conversion (post-LN) of x rows n * row_mul + row_add into xh[M, C] */
-    const int M = mode == OPT_LOGITS_LAST ? B : N;
-    const int row_mul = mode == OPT_LOGITS_LAST ? T : 1, row_add = mode == OPT_LOGITS_LAST ? T - 1 : 0;
+    const int M = mode == ENG_LOGITS_LAST ? B : N;
+    const int row_mul = mode == ENG_LOGITS_LAST ? T : 1, row_add = mode == ENG_LOGITS_LAST ? T - 1 : 0;
     opt_cuda_launch_residual_ln(dt, st, M, x, (const float *)NULL, dw(m, w->final_ln_gamma), dw(m, w->final_ln_beta), xh,
                 C, row_mul, row_add, 0);
     const void *h = xh;
@@ -224,24 +224,24 @@ bc_status opt_cuda_forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const 
 }
 
 bc_status opt_cuda_forward_check(opt_cuda_model *m, const opt_cuda_kv_cache *kv, int stride, int B, int T,
-                                 opt_logits_mode mode, const float *d_logits, bc_error *err) {
+                                 eng_logits_mode mode, const float *d_logits, bc_error *err) {
     const opt_hparams *hp = &m->hp;
     const int S1 = kv->c.len + T;
     if (B != kv->c.B || T < 1)
         return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: B %d (cache has %d), T %d", B, kv->c.B, T);
-    if (S1 > kv->c.Smax || S1 > hp->max_position_embeddings)
+    if (S1 > kv->c.Smax || S1 > hp->s.max_positions)
         return bc_error_set(err, BC_ERR_INVALID,
                             "opt_cuda_forward: %d tokens exceed the cache (%d) or the positions (%d)", S1, kv->c.Smax,
-                            hp->max_position_embeddings);
+                            hp->s.max_positions);
     if (stride < S1) return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: mask stride %d < %d tokens", stride, S1);
-    if (kv->c.dtype != m->dt || kv->c.L != hp->num_hidden_layers || kv->c.H != hp->num_attention_heads)
+    if (kv->c.dtype != m->dt || kv->c.L != hp->s.n_layers || kv->c.Hkv != hp->s.n_heads)
         return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: KV cache shape or dtype does not match the model");
-    if (mode != OPT_LOGITS_NONE && !d_logits) return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: logits is NULL");
+    if (mode != ENG_LOGITS_NONE && !d_logits) return bc_error_set(err, BC_ERR_INVALID, "opt_cuda_forward: logits is NULL");
     return BC_OK;
 }
 
 bc_status opt_cuda_forward(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32_t *d_tokens, const uint8_t *d_mask,
-                           int mask_stride, int B, int T, opt_logits_mode mode, float *d_logits, bc_error *err) {
+                           int mask_stride, int B, int T, eng_logits_mode mode, float *d_logits, bc_error *err) {
     TRY(opt_cuda_forward_check(m, kv, mask_stride, B, T, mode, d_logits, err));
     TRY(opt_cuda_model_reserve(m, B * T, err));
     TRY(opt_cuda_forward_body(m, kv, d_tokens, d_mask, mask_stride, B, T, mode, d_logits, err));

@@ -9,7 +9,7 @@
  *   opt_cuda_model *m;     opt_cuda_model_create(&m, dev, &weights, &err);  // uploads the weight arena
  *   opt_cuda_kv_cache kv;  opt_cuda_kv_cache_alloc(dev, &kv, &hp, dtype, B, Smax, &err);
  *   opt_cuda_model_reserve(m, B * T_max, &err);
- *   opt_cuda_forward(m, &kv, d_tokens, d_mask, stride, B, T, OPT_LOGITS_LAST, d_logits, &err);
+ *   opt_cuda_forward(m, &kv, d_tokens, d_mask, stride, B, T, ENG_LOGITS_LAST, d_logits, &err);
  *   opt_cuda_sample(dev, &sample_args, &err);
  *
  * Semantics are those of forward.h: positions from the attention mask
@@ -31,6 +31,7 @@
 
 #include "cuda_mem.h"
 #include "forward.h"
+#include "opt_model.h"
 #include "sampling.h"
 
 #ifdef __cplusplus
@@ -89,18 +90,18 @@ bc_status opt_cuda_model_reserve(opt_cuda_model *m, int max_tokens, bc_error *er
 void opt_cuda_model_release_workspace(opt_cuda_model *m);
 size_t opt_cuda_model_workspace_bytes(const opt_cuda_model *m);
 const opt_hparams *opt_cuda_model_hparams(const opt_cuda_model *m);
-opt_dtype opt_cuda_model_dtype(const opt_cuda_model *m);
+eng_dtype opt_cuda_model_dtype(const opt_cuda_model *m);
 
 /* ---------------------------------------------------------------- KV cache */
 
 typedef struct opt_cuda_kv_cache {
-    opt_kv_cache c;  /* the CPU cache's shape, len (on the host), bytes; k, v in device memory
+    eng_kv_cache c;  /* the CPU cache's shape, len (on the host), bytes; k, v in device memory
                       * ([L][B][H][Smax][D] each, one allocation); no prefix sharing */
     int *d_len;      /* the length on the device (kept equal to c.len) */
     size_t alloc_bytes; /* c.bytes + the length counter */
 } opt_cuda_kv_cache;
 
-bc_status opt_cuda_kv_cache_alloc(opt_cuda_device *d, opt_cuda_kv_cache *kv, const opt_hparams *hp, opt_dtype dtype,
+bc_status opt_cuda_kv_cache_alloc(opt_cuda_device *d, opt_cuda_kv_cache *kv, const opt_hparams *hp, eng_dtype dtype,
                                   int B, int Smax, bc_error *err);
 void opt_cuda_kv_cache_free(opt_cuda_device *d, opt_cuda_kv_cache *kv);
 /* Sets the length on host and device. */
@@ -111,13 +112,13 @@ bc_status opt_cuda_kv_cache_copy_row(opt_cuda_device *d, opt_cuda_kv_cache *dst,
 
 /* ----------------------------------------------------------------- forward */
 
-/* As opt_forward (forward.h) with device buffers:
+/* As eng_forward (forward.h) with device buffers:
  *   d_tokens  [B, T] int32      d_mask [B, mask_stride] uint8 for s < kv->c.len + T
  *   d_logits  fp32 [B, T, V] (ALL) or [B, V] (LAST)
  * Appends T tokens to kv (host and device length). Tokens are not range
  * checked on the device (the caller's tokens come from the sampler). */
 bc_status opt_cuda_forward(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32_t *d_tokens, const uint8_t *d_mask,
-                           int mask_stride, int B, int T, opt_logits_mode mode, float *d_logits, bc_error *err);
+                           int mask_stride, int B, int T, eng_logits_mode mode, float *d_logits, bc_error *err);
 
 /* One decode step (T = 1, logits of that token), replayed from a CUDA graph
  * for this B when use_graph: the first step with a batch B and its buffers
@@ -149,13 +150,13 @@ void opt_cuda_graph_stats(const opt_cuda_model *m, int *held, int64_t *captures,
  * CPU device's sampling step (../device_cpu.c) do it: EOS suppressed unless
  * stop_at_eos; a finished row emits pad_id; greedy (first maximum) when temperature == 0, else
  * temperature, top-k, top-p, and one uniform from the row's generator (the
- * CPU path's splitmix64 stream: opt_rng_for_row, opt_rng_uniform). The token
+ * CPU path's splitmix64 stream: eng_rng_for_row, eng_rng_uniform). The token
  * of row r goes to d_seq[r, pos] and d_step_tokens[r], d_mask[r, pos] = 1,
  * where pos = *d_pos (the cache length, read on the device). */
 typedef struct opt_cuda_sample_args {
     int R, V, stride;        /* rows, vocabulary, row stride of d_seq and d_mask */
     int eos_id, pad_id, stop_at_eos, response_start;
-    opt_sampling p;          /* temperature, top_p, top_k (seed: the generators in d_rng) */
+    eng_sampling p;          /* temperature, top_p, top_k (seed: the generators in d_rng) */
     float *d_logits;         /* [R, V] fp32, modified */
     float *d_scratch;        /* [R, V] fp32 */
     const int *d_pos;        /* where this step's token goes */
@@ -163,7 +164,7 @@ typedef struct opt_cuda_sample_args {
     uint8_t *d_mask;         /* [R, stride] */
     int32_t *d_step_tokens;  /* [R] */
     int32_t *d_eos_at;       /* [R] response index of the row's EOS, -1 */
-    uint64_t *d_rng;         /* [R] opt_rng states */
+    uint64_t *d_rng;         /* [R] eng_rng states */
     int64_t *d_counters;     /* [2]: rows still running (this step), tokens generated (total) */
 } opt_cuda_sample_args;
 

@@ -112,7 +112,7 @@ bc_status opt_cuda_gemm_ex(opt_cuda_model *m, void *y, const void *x, const void
         if (s == CUBLAS_STATUS_SUCCESS && !found && epi && !y_dt) s = plan_make(m, p, M, K, N, 0, NULL, 0, &found);
         if (s != CUBLAS_STATUS_SUCCESS || (!found && !y_dt))
             return bc_error_set(err, BC_ERR_DEVICE, "cuBLASLt has no algorithm for M %d, K %d, N %d in %s: %s", M, K,
-                                N, opt_dtype_name(m->dt), cublasLtGetStatusString(s));
+                                N, eng_dtype_name(m->dt), cublasLtGetStatusString(s));
         if (!found) { /* remember the miss for a dtype output */
             memset(p, 0, sizeof *p);
             p->M = M, p->N = N, p->K = K, p->y_dt = y_dt, p->none = 1;
@@ -137,7 +137,7 @@ bc_status opt_cuda_gemm_ex(opt_cuda_model *m, void *y, const void *x, const void
     }
     if (s != CUBLAS_STATUS_SUCCESS)
         return bc_error_set(err, BC_ERR_DEVICE, "cuBLASLt matmul (M %d, K %d, N %d, %s): %s", M, K, N,
-                            opt_dtype_name(m->dt), cublasLtGetStatusString(s));
+                            eng_dtype_name(m->dt), cublasLtGetStatusString(s));
     if (p->epi && !p->lt_epi) {
         opt_cuda_launch_bias_act(m->dev->stream, (float *)y, bias, M, N, p->epi == 2);
         m->n_epilogue_fallbacks++;

@@ -29,7 +29,7 @@ static void capture_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32_t
         snprintf(m->graph_error, sizeof m->graph_error, "begin capture (B %d): %s", B, cudaGetErrorString(e));
         return;
     }
-    bc_status s = opt_cuda_forward_body(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, &cerr);
+    bc_status s = opt_cuda_forward_body(m, kv, d_tokens, d_mask, mask_stride, B, 1, ENG_LOGITS_LAST, d_logits, &cerr);
     cudaGraph_t g = NULL;
     e = cudaStreamEndCapture(st, &g);
     if (s == BC_OK && e == cudaSuccess) {
@@ -49,8 +49,8 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
                                const uint8_t *d_mask, int mask_stride, int B, float *d_logits, int use_graph,
                                bc_error *err) {
     if (!use_graph || m->graph_error[0])
-        return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);
-    TRY(opt_cuda_forward_check(m, kv, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err));
+        return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, ENG_LOGITS_LAST, d_logits, err);
+    TRY(opt_cuda_forward_check(m, kv, mask_stride, B, 1, ENG_LOGITS_LAST, d_logits, err));
     TRY(opt_cuda_model_reserve(m, B, err));
     const void *ptrs[] = {kv->c.k, kv->d_len, d_tokens, d_mask, d_logits, m->d_ws};
     const uint64_t binding = opt_cuda_graphs_binding(ptrs, 6, ((uint64_t)(unsigned)mask_stride << 32) |
@@ -60,12 +60,12 @@ bc_status opt_cuda_decode_step(opt_cuda_model *m, opt_cuda_kv_cache *kv, const i
     /* the first step with these buffers runs eagerly: it makes the GEMM plans
      * and loads every kernel, so the capture that follows only records */
     if (act == OPT_CUDA_GRAPH_WARMUP)
-        return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);
+        return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, ENG_LOGITS_LAST, d_logits, err);
     cudaGraphExec_t exec = (cudaGraphExec_t)found;
     if (act == OPT_CUDA_GRAPH_CAPTURE) {
         capture_step(m, kv, d_tokens, d_mask, mask_stride, B, d_logits, &exec);
         if (!exec) /* graphs off from now on (opt_cuda_graph_error says why); same results */
-            return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, OPT_LOGITS_LAST, d_logits, err);
+            return opt_cuda_forward(m, kv, d_tokens, d_mask, mask_stride, B, 1, ENG_LOGITS_LAST, d_logits, err);
         opt_cuda_graphs_put(&m->graphs, B, binding, (void *)exec);
     }
     CU_CHECK(cudaGraphLaunch(exec, m->dev->stream), "graph launch");

@@ -51,8 +51,8 @@ struct opt_cuda_model {
     opt_cuda_device *dev;
     const opt_weights *hw; /* borrowed: shapes and host pointers to translate */
     opt_hparams hp;
-    opt_dtype dt;
-    char *d_arena;         /* weights, a copy of hw->arena */
+    eng_dtype dt;
+    char *d_arena;         /* weights, a copy of hw->base.arena */
     size_t arena_bytes;
     char *d_ws;            /* activations (workspace kind) */
     size_t ws_bytes;
@@ -69,11 +69,11 @@ struct opt_cuda_model {
 /* The device address of a host pointer into the weight arena. */
 template <typename P> static inline P *dw(const opt_cuda_model *m, P *host) {
     if (!host) return NULL;
-    return (P *)(void *)(m->d_arena + ((const char *)host - (const char *)m->hw->arena));
+    return (P *)(void *)(m->d_arena + ((const char *)host - (const char *)m->hw->base.arena));
 }
 
-static inline cudaDataType_t cuda_type(opt_dtype dt) {
-    return dt == OPT_F16 ? CUDA_R_16F : dt == OPT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+static inline cudaDataType_t cuda_type(eng_dtype dt) {
+    return dt == ENG_F16 ? CUDA_R_16F : dt == ENG_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
 #define TRY(x)                        \
@@ -95,9 +95,9 @@ void opt_cuda_gemm_plans_clear(opt_cuda_model *m);
 /* cuda_forward.cu: the forward's checks, and its kernels and GEMMs queued on
  * the stream (nothing checked or synchronised, so it can be captured). */
 bc_status opt_cuda_forward_check(opt_cuda_model *m, const opt_cuda_kv_cache *kv, int stride, int B, int T,
-                                 opt_logits_mode mode, const float *d_logits, bc_error *err);
+                                 eng_logits_mode mode, const float *d_logits, bc_error *err);
 bc_status opt_cuda_forward_body(opt_cuda_model *m, opt_cuda_kv_cache *kv, const int32_t *d_tokens,
-                                const uint8_t *d_mask, int stride, int B, int T, opt_logits_mode mode,
+                                const uint8_t *d_mask, int stride, int B, int T, eng_logits_mode mode,
                                 float *d_logits, bc_error *err);
 
 /* cuda_graph_capture.cu: destroys a captured graph (the graph cache's hook). */

@@ -33,8 +33,8 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float
 /* Calls F<E>(args) for the run's dtype. */
 #define DISPATCH_DT(dt, F, ...)                                   \
     do {                                                          \
-        if ((dt) == OPT_F16) F<__half>(__VA_ARGS__);              \
-        else if ((dt) == OPT_BF16) F<__nv_bfloat16>(__VA_ARGS__); \
+        if ((dt) == ENG_F16) F<__half>(__VA_ARGS__);              \
+        else if ((dt) == ENG_BF16) F<__nv_bfloat16>(__VA_ARGS__); \
         else F<float>(__VA_ARGS__);                               \
     } while (0)
 
@@ -313,29 +313,29 @@ template <typename E> static void launch_t_convert(cudaStream_t st, void *dst, c
     convert_kernel<E><<<(unsigned)((n + 255) / 256), 256, 0, st>>>((E *)dst, src, n);
 }
 
-void opt_cuda_launch_embed(opt_dtype dt, cudaStream_t st, float *x, void *embh, const int32_t *tok,
+void opt_cuda_launch_embed(eng_dtype dt, cudaStream_t st, float *x, void *embh, const int32_t *tok,
                            const uint8_t *mask, int stride, const int *d_len, int N, int T, const void *te,
                            const void *pe, int C, int P, int mode) {
     DISPATCH_DT(dt, launch_t_embed, st, x, embh, tok, mask, stride, d_len, N, T, te, pe, C, P, mode);
 }
 
-void opt_cuda_launch_residual_ln(opt_dtype dt, cudaStream_t st, int rows, float *x, const float *y, const float *g,
+void opt_cuda_launch_residual_ln(eng_dtype dt, cudaStream_t st, int rows, float *x, const float *y, const float *g,
                                  const float *bt, void *out, int C, int row_mul, int row_add, int to_x) {
     DISPATCH_DT(dt, launch_t_rln, st, rows, x, y, g, bt, out, C, row_mul, row_add, to_x);
 }
 
-void opt_cuda_launch_kv_store(opt_dtype dt, cudaStream_t st, void *kc, void *vc, const float *kk, const float *vv,
+void opt_cuda_launch_kv_store(eng_dtype dt, cudaStream_t st, void *kc, void *vc, const float *kk, const float *vv,
                               int ld, const int *d_len, int B, int T, int H, int D, int Smax) {
     DISPATCH_DT(dt, launch_t_kv_store, st, kc, vc, kk, vv, ld, d_len, B, T, H, D, Smax);
 }
 
-void opt_cuda_launch_attention(opt_dtype dt, cudaStream_t st, void *att, const float *q, int ldq, void *kc, void *vc,
+void opt_cuda_launch_attention(eng_dtype dt, cudaStream_t st, void *att, const float *q, int ldq, void *kc, void *vc,
                                const float *knew, const float *vnew, const uint8_t *mask, int stride,
                                const int *d_len, int B, int T, int H, int D, int Smax) {
     DISPATCH_DT(dt, launch_t_attention, st, att, q, ldq, kc, vc, knew, vnew, mask, stride, d_len, B, T, H, D, Smax);
 }
 
-void opt_cuda_launch_convert(opt_dtype dt, cudaStream_t st, void *dst, const float *src, size_t n) {
+void opt_cuda_launch_convert(eng_dtype dt, cudaStream_t st, void *dst, const float *src, size_t n) {
     DISPATCH_DT(dt, launch_t_convert, st, dst, src, n);
 }
 

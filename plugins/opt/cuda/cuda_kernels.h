@@ -9,27 +9,28 @@
 
 extern "C" {
 #include "forward.h"
+#include "opt_model.h"
 }
 
 /* Embeddings of N = B T tokens (positions from the mask and *d_len):
  * mode 0 (P == C): x[N, C] = tok + pos; 1: embh[N, P] = tok; 2: x += pos. */
-void opt_cuda_launch_embed(opt_dtype dt, cudaStream_t st, float *x, void *embh, const int32_t *tok,
+void opt_cuda_launch_embed(eng_dtype dt, cudaStream_t st, float *x, void *embh, const int32_t *tok,
                            const uint8_t *mask, int stride, const int *d_len, int N, int T, const void *te,
                            const void *pe, int C, int P, int mode);
 /* Rows n < rows of x (row n * row_mul + row_add): x += y (y != NULL), layer
  * norm with gamma/beta (gamma != NULL; into x too when to_x), out[n] in dt. */
-void opt_cuda_launch_residual_ln(opt_dtype dt, cudaStream_t st, int rows, float *x, const float *y, const float *g,
+void opt_cuda_launch_residual_ln(eng_dtype dt, cudaStream_t st, int rows, float *x, const float *y, const float *g,
                                  const float *bt, void *out, int C, int row_mul, int row_add, int to_x);
 /* New keys and values [B, T, C] (rows ld apart) into a layer's cache at *d_len. */
-void opt_cuda_launch_kv_store(opt_dtype dt, cudaStream_t st, void *kc, void *vc, const float *kk, const float *vv,
+void opt_cuda_launch_kv_store(eng_dtype dt, cudaStream_t st, void *kc, void *vc, const float *kk, const float *vv,
                               int ld, const int *d_len, int B, int T, int H, int D, int Smax);
 /* att[B, T, C] from q and a layer's cache; knew/vnew (decode, T == 1): the
  * step's key and value, stored by the kernel itself. */
-void opt_cuda_launch_attention(opt_dtype dt, cudaStream_t st, void *att, const float *q, int ldq, void *kc, void *vc,
+void opt_cuda_launch_attention(eng_dtype dt, cudaStream_t st, void *att, const float *q, int ldq, void *kc, void *vc,
                                const float *knew, const float *vnew, const uint8_t *mask, int stride,
                                const int *d_len, int B, int T, int H, int D, int Smax);
 /* dst[n] = dt(src[n]). */
-void opt_cuda_launch_convert(opt_dtype dt, cudaStream_t st, void *dst, const float *src, size_t n);
+void opt_cuda_launch_convert(eng_dtype dt, cudaStream_t st, void *dst, const float *src, size_t n);
 /* y[M, N] += bias[N], then ReLU when relu (fp32). */
 void opt_cuda_launch_bias_act(cudaStream_t st, float *y, const float *bias, int M, int N, int relu);
 /* *d_len += T; *d_len = v. */

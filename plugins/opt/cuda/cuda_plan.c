@@ -2,12 +2,13 @@
 #include "cuda_plan.h"
 
 #include "forward.h"
+#include "opt_model.h"
 
 static size_t al(size_t n) { return (n + OPT_CUDA_ALIGN - 1) / OPT_CUDA_ALIGN * OPT_CUDA_ALIGN; }
 
-size_t opt_cuda_ws_layout_for(const opt_hparams *hp, opt_dtype dt, int N, opt_cuda_ws_layout *l) {
-    const size_t n = (size_t)(N > 0 ? N : 0), C = (size_t)hp->hidden_size, P = (size_t)hp->word_embed_proj_dim;
-    const size_t F = (size_t)hp->ffn_dim, Cm = C > P ? C : P, es = opt_dtype_size(dt);
+size_t opt_cuda_ws_layout_for(const opt_hparams *hp, eng_dtype dt, int N, opt_cuda_ws_layout *l) {
+    const size_t n = (size_t)(N > 0 ? N : 0), C = (size_t)hp->s.hidden_size, P = (size_t)hp->word_embed_proj_dim;
+    const size_t F = (size_t)hp->s.ffn_size, Cm = C > P ? C : P, es = eng_dtype_size(dt);
     size_t off = 0;
 #define BUF(field, bytes) (l->field = off, off += al(bytes))
     l->N = (int)n;
@@ -19,7 +20,7 @@ size_t opt_cuda_ws_layout_for(const opt_hparams *hp, opt_dtype dt, int N, opt_cu
     BUF(att, n * C * es);
     BUF(y, n * Cm * 4);
     BUF(ff, n * F * 4);
-    if (dt == OPT_F32) l->ffh = l->ff;
+    if (dt == ENG_F32) l->ffh = l->ff;
     else BUF(ffh, n * F * es);
     BUF(embh, n * Cm * es);
     BUF(lt, OPT_CUDA_LT_WORKSPACE);
@@ -50,16 +51,16 @@ size_t opt_cuda_rollout_layout_for(int V, int R, int Bp, int Tp, int Stot, int s
     return off;
 }
 
-opt_cuda_plan opt_cuda_plan_rollout(const opt_hparams *hp, opt_dtype dt, int R, int Bp, int Tp, int Stot, int shared) {
+opt_cuda_plan opt_cuda_plan_rollout(const opt_hparams *hp, eng_dtype dt, int R, int Bp, int Tp, int Stot, int shared) {
     opt_cuda_plan p;
     const int prefill_rows = shared ? Bp : R;
     p.max_tokens = prefill_rows * Tp > R ? prefill_rows * Tp : R;
     p.weights = opt_weights_bytes(hp, dt);
-    p.kv_cache = opt_kv_cache_bytes(hp, dt, R, Stot);
-    if (shared) p.kv_cache += opt_kv_cache_bytes(hp, dt, Bp, Tp);
+    p.kv_cache = eng_kv_cache_bytes(&hp->s, dt, R, Stot);
+    if (shared) p.kv_cache += eng_kv_cache_bytes(&hp->s, dt, Bp, Tp);
     opt_cuda_ws_layout wl;
     opt_cuda_rollout_layout rl;
     p.workspace = opt_cuda_ws_layout_for(hp, dt, p.max_tokens, &wl) +
-                  opt_cuda_rollout_layout_for(hp->vocab_size, R, Bp, Tp, Stot, shared, &rl);
+                  opt_cuda_rollout_layout_for(hp->s.vocab_size, R, Bp, Tp, Stot, shared, &rl);
     return p;
 }

@@ -6,7 +6,7 @@
  *   weights     one arena, a byte-for-byte copy of the host opt_weights arena
  *               (opt_weights_bytes: the same bytes as the CPU path);
  *   KV cache    [L][B][H][Smax][D] in the run's dtype, K and V
- *               (opt_kv_cache_bytes: the same bytes as the CPU path);
+ *               (eng_kv_cache_bytes: the same bytes as the CPU path);
  *   workspace   the forward's activations (below) + cuBLASLt's workspace,
  *               and the rollout's device buffers (logits, sequences, masks,
  *               generators, sampler scratch).
@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#include "model.h"
+#include "opt_model.h"
 
 #define OPT_CUDA_ALIGN 256
 /* cuBLASLt's scratch, part of the workspace. */
@@ -42,7 +42,7 @@ typedef struct opt_cuda_ws_layout {
 } opt_cuda_ws_layout;
 
 /* Fills l for N tokens; returns l->bytes. */
-size_t opt_cuda_ws_layout_for(const opt_hparams *hp, opt_dtype dt, int N, opt_cuda_ws_layout *l);
+size_t opt_cuda_ws_layout_for(const opt_hparams *hp, eng_dtype dt, int N, opt_cuda_ws_layout *l);
 
 /* Byte offsets of one rollout's device buffers (legend of ../rollout.h:
  * R rows, Bp prompts, Tp prompt length, Stot = Tp + Tr). */
@@ -72,6 +72,6 @@ typedef struct opt_cuda_plan {
     int max_tokens;   /* N the activations are sized for */
 } opt_cuda_plan;
 
-opt_cuda_plan opt_cuda_plan_rollout(const opt_hparams *hp, opt_dtype dt, int R, int Bp, int Tp, int Stot, int shared);
+opt_cuda_plan opt_cuda_plan_rollout(const opt_hparams *hp, eng_dtype dt, int R, int Bp, int Tp, int Stot, int shared);
 
 #endif

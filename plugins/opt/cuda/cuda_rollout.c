@@ -1,5 +1,5 @@
 /* cuda_rollout.c: the rollout loop's steps on a CUDA device (see
- * cuda_rollout.h and ../device.h): the loop (../rollout.c, opt_rollout_run)
+ * cuda_rollout.h and ../device.h): the loop (../rollout.c, eng_rollout_run)
  * is the CPU's; here each step queues its work on the device's stream:
  *   start     the expanded rows, masks and generators to the device;
  *   prefill   one forward over the prompts of every row (or of every prompt
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void opt_cuda_rollout_init(opt_cuda_rollout *cr, opt_rollout *ro, opt_cuda_device *dev, opt_cuda_model *m,
+void opt_cuda_rollout_init(opt_cuda_rollout *cr, eng_rollout *ro, opt_cuda_device *dev, opt_cuda_model *m,
                            int use_graphs) {
     memset(cr, 0, sizeof *cr);
     cr->ro = ro;
@@ -24,9 +24,9 @@ void opt_cuda_rollout_init(opt_cuda_rollout *cr, opt_rollout *ro, opt_cuda_devic
 }
 
 opt_cuda_plan opt_cuda_rollout_plan(const opt_cuda_rollout *cr) {
-    const opt_rollout *ro = cr->ro;
+    const eng_rollout *ro = cr->ro;
     return opt_cuda_plan_rollout(opt_cuda_model_hparams(cr->m), opt_cuda_model_dtype(cr->m), ro->R, ro->Bp, ro->Tp,
-                                 ro->Stot, opt_rollout_shared_prefill(ro));
+                                 ro->Stot, eng_rollout_shared_prefill(ro));
 }
 
 void opt_cuda_rollout_release(opt_cuda_rollout *cr) {
@@ -41,15 +41,15 @@ void opt_cuda_rollout_release(opt_cuda_rollout *cr) {
 
 bc_status opt_cuda_rollout_acquire(opt_cuda_rollout *cr, bc_error *err) {
     if (cr->have_cache) return BC_OK;
-    const opt_rollout *ro = cr->ro;
+    const eng_rollout *ro = cr->ro;
     const opt_hparams *hp = opt_cuda_model_hparams(cr->m);
-    const opt_dtype dt = opt_cuda_model_dtype(cr->m);
+    const eng_dtype dt = opt_cuda_model_dtype(cr->m);
     const opt_cuda_plan plan = opt_cuda_rollout_plan(cr);
     bc_status st = opt_cuda_kv_cache_alloc(cr->dev, &cr->kv, hp, dt, ro->R, ro->Stot, err);
-    if (st == BC_OK && opt_rollout_shared_prefill(ro)) st = opt_cuda_kv_cache_alloc(cr->dev, &cr->kv_shared, hp, dt, ro->Bp, ro->Tp, err);
+    if (st == BC_OK && eng_rollout_shared_prefill(ro)) st = opt_cuda_kv_cache_alloc(cr->dev, &cr->kv_shared, hp, dt, ro->Bp, ro->Tp, err);
     if (st == BC_OK) st = opt_cuda_model_reserve(cr->m, plan.max_tokens, err);
     if (st == BC_OK) {
-        cr->buf_bytes = opt_cuda_rollout_layout_for(ro->V, ro->R, ro->Bp, ro->Tp, ro->Stot, opt_rollout_shared_prefill(ro), &cr->l);
+        cr->buf_bytes = opt_cuda_rollout_layout_for(ro->V, ro->R, ro->Bp, ro->Tp, ro->Stot, eng_rollout_shared_prefill(ro), &cr->l);
         st = opt_cuda_alloc(cr->dev, OPT_CUDA_MEM_WORKSPACE, cr->buf_bytes, (void **)&cr->d_buf, "rollout buffers", err);
         if (st != BC_OK) cr->buf_bytes = 0;
     }
@@ -66,7 +66,7 @@ bc_status opt_cuda_rollout_acquire(opt_cuda_rollout *cr, bc_error *err) {
     } while (0)
 
 static bc_status sample(opt_cuda_rollout *cr, int *running, bc_error *err) {
-    const opt_rollout *ro = cr->ro;
+    const eng_rollout *ro = cr->ro;
     opt_cuda_sample_args a;
     memset(&a, 0, sizeof a);
     a.R = ro->R;
@@ -95,33 +95,33 @@ static bc_status sample(opt_cuda_rollout *cr, int *running, bc_error *err) {
     return BC_OK;
 }
 
-static bc_status cuda_acquire(void *ctx, opt_rollout *ro, bc_error *err) {
+static bc_status cuda_acquire(void *ctx, eng_rollout *ro, bc_error *err) {
     (void)ro;
     return opt_cuda_rollout_acquire(ctx, err);
 }
 
-static void cuda_marks_reset(void *ctx, opt_rollout *ro) {
+static void cuda_marks_reset(void *ctx, eng_rollout *ro) {
     (void)ro;
     opt_cuda_marks_reset(((opt_cuda_rollout *)ctx)->dev);
 }
 
-static int cuda_mark(void *ctx, opt_rollout *ro) {
+static int cuda_mark(void *ctx, eng_rollout *ro) {
     (void)ro;
     return opt_cuda_mark(((opt_cuda_rollout *)ctx)->dev);
 }
 
-static double cuda_elapsed_ms(void *ctx, opt_rollout *ro, int from, int to) {
+static double cuda_elapsed_ms(void *ctx, eng_rollout *ro, int from, int to) {
     (void)ro;
     return opt_cuda_marks_ms(((opt_cuda_rollout *)ctx)->dev, from, to);
 }
 
 /* The expanded rows, masks, generators, EOS positions and counters to the device. */
-static bc_status cuda_start(void *ctx, opt_rollout *ro, bc_error *err) {
+static bc_status cuda_start(void *ctx, eng_rollout *ro, bc_error *err) {
     opt_cuda_rollout *cr = ctx;
     opt_cuda_device *d = cr->dev;
     const size_t R = (size_t)ro->R, Tp = (size_t)ro->Tp;
     const int64_t zero[2] = {0, 0};
-    _Static_assert(sizeof(opt_rng) == sizeof(uint64_t), "a generator is its 64-bit state");
+    _Static_assert(sizeof(eng_rng) == sizeof(uint64_t), "a generator is its 64-bit state");
     _Static_assert(sizeof(int) == sizeof(int32_t), "eos_at is int32 on the device");
     TRY(opt_cuda_upload(d, BUF(void, rng), ro->rngs, R * sizeof *ro->rngs, err));
     TRY(opt_cuda_upload(d, BUF(void, eos_at), ro->eos_at, R * sizeof *ro->eos_at, err));
@@ -129,7 +129,7 @@ static bc_status cuda_start(void *ctx, opt_rollout *ro, bc_error *err) {
     TRY(opt_cuda_upload(d, BUF(void, seq), ro->seq, R * ro->Stot * sizeof *ro->seq, err));
     TRY(opt_cuda_upload(d, BUF(void, mask), ro->mask, R * ro->Stot, err));
     TRY(opt_cuda_upload(d, BUF(void, prefill_ids), ro->prefill_ids, R * Tp * sizeof *ro->prefill_ids, err));
-    if (opt_rollout_shared_prefill(ro)) {
+    if (eng_rollout_shared_prefill(ro)) {
         TRY(opt_cuda_upload(d, BUF(void, prompt_ids), ro->prompt_ids, (size_t)ro->Bp * Tp * sizeof *ro->prompt_ids,
                             err));
         TRY(opt_cuda_upload(d, BUF(void, prompt_mask), ro->prompt_mask, (size_t)ro->Bp * Tp, err));
@@ -139,7 +139,7 @@ static bc_status cuda_start(void *ctx, opt_rollout *ro, bc_error *err) {
 
 /* The device kernels read every row's keys from the row itself: no prefix
  * sharing (grouped_prefix = 0, so the loop never asks for it). */
-static bc_status cuda_set_cache(void *ctx, opt_rollout *ro, int len, int group, int prefix, bc_error *err) {
+static bc_status cuda_set_cache(void *ctx, eng_rollout *ro, int len, int group, int prefix, bc_error *err) {
     (void)ro, (void)prefix;
     opt_cuda_rollout *cr = ctx;
     if (group > 1) return bc_error_set(err, BC_ERR_INTERNAL, "opt cuda: prefix sharing asked of the CUDA device");
@@ -147,18 +147,18 @@ static bc_status cuda_set_cache(void *ctx, opt_rollout *ro, int len, int group, 
     return BC_OK;
 }
 
-static bc_status cuda_prefill(void *ctx, opt_rollout *ro, int prompts, bc_error *err) {
+static bc_status cuda_prefill(void *ctx, eng_rollout *ro, int prompts, bc_error *err) {
     opt_cuda_rollout *cr = ctx;
     if (prompts) {
         TRY(opt_cuda_kv_cache_set_len(cr->dev, &cr->kv_shared, 0, err));
         return opt_cuda_forward(cr->m, &cr->kv_shared, BUF(int32_t, prompt_ids), BUF(uint8_t, prompt_mask), ro->Tp,
-                                ro->Bp, ro->Tp, OPT_LOGITS_LAST, BUF(float, logits_shared), err);
+                                ro->Bp, ro->Tp, ENG_LOGITS_LAST, BUF(float, logits_shared), err);
     }
     return opt_cuda_forward(cr->m, &cr->kv, BUF(int32_t, prefill_ids), BUF(uint8_t, mask), ro->Stot, ro->R, ro->Tp,
-                            OPT_LOGITS_LAST, BUF(float, logits), err);
+                            ENG_LOGITS_LAST, BUF(float, logits), err);
 }
 
-static bc_status cuda_copy_prompt(void *ctx, opt_rollout *ro, int r, int kv, bc_error *err) {
+static bc_status cuda_copy_prompt(void *ctx, eng_rollout *ro, int r, int kv, bc_error *err) {
     opt_cuda_rollout *cr = ctx;
     const int b = r / ro->Sp;
     const size_t V = (size_t)ro->V;
@@ -168,20 +168,20 @@ static bc_status cuda_copy_prompt(void *ctx, opt_rollout *ro, int r, int kv, bc_
 }
 
 /* The sampler left token k - 1 in step_tokens and the mask set on the device. */
-static bc_status cuda_decode(void *ctx, opt_rollout *ro, int k, bc_error *err) {
+static bc_status cuda_decode(void *ctx, eng_rollout *ro, int k, bc_error *err) {
     (void)k;
     opt_cuda_rollout *cr = ctx;
     return opt_cuda_decode_step(cr->m, &cr->kv, BUF(int32_t, step_tokens), BUF(uint8_t, mask), ro->Stot, ro->R,
                                 BUF(float, logits), cr->use_graphs, err);
 }
 
-static bc_status cuda_sample(void *ctx, opt_rollout *ro, int k, int *running, bc_error *err) {
+static bc_status cuda_sample(void *ctx, eng_rollout *ro, int k, int *running, bc_error *err) {
     (void)ro, (void)k;
     return sample(ctx, running, err);
 }
 
 /* Sequences, masks, EOS positions and the token count back. */
-static bc_status cuda_finish(void *ctx, opt_rollout *ro, bc_error *err) {
+static bc_status cuda_finish(void *ctx, eng_rollout *ro, bc_error *err) {
     opt_cuda_rollout *cr = ctx;
     opt_cuda_device *d = cr->dev;
     const size_t R = (size_t)ro->R;
@@ -194,7 +194,7 @@ static bc_status cuda_finish(void *ctx, opt_rollout *ro, bc_error *err) {
     return BC_OK;
 }
 
-const opt_step_ops opt_cuda_steps = {
+const eng_step_ops opt_cuda_steps = {
     .grouped_prefix = 0,
     .acquire = cuda_acquire,
     .marks_reset = cuda_marks_reset,
@@ -210,7 +210,7 @@ const opt_step_ops opt_cuda_steps = {
 };
 
 bc_status opt_cuda_rollout_generate(opt_cuda_rollout *cr, bc_error *err) {
-    return opt_rollout_run(cr->ro, &opt_cuda_steps, cr, err);
+    return eng_rollout_run(cr->ro, &opt_cuda_steps, cr, err);
 }
 
 void opt_cuda_rollout_free(opt_cuda_rollout *cr) {

@@ -2,7 +2,7 @@
  *
  * The rollout itself (prompts, expansion, the generate loop,
  * post-processing, the row order and the results) is ../rollout.h's
- * opt_rollout and ../device.h's opt_rollout_run, shared with the CPU; this
+ * eng_rollout and ../device.h's eng_rollout_run, shared with the CPU; this
  * adds the device KV cache(s), the model's activations and the rollout's
  * device buffers (cuda_plan.h), acquired and released as the cache policy
  * says, and the loop's steps (opt_cuda_steps): prefill, decode steps (CUDA
@@ -21,7 +21,7 @@
 #include "device.h"
 
 typedef struct opt_cuda_rollout {
-    opt_rollout *ro;          /* borrowed: prompts, params and results */
+    eng_rollout *ro;          /* borrowed: prompts, params and results */
     opt_cuda_device *dev;     /* borrowed */
     opt_cuda_model *m;        /* borrowed */
     int use_graphs;           /* capture and replay the decode step */
@@ -34,8 +34,8 @@ typedef struct opt_cuda_rollout {
     int64_t counters[2];      /* host copy of the device counters */
 } opt_cuda_rollout;
 
-/* Borrows ro (after opt_rollout_init), dev and m; allocates nothing yet. */
-void opt_cuda_rollout_init(opt_cuda_rollout *cr, opt_rollout *ro, opt_cuda_device *dev, opt_cuda_model *m,
+/* Borrows ro (after eng_rollout_init), dev and m; allocates nothing yet. */
+void opt_cuda_rollout_init(opt_cuda_rollout *cr, eng_rollout *ro, opt_cuda_device *dev, opt_cuda_model *m,
                            int use_graphs);
 /* The device bytes per kind (weights, KV cache, workspace) of this rollout. */
 opt_cuda_plan opt_cuda_rollout_plan(const opt_cuda_rollout *cr);
@@ -44,10 +44,10 @@ bc_status opt_cuda_rollout_acquire(opt_cuda_rollout *cr, bc_error *err);
 /* Frees them and the model's activations and graphs. */
 void opt_cuda_rollout_release(opt_cuda_rollout *cr);
 /* The loop's steps on the device; ctx is an opt_cuda_rollout. */
-extern const opt_step_ops opt_cuda_steps;
-/* opt_rollout_run over opt_cuda_steps: prefill + decode + sampling on the
- * device; acquires first if released. Call after opt_rollout_expand;
- * opt_rollout_post_process follows as on the CPU. */
+extern const eng_step_ops opt_cuda_steps;
+/* eng_rollout_run over opt_cuda_steps: prefill + decode + sampling on the
+ * device; acquires first if released. Call after eng_rollout_expand;
+ * eng_rollout_post_process follows as on the CPU. */
 bc_status opt_cuda_rollout_generate(opt_cuda_rollout *cr, bc_error *err);
 void opt_cuda_rollout_free(opt_cuda_rollout *cr);
 

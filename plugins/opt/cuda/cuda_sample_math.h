@@ -10,17 +10,17 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "splitmix.h" /* OPT_HD, the generator step and uniform */
+#include "splitmix.h" /* ENG_HD, the generator step and uniform */
 
 /* Larger float, larger key (for every non-NaN float, -0 < +0 aside). */
-OPT_HD uint32_t opt_fkey(float f) {
+ENG_HD uint32_t eng_fkey(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-/* The float of a key (the inverse of opt_fkey). */
-OPT_HD float opt_keyf(uint32_t k) {
+/* The float of a key (the inverse of eng_fkey). */
+ENG_HD float eng_keyf(uint32_t k) {
     uint32_t u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
     float f;
     memcpy(&f, &u, sizeof f);
@@ -28,7 +28,7 @@ OPT_HD float opt_keyf(uint32_t k) {
 }
 
 /* Key bounds of the top-p search: +0 and +inf. */
-#define OPT_KEY_POS_ZERO 0x80000000u
-#define OPT_KEY_POS_INF 0xff800000u
+#define ENG_KEY_POS_ZERO 0x80000000u
+#define ENG_KEY_POS_INF 0xff800000u
 
 #endif

@@ -76,9 +76,9 @@ __global__ void __launch_bounds__(SAMPLE_THREADS, 1) sample_kernel(opt_cuda_samp
         goto emit;
     }
     {
-        /* one uniform per sampled step, drawn like opt_sample does */
+        /* one uniform per sampled step, drawn like eng_sample does */
         __shared__ double u_sh;
-        if (tid == 0) u_sh = opt_uniform_from(opt_splitmix_next(&a.d_rng[r]));
+        if (tid == 0) u_sh = eng_uniform_from(eng_splitmix_next(&a.d_rng[r]));
         /* the candidates: -inf stays out */
         int n = 0;
         for (int v = tid; v < V; v += nt) {
@@ -100,10 +100,10 @@ __global__ void __launch_bounds__(SAMPLE_THREADS, 1) sample_kernel(opt_cuda_samp
             for (int bit = 31; bit >= 0; bit--) {
                 const unsigned cand = t | (1u << bit);
                 int c = 0;
-                for (int v = tid; v < V; v += nt) c += lg[v] != -INFINITY && opt_fkey(lg[v]) >= cand;
+                for (int v = tid; v < V; v += nt) c += lg[v] != -INFINITY && eng_fkey(lg[v]) >= cand;
                 if (block_sum(c) >= k) t = cand;
             }
-            kth = opt_keyf(t);
+            kth = eng_keyf(t);
         }
         /* temperature on the kept; the others leave (-inf) */
         for (int v = tid; v < V; v += nt) lg[v] = lg[v] != -INFINITY && lg[v] >= kth ? lg[v] * inv_t : -INFINITY;
@@ -123,17 +123,17 @@ __global__ void __launch_bounds__(SAMPLE_THREADS, 1) sample_kernel(opt_cuda_samp
             if (pr[v] >= 0.0f) pr[v] = (float)(pr[v] / s);
         /* top-p: the smallest key t with mass(p > t) < top_p; keep p >= t */
         if (a.p.top_p < 1.0) {
-            unsigned lo = OPT_KEY_POS_ZERO, hi = OPT_KEY_POS_INF; /* pred(hi) holds: no mass above +inf */
+            unsigned lo = ENG_KEY_POS_ZERO, hi = ENG_KEY_POS_INF; /* pred(hi) holds: no mass above +inf */
             while (lo < hi) {
                 const unsigned mid = lo + (hi - lo) / 2;
-                const float th = opt_keyf(mid);
+                const float th = eng_keyf(mid);
                 double mass = 0.0;
                 for (int v = tid; v < V; v += nt)
                     if (pr[v] > th) mass += pr[v];
                 if (block_sum(mass) < a.p.top_p) hi = mid;
                 else lo = mid + 1;
             }
-            const float th = opt_keyf(lo);
+            const float th = eng_keyf(lo);
             for (int v = tid; v < V; v += nt)
                 if (pr[v] >= 0.0f && pr[v] < th) pr[v] = -1.0f;
         }

@@ -5,7 +5,7 @@
  *   - vector, defined only in files built with the instruction set
  *     (-mavx2 -mf16c, -mavx512f -mavx512bw): 8 or 16 lanes at a time.
  * The precision plugins (plugins/precision), their bulk converters
- * (convert*.c) and the OPT engine's kernels (plugins/opt/kernels*.c) all use
+ * (convert*.c) and the OPT engine's kernels (engine/kernels/kernels*.c) all use
  * these; docs/plugins.md, "Precision plugins", states the rules:
  *   float16  IEEE binary16. to_f32 exact for every number and inf, a NaN
  *            becomes a quiet NaN (sign and payload kept); from_f32

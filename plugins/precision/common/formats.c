@@ -88,7 +88,7 @@ const bc_precision_ops prec_bf16_ops = {
  * q * scale, where scale belongs to the row (one output channel of a
  * weight matrix): the backend picks it, scale = max|row| / 127, divides the
  * row by it before from_f32 and multiplies after to_f32 (the OPT engine:
- * plugins/opt/precision.c, opt_convert_matrix). So these element
+ * engine/kernels/precision.c, eng_convert_matrix). So these element
  * conversions are the element code alone: to_f32 exact, from_f32 rounds to
  * nearest even and saturates (float_bits.h, prec_f32_to_i8).
  * rel_tolerance = 4e-2: each weight is rounded with absolute error at most
