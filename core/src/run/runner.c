@@ -68,8 +68,6 @@ const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_LORA_UNFUSE_MS] = "lora_unfuse_ms",
 };
 
-enum { N_FIELDS = BC_N_FIELDS };
-
 volatile sig_atomic_t bc_run_in_case_child;
 
 static double ms_since(uint64_t t0) { return (double)(bc_now_ns() - t0) / 1e6; }
@@ -135,7 +133,7 @@ static double per_second(int64_t count, double ms) {
     return count >= 0 && bc_is_measured(ms) && ms > 0 ? (double)count / (ms / 1000.0) : NAN;
 }
 
-/* The fields generate's stats give (row has N_FIELDS values, total_ms set). */
+/* The fields generate's stats give (row has the run's fields, total_ms set). */
 static void fields_from_generation(const bc_generation_stats *g, double gen_ms, double expand_ms, double *row) {
     if (g->num_generated_tokens >= 0) {
         row[BC_FIELD_NUM_GENERATED_TOKENS] = (double)g->num_generated_tokens;
@@ -212,14 +210,32 @@ typedef struct iteration_out {
     bc_generation_stats gen; /* what generate reported */
 } iteration_out;
 
-/* One rollout. row (N_FIELDS, may be NULL for warmup) gets the values. On a
- * hook error returns it, with out->hook naming the hook. */
-static bc_status one_iteration(const bc_runner_config *cfg, void *inst, const bc_case *c, int *released, double *row,
-                               iteration_out *out, bc_error *err) {
+/* The values of the declared metrics of scope that case c's backend gives
+ * (read_metrics), into their columns of row; NaN stays. */
+static bc_status declared_metrics(const bc_runner_config *cfg, const bc_run_result *res, void *inst, const bc_case *c,
+                                  bc_metric_scope scope, double *row, bc_error *err) {
+    const bc_fields_backend *fb = &res->fields.backends[backend_index(cfg, c)];
+    if (fb->n_rows == 0) return BC_OK;
+    double v[BC_METRICS_MAX_PER_BACKEND];
+    for (uint32_t i = 0; i < fb->n_rows; i++) v[i] = NAN;
+    bc_status st = backend_plugin(cfg, c)->backend.read_metrics(inst, scope, v, fb->n_rows, err);
+    if (st != BC_OK) return st;
+    for (uint32_t i = 0; i < fb->n_rows; i++) {
+        if (fb->scope[i] != scope || isnan(v[i])) continue;
+        if (!isfinite(v[i]))
+            return bc_error_set(err, BC_ERR_INVALID, "metric '%s' is %g, not a finite number",
+                                res->fields.names[fb->column[i]], v[i]);
+        row[fb->column[i]] = v[i];
+    }
+    return BC_OK;
+}
+
+/* One rollout. row (res->n_fields) gets the values. On a hook error returns
+ * it, with out->hook naming the hook. */
+static bc_status one_iteration(const bc_runner_config *cfg, const bc_run_result *res, void *inst, const bc_case *c,
+                               int *released, double *row, iteration_out *out, bc_error *err) {
     const bc_backend_ops *ops = &backend_plugin(cfg, c)->backend;
-    double scratch[N_FIELDS];
-    if (!row) row = scratch;
-    for (int f = 0; f < N_FIELDS; f++) row[f] = NAN;
+    for (uint32_t f = 0; f < res->n_fields; f++) row[f] = NAN;
     out->hook = NULL;
     out->abandoned = 0;
     bc_status st;
@@ -244,6 +260,8 @@ static bc_status one_iteration(const bc_runner_config *cfg, void *inst, const bc
     t0 = bc_now_ns();
     if ((st = ops->post_process(inst, err)) != BC_OK) return out->hook = "post_process", st;
     double post_ms = ms_since(t0);
+    if ((st = declared_metrics(cfg, res, inst, c, BC_METRIC_PER_ITERATION, row, err)) != BC_OK)
+        return out->hook = "read_metrics", st;
 
     if (c->release_cache && ops->cache_release) {
         t0 = bc_now_ns();
@@ -330,6 +348,7 @@ typedef struct run_state {
     size_t position;          /* of the running case in order */
     bc_eta eta;               /* fitted on the finished cases */
     int child_fd;             /* >= 0 in an isolated case's child: events go to the parent over it */
+    double *row;              /* res->n_fields: a warmup iteration's values, an event's; bc_run's */
 } run_state;
 
 static void report_error(const bc_runner_config *cfg, bc_run_result *res, const reporter_slot *s, const char *hook,
@@ -403,7 +422,7 @@ static double eta_running(const run_state *rs, const bc_case *c, uint32_t warmup
  *   frame  = uint32 type, uint32 payload length, payload
  *   EVENT  = frame_event: one finished iteration (warmup or measured)
  *   RESULT = the case report (raw struct, same binary), the memory stats
- *            (raw struct), n_iterations x N_FIELDS doubles, the message
+ *            (raw struct), n_iterations x n_fields doubles, the message
  * The parent forwards EVENTs to the reporters and keeps their values, so a
  * child that dies keeps the iterations it finished. The child's stderr goes
  * through a second pipe: passed on to ours, its tail kept for the message. */
@@ -412,8 +431,7 @@ enum { FRAME_EVENT = 1, FRAME_RESULT = 2, STDERR_TAIL = 1024, STDERR_LINES = 5 }
 typedef struct frame_event {
     int32_t warmup;
     uint32_t iteration;
-    double elapsed_ms, rel_ci;
-    double row[N_FIELDS];
+    double elapsed_ms, rel_ci; /* followed on the wire by the row's n_fields values */
 } frame_event;
 
 /* Writes all n bytes; 0 on success. */
@@ -436,11 +454,11 @@ static int send_frame(int fd, uint32_t type, const void *a, size_t na, const voi
            write_all(fd, d, nd);
 }
 
-static void child_send_event(int fd, int warmup, uint32_t iteration, const double *row, double elapsed_ms,
-                             double rel_ci) {
+static void child_send_event(int fd, int warmup, uint32_t iteration, const double *row, uint32_t n_fields,
+                             double elapsed_ms, double rel_ci) {
     frame_event ev = {.warmup = warmup, .iteration = iteration, .elapsed_ms = elapsed_ms, .rel_ci = rel_ci};
-    memcpy(ev.row, row, sizeof ev.row);
-    if (send_frame(fd, FRAME_EVENT, &ev, sizeof ev, NULL, 0, NULL, 0, NULL, 0)) syscall(SYS_exit_group, 1);
+    if (send_frame(fd, FRAME_EVENT, &ev, sizeof ev, row, n_fields * sizeof *row, NULL, 0, NULL, 0))
+        syscall(SYS_exit_group, 1);
 }
 
 /* Tells the reporters that have iteration_finished about one iteration. */
@@ -448,7 +466,7 @@ static void iteration_event(run_state *rs, const bc_case *c, int warmup, uint32_
                             double elapsed_ms, double rel_ci) {
     const bc_runner_config *cfg = rs->cfg;
     if (rs->child_fd >= 0) {
-        child_send_event(rs->child_fd, warmup, iteration, row, elapsed_ms, rel_ci);
+        child_send_event(rs->child_fd, warmup, iteration, row, rs->res->n_fields, elapsed_ms, rel_ci);
         return;
     }
     int any = 0;
@@ -488,17 +506,18 @@ static bc_stop_reason stop_rule(const bc_runner_config *cfg, uint32_t n, double 
 /* The relative CI of total_ms over case k's first n measured iterations. */
 static double case_rel_ci(const bc_run_result *res, size_t k, uint32_t n) {
     bc_error err = {0};
-    return bc_stats_median_rel_ci(res->cases[k].values + BC_FIELD_TOTAL_MS, n, N_FIELDS, &err);
+    return bc_stats_median_rel_ci(res->cases[k].values + BC_FIELD_TOTAL_MS, n, res->n_fields, &err);
 }
 
 /* Case k's statistics and CI from its measured values. */
 void bc_run_case_stats(bc_run_result *res, size_t k) {
     bc_case_report *cr = &res->cases[k];
-    const double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+    const size_t nf = res->n_fields;
+    const double *values = res->values + k * (size_t)res->rows_per_case * nf;
     cr->total_ms_rel_ci = case_rel_ci(res, k, cr->n_iterations);
-    for (int f = 0; f < N_FIELDS; f++) {
-        double *out = res->stats + ((size_t)k * N_FIELDS + (size_t)f) * BC_N_STATS;
-        bc_stats_compute(values + f, cr->n_iterations, N_FIELDS, out, NULL); /* out is n = 0 on failure */
+    for (size_t f = 0; f < nf; f++) {
+        double *out = res->stats + (k * nf + f) * BC_N_STATS;
+        bc_stats_compute(values + f, cr->n_iterations, nf, out, NULL); /* out is n = 0 on failure */
     }
 }
 
@@ -510,9 +529,10 @@ static void run_case(run_state *rs, size_t k) {
     const bc_backend_ops *ops = &backend_plugin(cfg, c)->backend;
     void *inst = backend_instance(cfg, c);
     bc_case_report *cr = &res->cases[k];
-    double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+    const size_t nf = res->n_fields;
+    double *values = res->values + k * (size_t)res->rows_per_case * nf;
     bc_dist *dist = cfg->dist && cfg->dist->mode == BC_DIST_REPLICATE ? cfg->dist : NULL;
-    double row[N_FIELDS];
+    double *row = rs->row;
     bc_error err = {0};
     iteration_out it_out = {0};
     const char *hook = NULL;
@@ -532,7 +552,7 @@ static void run_case(run_state *rs, size_t k) {
     if (st != BC_OK) goto done;
     for (uint32_t w = 0; w < cfg->warmup; w++) {
         if (dist) bc_dist_barrier(dist, &err);
-        st = one_iteration(cfg, inst, c, &released, row, &it_out, &err);
+        st = one_iteration(cfg, res, inst, c, &released, row, &it_out, &err);
         if (dist) stop_agreed = bc_dist_agree(dist, &st, &it_out.hook, &err, cfg->stop, NULL);
         if (st != BC_OK) {
             hook = it_out.hook;
@@ -554,9 +574,9 @@ static void run_case(run_state *rs, size_t k) {
     }
     cr->device_free_before_bytes = before.device_free_bytes;
     for (uint32_t it = 0; it < hi; it++) {
-        double *out = values + (size_t)it * N_FIELDS;
+        double *out = values + (size_t)it * nf;
         if (dist) bc_dist_barrier(dist, &err); /* the ranks start together, outside the timed stages */
-        st = one_iteration(cfg, inst, c, &released, out, &it_out, &err);
+        st = one_iteration(cfg, res, inst, c, &released, out, &it_out, &err);
         double elapsed = ms_since(t_case);
         double rel = st == BC_OK && has_target(cfg) ? case_rel_ci(res, k, it + 1) : NAN;
         int32_t rule = st == BC_OK ? (int32_t)stop_rule(cfg, it + 1, rel, elapsed) : BC_STOP_NONE;
@@ -566,7 +586,7 @@ static void run_case(run_state *rs, size_t k) {
             goto done;
         }
         if (it_out.abandoned) { /* the other ranks stop after this iteration too (stop_agreed) */
-            for (int f = 0; f < N_FIELDS; f++) out[f] = NAN;
+            for (size_t f = 0; f < nf; f++) out[f] = NAN;
             mark_interrupted(cfg, res, k, "twice (the iteration in progress was abandoned),", it, hi);
             break;
         }
@@ -581,6 +601,11 @@ static void run_case(run_state *rs, size_t k) {
             mark_interrupted(cfg, res, k, "", it + 1, hi);
             break;
         }
+    }
+    if (cr->n_iterations > 0 && (st = declared_metrics(cfg, res, inst, c, BC_METRIC_PER_CASE,
+                                                        values + (size_t)(cr->n_iterations - 1) * nf, &err)) != BC_OK) {
+        hook = "read_metrics";
+        goto done;
     }
     bc_memory_stats *after = &res->memory[k];
     if (ops->read_memory && (st = ops->read_memory(inst, after, &err)) != BC_OK) {
@@ -664,15 +689,17 @@ static int parent_frame(run_state *rs, size_t k, uint32_t type, const unsigned c
                         uint32_t *n_measured) {
     bc_run_result *res = rs->res;
     bc_case_report *cr = &res->cases[k];
-    double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
-    if (type == FRAME_EVENT && n == sizeof(frame_event)) {
+    const size_t nf = res->n_fields;
+    double *values = res->values + k * (size_t)res->rows_per_case * nf;
+    if (type == FRAME_EVENT && n == sizeof(frame_event) + nf * sizeof(double)) {
         frame_event ev;
         memcpy(&ev, p, sizeof ev);
+        memcpy(rs->row, p + sizeof ev, nf * sizeof(double));
         if (!ev.warmup && ev.iteration < res->rows_per_case) {
-            memcpy(values + (size_t)ev.iteration * N_FIELDS, ev.row, sizeof ev.row);
+            memcpy(values + (size_t)ev.iteration * nf, rs->row, nf * sizeof(double));
             *n_measured = ev.iteration + 1;
         }
-        iteration_event(rs, cr->c, ev.warmup, ev.iteration, ev.row, ev.elapsed_ms, ev.rel_ci);
+        iteration_event(rs, cr->c, ev.warmup, ev.iteration, rs->row, ev.elapsed_ms, ev.rel_ci);
         return 0;
     }
     if (type != FRAME_RESULT || n < sizeof(bc_case_report) + sizeof(bc_memory_stats)) return 0;
@@ -681,8 +708,8 @@ static int parent_frame(run_state *rs, size_t k, uint32_t type, const unsigned c
     p += sizeof got, n -= sizeof got;
     memcpy(&res->memory[k], p, sizeof res->memory[k]);
     p += sizeof res->memory[k], n -= sizeof res->memory[k];
-    if (got.n_iterations > res->rows_per_case || n < (size_t)got.n_iterations * N_FIELDS * sizeof(double)) return 0;
-    size_t nv = (size_t)got.n_iterations * N_FIELDS * sizeof(double);
+    if (got.n_iterations > res->rows_per_case || n < (size_t)got.n_iterations * nf * sizeof(double)) return 0;
+    size_t nv = (size_t)got.n_iterations * nf * sizeof(double);
     memcpy(values, p, nv);
     p += nv, n -= nv;
     /* the scalars are the child's; the pointers stay the parent's */
@@ -759,10 +786,10 @@ static void run_case_isolated(run_state *rs, size_t k) {
         close(ep[1]);
         rs->child_fd = rp[1];
         run_case(rs, k);
-        double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+        double *values = res->values + k * (size_t)res->rows_per_case * res->n_fields;
         const char *msg = cr->message ? cr->message : "";
         int bad = send_frame(rp[1], FRAME_RESULT, cr, sizeof *cr, &res->memory[k], sizeof res->memory[k], values,
-                             (size_t)cr->n_iterations * N_FIELDS * sizeof(double), msg, strlen(msg));
+                             (size_t)cr->n_iterations * res->n_fields * sizeof(double), msg, strlen(msg));
         fflush(NULL);
         syscall(SYS_exit_group, bad ? 1 : 0);
     }
@@ -888,11 +915,12 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
     iteration_bounds(cfg, &lo, &hi);
     res->n_cases = n;
     res->rows_per_case = hi; /* every case may run the most iterations the rule allows */
+    const size_t nf = res->n_fields;
     res->cases = calloc(n ? n : 1, sizeof *res->cases);
-    if (n && (size_t)hi > SIZE_MAX / sizeof(double) / N_FIELDS / n)
+    if (n && (size_t)hi > SIZE_MAX / sizeof(double) / nf / n)
         return bc_error_set(err, BC_ERR_NOMEM, "runner: %zu cases x %u iterations do not fit in memory", n, hi);
-    res->values = calloc(n * (size_t)hi * N_FIELDS + 1, sizeof *res->values);
-    res->stats = calloc(n * N_FIELDS * BC_N_STATS + 1, sizeof *res->stats);
+    res->values = calloc(n * (size_t)hi * nf + 1, sizeof *res->values);
+    res->stats = calloc(n * nf * BC_N_STATS + 1, sizeof *res->stats);
     res->memory = calloc(n ? n : 1, sizeof *res->memory);
     res->messages = calloc(n ? n : 1, sizeof *res->messages);
     res->tokens = calloc(n ? n : 1, sizeof *res->tokens);
@@ -907,8 +935,8 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
         cr->status = BC_CASE_SKIPPED;
         cr->error_code = BC_OK;
         cr->message = "";
-        cr->values = res->values + k * (size_t)hi * N_FIELDS;
-        cr->stats = res->stats + k * N_FIELDS * BC_N_STATS;
+        cr->values = res->values + k * (size_t)hi * nf;
+        cr->stats = res->stats + k * nf * BC_N_STATS;
         cr->returned_response_length = -1;
         cr->prompt_width_tokens = cr->prompt_min_tokens = cr->prompt_max_tokens = -1;
         cr->prompt_p50_tokens = cr->prompt_pad_tokens = -1;
@@ -922,8 +950,8 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
         cr->stop_reason = BC_STOP_NONE;
         cr->total_ms_rel_ci = cr->load_avg_start = cr->load_avg_end = cr->cpu_steal_share = NAN;
         cr->token_agreement = NAN;
-        for (size_t f = 0; f < N_FIELDS; f++) {
-            double *s = res->stats + (k * N_FIELDS + f) * BC_N_STATS;
+        for (size_t f = 0; f < nf; f++) {
+            double *s = res->stats + (k * nf + f) * BC_N_STATS;
             s[BC_STAT_N] = 0.0;
             for (int j = 1; j < BC_N_STATS; j++) s[j] = NAN;
         }
@@ -938,10 +966,14 @@ static void adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size_t 
     const bc_case_report *from = p->report;
     bc_case_report *cr = &res->cases[k];
     uint32_t n_it = p->n_iterations < res->rows_per_case ? p->n_iterations : res->rows_per_case;
-    double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
-    memcpy(values, p->values, (size_t)n_it * N_FIELDS * sizeof *values);
-    for (size_t f = 0; f < N_FIELDS; f++)
-        bc_stats_compute(values + f, n_it, N_FIELDS, res->stats + (k * N_FIELDS + f) * BC_N_STATS, NULL);
+    const size_t nf = res->n_fields;
+    double *values = res->values + k * (size_t)res->rows_per_case * nf;
+    for (size_t f = 0; f < nf; f++) { /* the earlier run's columns, by name */
+        int g = bc_find_name_(p->field_names, p->n_fields, res->fields.names[f]);
+        for (uint32_t it = 0; it < n_it; it++)
+            values[(size_t)it * nf + f] = g < 0 ? NAN : p->values[(size_t)it * p->n_fields + (size_t)g];
+        bc_stats_compute(values + f, n_it, nf, res->stats + (k * nf + f) * BC_N_STATS, NULL);
+    }
     cr->status = BC_CASE_OK;
     cr->error_code = BC_OK;
     cr->n_iterations = n_it;
@@ -1015,9 +1047,36 @@ static void close_reporters(const bc_runner_config *cfg, const bc_run_report *ru
     }
 }
 
+/* The run's columns (fields.h): the host's fields, then each backend's
+ * metric table, its descriptor's rows and then its instance's more_metrics
+ * rows; res->fields.backends[b] is backend b's (cfg->backends order). */
+static bc_status build_fields(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
+    bc_status st = bc_fields_init(&res->fields, err);
+    size_t nb = cfg->n_backends ? cfg->n_backends : 1;
+    for (size_t b = 0; st == BC_OK && b < nb; b++) {
+        const bc_plugin *p = cfg->n_backends ? cfg->backends[b].plugin : cfg->backend;
+        void *inst = cfg->n_backends ? cfg->backends[b].instance : cfg->backend_instance;
+        char who[160];
+        snprintf(who, sizeof who, "backend '%s'", cfg->n_backends ? cfg->backends[b].label : p->desc->name);
+        if ((st = bc_fields_begin_backend(&res->fields, err)) != BC_OK) break;
+        st = bc_fields_add_rows(&res->fields, who, p->desc->metrics, p->desc->n_metrics, p->desc->metric_size, err);
+        if (st == BC_OK && p->backend.more_metrics) {
+            const bc_metric_desc *rows = NULL;
+            uint32_t n_rows = 0, row_size = 0;
+            if ((st = p->backend.more_metrics(inst, &rows, &n_rows, &row_size, err)) != BC_OK) break;
+            st = bc_fields_add_rows(&res->fields, who, rows, n_rows, row_size, err);
+        }
+        if (st == BC_OK && res->fields.backends[b].n_rows && !p->backend.read_metrics)
+            st = bc_error_set(err, BC_ERR_INVALID, "%s declares metrics but has no read_metrics hook", who);
+    }
+    res->n_fields = res->fields.n;
+    return st;
+}
+
 bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
     *res = (bc_run_result){0};
-    bc_status st = result_alloc(cfg, res, err);
+    bc_status st = build_fields(cfg, res, err);
+    if (st == BC_OK) st = result_alloc(cfg, res, err);
     if (st != BC_OK) return st;
     if (cfg->dist && (cfg->isolation || cfg->prior))
         return bc_error_set(err, BC_ERR_SETTING, "a distributed run cannot use %s",
@@ -1028,8 +1087,9 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     bc_case_report *finished = calloc(n ? n : 1, sizeof *finished);     /* scratch for case_finished */
     unsigned char *done = calloc(n ? n : 1, 1);                         /* done[k]: case k finished */
     reporter_slot *slots = calloc(cfg->n_reporters + 1, sizeof *slots); /* owned here */
-    if (!order || !finished || !done || !slots) {
-        free(order), free(finished), free(done), free(slots);
+    double *row = calloc(res->n_fields, sizeof *row);                   /* run_state's, owned here */
+    if (!order || !finished || !done || !slots || !row) {
+        free(order), free(finished), free(done), free(slots), free(row);
         return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory");
     }
     uint32_t axes = bc_matrix_rebuild_axes(cfg->backend->backend.rebuild_axes);
@@ -1054,7 +1114,7 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         memcpy(hint, err->hint, sizeof hint);
         bc_error_set(err, st, "%s", msg);
         memcpy(err->hint, hint, sizeof hint);
-        free(order), free(finished), free(done), free(slots);
+        free(order), free(finished), free(done), free(slots), free(row);
         return st;
     }
 
@@ -1068,8 +1128,10 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.target_rel_ci = cfg->max_iterations > 0 && cfg->target_rel_ci > 0 ? cfg->target_rel_ci : NAN;
     run.max_seconds_per_case = cfg->max_seconds_per_case > 0 ? cfg->max_seconds_per_case : NAN;
     if (run.n_matrix_cases == 0) run.n_matrix_cases = (uint32_t)n;
-    run.n_fields = N_FIELDS;
-    run.field_names = bc_field_names;
+    run.n_fields = res->n_fields;
+    run.field_names = res->fields.names;
+    run.field_descs = res->fields.descs;
+    run.field_desc_size = sizeof *res->fields.descs;
     run.n_stats = BC_N_STATS;
     run.stat_names = bc_stat_names;
     run.case_report_size = sizeof(bc_case_report);
@@ -1078,7 +1140,8 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.distributed = cfg->dist ? &cfg->dist->report : NULL;
     open_reporters(cfg, &run, slots, res);
 
-    run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .order = order, .child_fd = -1};
+    run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .order = order, .child_fd = -1,
+                     .row = row};
     bc_dist *shard = cfg->dist && cfg->dist->mode == BC_DIST_SHARD ? cfg->dist : NULL;
     size_t world = shard ? (size_t)shard->world_size : 1, mine = shard ? (size_t)shard->rank : 0;
     int64_t round_case = -1; /* shard: the case this rank ran in the current round */
@@ -1159,7 +1222,7 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.n_cases = (uint32_t)n;
     run.cases = res->cases;
     close_reporters(cfg, &run, slots, res);
-    free(order), free(finished), free(done), free(slots);
+    free(order), free(finished), free(done), free(slots), free(row);
     return BC_OK;
 }
 
@@ -1180,5 +1243,6 @@ void bc_run_result_free(bc_run_result *res) {
     free(res->memory);
     bc_agreement_free(res->tokens, res->n_cases);
     bc_schedule_free(res->schedules, res->n_cases);
+    bc_fields_free(&res->fields);
     *res = (bc_run_result){0};
 }
