@@ -317,14 +317,26 @@ static void test_outputs(void **state) {
     free(json);
 }
 
+/* The direction is the descriptors' (the reports' "metrics"), never the
+ * name: a rate declared lower-is-better is judged so, a count declared
+ * neither gets CHANGED, and A's descriptor wins over B's unless it says
+ * neither. */
 static void test_direction(void **state) {
     (void)state;
-    assert_true(bc_cmp_higher_is_better("tokens_per_second"));
-    assert_true(bc_cmp_higher_is_better("decode_tokens_per_second"));
-    assert_false(bc_cmp_higher_is_better("total_ms"));
-    assert_false(bc_cmp_higher_is_better("peak_rss_bytes"));
-    assert_false(bc_cmp_higher_is_better("_per_secondx"));
-    assert_false(bc_cmp_higher_is_better("second"));
+    char *names[] = {"tokens_per_second", "occupancy", "num_generated_tokens"};
+    bc_metric_desc da[] = {{.name = names[0], .unit = "tokens/s", .better = BC_BETTER_LOWER},
+                           {.name = names[1], .unit = "1", .better = BC_BETTER_HIGHER},
+                           {.name = names[2], .unit = "tokens", .better = BC_BETTER_NEITHER}};
+    bc_metric_desc db[] = {{.name = names[0], .unit = "tokens/s", .better = BC_BETTER_HIGHER},
+                           {.name = names[1], .unit = "1", .better = BC_BETTER_LOWER},
+                           {.name = names[2], .unit = "tokens", .better = BC_BETTER_LOWER}};
+    bc_runfile a = {.field_names = names, .n_fields = 3, .field_descs = da};
+    bc_runfile b = {.field_names = names, .n_fields = 3, .field_descs = db};
+    assert_int_equal(bc_cmp_metric_better(&a, 0, &b, 0), BC_BETTER_LOWER); /* not from "_per_second" */
+    assert_int_equal(bc_cmp_metric_better(&a, 1, &b, 1), BC_BETTER_HIGHER);
+    assert_int_equal(bc_cmp_metric_better(&a, 2, &b, 2), BC_BETTER_LOWER); /* A says neither: B's */
+    bc_runfile none = {.field_names = names, .n_fields = 3};
+    assert_int_equal(bc_cmp_metric_better(&none, 0, &none, 0), BC_BETTER_NEITHER);
 }
 
 int main(void) {

@@ -199,6 +199,8 @@ bc_status bc_replay_build(const bc_runfile *rf, bc_replay *rp, bc_error *err) {
     run->plugin_ref_size = sizeof(bc_plugin_ref);
     run->n_fields = rf->n_fields;
     run->field_names = rp->field_names;
+    run->field_descs = rf->field_descs;
+    run->field_desc_size = sizeof *rf->field_descs;
     run->n_stats = BC_N_STATS;
     run->stat_names = bc_stat_names;
     run->backend_settings = rp->setting_descs;
