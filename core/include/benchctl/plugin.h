@@ -876,6 +876,9 @@ typedef struct bc_run_report {
      * with bc_run_field_desc. */
     const bc_metric_desc *field_descs;
     uint32_t field_desc_size;
+    /* (since 2.4) Fields [0, n_host_fields) are the host's own; the rest
+     * are the backends' declared metrics. */
+    uint32_t n_host_fields;
     BC_ABI_TAIL(bc_run_report)
 } bc_run_report;
 

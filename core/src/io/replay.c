@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fields.h"
 #include "loader.h"
 #include "metadata.h"
 #include "settings.h"
@@ -201,6 +202,8 @@ bc_status bc_replay_build(const bc_runfile *rf, bc_replay *rp, bc_error *err) {
     run->field_names = rp->field_names;
     run->field_descs = rf->field_descs;
     run->field_desc_size = sizeof *rf->field_descs;
+    while (run->n_host_fields < rf->n_fields && bc_host_field_desc(rf->field_names[run->n_host_fields]))
+        run->n_host_fields++; /* the host's own come first */
     run->n_stats = BC_N_STATS;
     run->stat_names = bc_stat_names;
     run->backend_settings = rp->setting_descs;

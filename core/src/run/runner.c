@@ -1132,6 +1132,7 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.field_names = res->fields.names;
     run.field_descs = res->fields.descs;
     run.field_desc_size = sizeof *res->fields.descs;
+    run.n_host_fields = BC_N_FIELDS;
     run.n_stats = BC_N_STATS;
     run.stat_names = bc_stat_names;
     run.case_report_size = sizeof(bc_case_report);
