@@ -79,6 +79,21 @@ for name in host24-plugins23 host24-plugins24 host24-plugins25; do
         fail "$name: report.json lacks the fields' descriptors"
 done
 
+# (since 2.4) a backend's declared metrics reach the reports across minors
+for pair in "$HOST24 $PLUG24 host24-plugins24" "$HOST24 $PLUG25 host24-plugins25" "$HOST25 $PLUG24 host25-plugins24" \
+            "$HOST25 $PLUG25 host25-plugins25"; do
+    set -- $pair
+    (cd "$WORK/$3" && BENCHCTL_PLUGIN_PATH=$2 "$1" run "$SRC/compat.cfg" -q --set 'backend.settings.metrics="declare"' \
+        --set 'reporters.[1].settings.path="metrics.json"' --set 'reporters.[2].settings.path="metrics.csv"' \
+        --set 'reporters.[0].settings.path="metrics.txt"' >metrics-out.txt 2>metrics-err.txt) ||
+        { fail "$3: metrics = declare: exited $?"; sed 's/^/    /' "$WORK/$3/metrics-err.txt"; continue; }
+    [ "$(grep -c '"tb_kv_rows_written": [0-9]' "$WORK/$3/metrics.json")" -eq 32 ] ||
+        fail "$3: metrics.json should have tb_kv_rows_written in 32 profiles"
+    [ "$(grep -c '"tb_generates": 3' "$WORK/$3/metrics.json")" -eq 16 ] ||
+        fail "$3: metrics.json should have tb_generates = 3 once per case (16)"
+    head -1 "$WORK/$3/metrics.csv" | grep -q 'tb_generates_mean' || fail "$3: metrics.csv lacks tb_generates_mean"
+done
+
 # the hosts say which ABI each plugin speaks
 for pair in "$PLUG23 2.3" "$PLUG24 2.4" "$PLUG25 2.5"; do
     set -- $pair
