@@ -476,8 +476,14 @@ static void test_declared_metric_refused(void **state) {
     set_str(f, "metrics", "clash");
     c = config(f, &m, 0, 2);
     assert_int_equal(run(f, &c, &res, &err), BC_ERR_INVALID);
-    assert_non_null(strstr(err.message, "backend 'testbackend': metric 'total_ms' (s, lower is better"));
-    assert_non_null(strstr(err.message, "already a field in ms"));
+    assert_non_null(strstr(err.message, "backend 'testbackend': metric 'occupancy' (percent, higher is better"));
+    assert_non_null(strstr(err.message, "already a field in 1"));
+    bc_run_result_free(&res);
+
+    set_str(f, "metrics", "own");
+    c = config(f, &m, 0, 2);
+    assert_int_equal(run(f, &c, &res, &err), BC_ERR_INVALID);
+    assert_non_null(strstr(err.message, "metric 'total_ms' is a field the host measures itself"));
     bc_run_result_free(&res);
     free(m.cases);
 }

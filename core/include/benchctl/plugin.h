@@ -646,8 +646,8 @@ typedef struct bc_backend_ops {
      * values[n_values] in table order (the descriptor's rows, then
      * more_metrics'), each BC_NOT_MEASURED when the host calls; the backend
      * writes the rows of that scope it measured and leaves the others.
-     * BC_METRIC_PER_ITERATION: after every iteration's post_process (the
-     * rollout just run); BC_METRIC_PER_CASE: once, after the case's last
+     * BC_METRIC_PER_ITERATION: after every iteration's post_process and the
+     * cache policy's release (the rollout just run); BC_METRIC_PER_CASE: once, after the case's last
      * measured iteration. A value must be finite; an error or an infinite
      * value fails the case ("read_metrics: ..."). */
     bc_status (*read_metrics)(void *instance, bc_metric_scope scope, double *values, uint32_t n_values,

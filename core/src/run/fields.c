@@ -68,6 +68,14 @@ const bc_metric_desc bc_host_field_descs[BC_N_FIELDS] = {
     HOST(BC_FIELD_LORA_UNFUSE_MS, "lora_unfuse_ms", "ms", LOWER, "a LoRA adapter's unfuse after generation"),
 };
 
+/* The host fields a backend may declare under their names (their values are
+ * the backend's, as the 2.3 bc_generation_stats fields of those names
+ * were); the others the host times or derives itself. */
+static int declarable(int field) {
+    return field >= BC_FIELD_ENGINE_TOTAL_MS && field != BC_FIELD_PROTOCOL_OVERHEAD_MS &&
+           field != BC_FIELD_PADDING_WASTE;
+}
+
 const bc_metric_desc *bc_host_field_desc(const char *name) {
     for (int i = 0; name && i < BC_N_FIELDS; i++)
         if (strcmp(bc_host_field_descs[i].name, name) == 0) return &bc_host_field_descs[i];
@@ -116,6 +124,9 @@ static bc_status add_column(bc_fields *f, const bc_metric_desc *d, bc_error *err
 bc_status bc_fields_init(bc_fields *f, bc_error *err) {
     *f = (bc_fields){0};
     for (int i = 0; i < BC_N_FIELDS; i++) {
+        if (strcmp(bc_host_field_descs[i].name, bc_field_names[i]) != 0)
+            return bc_error_set(err, BC_ERR_INTERNAL, "fields: descriptor %d is '%s', the field '%s'", i,
+                                bc_host_field_descs[i].name, bc_field_names[i]);
         bc_status st = add_column(f, &bc_host_field_descs[i], err);
         if (st != BC_OK) return st;
     }
@@ -159,6 +170,9 @@ bc_status bc_fields_add_rows(bc_fields *f, const char *who, const bc_metric_desc
             if (strcmp(f->names[b->column[j]], d->name) == 0)
                 return bc_error_set(err, BC_ERR_INVALID, "%s declares metric '%s' twice", who, d->name);
         int at = bc_fields_index(f, d->name);
+        if (at >= 0 && at < BC_N_FIELDS && !declarable(at))
+            return bc_error_set(err, BC_ERR_INVALID, "%s: metric '%s' is a field the host measures itself", who,
+                                d->name);
         if (at >= 0) {
             const bc_metric_desc *have = &f->descs[at];
             if (strcmp(have->unit, d->unit) != 0 || have->better != d->better || have->scope != d->scope)

@@ -3,9 +3,13 @@
  * bc_field order, then every backend's declared metrics (its descriptor's
  * table, then its instance's more_metrics rows), one column per name.
  *
- * A backend row whose name is already a column (the host's, or another
- * backend's) fills that column when unit, better and scope agree; otherwise
- * the run cannot start, with a message naming the backend and the metric. So
+ * A backend row whose name is already a column (another backend's, or one
+ * of the host's that hold backend figures: engine_total_ms and the 2.3
+ * fields from padded_token_slots on, but not protocol_overhead_ms or
+ * padding_waste, which the host derives) fills that column when unit,
+ * better and scope agree; otherwise, and for a field the host times
+ * (total_ms, ...), the run cannot start, with a message naming the backend
+ * and the metric. So
  * a backend that declares "lora_fuse_ms" (ms, lower, iteration) reports in
  * the host's 2.3 column of that name, and two backends of a backends list
  * that declare the same metric share one column.

@@ -155,8 +155,6 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
     row[BC_FIELD_PREFILL_TOKENS_PER_SECOND] = per_second(g->num_prefill_tokens, g->prefill_forward_ms);
     row[BC_FIELD_DECODE_TOKENS_PER_SECOND] = per_second(g->num_decode_tokens, g->decode_forward_ms);
     row[BC_FIELD_PADDED_TOKEN_SLOTS] = count_field(g->padded_token_slots);
-    if (g->padded_token_slots > 0 && g->num_generated_tokens >= 0)
-        row[BC_FIELD_PADDING_WASTE] = 1.0 - (double)g->num_generated_tokens / (double)g->padded_token_slots;
     row[BC_FIELD_RESPONSE_LENGTH_MIN] = g->response_length_min;
     row[BC_FIELD_RESPONSE_LENGTH_P50] = g->response_length_p50;
     row[BC_FIELD_RESPONSE_LENGTH_P95] = g->response_length_p95;
@@ -172,13 +170,20 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
     row[BC_FIELD_KV_FRAGMENTATION] = g->kv_fragmentation;
     if (g->kv_bytes_saved != INT64_MIN) row[BC_FIELD_KV_BYTES_SAVED] = (double)g->kv_bytes_saved;
     if (bc_is_measured(g->engine_prompt_expansion_ms) && bc_is_measured(g->engine_generation_ms) &&
-        bc_is_measured(g->engine_post_processing_ms)) {
+        bc_is_measured(g->engine_post_processing_ms))
         row[BC_FIELD_ENGINE_TOTAL_MS] = g->engine_prompt_expansion_ms + g->engine_generation_ms +
                                         g->engine_post_processing_ms;
-        row[BC_FIELD_PROTOCOL_OVERHEAD_MS] = row[BC_FIELD_TOTAL_MS] - row[BC_FIELD_ENGINE_TOTAL_MS];
-    }
     row[BC_FIELD_LORA_FUSE_MS] = g->lora_fuse_ms;
     row[BC_FIELD_LORA_UNFUSE_MS] = g->lora_unfuse_ms;
+}
+
+/* The fields the host derives from others of the row, once the backend's
+ * figures (bc_generation_stats and declared metrics) are in. */
+static void derived_fields(double *row) {
+    double slots = row[BC_FIELD_PADDED_TOKEN_SLOTS], tokens = row[BC_FIELD_NUM_GENERATED_TOKENS];
+    if (slots > 0 && bc_is_measured(tokens)) row[BC_FIELD_PADDING_WASTE] = 1.0 - tokens / slots;
+    if (bc_is_measured(row[BC_FIELD_ENGINE_TOTAL_MS]))
+        row[BC_FIELD_PROTOCOL_OVERHEAD_MS] = row[BC_FIELD_TOTAL_MS] - row[BC_FIELD_ENGINE_TOTAL_MS];
 }
 
 size_t bc_runner_backend_index(const bc_runner_backend *backends, size_t n, const bc_case *c) {
@@ -260,8 +265,6 @@ static bc_status one_iteration(const bc_runner_config *cfg, const bc_run_result 
     t0 = bc_now_ns();
     if ((st = ops->post_process(inst, err)) != BC_OK) return out->hook = "post_process", st;
     double post_ms = ms_since(t0);
-    if ((st = declared_metrics(cfg, res, inst, c, BC_METRIC_PER_ITERATION, row, err)) != BC_OK)
-        return out->hook = "read_metrics", st;
 
     if (c->release_cache && ops->cache_release) {
         t0 = bc_now_ns();
@@ -275,6 +278,9 @@ static bc_status one_iteration(const bc_runner_config *cfg, const bc_run_result 
     row[BC_FIELD_POST_PROCESSING_MS] = post_ms;
     row[BC_FIELD_TOTAL_MS] = expand_ms + gen_ms + post_ms;
     fields_from_generation(&out->gen, gen_ms, expand_ms, row);
+    if ((st = declared_metrics(cfg, res, inst, c, BC_METRIC_PER_ITERATION, row, err)) != BC_OK)
+        return out->hook = "read_metrics", st;
+    derived_fields(row);
     return BC_OK;
 }
 
