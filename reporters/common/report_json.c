@@ -235,6 +235,14 @@ void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run) {
     bc_jw_key_string(w, "backend", run->backend_name);
     bc_jw_key(w, "backend_settings");
     write_backend_settings(w, run);
+    if (run->backend_settings && BC_ELEM_HAS(run->backend_setting_size, bc_setting_desc, flags)) {
+        bc_jw_key(w, "workload_settings"); /* the ones marked BC_SETTING_WORKLOAD */
+        bc_jw_begin_array(w);
+        for (uint32_t i = 0; i < run->n_backend_settings; i++)
+            if (bc_run_backend_setting(run, i)->flags & BC_SETTING_WORKLOAD)
+                bc_jw_string(w, bc_run_backend_setting(run, i)->name);
+        bc_jw_end_array(w);
+    }
     key_string_or_null(w, "gpu", BC_RUN_BACKEND(run, device_name, NULL));
     key_string_or_null(w, "driver", BC_RUN_BACKEND(run, driver, NULL));
     bc_jw_key_string(w, "cpu_model", run->cpu_model);

@@ -41,7 +41,6 @@ typedef enum env_kind {
     ENV_STRING,        /* a char * member of bc_runfile */
     ENV_INT,           /* an int64_t member, -1 unknown */
     ENV_UINT,          /* a uint32_t member */
-    ENV_FORCED_LENGTH, /* from the backend setting stop_at_eos: "yes" when false */
     ENV_WORLD_SIZE     /* world_size, 1 when the file does not say */
 } env_kind;
 
@@ -76,7 +75,6 @@ static const env_field k_env_fields[] = {
     ENV_I("cpu_threads", cpu_threads),
     ENV_S("benchctl_version", benchctl_version),
     ENV_S("backend", backend),
-    {"forced_length", ENV_FORCED_LENGTH, 0, 0},
     {"world_size", ENV_WORLD_SIZE, 0, 0},
     {"warmup", ENV_UINT, offsetof(bc_runfile, warmup), 1},
     {"iterations", ENV_UINT, offsetof(bc_runfile, iterations), 1},
@@ -85,9 +83,13 @@ static const env_field k_env_fields[] = {
 };
 #define N_ENV_FIELDS (sizeof k_env_fields / sizeof k_env_fields[0])
 
-/* The backend setting that decides whether every row generates exactly the
- * requested length; compared as forced_length, not as a setting. */
-static const char k_stop_at_eos[] = "stop_at_eos";
+/* Whether rf's backend marks the setting called name BC_SETTING_WORKLOAD
+ * (the reports' "workload_settings"). */
+static int is_workload(const bc_runfile *rf, const char *name) {
+    for (size_t i = 0; i < rf->n_backend_settings; i++)
+        if (rf->backend_settings[i].workload && strcmp(rf->backend_settings[i].name, name) == 0) return 1;
+    return 0;
+}
 
 /* f's value in rf as text; "" when the file does not say. */
 static void env_value(const bc_runfile *rf, const env_field *f, char *buf, size_t cap) {
@@ -105,11 +107,6 @@ static void env_value(const bc_runfile *rf, const env_field *f, char *buf, size_
         break;
     }
     case ENV_UINT: snprintf(buf, cap, "%u", *(const uint32_t *)(base + f->offset)); break;
-    case ENV_FORCED_LENGTH: {
-        const char *s = bc_runfile_setting(rf, k_stop_at_eos);
-        if (s) snprintf(buf, cap, "%s", strcmp(s, "false") == 0 ? "yes" : "no");
-        break;
-    }
     case ENV_WORLD_SIZE: snprintf(buf, cap, "%lld", (long long)(rf->world_size > 0 ? rf->world_size : 1)); break;
     }
 }
@@ -132,6 +129,34 @@ size_t bc_cmp_env_compare(const bc_runfile *a, const bc_runfile *b, bc_cmp_env_d
             *n_refusing += (size_t)d.refuses;
             out[n++] = d;
         }
+    /* then the settings either backend marks as defining the work: another
+     * value refuses (after the fields above, which a file always has) */
+    for (int side = 0; side < 2; side++) {
+        const bc_runfile *rf = side ? b : a;
+        for (size_t i = 0; i < rf->n_backend_settings && n < BC_CMP_MAX_ENV; i++) {
+            const char *name = rf->backend_settings[i].name;
+            if (!rf->backend_settings[i].workload || (side == 1 && is_workload(a, name))) continue;
+            const char *va = bc_runfile_setting(a, name), *vb = bc_runfile_setting(b, name);
+            if (va && vb && strcmp(va, vb) == 0) continue;
+            bc_cmp_env_diff d = {.field = name, .refuses = va && vb};
+            snprintf(d.a, sizeof d.a, "%s", va ? va : "");
+            snprintf(d.b, sizeof d.b, "%s", vb ? vb : "");
+            *n_refusing += (size_t)d.refuses;
+            out[n++] = d;
+        }
+    }
+    /* refusing first, then informational, then one-sided, each in order */
+    for (size_t i = 1; i < n; i++) {
+        bc_cmp_env_diff d = out[i];
+        int kind = d.refuses ? 0 : d.a[0] && d.b[0] ? 1 : 2;
+        size_t j = i;
+        for (; j > 0; j--) {
+            const bc_cmp_env_diff *p = &out[j - 1];
+            if ((p->refuses ? 0 : p->a[0] && p->b[0] ? 1 : 2) <= kind) break;
+            out[j] = out[j - 1];
+        }
+        out[j] = d;
+    }
     return n;
 }
 
@@ -158,7 +183,7 @@ static bc_status settings_changed(const bc_runfile *a, const bc_runfile *b, bc_c
             const char *name = rf->backend_settings[i].name;
             const char *va = bc_runfile_setting(a, name), *vb = bc_runfile_setting(b, name);
             if (side == 1 && va) continue; /* seen from a's side */
-            if (strcmp(name, k_stop_at_eos) == 0 || key_has_setting(key, name)) continue;
+            if (is_workload(a, name) || is_workload(b, name) || key_has_setting(key, name)) continue;
             if (va && vb && strcmp(va, vb) == 0) continue;
             out->settings[out->n_settings++] = (bc_cmp_setting_change){name, va, vb};
         }

@@ -52,7 +52,7 @@ bc_metric_better bc_cmp_metric_better(const bc_runfile *a, int fa, const bc_runf
 /* One environment field that differs between A and B, or that only one of
  * them states. */
 typedef struct bc_cmp_env_diff {
-    const char *field; /* "model", "cpu_threads", ... (static) */
+    const char *field; /* "model", "cpu_threads", ... (static), or a workload setting's name (the runfile's) */
     char a[160], b[160]; /* the values as text; "" when that file does not say */
     int refuses;         /* both state it, it differs, and it is not informational */
 } bc_cmp_env_diff;

@@ -156,7 +156,8 @@ bc_status bc_replay_build(const bc_runfile *rf, bc_replay *rp, bc_error *err) {
         const bc_runfile_pair *pair = &rf->backend_settings[i];
         rp->setting_descs[i] = (bc_setting_desc){.name = pair->name, .type = pair->type, .default_int = pair->i,
                                                  .default_float = pair->f, .default_string = pair->value,
-                                                 .help = "as the run recorded it"};
+                                                 .help = "as the run recorded it",
+                                                 .flags = pair->workload ? BC_SETTING_WORKLOAD : 0u};
         rp->setting_values[i] = (bc_setting_value){.i = pair->i, .f = pair->f, .s = pair->value};
     }
     for (size_t i = 0; i < rf->n_plugins; i++)

@@ -267,6 +267,12 @@ static bc_status read_header(bc_runfile *rf, const json_t *top, bc_error *err) {
                 return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
         }
     }
+    const json_t *workload = json_object_get(top, "workload_settings");
+    for (size_t k = 0; k < json_array_size(workload); k++) {
+        const char *name = json_string_value(json_array_get(workload, k));
+        for (size_t i = 0; name && i < rf->n_backend_settings; i++)
+            if (strcmp(rf->backend_settings[i].name, name) == 0) rf->backend_settings[i].workload = 1;
+    }
     const json_t *plugins = json_object_get(top, "plugins");
     if (json_is_array(plugins)) {
         size_t n = json_array_size(plugins);

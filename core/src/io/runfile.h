@@ -38,6 +38,7 @@ typedef struct bc_runfile_pair {
     bc_setting_type type; /* BC_SETTING_INT, _FLOAT, _BOOL or _STRING, from the JSON value's type */
     int64_t i;            /* INT, BOOL */
     double f;             /* FLOAT (and INT, as a double) */
+    int workload;         /* named in the report's "workload_settings" (BC_SETTING_WORKLOAD) */
 } bc_runfile_pair;
 
 /* A plugin the run used. */
