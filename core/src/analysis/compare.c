@@ -520,8 +520,8 @@ static widths table_widths(const bc_cmp_pair *pair) {
 static void legend_lines(FILE *out, const bc_cmp_options *opt, line_fn line) {
     char text[640];
     snprintf(text, sizeof text,
-             "A, B: medians over the measured iterations; change: positive = B better (for *_per_second "
-             "B/A - 1, for the rest, lower is better, A/B - 1)");
+             "A, B: medians over the measured iterations; change: positive = B better (B/A - 1 where higher "
+             "is better, A/B - 1 where lower is, B/A - 1 where neither: the metric's own descriptor)");
     line(out, text);
     snprintf(text, sizeof text,
              "interval: %g%% percentile bootstrap of the ratio of medians (%u resamples, seed %llu); p: two-sided "
