@@ -461,8 +461,9 @@ static inline uint64_t bc_case_effective_batch(const bc_case *c) {
  * a measurement added from 2.4 on is a row of the backend's metric table
  * (bc_plugin_desc.metrics, read_metrics), not a field here. The host keeps
  * reading every field below and reports each under its 2.3 name, with the
- * host's descriptor. The host sets every field to "unknown" (BC_NOT_MEASURED for doubles, -1 for integers, NULL/0 for the
- * step array) before the call and never invents one the backend left. */
+ * host's descriptor. The host sets every field to "unknown"
+ * (BC_NOT_MEASURED for doubles, -1 for integers, NULL/0 for the step array)
+ * before the call and never invents one the backend left. */
 typedef struct bc_generation_stats {
     uint32_t struct_size;
     double prefill_forward_ms;
