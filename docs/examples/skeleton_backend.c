@@ -1,8 +1,10 @@
 /* skeleton_backend.c: a minimal, complete benchctl backend (ABI 2.4: one
  * declared metric, kv_store_ms), to copy from.
  *
- * Every hook of bc_backend_ops is here, plus the descriptor's check_settings,
- * each with a comment saying what it must do and whether it is required. The
+ * Every hook of bc_backend_ops is here but more_metrics (optional: metric
+ * rows only an instance can name, as the worker backend's engine declares
+ * them), plus the descriptor's check_settings and metric table, each with a
+ * comment saying what it must do and whether it is required. The
  * "model" is a stand-in: each generated token is a hash of the row and step,
  * and its "KV entry" is one value stored in the case's precision, so the
  * skeleton does a small, deterministic amount of real work and shows how a
