@@ -3,7 +3,7 @@
 # (kv_store_ms, docs/examples/skeleton_backend.c) reaches every reporter of
 # a live run (json, jsonl, csv, console, html), `benchctl report` replays it
 # from the JSON, and `benchctl compare --metric kv_store_ms` judges it by its
-# descriptor (lower is better).
+# descriptor (lower is better); `benchctl plugins` prints its metric table.
 #   skeleton_reports.sh BENCHCTL SKELETON_SO WORK_DIR
 set -u
 BENCHCTL=$1
@@ -31,6 +31,13 @@ reporters = ( { name = "json"; settings = { path = "$2.json"; }; },
               { name = "html"; settings = { path = "$2.html"; }; } );
 CFG
 }
+# the metric table: one row, its unit, direction and scope
+"$BENCHCTL" plugins "$SO" >plugins.out 2>plugins.err || fail "plugins exited $?"
+grep -q '^METRIC  *UNIT  *BETTER  *PER  *HELP$' plugins.out || fail "plugins: no metric table header"
+grep -q '^kv_store_ms  *ms  *lower  *iteration  *time generate spent' plugins.out ||
+    { fail "plugins: no kv_store_ms row (ms, lower, iteration)"; sed 's/^/    /' plugins.out; }
+[ "$(grep -c 'kv_store_ms' plugins.out)" = 1 ] || fail "plugins: kv_store_ms not exactly once"
+
 cfg 0 a >a.cfg
 "$BENCHCTL" run a.cfg -q >a.out 2>a.err || { fail "run exited $?"; sed 's/^/    /' a.err; }
 
