@@ -390,12 +390,13 @@ static bc_status begin_case_args(worker *w, const bc_case *c, json_t **out, bc_e
     int greedy = !(s->temperature > 0);
     const char *dtype = c->precision_ops ? c->precision_ops->dtype : c->precision;
     w->want_tokens = greedy && strcmp(dtype, "float32") == 0; /* the token agreement, and save_tokens */
-    json_t *cs = json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:b, s:f, s:I, s:f, s:b}", "batch_size",
+    json_t *cs = json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:b, s:f, s:I, s:f, s:b, s:b}", "batch_size",
                            (json_int_t)c->batch_size, "samples_per_prompt", (json_int_t)c->samples_per_prompt,
                            "prompt_length", (json_int_t)c->prompt_length, "response_length",
                            (json_int_t)c->response_length, "dtype", dtype, "seed", (json_int_t)s->seed, "do_sample",
                            !greedy, "temperature", greedy ? 1.0 : s->temperature, "top_k", (json_int_t)s->top_k,
-                           "top_p", s->top_p, "return_tokens", w->want_tokens);
+                           "top_p", s->top_p, "return_tokens", w->want_tokens, "release_cache",
+                           c->release_cache != 0);
     json_t *prompts = json_array();
     int32_t *ids = malloc(((size_t)c->prompt_length + 1) * sizeof *ids);
     bc_status st = BC_OK;
@@ -565,6 +566,12 @@ static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_er
         json_decref(reply);
         return st;
     }
+    /* DeepSpeed's continuous-batching profile, under its own names (null when not measured);
+     * not its active_batch_size, the largest step's rows, where the report's is the mean */
+    BC_SET(out, bc_generation_stats, num_prefill_forwards, json_int(profile, "num_prefill_forwards"));
+    BC_SET(out, bc_generation_stats, scheduler_overhead_ms, json_num(profile, "scheduler_overhead_ms"));
+    BC_SET(out, bc_generation_stats, cache_management_overhead_ms, json_num(profile, "cache_management_overhead_ms"));
+    BC_SET(out, bc_generation_stats, continuous_batch_size, json_int(profile, "continuous_batch_size"));
     take_steps(w, profile, out);
     int64_t peak = json_int(profile, "peak_memory_bytes");
     if (peak > w->peak_bytes) w->peak_bytes = peak;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 void bc_jw_init(bc_jw *w, int indent) {
     memset(w, 0, sizeof *w);
     w->indent = indent < 0 ? 0 : indent;
@@ -77,25 +79,6 @@ void bc_jw_begin_object(bc_jw *w) { begin(w, '{'); }
 void bc_jw_end_object(bc_jw *w) { end(w, '}'); }
 void bc_jw_begin_array(bc_jw *w) { begin(w, '['); }
 void bc_jw_end_array(bc_jw *w) { end(w, ']'); }
-
-size_t bc_utf8_seq_len(const unsigned char *s) {
-    unsigned char c = s[0];
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) return (s[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
-        if (c == 0xE0 && s[1] < 0xA0) return 0; /* overlong */
-        if (c == 0xED && s[1] >= 0xA0) return 0; /* surrogate */
-        return 3;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80) return 0;
-        if (c == 0xF0 && s[1] < 0x90) return 0; /* overlong */
-        if (c == 0xF4 && s[1] >= 0x90) return 0; /* above U+10FFFF */
-        return 4;
-    }
-    return 0;
-}
 
 static void put_escaped(bc_jw *w, const char *s) {
     const unsigned char *p = (const unsigned char *)s;

@@ -70,10 +70,4 @@ static inline void bc_jw_key_int_or_null(bc_jw *w, const char *k, int64_t v) { b
  * size must be at least 32. */
 int bc_format_double(char *buf, size_t size, double x);
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if s does not start
- * one (overlong forms, surrogates and values above U+10FFFF are invalid).
- * Reads past s[0] only while the bytes are continuation bytes, so a NUL
- * terminator stops it. Shared with the HTML writer (htmlw.h). */
-size_t bc_utf8_seq_len(const unsigned char *s);
-
 #endif

@@ -11,6 +11,7 @@
 #   host + 2.3 / 2.4 plugins (old plugins in a newer benchctl), 2.4 host +
 #   2.5 plugins (a newer plugin in an older benchctl), 2.5 + 2.5.
 set -u
+. "$(dirname "$0")/../lib/testlib.sh"
 HOST24=$1
 HOST25=$2
 PLUG23=$3
@@ -18,12 +19,7 @@ PLUG24=$4
 PLUG25=$5
 SRC=$6
 WORK=$7
-rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+bc_test_workdir "$WORK"
 
 # run NAME HOST PLUGINS: runs compat.cfg in WORK/NAME
 run() {
@@ -105,6 +101,4 @@ done
 "$HOST24" --version | grep -q 'plugin ABI 2.4' || fail "the host from plugin.h does not say ABI 2.4"
 "$HOST25" --version | grep -q 'plugin ABI 2.5' || fail "the 2.5 host does not say ABI 2.5"
 
-[ "$failures" -eq 0 ] && echo "abi_compat: all passed" && exit 0
-echo "abi_compat: $failures failure(s)"
-exit 1
+bc_test_finish abi_compat

@@ -28,6 +28,7 @@
 
 #include "config.h"
 #include "settings.h"
+#include "suggest.h"
 
 #define CASES BENCHCTL_SOURCE_DIR "/tests/config/cases/"
 

@@ -7,17 +7,13 @@
 # resumes with them; and the errors name the file, line and setting.
 #   axes.sh BENCHCTL SOURCE_DIR WORK_DIR FIXTURE_PLUGIN_DIR
 set -u
+. "$(dirname "$0")/../lib/testlib.sh"
 BENCHCTL=$1
 SRC=$2
 WORK=$3
 FIX=$4
-rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+bc_test_workdir "$WORK"
 unset BENCHCTL_PLUGIN_PATH
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
 CFG=$SRC/tests/e2e/axes.cfg
 CK="backend.settings.checkpoint=\"$SRC/tests/opt/golden/preln\""
 
@@ -98,6 +94,4 @@ CFG
 grep -q "two.cfg:5: matrix.backend_settings.batching: plugin 'testbackend' has no setting 'batching' (backends.\[1\])" lacks.err ||
     { fail "a backend without the setting: message"; cat lacks.err; }
 
-[ "$failures" -eq 0 ] && echo "axes: all passed" && exit 0
-echo "axes: $failures failure(s)"
-exit 1
+bc_test_finish axes

@@ -6,17 +6,13 @@
 # then configs/rollout_lengths.cfg, scaled down.
 #   bench_cfg.sh BENCHCTL SOURCE_DIR WORK_DIR CHECK_JSON
 set -u
+. "$(dirname "$0")/../lib/testlib.sh"
 BENCHCTL=$1
 SRC=$2
 WORK=$3
 CHECK_JSON=$4
-rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+bc_test_workdir "$WORK"
 unset BENCHCTL_PLUGIN_PATH
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
 
 "$BENCHCTL" run "$SRC/configs/bench.cfg" --set run.iterations=1 --set run.warmup=0 >bench.out 2>bench.err
 rc=$?
@@ -103,8 +99,5 @@ RL="$SRC/configs/rollout_lengths.cfg"
 grep -q "4 cases: 4 ok" rl.err || fail "rollout_lengths.cfg: expected 4 ok cases"
 [ "$(grep -o '"step_active_rows"' rl.json | wc -l)" -eq 4 ] || fail "rl.json: expected a schedule in each case"
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures bench.cfg check(s) failed"
-    exit 1
-fi
 echo "configs/bench.cfg: $n cases, JSON, CSV and console reports checked"
+bc_test_finish bench_cfg

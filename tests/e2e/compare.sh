@@ -10,38 +10,14 @@
 # by hand from the seed's keys).
 #   compare.sh BENCHCTL E2E_SOURCE_DIR WORK_DIR CHECK_COMPARE_JSON FIXTURE_PLUGIN_DIR
 set -u
+. "$(dirname "$0")/../lib/testlib.sh"
 BENCHCTL=$1
 SRC=$2
 WORK=$3
 CHECK=$4
 BENCHCTL_PLUGIN_PATH=$5
 export BENCHCTL_PLUGIN_PATH
-rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-# expect CODE NAME ARGS...: runs benchctl ARGS, keeps stdout/stderr in NAME.out/NAME.err
-expect() {
-    want=$1
-    name=$2
-    shift 2
-    "$BENCHCTL" "$@" >"$name.out" 2>"$name.err"
-    got=$?
-    if [ "$got" -ne "$want" ]; then
-        fail "$name: benchctl $* exited $got, expected $want"
-        sed 's/^/    /' "$name.err" "$name.out" | head -40
-    else
-        echo "ok: $name (exit $got)"
-    fi
-}
-
-# has FILE TEXT / lacks FILE TEXT
-has() { grep -qF -- "$2" "$1" || { fail "$1 lacks '$2'"; sed 's/^/    /' "$1" | head -40; }; }
-lacks() { ! grep -qF -- "$2" "$1" || { fail "$1 has '$2'"; sed 's/^/    /' "$1" | head -40; }; }
+bc_test_workdir "$WORK"
 
 # rows FILE VERDICT: table rows of FILE with that verdict (the verdict column
 # follows two spaces and ends the line or precedes a note)
@@ -201,8 +177,4 @@ expect 0 seed_vs_benchctl_ignored compare "$SRC/compare_seed_a.json" base.json -
 has seed_vs_benchctl_ignored.out "2 matched, 0 only in A, 0 only in B"
 has seed_vs_benchctl_ignored.out "not compared, A does not say: cpu_model"
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures check(s) failed"
-    exit 1
-fi
-echo "all compare checks passed"
+bc_test_finish compare

@@ -5,41 +5,16 @@
 # The fixture plugins (testbackend, ...) are not in the build tree's plugins/
 # folder; BENCHCTL_PLUGIN_PATH points at theirs.
 set -u
+. "$(dirname "$0")/../lib/testlib.sh"
 BENCHCTL=$1
 SRC=$2
 FIX=$3
 WORK=$4
 CHECK_JSON=$5
 FIXTURE_PLUGINS=$6
-rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+bc_test_workdir "$WORK"
 BENCHCTL_PLUGIN_PATH=$FIXTURE_PLUGINS
 export BENCHCTL_PLUGIN_PATH
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-
-# expect CODE NAME ARGS...: runs benchctl, keeps stdout/stderr in NAME.out/NAME.err
-expect() {
-    want=$1
-    name=$2
-    shift 2
-    "$BENCHCTL" "$@" >"$name.out" 2>"$name.err"
-    got=$?
-    if [ "$got" -ne "$want" ]; then
-        fail "$name: benchctl $* exited $got, expected $want"
-        sed 's/^/    /' "$name.err"
-    else
-        echo "ok: $name (exit $got)"
-    fi
-}
-
-# has FILE TEXT: FILE contains TEXT
-has() {
-    grep -qF -- "$2" "$1" || { fail "$1 lacks '$2'"; sed 's/^/    /' "$1"; }
-}
 
 # started LOG: waits (up to 30 s) until the fixture backend's case_log LOG
 # shows a case has begun, so a signal is sent to a run that is running, not
@@ -493,8 +468,4 @@ expect 0 run_help run --help
 expect 0 version --version
 has version.out "benchctl "
 
-if [ "$failures" -ne 0 ]; then
-    echo "$failures e2e check(s) failed"
-    exit 1
-fi
-echo "all e2e checks passed"
+bc_test_finish e2e

@@ -7,17 +7,13 @@
 # refused on CUDA), and contradicting or bad settings refused before the run.
 #   lora.sh BENCHCTL SOURCE_DIR WORK_DIR
 set -u
+. "$(dirname "$0")/../lib/testlib.sh"
 BENCHCTL=$1
 SRC=$2
 WORK=$3
 G=$SRC/tests/opt/golden
-rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+bc_test_workdir "$WORK"
 unset BENCHCTL_PLUGIN_PATH
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
 # profile_values FIELD: the profile values of FIELD in out.json, one a line
 # (the stats' objects of the same name left out)
 profile_values() { sed -n "s/^ *\"$1\": \([^{][^,]*\),*\$/\1/p" out.json; }
@@ -73,5 +69,4 @@ grep -q '"lm_head" is not a module' tgt.err || { fail "lora_targets: message"; c
 [ $? -eq 2 ] || fail "a directory without adapter_config.json was not refused"
 grep -q "adapter_config.json" noad.err || { fail "no adapter: message"; cat noad.err; }
 
-[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "lora.sh: all checks passed"
+bc_test_finish lora

@@ -7,17 +7,13 @@
 # report the prompts' real widths, median and padding, ragged and bucketed.
 #   prompts.sh BENCHCTL SOURCE_DIR WORK_DIR
 set -u
+. "$(dirname "$0")/../lib/testlib.sh"
 BENCHCTL=$1
 SRC=$2
 WORK=$3
 G=$SRC/tests/tokenizer/golden
-rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+bc_test_workdir "$WORK"
 unset BENCHCTL_PLUGIN_PATH
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
 
 for form in json_pairs json_strings vocab_merges; do
     "$BENCHCTL" prompts "$G/prompts.jsonl" --checkpoint "$G/$form" >ids.txt 2>ids.err ||
@@ -88,5 +84,4 @@ grep -q "prompts_text: 15 prompts fit" l3.err || { fail "llama3: no prompts line
 [ $? -eq 2 ] || fail "prompts_text without a checkpoint was not refused"
 grep -q "prompts_text needs a checkpoint" nockpt.err || { fail "no-checkpoint message"; cat nockpt.err; }
 
-[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "prompts.sh: all checks passed"
+bc_test_finish prompts

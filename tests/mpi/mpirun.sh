@@ -7,6 +7,7 @@
 # CHECK is check_distributed; NEXT_MINOR_PLUGINS the tests/abi plugins built
 # one ABI minor ahead (a rank running other plugin versions).
 set -u
+. "$(dirname "$0")/../lib/testlib.sh"
 BENCHCTL=$1
 CHECK=$2
 MPIRUN=$3
@@ -14,12 +15,7 @@ FIXTURES=$4
 NEXT=$5
 SRC=$6
 WORK=$7
-rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+bc_test_workdir "$WORK"
 # Open MPI refuses root without these (CI runs as root)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # loopback only, no other transport probing, quiet about it
@@ -175,5 +171,4 @@ mpi opt 2 -x BENCHCTL_PLUGIN_PATH= "$BENCHCTL" run "$SRC/configs/bench.cfg" --ca
 [ "$code" -eq 0 ] || { fail "opt: exited $code"; sed 's/^/    /' opt/err.txt; }
 "$CHECK" opt/opt.json 2 replicate failed=0 forced=1 || fail "opt: report"
 
-[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "mpirun.sh: all ok"
+bc_test_finish mpirun

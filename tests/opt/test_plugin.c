@@ -6,8 +6,8 @@
  * save_tokens, cache release/acquire, precision switches, the plan of a
  * checkpoint (its config.json's shape, before the weights load), structs
  * from a host with fewer fields than ours (never written past their size),
- * and the errors (bad precision, cuda, checkpoint, prompts file). A minimal
- * host (stdio output) stands in for benchctl's.
+ * and the errors (bad precision, cuda, checkpoint, prompts file). The host
+ * table is benchctl's own (bc_host_init, core/src/host/host.c).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../plugins/plugin_dl.h"
@@ -38,69 +37,11 @@
  * layer norms; what transformers' num_parameters() says for the model. */
 #define OPT_125M_PARAMETERS 125239296ll
 
-/* ------------------------------------------------------------ a tiny host */
+/* ------------------------------------------------------------- the host */
 
-struct bc_output {
-    FILE *f;
-    char path[512];
-};
-
-static void h_log(const bc_host *h, bc_log_level level, const char *fmt, ...) {
-    (void)h, (void)level, (void)fmt;
-}
-static uint64_t h_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-static bc_output *h_open(const bc_host *h, const char *path, bc_error *err) {
-    (void)h;
-    bc_output *o = calloc(1, sizeof *o);
-    snprintf(o->path, sizeof o->path, "%s", path);
-    o->f = fopen(path, "w");
-    if (!o->f) {
-        free(o);
-        bc_error_set(err, BC_ERR_IO, "cannot open %s", path);
-        return NULL;
-    }
-    return o;
-}
-static bc_status h_write(bc_output *o, const void *d, size_t n, bc_error *err) {
-    (void)err;
-    fwrite(d, 1, n, o->f);
-    return BC_OK;
-}
-static bc_status h_printf(bc_output *o, bc_error *err, const char *fmt, ...) {
-    (void)err;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(o->f, fmt, ap);
-    va_end(ap);
-    return BC_OK;
-}
-static bc_status h_commit(bc_output *o, bc_error *err) {
-    (void)err;
-    fclose(o->f);
-    free(o);
-    return BC_OK;
-}
-static void h_abort(bc_output *o) {
-    fclose(o->f);
-    remove(o->path);
-    free(o);
-}
-
-static const bc_host host = {.struct_size = sizeof(bc_host),
-                             .abi_major = BENCHCTL_ABI_MAJOR,
-                             .abi_minor = BENCHCTL_ABI_MINOR,
-                             .benchctl_version = "test",
-                             .log = h_log,
-                             .now_ns = h_now,
-                             .output_open = h_open,
-                             .output_write = h_write,
-                             .output_printf = h_printf,
-                             .output_commit = h_commit,
-                             .output_abort = h_abort};
+/* benchctl's own host table (bc_host_init, core/src/host/host.c), filled at
+ * the start of main. */
+static bc_host host;
 
 static void no_conv(const void *s, float *d, size_t n) { (void)s, (void)d, (void)n; }
 static void no_conv2(const float *s, void *d, size_t n) { (void)s, (void)d, (void)n; }
@@ -844,6 +785,7 @@ static void test_kernels_setting(void **state) {
 }
 
 int main(void) {
+    bc_host_init(&host, "test");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_descriptor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollout_and_memory, setup, teardown),

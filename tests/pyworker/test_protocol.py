@@ -8,13 +8,14 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "plugins", "worker",
                                 "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchctl_worker import models, protocol  # noqa: E402
+from benchctl_worker import ds, models, protocol  # noqa: E402
 from benchctl_worker.protocol import WorkerError, setting  # noqa: E402
 import harness  # noqa: E402
 
@@ -263,6 +264,114 @@ class TestProtocol(unittest.TestCase):
         self.assertEqual(models.token_string(2), "</s>")
 
 
+QWEN2_CONFIG = {"model_type": "qwen2", "vocab_size": 1000, "hidden_size": 64, "intermediate_size": 128,
+                "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "max_position_embeddings": 256, "eos_token_id": 2, "pad_token_id": 0}
+
+
+class TestDeepSpeedChecks(unittest.TestCase):
+    """ds.py's checks that need no DeepSpeed: versions, families, profiles."""
+
+    def test_versions_compare_by_number(self):
+        self.assertEqual(ds.version_tuple("0.19.8"), (0, 19, 8))
+        self.assertEqual(ds.version_tuple("0.19.10+cu121"), (0, 19, 10))
+        self.assertEqual(ds.version_tuple("0.20.0rc1"), (0, 20, 0))
+        self.assertGreater(ds.version_tuple("0.19.10"), ds.version_tuple("0.19.8"))
+
+    def test_a_feature_is_refused_naming_the_version_that_has_it(self):
+        for feature, first in (("shared_prefill", "0.19.6"), ("continuous_batch_size", "0.19.7"),
+                               ("align_decode_fronts", "0.19.8"), ("cache_trimming", "0.19.8")):
+            self.assertIsNone(ds.feature_refusal(feature, first))
+            self.assertIsNone(ds.feature_refusal(feature, "0.20.1"))
+            line = ds.feature_refusal(feature, "0.19.5")
+            self.assertIn("DeepSpeed %s and later" % first, line)
+            self.assertIn("0.19.5", line)
+            self.assertIn(ds.FEATURES[feature][2], line)
+        self.assertIn("0.19.7", ds.feature_refusal("align_decode_fronts", "0.19.7"))
+
+    def test_families_with_cuda_containers_are_refused_on_the_cpu_only(self):
+        for mt in ("opt", "llama"):
+            line = ds.family_refusal(mt, "cpu")
+            self.assertIn("qwen2", line)
+            self.assertIn("CUDA", line)
+            self.assertIsNone(ds.family_refusal(mt, "cuda"))
+        self.assertIsNone(ds.family_refusal("qwen2", "cpu"))
+
+    def test_deepspeeds_profile_is_checked(self):
+        good = {"prompt_expansion_ms": 0.1, "generation_ms": 10.0, "prefill_forward_ms": 2.0,
+                "decode_forward_ms": 7.0, "generation_overhead_ms": 1.0, "num_decode_forwards": 3,
+                "post_processing_ms": 0.1, "total_ms": 10.3, "num_generated_tokens": 16, "tokens_per_second": 1553.4,
+                "batch_size": 2, "num_samples_per_prompt": 2, "prompt_length": 5, "response_length": 4}
+        ds.check_ds_profile(good, ds.DS_STATIC_FIELDS, {"num_generated_tokens": 16, "response_length": 4})
+        for bad, words in ((dict(good, total_ms=float("nan")), "total_ms"), (dict(good, generation_ms=None),
+                                                                               "generation_ms"),
+                           (dict(good, decode_forward_ms=-1.0), "decode_forward_ms"),
+                           (dict(good, decode_forward_ms=9.0), "exceed its generation_ms"),
+                           (dict(good, total_ms=5.0), "exceed its total_ms"),
+                           (dict(good, response_length=3), "the case has 4")):
+            with self.assertRaises(WorkerError) as e:
+                ds.check_ds_profile(bad, ds.DS_STATIC_FIELDS, {"num_generated_tokens": 16, "response_length": 4})
+            self.assertIn(words, e.exception.message)
+        with self.assertRaises(WorkerError):
+            ds.check_ds_profile(None, ds.DS_STATIC_FIELDS, {})
+
+    def test_an_engines_own_profile_fields_pass_and_others_do_not(self):
+        p = protocol.profile(("total_ms", "rollout_call_ms"), num_generated_tokens=4, total_ms=2.5)
+        self.assertEqual((p["total_ms"], p["rollout_call_ms"], p["num_generated_tokens"]), (2.5, None, 4))
+        self.assertEqual(list(p)[:len(protocol.PROFILE_FIELDS)], list(protocol.PROFILE_FIELDS))
+        with self.assertRaises(ValueError):
+            protocol.profile((), total_ms=2.5)
+        with self.assertRaises(ValueError):
+            protocol.profile(("total_ms",), total_ms=float("inf"))
+
+    def test_release_cache_is_optional_and_typed(self):
+        protocol.check_case(good_case(), [[4, 5]])
+        protocol.check_case(dict(good_case(), release_cache=True), [[4, 5]])
+        with self.assertRaises(WorkerError):
+            protocol.check_case(dict(good_case(), release_cache=1), [[4, 5]])
+
+
+class TestPeersVenv(unittest.TestCase):
+    """tools/peers-venv on directories it did not make: nothing is deleted."""
+
+    TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "peers-venv")
+
+    def run_tool(self, venv, *args):
+        return subprocess.run([self.TOOL] + list(args), capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, BENCHCTL_PEERS_VENV=venv))
+
+    def test_a_directory_it_did_not_make_is_left_alone(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "keep.txt"), "w") as f:
+                f.write("mine\n")
+            for args in ((), ("--check",)):
+                p = self.run_tool(d, *args)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertEqual(p.stdout, "")
+                self.assertIn(d, p.stderr)
+                self.assertEqual(os.listdir(d), ["keep.txt"])
+
+    def test_check_lists_what_an_environment_lacks(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "bin"))
+            os.symlink(sys.executable, os.path.join(d, "bin", "python"))
+            with open(os.path.join(d, "keep.txt"), "w") as f:
+                f.write("mine\n")
+            p = self.run_tool(d, "--check")
+            have = models.package_version("deepspeed")
+            if p.returncode == 0:  # this python has every pin
+                self.assertEqual(have, "0.19.8")
+                return
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("deepspeed==0.19.8 (%s)" % ("not installed" if have is None else have + " installed"),
+                          p.stderr)
+            self.assertIn("pip install -r", p.stderr)
+            p = self.run_tool(d)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("left as it is", p.stderr)
+            self.assertEqual(sorted(os.listdir(d)), ["bin", "keep.txt"])
+
+
 NOISY_WORKER = r"""
 import os, sys
 from benchctl_worker import protocol
@@ -287,7 +396,7 @@ class TestProcesses(unittest.TestCase):
         self.assertIn("stray print at hello", err)
 
     def test_every_adapter_says_hello_and_why_it_cannot_run(self):
-        for engine in ("transformers", "deepspeed", "ctranslate2"):
+        for engine in ("transformers", "ctranslate2"):
             with self.subTest(engine=engine), harness.Worker(harness.worker_command(sys.executable, engine),
                                                               timeout_s=120) as w:
                 self.assertEqual(w.hello["engine"], engine)
@@ -298,7 +407,7 @@ class TestProcesses(unittest.TestCase):
                 r = w.call("configure", settings={"model": "125m", "checkpoint": "/nonexistent"})
                 self.assertEqual(r["error"]["code"], "setting")
                 w.request("configure", settings={})
-                needs = {"transformers": ["torch", "transformers"], "deepspeed": ["torch", "transformers", "deepspeed"],
+                needs = {"transformers": ["torch", "transformers"],
                          "ctranslate2": ["ctranslate2", "torch", "transformers"]}[engine]
                 missing = [p for p in needs if models.package_version(p) is None]
                 if engine in missing:
@@ -306,6 +415,39 @@ class TestProcesses(unittest.TestCase):
                 if missing:
                     r = w.call("begin_case", case=good_case(), prompt_ids=[[4, 5]])
                     self.assertFalse(r["ok"])
+                    self.assertEqual(r["error"]["code"], "unsupported")
+                    self.assertIn(missing[0], r["error"]["message"])
+                self.assertEqual(w.shutdown(), 0)
+
+    def test_deepspeed_says_hello_and_checks_its_settings_without_importing(self):
+        with tempfile.TemporaryDirectory() as d:
+            qwen2, opt = os.path.join(d, "qwen2"), os.path.join(d, "opt")
+            for path, cfg in ((qwen2, QWEN2_CONFIG), (opt, dict(QWEN2_CONFIG, model_type="opt"))):
+                os.makedirs(path)
+                with open(os.path.join(path, "config.json"), "w") as f:
+                    json.dump(cfg, f)
+            with harness.Worker(harness.worker_command(sys.executable, "deepspeed"), timeout_s=120) as w:
+                self.assertEqual(w.hello["engine"], "deepspeed")
+                self.assertEqual(w.hello["engine_version"], models.package_version("deepspeed") or "not installed")
+                names = [x["name"] for x in w.hello["settings"]]
+                for name in ("checkpoint", "device", "shared_prefill", "graph_capture", "continuous_batch_size",
+                             "align_decode_fronts", "cache_trimming"):
+                    self.assertIn(name, names)
+                r = w.call("configure", settings={})
+                self.assertEqual(r["error"]["code"], "setting")
+                self.assertIn("checkpoint", r["error"]["message"])
+                r = w.call("configure", settings={"checkpoint": opt})
+                self.assertEqual(r["error"]["code"], "setting")
+                self.assertIn("qwen2", r["error"]["message"])
+                w.request("configure", settings={"checkpoint": opt, "device": "cuda"})  # refused only on the CPU
+                r = w.call("configure", settings={"checkpoint": qwen2, "graph_capture": True})
+                self.assertIn("CUDA graphs need device", r["error"]["message"])
+                w.request("configure", settings={"checkpoint": qwen2})
+                d_ = w.request("describe")
+                self.assertEqual((d_["model_family"], d_["vocab_size"], d_["ffn_size"]), ("qwen2", 1000, 128))
+                missing = [p for p in ("torch", "transformers", "deepspeed") if models.package_version(p) is None]
+                if missing:
+                    r = w.call("begin_case", case=good_case(), prompt_ids=[[4, 5]])
                     self.assertEqual(r["error"]["code"], "unsupported")
                     self.assertIn(missing[0], r["error"]["message"])
                 self.assertEqual(w.shutdown(), 0)

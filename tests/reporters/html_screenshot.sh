@@ -15,6 +15,7 @@
 # apt-get install chromium; tools/install-deps installs it). The
 # screenshots stay in OUT_DIR for a look.
 set -eu
+. "$(dirname "$0")/../lib/testlib.sh"
 png_check=$1
 page=$2
 out=$3
@@ -27,8 +28,7 @@ for b in chromium chromium-browser google-chrome-stable google-chrome; do
   fi
 done
 if [ -z "$browser" ]; then
-  echo "html_screenshot: no Chromium installed: skipped (apt-get install chromium; tools/install-deps installs it)"
-  exit 77
+  bc_test_skip "no Chromium installed (apt-get install chromium; tools/install-deps installs it)"
 fi
 mkdir -p "$out"
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "output.h"
+#include "host.h"
 
 const char *const rf_field_names[RF_N_FIELDS] = {
     "prompt_expansion_ms",     "generation_ms",           "post_processing_ms",
@@ -92,57 +92,12 @@ void rf_unload(rf_plugin *p) {
 
 /* ---------------------------------------------------------------- host */
 
-/* Writes errors, warnings and information to stderr; debug lines are dropped. */
-static void host_log(const bc_host *host, bc_log_level level, const char *fmt, ...) {
-    (void)host;
-    if (level >= BC_LOG_DEBUG) return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "[test host] level %d: ", (int)level);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static uint64_t host_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static bc_output *host_output_open(const bc_host *host, const char *path, bc_error *err) {
-    (void)host;
-    return bc_output_open(path, err);
-}
-
-static bc_status host_output_printf(bc_output *out, bc_error *err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    bc_status st = bc_output_vprintf(out, err, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-static bc_status host_output_check(const bc_host *host, const char *path, bc_error *err) {
-    (void)host;
-    return bc_output_check(path, err);
-}
-
+/* The host table benchctl itself hands a plugin (core/src/host/host.c):
+ * logging as benchctl logs (warnings and errors, to stderr, the plugin
+ * named "test"), the monotonic clock, and the atomic output files. */
 bc_host rf_host(int stderr_is_tty) {
     bc_host h;
-    memset(&h, 0, sizeof h);
-    h.struct_size = sizeof h;
-    h.abi_major = BENCHCTL_ABI_MAJOR;
-    h.abi_minor = BENCHCTL_ABI_MINOR;
-    h.benchctl_version = "0.1.0-test";
-    h.log = host_log;
-    h.now_ns = host_now_ns;
-    h.output_open = host_output_open;
-    h.output_write = bc_output_write;
-    h.output_printf = host_output_printf;
-    h.output_commit = bc_output_commit;
-    h.output_abort = bc_output_abort;
-    h.output_check = host_output_check;
+    bc_host_init(&h, "test");
     h.stderr_is_tty = stderr_is_tty;
     return h;
 }

@@ -1,7 +1,7 @@
 /* reporter_fixture.h: what the reporter tests share: load a reporter plugin
- * with dlopen, a minimal host table whose output_* (output_check included)
- * are core's bc_output_* (core/src/io/output.c), resolved settings, a
- * hand-built run report, and small file helpers.
+ * with dlopen, the host table benchctl itself hands plugins (bc_host_init,
+ * core/src/host/host.c: its output_* are core's atomic bc_output_*),
+ * resolved settings, a hand-built run report, and small file helpers.
  *
  * Every array of the run report, and the settings values, is laid out the
  * way a newer host (a later 2.x minor) would lay it out: each element is
@@ -129,7 +129,7 @@ int rf_load(rf_plugin *p, const char *name, const char *const *overrides, int n_
 int rf_load_file(rf_plugin *p, const char *so_path, const char *name, const char *const *overrides, int n_overrides);
 void rf_unload(rf_plugin *p);
 
-/* A host table; stderr_is_tty as given. */
+/* The real host table (bc_host_init, core/src/host/host.c); stderr_is_tty as given. */
 bc_host rf_host(int stderr_is_tty);
 
 /* Builds the sample run (flags: RF_*). */

@@ -1,4 +1,4 @@
-/* test_htmlw.c: the HTML pieces of reporters/common (htmlw.h): escaping
+/* test_htmlw.c: the HTML pieces of lib/html (htmlw.h): escaping
  * that keeps a page well-formed XML whatever the text, numbers for cells
  * and tick labels, and axis ticks. */
 #include <setjmp.h>

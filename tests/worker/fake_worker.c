@@ -3,6 +3,7 @@
  * protocol") and can misbehave on purpose at one request.
  *
  *   fake_worker [--fail MODE --at OP [--when-batch N]] [--delay-ms MS] [--code CODE]
+ *               [--continuous N] [--strict-release 1]
  *
  * MODE, at request OP ("hello" for the start; with --when-batch only in
  * cases of that batch size):
@@ -19,6 +20,13 @@
  *   hostile   (generate) sends fake_queue_depth = 1e300, beyond its declared max
  *   error     replies ok:false with error code CODE (default "unsupported")
  *   slow      sleeps --delay-ms before replying (within the timeout)
+ *
+ * --continuous N: its profile also has DeepSpeed's continuous-batching fields,
+ * as a continuous batch of N rows would (num_prefill_forwards = ceil(rows / N),
+ * scheduler_overhead_ms 0.5, cache_management_overhead_ms 0.25,
+ * active_batch_size N, continuous_batch_size N). --strict-release 1: a case
+ * must say release_cache (a bool), and a release_cache request in a case whose
+ * release_cache is false fails (internal).
  *
  * Its settings: model ("tiny"|"small"), threads (int >= 0; configure refuses
  * > 64 with a setting error), scale (double), chatty (bool: a stderr line per
@@ -41,7 +49,8 @@
 static const char *fail_mode = "", *fail_at = "", *error_code = "unsupported";
 static long when_batch = -1, delay_ms = 0;
 static long case_batch = 0, case_samples = 0, case_prompt = 0, case_response = 0;
-static int return_tokens = 0, chatty = 0;
+static int return_tokens = 0, chatty = 0, strict_release = 0, case_release = 0;
+static long continuous = 0;
 static json_t *prompts;
 
 static double now_ms(void) {
@@ -152,6 +161,9 @@ static json_t *begin_case(json_int_t id, const json_t *req) {
     case_prompt = (long)json_integer_value(json_object_get(c, "prompt_length"));
     case_response = (long)json_integer_value(json_object_get(c, "response_length"));
     return_tokens = json_is_true(json_object_get(c, "return_tokens"));
+    json_t *release = json_object_get(c, "release_cache");
+    if (strict_release && !json_is_boolean(release)) return fail(id, "internal", "the case has no release_cache bool");
+    case_release = json_is_true(release);
     json_decref(prompts);
     prompts = json_incref(json_object_get(req, "prompt_ids"));
     if ((long)json_array_size(prompts) != case_batch) return fail(id, "internal", "prompt_ids has the wrong row count");
@@ -187,6 +199,13 @@ static json_t *generate(json_int_t id) {
                   (when_batch < 0 || when_batch == case_batch);
     json_object_set_new(profile, "fake_queue_depth", json_real(hostile ? 1e300 : (double)rows));
     json_object_set_new(profile, "occupancy", json_real(1.0));
+    if (continuous > 0) {
+        json_object_set_new(profile, "num_prefill_forwards", json_integer((rows + continuous - 1) / continuous));
+        json_object_set_new(profile, "scheduler_overhead_ms", json_real(0.5));
+        json_object_set_new(profile, "cache_management_overhead_ms", json_real(0.25));
+        json_object_set_new(profile, "active_batch_size", json_integer(continuous));
+        json_object_set_new(profile, "continuous_batch_size", json_integer(continuous));
+    }
     json_t *reply = json_pack("{s:I, s:b, s:o}", "id", id, "ok", 1, "profile", profile);
     if (return_tokens) json_object_set(reply, "tokens", tokens);
     json_decref(tokens);
@@ -200,6 +219,8 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--when-batch") == 0) when_batch = atol(argv[i + 1]);
         else if (strcmp(argv[i], "--delay-ms") == 0) delay_ms = atol(argv[i + 1]);
         else if (strcmp(argv[i], "--code") == 0) error_code = argv[i + 1];
+        else if (strcmp(argv[i], "--continuous") == 0) continuous = atol(argv[i + 1]);
+        else if (strcmp(argv[i], "--strict-release") == 0) strict_release = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "fake_worker: unknown option %s\n", argv[i]);
             return 2;
@@ -235,6 +256,8 @@ int main(int argc, char **argv) {
                               "ffn_size", (json_int_t)32);
         else if (strcmp(op, "begin_case") == 0) reply = begin_case(id, req);
         else if (strcmp(op, "generate") == 0) reply = generate(id);
+        else if (strcmp(op, "release_cache") == 0 && strict_release && !case_release)
+            reply = fail(id, "internal", "release_cache in a case whose release_cache is false");
         else if (strcmp(op, "release_cache") == 0 || strcmp(op, "acquire_cache") == 0 || strcmp(op, "end_case") == 0)
             reply = ok(id);
         else if (strcmp(op, "shutdown") == 0) {

@@ -234,6 +234,37 @@ static void test_metrics(void **state) {
     assert_int_equal(run_case(f, 1, &g, &err), BC_OK);
 }
 
+/* The case tells the worker its cache policy (release_cache), and DeepSpeed's
+ * continuous-batching profile fields reach the generation stats. */
+static void test_release_flag_and_continuous_profile(void **state) {
+    fixture *f = *state;
+    fake_args(f, "--continuous 4 --strict-release 1");
+    create_ok(f);
+    bc_error err = {0};
+    bc_case retain = make_case(3, &fp32_ops);
+    assert_int_equal(f->ops->begin_case(f->inst, &retain, &err), BC_OK);
+    bc_generation_stats g = unknown_stats();
+    g.num_prefill_forwards = g.continuous_batch_size = -1;
+    g.scheduler_overhead_ms = g.cache_management_overhead_ms = g.active_batch_size = NAN;
+    assert_int_equal(f->ops->generate(f->inst, &g, &err), BC_OK);
+    assert_int_equal(g.num_prefill_forwards, 2); /* ceil(3 x 2 rows / 4) */
+    assert_double_equal(g.scheduler_overhead_ms, 0.5, 0.0);
+    assert_double_equal(g.cache_management_overhead_ms, 0.25, 0.0);
+    assert_int_equal(g.continuous_batch_size, 4);
+    assert_true(isnan(g.active_batch_size)); /* DeepSpeed's is the largest step's rows, not the mean */
+    assert_int_equal(f->ops->cache_release(f->inst, &err), BC_ERR_INTERNAL); /* the case said retain */
+    assert_non_null(strstr(err.message, "release_cache is false"));
+    f->ops->end_case(f->inst);
+    bc_case release = make_case(3, &fp32_ops);
+    release.cache_policy = "release", release.release_cache = 1;
+    assert_int_equal(f->ops->begin_case(f->inst, &release, &err), BC_OK);
+    g = unknown_stats();
+    assert_int_equal(f->ops->generate(f->inst, &g, &err), BC_OK);
+    assert_int_equal(f->ops->cache_release(f->inst, &err), BC_OK);
+    assert_int_equal(f->ops->cache_acquire(f->inst, &err), BC_OK);
+    f->ops->end_case(f->inst);
+}
+
 static void test_configure_error(void **state) {
     fixture *f = *state;
     f->values[V_THREADS].i = 100;
@@ -389,6 +420,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_hello_reserved_metric, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_program, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unclosed_quote, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_flag_and_continuous_profile, setup, teardown),
         cmocka_unit_test(test_prompts_are_opts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,17 +7,12 @@
 # protocol_overhead_ms.
 #   worker_e2e.sh BENCHCTL FAKE_WORKER WORK_DIR
 set -u
+. "$(dirname "$0")/../lib/testlib.sh"
 BENCHCTL=$1
 FAKE=$2
 WORK=$3
-rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+bc_test_workdir "$WORK"
 unset BENCHCTL_PLUGIN_PATH
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-has() { grep -q -- "$2" "$1" || { fail "$1 lacks '$2'"; sed 's/^/    /' "$1"; }; }
 
 # bench.cfg for the fake worker started with ARGS, with EXTRA worker settings
 write_cfg() {
@@ -136,8 +131,8 @@ last_a=$(grep -n 'done: .*fake-a' axis.err | tail -1 | cut -d: -f1)
 "$BENCHCTL" compare --by backend --fail-on never axis.json >cmp.out 2>cmp.err
 rc=$?
 [ "$rc" -eq 0 ] || { fail "compare --by backend: exit $rc"; cat cmp.err; }
-has cmp.out "A: axis.json \[fake-a\]"
-has cmp.out "B: axis.json \[fake-b\]"
+has cmp.out "A: axis.json [fake-a]"
+has cmp.out "B: axis.json [fake-b]"
 has cmp.out "3 cases: 3 matched, 0 only in A, 0 only in B"
 "$BENCHCTL" compare --by backend crash.cfg run.json >cmp2.out 2>cmp2.err
 [ $? -eq 2 ] || fail "compare --by backend with two files: expected exit 2"
@@ -145,4 +140,4 @@ has cmp.out "3 cases: 3 matched, 0 only in A, 0 only in B"
 [ $? -eq 2 ] || fail "compare --by backend on a one-backend run: expected exit 2"
 has cmp3.err "name one backend only"
 
-if [ "$failures" -eq 0 ]; then echo "worker_e2e: all passed"; else echo "worker_e2e: $failures failure(s)"; exit 1; fi
+bc_test_finish worker_e2e

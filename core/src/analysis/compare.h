@@ -121,18 +121,21 @@ void bc_cmp_pair_free(bc_cmp_pair *pair);
 #define BC_CMP_MAX_ENV 32
 size_t bc_cmp_env_compare(const bc_runfile *a, const bc_runfile *b, bc_cmp_env_diff *out, size_t *n_refusing);
 
+/* "ok", "failed" or "skipped": a case's status as the JSON output names it. */
+const char *bc_cmp_status_word(bc_case_status s);
+
 /* A short description of a case: "B=2 x1 8->4 float32 retain". */
 void bc_cmp_case_label(const bc_runfile_case *c, char *buf, size_t cap);
 
-/* The outputs: a console table, a GitHub markdown table, a JSON document,
- * and a self-contained HTML forest plot (compare_html.c). */
+/* The outputs: a console table, a GitHub markdown table, a JSON document
+ * (compare_write.c), and a self-contained HTML forest plot (compare_html.c). */
 void bc_cmp_write_console(FILE *out, const bc_cmp_pair *pairs, size_t n_pairs, const bc_cmp_options *opt);
 void bc_cmp_write_markdown(FILE *out, const bc_cmp_pair *pairs, size_t n_pairs, const bc_cmp_options *opt);
 bc_status bc_cmp_write_json(FILE *out, const bc_cmp_pair *pairs, size_t n_pairs, const bc_cmp_options *opt,
                             int exit_status, bc_error *err);
 void bc_cmp_write_html(FILE *out, const bc_cmp_pair *pairs, size_t n_pairs, const bc_cmp_options *opt);
 
-/* The usage text of `benchctl compare --help`. */
+/* The command (cli/compare_cmd.c). The usage text of `benchctl compare --help`. */
 extern const char bc_compare_usage[];
 
 /* `benchctl compare ...`: argv[0] is "compare"; parses its own options.

@@ -17,7 +17,6 @@
 
 #include "compare.h"
 #include "htmlw.h"
-#include "report_file.h"
 
 /* Layout, in SVG user units (px at 100%). */
 enum {
@@ -31,7 +30,7 @@ enum {
 };
 
 /* Writes s as XML text, escaped the one way the html reporter escapes it
- * (reporters/common/htmlw.c: the special characters, and bytes that are not
+ * (lib/html/htmlw.c: the special characters, and bytes that are not
  * XML characters or not UTF-8), so a file name or label cannot break the
  * page. */
 static void xml_text(FILE *out, const char *s) {

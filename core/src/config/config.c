@@ -1,4 +1,8 @@
-/* config.c: bench.cfg (libconfig) parsed into a bc_config and validated.
+/* config.c: bench.cfg (libconfig) parsed into a bc_config and validated:
+ * the schema (the keys of every group, the matrix, run, distributed, the
+ * plugin lists) and bc_config_load. The file's text and includes and the
+ * hash are config_file.c, matrix.backend_settings config_axes.c, the tree
+ * helpers config_tree.c, did-you-mean suggest.c.
  *
  * Order of work in bc_config_load:
  *   read the file (I/O and syntax errors) -> apply --reporter -> apply --set
@@ -14,21 +18,18 @@
 
 #include "config.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <libconfig.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "config_axes.h"
+#include "config_file.h"
 #include "config_ints.h"
 #include "config_tree.h"
 #include "overrides.h"
-#include "readfile.h"
-#include "sha256.h"
+#include "suggest.h"
 
 /* Largest matrix value: libconfig reads plain integers as 32-bit ints. */
 #define BC_CFG_MAX_SIZE 2147483647LL
@@ -48,195 +49,6 @@
 #define BC_CFG_DEFAULT_MIN_ITERATIONS 6
 #define BC_CFG_DEFAULT_MAX_ITERATIONS 50
 
-/* ------------------------------------------------------------ suggestions */
-
-/* Optimal-string-alignment distance, case-insensitive; words longer than
- * BC_SUGGEST_MAX_LEN count as far from everything. */
-#define BC_SUGGEST_MAX_LEN 63
-
-static size_t edit_distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > BC_SUGGEST_MAX_LEN || lb > BC_SUGGEST_MAX_LEN) return (size_t)-1;
-    size_t rows[3][BC_SUGGEST_MAX_LEN + 1]; /* rows i-2, i-1, i of the DP table */
-    size_t *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
-    for (size_t j = 0; j <= lb; j++) prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
-            size_t cost = ca == cb ? 0 : 1;
-            size_t best = prev[j] + 1;
-            if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
-            if (prev[j - 1] + cost < best) best = prev[j - 1] + cost;
-            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) && tolower((unsigned char)a[i - 2]) == cb &&
-                prev2[j - 2] + 1 < best)
-                best = prev2[j - 2] + 1; /* transposition */
-            cur[j] = best;
-        }
-        size_t *t = prev2;
-        prev2 = prev;
-        prev = cur;
-        cur = t;
-    }
-    return prev[lb];
-}
-
-const char *bc_suggest(const char *word, const char *const *candidates, size_t n) {
-    if (!word || !candidates) return NULL;
-    size_t len = strlen(word);
-    size_t limit = len <= 3 ? 1 : len <= 6 ? 2 : 3;
-    const char *best = NULL;
-    size_t best_d = (size_t)-1;
-    for (size_t i = 0; i < n; i++) {
-        if (!candidates[i]) continue;
-        size_t d = edit_distance(word, candidates[i]);
-        if (d <= limit && d < best_d && d < strlen(candidates[i])) {
-            best = candidates[i];
-            best_d = d;
-        }
-    }
-    return best;
-}
-
-/* ------------------------------------------------------------- utilities */
-
-char *bc_cfg_strdup(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
-char *bc_cfg_asprintf(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (!s) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-bc_status bc_cfg_nomem(bc_error *err) { return bc_error_set(err, BC_ERR_NOMEM, "out of memory reading the config"); }
-
-/* "a.b" + "c" -> "a.b.c"; "" + "c" -> "c"; "a" + "[2]" -> "a.[2]". buf holds n bytes;
- * a path too long for it is cut and ends in "...", so a message never shows a cut path as whole. */
-void bc_cfg_path_join(char *buf, size_t n, const char *parent, const char *child) {
-    const int len = !parent || !parent[0] ? snprintf(buf, n, "%s", child) : snprintf(buf, n, "%s.%s", parent, child);
-    if (len >= 0 && (size_t)len >= n && n >= 4)
-        memcpy(buf + n - 4, "...", 4);
-}
-
-void bc_cfg_path_index(char *buf, size_t n, const char *parent, size_t i) {
-    char idx[32];
-    snprintf(idx, sizeof idx, "[%zu]", i);
-    bc_cfg_path_join(buf, n, parent, idx);
-}
-
-/* The command-line label whose key is path, a parent of path, or a child of
- * path (a group created on the way to a --set key). Later overrides win. */
-static const char *override_label(const bc_config *cfg, const char *path) {
-    size_t lp = strlen(path);
-    for (size_t k = cfg->n_overrides; k-- > 0;) {
-        const char *key = cfg->override_keys[k];
-        size_t lk = strlen(key);
-        if (strcmp(key, path) == 0) return cfg->override_labels[k];
-        if (lp > lk && strncmp(path, key, lk) == 0 && path[lk] == '.') return cfg->override_labels[k];
-        if (lk > lp && strncmp(key, path, lp) == 0 && key[lp] == '.') return cfg->override_labels[k];
-    }
-    return NULL;
-}
-
-/* Writes where s came from into buf: "file:line", "--set KEY" or the file. */
-void bc_cfg_locate(const bc_config *cfg, const config_setting_t *s, const char *path, char *buf, size_t n) {
-    unsigned line = s ? config_setting_source_line(s) : 0;
-    if (line > 0) {
-        const char *file = config_setting_source_file(s);
-        snprintf(buf, n, "%s:%u", file ? file : cfg->path, line);
-        return;
-    }
-    /* Not from the file: a --set made it, or a group on the way to one (try
-     * the path, then each parent). */
-    const char *label = NULL;
-    char p[256];
-    snprintf(p, sizeof p, "%s", path ? path : "");
-    while (p[0] && !(label = override_label(cfg, p))) {
-        char *dot = strrchr(p, '.');
-        if (!dot) break;
-        *dot = '\0';
-    }
-    snprintf(buf, n, "%s", label ? label : cfg->path);
-}
-
-/* Sets err to "<where>: <path>: <message>" and returns code. The path part is
- * left out when it would repeat a "--set PATH" label. */
-bc_status bc_cfg_fail(const bc_config *cfg, bc_error *err, bc_status code, const config_setting_t *s, const char *path,
-                      const char *fmt, ...) {
-    char where[256], what[400];
-    bc_cfg_locate(cfg, s, path, where, sizeof where);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    int repeat = path && strncmp(where, "--set ", 6) == 0 && strcmp(where + 6, path) == 0;
-    if (!path || !path[0] || repeat)
-        return bc_error_set(err, code, "%s: %s", where, what);
-    return bc_error_set(err, code, "%s: %s: %s", where, path, what);
-}
-
-/* A short description of a value for "(got ...)". */
-void bc_cfg_describe(const config_setting_t *s, char *buf, size_t n) {
-    if (!s) {
-        snprintf(buf, n, "nothing");
-        return;
-    }
-    switch (config_setting_type(s)) {
-    case CONFIG_TYPE_INT:
-    case CONFIG_TYPE_INT64:
-        snprintf(buf, n, "%lld", config_setting_get_int64(s));
-        break;
-    case CONFIG_TYPE_FLOAT:
-        snprintf(buf, n, "%g", config_setting_get_float(s));
-        break;
-    case CONFIG_TYPE_BOOL:
-        snprintf(buf, n, "%s", config_setting_get_bool(s) ? "true" : "false");
-        break;
-    case CONFIG_TYPE_STRING:
-        snprintf(buf, n, "\"%.60s%s\"", config_setting_get_string(s),
-                 strlen(config_setting_get_string(s)) > 60 ? "..." : "");
-        break;
-    case CONFIG_TYPE_GROUP:
-        snprintf(buf, n, "a group");
-        break;
-    case CONFIG_TYPE_ARRAY:
-    case CONFIG_TYPE_LIST:
-        snprintf(buf, n, config_setting_length(s) == 0 ? "an empty list" : "a list");
-        break;
-    default:
-        snprintf(buf, n, "an unknown value");
-        break;
-    }
-}
-
-int bc_cfg_is_int(const config_setting_t *s) {
-    int t = config_setting_type(s);
-    return t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64;
-}
-
-int bc_cfg_is_number(const config_setting_t *s) { return bc_cfg_is_int(s) || config_setting_type(s) == CONFIG_TYPE_FLOAT; }
-
-int bc_cfg_is_list(const config_setting_t *s) {
-    int t = config_setting_type(s);
-    return t == CONFIG_TYPE_ARRAY || t == CONFIG_TYPE_LIST;
-}
-
-double bc_cfg_number(const config_setting_t *s) {
-    return bc_cfg_is_int(s) ? (double)config_setting_get_int64(s) : config_setting_get_float(s);
-}
 
 /* Refuses members of group that are not in allowed[n], with a suggestion. */
 static bc_status check_keys(const bc_config *cfg, const config_setting_t *group, const char *path,
@@ -262,19 +74,6 @@ static bc_status check_keys(const bc_config *cfg, const config_setting_t *group,
     return BC_OK;
 }
 
-/* Optional group member; must be a group when present. */
-static bc_status get_group(const bc_config *cfg, const config_setting_t *parent, const char *name, const char *path,
-                           config_setting_t **out, bc_error *err) {
-    *out = config_setting_get_member(parent, name);
-    if (*out && config_setting_type(*out) != CONFIG_TYPE_GROUP) {
-        char got[96];
-        bc_cfg_describe(*out, got, sizeof got);
-        bc_status st = bc_cfg_fail(cfg, err, BC_ERR_SETTING, *out, path, "must be a group { ... } (got %s)", got);
-        *out = NULL;
-        return st;
-    }
-    return BC_OK;
-}
 
 /* Optional integer member in [min, max]; what is "an integer >= 1" etc. */
 static bc_status get_int_in(const bc_config *cfg, const config_setting_t *group, const char *name, const char *path,
@@ -349,7 +148,7 @@ static bc_status parse_spec_keys(const bc_config *cfg, const config_setting_t *s
         }
         bc_cfg_path_join(sub, sizeof sub, path, "settings");
         config_setting_t *settings = NULL;
-        st = get_group(cfg, s, "settings", sub, &settings, err);
+        st = bc_cfg_get_group(cfg, s, "settings", sub, &settings, err);
         if (st) return st;
         spec->settings = settings;
     } else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
@@ -525,87 +324,6 @@ static bc_status parse_sizes(const bc_config *cfg, const config_setting_t *matri
     return BC_OK;
 }
 
-/* ------------------------------------------- matrix.backend_settings */
-
-#define AXIS_WHAT "a value or a non-empty list of values (strings, numbers or booleans)"
-
-static int is_scalar(const config_setting_t *s) {
-    int t = config_setting_type(s);
-    return bc_cfg_is_number(s) || t == CONFIG_TYPE_BOOL || t == CONFIG_TYPE_STRING;
-}
-
-/* A scalar's text as cases and reports carry it: strings as they are,
- * integers in decimal, floats with the fewest digits that read back equal,
- * booleans true/false. malloc'ed; NULL without memory. */
-static char *value_text(const config_setting_t *s) {
-    switch (config_setting_type(s)) {
-    case CONFIG_TYPE_STRING: return bc_cfg_strdup(config_setting_get_string(s));
-    case CONFIG_TYPE_BOOL: return bc_cfg_strdup(config_setting_get_bool(s) ? "true" : "false");
-    case CONFIG_TYPE_FLOAT: {
-        double v = config_setting_get_float(s);
-        char *t = bc_cfg_asprintf("%.15g", v);
-        if (t && strtod(t, NULL) != v) {
-            free(t);
-            t = bc_cfg_asprintf("%.17g", v);
-        }
-        return t;
-    }
-    default: return bc_cfg_asprintf("%lld", config_setting_get_int64(s));
-    }
-}
-
-const void *bc_config_axis_value(const bc_setting_axis *axis, size_t j) {
-    const config_setting_t *s = axis->values;
-    return bc_cfg_is_list(s) ? config_setting_get_elem(s, (unsigned)j) : s;
-}
-
-/* matrix.backend_settings: a group of NAME = a value or a list of distinct
- * values; each becomes an axis of the matrix (checked against the backend's
- * table once it is loaded, in context.c). */
-static bc_status parse_setting_axes(bc_config *cfg, const config_setting_t *matrix, bc_error *err) {
-    config_setting_t *group = NULL;
-    bc_status st = get_group(cfg, matrix, "backend_settings", "matrix.backend_settings", &group, err);
-    if (st || !group) return st;
-    size_t n = (size_t)config_setting_length(group);
-    cfg->setting_axes = calloc(n + 1, sizeof *cfg->setting_axes);
-    if (!cfg->setting_axes) return bc_cfg_nomem(err);
-    for (size_t i = 0; i < n; i++) {
-        const config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
-        char path[256], got[96];
-        bc_cfg_path_join(path, sizeof path, "matrix.backend_settings", config_setting_name(s));
-        bc_setting_axis *axis = &cfg->setting_axes[i];
-        cfg->n_setting_axes = i + 1;
-        axis->name = bc_cfg_strdup(config_setting_name(s));
-        axis->values = s;
-        axis->line = config_setting_source_line(s);
-        if (!axis->name) return bc_cfg_nomem(err);
-        size_t nv = bc_cfg_is_list(s) ? (size_t)config_setting_length(s) : 1;
-        if ((!is_scalar(s) && !bc_cfg_is_list(s)) || nv == 0) {
-            bc_cfg_describe(s, got, sizeof got);
-            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, path, "must be %s (got %s)", AXIS_WHAT, got);
-        }
-        axis->texts = calloc(nv, sizeof *axis->texts);
-        if (!axis->texts) return bc_cfg_nomem(err);
-        for (size_t j = 0; j < nv; j++) {
-            const config_setting_t *e = bc_config_axis_value(axis, j);
-            if (!is_scalar(e)) {
-                bc_cfg_describe(e, got, sizeof got);
-                return bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, path, "must be %s (got %s in the list)", AXIS_WHAT,
-                                   got);
-            }
-            axis->n_values = j + 1;
-            if (!(axis->texts[j] = value_text(e))) return bc_cfg_nomem(err);
-            for (size_t k = 0; k < j; k++)
-                if (strcmp(axis->texts[k], axis->texts[j]) == 0) {
-                    bc_cfg_describe(e, got, sizeof got);
-                    return bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, path,
-                                       "duplicate value %s (each value must appear once; it names one set of cases)",
-                                       got);
-                }
-        }
-    }
-    return BC_OK;
-}
 
 static bc_status parse_plugin_path(bc_config *cfg, const config_setting_t *root, bc_error *err) {
     const config_setting_t *s = config_setting_get_member(root, "plugin_path");
@@ -668,7 +386,7 @@ static bc_status parse_isolation(bc_config *cfg, const config_setting_t *run, bc
  * max_iterations, target_rel_ci); max_seconds_per_case caps either. */
 static bc_status parse_run(bc_config *cfg, const config_setting_t *root, bc_error *err) {
     config_setting_t *run = NULL;
-    bc_status st = get_group(cfg, root, "run", "run", &run, err);
+    bc_status st = bc_cfg_get_group(cfg, root, "run", "run", &run, err);
     if (st) return st;
     if (run && (st = check_keys(cfg, run, "run", k_run_keys, COUNT(k_run_keys), err))) return st;
     long long v = 1;
@@ -767,7 +485,7 @@ static bc_status check_case_size(const bc_config *cfg, const config_setting_t *m
 static bc_status parse_distributed(bc_config *cfg, const config_setting_t *root, bc_error *err) {
     cfg->distributed_mode = BC_CFG_DIST_REPLICATE;
     config_setting_t *d = NULL;
-    bc_status st = get_group(cfg, root, "distributed", "distributed", &d, err);
+    bc_status st = bc_cfg_get_group(cfg, root, "distributed", "distributed", &d, err);
     if (st || !d) return st;
     if ((st = check_keys(cfg, d, "distributed", k_distributed_keys, COUNT(k_distributed_keys), err))) return st;
     const config_setting_t *m = config_setting_get_member(d, "mode");
@@ -820,7 +538,7 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
         return st;
 
     config_setting_t *matrix = NULL;
-    if ((st = get_group(cfg, root, "matrix", "matrix", &matrix, err))) return st;
+    if ((st = bc_cfg_get_group(cfg, root, "matrix", "matrix", &matrix, err))) return st;
     if (!matrix)
         return bc_cfg_fail(cfg, err, BC_ERR_SETTING, NULL, "matrix",
                     "is required: a group { batch_sizes = [...]; samples_per_prompt = [...]; prompt_lengths = [...]; "
@@ -839,10 +557,10 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
                           err)))
         return st;
     if ((st = check_case_size(cfg, matrix, err))) return st;
-    if ((st = parse_setting_axes(cfg, matrix, err))) return st;
+    if ((st = bc_cfg_parse_setting_axes(cfg, matrix, err))) return st;
 
     config_setting_t *sampling = NULL;
-    if ((st = get_group(cfg, root, "sampling", "sampling", &sampling, err))) return st;
+    if ((st = bc_cfg_get_group(cfg, root, "sampling", "sampling", &sampling, err))) return st;
     if (sampling && (st = check_keys(cfg, sampling, "sampling", k_sampling_keys, COUNT(k_sampling_keys), err)))
         return st;
     cfg->sampling.struct_size = sizeof cfg->sampling;
@@ -871,161 +589,6 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
     return parse_spec_list(cfg, root, "reporters", "console", 0, &cfg->reporters, &cfg->n_reporters, err);
 }
 
-/* ----------------------------------------------------------------- load */
-
-/* Limits on bench.cfg and every file it @includes (docs/config.md, "Size
- * limits"). libconfig's scanner is quadratic in the length of a line and
- * keeps only the part of a quoted string before a NUL byte, so both are
- * refused before libconfig sees the text. */
-#define BC_CFG_MAX_FILE_BYTES (1024ull * 1024)
-#define BC_CFG_MAX_LINE_BYTES (64u * 1024)
-#define BC_CFG_MAX_INCLUDE_DEPTH 10
-
-/* Checks text (len bytes of path) for NUL bytes and overlong lines, then
- * does the same for every file it names with @include, relative to dir. */
-static bc_status check_text(const char *path, const char *text, size_t len, const char *dir, int depth,
-                            bc_error *err);
-
-/* Reads path under the limits and checks it (check_text); *out (may be
- * NULL) gets the text, which the caller frees. inc_dir is the folder
- * libconfig resolves @include against (the top file's), NULL at the top. */
-static bc_status read_checked(const char *path, const char *inc_dir, int depth, char **out, size_t *out_len,
-                              bc_error *err) {
-    if (depth > BC_CFG_MAX_INCLUDE_DEPTH)
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: @include nested more than %d deep", path,
-                            BC_CFG_MAX_INCLUDE_DEPTH);
-    char *text = NULL;
-    size_t len = 0;
-    bc_status st = bc_read_regular(path, depth ? "included config file" : "config file", BC_CFG_MAX_FILE_BYTES,
-                                   &text, &len, err);
-    if (st == BC_ERR_NOT_FOUND) st = err->code = BC_ERR_IO; /* a config that cannot be read is an I/O error */
-    if (st != BC_OK) return st;
-    char *dir = bc_cfg_strdup(path);
-    if (!dir) {
-        free(text);
-        return bc_cfg_nomem(err);
-    }
-    char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0';
-    if (!inc_dir) inc_dir = slash ? (dir[0] ? dir : "/") : NULL;
-    st = check_text(path, text, len, inc_dir, depth, err);
-    free(dir);
-    if (st == BC_OK && out) {
-        *out = text;
-        if (out_len) *out_len = len;
-    } else {
-        free(text);
-    }
-    return st;
-}
-
-static bc_status check_text(const char *path, const char *text, size_t len, const char *dir, int depth,
-                            bc_error *err) {
-    size_t line_start = 0;
-    int line = 1;
-    for (size_t i = 0; i <= len; i++) {
-        if (i < len && text[i] == '\0')
-            return bc_error_set(err, BC_ERR_FORMAT, "%s:%d: a NUL byte at column %zu; a config file must be text",
-                                path, line, i - line_start + 1);
-        if (i < len && text[i] != '\n') continue;
-        size_t n = i - line_start;
-        if (n > BC_CFG_MAX_LINE_BYTES)
-            return bc_error_set(err, BC_ERR_FORMAT, "%s:%d: the line is %zu bytes, over the limit of %u bytes", path,
-                                line, n, BC_CFG_MAX_LINE_BYTES);
-        /* @include "file": check the included file the same way */
-        const char *p = text + line_start, *end = text + i;
-        while (p < end && (*p == ' ' || *p == '\t')) p++;
-        if ((size_t)(end - p) > 8 && strncmp(p, "@include", 8) == 0) {
-            p += 8;
-            while (p < end && (*p == ' ' || *p == '\t')) p++;
-            const char *q = p < end && *p == '"' ? memchr(p + 1, '"', (size_t)(end - p - 1)) : NULL;
-            if (q) {
-                size_t nn = (size_t)(q - p - 1), nd = dir && p[1] != '/' ? strlen(dir) + 1 : 0;
-                char *inc = malloc(nd + nn + 1);
-                if (!inc) return bc_cfg_nomem(err);
-                if (nd) {
-                    memcpy(inc, dir, nd - 1);
-                    inc[nd - 1] = '/';
-                }
-                memcpy(inc + nd, p + 1, nn);
-                inc[nd + nn] = '\0';
-                bc_status st = read_checked(inc, dir, depth + 1, NULL, NULL, err);
-                free(inc);
-                if (st != BC_OK) return st;
-            }
-        }
-        line++;
-        line_start = i + 1;
-    }
-    return BC_OK;
-}
-
-/* Reads path into c; one line on failure. The file is read whole, under
- * the limits above (a regular file, checked before it is opened), then
- * handed to libconfig as a string. given_text (given_len bytes), when not
- * NULL, is path's text read elsewhere (a distributed run's rank 0,
- * bc_config_read_text) and is used instead of reading path. */
-static bc_status read_file(config_t *c, const char *path, const char *given_text, size_t given_len, bc_error *err) {
-    char *text = NULL;
-    size_t len = given_len;
-    if (!given_text) {
-        bc_status st = read_checked(path, NULL, 0, &text, &len, err);
-        if (st != BC_OK) return st;
-    }
-    const char *use = given_text ? given_text : text;
-    bc_status st = BC_OK;
-    /* @include "x.cfg" is relative to the including file's folder. */
-    char *dir = bc_cfg_strdup(path);
-    if (!dir) {
-        free(text);
-        return bc_cfg_nomem(err);
-    }
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-        *slash = '\0';
-        config_set_include_dir(c, dir[0] ? dir : "/");
-    }
-    free(dir);
-    int ok = config_read_string(c, use);
-    /* libconfig 1.5 narrows integer literals silently: check the same text */
-    if (ok) st = bc_cfg_check_int_literals_text(path, use, len, err);
-    free(text);
-    if (ok) return st;
-    if (config_error_type(c) == CONFIG_ERR_FILE_IO)
-        return bc_error_set(err, BC_ERR_IO, "%s: cannot read: %s", config_error_file(c) ? config_error_file(c) : path,
-                            config_error_text(c));
-    const char *file = config_error_file(c);
-    return bc_error_set(err, BC_ERR_FORMAT, "%s:%d: %s", file ? file : path, config_error_line(c),
-                        config_error_text(c));
-}
-
-bc_status bc_config_read_text(const char *path, char **text, size_t *len, bc_error *err) {
-    *text = NULL;
-    *len = 0;
-    if (!path) return bc_error_set(err, BC_ERR_SETTING, "no config file given");
-    return read_checked(path, NULL, 0, text, len, err);
-}
-
-/* cfg->sha256 := SHA-256 of the tree as libconfig writes it. */
-static bc_status hash_tree(bc_config *cfg, const config_t *c, bc_error *err) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    if (!m) return bc_cfg_nomem(err);
-    config_write(c, m);
-    if (fclose(m) != 0 || !text) {
-        free(text);
-        return bc_cfg_nomem(err);
-    }
-    cfg->sha256 = malloc(BC_SHA256_HEX_CHARS + 1);
-    if (!cfg->sha256) {
-        free(text);
-        return bc_cfg_nomem(err);
-    }
-    bc_sha256_hex(text, len, cfg->sha256);
-    free(text);
-    return BC_OK;
-}
 
 bc_status bc_config_load(bc_config *cfg, const char *path, const char *const *overrides, size_t n_overrides,
                          const char *reporter_override, bc_error *err) {
@@ -1047,52 +610,15 @@ bc_status bc_config_load_text(bc_config *cfg, const char *path, const char *text
     config_init(c);
     cfg->cfg = c;
 
-    bc_status st = read_file(c, path, text, text_len, err);
+    bc_status st = bc_cfg_read_file(c, path, text, text_len, err);
     if (!st && reporter_override) st = bc_overrides_apply_reporters(cfg, c, reporter_override, err);
     for (size_t i = 0; !st && i < n_overrides; i++) st = bc_overrides_apply_set(cfg, c, overrides[i], err);
     if (!st) st = validate(cfg, config_root_setting(c), err);
-    if (!st) st = hash_tree(cfg, c, err);
+    if (!st) st = bc_cfg_hash_tree(cfg, c, err);
     if (st) bc_config_free(cfg);
     return st;
 }
 
-/* The setting at a message path like "reporters.[1]" or "backend", or NULL. */
-const config_setting_t *bc_cfg_find(const config_setting_t *cur, const char *path) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *seg = buf; cur && seg;) {
-        char *dot = strchr(seg, '.');
-        if (dot) *dot = '\0';
-        if (seg[0] == '[') {
-            long idx = strtol(seg + 1, NULL, 10);
-            cur = bc_cfg_is_list(cur) && idx >= 0 && idx < config_setting_length(cur)
-                      ? config_setting_get_elem(cur, (unsigned)idx)
-                      : NULL;
-        } else {
-            cur = config_setting_type(cur) == CONFIG_TYPE_GROUP ? config_setting_get_member(cur, seg) : NULL;
-        }
-        seg = dot ? dot + 1 : NULL;
-    }
-    return cur;
-}
-
-void bc_config_setting_location(const bc_config *cfg, const char *path, char *buf, size_t n) {
-    const config_setting_t *s = cfg->cfg ? bc_cfg_find(config_root_setting((const config_t *)cfg->cfg), path) : NULL;
-    bc_cfg_locate(cfg, s, path, buf, n);
-}
-
-void bc_config_spec_location(const bc_config *cfg, const bc_plugin_spec *spec, char *buf, size_t n) {
-    const config_setting_t *s = NULL;
-    if (cfg->cfg && spec->where) s = bc_cfg_find(config_root_setting((const config_t *)cfg->cfg), spec->where);
-    if (s && config_setting_type(s) == CONFIG_TYPE_GROUP && config_setting_get_member(s, "name")) {
-        /* Point at the name itself: it may come from a --set. */
-        char path[256];
-        bc_cfg_path_join(path, sizeof path, spec->where, "name");
-        bc_cfg_locate(cfg, config_setting_get_member(s, "name"), path, buf, n);
-        return;
-    }
-    bc_cfg_locate(cfg, s, spec->where, buf, n);
-}
 
 /* ----------------------------------------------------------------- free */
 

@@ -134,7 +134,4 @@ const void *bc_config_axis_value(const bc_setting_axis *axis, size_t j);
 /* Frees everything cfg owns. Safe on a zeroed or partly filled cfg. */
 void bc_config_free(bc_config *cfg);
 
-/* Closest candidate to word by edit distance, or NULL when none is close. */
-const char *bc_suggest(const char *word, const char *const *candidates, size_t n);
-
 #endif

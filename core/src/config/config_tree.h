@@ -1,6 +1,8 @@
-/* config_tree.h: helpers over the parsed libconfig tree, shared by the
- * modules that read bench.cfg (config.c: the schema; overrides.c: --set and
- * --reporter; settings.c: plugin settings). Internal to the core.
+/* config_tree.h: helpers over the parsed libconfig tree (config_tree.c),
+ * shared by the modules that read bench.cfg (config.c: the schema;
+ * config_axes.c: matrix.backend_settings; config_file.c: the text;
+ * overrides.c: --set and --reporter; settings.c: plugin settings). Internal
+ * to the core.
  *
  * Error locations: bc_cfg_fail writes "<where>: <path>: <message>", where
  * <where> is "file:line" for a setting read from the file and "--set KEY" or
@@ -37,6 +39,11 @@ int bc_cfg_is_int(const config_setting_t *s);
 int bc_cfg_is_number(const config_setting_t *s);
 int bc_cfg_is_list(const config_setting_t *s);
 double bc_cfg_number(const config_setting_t *s);
+
+/* parent's member name (its message path is path), or *out = NULL when there
+ * is none; a member that is not a group is a BC_ERR_SETTING. */
+bc_status bc_cfg_get_group(const bc_config *cfg, const config_setting_t *parent, const char *name, const char *path,
+                           config_setting_t **out, bc_error *err);
 
 /* The setting at a message path like "reporters.[1].name", or NULL. */
 const config_setting_t *bc_cfg_find(const config_setting_t *root, const char *path);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "suggest.h"
 
 #define CASES_HINT "'benchctl plan FILE' lists every case with its index"
 #define ONLY_AXES \

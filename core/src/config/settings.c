@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config_tree.h"
+#include "suggest.h"
 
 /* What one setting type does. */
 typedef struct setting_type {

@@ -15,7 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h" /* bc_suggest */
+#include "config.h"
+#include "suggest.h"
 #include "host.h"
 
 #ifndef BENCHCTL_PLUGIN_RELATIVE_DIR

@@ -35,6 +35,10 @@ CASE_KEYS = {
     "dtype": str, "seed": int, "do_sample": bool, "temperature": (int, float), "top_k": int,
     "top_p": (int, float), "return_tokens": bool,
 }
+# Keys a case may carry (hosts before them send none), with their JSON types:
+# release_cache, whether the case's cache policy releases the cache after each
+# rollout (the host then sends release_cache / acquire_cache around them).
+OPTIONAL_CASE_KEYS = {"release_cache": bool}
 
 # The profile a generate reply carries: the case report's per-iteration fields
 # (docs/reporters.md) a worker measures; None is sent as null (not measured).
@@ -123,6 +127,9 @@ def check_case(case, prompt_ids):
         v = case[key]
         if not isinstance(v, t) or (t is not bool and isinstance(v, bool)):
             raise WorkerError("internal", "begin_case: case.%s has the wrong type (%s)" % (key, json.dumps(v)))
+    for key, t in OPTIONAL_CASE_KEYS.items():
+        if key in case and not isinstance(case[key], t):
+            raise WorkerError("internal", "begin_case: case.%s has the wrong type (%s)" % (key, json.dumps(case[key])))
     for key in ("batch_size", "samples_per_prompt", "prompt_length", "response_length"):
         if case[key] < 1:
             raise WorkerError("internal", "begin_case: case.%s must be >= 1, got %d" % (key, case[key]))
@@ -136,17 +143,18 @@ def check_case(case, prompt_ids):
                               % (i, case["prompt_length"]))
 
 
-def profile(**fields):
-    """A generate reply's profile: every PROFILE_FIELDS name, None where not
-    given; refuses names outside PROFILE_FIELDS and non-finite numbers."""
-    unknown = set(fields) - set(PROFILE_FIELDS)
+def profile(extra_names=(), **fields):
+    """A generate reply's profile: every PROFILE_FIELDS name and every one of
+    the engine's extra_names (its own profile fields, Engine.profile_extra_fields),
+    None where not given; refuses other names and non-finite numbers."""
+    unknown = set(fields) - set(PROFILE_FIELDS) - set(extra_names)
     if unknown:
         raise ValueError("unknown profile fields: %s" % ", ".join(sorted(unknown)))
     def finite(v):
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
     out = {}
-    for name in PROFILE_FIELDS:
+    for name in PROFILE_FIELDS + tuple(n for n in extra_names if n not in PROFILE_FIELDS):
         v = fields.get(name)
         if v is not None and not (all(finite(x) for x in v) if isinstance(v, list) else finite(v)):
             raise ValueError("profile field %s is not finite: %r" % (name, v))
@@ -159,6 +167,9 @@ class Engine:
     serve() calls; each hook's comment says what it must do and its default."""
 
     name = "engine"  # hello's "engine"
+    # Names of the engine's own numbers a generate profile may carry beside
+    # PROFILE_FIELDS (numbers or null; the host reads those it knows).
+    profile_extra_fields = ()
 
     def settings_table(self):
         """Required: the hello settings table, a list of setting() dicts."""
@@ -275,7 +286,7 @@ class Session:
             if not isinstance(it, int) or isinstance(it, bool) or not isinstance(warm, bool):
                 raise WorkerError("internal", "generate: iteration must be an int and warmup a bool")
             prof, tokens = self.engine.generate(it, warm)
-            out = {"profile": profile(**prof)}
+            out = {"profile": profile(self.engine.profile_extra_fields, **prof)}
             if tokens is not None:
                 out["tokens"] = tokens
             return out, False

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonw.h" /* bc_utf8_seq_len */
+#include "utf8.h"
 
 void bc_html_text(bc_text *t, const char *s) {
     if (!s) return;

@@ -1,20 +1,21 @@
 /* htmlw.h: the small pieces a self-contained HTML page with inline SVG
- * charts is written from, into a bc_text (report_file.h): text escaped so
- * that the page is always well-formed XML as well as HTML, numbers for
+ * charts is written from, into a bc_text (lib/text/textbuf.h): text escaped
+ * so that the page is always well-formed XML as well as HTML, numbers for
  * table cells and labels, and "nice" axis ticks on linear and log2 axes.
- * Used by the html reporter (reporters/html); nothing here knows about a
- * run. Part of benchctl_reporter_common (compiled into each plugin; not the
- * ABI).
+ * Used by the html reporter (reporters/html) and by `benchctl compare
+ * --html` (core/src/analysis/compare_html.c); nothing here knows about a
+ * run or about plugin.h. The library benchctl_html (lib/html; compiled into
+ * the core and into the html reporter; not the ABI).
  *
  * Every function appends to t and is a no-op once t->failed is set (out of
  * memory is sticky, as in bc_text).
  */
-#ifndef BENCHCTL_REPORTERS_HTMLW_H
-#define BENCHCTL_REPORTERS_HTMLW_H
+#ifndef BENCHCTL_LIB_HTMLW_H
+#define BENCHCTL_LIB_HTMLW_H
 
 #include <stddef.h>
 
-#include "report_file.h"
+#include "textbuf.h"
 
 /* Appends s as element text or as the inside of a double-quoted attribute
  * value: & < > " ' become entities; bytes that are not valid UTF-8 (and
