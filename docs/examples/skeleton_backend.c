@@ -1,8 +1,10 @@
-/* skeleton_backend.c: a minimal, complete benchctl backend (ABI 2.0), to
- * copy from.
+/* skeleton_backend.c: a minimal, complete benchctl backend (ABI 2.4: one
+ * declared metric, kv_store_ms), to copy from.
  *
- * Every hook of bc_backend_ops is here, plus the descriptor's check_settings,
- * each with a comment saying what it must do and whether it is required. The
+ * Every hook of bc_backend_ops is here but more_metrics (optional: metric
+ * rows only an instance can name, as the worker backend's engine declares
+ * them), plus the descriptor's check_settings and metric table, each with a
+ * comment saying what it must do and whether it is required. The
  * "model" is a stand-in: each generated token is a hash of the row and step,
  * and its "KV entry" is one value stored in the case's precision, so the
  * skeleton does a small, deterministic amount of real work and shows how a
@@ -66,6 +68,21 @@ static const bc_setting_desc skeleton_settings[N_SETTINGS] = {
     },
 };
 
+/* -------------------------------------------------------------- metrics */
+
+/* The metric table (since ABI 2.4): what the backend measures beyond the
+ * host's own fields (docs/plugins.md, "Metrics"). Each row becomes a field
+ * of every report under its name, with its unit and the direction that is
+ * better (compare judges by it); read_metrics fills the values in this
+ * order. A new measurement is one row here plus its value there. */
+enum { M_KV_STORE_MS = 0, N_METRICS };
+
+static const bc_metric_desc skeleton_metrics[N_METRICS] = {
+    [M_KV_STORE_MS] = {.name = "kv_store_ms", .unit = "ms", .better = BC_BETTER_LOWER,
+                       .scope = BC_METRIC_PER_ITERATION,
+                       .help = "time generate spent storing KV entries in the case's precision"},
+};
+
 /* ------------------------------------------------------------- instance */
 
 /* Everything one instance owns. The host sees only a void *. */
@@ -83,6 +100,7 @@ typedef struct skeleton {
     unsigned char *kv;      /* [R, P + S] elements of prec->element_size bytes, owned; NULL while released */
     size_t kv_bytes;
     double *step_ms;        /* [S]: the last generate's decode step times, owned (the host reads them) */
+    double kv_store_ms;     /* the last generate's time in store_kv (the kv_store_ms metric) */
     uint64_t checksum;      /* of the last post_process, so the work cannot be optimised away */
 
     /* Memory accounting, bytes. */
@@ -322,6 +340,7 @@ static bc_status skeleton_generate(void *instance, bc_generation_stats *out, bc_
 
     uint64_t t0 = sk->host->now_ns(); /* prefill: the prompt's KV entries and the first token */
     for (uint32_t t = 0; t < sk->prompt_len; t++) store_kv(sk, t);
+    sk->kv_store_ms = ms_since(sk, t0);
     for (uint32_t r = 0; r < sk->rows; r++)
         sk->tokens[(size_t)r * width + sk->prompt_len] = fake_token(sk->seed, r, sk->prompt_len);
     spin(sk, sk->ns_per_token * (int64_t)sk->rows);
@@ -332,6 +351,7 @@ static bc_status skeleton_generate(void *instance, bc_generation_stats *out, bc_
     for (uint32_t t = sk->prompt_len + 1; t < width; t++) {
         uint64_t ts = sk->host->now_ns();
         store_kv(sk, t - 1);
+        sk->kv_store_ms += ms_since(sk, ts);
         for (uint32_t r = 0; r < sk->rows; r++) sk->tokens[(size_t)r * width + t] = fake_token(sk->seed, r, t);
         spin(sk, sk->ns_per_token * (int64_t)sk->rows);
         sk->step_ms[steps++] = ms_since(sk, ts);
@@ -351,6 +371,20 @@ static bc_status skeleton_generate(void *instance, bc_generation_stats *out, bc_
     BC_SET(out, bc_generation_stats, prompt_width_tokens, sk->prompt_len);
     BC_SET(out, bc_generation_stats, prompt_min_tokens, sk->prompt_len);
     BC_SET(out, bc_generation_stats, prompt_max_tokens, sk->prompt_len);
+    return BC_OK;
+}
+
+/* read_metrics: REQUIRED with a metric table (since ABI 2.4). After every
+ * iteration's post_process the host asks for the per-iteration metrics of
+ * the rollout just run (and, after a case's last iteration, for the
+ * per-case ones): values[n] in table order, each NaN when called; write
+ * what was measured, leave the rest. */
+static bc_status skeleton_read_metrics(void *instance, bc_metric_scope scope, double *values, uint32_t n,
+                                       bc_error *err) {
+    (void)err;
+    skeleton *sk = instance;
+    if (scope != BC_METRIC_PER_ITERATION || n < N_METRICS) return BC_OK;
+    values[M_KV_STORE_MS] = sk->kv_store_ms;
     return BC_OK;
 }
 
@@ -458,6 +492,7 @@ static const bc_backend_ops skeleton_ops = {
     .read_memory = skeleton_read_memory,
     .end_case = skeleton_end_case,
     .rebuild_axes = BC_AXIS_NONE,
+    .read_metrics = skeleton_read_metrics,
 };
 
 /* The descriptor: BC_PLUGIN_DESC_HEADER fills magic, ABI version and size,
@@ -474,6 +509,7 @@ static const bc_plugin_desc skeleton_desc = {
     BC_SETTINGS_TABLE(skeleton_settings),
     .ops = &skeleton_ops,
     .check_settings = skeleton_check_settings,
+    BC_METRICS_TABLE(skeleton_metrics),
 };
 
 /* The one exported symbol, benchctl_plugin_entry, returning the descriptor. */

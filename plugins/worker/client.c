@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "client.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,9 +68,16 @@ void wk_setting_rows_free(bc_setting_desc *rows, uint32_t n) {
     free(rows);
 }
 
+void wk_metric_rows_free(wk_metric *rows, uint32_t n) {
+    for (uint32_t i = 0; rows && i < n; i++)
+        free((char *)rows[i].desc.name), free((char *)rows[i].desc.unit), free((char *)rows[i].desc.help);
+    free(rows);
+}
+
 void wk_hello_free(wk_hello *h) {
     free(h->engine), free(h->engine_version), free(h->device);
     wk_setting_rows_free(h->settings, h->n_settings);
+    wk_metric_rows_free(h->metrics, h->n_metrics);
     memset(h, 0, sizeof *h);
 }
 
@@ -154,6 +162,75 @@ static bc_status parse_setting(const wk_client *c, const json_t *s, uint32_t i, 
     return BC_OK;
 }
 
+/* The profile keys the worker plugin reads itself, and its own metric: a
+ * hello's metrics may not use them. */
+static const char *const k_profile_keys[] = {"prompt_expansion_ms", "generation_ms", "post_processing_ms",
+                                             "prefill_forward_ms", "decode_forward_ms", "num_decode_forwards",
+                                             "num_generated_tokens", "time_to_first_token_ms", "peak_memory_bytes",
+                                             "decode_step_ms", "engine_total_ms", NULL};
+
+/* A metric name: [a-z0-9_], 1 to 63 characters. */
+static int is_metric_name(const char *s) {
+    if (!s || !*s || strlen(s) > 63) return 0;
+    for (const char *q = s; *q; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_')) return 0;
+    return 1;
+}
+
+/* Row i of the hello's metrics from its JSON object m: name, unit, better
+ * (higher, lower, neither), optional help, min and max (finite numbers;
+ * default the whole finite range). */
+static bc_status parse_metric(const json_t *m, uint32_t i, wk_metric *out, bc_error *err) {
+    memset(out, 0, sizeof *out);
+    const char *name = json_string_value(json_object_get(m, "name"));
+    const char *unit = json_string_value(json_object_get(m, "unit"));
+    const char *better = json_string_value(json_object_get(m, "better"));
+    const char *help = json_string_value(json_object_get(m, "help"));
+    if (!json_is_object(m) || !is_metric_name(name))
+        return bc_error_set(err, BC_ERR_FORMAT, "metrics[%u]: needs a \"name\" (a-z, 0-9, _; at most 63)", i);
+    for (const char *const *k = k_profile_keys; *k; k++)
+        if (strcmp(*k, name) == 0)
+            return bc_error_set(err, BC_ERR_FORMAT, "metrics[%u]: '%s' is a profile key the worker plugin reads itself",
+                                i, name);
+    if (!unit || !*unit || strlen(unit) > 31)
+        return bc_error_set(err, BC_ERR_FORMAT, "metric '%s': needs a \"unit\" of 1 to 31 characters", name);
+    if (help && strlen(help) > 200)
+        return bc_error_set(err, BC_ERR_FORMAT, "metric '%s': \"help\" is longer than 200 characters", name);
+    int b = !better ? -1 : strcmp(better, "neither") == 0 ? BC_BETTER_NEITHER
+                         : strcmp(better, "higher") == 0  ? BC_BETTER_HIGHER
+                         : strcmp(better, "lower") == 0   ? BC_BETTER_LOWER
+                                                          : -1;
+    if (b < 0) return bc_error_set(err, BC_ERR_FORMAT, "metric '%s': \"better\" is none of higher, lower, neither", name);
+    out->min = -DBL_MAX, out->max = DBL_MAX;
+    int has_lo = get_number(m, "min", &out->min), has_hi = get_number(m, "max", &out->max);
+    if ((has_lo && !isfinite(out->min)) || (has_hi && !isfinite(out->max)) || out->min > out->max)
+        return bc_error_set(err, BC_ERR_FORMAT, "metric '%s': \"min\" and \"max\" must be finite, min <= max", name);
+    out->desc = (bc_metric_desc){.better = (bc_metric_better)b, .scope = BC_METRIC_PER_ITERATION};
+    out->desc.name = strdup(name), out->desc.unit = strdup(unit), out->desc.help = strdup(help ? help : "");
+    if (!out->desc.name || !out->desc.unit || !out->desc.help)
+        return bc_error_set(err, BC_ERR_NOMEM, "no memory for metric '%s'", name);
+    return BC_OK;
+}
+
+/* h->metrics from the hello's optional "metrics" list. */
+static bc_status parse_metrics(const json_t *list, wk_hello *h, bc_error *err) {
+    if (!list) return BC_OK;
+    size_t n = json_array_size(list);
+    if (!json_is_array(list) || n > WK_MAX_METRICS)
+        return bc_error_set(err, BC_ERR_DEVICE, "the hello's \"metrics\" must be a list of at most %d", WK_MAX_METRICS);
+    h->metrics = calloc(n + 1, sizeof *h->metrics);
+    if (!h->metrics) return bc_error_set(err, BC_ERR_NOMEM, "no memory for the hello");
+    for (size_t i = 0; i < n; i++) {
+        bc_status st = parse_metric(json_array_get(list, i), (uint32_t)i, &h->metrics[i], err);
+        h->n_metrics = (uint32_t)i + 1; /* so wk_hello_free frees a half-made row too */
+        if (st != BC_OK) return st == BC_ERR_FORMAT ? (err->code = BC_ERR_DEVICE) : st;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(h->metrics[k].desc.name, h->metrics[i].desc.name) == 0)
+                return bc_error_set(err, BC_ERR_DEVICE, "the hello declares metric '%s' twice", h->metrics[i].desc.name);
+    }
+    return BC_OK;
+}
+
 /* Fills h from the hello line (already parsed as o). */
 static bc_status parse_hello(wk_client *c, const json_t *o, wk_hello *h, bc_error *err) {
     if (!json_is_object(o) || !json_is_string(json_object_get(o, "op")) ||
@@ -191,7 +268,7 @@ static bc_status parse_hello(wk_client *c, const json_t *o, wk_hello *h, bc_erro
             if (strcmp(h->settings[k].name, h->settings[i].name) == 0)
                 return bc_error_set(err, BC_ERR_DEVICE, "the hello declares setting '%s' twice", h->settings[i].name);
     }
-    return BC_OK;
+    return parse_metrics(json_object_get(o, "metrics"), h, err);
 }
 
 /* Reads one line and parses it as a JSON object. */

@@ -21,15 +21,31 @@
 
 #define WK_PROTOCOL_VERSION 1
 
-/* What a worker said in its hello. The settings rows and every string they
- * point to are owned by the hello (wk_hello_free). */
+/* The most metrics a hello may declare. */
+enum { WK_MAX_METRICS = 64 };
+
+/* One metric a worker's hello declares (its profile's extra keys): the
+ * row the host gets (per iteration) and the inclusive range every value
+ * must be in. The row's strings are owned (wk_metric_rows_free). */
+typedef struct wk_metric {
+    bc_metric_desc desc;
+    double min, max;
+} wk_metric;
+
+/* What a worker said in its hello. The settings and metrics rows and every
+ * string they point to are owned by the hello (wk_hello_free). */
 typedef struct wk_hello {
     char *engine, *engine_version, *device;
     bc_setting_desc *settings; /* n_settings rows */
     uint32_t n_settings;
+    wk_metric *metrics;        /* n_metrics rows, at most WK_MAX_METRICS; none when the hello has no "metrics" */
+    uint32_t n_metrics;
 } wk_hello;
 
 void wk_hello_free(wk_hello *h);
+
+/* Frees n metric rows made from a hello and their strings. */
+void wk_metric_rows_free(wk_metric *rows, uint32_t n);
 
 /* Frees n rows made from a hello and every string they point to. */
 void wk_setting_rows_free(bc_setting_desc *rows, uint32_t n);

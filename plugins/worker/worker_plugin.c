@@ -9,9 +9,11 @@
  *
  * One rollout is one `generate` request, sent from the generate hook:
  * expand_prompts and post_process do nothing here, so the host's
- * generation_ms is the whole round trip and the engine's own stage times go
- * to the 2.2 engine_*_ms fields (the reports' engine_total_ms and
- * protocol_overhead_ms).
+ * generation_ms is the whole round trip. The engine's own stage times are
+ * the declared metric engine_total_ms (the host derives
+ * protocol_overhead_ms from it), and the metrics the worker's hello
+ * declares are its profile's extra keys, each value checked (a number,
+ * finite, in the declared range) before it reaches the host.
  *
  * A worker that fails (exits, hangs, writes garbage) fails the hook that was
  * talking to it; the client stops it, and the next begin_case starts a new
@@ -42,6 +44,15 @@ static const bc_setting_desc worker_settings[N_OWN_SETTINGS] = {
     [S_SAVE_TOKENS] = {.name = "save_tokens", .type = BC_SETTING_STRING, .default_string = "",
                        .help = "greedy float32 cases: write the last rollout's tokens here, one row a line "
                                "({case} = the case's index), as opt's save_tokens"},
+};
+
+/* The plugin's own metric (ABI 2.4); the hello's follow it (more_metrics). */
+enum { M_ENGINE_TOTAL_MS = 0, N_OWN_METRICS };
+
+static const bc_metric_desc worker_metrics[N_OWN_METRICS] = {
+    [M_ENGINE_TOTAL_MS] = {.name = "engine_total_ms", .unit = "ms", .better = BC_BETTER_LOWER,
+                           .scope = BC_METRIC_PER_ITERATION,
+                           .help = "the engine's own three stage times from the profile, summed"},
 };
 
 static const char *const reserved_names[] = {"command", "env", "timeout_s", "save_tokens", NULL};
@@ -166,6 +177,11 @@ typedef struct worker {
     launch launch;
     wk_client client;
     wk_hello hello;              /* of the worker now (or last) running */
+    /* the first hello's metrics, owned (a restarted worker must declare the
+     * same), and the last rollout's values: N_OWN_METRICS, then those */
+    wk_metric *metrics;
+    uint32_t n_metrics;
+    double metric_values[N_OWN_METRICS + WK_MAX_METRICS];
     /* what describe said; describe's strings point here, so they stay valid
      * across restarts until destroy */
     char model_text[320], device[64], engine_version[64], model_family[64], device_name[128];
@@ -268,6 +284,19 @@ static bc_status start_worker(worker *w, bc_error *err) {
     wk_hello_free(&w->hello);
     bc_status st = wk_client_start(&w->client, w->host, &w->launch.cmd, &w->hello, err);
     if (st != BC_OK) return st;
+    if (!w->metrics) { /* the first hello's metrics are the instance's */
+        w->metrics = w->hello.metrics, w->n_metrics = w->hello.n_metrics;
+        w->hello.metrics = NULL, w->hello.n_metrics = 0;
+    } else {
+        int same = w->hello.n_metrics == w->n_metrics;
+        for (uint32_t i = 0; same && i < w->n_metrics; i++)
+            same = strcmp(w->hello.metrics[i].desc.name, w->metrics[i].desc.name) == 0;
+        if (!same) {
+            wk_client_kill(&w->client);
+            return bc_error_set(err, BC_ERR_DEVICE, "worker %s: the restarted worker's hello declares other metrics "
+                                "than its first", w->hello.engine);
+        }
+    }
     json_t *args = NULL, *reply = NULL;
     if ((st = configure_args(w, &args, err)) == BC_OK) st = wk_client_call(&w->client, "configure", args, NULL, NULL, err);
     json_decref(args);
@@ -283,6 +312,7 @@ static void worker_destroy(void *instance) {
     if (!w) return;
     wk_client_shutdown(&w->client);
     wk_hello_free(&w->hello);
+    wk_metric_rows_free(w->metrics, w->n_metrics);
     forget_description(w);
     json_decref(w->begin_args);
     json_decref(w->tokens);
@@ -450,6 +480,58 @@ static void take_tokens(worker *w, bc_generation_stats *out) {
     BC_SET(out, bc_generation_stats, token_stride, (int64_t)cols);
 }
 
+/* The metrics of this rollout's profile into w->metric_values: the engine's
+ * three stage times summed (each a number in [0, 1e9] ms, else not
+ * measured), then every key the hello declared: absent or null is not
+ * measured; anything else must be a finite number in the declared range,
+ * or the rollout fails naming the key. */
+static bc_status take_metrics(worker *w, const json_t *profile, bc_error *err) {
+    static const char *const stages[] = {"prompt_expansion_ms", "generation_ms", "post_processing_ms"};
+    double sum = 0.0;
+    for (int i = 0; i < 3; i++) {
+        double v = json_num(profile, stages[i]);
+        sum = isfinite(v) && v >= 0 && v <= 1e9 ? sum + v : NAN;
+    }
+    w->metric_values[M_ENGINE_TOTAL_MS] = sum;
+    for (uint32_t i = 0; i < w->n_metrics; i++) {
+        const wk_metric *m = &w->metrics[i];
+        json_t *x = json_object_get(profile, m->desc.name);
+        double *v = &w->metric_values[N_OWN_METRICS + i];
+        *v = NAN;
+        if (!x || json_is_null(x)) continue;
+        if (!json_is_number(x))
+            return bc_error_set(err, BC_ERR_DEVICE, "worker %s: generate: profile.%s is not a number", w->hello.engine,
+                                m->desc.name);
+        double got = json_number_value(x);
+        if (!isfinite(got) || got < m->min || got > m->max)
+            return bc_error_set(err, BC_ERR_DEVICE, "worker %s: generate: profile.%s = %g is outside [%g, %g]",
+                                w->hello.engine, m->desc.name, got, m->min, m->max);
+        *v = got;
+    }
+    return BC_OK;
+}
+
+static bc_status worker_more_metrics(void *instance, const bc_metric_desc **rows, uint32_t *n_rows,
+                                     uint32_t *row_size, bc_error *err) {
+    (void)err;
+    worker *w = instance;
+    *rows = w->n_metrics ? &w->metrics[0].desc : NULL;
+    *n_rows = w->n_metrics;
+    *row_size = sizeof(wk_metric); /* desc first, then the range: the host steps over it */
+    return BC_OK;
+}
+
+static bc_status worker_read_metrics(void *instance, bc_metric_scope scope, double *values, uint32_t n,
+                                     bc_error *err) {
+    worker *w = instance;
+    if (scope != BC_METRIC_PER_ITERATION) return BC_OK;
+    if (n != N_OWN_METRICS + w->n_metrics)
+        return bc_error_set(err, BC_ERR_INTERNAL, "worker: read_metrics with %u values, %u declared", n,
+                            N_OWN_METRICS + w->n_metrics);
+    memcpy(values, w->metric_values, n * sizeof *values);
+    return BC_OK;
+}
+
 static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_error *err) {
     worker *w = instance;
     if (!wk_client_running(&w->client))
@@ -480,9 +562,10 @@ static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_er
     BC_SET(out, bc_generation_stats, prompt_width_tokens, (int64_t)w->c.prompt_length);
     BC_SET(out, bc_generation_stats, prompt_min_tokens, (int64_t)w->c.prompt_length);
     BC_SET(out, bc_generation_stats, prompt_max_tokens, (int64_t)w->c.prompt_length);
-    BC_SET(out, bc_generation_stats, engine_prompt_expansion_ms, json_num(profile, "prompt_expansion_ms"));
-    BC_SET(out, bc_generation_stats, engine_generation_ms, json_num(profile, "generation_ms"));
-    BC_SET(out, bc_generation_stats, engine_post_processing_ms, json_num(profile, "post_processing_ms"));
+    if ((st = take_metrics(w, profile, err)) != BC_OK) {
+        json_decref(reply);
+        return st;
+    }
     /* DeepSpeed's continuous-batching profile, under its own names (null when not measured);
      * not its active_batch_size, the largest step's rows, where the report's is the mean */
     BC_SET(out, bc_generation_stats, num_prefill_forwards, json_int(profile, "num_prefill_forwards"));
@@ -581,6 +664,8 @@ static const bc_backend_ops worker_ops = {
     .read_memory = worker_read_memory,
     .end_case = worker_end_case,
     .rebuild_axes = BC_AXIS_PRECISION,
+    .more_metrics = worker_more_metrics,
+    .read_metrics = worker_read_metrics,
 };
 
 static const bc_plugin_desc worker_desc = {
@@ -594,6 +679,7 @@ static const bc_plugin_desc worker_desc = {
     .ops = &worker_ops,
     .more_settings = worker_more_settings,
     .free_more_settings = worker_free_more_settings,
+    BC_METRICS_TABLE(worker_metrics),
 };
 
 BC_PLUGIN_DEFINE(worker_desc)

@@ -18,6 +18,23 @@ static void string_list(bc_jw *w, const char *const *items, uint32_t n) {
     bc_jw_end_array(w);
 }
 
+/* [{name, unit, better, scope, help}] for every field, in field order (a
+ * host from 2.4 on). */
+static void write_metrics(bc_jw *w, const bc_run_report *run) {
+    bc_jw_begin_array(w);
+    for (uint32_t f = 0; f < run->n_fields; f++) {
+        const bc_metric_desc *d = bc_run_field_desc(run, f);
+        bc_jw_begin_object(w);
+        bc_jw_key_string(w, "name", run->field_names[f]);
+        bc_jw_key_string(w, "unit", d ? d->unit : NULL);
+        bc_jw_key_string(w, "better", d ? bc_metric_better_name(d->better) : NULL);
+        bc_jw_key_string(w, "scope", d ? bc_metric_scope_name(d->scope) : NULL);
+        bc_jw_key_string(w, "help", d ? d->help : NULL);
+        bc_jw_end_object(w);
+    }
+    bc_jw_end_array(w);
+}
+
 /* A string that may be missing: NULL and "" both write null. */
 static void key_string_or_null(bc_jw *w, const char *key, const char *s) {
     bc_jw_key_string(w, key, s && *s ? s : NULL);
@@ -218,6 +235,14 @@ void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run) {
     bc_jw_key_string(w, "backend", run->backend_name);
     bc_jw_key(w, "backend_settings");
     write_backend_settings(w, run);
+    if (run->backend_settings && BC_ELEM_HAS(run->backend_setting_size, bc_setting_desc, flags)) {
+        bc_jw_key(w, "workload_settings"); /* the ones marked BC_SETTING_WORKLOAD */
+        bc_jw_begin_array(w);
+        for (uint32_t i = 0; i < run->n_backend_settings; i++)
+            if (bc_run_backend_setting(run, i)->flags & BC_SETTING_WORKLOAD)
+                bc_jw_string(w, bc_run_backend_setting(run, i)->name);
+        bc_jw_end_array(w);
+    }
     key_string_or_null(w, "gpu", BC_RUN_BACKEND(run, device_name, NULL));
     key_string_or_null(w, "driver", BC_RUN_BACKEND(run, driver, NULL));
     bc_jw_key_string(w, "cpu_model", run->cpu_model);
@@ -237,6 +262,10 @@ void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run) {
     string_list(w, run->cache_policies, run->n_cache_policies);
     bc_jw_key(w, "fields");
     string_list(w, run->field_names, run->n_fields);
+    if (bc_run_field_desc(run, 0)) {
+        bc_jw_key(w, "metrics");
+        write_metrics(w, run);
+    }
     bc_jw_key(w, "stats");
     string_list(w, run->stat_names, run->n_stats);
     bc_jw_key(w, "plugins");

@@ -29,7 +29,8 @@ void bc_rj_seed_keys(bc_jw *w, const bc_run_report *run);
  * benchctl_version, git_commit, backend, backend_settings, gpu, driver,
  * cpu_model, hostname, environment{}, model_shape{}, config_path,
  * config_sha256, start_time, sampling{}, precisions[], cache_policies[],
- * fields[], stats[], plugins[]. */
+ * fields[], metrics[] (each field's descriptor: name, unit, better, scope,
+ * help; from a 2.4 host), stats[], plugins[]. */
 void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run);
 
 /* Writes one case object (see docs/reporters.md). with_profiles = 0 leaves

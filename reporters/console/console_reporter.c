@@ -753,6 +753,26 @@ static void put_unstable(bc_text *t, const view *v) {
     bc_text_puts(t, ") or with more iterations.\n");
 }
 
+/* The backends' declared metrics (a 2.4 host's fields past n_host_fields),
+ * a column each: the mean over the measured iterations, headed "name
+ * (unit)"; nothing when there are none. */
+static bc_status put_declared(bc_text *t, const view *v) {
+    const bc_run_report *run = v->run;
+    uint32_t first = BC_RUN_FIELD(run, n_host_fields, run->n_fields);
+    if (first >= run->n_fields || !bc_run_field_desc(run, first)) return BC_OK;
+    column cols[MAX_COLS];
+    char headers[MAX_COLS][CELL_LEN];
+    size_t n_cols = 0;
+    cols[n_cols++] = case_columns[0];
+    for (uint32_t f = first; f < run->n_fields && n_cols < MAX_COLS; f++, n_cols++) {
+        snprintf(headers[n_cols], CELL_LEN, "%s (%s)", run->field_names[f], bc_run_field_desc(run, f)->unit);
+        cols[n_cols] = (column){.header = headers[n_cols], .right = 1, .field = run->field_names[f], .stat = "mean",
+                                .decimals = 3};
+    }
+    bc_text_put(t, "\n", 1);
+    return put_table(t, v, cols, n_cols);
+}
+
 static bc_status build_report(bc_text *t, const view *v) {
     put_title(t, v->run);
     put_changed_settings(t, v->run);
@@ -771,6 +791,7 @@ static bc_status build_report(bc_text *t, const view *v) {
     if (put_table(t, v, cols, n_cols) != BC_OK) return BC_ERR_NOMEM;
     bc_text_put(t, "\n", 1);
     if (put_table(t, v, phase_columns, N_OF(phase_columns)) != BC_OK) return BC_ERR_NOMEM;
+    if (put_declared(t, v) != BC_OK) return BC_ERR_NOMEM;
     const bc_distributed *d = BC_RUN_FIELD(v->run, distributed, NULL);
     if (d) {
         int shard = d->mode && strcmp(d->mode, "shard") == 0;

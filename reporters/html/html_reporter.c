@@ -703,6 +703,40 @@ static void put_prompt_cell(bc_text *t, const bc_case_report *cr) {
     bc_text_puts(t, "</td>");
 }
 
+/* The backends' declared metrics (a 2.4 host's fields past n_host_fields):
+ * one row per case, the mean of each, headed with its name and unit and
+ * its help as the tooltip; nothing when there are none. */
+static void put_declared(hp_page *pg) {
+    const bc_run_report *run = pg->run;
+    bc_text *t = pg->t;
+    uint32_t first = BC_RUN_FIELD(run, n_host_fields, run->n_fields);
+    if (first >= run->n_fields || !bc_run_field_desc(run, first)) return;
+    bc_text_puts(t, "<div class=\"tablewrap\"><table class=\"matrix declared\">\n<thead><tr><th class=\"num\">#</th>");
+    for (uint32_t f = first; f < run->n_fields; f++) {
+        const bc_metric_desc *d = bc_run_field_desc(run, f);
+        bc_text_puts(t, "<th class=\"num\" title=\"");
+        bc_html_text(t, d->help ? d->help : "");
+        bc_text_puts(t, "\">");
+        bc_html_text(t, run->field_names[f]);
+        bc_text_puts(t, " (");
+        bc_html_text(t, d->unit ? d->unit : "");
+        bc_text_puts(t, ")</th>");
+    }
+    bc_text_puts(t, "</tr></thead>\n<tbody>\n");
+    for (uint32_t i = 0; i < pg->n; i++) {
+        const bc_case_report *cr = pg->cases[i].cr;
+        bc_text_printf(t, "<tr><td class=\"num\">%u</td>", cr->c->index);
+        for (uint32_t f = first; f < run->n_fields; f++) {
+            char num[32];
+            double x = case_stat(run, cr, (int)f, "mean");
+            if (bc_html_format_number(num, sizeof num, x)) bc_text_printf(t, "<td class=\"num\">%s</td>", num);
+            else bc_text_puts(t, "<td class=\"num na\" title=\"not measured\">-</td>");
+        }
+        bc_text_puts(t, "</tr>\n");
+    }
+    bc_text_puts(t, "</tbody></table></div>\n");
+}
+
 static void put_table(hp_page *pg) {
     bc_text *t = pg->t;
     range total = {INFINITY, -INFINITY}, tps = total, cv = total, peak = total, held = total;
@@ -780,6 +814,7 @@ static void put_table(hp_page *pg) {
         bc_text_puts(t, "</tr>\n");
     }
     bc_text_puts(t, "</tbody></table></div>\n");
+    put_declared(pg);
     bc_text_puts(t, "<p class=\"how\"><b>How to read this.</b> One row per case, in the order bench.cfg asks for "
                     "them. <i>rows</i> is the effective batch, batch \xC3\x97 samples per prompt: the rows "
                     "generated at once. <i>prompt</i> is the width that ran (with the shortest and longest real "

@@ -1,22 +1,24 @@
 #!/bin/sh
 # abi_compat.sh: the ABI 2.x compatibility policy, in both directions.
-#   abi_compat.sh HOST_2_1 HOST_2_2 PLUGINS_2_1 PLUGINS_2_2 SRC_DIR WORK_DIR
-# PLUGINS_* are folders holding a backend, precisions, cache policies and
-# reporters built from plugin.h as it is (ABI 2.3, called "21" here) and
-# with abi_2_2.h forced in (the next minor, 2.4, called "22": every struct one
-# minor larger). Every pairing of host and plugins must run compat.cfg to the
-# end and write the same cases:
-#   21 host + 21 plugins (the reference), 22 host + 21 plugins (an old
-#   plugin in a newer benchctl), 21 host + 22 plugins (a newer plugin in an
-#   older benchctl), 22 host + 22 plugins.
+#   abi_compat.sh HOST_2_4 HOST_2_5 PLUGINS_2_3 PLUGINS_2_4 PLUGINS_2_5 SRC_DIR WORK_DIR
+# Each name says the minor the build speaks: HOST_2_4 and PLUGINS_2_4 are
+# from plugin.h as it is (ABI 2.4); HOST_2_5 and PLUGINS_2_5 have
+# abi_2_5.h forced in (the next minor: every struct one minor larger);
+# PLUGINS_2_3 are the fixture plugins built against the 2.3 header as
+# released (abi_2_3/). Every pairing of a host with plugins of its minor or
+# another must run compat.cfg to the end and write the same cases:
+#   2.4 host + 2.4 plugins (the reference), 2.4 host + 2.3 plugins and 2.5
+#   host + 2.3 / 2.4 plugins (old plugins in a newer benchctl), 2.4 host +
+#   2.5 plugins (a newer plugin in an older benchctl), 2.5 + 2.5.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
-HOST21=$1
-HOST22=$2
-PLUG21=$3
-PLUG22=$4
-SRC=$5
-WORK=$6
+HOST24=$1
+HOST25=$2
+PLUG23=$3
+PLUG24=$4
+PLUG25=$5
+SRC=$6
+WORK=$7
 bc_test_workdir "$WORK"
 
 # run NAME HOST PLUGINS: runs compat.cfg in WORK/NAME
@@ -54,24 +56,49 @@ run() {
     echo "ok: $name"
 }
 
-run host21-plugins21 "$HOST21" "$PLUG21"
-run host22-plugins21 "$HOST22" "$PLUG21"
-run host21-plugins22 "$HOST21" "$PLUG22"
-run host22-plugins22 "$HOST22" "$PLUG22"
+run host24-plugins24 "$HOST24" "$PLUG24"
+run host24-plugins23 "$HOST24" "$PLUG23"
+run host25-plugins23 "$HOST25" "$PLUG23"
+run host25-plugins24 "$HOST25" "$PLUG24"
+run host24-plugins25 "$HOST24" "$PLUG25"
+run host25-plugins25 "$HOST25" "$PLUG25"
 
 # every pairing read the same cases (same order, statuses, shapes, tokens)
-for name in host22-plugins21 host21-plugins22 host22-plugins22; do
+for name in host24-plugins23 host25-plugins23 host25-plugins24 host24-plugins25 host25-plugins25; do
     [ -f "$WORK/$name/cases.txt" ] || continue
-    cmp -s "$WORK/host21-plugins21/cases.txt" "$WORK/$name/cases.txt" ||
-        { fail "$name: cases.txt differs from the 2.1 pairing"; diff "$WORK/host21-plugins21/cases.txt" "$WORK/$name/cases.txt" | head; }
+    cmp -s "$WORK/host24-plugins24/cases.txt" "$WORK/$name/cases.txt" ||
+        { fail "$name: cases.txt differs from the 2.4 pairing"; diff "$WORK/host24-plugins24/cases.txt" "$WORK/$name/cases.txt" | head; }
+done
+# a 2.4 host's reports carry every field's descriptor, whatever the plugins' minor
+for name in host24-plugins23 host24-plugins24 host24-plugins25; do
+    tr -d ' \n' <"$WORK/$name/report.json" | grep -q '"metrics":\[{"name":"prompt_expansion_ms","unit":"ms","better":"lower"' ||
+        fail "$name: report.json lacks the fields' descriptors"
+done
+
+# (since 2.4) a backend's declared metrics reach the reports across minors
+for pair in "$HOST24 $PLUG24 host24-plugins24" "$HOST24 $PLUG25 host24-plugins25" "$HOST25 $PLUG24 host25-plugins24" \
+            "$HOST25 $PLUG25 host25-plugins25"; do
+    set -- $pair
+    (cd "$WORK/$3" && BENCHCTL_PLUGIN_PATH=$2 "$1" run "$SRC/compat.cfg" -q --set 'backend.settings.metrics="declare"' \
+        --set 'reporters.[1].settings.path="metrics.json"' --set 'reporters.[2].settings.path="metrics.csv"' \
+        --set 'reporters.[0].settings.path="metrics.txt"' >metrics-out.txt 2>metrics-err.txt) ||
+        { fail "$3: metrics = declare: exited $?"; sed 's/^/    /' "$WORK/$3/metrics-err.txt"; continue; }
+    [ "$(grep -c '"tb_kv_rows_written": [0-9]' "$WORK/$3/metrics.json")" -eq 32 ] ||
+        fail "$3: metrics.json should have tb_kv_rows_written in 32 profiles"
+    [ "$(grep -c '"tb_generates": 3' "$WORK/$3/metrics.json")" -eq 16 ] ||
+        fail "$3: metrics.json should have tb_generates = 3 once per case (16)"
+    head -1 "$WORK/$3/metrics.csv" | grep -q 'tb_generates_mean' || fail "$3: metrics.csv lacks tb_generates_mean"
 done
 
 # the hosts say which ABI each plugin speaks
-BENCHCTL_PLUGIN_PATH=$PLUG22 "$HOST21" plugins testbackend >"$WORK/plugins22.txt" 2>&1 || fail "plugins testbackend (2.2) failed"
-grep -q 'ABI 2.4' "$WORK/plugins22.txt" || fail "benchctl plugins does not show ABI 2.4 for a next-minor plugin"
-BENCHCTL_PLUGIN_PATH=$PLUG21 "$HOST22" plugins testbackend >"$WORK/plugins21.txt" 2>&1 || fail "plugins testbackend (2.1) failed"
-grep -q 'ABI 2.3' "$WORK/plugins21.txt" || fail "benchctl plugins does not show ABI 2.3 for a 2.3 plugin"
-"$HOST21" --version | grep -q 'plugin ABI 2.3' || fail "the host from plugin.h does not say ABI 2.3"
-"$HOST22" --version | grep -q 'plugin ABI 2.4' || fail "the next-minor host does not say ABI 2.4"
+for pair in "$PLUG23 2.3" "$PLUG24 2.4" "$PLUG25 2.5"; do
+    set -- $pair
+    for host in "$HOST24" "$HOST25"; do
+        BENCHCTL_PLUGIN_PATH=$1 "$host" plugins testbackend >"$WORK/plugins.txt" 2>&1 || fail "plugins testbackend ($2) failed"
+        grep -q "ABI $2" "$WORK/plugins.txt" || fail "benchctl plugins does not show ABI $2 for a $2 plugin"
+    done
+done
+"$HOST24" --version | grep -q 'plugin ABI 2.4' || fail "the host from plugin.h does not say ABI 2.4"
+"$HOST25" --version | grep -q 'plugin ABI 2.5' || fail "the 2.5 host does not say ABI 2.5"
 
 bc_test_finish abi_compat

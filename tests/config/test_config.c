@@ -439,7 +439,7 @@ static void test_override_into_list_element(void **state) {
     assert_non_null(f->cfg.reporters[1].settings);
 
     static const bc_setting_desc table[] = {
-        {"path", BC_SETTING_STRING, 0, 0, "results.json", 0, 0, 0, NULL, "output file"},
+        {"path", BC_SETTING_STRING, 0, 0, "results.json", 0, 0, 0, NULL, "output file", 0},
     };
     static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, .kind = BC_KIND_REPORTER, .name = "json", .version = "0", .description = "test",
         .settings = table, .n_settings = 1, .setting_size = sizeof(bc_setting_desc)};
@@ -468,7 +468,7 @@ static void test_reporter_override(void **state) {
     if (st) fail_msg("%s", f->err.message);
     assert_string_equal(f->cfg.reporters[1].name, "csv");
     static const bc_setting_desc table[] = {
-        {"path", BC_SETTING_STRING, 0, 0, "benchctl.csv", 0, 0, 0, NULL, "output file"},
+        {"path", BC_SETTING_STRING, 0, 0, "benchctl.csv", 0, 0, 0, NULL, "output file", 0},
     };
     static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, .kind = BC_KIND_REPORTER, .name = "csv", .version = "0", .description = "test",
         .settings = table, .n_settings = 1, .setting_size = sizeof(bc_setting_desc)};
@@ -484,12 +484,12 @@ static void test_reporter_override(void **state) {
 
 static const char *const k_models[] = {"125m", "350m", "1.3b", NULL};
 static const bc_setting_desc k_table[] = {
-    {"model", BC_SETTING_ENUM, 0, 0, "125m", 0, 0, 0, k_models, "model size"},
-    {"threads", BC_SETTING_INT, 0, 0, NULL, 1, 0, 256, NULL, "worker threads, 0 = all cores"},
-    {"scale", BC_SETTING_FLOAT, 0, 0.5, NULL, 1, 0.0, 1.0, NULL, "a factor"},
-    {"verbose", BC_SETTING_BOOL, 0, 0, NULL, 0, 0, 0, NULL, "chatty"},
-    {"weights", BC_SETTING_STRING, 0, 0, "", 0, 0, 0, NULL, "weights file"},
-    {"budget", BC_SETTING_INT, 7, 0, NULL, 0, 0, 0, NULL, "no range"},
+    {"model", BC_SETTING_ENUM, 0, 0, "125m", 0, 0, 0, k_models, "model size", 0},
+    {"threads", BC_SETTING_INT, 0, 0, NULL, 1, 0, 256, NULL, "worker threads, 0 = all cores", 0},
+    {"scale", BC_SETTING_FLOAT, 0, 0.5, NULL, 1, 0.0, 1.0, NULL, "a factor", 0},
+    {"verbose", BC_SETTING_BOOL, 0, 0, NULL, 0, 0, 0, NULL, "chatty", 0},
+    {"weights", BC_SETTING_STRING, 0, 0, "", 0, 0, 0, NULL, "weights file", 0},
+    {"budget", BC_SETTING_INT, 7, 0, NULL, 0, 0, 0, NULL, "no range", 0},
 };
 static const bc_plugin_desc k_desc = {BC_PLUGIN_DESC_HEADER, .kind = BC_KIND_BACKEND, .name = "opt", .version = "0.1.0", .description = "test backend",
         .settings = k_table, .n_settings = 6, .setting_size = sizeof(bc_setting_desc)};
@@ -801,7 +801,7 @@ static void test_single_values_are_lists(void **state) {
 static void test_override_index_zero_of_single_value(void **state) {
     fx *f = *state;
     static const bc_setting_desc table[] = {
-        {"path", BC_SETTING_STRING, 0, 0, "results.json", 0, 0, 0, NULL, "output file"},
+        {"path", BC_SETTING_STRING, 0, 0, "results.json", 0, 0, 0, NULL, "output file", 0},
     };
     static const bc_plugin_desc desc = {BC_PLUGIN_DESC_HEADER, .kind = BC_KIND_REPORTER, .name = "json", .version = "0", .description = "test",
         .settings = table, .n_settings = 1, .setting_size = sizeof(bc_setting_desc)};

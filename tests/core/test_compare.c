@@ -1,7 +1,7 @@
 /* test_compare.c: benchctl compare's comparison of two runs (core/src/analysis/compare.c),
  * on small hand-written reports read through runfile.h:
  * - environments: which differences refuse, which are informational, which
- *   are one-sided; forced_length from stop_at_eos; world_size absent = 1;
+ *   are one-sided; a workload setting (workload_settings) refuses; world_size absent = 1;
  * - backend settings that changed;
  * - case matching: MISSING on either side, FAILED, no measured values,
  *   a duplicate key;
@@ -208,21 +208,25 @@ static void test_environment(void **state) {
     const char *a[] = {"1:ok:" FAST}, *b[] = {"1:ok:" FAST};
     build(f,
           "\"gpu\": null, \"git_commit\": \"abc\", \"hostname\": \"h1\","
-          " \"backend_settings\": {\"threads\": 2, \"stop_at_eos\": false, \"shared_prefill\": false}",
+          " \"backend_settings\": {\"threads\": 2, \"stop_at_eos\": false, \"shared_prefill\": false},"
+          " \"workload_settings\": [\"stop_at_eos\"]",
           a, N(a),
           "\"gpu\": \"H100\", \"git_commit\": \"def\", \"world_size\": 2, \"iterations\": 16,"
-          " \"backend_settings\": {\"threads\": 2, \"stop_at_eos\": true, \"shared_prefill\": true, \"graphs\": true}",
+          " \"backend_settings\": {\"threads\": 2, \"stop_at_eos\": true, \"shared_prefill\": true, \"graphs\": true},"
+          " \"workload_settings\": [\"stop_at_eos\"]",
           b, N(b));
     const bc_cmp_pair *p = &f->pair;
-    /* refusing ones first: forced length and world size; then informational
-     * (iterations, git commit); then one-sided (gpu, hostname) */
+    /* refusing ones first: world size and the setting the backend marks as
+     * defining the work (workload_settings), by its name (compare knows no
+     * backend's setting names); then informational (iterations, git
+     * commit); then one-sided (gpu, hostname) */
     assert_int_equal(p->n_env_refusing, 2);
-    assert_string_equal(p->env[0].field, "forced_length");
-    assert_string_equal(p->env[0].a, "yes");
-    assert_string_equal(p->env[0].b, "no");
-    assert_string_equal(p->env[1].field, "world_size");
-    assert_string_equal(p->env[1].a, "1"); /* absent: one process */
-    assert_string_equal(p->env[1].b, "2");
+    assert_string_equal(p->env[0].field, "world_size");
+    assert_string_equal(p->env[0].a, "1"); /* absent: one process */
+    assert_string_equal(p->env[0].b, "2");
+    assert_string_equal(p->env[1].field, "stop_at_eos");
+    assert_string_equal(p->env[1].a, "false");
+    assert_string_equal(p->env[1].b, "true");
     assert_true(p->env[0].refuses && p->env[1].refuses);
     assert_string_equal(p->env[2].field, "iterations");
     assert_string_equal(p->env[3].field, "git_commit");
@@ -317,14 +321,26 @@ static void test_outputs(void **state) {
     free(json);
 }
 
+/* The direction is the descriptors' (the reports' "metrics"), never the
+ * name: a rate declared lower-is-better is judged so, a count declared
+ * neither gets CHANGED, and A's descriptor wins over B's unless it says
+ * neither. */
 static void test_direction(void **state) {
     (void)state;
-    assert_true(bc_cmp_higher_is_better("tokens_per_second"));
-    assert_true(bc_cmp_higher_is_better("decode_tokens_per_second"));
-    assert_false(bc_cmp_higher_is_better("total_ms"));
-    assert_false(bc_cmp_higher_is_better("peak_rss_bytes"));
-    assert_false(bc_cmp_higher_is_better("_per_secondx"));
-    assert_false(bc_cmp_higher_is_better("second"));
+    char *names[] = {"tokens_per_second", "occupancy", "num_generated_tokens"};
+    bc_metric_desc da[] = {{.name = names[0], .unit = "tokens/s", .better = BC_BETTER_LOWER},
+                           {.name = names[1], .unit = "1", .better = BC_BETTER_HIGHER},
+                           {.name = names[2], .unit = "tokens", .better = BC_BETTER_NEITHER}};
+    bc_metric_desc db[] = {{.name = names[0], .unit = "tokens/s", .better = BC_BETTER_HIGHER},
+                           {.name = names[1], .unit = "1", .better = BC_BETTER_LOWER},
+                           {.name = names[2], .unit = "tokens", .better = BC_BETTER_LOWER}};
+    bc_runfile a = {.field_names = names, .n_fields = 3, .field_descs = da};
+    bc_runfile b = {.field_names = names, .n_fields = 3, .field_descs = db};
+    assert_int_equal(bc_cmp_metric_better(&a, 0, &b, 0), BC_BETTER_LOWER); /* not from "_per_second" */
+    assert_int_equal(bc_cmp_metric_better(&a, 1, &b, 1), BC_BETTER_HIGHER);
+    assert_int_equal(bc_cmp_metric_better(&a, 2, &b, 2), BC_BETTER_LOWER); /* A says neither: B's */
+    bc_runfile none = {.field_names = names, .n_fields = 3};
+    assert_int_equal(bc_cmp_metric_better(&none, 0, &none, 0), BC_BETTER_NEITHER);
 }
 
 int main(void) {

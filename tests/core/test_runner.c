@@ -408,6 +408,87 @@ static void test_warmup_and_iterations(void **state) {
     free(m.cases);
 }
 
+/* A backend's declared metrics (testbackend's metrics = "declare", through
+ * more_metrics and read_metrics) are columns after the host's, with their
+ * descriptors: a per-iteration one in every measured row, a per-case one
+ * in the last measured row only (n = 1); the same in an isolated case,
+ * whose rows come over the pipe. */
+static void test_declared_metrics(void **state) {
+    fixture *f = *state;
+    set_str(f, "metrics", "declare");
+    const uint32_t batches[] = {2};
+    matrix m = build(batches, 1, 0);
+    for (int isolated = 0; isolated < 2; isolated++) {
+        bc_runner_config c = config(f, &m, 1, 3);
+        c.isolation = isolated;
+        bc_run_result res;
+        bc_error err = {0};
+        assert_int_equal(run(f, &c, &res, &err), BC_OK);
+        assert_int_equal(res.n_fields, BC_N_FIELDS + 2);
+        assert_string_equal(res.fields.names[BC_FIELD_TOTAL_MS], "total_ms");
+        assert_string_equal(res.fields.descs[BC_FIELD_TOTAL_MS].unit, "ms");
+        assert_int_equal(res.fields.descs[BC_FIELD_TOKENS_PER_SECOND].better, BC_BETTER_HIGHER);
+        const uint32_t kv = BC_N_FIELDS, calls_col = BC_N_FIELDS + 1;
+        assert_string_equal(res.fields.names[kv], "tb_kv_rows_written");
+        assert_string_equal(res.fields.descs[kv].unit, "rows");
+        assert_string_equal(res.fields.names[calls_col], "tb_generates");
+        assert_int_equal(res.fields.descs[calls_col].scope, BC_METRIC_PER_CASE);
+        for (size_t k = 0; k < m.n; k++) {
+            const bc_case_report *cr = &res.cases[k];
+            assert_int_equal(cr->status, BC_CASE_OK);
+            assert_int_equal(cr->n_iterations, 3);
+            const double rows = (double)bc_case_effective_batch(cr->c);
+            for (uint32_t it = 0; it < 3; it++) {
+                const double *row = cr->values + (size_t)it * res.n_fields;
+                assert_double_equal(row[kv], rows * 4, 0);
+                assert_true(isfinite(row[BC_FIELD_TOTAL_MS]));
+                if (it < 2) assert_nan(row[calls_col]);
+                else assert_double_equal(row[calls_col], 4, 0); /* 1 warmup + 3 measured */
+            }
+            const double *st = cr->stats + (size_t)calls_col * BC_N_STATS;
+            assert_double_equal(st[BC_STAT_N], 1, 0);
+            assert_double_equal(st[BC_STAT_MEAN], 4, 0);
+            assert_double_equal(cr->stats[(size_t)kv * BC_N_STATS + BC_STAT_N], 3, 0);
+        }
+        bc_run_result_free(&res);
+    }
+    free(m.cases);
+}
+
+/* A declared metric's value that is not finite fails the case, naming the
+ * metric; one that contradicts a host field's descriptor stops the run
+ * before anything runs. */
+static void test_declared_metric_refused(void **state) {
+    fixture *f = *state;
+    set_str(f, "metrics", "inf");
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0);
+    bc_runner_config c = config(f, &m, 0, 2);
+    bc_run_result res;
+    bc_error err = {0};
+    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    for (size_t k = 0; k < m.n; k++) {
+        assert_int_equal(res.cases[k].status, BC_CASE_FAILED);
+        assert_non_null(strstr(res.cases[k].message, "read_metrics: metric 'tb_kv_rows_written' is inf"));
+    }
+    assert_int_equal(bc_run_exit_status(&res), 3);
+    bc_run_result_free(&res);
+
+    set_str(f, "metrics", "clash");
+    c = config(f, &m, 0, 2);
+    assert_int_equal(run(f, &c, &res, &err), BC_ERR_INVALID);
+    assert_non_null(strstr(err.message, "backend 'testbackend': metric 'occupancy' (percent, higher is better"));
+    assert_non_null(strstr(err.message, "already a field in 1"));
+    bc_run_result_free(&res);
+
+    set_str(f, "metrics", "own");
+    c = config(f, &m, 0, 2);
+    assert_int_equal(run(f, &c, &res, &err), BC_ERR_INVALID);
+    assert_non_null(strstr(err.message, "metric 'total_ms' is a field the host measures itself"));
+    bc_run_result_free(&res);
+    free(m.cases);
+}
+
 /* Fields the backend does not measure stay NaN, in values and stats. */
 static void test_unmeasured_fields_stay_nan(void **state) {
     fixture *f = *state;
@@ -1293,6 +1374,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_isolated_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_isolated_second_interrupt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seam_hooks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_declared_metrics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_declared_metric_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

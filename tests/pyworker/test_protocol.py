@@ -87,6 +87,16 @@ class TestProtocol(unittest.TestCase):
         self.assertEqual((hello["settings"][1]["min"], hello["settings"][1]["max"]), (1, 8))
         self.assertEqual(msgs[1], {"id": 1, "ok": True})
         self.assertEqual(e.calls[-1], ("close",))
+        self.assertNotIn("metrics", hello)  # an engine that declares none says nothing
+
+    def test_hello_carries_the_engines_metrics(self):
+        class WithMetrics(FakeEngine):
+            def metrics_table(self):
+                return [{"name": "queue_depth", "unit": "requests", "better": "lower", "help": "queued", "min": 0}]
+        status, msgs = run(WithMetrics(), [{"op": "shutdown", "id": 1}])
+        self.assertEqual(status, 0)
+        self.assertEqual(msgs[0]["metrics"], [{"name": "queue_depth", "unit": "requests", "better": "lower",
+                                               "help": "queued", "min": 0}])
 
     def test_configure_fills_defaults(self):
         e = FakeEngine()

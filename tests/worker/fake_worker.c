@@ -15,6 +15,9 @@
  *   version   (hello only) says protocol 2
  *   bare      (hello only) says only {"op":"hello","protocol":1}
  *   reserved  (hello only) declares a setting called "command", the plugin's own
+ *   badmetric (hello only) declares a metric called "generation_ms", a profile
+ *             key the plugin reads itself
+ *   hostile   (generate) sends fake_queue_depth = 1e300, beyond its declared max
  *   error     replies ok:false with error code CODE (default "unsupported")
  *   slow      sleeps --delay-ms before replying (within the timeout)
  *
@@ -27,7 +30,9 @@
  *
  * Its settings: model ("tiny"|"small"), threads (int >= 0; configure refuses
  * > 64 with a setting error), scale (double), chatty (bool: a stderr line per
- * request). Its "rollout": every row's token t is (its prompt's token
+ * request). Its metrics (the hello's "metrics"): fake_queue_depth (requests,
+ * lower is better, [0, 1000]; the rows of the rollout) and occupancy (the
+ * host's field: 1, higher, [0, 1]; always 1). Its "rollout": every row's token t is (its prompt's token
  * t % prompt_length + t) % vocab, so two runs agree token for token.
  */
 #define _GNU_SOURCE
@@ -111,6 +116,12 @@ static void hello(void) {
                            "type", "string", "default", "", "help", "clashes"));
         return;
     }
+    if (strcmp(fail_mode, "badmetric") == 0) {
+        send_obj(json_pack("{s:s, s:i, s:s, s:s, s:s, s:[], s:[{s:s, s:s, s:s}]}", "op", "hello", "protocol", 1,
+                           "engine", "fake", "engine_version", "1.0", "device", "cpu", "settings", "metrics", "name",
+                           "generation_ms", "unit", "ms", "better", "lower"));
+        return;
+    }
     if (strcmp(fail_at, "hello") == 0 && strcmp(fail_mode, "version") != 0 && misbehave("hello", 0)) return;
     json_t *settings = json_pack(
         "[{s:s, s:s, s:s, s:[s,s], s:s}, {s:s, s:s, s:i, s:i, s:s}, {s:s, s:s, s:f, s:s}, {s:s, s:s, s:b, s:s}]",
@@ -118,9 +129,13 @@ static void hello(void) {
         "name", "threads", "type", "int", "default", 0, "min", 0, "help", "threads (0 = all)",
         "name", "scale", "type", "double", "default", 1.0, "help", "a number it ignores",
         "name", "chatty", "type", "bool", "default", 0, "help", "log every request to stderr");
-    send_obj(json_pack("{s:s, s:i, s:s, s:s, s:s, s:o}", "op", "hello", "protocol",
+    json_t *metrics = json_pack("[{s:s, s:s, s:s, s:i, s:i, s:s}, {s:s, s:s, s:s, s:i, s:i}]", "name",
+                                "fake_queue_depth", "unit", "requests", "better", "lower", "min", 0, "max", 1000,
+                                "help", "requests the fake engine queued", "name", "occupancy", "unit", "1",
+                                "better", "higher", "min", 0, "max", 1);
+    send_obj(json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o}", "op", "hello", "protocol",
                        strcmp(fail_mode, "version") == 0 ? 2 : 1, "engine", "fake", "engine_version", "1.0", "device",
-                       "cpu", "settings", settings));
+                       "cpu", "settings", settings, "metrics", metrics));
 }
 
 static json_t *ok(json_int_t id) { return json_pack("{s:I, s:b}", "id", id, "ok", 1); }
@@ -180,6 +195,10 @@ static json_t *generate(json_int_t id) {
         "post_processing_ms", 0.0, "prefill_forward_ms", 0.01, "decode_forward_ms", 0.01, "num_decode_forwards",
         (json_int_t)(case_response - 1), "num_generated_tokens", (json_int_t)(rows * case_response),
         "time_to_first_token_ms", 0.02, "peak_memory_bytes", (json_int_t)(1 << 20), "decode_step_ms", steps);
+    int hostile = strcmp(fail_mode, "hostile") == 0 && strcmp(fail_at, "generate") == 0 &&
+                  (when_batch < 0 || when_batch == case_batch);
+    json_object_set_new(profile, "fake_queue_depth", json_real(hostile ? 1e300 : (double)rows));
+    json_object_set_new(profile, "occupancy", json_real(1.0));
     if (continuous > 0) {
         json_object_set_new(profile, "num_prefill_forwards", json_integer((rows + continuous - 1) / continuous));
         json_object_set_new(profile, "scheduler_overhead_ms", json_real(0.5));

@@ -180,9 +180,9 @@ static void test_rollout(void **state) {
         assert_int_equal(g.returned_response_length, 4);
         assert_int_equal(g.num_prefill_tokens, 3 * 2 * 8);
         assert_int_equal(g.n_decode_steps, 3);
-        assert_double_equal(g.engine_prompt_expansion_ms, 0.0, 0.0);
-        assert_double_equal(g.engine_post_processing_ms, 0.0, 0.0);
-        assert_true(g.engine_generation_ms >= 0.0 && g.engine_generation_ms < 1e4);
+        double v[3] = {NAN, NAN, NAN}; /* engine_total_ms, then the hello's metrics */
+        assert_int_equal(f->ops->read_metrics(f->inst, BC_METRIC_PER_ITERATION, v, 3, &err), BC_OK);
+        assert_true(v[0] >= 0.0 && v[0] < 1e4);
         assert_double_equal(g.first_token_ms, 0.02, 1e-12);
         assert_int_equal(f->ops->cache_release(f->inst, &err), BC_OK);
         assert_int_equal(f->ops->cache_acquire(f->inst, &err), BC_OK);
@@ -192,6 +192,46 @@ static void test_rollout(void **state) {
     assert_int_equal(m.host_peak_bytes, 1 << 20);
     assert_int_equal(m.device_peak_bytes, -1);
     f->ops->end_case(f->inst);
+}
+
+/* The metrics: the plugin's engine_total_ms (the profile's three stage
+ * times summed) and the hello's two, in table order, checked and bounded:
+ * a value beyond its declared range fails the rollout naming the key, and
+ * the next case runs. */
+static void test_metrics(void **state) {
+    fixture *f = *state;
+    fake_args(f, "--fail hostile --at generate --when-batch 2");
+    create_ok(f);
+    assert_int_equal(f->desc->n_metrics, 1);
+    const bc_metric_desc *own = BC_AT(bc_metric_desc, f->desc->metrics, f->desc->metric_size, 0);
+    assert_string_equal(own->name, "engine_total_ms");
+    const bc_metric_desc *rows = NULL;
+    uint32_t n = 0, size = 0;
+    bc_error err = {0};
+    assert_int_equal(f->ops->more_metrics(f->inst, &rows, &n, &size, &err), BC_OK);
+    assert_int_equal(n, 2);
+    assert_true(size >= sizeof(bc_metric_desc));
+    const bc_metric_desc *q = BC_AT(bc_metric_desc, rows, size, 0), *occ = BC_AT(bc_metric_desc, rows, size, 1);
+    assert_string_equal(q->name, "fake_queue_depth");
+    assert_string_equal(q->unit, "requests");
+    assert_int_equal(q->better, BC_BETTER_LOWER);
+    assert_string_equal(occ->name, "occupancy");
+    assert_int_equal(occ->better, BC_BETTER_HIGHER);
+    bc_generation_stats g;
+    bc_case c = make_case(3, &fp32_ops);
+    assert_int_equal(f->ops->begin_case(f->inst, &c, &err), BC_OK);
+    g = unknown_stats();
+    assert_int_equal(f->ops->generate(f->inst, &g, &err), BC_OK);
+    double v[3] = {NAN, NAN, NAN};
+    assert_int_equal(f->ops->read_metrics(f->inst, BC_METRIC_PER_ITERATION, v, 3, &err), BC_OK);
+    assert_true(v[0] >= 0.0 && v[0] < 1e4);
+    assert_double_equal(v[1], 3 * 2, 0.0);
+    assert_double_equal(v[2], 1.0, 0.0);
+    assert_nan(g.engine_generation_ms); /* the 2.3 fields stay the host's "unknown" */
+    f->ops->end_case(f->inst);
+    assert_int_equal(run_case(f, 2, &g, &err), BC_ERR_DEVICE);
+    assert_non_null(strstr(err.message, "worker fake: generate: profile.fake_queue_depth = 1e+300 is outside [0, 1000]"));
+    assert_int_equal(run_case(f, 1, &g, &err), BC_OK);
 }
 
 /* The case tells the worker its cache policy (release_cache), and DeepSpeed's
@@ -319,6 +359,9 @@ static void test_exit_before_hello(void **state) {
 static void test_hello_without_its_fields(void **state) {
     hello_fails(*state, "--fail bare", 10.0, "the hello needs \"engine\"");
 }
+static void test_hello_reserved_metric(void **state) {
+    hello_fails(*state, "--fail badmetric", 10.0, "metrics[0]: 'generation_ms' is a profile key the worker plugin reads");
+}
 static void test_hello_reserved_setting(void **state) {
     hello_fails(*state, "--fail reserved", 10.0, "settings[0]: 'command' is a setting of the worker plugin itself");
 }
@@ -360,6 +403,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_hello_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_empty_command_has_no_more_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_configure_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit, setup, teardown),
@@ -373,6 +417,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_exit_before_hello, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hello_without_its_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hello_reserved_setting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hello_reserved_metric, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_program, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unclosed_quote, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_flag_and_continuous_profile, setup, teardown),

@@ -40,6 +40,14 @@ has crash.err "stderr: fake_worker: failing on purpose (crash at generate)"
 has run.json '"engine_total_ms"'
 has run.json '"protocol_overhead_ms"'
 has run.csv 'protocol_overhead_ms'
+# (ABI 2.4) the engine's stage times as the worker's declared metric, the
+# overhead the host derives from it, and the hello's metrics: one of its own,
+# one filling the host's occupancy column
+grep -q '"engine_total_ms": [0-9]' run.json || fail "run.json: engine_total_ms is not measured"
+grep -q '"protocol_overhead_ms": -\{0,1\}[0-9]' run.json || fail "run.json: protocol_overhead_ms is not measured"
+grep -q '"fake_queue_depth": [0-9]' run.json || fail "run.json: no fake_queue_depth values"
+grep -q '"occupancy": 1' run.json || fail "run.json: occupancy is not the engine's 1"
+has run.csv 'fake_queue_depth_mean'
 has crash.out 'fake model (fake 1.0) on cpu'
 has crash.out 'model="small" threads=2'
 

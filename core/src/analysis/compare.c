@@ -23,10 +23,10 @@ void bc_cmp_options_default(bc_cmp_options *opt) {
                             .seed = BC_BOOTSTRAP_SEED};
 }
 
-int bc_cmp_higher_is_better(const char *field) {
-    static const char suffix[] = "_per_second";
-    size_t n = strlen(field), k = sizeof suffix - 1;
-    return n >= k && strcmp(field + n - k, suffix) == 0;
+bc_metric_better bc_cmp_metric_better(const bc_runfile *a, int fa, const bc_runfile *b, int fb) {
+    bc_metric_better ba = a->field_descs && fa >= 0 ? a->field_descs[fa].better : BC_BETTER_NEITHER;
+    bc_metric_better bb = b->field_descs && fb >= 0 ? b->field_descs[fb].better : BC_BETTER_NEITHER;
+    return ba != BC_BETTER_NEITHER ? ba : bb;
 }
 
 /* ---------------------------------------------------------- environment */
@@ -35,7 +35,6 @@ typedef enum env_kind {
     ENV_STRING,        /* a char * member of bc_runfile */
     ENV_INT,           /* an int64_t member, -1 unknown */
     ENV_UINT,          /* a uint32_t member */
-    ENV_FORCED_LENGTH, /* from the backend setting stop_at_eos: "yes" when false */
     ENV_WORLD_SIZE     /* world_size, 1 when the file does not say */
 } env_kind;
 
@@ -70,7 +69,6 @@ static const env_field k_env_fields[] = {
     ENV_I("cpu_threads", cpu_threads),
     ENV_S("benchctl_version", benchctl_version),
     ENV_S("backend", backend),
-    {"forced_length", ENV_FORCED_LENGTH, 0, 0},
     {"world_size", ENV_WORLD_SIZE, 0, 0},
     {"warmup", ENV_UINT, offsetof(bc_runfile, warmup), 1},
     {"iterations", ENV_UINT, offsetof(bc_runfile, iterations), 1},
@@ -79,9 +77,13 @@ static const env_field k_env_fields[] = {
 };
 #define N_ENV_FIELDS (sizeof k_env_fields / sizeof k_env_fields[0])
 
-/* The backend setting that decides whether every row generates exactly the
- * requested length; compared as forced_length, not as a setting. */
-static const char k_stop_at_eos[] = "stop_at_eos";
+/* Whether rf's backend marks the setting called name BC_SETTING_WORKLOAD
+ * (the reports' "workload_settings"). */
+static int is_workload(const bc_runfile *rf, const char *name) {
+    for (size_t i = 0; i < rf->n_backend_settings; i++)
+        if (rf->backend_settings[i].workload && strcmp(rf->backend_settings[i].name, name) == 0) return 1;
+    return 0;
+}
 
 /* f's value in rf as text; "" when the file does not say. */
 static void env_value(const bc_runfile *rf, const env_field *f, char *buf, size_t cap) {
@@ -99,11 +101,6 @@ static void env_value(const bc_runfile *rf, const env_field *f, char *buf, size_
         break;
     }
     case ENV_UINT: snprintf(buf, cap, "%u", *(const uint32_t *)(base + f->offset)); break;
-    case ENV_FORCED_LENGTH: {
-        const char *s = bc_runfile_setting(rf, k_stop_at_eos);
-        if (s) snprintf(buf, cap, "%s", strcmp(s, "false") == 0 ? "yes" : "no");
-        break;
-    }
     case ENV_WORLD_SIZE: snprintf(buf, cap, "%lld", (long long)(rf->world_size > 0 ? rf->world_size : 1)); break;
     }
 }
@@ -126,6 +123,34 @@ size_t bc_cmp_env_compare(const bc_runfile *a, const bc_runfile *b, bc_cmp_env_d
             *n_refusing += (size_t)d.refuses;
             out[n++] = d;
         }
+    /* then the settings either backend marks as defining the work: another
+     * value refuses (after the fields above, which a file always has) */
+    for (int side = 0; side < 2; side++) {
+        const bc_runfile *rf = side ? b : a;
+        for (size_t i = 0; i < rf->n_backend_settings && n < BC_CMP_MAX_ENV; i++) {
+            const char *name = rf->backend_settings[i].name;
+            if (!rf->backend_settings[i].workload || (side == 1 && is_workload(a, name))) continue;
+            const char *va = bc_runfile_setting(a, name), *vb = bc_runfile_setting(b, name);
+            if (va && vb && strcmp(va, vb) == 0) continue;
+            bc_cmp_env_diff d = {.field = name, .refuses = va && vb};
+            snprintf(d.a, sizeof d.a, "%s", va ? va : "");
+            snprintf(d.b, sizeof d.b, "%s", vb ? vb : "");
+            *n_refusing += (size_t)d.refuses;
+            out[n++] = d;
+        }
+    }
+    /* refusing first, then informational, then one-sided, each in order */
+    for (size_t i = 1; i < n; i++) {
+        bc_cmp_env_diff d = out[i];
+        int kind = d.refuses ? 0 : d.a[0] && d.b[0] ? 1 : 2;
+        size_t j = i;
+        for (; j > 0; j--) {
+            const bc_cmp_env_diff *p = &out[j - 1];
+            if ((p->refuses ? 0 : p->a[0] && p->b[0] ? 1 : 2) <= kind) break;
+            out[j] = out[j - 1];
+        }
+        out[j] = d;
+    }
     return n;
 }
 
@@ -152,7 +177,7 @@ static bc_status settings_changed(const bc_runfile *a, const bc_runfile *b, bc_c
             const char *name = rf->backend_settings[i].name;
             const char *va = bc_runfile_setting(a, name), *vb = bc_runfile_setting(b, name);
             if (side == 1 && va) continue; /* seen from a's side */
-            if (strcmp(name, k_stop_at_eos) == 0 || key_has_setting(key, name)) continue;
+            if (is_workload(a, name) || is_workload(b, name) || key_has_setting(key, name)) continue;
             if (va && vb && strcmp(va, vb) == 0) continue;
             out->settings[out->n_settings++] = (bc_cmp_setting_change){name, va, vb};
         }
@@ -225,13 +250,15 @@ static bc_status compare_case(const bc_cmp_pair *pair, const bc_cmp_options *opt
     r->exact = mwu.exact;
     r->min_p = bc_mwu_min_p(r->n_a, r->n_b);
     r->verdict = bc_cmp_verdict_decide(r->p, r->change_lo, r->change_hi, opt->threshold, opt->alpha, r->min_p);
+    if (r->better == BC_BETTER_NEITHER && (r->verdict == BC_VERDICT_BETTER || r->verdict == BC_VERDICT_WORSE))
+        r->verdict = BC_VERDICT_CHANGED;
     return BC_OK;
 }
 
 static bc_cmp_row blank_row(const char *key, const bc_runfile_case *ca, const bc_runfile_case *cb, size_t metric,
-                            const char *name) {
-    return (bc_cmp_row){.key = key, .ca = ca, .cb = cb, .metric = metric,
-                        .higher_is_better = bc_cmp_higher_is_better(name),
+                            bc_metric_better better) {
+    return (bc_cmp_row){.key = key, .ca = ca, .cb = cb, .metric = metric, .better = better,
+                        .higher_is_better = better != BC_BETTER_LOWER,
                         .median_a = NAN, .median_b = NAN, .ratio = NAN, .ratio_lo = NAN, .ratio_hi = NAN,
                         .change = NAN, .change_lo = NAN, .change_hi = NAN, .p = NAN, .u_a = NAN, .min_p = NAN};
 }
@@ -276,7 +303,7 @@ static void summarise(bc_cmp_pair *pair) {
             }
         }
         s->geomean_ratio = s->n_ratios ? exp(log_sum / (double)s->n_ratios) : NAN;
-        s->geomean_change = bc_cmp_change(s->geomean_ratio, bc_cmp_higher_is_better(pair->metrics[m]));
+        s->geomean_change = bc_cmp_change(s->geomean_ratio, s->better != BC_BETTER_LOWER);
     }
 }
 
@@ -300,6 +327,7 @@ bc_status bc_cmp_pair_build(const bc_runfile *a, const bc_runfile *b, const bc_c
     for (size_t m = 0; st == BC_OK && m < opt->n_metrics; m++) {
         if ((fa[m] = metric_field(a, opt->metrics[m], err)) < 0) st = err->code;
         else if ((fb[m] = metric_field(b, opt->metrics[m], err)) < 0) st = err->code;
+        else out->summary[m].better = bc_cmp_metric_better(a, fa[m], b, fb[m]);
     }
     if (st == BC_OK) {
         out->n_env = bc_cmp_env_compare(a, b, out->env, &out->n_env_refusing);
@@ -316,7 +344,7 @@ bc_status bc_cmp_pair_build(const bc_runfile *a, const bc_runfile *b, const bc_c
         else out->n_only_a++;
         for (size_t m = 0; st == BC_OK && m < opt->n_metrics; m++) {
             bc_cmp_row *r = &out->rows[out->n_rows++];
-            *r = blank_row(ca->key, ca, cb, m, opt->metrics[m]);
+            *r = blank_row(ca->key, ca, cb, m, out->summary[m].better);
             if (!cb) {
                 r->verdict = BC_VERDICT_MISSING;
                 snprintf(r->note, sizeof r->note, "only in A");
@@ -331,7 +359,7 @@ bc_status bc_cmp_pair_build(const bc_runfile *a, const bc_runfile *b, const bc_c
         out->n_only_b++;
         for (size_t m = 0; m < opt->n_metrics; m++) {
             bc_cmp_row *r = &out->rows[out->n_rows++];
-            *r = blank_row(cb->key, NULL, cb, m, opt->metrics[m]);
+            *r = blank_row(cb->key, NULL, cb, m, out->summary[m].better);
             r->verdict = BC_VERDICT_MISSING;
             snprintf(r->note, sizeof r->note, "only in B");
         }

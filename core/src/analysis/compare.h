@@ -43,14 +43,16 @@ typedef struct bc_cmp_options {
 /* bc_cmp_options with the defaults above. */
 void bc_cmp_options_default(bc_cmp_options *opt);
 
-/* 1 when higher values of the field are better: its name ends in
- * "_per_second". Everything else (times, bytes, counts) is lower-is-better. */
-int bc_cmp_higher_is_better(const char *field);
+/* Which way field fa of a (fb of b) is better, from the files' metric
+ * descriptors (runfile.h field_descs: the reports' "metrics", or this
+ * host's for its own fields): A's, or B's where A's says neither. Never
+ * from the name. */
+bc_metric_better bc_cmp_metric_better(const bc_runfile *a, int fa, const bc_runfile *b, int fb);
 
 /* One environment field that differs between A and B, or that only one of
  * them states. */
 typedef struct bc_cmp_env_diff {
-    const char *field; /* "model", "cpu_threads", ... (static) */
+    const char *field; /* "model", "cpu_threads", ... (static), or a workload setting's name (the runfile's) */
     char a[160], b[160]; /* the values as text; "" when that file does not say */
     int refuses;         /* both state it, it differs, and it is not informational */
 } bc_cmp_env_diff;
@@ -67,7 +69,8 @@ typedef struct bc_cmp_row {
     const bc_runfile_case *ca; /* A's case, NULL when B has it only */
     const bc_runfile_case *cb; /* B's case, NULL when A has it only */
     size_t metric;             /* index into the options' metrics */
-    int higher_is_better;
+    bc_metric_better better;   /* the metric's (bc_cmp_metric_better) */
+    int higher_is_better;      /* better is higher; for neither, change is B/A - 1 and the verdict CHANGED */
     size_t n_a, n_b;           /* measured (non-NaN) values */
     double median_a, median_b; /* NaN when not computed */
     double ratio;              /* median_b / median_a */
@@ -84,6 +87,7 @@ typedef struct bc_cmp_row {
 /* Per metric: how many rows got each verdict, and the geometric mean of
  * the ratios of the rows that have one (every verdict but MISSING, FAILED). */
 typedef struct bc_cmp_summary {
+    bc_metric_better better; /* the metric's (bc_cmp_metric_better) */
     size_t counts[BC_N_VERDICTS];
     double geomean_ratio;  /* NaN when no row has a ratio */
     double geomean_change; /* bc_cmp_change of it */

@@ -238,7 +238,7 @@ bc_status bc_bootstrap_ratio_ci(const double *a, size_t n_a, const double *b, si
 
 const char *bc_verdict_name(bc_verdict v) {
     static const char *const names[BC_N_VERDICTS] = {"BETTER", "WORSE",   "SAME",  "NOISE",
-                                                      "UNDERPOWERED", "MISSING", "FAILED"};
+                                                      "UNDERPOWERED", "MISSING", "FAILED", "CHANGED"};
     return (unsigned)v < BC_N_VERDICTS ? names[v] : "?";
 }
 

@@ -118,6 +118,9 @@ typedef enum bc_verdict {
     BC_VERDICT_UNDERPOWERED, /* the sample sizes cannot reach p < alpha at all */
     BC_VERDICT_MISSING,    /* one side has no case, or no measured value */
     BC_VERDICT_FAILED,     /* one side's case did not finish ok */
+    /* a metric no direction is better for (better = neither): BETTER or
+     * WORSE by the rule above, which compare says as CHANGED */
+    BC_VERDICT_CHANGED,
     BC_N_VERDICTS
 } bc_verdict;
 

@@ -148,8 +148,8 @@ static widths table_widths(const bc_cmp_pair *pair) {
 static void legend_lines(FILE *out, const bc_cmp_options *opt, line_fn line) {
     char text[640];
     snprintf(text, sizeof text,
-             "A, B: medians over the measured iterations; change: positive = B better (for *_per_second "
-             "B/A - 1, for the rest, lower is better, A/B - 1)");
+             "A, B: medians over the measured iterations; change: positive = B better (B/A - 1 where higher "
+             "is better, A/B - 1 where lower is, B/A - 1 where neither: the metric's own descriptor)");
     line(out, text);
     snprintf(text, sizeof text,
              "interval: %g%% percentile bootstrap of the ratio of medians (%u resamples, seed %llu); p: two-sided "
@@ -199,7 +199,7 @@ void bc_cmp_write_console(FILE *out, const bc_cmp_pair *pairs, size_t n_pairs, c
             fmt_num(ratio, sizeof ratio, s->geomean_ratio);
             fmt_pct(change, sizeof change, s->geomean_change);
             fprintf(out, "%s (%s is better): %s; geometric mean of B/A %s (change %s)\n", pair->metrics[m],
-                    bc_cmp_higher_is_better(pair->metrics[m]) ? "higher" : "lower", counts, ratio, change);
+                    bc_metric_better_name(s->better), counts, ratio, change);
         }
     }
     fputc('\n', out);
@@ -276,7 +276,7 @@ void bc_cmp_write_markdown(FILE *out, const bc_cmp_pair *pairs, size_t n_pairs, 
             fmt_num(ratio, sizeof ratio, s->geomean_ratio);
             fmt_pct(change, sizeof change, s->geomean_change);
             fprintf(out, "- **%s** (%s is better): %s; geometric mean of B/A %s (change %s)\n", pair->metrics[m],
-                    bc_cmp_higher_is_better(pair->metrics[m]) ? "higher" : "lower", counts, ratio, change);
+                    bc_metric_better_name(s->better), counts, ratio, change);
         }
     }
     fputc('\n', out);
@@ -323,9 +323,10 @@ static json_t *json_pair(const bc_cmp_pair *pair) {
         row_label(r, label, sizeof label);
         json_t *row = json_pack("{s:s, s:s, s:o, s:o, s:s, s:b, s:I, s:I, s:o, s:o}", "key", r->key, "label", label,
                                 "a", json_case_ref(r->ca), "b", json_case_ref(r->cb), "metric",
-                                pair->metrics[r->metric], "higher_is_better", r->higher_is_better, "n_a",
+                                pair->metrics[r->metric], "higher_is_better", r->better == BC_BETTER_HIGHER, "n_a",
                                 (json_int_t)r->n_a, "n_b", (json_int_t)r->n_b, "median_a", jnum(r->median_a),
                                 "median_b", jnum(r->median_b));
+        json_object_set_new(row, "better", json_string(bc_metric_better_name(r->better)));
         json_object_set_new(row, "ratio", jnum(r->ratio));
         json_object_set_new(row, "ratio_low", jnum(r->ratio_lo));
         json_object_set_new(row, "ratio_high", jnum(r->ratio_hi));
@@ -346,10 +347,10 @@ static json_t *json_pair(const bc_cmp_pair *pair) {
         for (int v = 0; v < BC_N_VERDICTS; v++)
             json_object_set_new(counts, bc_verdict_name((bc_verdict)v), json_integer((json_int_t)s->counts[v]));
         json_object_set_new(summary, pair->metrics[m],
-                            json_pack("{s:b, s:o, s:o, s:o, s:I}", "higher_is_better",
-                                      bc_cmp_higher_is_better(pair->metrics[m]), "counts", counts, "geomean_ratio",
-                                      jnum(s->geomean_ratio), "geomean_change", jnum(s->geomean_change), "n_ratios",
-                                      (json_int_t)s->n_ratios));
+                            json_pack("{s:b, s:s, s:o, s:o, s:o, s:I}", "higher_is_better",
+                                      s->better == BC_BETTER_HIGHER, "better", bc_metric_better_name(s->better),
+                                      "counts", counts, "geomean_ratio", jnum(s->geomean_ratio), "geomean_change",
+                                      jnum(s->geomean_change), "n_ratios", (json_int_t)s->n_ratios));
     }
     return json_pack("{s:o, s:o, s:b, s:o, s:o, s:I, s:I, s:I, s:o, s:o}", "a", json_run(pair->a), "b",
                      json_run(pair->b), "comparable", pair->n_env_refusing == 0 && pair->n_matched > 0, "environment",

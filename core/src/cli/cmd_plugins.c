@@ -1,5 +1,5 @@
 /* cmd_plugins.c: `benchctl plugins [NAME]`: the plugins found, or one
- * plugin's settings table. */
+ * plugin's settings table and, for a backend, its metric table. */
 #define _GNU_SOURCE
 
 #include <stdio.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fields.h"
 #include "loader.h"
 #include "settings.h"
 
@@ -98,6 +99,40 @@ static void print_settings_table(const bc_plugin_desc *d) {
     }
 }
 
+/* Prints backend p's metric table (its descriptor's rows; an instance's
+ * more_metrics rows exist only once it is created), columns as wide as their
+ * widest cell. */
+static void print_metrics_table(const bc_plugin *p) {
+    const bc_plugin_desc *d = p->desc; /* host-size (loader.h): no table before 2.4 */
+    const char *more = p->backend.more_metrics ? "; an instance may declare more (more_metrics)" : "";
+    if (d->n_metrics == 0 || !d->metrics) {
+        printf("\nno metrics of its own%s\n", more);
+        return;
+    }
+    if (!BC_ELEM_HAS(d->metric_size, bc_metric_desc, help)) {
+        printf("\nmetric table of %u-byte rows, not an ABI 2.4 table (a run refuses it)\n", d->metric_size);
+        return;
+    }
+    int w_name = 6, w_unit = 4;
+    for (uint32_t i = 0; i < d->n_metrics; i++) {
+        const bc_metric_desc *m = BC_AT(bc_metric_desc, d->metrics, d->metric_size, i);
+        w_name = max_int(w_name, m->name ? (int)strlen(m->name) : 1);
+        w_unit = max_int(w_unit, m->unit ? (int)strlen(m->unit) : 1);
+    }
+    printf("\n%-*s  %-*s  %-7s  %-9s  %s\n", w_name, "METRIC", w_unit, "UNIT", "BETTER", "PER", "HELP");
+    for (uint32_t i = 0; i < d->n_metrics; i++) {
+        const bc_metric_desc *m = BC_AT(bc_metric_desc, d->metrics, d->metric_size, i);
+        char why[160];
+        if (bc_metric_desc_invalid(m, why, sizeof why)) {
+            printf("(row %u: %s; a run refuses it)\n", i, why);
+            continue;
+        }
+        printf("%-*s  %-*s  %-7s  %-9s  %s\n", w_name, m->name, w_unit, m->unit, bc_metric_better_name(m->better),
+               bc_metric_scope_name(m->scope), m->help ? m->help : "");
+    }
+    if (more[0]) printf("%s\n", more + 2);
+}
+
 /* Lists every plugin found, grouped by kind, then the broken ones. */
 static int list_plugins(bc_loader *l) {
     printf("%-10s %-14s %-8s %s\n", "KIND", "NAME", "VERSION", "DESCRIPTION / FILE");
@@ -159,6 +194,7 @@ int bc_cli_plugins(const bc_cli_args *a) {
         print_settings_table(d);
         print_settings_usage(d, found_by_name(&l, p) ? d->name : p->path);
     }
+    if (d->kind == BC_KIND_BACKEND) print_metrics_table(p);
     bc_context_free_settings(&resolved);
     bc_loader_free(&l);
     return 0;

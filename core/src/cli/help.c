@@ -88,7 +88,8 @@ const char bc_cli_usage_plugins[] =
     "\n"
     "Without NAME: every plugin found on the search path, with its kind,\n"
     "version, description and file; broken plugins are listed with their error.\n"
-    "With NAME (or the path of a .so): that plugin's settings table. A plugin\n"
-    "whose settings depend on its own (the worker backend: its engine declares\n"
-    "them) shows them all once given those, e.g.\n"
+    "With NAME (or the path of a .so): that plugin's settings table and, for a\n"
+    "backend, its metric table (name, unit, which way is better, per iteration\n"
+    "or per case, help). A plugin whose settings depend on its own (the worker\n"
+    "backend: its engine declares them) shows them all once given those, e.g.\n"
     "  benchctl plugins worker --set command=\"python3 -m benchctl_worker transformers\"\n";

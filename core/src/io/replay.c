@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fields.h"
 #include "loader.h"
 #include "metadata.h"
 #include "settings.h"
@@ -155,7 +156,8 @@ bc_status bc_replay_build(const bc_runfile *rf, bc_replay *rp, bc_error *err) {
         const bc_runfile_pair *pair = &rf->backend_settings[i];
         rp->setting_descs[i] = (bc_setting_desc){.name = pair->name, .type = pair->type, .default_int = pair->i,
                                                  .default_float = pair->f, .default_string = pair->value,
-                                                 .help = "as the run recorded it"};
+                                                 .help = "as the run recorded it",
+                                                 .flags = pair->workload ? BC_SETTING_WORKLOAD : 0u};
         rp->setting_values[i] = (bc_setting_value){.i = pair->i, .f = pair->f, .s = pair->value};
     }
     for (size_t i = 0; i < rf->n_plugins; i++)
@@ -199,6 +201,10 @@ bc_status bc_replay_build(const bc_runfile *rf, bc_replay *rp, bc_error *err) {
     run->plugin_ref_size = sizeof(bc_plugin_ref);
     run->n_fields = rf->n_fields;
     run->field_names = rp->field_names;
+    run->field_descs = rf->field_descs;
+    run->field_desc_size = sizeof *rf->field_descs;
+    while (run->n_host_fields < rf->n_fields && bc_host_field_desc(rf->field_names[run->n_host_fields]))
+        run->n_host_fields++; /* the host's own come first */
     run->n_stats = BC_N_STATS;
     run->stat_names = bc_stat_names;
     run->backend_settings = rp->setting_descs;

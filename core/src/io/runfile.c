@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "fields.h"
 #include <unistd.h>
 #include <zlib.h>
 
@@ -265,6 +267,12 @@ static bc_status read_header(bc_runfile *rf, const json_t *top, bc_error *err) {
                 return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
         }
     }
+    const json_t *workload = json_object_get(top, "workload_settings");
+    for (size_t k = 0; k < json_array_size(workload); k++) {
+        const char *name = json_string_value(json_array_get(workload, k));
+        for (size_t i = 0; name && i < rf->n_backend_settings; i++)
+            if (strcmp(rf->backend_settings[i].name, name) == 0) rf->backend_settings[i].workload = 1;
+    }
     const json_t *plugins = json_object_get(top, "plugins");
     if (json_is_array(plugins)) {
         size_t n = json_array_size(plugins);
@@ -498,6 +506,50 @@ static bc_status add_case(bc_runfile *rf, const json_t *top, const json_t *c, bc
     return st;
 }
 
+/* Which of names[n] text is, or fallback. */
+static int enum_of(const char *text, const char *const *names, int n, int fallback) {
+    for (int i = 0; text && i < n; i++)
+        if (strcmp(text, names[i]) == 0) return i;
+    return fallback;
+}
+
+/* rf->field_descs: each field's descriptor from top's "metrics" list (by
+ * name); a field it lacks (a file from before 2.4) gets this host's
+ * descriptor of that name, else unit "" and better neither. */
+static bc_status read_field_descs(bc_runfile *rf, const json_t *top, bc_error *err) {
+    static const char *const better[] = {"neither", "higher", "lower"}, *const scope[] = {"iteration", "case"};
+    rf->field_descs = calloc(rf->n_fields + 1, sizeof *rf->field_descs);
+    if (!rf->field_descs) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+    const json_t *metrics = json_object_get(top, "metrics");
+    for (uint32_t f = 0; f < rf->n_fields; f++) {
+        const json_t *m = NULL, *x;
+        size_t i;
+        json_array_foreach(metrics, i, x) {
+            const char *name = json_string_value(json_object_get(x, "name"));
+            if (name && strcmp(name, rf->field_names[f]) == 0) {
+                m = x;
+                break;
+            }
+        }
+        const bc_metric_desc *host = bc_host_field_desc(rf->field_names[f]);
+        bc_metric_desc d = host ? *host : (bc_metric_desc){.unit = "", .help = ""};
+        if (m) {
+            const char *unit = json_string_value(json_object_get(m, "unit"));
+            const char *help = json_string_value(json_object_get(m, "help"));
+            d.unit = unit ? unit : "";
+            d.help = help ? help : "";
+            d.better = (bc_metric_better)enum_of(json_string_value(json_object_get(m, "better")), better, 3, 0);
+            d.scope = (bc_metric_scope)enum_of(json_string_value(json_object_get(m, "scope")), scope, 2, 0);
+        }
+        d.name = rf->field_names[f];
+        char *unit = strdup(d.unit ? d.unit : ""), *help = strdup(d.help ? d.help : "");
+        rf->field_descs[f] = d;
+        rf->field_descs[f].unit = unit, rf->field_descs[f].help = help;
+        if (!unit || !help) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", rf->path);
+    }
+    return BC_OK;
+}
+
 /* --------------------------------------------------------------- formats */
 
 static bc_status read_report(bc_runfile *rf, json_t *top, bc_error *err) {
@@ -508,6 +560,7 @@ static bc_status read_report(bc_runfile *rf, json_t *top, bc_error *err) {
         rf->format = BC_RUNFILE_SEED_JSON;
         st = fields_from_profiles(rf, cases, err);
     }
+    if (st == BC_OK) st = read_field_descs(rf, top, err);
     for (size_t i = 0; st == BC_OK && i < json_array_size(cases); i++) st = add_case(rf, top, json_array_get(cases, i), err);
     rf->complete = 1;
     return st;
@@ -545,6 +598,7 @@ static bc_status read_journal(bc_runfile *rf, char *text, size_t len, bc_error *
         if (kind && strcmp(kind, "run") == 0 && !header) {
             header = rec;
             st = read_header(rf, header, err);
+            if (st == BC_OK) st = read_field_descs(rf, header, err);
             line = next;
             continue;
         }
@@ -652,6 +706,9 @@ void bc_runfile_free(bc_runfile *rf) {
         free(rf->plugins[i].version), free(rf->plugins[i].path);
     }
     free(rf->plugins);
+    for (uint32_t f = 0; rf->field_descs && f < rf->n_fields; f++)
+        free((char *)rf->field_descs[f].unit), free((char *)rf->field_descs[f].help);
+    free(rf->field_descs);
     for (uint32_t f = 0; f < rf->n_fields; f++) free(rf->field_names[f]);
     free(rf->field_names);
     for (size_t i = 0; i < rf->n_cases; i++) free_case(&rf->cases[i]);

@@ -38,6 +38,7 @@ typedef struct bc_runfile_pair {
     bc_setting_type type; /* BC_SETTING_INT, _FLOAT, _BOOL or _STRING, from the JSON value's type */
     int64_t i;            /* INT, BOOL */
     double f;             /* FLOAT (and INT, as a double) */
+    int workload;         /* named in the report's "workload_settings" (BC_SETTING_WORKLOAD) */
 } bc_runfile_pair;
 
 /* A plugin the run used. */
@@ -116,6 +117,11 @@ typedef struct bc_runfile {
     size_t n_backend_settings;
     char **field_names;                  /* n_fields */
     uint32_t n_fields;
+    /* n_fields: what each field is, from the file's "metrics" (a 2.4 host's
+     * reports) or, for a field it lacks, this host's descriptor of that name
+     * (fields.h), else unit "" and better neither. name points at
+     * field_names[f]; unit and help are owned. */
+    bc_metric_desc *field_descs;
     bc_runfile_case *cases;              /* in the file's order (requested order for JSON, finish order for a journal) */
     size_t n_cases;
     int complete;                        /* JSON: 1; journal: 1 when it has its "end" record */

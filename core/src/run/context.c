@@ -157,23 +157,15 @@ static bc_status load_plugin(bc_context *ctx, const bc_plugin_spec *spec, bc_plu
     return BC_OK;
 }
 
-/* Row index of backend b's setting called name of type, or -1. */
-static int backend_row(const bc_context_plugin *b, const char *name, bc_setting_type type) {
-    const bc_plugin_desc *d = b->plugin->desc;
-    for (uint32_t i = 0; i < d->n_settings; i++)
-        if (d->settings[i].name && strcmp(d->settings[i].name, name) == 0 && d->settings[i].type == type) return (int)i;
-    return -1;
-}
-
 /* A distributed rank picks its GPU by its local rank (context.h), for each
- * backend (spec, b) of the run. */
+ * backend (spec, b) of the run: every INT setting the backend marks
+ * BC_SETTING_LOCAL_RANK (since 2.4) that bench.cfg does not give. */
 static void device_index_from_local_rank(const bc_plugin_spec *spec, bc_context_plugin *b, int32_t local_rank) {
-    int index = backend_row(b, "device_index", BC_SETTING_INT);
-    int device = backend_row(b, "device", BC_SETTING_ENUM);
-    if (device < 0) device = backend_row(b, "device", BC_SETTING_STRING);
-    if (index < 0 || device < 0 || bc_settings_given(spec, "device_index")) return;
-    const char *dev = b->values[device].s;
-    if (dev && strcmp(dev, "cuda") == 0) b->values[index].i = local_rank;
+    const bc_plugin_desc *d = b->plugin->desc; /* host-size rows (loader.h) */
+    for (uint32_t i = 0; i < d->n_settings; i++)
+        if (d->settings[i].type == BC_SETTING_INT && (d->settings[i].flags & BC_SETTING_LOCAL_RANK) &&
+            !bc_settings_given(spec, d->settings[i].name))
+            b->values[i].i = local_rank;
 }
 
 /* Steps 1 and 2: the config and its plugins. */

@@ -352,7 +352,7 @@ void bc_dist_aggregate(uint32_t n_ranks, uint32_t n_it, const double *ms, const 
 /* ------------------------------------------------ a case, rank to rank */
 
 /* One case as a rank finished it: its report's measured fields, memory and
- * message, followed on the wire by rows x BC_N_FIELDS values. */
+ * message, followed on the wire by rows x the run's n_fields values. */
 typedef struct case_wire {
     int64_t k; /* requested index; -1: no case */
     int32_t status, error_code, stop_reason, rebuilt;
@@ -366,13 +366,13 @@ typedef struct case_wire {
 } case_wire;
 
 static size_t wire_bytes(const bc_run_result *res) {
-    return sizeof(case_wire) + (size_t)res->rows_per_case * BC_N_FIELDS * sizeof(double);
+    return sizeof(case_wire) + (size_t)res->rows_per_case * res->n_fields * sizeof(double);
 }
 
 static void wire_from_case(const bc_run_result *res, int64_t k, unsigned char *buf) {
     case_wire w = {.k = k};
     double *values = (double *)(buf + sizeof w);
-    size_t n_values = (size_t)res->rows_per_case * BC_N_FIELDS;
+    size_t n_values = (size_t)res->rows_per_case * res->n_fields;
     if (k < 0) {
         memcpy(buf, &w, sizeof w);
         for (size_t i = 0; i < n_values; i++) values[i] = NAN;
@@ -402,7 +402,7 @@ static void wire_from_case(const bc_run_result *res, int64_t k, unsigned char *b
     w.memory = res->memory[k];
     snprintf(w.message, sizeof w.message, "%s", cr->message ? cr->message : "");
     memcpy(buf, &w, sizeof w);
-    memcpy(values, res->values + (size_t)k * res->rows_per_case * BC_N_FIELDS, n_values * sizeof *values);
+    memcpy(values, res->values + (size_t)k * res->rows_per_case * res->n_fields, n_values * sizeof *values);
 }
 
 /* Case w.k of res := what the wire says (another rank ran it). */
@@ -440,8 +440,8 @@ static void case_from_wire(bc_run_result *res, const unsigned char *buf) {
         res->messages[k] = msg;
         cr->message = msg;
     }
-    size_t n_values = (size_t)res->rows_per_case * BC_N_FIELDS;
-    memcpy(res->values + k * res->rows_per_case * BC_N_FIELDS, buf + sizeof w, n_values * sizeof(double));
+    size_t n_values = (size_t)res->rows_per_case * res->n_fields;
+    memcpy(res->values + k * res->rows_per_case * res->n_fields, buf + sizeof w, n_values * sizeof(double));
     bc_run_case_stats(res, k);
 }
 
@@ -458,11 +458,11 @@ static unsigned char *gather_cases(bc_dist *d, const bc_run_result *res, int64_t
 }
 
 /* ms[i], tokens[i] := total_ms and generated tokens of the first n_it rows
- * of values (rows of BC_N_FIELDS). */
-static void time_columns(const double *values, uint32_t n_it, double *ms, double *tokens) {
+ * of values (rows of nf fields). */
+static void time_columns(const double *values, size_t nf, uint32_t n_it, double *ms, double *tokens) {
     for (uint32_t i = 0; i < n_it; i++) {
-        ms[i] = values[(size_t)i * BC_N_FIELDS + BC_FIELD_TOTAL_MS];
-        tokens[i] = values[(size_t)i * BC_N_FIELDS + BC_FIELD_NUM_GENERATED_TOKENS];
+        ms[i] = values[(size_t)i * nf + BC_FIELD_TOTAL_MS];
+        tokens[i] = values[(size_t)i * nf + BC_FIELD_NUM_GENERATED_TOKENS];
     }
 }
 
@@ -483,7 +483,8 @@ void bc_dist_replicate_collect(bc_dist *d, bc_run_result *res, size_t k) {
     for (size_t r = 0; r < w; r++) {
         case_wire cw;
         memcpy(&cw, all + r * wb, sizeof cw);
-        time_columns((const double *)(const void *)(all + r * wb + sizeof cw), n_it, ms + r * n_it, tok + r * n_it);
+        time_columns((const double *)(const void *)(all + r * wb + sizeof cw), res->n_fields, n_it, ms + r * n_it,
+                     tok + r * n_it);
         peak[r] = cw.peak_memory_mib;
         returned[r] = cw.returned_response_length;
     }
@@ -518,7 +519,7 @@ void bc_dist_shard_exchange(bc_dist *d, bc_run_result *res, int64_t k, volatile 
         uint32_t n_it = cr->n_iterations;
         double *ms = calloc(n_it ? n_it : 1, sizeof *ms), *tok = calloc(n_it ? n_it : 1, sizeof *tok);
         if (!ms || !tok) bc_dist_abort(d, 1);
-        time_columns(res->values + (size_t)cw.k * res->rows_per_case * BC_N_FIELDS, n_it, ms, tok);
+        time_columns(res->values + (size_t)cw.k * res->rows_per_case * res->n_fields, res->n_fields, n_it, ms, tok);
         rank_time_and_rate(ms, tok, n_it, &arrays[0], &arrays[w]);
         free(ms), free(tok);
         arrays[2 * w] = cr->peak_memory_mib;

@@ -74,7 +74,7 @@ void bc_runner_iteration_event(run_state *rs, const bc_case *c, int warmup, uint
                             double elapsed_ms, double rel_ci) {
     const bc_runner_config *cfg = rs->cfg;
     if (rs->child_fd >= 0) {
-        bc_runner_child_send_event(rs->child_fd, warmup, iteration, row, elapsed_ms, rel_ci);
+        bc_runner_child_send_event(rs->child_fd, warmup, iteration, row, rs->res->n_fields, elapsed_ms, rel_ci);
         return;
     }
     int any = 0;

@@ -28,7 +28,7 @@ volatile sig_atomic_t bc_run_in_case_child;
  *   frame  = uint32 type, uint32 payload length, payload
  *   EVENT  = frame_event: one finished iteration (warmup or measured)
  *   RESULT = the case report (raw struct, same binary), the memory stats
- *            (raw struct), n_iterations x N_FIELDS doubles, the message
+ *            (raw struct), n_iterations x n_fields doubles, the message
  * The parent forwards EVENTs to the reporters and keeps their values, so a
  * child that dies keeps the iterations it finished. The child's stderr goes
  * through a second pipe: passed on to ours, its tail kept for the message. */
@@ -37,8 +37,7 @@ enum { FRAME_EVENT = 1, FRAME_RESULT = 2, STDERR_TAIL = 1024, STDERR_LINES = 5 }
 typedef struct frame_event {
     int32_t warmup;
     uint32_t iteration;
-    double elapsed_ms, rel_ci;
-    double row[N_FIELDS];
+    double elapsed_ms, rel_ci; /* followed on the wire by the row's n_fields values */
 } frame_event;
 
 /* Writes all n bytes; 0 on success. */
@@ -61,11 +60,10 @@ static int send_frame(int fd, uint32_t type, const void *a, size_t na, const voi
            write_all(fd, d, nd);
 }
 
-void bc_runner_child_send_event(int fd, int warmup, uint32_t iteration, const double *row, double elapsed_ms,
-                             double rel_ci) {
+void bc_runner_child_send_event(int fd, int warmup, uint32_t iteration, const double *row, uint32_t n_fields,
+                                double elapsed_ms, double rel_ci) {
     frame_event ev = {.warmup = warmup, .iteration = iteration, .elapsed_ms = elapsed_ms, .rel_ci = rel_ci};
-    memcpy(ev.row, row, sizeof ev.row);
-    if (send_frame(fd, FRAME_EVENT, &ev, sizeof ev, NULL, 0, NULL, 0, NULL, 0)) bc_exit_group(1);
+    if (send_frame(fd, FRAME_EVENT, &ev, sizeof ev, row, n_fields * sizeof *row, NULL, 0, NULL, 0)) bc_exit_group(1);
 }
 
 /* The child's stderr: passed through to ours, the last STDERR_TAIL bytes kept. */
@@ -120,15 +118,17 @@ static int parent_frame(run_state *rs, size_t k, uint32_t type, const unsigned c
                         uint32_t *n_measured) {
     bc_run_result *res = rs->res;
     bc_case_report *cr = &res->cases[k];
-    double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
-    if (type == FRAME_EVENT && n == sizeof(frame_event)) {
+    const size_t nf = res->n_fields;
+    double *values = res->values + k * (size_t)res->rows_per_case * nf;
+    if (type == FRAME_EVENT && n == sizeof(frame_event) + nf * sizeof(double)) {
         frame_event ev;
         memcpy(&ev, p, sizeof ev);
+        memcpy(rs->row, p + sizeof ev, nf * sizeof(double));
         if (!ev.warmup && ev.iteration < res->rows_per_case) {
-            memcpy(values + (size_t)ev.iteration * N_FIELDS, ev.row, sizeof ev.row);
+            memcpy(values + (size_t)ev.iteration * nf, rs->row, nf * sizeof(double));
             *n_measured = ev.iteration + 1;
         }
-        bc_runner_iteration_event(rs, cr->c, ev.warmup, ev.iteration, ev.row, ev.elapsed_ms, ev.rel_ci);
+        bc_runner_iteration_event(rs, cr->c, ev.warmup, ev.iteration, rs->row, ev.elapsed_ms, ev.rel_ci);
         return 0;
     }
     if (type != FRAME_RESULT || n < sizeof(bc_case_report) + sizeof(bc_memory_stats)) return 0;
@@ -137,8 +137,8 @@ static int parent_frame(run_state *rs, size_t k, uint32_t type, const unsigned c
     p += sizeof got, n -= sizeof got;
     memcpy(&res->memory[k], p, sizeof res->memory[k]);
     p += sizeof res->memory[k], n -= sizeof res->memory[k];
-    if (got.n_iterations > res->rows_per_case || n < (size_t)got.n_iterations * N_FIELDS * sizeof(double)) return 0;
-    size_t nv = (size_t)got.n_iterations * N_FIELDS * sizeof(double);
+    if (got.n_iterations > res->rows_per_case || n < (size_t)got.n_iterations * nf * sizeof(double)) return 0;
+    size_t nv = (size_t)got.n_iterations * nf * sizeof(double);
     memcpy(values, p, nv);
     p += nv, n -= nv;
     /* the scalars are the child's; the pointers stay the parent's */
@@ -215,10 +215,10 @@ void bc_runner_run_case_isolated(run_state *rs, size_t k) {
         close(ep[1]);
         rs->child_fd = rp[1];
         bc_runner_run_case(rs, k);
-        double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+        double *values = res->values + k * (size_t)res->rows_per_case * res->n_fields;
         const char *msg = cr->message ? cr->message : "";
         int bad = send_frame(rp[1], FRAME_RESULT, cr, sizeof *cr, &res->memory[k], sizeof res->memory[k], values,
-                             (size_t)cr->n_iterations * N_FIELDS * sizeof(double), msg, strlen(msg));
+                             (size_t)cr->n_iterations * res->n_fields * sizeof(double), msg, strlen(msg));
         fflush(NULL);
         bc_exit_group(bad ? 1 : 0);
     }

@@ -28,15 +28,6 @@ static const bc_case_report *finished_case(const bc_resume *rs, const bc_case *c
     return NULL;
 }
 
-/* to[it * BC_N_FIELDS + f] := the journal's value of field f, by name. */
-static void map_values(const bc_runfile *rf, const bc_case_report *from, double *to) {
-    for (uint32_t f = 0; f < BC_N_FIELDS; f++) {
-        int g = bc_runfile_field(rf, bc_field_names[f]);
-        for (uint32_t it = 0; it < from->n_iterations; it++)
-            to[(size_t)it * BC_N_FIELDS + f] = g < 0 ? NAN : from->values[(size_t)it * rf->n_fields + (size_t)g];
-    }
-}
-
 bc_status bc_resume_load(bc_resume *rs, const char *path, const bc_case *cases, size_t n, const char *config_sha256,
                          bc_error *err) {
     memset(rs, 0, sizeof *rs);
@@ -50,14 +41,10 @@ bc_status bc_resume_load(bc_resume *rs, const char *path, const bc_case *cases, 
         return BC_ERR_SETTING;
     }
     if ((st = bc_replay_build(&rs->rf, &rs->rp, err)) != BC_OK) return st;
-    uint32_t max_it = 0;
-    for (size_t i = 0; i < rs->rf.n_cases; i++)
-        if (rs->rf.cases[i].n_iterations > max_it) max_it = rs->rf.cases[i].n_iterations;
     rs->n_cases = n;
     rs->priors = calloc(n + 1, sizeof *rs->priors);
     rs->by_case = calloc(n + 1, sizeof *rs->by_case);
-    rs->values = calloc(n * (size_t)max_it * BC_N_FIELDS + 1, sizeof *rs->values);
-    if (!rs->priors || !rs->by_case || !rs->values) return bc_error_set(err, BC_ERR_NOMEM, "--resume: out of memory");
+    if (!rs->priors || !rs->by_case) return bc_error_set(err, BC_ERR_NOMEM, "--resume: out of memory");
     for (size_t k = 0; k < n; k++) {
         const bc_case *c = &cases[k];
         const char *dtype = c->precision_ops && c->precision_ops->dtype ? c->precision_ops->dtype : c->precision;
@@ -72,9 +59,10 @@ bc_status bc_resume_load(bc_resume *rs, const char *path, const bc_case *cases, 
         const bc_case_report *from = finished_case(rs, c, key, with_backend);
         free(key), free(with_backend);
         if (!from) continue;
-        double *to = rs->values + k * (size_t)max_it * BC_N_FIELDS;
-        map_values(&rs->rf, from, to);
-        rs->priors[k] = (bc_prior_case){.report = from, .values = to, .n_iterations = from->n_iterations};
+        /* the runner maps the journal's fields to its own by name */
+        rs->priors[k] = (bc_prior_case){.report = from, .values = from->values, .n_iterations = from->n_iterations,
+                                        .field_names = (const char *const *)rs->rf.field_names,
+                                        .n_fields = rs->rf.n_fields};
         rs->by_case[k] = &rs->priors[k];
         rs->n_taken++;
     }
@@ -82,7 +70,6 @@ bc_status bc_resume_load(bc_resume *rs, const char *path, const bc_case *cases, 
 }
 
 void bc_resume_free(bc_resume *rs) {
-    free(rs->values);
     free(rs->priors);
     free(rs->by_case);
     bc_replay_free(&rs->rp);
@@ -91,16 +78,21 @@ void bc_resume_free(bc_resume *rs) {
 }
 
 /* Case k as an earlier run recorded it (bc_prior_case): values (as many as
- * fit), statistics recomputed from them, and the recorded measurements. */
+ * fit, mapped to this run's columns by name), statistics recomputed from
+ * them, and the recorded measurements. */
 void bc_runner_adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size_t k) {
     const bc_prior_case *p = cfg->prior[k];
     const bc_case_report *from = p->report;
     bc_case_report *cr = &res->cases[k];
     uint32_t n_it = p->n_iterations < res->rows_per_case ? p->n_iterations : res->rows_per_case;
-    double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
-    memcpy(values, p->values, (size_t)n_it * N_FIELDS * sizeof *values);
-    for (size_t f = 0; f < N_FIELDS; f++)
-        bc_stats_compute(values + f, n_it, N_FIELDS, res->stats + (k * N_FIELDS + f) * BC_N_STATS, NULL);
+    const size_t nf = res->n_fields;
+    double *values = res->values + k * (size_t)res->rows_per_case * nf;
+    for (size_t f = 0; f < nf; f++) { /* the earlier run's columns, by name */
+        int g = bc_find_name_(p->field_names, p->n_fields, res->fields.names[f]);
+        for (uint32_t it = 0; it < n_it; it++)
+            values[(size_t)it * nf + f] = g < 0 ? NAN : p->values[(size_t)it * p->n_fields + (size_t)g];
+        bc_stats_compute(values + f, n_it, nf, res->stats + (k * nf + f) * BC_N_STATS, NULL);
+    }
     cr->status = BC_CASE_OK;
     cr->error_code = BC_OK;
     cr->n_iterations = n_it;

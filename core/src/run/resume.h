@@ -6,10 +6,10 @@
  * the resolved config text (the reports' config_sha256); another is refused
  * with both hashes. A case is taken when the journal holds it with the same
  * index and the same key (runfile.h: axes, dtype, cache) and status "ok";
- * failed, skipped and missing cases run again. Values are mapped to this
- * benchctl's fields by name.
+ * failed, skipped and missing cases run again. Values are the journal's,
+ * in its field order; the runner maps them to its own fields by name.
  *
- * Ownership: bc_resume owns the runfile, its replay and the mapped values;
+ * Ownership: bc_resume owns the runfile and its replay;
  * the prior pointers it hands the runner live until bc_resume_free.
  */
 #ifndef BENCHCTL_RESUME_H
@@ -25,7 +25,6 @@
 typedef struct bc_resume {
     bc_runfile rf;
     bc_replay rp;
-    double *values;            /* n_cases x the journal's iterations x BC_N_FIELDS */
     bc_prior_case *priors;     /* n_cases */
     const bc_prior_case **by_case; /* n_cases: &priors[k], or NULL when case k runs */
     size_t n_cases, n_taken;

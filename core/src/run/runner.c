@@ -123,7 +123,7 @@ static double per_second(int64_t count, double ms) {
     return count >= 0 && bc_is_measured(ms) && ms > 0 ? (double)count / (ms / 1000.0) : NAN;
 }
 
-/* The fields generate's stats give (row has N_FIELDS values, total_ms set). */
+/* The fields generate's stats give (row has the run's fields, total_ms set). */
 static void fields_from_generation(const bc_generation_stats *g, double gen_ms, double expand_ms, double *row) {
     if (g->num_generated_tokens >= 0) {
         row[BC_FIELD_NUM_GENERATED_TOKENS] = (double)g->num_generated_tokens;
@@ -145,8 +145,6 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
     row[BC_FIELD_PREFILL_TOKENS_PER_SECOND] = per_second(g->num_prefill_tokens, g->prefill_forward_ms);
     row[BC_FIELD_DECODE_TOKENS_PER_SECOND] = per_second(g->num_decode_tokens, g->decode_forward_ms);
     row[BC_FIELD_PADDED_TOKEN_SLOTS] = count_field(g->padded_token_slots);
-    if (g->padded_token_slots > 0 && g->num_generated_tokens >= 0)
-        row[BC_FIELD_PADDING_WASTE] = 1.0 - (double)g->num_generated_tokens / (double)g->padded_token_slots;
     row[BC_FIELD_RESPONSE_LENGTH_MIN] = g->response_length_min;
     row[BC_FIELD_RESPONSE_LENGTH_P50] = g->response_length_p50;
     row[BC_FIELD_RESPONSE_LENGTH_P95] = g->response_length_p95;
@@ -162,13 +160,20 @@ static void fields_from_generation(const bc_generation_stats *g, double gen_ms, 
     row[BC_FIELD_KV_FRAGMENTATION] = g->kv_fragmentation;
     if (g->kv_bytes_saved != INT64_MIN) row[BC_FIELD_KV_BYTES_SAVED] = (double)g->kv_bytes_saved;
     if (bc_is_measured(g->engine_prompt_expansion_ms) && bc_is_measured(g->engine_generation_ms) &&
-        bc_is_measured(g->engine_post_processing_ms)) {
+        bc_is_measured(g->engine_post_processing_ms))
         row[BC_FIELD_ENGINE_TOTAL_MS] = g->engine_prompt_expansion_ms + g->engine_generation_ms +
                                         g->engine_post_processing_ms;
-        row[BC_FIELD_PROTOCOL_OVERHEAD_MS] = row[BC_FIELD_TOTAL_MS] - row[BC_FIELD_ENGINE_TOTAL_MS];
-    }
     row[BC_FIELD_LORA_FUSE_MS] = g->lora_fuse_ms;
     row[BC_FIELD_LORA_UNFUSE_MS] = g->lora_unfuse_ms;
+}
+
+/* The fields the host derives from others of the row, once the backend's
+ * figures (bc_generation_stats and declared metrics) are in. */
+static void derived_fields(double *row) {
+    double slots = row[BC_FIELD_PADDED_TOKEN_SLOTS], tokens = row[BC_FIELD_NUM_GENERATED_TOKENS];
+    if (slots > 0 && bc_is_measured(tokens)) row[BC_FIELD_PADDING_WASTE] = 1.0 - tokens / slots;
+    if (bc_is_measured(row[BC_FIELD_ENGINE_TOTAL_MS]))
+        row[BC_FIELD_PROTOCOL_OVERHEAD_MS] = row[BC_FIELD_TOTAL_MS] - row[BC_FIELD_ENGINE_TOTAL_MS];
 }
 
 /* Where one iteration stopped, when it did not complete. */
@@ -178,13 +183,34 @@ typedef struct iteration_out {
     bc_generation_stats gen; /* what generate reported */
 } iteration_out;
 
-/* One rollout. row (N_FIELDS, may be NULL for warmup) gets the values. On a
- * hook error returns it, with out->hook naming the hook. */
-static bc_status one_iteration(const bc_runner_config *cfg, const bc_backend_ops *ops, void *inst, const bc_case *c,
-                               int *released, double *row, iteration_out *out, bc_error *err) {
-    double scratch[N_FIELDS];
-    if (!row) row = scratch;
-    for (int f = 0; f < N_FIELDS; f++) row[f] = NAN;
+/* The values of the declared metrics of scope that instance b (rb) gives
+ * (read_metrics), into their columns of row; NaN stays. */
+static bc_status declared_metrics(const bc_run_result *res, size_t b, const bc_runner_backend *rb,
+                                  bc_metric_scope scope, double *row, bc_error *err) {
+    const bc_fields_backend *fb = &res->fields.backends[b];
+    if (fb->n_rows == 0) return BC_OK;
+    double v[BC_METRICS_MAX_PER_BACKEND];
+    for (uint32_t i = 0; i < fb->n_rows; i++) v[i] = NAN;
+    bc_status st = rb->plugin->backend.read_metrics(rb->instance, scope, v, fb->n_rows, err);
+    if (st != BC_OK) return st;
+    for (uint32_t i = 0; i < fb->n_rows; i++) {
+        if (fb->scope[i] != scope || isnan(v[i])) continue;
+        if (!isfinite(v[i]))
+            return bc_error_set(err, BC_ERR_INVALID, "metric '%s' is %g, not a finite number",
+                                res->fields.names[fb->column[i]], v[i]);
+        row[fb->column[i]] = v[i];
+    }
+    return BC_OK;
+}
+
+/* One rollout of case c on instance b (rb). row (res->n_fields) gets the
+ * values. On a hook error returns it, with out->hook naming the hook. */
+static bc_status one_iteration(const bc_runner_config *cfg, const bc_run_result *res, size_t b,
+                               const bc_runner_backend *rb, const bc_case *c, int *released, double *row,
+                               iteration_out *out, bc_error *err) {
+    const bc_backend_ops *ops = &rb->plugin->backend;
+    void *inst = rb->instance;
+    for (uint32_t f = 0; f < res->n_fields; f++) row[f] = NAN;
     out->hook = NULL;
     out->abandoned = 0;
     bc_status st;
@@ -222,6 +248,9 @@ static bc_status one_iteration(const bc_runner_config *cfg, const bc_backend_ops
     row[BC_FIELD_POST_PROCESSING_MS] = post_ms;
     row[BC_FIELD_TOTAL_MS] = expand_ms + gen_ms + post_ms;
     fields_from_generation(&out->gen, gen_ms, expand_ms, row);
+    if ((st = declared_metrics(res, b, rb, BC_METRIC_PER_ITERATION, row, err)) != BC_OK)
+        return out->hook = "read_metrics", st;
+    derived_fields(row);
     return BC_OK;
 }
 
@@ -288,17 +317,18 @@ static bc_stop_reason stop_rule(const bc_runner_config *cfg, uint32_t n, double 
 /* The relative CI of total_ms over case k's first n measured iterations. */
 static double case_rel_ci(const bc_run_result *res, size_t k, uint32_t n) {
     bc_error err = {0};
-    return bc_stats_median_rel_ci(res->cases[k].values + BC_FIELD_TOTAL_MS, n, N_FIELDS, &err);
+    return bc_stats_median_rel_ci(res->cases[k].values + BC_FIELD_TOTAL_MS, n, res->n_fields, &err);
 }
 
 /* Case k's statistics and CI from its measured values. */
 void bc_run_case_stats(bc_run_result *res, size_t k) {
     bc_case_report *cr = &res->cases[k];
-    const double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+    const size_t nf = res->n_fields;
+    const double *values = res->values + k * (size_t)res->rows_per_case * nf;
     cr->total_ms_rel_ci = case_rel_ci(res, k, cr->n_iterations);
-    for (int f = 0; f < N_FIELDS; f++) {
-        double *out = res->stats + ((size_t)k * N_FIELDS + (size_t)f) * BC_N_STATS;
-        bc_stats_compute(values + f, cr->n_iterations, N_FIELDS, out, NULL); /* out is n = 0 on failure */
+    for (size_t f = 0; f < nf; f++) {
+        double *out = res->stats + (k * nf + f) * BC_N_STATS;
+        bc_stats_compute(values + f, cr->n_iterations, nf, out, NULL); /* out is n = 0 on failure */
     }
 }
 
@@ -307,13 +337,15 @@ void bc_runner_run_case(run_state *rs, size_t k) {
     const bc_runner_config *cfg = rs->cfg;
     bc_run_result *res = rs->res;
     const bc_case *c = &cfg->cases[k];
-    const bc_runner_backend *rb = &rs->backends[rs->plan->instance[k]]; /* the plan says which */
+    const size_t b = rs->plan->instance[k]; /* the plan says which instance */
+    const bc_runner_backend *rb = &rs->backends[b];
     const bc_backend_ops *ops = &rb->plugin->backend;
     void *inst = rb->instance;
     bc_case_report *cr = &res->cases[k];
-    double *values = res->values + k * (size_t)res->rows_per_case * N_FIELDS;
+    const size_t nf = res->n_fields;
+    double *values = res->values + k * (size_t)res->rows_per_case * nf;
     const bc_run_seam *seam = rs->seam; /* one process, or the protocol of many */
-    double row[N_FIELDS];
+    double *row = rs->row;
     bc_error err = {0};
     iteration_out it_out = {0};
     const char *hook = NULL;
@@ -332,7 +364,7 @@ void bc_runner_run_case(run_state *rs, size_t k) {
     if (st != BC_OK) goto done;
     for (uint32_t w = 0; w < cfg->warmup; w++) {
         seam->before_iteration(seam->ctx);
-        st = one_iteration(cfg, ops, inst, c, &released, row, &it_out, &err);
+        st = one_iteration(cfg, res, b, rb, c, &released, row, &it_out, &err);
         seam->after_step(seam->ctx, &st, &it_out.hook, &err, cfg->stop, NULL);
         if (st != BC_OK) {
             hook = it_out.hook;
@@ -354,9 +386,9 @@ void bc_runner_run_case(run_state *rs, size_t k) {
     }
     cr->device_free_before_bytes = before.device_free_bytes;
     for (uint32_t it = 0; it < hi; it++) {
-        double *out = values + (size_t)it * N_FIELDS;
+        double *out = values + (size_t)it * nf;
         seam->before_iteration(seam->ctx); /* the processes start together, outside the timed stages */
-        st = one_iteration(cfg, ops, inst, c, &released, out, &it_out, &err);
+        st = one_iteration(cfg, res, b, rb, c, &released, out, &it_out, &err);
         double elapsed = ms_since(t_case);
         double rel = st == BC_OK && has_target(cfg) ? case_rel_ci(res, k, it + 1) : NAN;
         int32_t rule = st == BC_OK ? (int32_t)stop_rule(cfg, it + 1, rel, elapsed) : BC_STOP_NONE;
@@ -366,7 +398,7 @@ void bc_runner_run_case(run_state *rs, size_t k) {
             goto done;
         }
         if (it_out.abandoned) { /* the other processes stop after this iteration too (stop_level) */
-            for (int f = 0; f < N_FIELDS; f++) out[f] = NAN;
+            for (size_t f = 0; f < nf; f++) out[f] = NAN;
             mark_interrupted(cfg, res, k, "twice (the iteration in progress was abandoned),", it, hi);
             break;
         }
@@ -381,6 +413,11 @@ void bc_runner_run_case(run_state *rs, size_t k) {
             mark_interrupted(cfg, res, k, "", it + 1, hi);
             break;
         }
+    }
+    if (cr->n_iterations > 0 && (st = declared_metrics(res, b, rb, BC_METRIC_PER_CASE,
+                                                        values + (size_t)(cr->n_iterations - 1) * nf, &err)) != BC_OK) {
+        hook = "read_metrics";
+        goto done;
     }
     bc_memory_stats *after = &res->memory[k];
     if (ops->read_memory && (st = ops->read_memory(inst, after, &err)) != BC_OK) {
@@ -417,11 +454,12 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
     bc_runner_iteration_bounds(cfg, &lo, &hi);
     res->n_cases = n;
     res->rows_per_case = hi; /* every case may run the most iterations the rule allows */
+    const size_t nf = res->n_fields;
     res->cases = calloc(n ? n : 1, sizeof *res->cases);
-    if (n && (size_t)hi > SIZE_MAX / sizeof(double) / N_FIELDS / n)
+    if (n && (size_t)hi > SIZE_MAX / sizeof(double) / nf / n)
         return bc_error_set(err, BC_ERR_NOMEM, "runner: %zu cases x %u iterations do not fit in memory", n, hi);
-    res->values = calloc(n * (size_t)hi * N_FIELDS + 1, sizeof *res->values);
-    res->stats = calloc(n * N_FIELDS * BC_N_STATS + 1, sizeof *res->stats);
+    res->values = calloc(n * (size_t)hi * nf + 1, sizeof *res->values);
+    res->stats = calloc(n * nf * BC_N_STATS + 1, sizeof *res->stats);
     res->memory = calloc(n ? n : 1, sizeof *res->memory);
     res->messages = calloc(n ? n : 1, sizeof *res->messages);
     res->tokens = calloc(n ? n : 1, sizeof *res->tokens);
@@ -436,8 +474,8 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
         cr->status = BC_CASE_SKIPPED;
         cr->error_code = BC_OK;
         cr->message = "";
-        cr->values = res->values + k * (size_t)hi * N_FIELDS;
-        cr->stats = res->stats + k * N_FIELDS * BC_N_STATS;
+        cr->values = res->values + k * (size_t)hi * nf;
+        cr->stats = res->stats + k * nf * BC_N_STATS;
         cr->returned_response_length = -1;
         cr->prompt_width_tokens = cr->prompt_min_tokens = cr->prompt_max_tokens = -1;
         cr->prompt_p50_tokens = cr->prompt_pad_tokens = -1;
@@ -451,8 +489,8 @@ static bc_status result_alloc(const bc_runner_config *cfg, bc_run_result *res, b
         cr->stop_reason = BC_STOP_NONE;
         cr->total_ms_rel_ci = cr->load_avg_start = cr->load_avg_end = cr->cpu_steal_share = NAN;
         cr->token_agreement = NAN;
-        for (size_t f = 0; f < N_FIELDS; f++) {
-            double *s = res->stats + (k * N_FIELDS + f) * BC_N_STATS;
+        for (size_t f = 0; f < nf; f++) {
+            double *s = res->stats + (k * nf + f) * BC_N_STATS;
             s[BC_STAT_N] = 0.0;
             for (int j = 1; j < BC_N_STATS; j++) s[j] = NAN;
         }
@@ -465,22 +503,26 @@ typedef struct run_scratch {
     bc_case_report *finished; /* scratch for case_finished: the finished cases, requested order */
     unsigned char *done;      /* done[k]: case k finished */
     reporter_slot *slots;
+    double *row;              /* res->n_fields: run_state's row */
     bc_plan own;              /* the plan, when the caller gave none */
 } run_scratch;
 
 static void free_scratch(run_scratch *s) {
-    free(s->finished), free(s->done), free(s->slots);
+    free(s->finished), free(s->done), free(s->slots), free(s->row);
     bc_plan_free(&s->own);
 }
 
-/* The run's scratch and plan (plan.h): the caller's, or, for one backend
- * without one, planned here on its rebuild axes. */
-static bc_status scratch_alloc(const bc_runner_config *cfg, run_scratch *s, const bc_plan **plan, bc_error *err) {
+/* The run's scratch (rows of nf fields) and plan (plan.h): the caller's,
+ * or, for one backend without one, planned here on its rebuild axes. */
+static bc_status scratch_alloc(const bc_runner_config *cfg, size_t nf, run_scratch *s, const bc_plan **plan,
+                               bc_error *err) {
     size_t n = cfg->n_cases;
     s->finished = calloc(n ? n : 1, sizeof *s->finished);
     s->done = calloc(n ? n : 1, 1);
     s->slots = calloc(cfg->n_reporters + 1, sizeof *s->slots);
-    if (!s->finished || !s->done || !s->slots) return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory");
+    s->row = calloc(nf ? nf : 1, sizeof *s->row);
+    if (!s->finished || !s->done || !s->slots || !s->row)
+        return bc_error_set(err, BC_ERR_NOMEM, "runner: out of memory");
     *plan = cfg->plan;
     if (!*plan) {
         uint32_t axes = bc_matrix_rebuild_axes(cfg->backend->backend.rebuild_axes);
@@ -531,14 +573,44 @@ static void case_done(const bc_runner_config *cfg, run_scratch *s, bc_run_report
     bc_runner_journal_case(cfg, run, s->slots, res, k);
 }
 
+/* The run's columns (fields.h): the host's fields, then each instance's
+ * metric table, its descriptor's rows and then its more_metrics rows;
+ * res->fields.backends[b] is instance b's (backends, n_backends of them). */
+static bc_status build_fields(const bc_runner_backend *backends, size_t n_backends, bc_run_result *res,
+                              bc_error *err) {
+    bc_status st = bc_fields_init(&res->fields, err);
+    for (size_t b = 0; st == BC_OK && b < n_backends; b++) {
+        const bc_plugin *p = backends[b].plugin;
+        void *inst = backends[b].instance;
+        char who[160];
+        snprintf(who, sizeof who, "backend '%s'", backends[b].label ? backends[b].label : p->desc->name);
+        if ((st = bc_fields_begin_backend(&res->fields, err)) != BC_OK) break;
+        st = bc_fields_add_rows(&res->fields, who, p->desc->metrics, p->desc->n_metrics, p->desc->metric_size, err);
+        if (st == BC_OK && p->backend.more_metrics) {
+            const bc_metric_desc *rows = NULL;
+            uint32_t n_rows = 0, row_size = 0;
+            if ((st = p->backend.more_metrics(inst, &rows, &n_rows, &row_size, err)) != BC_OK) break;
+            st = bc_fields_add_rows(&res->fields, who, rows, n_rows, row_size, err);
+        }
+        if (st == BC_OK && res->fields.backends[b].n_rows && !p->backend.read_metrics)
+            st = bc_error_set(err, BC_ERR_INVALID, "%s declares metrics but has no read_metrics hook", who);
+    }
+    res->n_fields = res->fields.n;
+    return st;
+}
+
 bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err) {
     *res = (bc_run_result){0};
     const bc_run_seam *seam = cfg->seam ? cfg->seam : &bc_seam_local;
     size_t n = cfg->n_cases;
     run_scratch scratch = {0};
     const bc_plan *plan = NULL;
-    bc_status st = result_alloc(cfg, res, err);
-    if (st == BC_OK) st = scratch_alloc(cfg, &scratch, &plan, err);
+    /* a single backend's label is its name (build_fields) */
+    const bc_runner_backend one = {.plugin = cfg->backend, .instance = cfg->backend_instance, .where = cfg->backend_where};
+    const bc_runner_backend *backends = cfg->n_backends ? cfg->backends : &one;
+    bc_status st = build_fields(backends, cfg->n_backends ? cfg->n_backends : 1, res, err);
+    if (st == BC_OK) st = result_alloc(cfg, res, err);
+    if (st == BC_OK) st = scratch_alloc(cfg, res->n_fields, &scratch, &plan, err);
     if (st != BC_OK) { /* this process alone: the others would wait for it */
         seam->abort(seam->ctx, 1, err);
         free_scratch(&scratch);
@@ -549,8 +621,6 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         return st;
     }
     const size_t *order = plan->order;
-    const bc_runner_backend one = {.plugin = cfg->backend, .instance = cfg->backend_instance, .where = cfg->backend_where};
-    const bc_runner_backend *backends = cfg->n_backends ? cfg->backends : &one;
     if ((st = prepare_backends(seam, plan, backends, err)) != BC_OK) {
         free_scratch(&scratch);
         return st;
@@ -566,8 +636,11 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.target_rel_ci = cfg->max_iterations > 0 && cfg->target_rel_ci > 0 ? cfg->target_rel_ci : NAN;
     run.max_seconds_per_case = cfg->max_seconds_per_case > 0 ? cfg->max_seconds_per_case : NAN;
     if (run.n_matrix_cases == 0) run.n_matrix_cases = (uint32_t)n;
-    run.n_fields = N_FIELDS;
-    run.field_names = bc_field_names;
+    run.n_fields = res->n_fields;
+    run.field_names = res->fields.names;
+    run.field_descs = res->fields.descs;
+    run.field_desc_size = sizeof *res->fields.descs;
+    run.n_host_fields = BC_N_FIELDS;
     run.n_stats = BC_N_STATS;
     run.stat_names = bc_stat_names;
     run.case_report_size = sizeof(bc_case_report);
@@ -578,7 +651,7 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     bc_runner_open_reporters(cfg, &run, slots, res);
 
     run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .plan = plan, .backends = backends,
-                    .seam = seam, .order = order, .child_fd = -1};
+                    .seam = seam, .order = order, .child_fd = -1, .row = scratch.row};
     int64_t last = -1; /* the case this process handled before, -1 none yet */
     for (size_t i = 0; i < n; i++) {
         size_t k = order[i];
@@ -658,6 +731,7 @@ void bc_run_result_free(bc_run_result *res) {
     free(res->memory);
     bc_agreement_free(res->tokens, res->n_cases);
     bc_schedule_free(res->schedules, res->n_cases);
+    bc_fields_free(&res->fields);
     *res = (bc_run_result){0};
 }
 

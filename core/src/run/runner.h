@@ -43,6 +43,11 @@
  *   decode_tokens_per_second = num_decode_tokens / decode_forward_ms
  *   padding_waste = 1 - num_generated_tokens / padded_token_slots; the other
  *   fields from padded_token_slots on are the backend's as it gave them
+ * then the backend's declared metrics (bc_plugin_desc.metrics, then its
+ * instance's more_metrics rows; fields.h maps them to columns): read_metrics
+ * after post_process for the per-iteration ones, after the last measured
+ * iteration for the per-case ones (into that iteration's row); a value that
+ * is not finite fails the case, naming the metric.
  * A hook error fails the case (message "<hook>: <message>", error_code the
  * hook's status) and the run goes on. Interrupts (*stop, set by the signal
  * handler): 1 = the current iteration finishes; 2 or more = the iteration is
@@ -65,10 +70,13 @@
 #include <stddef.h>
 
 #include "benchctl/plugin.h"
+#include "fields.h"
 #include "loader.h"
 #include "stats.h"
 
-/* The per-iteration fields, in report order. */
+/* The host's own per-iteration fields, in report order (their descriptors:
+ * fields.h). A run's columns are these, then the backends' declared
+ * metrics (bc_run_result.fields). */
 typedef enum bc_field {
     BC_FIELD_PROMPT_EXPANSION_MS = 0,
     BC_FIELD_GENERATION_MS,
@@ -122,12 +130,15 @@ typedef struct bc_runner_reporter {
 
 /* A case an earlier run finished (run --resume), taken as it was recorded
  * instead of being run again: its report's measured fields and memory, and
- * its values, n_iterations x BC_N_FIELDS in this runner's field order (NaN
+ * its values, n_iterations x n_fields in the earlier run's field order
+ * (field_names), which the runner maps to its own columns by name (NaN
  * where the earlier run had no such field). */
 typedef struct bc_prior_case {
     const bc_case_report *report;
     const double *values;
     uint32_t n_iterations;
+    const char *const *field_names;
+    uint32_t n_fields;
 } bc_prior_case;
 
 /* One backend instance of a run with a backends list or axes over backend
@@ -209,8 +220,12 @@ typedef struct bc_run_result {
     bc_case_report *cases;   /* requested order, n_cases */
     size_t n_cases;
     uint32_t rows_per_case;  /* the most measured iterations a case may run */
-    double *values;          /* n_cases x rows_per_case x BC_N_FIELDS; each case report points into it */
-    double *stats;           /* n_cases x BC_N_FIELDS x BC_N_STATS */
+    /* The run's columns: the host's BC_N_FIELDS fields, then the backends'
+     * declared metrics (fields.h); n_fields is fields.n. */
+    bc_fields fields;
+    uint32_t n_fields;
+    double *values;          /* n_cases x rows_per_case x n_fields; each case report points into it */
+    double *stats;           /* n_cases x n_fields x BC_N_STATS */
     bc_memory_stats *memory; /* n_cases; case report k's memory */
     char **messages;         /* n_cases, each case report's message */
     struct bc_case_tokens *tokens; /* n_cases: each case's last tokens, for the token agreement (agreement.h) */

@@ -12,8 +12,6 @@
 #include "host.h"
 #include "runner.h"
 
-enum { N_FIELDS = BC_N_FIELDS };
-
 static inline double ms_since(uint64_t t0) { return (double)(bc_now_ns() - t0) / 1e6; }
 
 static inline int stop_level(const bc_runner_config *cfg) { return cfg->stop ? (int)*cfg->stop : 0; }
@@ -41,6 +39,7 @@ typedef struct run_state {
     size_t position;          /* of the running case in order */
     bc_eta eta;               /* fitted on the finished cases */
     int child_fd;             /* >= 0 in an isolated case's child: events go to the parent over it */
+    double *row;              /* res->n_fields: a warmup iteration's values, an event's; bc_run's */
 } run_state;
 
 
@@ -60,9 +59,10 @@ void bc_runner_run_case(run_state *rs, size_t k);
  * interrupts, enforces cfg->case_timeout_s and turns a child that dies into
  * a failed case. */
 void bc_runner_run_case_isolated(run_state *rs, size_t k);
-/* In the child: sends one finished iteration to the parent over fd. */
-void bc_runner_child_send_event(int fd, int warmup, uint32_t iteration, const double *row, double elapsed_ms,
-                                double rel_ci);
+/* In the child: sends one finished iteration (row: n_fields values) to the
+ * parent over fd. */
+void bc_runner_child_send_event(int fd, int warmup, uint32_t iteration, const double *row, uint32_t n_fields,
+                                double elapsed_ms, double rel_ci);
 
 /* fanout.c */
 /* Seconds the cases at positions from..n-1 of the order should take, with e. */

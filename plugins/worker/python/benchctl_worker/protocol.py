@@ -184,6 +184,14 @@ class Engine:
         """hello's device (default "cpu")."""
         return "cpu"
 
+    def metrics_table(self):
+        """hello's "metrics": the profile keys of this engine's own beyond the
+        protocol's, each {"name", "unit", "better" ("higher", "lower",
+        "neither"), "help", optional "min", "max"} (docs/plugins.md); every
+        generate profile may then carry them, a number in range or None.
+        Default: none."""
+        return []
+
     def configure(self, values):
         """Required: takes every setting's value (checked by
         resolve_settings); may raise WorkerError("setting")."""
@@ -229,9 +237,13 @@ class Session:
         self.in_case = False
 
     def hello(self):
-        return {"op": "hello", "protocol": PROTOCOL_VERSION, "engine": self.engine.name,
-                "engine_version": self.engine.engine_version(), "device": self.engine.device(),
-                "settings": self.table}
+        hello = {"op": "hello", "protocol": PROTOCOL_VERSION, "engine": self.engine.name,
+                 "engine_version": self.engine.engine_version(), "device": self.engine.device(),
+                 "settings": self.table}
+        metrics = self.engine.metrics_table()
+        if metrics:
+            hello["metrics"] = metrics
+        return hello
 
     def _need_configured(self):
         if not self.configured:  # the host always configures first; defaults otherwise
