@@ -2,7 +2,7 @@
 # RoPE and SiLU-times-gate row kernels (portable + AVX2 + AVX-512, chosen at
 # run time by the caller from cpu_isa_detect) and the RoPE table builders.
 # Included from the top-level CMakeLists.txt; the engine library takes these
-# sources in when it exists. Flags per file as plugins/opt sets them for its
+# sources in when it exists. Flags per file as engine/CMakeLists.txt sets them for its
 # kernel variants.
 set(_eng_nra_dir ${CMAKE_CURRENT_LIST_DIR})
 add_library(eng_norm_rope_act STATIC

@@ -1,5 +1,5 @@
 /* synthetic_prompts.h: the synthetic prompts of a case, in one place, for
- * every backend that makes them: the native OPT engine (plugins/opt) and the
+ * every backend that makes them: the native engine (engine/, every family) and the
  * worker backend (plugins/worker), which sends them to a foreign engine, so
  * both engines run the same token ids for the same case and seed.
  *

@@ -30,7 +30,9 @@ head_dim 32):
     benchctl stops before the first case saying so; transformers runs it;
   - transformers only: a built-in shape of the family (qwen2.5-0.5b, vocab
     151936) through benchctl, and the four shapes' parameter counts equal
-    transformers' on the meta device.
+    transformers' on the meta device;
+  - transformers only: configs/peers-qwen2.cfg, cut down: the native llama
+    engine's, transformers' and CTranslate2's greedy tokens are equal.
 Exit status 0 when all pass, 1 otherwise, 77 when the environment is missing.
 """
 
@@ -376,16 +378,21 @@ class TestLlamaFamily(unittest.TestCase):
 
     def test_peers_qwen2_cfg(self):
         """configs/peers-qwen2.cfg itself on the tiny Qwen2 checkpoint, the
-        matrix cut down: both workers run, and their greedy tokens agree."""
+        matrix cut down: the native llama engine and both workers run, and
+        their greedy tokens agree."""
         if ENGINE != "transformers":
             self.skipTest("runs both workers: once, in pyworker_transformers")
         out = os.path.join(WORK, "peers_qwen2")
         os.makedirs(out, exist_ok=True)
+        backends = ("native", "transformers", "ctranslate2")  # backends.[0], [1], [2] of the config
+        for i in range(len(backends)):  # no token file of an earlier run stands in for this one's
+            if os.path.exists(os.path.join(out, "tokens_%d.txt" % i)):
+                os.remove(os.path.join(out, "tokens_%d.txt" % i))
         sets = []
-        for i in (0, 1):
+        for i in range(len(backends)):
             sets += ["--set", 'backends.[%d].settings.checkpoint="%s"' % (i, self.ckpt["qwen2"]),
                      "--set", 'backends.[%d].settings.save_tokens="%s/tokens_{case}.txt"' % (i, out)]
-        sets += ["--set", 'backends.[1].settings.cache_dir="%s"' % os.path.join(WORK, "cache", "benchctl", "ct2")]
+        sets += ["--set", 'backends.[2].settings.cache_dir="%s"' % os.path.join(WORK, "cache", "benchctl", "ct2")]
         sets += ["--set", "matrix.batch_sizes=[2]", "--set", "matrix.samples_per_prompt=[2]",
                  "--set", "matrix.prompt_lengths=[8]", "--set", "matrix.response_lengths=[10]",
                  "--set", "run.iterations=1", "--set", "run.warmup=0",
@@ -394,15 +401,17 @@ class TestLlamaFamily(unittest.TestCase):
         p = subprocess.run([BENCHCTL, "run", os.path.join(SRC, "configs", "peers-qwen2.cfg")] + sets,
                            capture_output=True, text=True, cwd=SRC, timeout=900, env=env)
         self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        # the backend is the outermost axis: case i is backends.[i]'s one case
+        self.assertEqual([c["backend"] for c in rep["cases"]], list(backends))
         rows = []
-        for case in (0, 1):
+        for case in range(len(backends)):
             with open(os.path.join(out, "tokens_%d.txt" % case)) as f:
                 rows.append([[int(t) for t in line.split()] for line in f if line.strip()])
         self.assertEqual([len(r) for r in rows[0]], [10] * 4)
-        self.assertEqual(rows[0], rows[1])
-        with open(os.path.join(out, "report.json")) as f:
-            rep = json.load(f)
-        self.assertEqual(len(rep["cases"]), 2)
+        for case in (1, 2):
+            self.assertEqual(rows[case], rows[0], "%s's tokens against %s's" % (backends[case], backends[0]))
 
 
 def models_describe(name):

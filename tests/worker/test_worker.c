@@ -5,8 +5,8 @@
  * wrong reply id, another protocol version, no hello, an error reply), each
  * failing only the hook talking to it, with its stderr in the message, and
  * the next case running on a restarted worker. Also: the host's synthetic
- * prompts are the OPT engine's (plugins/common/synthetic_prompts.h against
- * plugins/opt's row generators).
+ * prompts are the native engine's (plugins/common/synthetic_prompts.h against
+ * the engine's row generators, engine/rollout/sampling.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -23,7 +23,7 @@
 #include "../../plugins/common/synthetic_prompts.h"
 #include "../plugins/plugin_dl.h"
 #include "bc_test_assert.h"
-#include "sampling.h" /* plugins/opt: eng_rng_for_row, eng_rng_next */
+#include "sampling.h" /* engine/rollout: eng_rng_for_row, eng_rng_next */
 
 /* The plugin's own settings (its table's order), then the fake's four. */
 enum { V_COMMAND, V_ENV, V_TIMEOUT, V_SAVE_TOKENS, V_MODEL, V_THREADS, V_SCALE, V_CHATTY, N_VALUES };

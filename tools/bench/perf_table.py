@@ -113,7 +113,7 @@ import shlex
 import sys
 
 ELEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
-# The KV cache's element size per precision (the OPT engine's opt_kv_dtype:
+# The KV cache's element size per precision (the engine's eng_kv_dtype:
 # int8 weights keep an fp32 cache).
 KV_ELEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 4}
 
@@ -250,7 +250,7 @@ def opt_prefill_flops(tokens, prompt_length, cfg=OPT125M):
     prompt_length): 2 x the decoder layers' weights (non-embedding: q, k, v,
     out, fc1, fc2 and their biases and norms) per token, plus the lm_head
     (2 x vocab x hidden) on each prompt's last position only, as the OPT
-    engine computes it (model.c, OPT_LOGITS_LAST). Attention's
+    engine computes it (plugins/opt/opt_model.c, ENG_LOGITS_LAST). Attention's
     score and value products are left out (at 128 tokens, about 4% of the
     layers' flops for OPT-125m)."""
     V, H = cfg["vocab_size"], cfg["hidden_size"]

@@ -48,8 +48,8 @@ import perf_table  # noqa: E402
 
 # (part, regular expression matched at the start of a symbol), first match wins
 PARTS = [
-    ("linear", r"(col_tile|col_pack|opt_linear|opt_cols_|row_(f32|bf16|f16|i8)_|linear_|tile_|panel_chunk|store_rows?\b|pack_x)"),
-    ("attention", r"(score|vsum|softmax|attend|opt_attend|attention_worker)"),
+    ("linear", r"(col_tile|col_pack|eng_linear|eng_cols_|row_(f32|bf16|f16|i8)_|linear_|tile_|panel_chunk|store_rows?\b|pack_x)"),
+    ("attention", r"(score|vsum|softmax|attend|eng_attend|attention_worker)"),
 ]
 
 

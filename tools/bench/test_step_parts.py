@@ -39,19 +39,19 @@ class StepParts(unittest.TestCase):
                              "layernorm_forward": 50, "row_bf16_4": 100})
 
     def test_part_of(self):
-        for sym in ("col_tile_32x12_w", "col_pack_row", "opt_linear_cols", "opt_cols_transpose_8x8",
-                    "row_i8_2", "linear_avx2", "tile_f32_4_4", "opt_linear_row.constprop.0", "store_rows.isra.0",
+        for sym in ("col_tile_32x12_w", "col_pack_row", "eng_linear_cols", "eng_cols_transpose_8x8",
+                    "row_i8_2", "linear_avx2", "tile_f32_4_4", "eng_linear_row.constprop.0", "store_rows.isra.0",
                     "panel_chunk", "linear_cols_by_group"):
             self.assertEqual(step_parts.part_of(sym), "linear", sym)
         for sym in ("score_avx2", "vsum_group_avx512", "softmax_avx512", "attend_split_avx2",
-                    "opt_attend_group_run", "attention_worker"):
+                    "eng_attend_group_run", "attention_worker"):
             self.assertEqual(step_parts.part_of(sym), "attention", sym)
-        for sym in ("layernorm_forward", "opt_sample", "worker_main", "f32_to_bf16_avx512",
-                    "opt_rollout_sample_row"):
+        for sym in ("layernorm_forward", "eng_sample", "worker_main", "f32_to_bf16_avx512",
+                    "eng_rollout_sample_row"):
             self.assertEqual(step_parts.part_of(sym), "rest", sym)
 
     def test_decode_parts(self):
-        long_run = {"col_tile_16x24": 900, "score_avx2": 300, "opt_sample": 40, "fill_chunk": 500}
+        long_run = {"col_tile_16x24": 900, "score_avx2": 300, "eng_sample": 40, "fill_chunk": 500}
         short_run = {"col_tile_16x24": 100, "score_avx2": 20, "fill_chunk": 510}
         # fill_chunk (weight synthesis) cancels; its -10 lowers rest to 30
         self.assertEqual(step_parts.decode_parts(long_run, short_run),

@@ -8,7 +8,7 @@
 #include "prompt_set.h"
 #include "readfile.h"
 
-/* The largest prompts file read: the opt backend's limit (plugins/opt/fileio.h). */
+/* The largest prompts file read: the native engine's limit (ENG_PROMPTS_MAX_BYTES, engine/base/fileio.h). */
 #define BC_PROMPTS_MAX_BYTES ((uint64_t)1 << 30)
 
 bc_status bc_prompts_write(const bc_prompts_request *r, FILE *out, bc_prompts_summary *summary, bc_error *err) {

@@ -9,8 +9,8 @@
  * a path swapped for a FIFO between the two calls cannot hang either.
  * Errors name the file, what it is for, and the limit.
  *
- * Plugins never link the core; the OPT engine has its own copy of this rule
- * in plugins/opt/fileio.c.
+ * Plugins never link the core; the native engine has its own copy of this rule
+ * in engine/base/fileio.c.
  */
 #ifndef BENCHCTL_READFILE_H
 #define BENCHCTL_READFILE_H
