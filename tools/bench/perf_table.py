@@ -14,8 +14,10 @@ Columns of the first table, per engine x kernel family x precision x shape
                 or ONEDNN_MAX_CPU_ISA set to AVX2 in the worker's `env`
                 setting, backend_settings.env), else "native" (what they pick
                 on this CPU).
-  model         the OPT shape of the row (benchctl's model_shape; the peers
-                run OPT-125m).
+  model         the shape of the row: its report's model_shape, an OPT one
+                (the opt backend; the peers by default run OPT-125m) or a
+                Llama-family one (the llama backend and the peers with a
+                Llama-family `model`: the same name, compared with each other).
   tok/s         generated tokens per second, the median (p50) over the
                 measured iterations: num_generated_tokens / generation time.
                 The median, not the mean, because the benchmark machine is
@@ -99,7 +101,10 @@ target needs that is missing or failed is a line saying "no row", not met
   4. at 16 rows and more, step / max(bw, FMA) bound <= 1.3 and prefill
      >= 60% of the FMA peak, every precision;
   5. each bigger model's fp32 and bf16 rows at B=1 and 16 rows exist;
-  6. int8 / bf16 tok/s >= 1.6 at B=1.
+  6. int8 / bf16 tok/s >= 1.6 at B=1;
+  7. a Llama-family shape against its peers of the same shape (native ISA),
+     every shape: fp32 / CT2 float32 and int8 / CT2 int8 >= 1.2, fp32 / HF
+     fp32 and bf16 / HF bf16 >= 1.0 (target 1 then has int8's line too).
 
 Usage:
   perf_table.py --bandwidth bw1.json [--bandwidth bw2.json] [--fmapeak fp.json] [--threads 2]
