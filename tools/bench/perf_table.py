@@ -233,7 +233,7 @@ def median(xs):
 WORKER_ENGINES = {"transformers": "HF", "ctranslate2": "CT2", "deepspeed": "DS"}
 
 
-LABELS = dict(WORKER_ENGINES, native="benchctl", opt="benchctl")
+LABELS = dict(WORKER_ENGINES, native="benchctl", opt="benchctl", llama="benchctl")
 
 
 def engine_of(doc, case):
@@ -673,7 +673,7 @@ def main(argv=None):
     add_metrics(rows, gbs, peaks)
 
     lines = []
-    if gbs:
+    if gbs and any(r["cfg"].get("family") != "llama" for r in rows):
         lines.append("Bandwidth bound: best %d-thread read %.1f GB/s; OPT-125m decode-step weight bytes fp32 %.1f MB, "
                      "bf16 %.1f MB -> %.2f ms (fp32), %.2f ms (bf16), plus the KV cache's bytes per shape "
                      "(B=1, 128 -> 128: fp32 %.1f MB, bf16 %.1f MB)."
@@ -685,7 +685,7 @@ def main(argv=None):
                         opt_decode_kv_bytes((1, 1, 128, 128), 2) / 1e6))
     llama_models = {r["model"]: r["cfg"] for r in rows if r["cfg"].get("family") == "llama"}
     for name, cfg in sorted(llama_models.items()) if gbs else ():
-        lines.append("%s decode-step weight bytes fp32 %.1f MB, bf16 %.1f MB, int8 %.1f MB -> %.2f, %.2f, %.2f ms "
+        lines.append("Bandwidth bound: best %d-thread read %.1f GB/s; " % (args.threads, gbs) + "%s decode-step weight bytes fp32 %.1f MB, bf16 %.1f MB, int8 %.1f MB -> %.2f, %.2f, %.2f ms "
                      "at %.1f GB/s, plus the KV cache's (B=1, 128 -> 64: fp32 %.2f MB)."
                      % (name, decode_read_bytes(4, cfg) / 1e6, decode_read_bytes(2, cfg) / 1e6,
                         decode_read_bytes(1, cfg) / 1e6, decode_read_bytes(4, cfg) / (gbs * 1e6),

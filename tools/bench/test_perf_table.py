@@ -146,7 +146,9 @@ class PerfTable(unittest.TestCase):
             hf = bench_report(None, "float32", 1, 1, 10.0, tps=10.0)
             hf.update(backend="worker", backend_settings={"command": "tools/peers-worker transformers"})
             del hf["environment"]
-            paths = [write(d, "n.json", llama(bench_report("avx512_bf16", "float32", 1, 1, 80.0, tps=11.0))),
+            native = llama(bench_report("avx512_bf16", "float32", 1, 1, 80.0, tps=11.0))
+            native["backend"] = native["cases"][0]["backend"] = "llama"  # labelled benchctl
+            paths = [write(d, "n.json", native),
                      write(d, "c.json", llama(ct2_report("", "", 1, 1, 11.0 / 1.5))),
                      write(d, "h.json", llama(hf))]
             rs = []
