@@ -14,8 +14,10 @@ Columns of the first table, per engine x kernel family x precision x shape
                 or ONEDNN_MAX_CPU_ISA set to AVX2 in the worker's `env`
                 setting, backend_settings.env), else "native" (what they pick
                 on this CPU).
-  model         the OPT shape of the row (benchctl's model_shape; the peers
-                run OPT-125m).
+  model         the shape of the row: its report's model_shape, an OPT one
+                (the opt backend; the peers by default run OPT-125m) or a
+                Llama-family one (the llama backend and the peers with a
+                Llama-family `model`: the same name, compared with each other).
   tok/s         generated tokens per second, the median (p50) over the
                 measured iterations: num_generated_tokens / generation time.
                 The median, not the mean, because the benchmark machine is
@@ -99,7 +101,10 @@ target needs that is missing or failed is a line saying "no row", not met
   4. at 16 rows and more, step / max(bw, FMA) bound <= 1.3 and prefill
      >= 60% of the FMA peak, every precision;
   5. each bigger model's fp32 and bf16 rows at B=1 and 16 rows exist;
-  6. int8 / bf16 tok/s >= 1.6 at B=1.
+  6. int8 / bf16 tok/s >= 1.6 at B=1;
+  7. a Llama-family shape against its peers of the same shape (native ISA),
+     every shape: fp32 / CT2 float32 and int8 / CT2 int8 >= 1.2, fp32 / HF
+     fp32 and bf16 / HF bf16 >= 1.0 (target 1 then has int8's line too).
 
 Usage:
   perf_table.py --bandwidth bw1.json [--bandwidth bw2.json] [--fmapeak fp.json] [--threads 2]
@@ -162,6 +167,61 @@ def opt_decode_attention_flops(shape, cfg=OPT125M):
     return 4.0 * cfg["num_hidden_layers"] * cfg["hidden_size"] * B * S * (P + R / 2.0)
 
 
+# The Llama family (benchctl's `llama` backend and the workers' Llama-family
+# shapes, docs/llama.md): model_shape has no KV head count, so the presets'
+# (plugins/llama/llama_config.c) by name; another model counts every head
+# (an upper bound on its KV cache).
+LLAMA_KV_HEADS = {"qwen2.5-0.5b": 2, "qwen2.5-1.5b": 2, "llama-3.2-1b": 8, "smollm2-135m": 3}
+
+
+def llama_embedding_reads(cfg):
+    """(V x H matrices the model holds: 1 tied, 2 untied; its layer
+    parameters without the embeddings and the final norm). From the report's
+    parameter count: the no-bias count says whether lm_head is tied (the
+    q/k/v/o biases are far smaller than V x H)."""
+    V, H, L, F = cfg["vocab_size"], cfg["hidden_size"], cfg["num_hidden_layers"], cfg["ffn_dim"]
+    kv = cfg["kv_heads"] * (H // cfg["heads"])
+    no_bias = V * H + L * (2 * H * H + 2 * H * kv + 3 * H * F + 2 * H) + H
+    tables = 2 if cfg["parameters"] - no_bias >= V * H else 1
+    return tables, cfg["parameters"] - tables * V * H - H
+
+
+def param_count(cfg=OPT125M):
+    """Parameters of the model (OPT: opt_param_count; Llama: the report's)."""
+    return cfg["parameters"] if cfg.get("family") == "llama" else opt_param_count(cfg)
+
+
+def decode_read_bytes(elem_bytes, cfg=OPT125M):
+    """Weight bytes one B=1 decode step must read (OPT: opt_decode_read_bytes;
+    Llama: every layer's weights and biases, the final norm, lm_head once
+    (the tied embedding or its own) and one embedding row)."""
+    if cfg.get("family") != "llama":
+        return opt_decode_read_bytes(elem_bytes, cfg)
+    V, H = cfg["vocab_size"], cfg["hidden_size"]
+    _, layers = llama_embedding_reads(cfg)
+    return (layers + H + V * H + H) * elem_bytes
+
+
+def decode_kv_bytes(shape, kv_elem_bytes, cfg=OPT125M):
+    """K and V bytes of every layer for opt_decode_kv_tokens(shape): hidden
+    wide for OPT, KV heads x head_dim wide for Llama."""
+    if cfg.get("family") != "llama":
+        return opt_decode_kv_bytes(shape, kv_elem_bytes, cfg)
+    kv = cfg["kv_heads"] * (cfg["hidden_size"] // cfg["heads"])
+    return 2.0 * cfg["num_hidden_layers"] * kv * kv_elem_bytes * opt_decode_kv_tokens(shape)
+
+
+def prefill_flops(tokens, prompt_length, cfg=OPT125M):
+    """opt_prefill_flops for OPT; for Llama the same count: 2 x the layers'
+    weights per token plus lm_head on each prompt's last position."""
+    if cfg.get("family") != "llama":
+        return opt_prefill_flops(tokens, prompt_length, cfg)
+    V, H = cfg["vocab_size"], cfg["hidden_size"]
+    _, layers = llama_embedding_reads(cfg)
+    prompts = tokens / prompt_length if prompt_length else 0
+    return 2.0 * (layers * tokens + V * H * prompts)
+
+
 def median(xs):
     xs = sorted(x for x in xs if x is not None and math.isfinite(x))
     n = len(xs)
@@ -173,7 +233,7 @@ def median(xs):
 WORKER_ENGINES = {"transformers": "HF", "ctranslate2": "CT2", "deepspeed": "DS"}
 
 
-LABELS = dict(WORKER_ENGINES, native="benchctl", opt="benchctl")
+LABELS = dict(WORKER_ENGINES, native="benchctl", opt="benchctl", llama="benchctl")
 
 
 def engine_of(doc, case):
@@ -260,7 +320,8 @@ def opt_prefill_flops(tokens, prompt_length, cfg=OPT125M):
 
 
 def model_of(doc):
-    """(short name, shape for opt_param_count) of a report: benchctl's model_shape, else OPT-125m."""
+    """(short name, shape for param_count) of a report: its model_shape (an
+    OPT or a Llama-family one), else OPT-125m."""
     shape = doc.get("model_shape") or {}
     if not shape.get("hidden_size"):
         return "125m", OPT125M
@@ -268,6 +329,9 @@ def model_of(doc):
                num_hidden_layers=shape["layers"], ffn_dim=shape["ffn_size"],
                max_position_embeddings=shape["max_positions"])
     name = ((doc.get("backend_settings") or {}).get("model") or doc.get("model") or "?")
+    if shape.get("family") == "llama":
+        cfg.update(family="llama", parameters=shape["parameters"], heads=shape["heads"],
+                   kv_heads=LLAMA_KV_HEADS.get(name, shape["heads"]))
     return name, cfg
 
 
@@ -368,11 +432,11 @@ def row_bounds(r, gbs, peaks):
     if r["dtype"] not in ELEM_BYTES:
         return None, None
     B, S = r["shape"][:2]
-    read = opt_decode_read_bytes(ELEM_BYTES[r["dtype"]], r["cfg"]) + \
-        opt_decode_kv_bytes(r["shape"], KV_ELEM_BYTES[r["dtype"]], r["cfg"])
+    read = decode_read_bytes(ELEM_BYTES[r["dtype"]], r["cfg"]) + \
+        decode_kv_bytes(r["shape"], KV_ELEM_BYTES[r["dtype"]], r["cfg"])
     bw_ms = read / (gbs * 1e9) * 1e3 if gbs else None
     peak = row_fma_peak(r, peaks)
-    flops = 2.0 * B * S * opt_decode_read_bytes(1, r["cfg"]) + opt_decode_attention_flops(r["shape"], r["cfg"])
+    flops = 2.0 * B * S * decode_read_bytes(1, r["cfg"]) + opt_decode_attention_flops(r["shape"], r["cfg"])
     fma_ms = flops / (peak * 1e9) * 1e3 if peak else None
     return bw_ms, fma_ms
 
@@ -422,10 +486,10 @@ def add_metrics(rows, gbs, peaks):
         r["bound_ms"], r["limit"] = max(known) if known else (None, "")
         r["step_bound"] = ratio(r["step"], r["bound_ms"])
         peak = row_fma_peak(r, peaks)
-        flops = opt_prefill_flops(r["prefill_tokens"], r["shape"][2], r["cfg"]) if r["prefill_tokens"] else None
+        flops = prefill_flops(r["prefill_tokens"], r["shape"][2], r["cfg"]) if r["prefill_tokens"] else None
         r["prefill_gflops"] = flops / (r["prefill_ms"] * 1e6) if (flops and r["prefill_ms"]) else None
         r["prefill_share"] = ratio(r["prefill_gflops"], peak)
-        same = r["model"] == "125m"  # the peers run OPT-125m
+        same = r["model"] == "125m" or r["cfg"].get("family") == "llama"  # the peers run OPT-125m or a Llama shape
         r["vs_fp32"] = ratio(r["tps"], tps_of(find(r, r["engine"], "float32"))) if ok and r["dtype"] != "float32" else None
         r["vs_bf16"] = ratio(r["tps"], tps_of(find(r, r["engine"], "bfloat16"))) if ok and r["dtype"] == "int8" else None
         isa = comparison_isa(r)
@@ -484,7 +548,7 @@ def targets(rows):
     out = []
     bench = [r for r in rows if r["engine"] == "benchctl"]
     fams = sorted({r["family"] or "-" for r in bench})
-    models = sorted({r["model"] for r in bench}, key=lambda m: opt_param_count(next(
+    models = sorted({r["model"] for r in bench}, key=lambda m: param_count(next(
         r["cfg"] for r in bench if r["model"] == m)))
     shapes = sorted({r["shape"] for r in bench}, key=lambda s: (s[0] * s[1], s))
 
@@ -522,8 +586,9 @@ def targets(rows):
                 f32, b16, i8 = (get("benchctl", fam, model, shape, d) for d in ("float32", "bfloat16", "int8"))
                 if not (f32 or b16 or i8):
                     continue
-                if rows_n == 1:  # 1: B=1 step within 1.25x the bandwidth bound
-                    for r, d in ((f32, "float32"), (b16, "bfloat16")):
+                llama = next(r["cfg"] for r in bench if r["model"] == model).get("family") == "llama"
+                if rows_n == 1:  # 1: B=1 step within 1.25x the bandwidth bound (a Llama shape: int8 too)
+                    for r, d in ((f32, "float32"), (b16, "bfloat16")) + (((i8, "int8"),) if llama else ()):
                         line("1. B=1 step / bandwidth bound", fam, model, shape, d,
                              ratio(r["step"], r["bw_ms"]) if ok(r) else None, "<=", 1.25, r,
                              limit="bandwidth" if ok(r) and r["bw_ms"] and (r["fma_ms"] or 0) <= r["bw_ms"] else "FMA")
@@ -559,7 +624,15 @@ def targets(rows):
                              limit=("bandwidth" if r and r["limit"] == "bw" else "FMA"))
                         line("4. prefill share of FMA peak", fam, model, shape, d,
                              r["prefill_share"] if ok(r) else None, ">=", 0.6, r, limit="neither")
-                if model != "125m" and rows_n in (1, 16):  # 5: the bigger model in the table
+                if llama:  # 7: a Llama shape against its peers at every shape, on the native ISA
+                    for what, r, engine, dtype, thr in (
+                            ("fp32 / CT2 float32", f32, "CT2", "float32", 1.2), ("int8 / CT2 int8", i8, "CT2", "int8", 1.2),
+                            ("fp32 / HF fp32", f32, "HF", "float32", 1.0), ("bf16 / HF bf16", b16, "HF", "bfloat16", 1.0)):
+                        theirs = peer_row(rows, engine, model, shape, dtype, "native")
+                        line("7. benchctl %s tok/s" % what, fam, model, shape, dtype,
+                             ratio(ok(r) and r["tps"], theirs and theirs["tps"]), ">=", thr, r,
+                             info="" if theirs else "no %s row" % engine)
+                if not llama and model != "125m" and rows_n in (1, 16):  # 5: the bigger model in the table
                     for r, d in ((f32, "float32"), (b16, "bfloat16")):
                         line("5. OPT-%s in the table, tok/s" % model, fam, model, shape, d,
                              r["tps"] if ok(r) else None, ">", 0, r, spec=".1f", limit="-")
@@ -595,12 +668,12 @@ def main(argv=None):
 
     order = {"benchctl": 0, "HF": 1, "CT2": 2}
     dorder = {"float32": 0, "bfloat16": 1, "int8": 2}
-    rows.sort(key=lambda r: (opt_param_count(r["cfg"]), -r["shape"][0] * r["shape"][1], r["shape"],
+    rows.sort(key=lambda r: (param_count(r["cfg"]), -r["shape"][0] * r["shape"][1], r["shape"],
                              order.get(r["engine"], 9), r["family"] or "", dorder.get(r["dtype"], 9)))
     add_metrics(rows, gbs, peaks)
 
     lines = []
-    if gbs:
+    if gbs and any(r["cfg"].get("family") != "llama" for r in rows):
         lines.append("Bandwidth bound: best %d-thread read %.1f GB/s; OPT-125m decode-step weight bytes fp32 %.1f MB, "
                      "bf16 %.1f MB -> %.2f ms (fp32), %.2f ms (bf16), plus the KV cache's bytes per shape "
                      "(B=1, 128 -> 128: fp32 %.1f MB, bf16 %.1f MB)."
@@ -610,6 +683,14 @@ def main(argv=None):
                         opt_decode_read_bytes(2) / (gbs * 1e9) * 1e3,
                         opt_decode_kv_bytes((1, 1, 128, 128), 4) / 1e6,
                         opt_decode_kv_bytes((1, 1, 128, 128), 2) / 1e6))
+    llama_models = {r["model"]: r["cfg"] for r in rows if r["cfg"].get("family") == "llama"}
+    for name, cfg in sorted(llama_models.items()) if gbs else ():
+        lines.append("Bandwidth bound: best %d-thread read %.1f GB/s; " % (args.threads, gbs) + "%s decode-step weight bytes fp32 %.1f MB, bf16 %.1f MB, int8 %.1f MB -> %.2f, %.2f, %.2f ms "
+                     "at %.1f GB/s, plus the KV cache's (B=1, 128 -> 64: fp32 %.2f MB)."
+                     % (name, decode_read_bytes(4, cfg) / 1e6, decode_read_bytes(2, cfg) / 1e6,
+                        decode_read_bytes(1, cfg) / 1e6, decode_read_bytes(4, cfg) / (gbs * 1e6),
+                        decode_read_bytes(2, cfg) / (gbs * 1e6), decode_read_bytes(1, cfg) / (gbs * 1e6), gbs,
+                        decode_kv_bytes((1, 1, 128, 64), 4, cfg) / 1e6))
     if peaks:
         lines.append("FMA peak (%d threads): %s." % (args.threads, ", ".join(
             "%s %.1f GFLOP/s" % (k, v) for k, v in sorted(peaks.items()))))

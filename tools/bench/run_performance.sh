@@ -7,7 +7,9 @@
 #   2. measures memory read bandwidth and the FMA peak of every kernel family
 #      (tools/bandwidth: bandwidth.c, fmapeak.c), before the engines;
 #   3. benchctl: tools/bench/performance.cfg (fp32, bf16, int8), once per
-#      kernel family, model and shape;
+#      kernel family, model and shape (CONFIG: another file of that form,
+#      e.g. tools/bench/performance-qwen2.cfg, the llama backend; the peers
+#      then run its backend's `model` too);
 #   4. Hugging Face transformers generate: the same file with the `worker`
 #      backend running `tools/peers-worker transformers` (docs/pyworkers.md);
 #   5. CTranslate2, the same way: float32, and int8 (compute_type);
@@ -37,7 +39,7 @@
 #   SHAPES_125m ["1,1,128,128 4,4,128,128 16,4,128,128"] benchctl's OPT-125m
 #       shapes: B=1, 16 rows and 64 rows
 #   SHAPES_1_3b ["1,1,128,128 4,4,128,128"] OPT-1.3b's (64 rows is too slow
-#       on 2 cores); SHAPES_<model> for any other preset, "." read as "_"
+#       on 2 cores); SHAPES_<model> for any other preset, "." and "-" read as "_"
 #   SHAPES_HF ["1,1,128,128 4,4,128,128"] transformers' shapes (no 64 rows:
 #       about 4 minutes there, and no target compares with it)
 #   SHAPES_CT2 [the OPT-125m shapes] CTranslate2's (float32 and int8)
@@ -62,6 +64,8 @@
 #       them: PyTorch's ATen kernels, CTranslate2's own kernels, oneMKL's and
 #       oneDNN's dispatch (each library reads its own; docs/performance.md)
 #   The peers need the environment tools/peers-venv makes (run it once).
+#   CONFIG [tools/bench/performance.cfg] the file every engine runs (its
+#       backend's settings, `model` included, are the peers' too)
 #   BUILD_DIR [build-perf]  BUILD_TYPE [RelWithDebInfo]  CC [cc]
 #   SKIP_BENCHCTL=1 / SKIP_PEERS=1 leave the native / the peers' rows out.
 #   ESTIMATE_ONLY=1 prints the estimate and exits.
@@ -76,6 +80,7 @@ THREADS=${THREADS:-2}
 WARMUP=${WARMUP:-1}
 ITERATIONS=${ITERATIONS:-3}
 MODELS=${MODELS:-125m 1.3b}
+CONFIG=${CONFIG:-tools/bench/performance.cfg}
 SHAPES_125m=${SHAPES_125m:-1,1,128,128 4,4,128,128 16,4,128,128}
 SHAPES_1_3b=${SHAPES_1_3b:-1,1,128,128 4,4,128,128}
 SHAPES_HF=${SHAPES_HF:-1,1,128,128 4,4,128,128}
@@ -99,19 +104,19 @@ say() { printf '== %s\n' "$*" >&2; }
 fail() { printf 'run_performance: %s\n' "$*" >&2; failed+=("$1"); }
 
 # shapes_of MODEL: that model's benchctl shapes (SHAPES when set, else
-# SHAPES_<model> with "." as "_"; OPT-125m's for a preset without its own).
+# SHAPES_<model> with "." and "-" as "_"; OPT-125m's for a preset without its own).
 shapes_of() {
     if [[ -n "$SHAPES" ]]; then
         echo "$SHAPES"
         return
     fi
-    local var="SHAPES_${1//./_}"
+    local var="SHAPES_${1//[.-]/_}"
     echo "${!var:-$SHAPES_125m}"
 }
 
-# per_model NAME MODEL DEFAULT: NAME_<model> ("." as "_") when set, else DEFAULT.
+# per_model NAME MODEL DEFAULT: NAME_<model> ("." and "-" as "_") when set, else DEFAULT.
 per_model() {
-    local var="${1}_${2//./_}"
+    local var="${1}_${2//[.-]/_}"
     echo "${!var:-$3}"
 }
 precisions_of() { per_model PRECISIONS "$1" "fp32 bf16 int8"; }
@@ -260,7 +265,7 @@ mkdir -p "$OUT" || exit 1
     done
     echo "transformers' shapes: $SHAPES_HF; CTranslate2's: $SHAPES_CT2"
     echo "peers again restricted to AVX2: ${PEERS_AVX2:-none} ($PEER_AVX2_ENV)"
-    echo "benchctl models: $MODELS  kernels: $KERNELS"
+    echo "config: $CONFIG  benchctl models: $MODELS  kernels: $KERNELS"
     echo "estimate: $(estimate)"
     lscpu
 } >"$OUT/machine.txt" 2>&1
@@ -299,7 +304,7 @@ probes() { # $1: tag
 probes before
 
 # --- 3, 4, 5. the engines -----------------------------------------------------------
-# engine TAG SHAPES EXTRA_SET...: tools/bench/performance.cfg once per shape
+# engine TAG SHAPES EXTRA_SET...: $CONFIG once per shape
 # of SHAPES, with the --set overrides given (the backend, for a peer), into
 # $OUT/TAG_bBsS.json (and its log beside it).
 engine() {
@@ -309,7 +314,7 @@ engine() {
         IFS=, read -r b s p r <<<"$shape"
         say "$tag: B=$b S=$s P=$p R=$r"
         rm -f out/performance/benchctl.json
-        if "$BENCHCTL" run tools/bench/performance.cfg "$@" \
+        if "$BENCHCTL" run "$CONFIG" "$@" \
             --set "matrix.batch_sizes=[$b]" --set "matrix.samples_per_prompt=[$s]" \
             --set "matrix.prompt_lengths=[$p]" --set "matrix.response_lengths=[$r]" \
             --set "backend.settings.threads=$THREADS" \

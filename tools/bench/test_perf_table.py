@@ -118,6 +118,49 @@ class PerfTable(unittest.TestCase):
         self.assertEqual([r["engine"] for r in rows(doc)], ["benchctl", "HF", "CT2", "x"])
 
 
+    def test_qwen2_shape(self):
+        # Qwen2.5-0.5B as the llama backend reports it; per layer by hand: q 896^2 + 896, k and v
+        # 896 x 128 + 128 each (2 KV heads of 64), o 896^2, gate/up/down 3 x 896 x 4864, 2 norms
+        shape = {"family": "llama", "parameters": 494032768, "layers": 24, "hidden_size": 896, "heads": 14,
+                 "ffn_size": 4864, "vocab_size": 151936, "max_positions": 32768}
+        doc = {"model_shape": shape, "backend_settings": {"model": "qwen2.5-0.5b"}}
+        name, cfg = perf_table.model_of(doc)
+        self.assertEqual(name, "qwen2.5-0.5b")
+        layer = (896 * 896 + 896) + 2 * (896 * 128 + 128) + 896 * 896 + 3 * 896 * 4864 + 2 * 896
+        self.assertEqual(perf_table.llama_embedding_reads(cfg), (1, 24 * layer))  # tied
+        self.assertEqual(24 * layer + 151936 * 896 + 896, 494032768)
+        self.assertEqual(perf_table.decode_read_bytes(2, cfg), 2 * (24 * layer + 896 + 151936 * 896 + 896))
+        self.assertEqual(perf_table.decode_kv_bytes((1, 1, 128, 64), 4, cfg), 2 * 24 * 128 * 4 * (128 + 32))
+        self.assertAlmostEqual(perf_table.prefill_flops(128, 128, cfg), 2.0 * (24 * layer * 128 + 151936 * 896))
+        # untied: one more V x H table, not read by a decode step
+        untied = dict(shape, parameters=494032768 + 151936 * 896)
+        _, cfg2 = perf_table.model_of(dict(doc, model_shape=untied))
+        self.assertEqual(perf_table.llama_embedding_reads(cfg2), (2, 24 * layer))
+        self.assertEqual(perf_table.decode_read_bytes(1, cfg2), perf_table.decode_read_bytes(1, cfg))
+        # target 7 against the peers of the same shape: benchctl fp32 at 1.5x CT2 float32 (met), 1.1x HF (met)
+        def llama(doc):
+            doc.update(model_shape=shape)
+            doc["backend_settings"]["model"] = "qwen2.5-0.5b"
+            return doc
+        with tempfile.TemporaryDirectory() as d:
+            hf = bench_report(None, "float32", 1, 1, 10.0, tps=10.0)
+            hf.update(backend="worker", backend_settings={"command": "tools/peers-worker transformers"})
+            del hf["environment"]
+            native = llama(bench_report("avx512_bf16", "float32", 1, 1, 80.0, tps=11.0))
+            native["backend"] = native["cases"][0]["backend"] = "llama"  # labelled benchctl
+            paths = [write(d, "n.json", native),
+                     write(d, "c.json", llama(ct2_report("", "", 1, 1, 11.0 / 1.5))),
+                     write(d, "h.json", llama(hf))]
+            rs = []
+            for path in paths:
+                rs += perf_table.rows_from(path)[1]
+            perf_table.add_metrics(rs, 20.0, {})
+            got = {t[0]: (t[5], t[7]) for t in perf_table.targets(rs) if t[0].startswith("7.")}
+        self.assertEqual(got["7. benchctl fp32 / CT2 float32 tok/s"], ("1.50", True))
+        self.assertEqual(got["7. benchctl fp32 / HF fp32 tok/s"], ("1.10", True))
+        self.assertEqual(got["7. benchctl int8 / CT2 int8 tok/s"] if "7. benchctl int8 / CT2 int8 tok/s" in got
+                         else None, None)  # benchctl ran no int8: no line
+
     def test_prefill_flops(self):
         # OPT-125m's layers: 12 x (4 x (768^2 + 768) + 2 x 768 x 3072 + 3072 + 768 + 4 x 768)
         layers = 12 * (4 * (768 * 768 + 768) + 2 * 768 * 3072 + 3072 + 768 + 4 * 768)
