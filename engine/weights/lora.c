@@ -79,8 +79,8 @@ static eng_matrix *module_matrix(eng_weights *w, int l, int m) { return w->famil
 #define PAIR(lo, l, m) (&(lo)->pairs[(size_t)(l) * ENG_LORA_MAX_MODULES + (size_t)(m)])
 
 /* Sizes lo for hp, rank and targets and points every pair into the arena. */
-static bc_status lora_alloc(eng_lora *lo, const eng_family *f, const eng_shape *hp, int rank, double alpha, int rslora, unsigned targets,
-                            const char *what, bc_error *err) {
+static bc_status lora_alloc(eng_lora *lo, const eng_family *f, const eng_shape *hp, int rank, double alpha,
+                            int rslora, unsigned targets, const char *what, bc_error *err) {
     memset(lo, 0, sizeof *lo);
     if (!f->lora_matrix || f->lora_n_modules < 1 || f->lora_n_modules > ENG_LORA_MAX_MODULES)
         return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: the %s family takes no LoRA adapter", what, f->name);

@@ -68,8 +68,8 @@ bc_status eng_lora_targets_parse(const eng_family *f, const char *list, unsigned
 /* A seeded adapter of the given rank on hp's shape: A uniform in
  * +-1/sqrt(in) (PEFT's Kaiming-uniform bound), B uniform in +-0.02 (PEFT
  * starts B at zero, which would make fusing a no-op). */
-bc_status eng_lora_synthetic(eng_lora *lo, const eng_family *f, const eng_shape *shape, int rank, double alpha, unsigned targets,
-                             uint64_t seed, bc_error *err);
+bc_status eng_lora_synthetic(eng_lora *lo, const eng_family *f, const eng_shape *shape, int rank, double alpha,
+                             unsigned targets, uint64_t seed, bc_error *err);
 
 /* A PEFT adapter directory: adapter_config.json (r, lora_alpha,
  * target_modules as a list, use_rslora; refused: bias other than "none",

@@ -3,10 +3,11 @@
  * grouped-query heads, a synthetic adapter on every module applied unfused
  * in the forward against the same adapter fused into the weights, on a
  * Qwen2 checkpoint (q/k/v biases), a Llama one and a Mistral one (q/k/v in
- * one GEMM; a synthetic Qwen2 shape with three GEMMs and gate/up apart), fuse + unfuse with restore giving the base weights
- * back bit for bit, and the refusals (another family's modules, an OPT
- * adapter). The fused adapter against PEFT's merged model is
- * test_golden.c's.
+ * one GEMM; a synthetic Qwen2 shape with three GEMMs and gate/up apart),
+ * fuse + unfuse with restore giving the base weights back bit for bit, and
+ * the refusals (another family's modules, an OPT adapter, a shape the
+ * adapter was not made for). The fused adapter against PEFT's merged model
+ * is test_golden.c's.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -108,8 +109,8 @@ static void unfused_matches_fused(const char *model) {
     const int one_qkv = (const char *)l0->k_proj.data == (const char *)l0->q_proj.data + l0->q_proj.rows *
                                                                                              (size_t)l0->q_proj.cols *
                                                                                              sizeof(float);
-    const int one_gate_up = (const char *)l0->up_proj.data ==
-                            (const char *)l0->gate_proj.data + l0->gate_proj.rows * (size_t)l0->gate_proj.cols * sizeof(float);
+    const size_t gate_bytes = (size_t)l0->gate_proj.rows * (size_t)l0->gate_proj.cols * sizeof(float);
+    const int one_gate_up = (const char *)l0->up_proj.data == (const char *)l0->gate_proj.data + gate_bytes;
     if (!strcmp(model, "split")) assert_false(one_qkv || one_gate_up); /* the separate GEMMs' paths */
     bc_error err = {0};
     eng_lora lo;

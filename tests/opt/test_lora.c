@@ -45,7 +45,8 @@ static opt_weights load(eng_dtype dt) {
 static eng_lora synthetic(const opt_weights *w, int rank, unsigned targets) {
     eng_lora lo;
     bc_error err;
-    if (eng_lora_synthetic(&lo, &opt_family, &w->hp.s, rank, 2.0 * rank, targets, 7, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_lora_synthetic(&lo, &opt_family, &w->hp.s, rank, 2.0 * rank, targets, 7, &err) != BC_OK)
+        fail_msg("%s", err.message);
     return lo;
 }
 
