@@ -9,6 +9,9 @@
 
 #include "forward.h"
 
+/* The most LoRA modules a family's layer has (bits of an unsigned). */
+#define ENG_LORA_MAX_MODULES 8
+
 typedef struct eng_family {
     const char *name; /* "opt" */
     /* The forward after eng_forward's checks: embeddings (m->ws.pos holds the
@@ -17,10 +20,21 @@ typedef struct eng_family {
      * family's weights. Never fails once eng_forward's checks passed. */
     void (*forward)(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
                     int B, int T, eng_logits_mode mode, float *logits);
-    /* A LoRA target of layer l: the matrix module m (eng_lora_module) adapts
-     * in the weights (NULL: the family has no such module; the hook NULL:
-     * the family takes no LoRA adapter). */
+    /* ---- LoRA (engine/weights/lora.h) ---- */
+    /* A LoRA target of layer l: the matrix module m adapts in the weights
+     * (NULL: the family has no such module; the hook NULL: the family takes
+     * no LoRA adapter, and the fields below are unused). */
     eng_matrix *(*lora_matrix)(eng_weights *w, int l, int m);
+    /* The modules of a layer, as lora_targets and PEFT's target_modules name
+     * them ([lora_n_modules] <= ENG_LORA_MAX_MODULES: "q_proj", ...), and
+     * each one's path inside a layer ("self_attn.q_proj"). */
+    int lora_n_modules;
+    const char *const *lora_module_names, *const *lora_module_paths;
+    /* The layers PEFT saves, NULL-terminated: a tensor is
+     * "<prefix>.<l>.<path>.lora_A.weight" for one of them. */
+    const char *const *lora_peft_prefixes;
+    /* Module m's [out, in] on shape s. */
+    void (*lora_shape)(const eng_shape *s, int m, int *out, int *in);
 
     /* ---- what the plugin glue (engine/plugin/eng_plugin.c) asks ---- */
     /* The family's hparams struct (its first member an eng_shape) and

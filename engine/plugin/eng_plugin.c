@@ -135,8 +135,9 @@ const bc_setting_desc eng_settings[S_COUNT] = {
     [S_LORA_ALPHA] = {.name = "lora_alpha", .type = BC_SETTING_FLOAT, .default_float = 16.0, .has_range = 1,
                       .min = 1e-6, .max = 1e6, .help = "the synthetic adapter's alpha (scale = alpha / rank)"},
     [S_LORA_TARGETS] = {.name = "lora_targets", .type = BC_SETTING_STRING, .default_string = "q_proj,v_proj",
-                        .help = "the synthetic adapter's modules: q_proj, k_proj, v_proj, out_proj, fc1, fc2 "
-                                "(comma-separated) or all"},
+                        .help = "the synthetic adapter's modules of a layer, comma-separated, or all (opt: q_proj, "
+                                "k_proj, v_proj, out_proj, fc1, fc2; llama: q_proj, k_proj, v_proj, o_proj, "
+                                "gate_proj, up_proj, down_proj)"},
     [S_LORA_UNFUSE] = {.name = "lora_unfuse", .type = BC_SETTING_ENUM, .default_string = "subtract",
                        .choices = lora_unfuse_choices,
                        .help = "subtract the adapter again (the hybrid engine's way; drifts by rounding) or restore a "
@@ -297,10 +298,11 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
     unsigned targets;
     if (setting_str(v, S_LORA_ADAPTER)[0] && setting_int(v, S_LORA_RANK) > 0)
         return bc_error_set(err, BC_ERR_SETTING, "lora_adapter and lora_rank both set: an adapter has its own rank");
-    if (setting_int(v, S_LORA_RANK) > 0 && (st = eng_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)))
-        return st;
     if ((setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0) && !eng_plugin.family->lora_matrix)
-        return bc_error_set(err, BC_ERR_UNSUPPORTED, "lora: the %s family takes no LoRA adapter yet", NAME);
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "lora: the %s family takes no LoRA adapter", NAME);
+    if (setting_int(v, S_LORA_RANK) > 0 &&
+        (st = eng_lora_targets_parse(eng_plugin.family, setting_str(v, S_LORA_TARGETS), &targets, err)))
+        return st;
     if ((setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0) && !strcmp(setting_str(v, S_DEVICE), "cuda"))
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
                             "lora: the CUDA path neither fuses nor applies unfused LoRA adapters; use device = \"cpu\"");
@@ -504,9 +506,9 @@ static bc_status backend_create(const bc_host *host, const bc_settings *v, void 
         unsigned targets = 0;
         if (!(s->lora = calloc(1, sizeof *s->lora))) st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", NAME);
         else if (setting_str(v, S_LORA_ADAPTER)[0])
-            st = eng_lora_load_peft(s->lora, setting_str(v, S_LORA_ADAPTER), shape_of(s), err);
-        else if ((st = eng_lora_targets_parse(setting_str(v, S_LORA_TARGETS), &targets, err)) == BC_OK)
-            st = eng_lora_synthetic(s->lora, shape_of(s), (int)setting_int(v, S_LORA_RANK),
+            st = eng_lora_load_peft(s->lora, eng_plugin.family, setting_str(v, S_LORA_ADAPTER), shape_of(s), err);
+        else if ((st = eng_lora_targets_parse(eng_plugin.family, setting_str(v, S_LORA_TARGETS), &targets, err)) == BC_OK)
+            st = eng_lora_synthetic(s->lora, eng_plugin.family, shape_of(s), (int)setting_int(v, S_LORA_RANK),
                                     bc_setting_at(v, S_LORA_ALPHA)->f, targets, s->weights_seed, err);
         if (st == BC_OK) {
             s->lora->restore = !strcmp(setting_str(v, S_LORA_UNFUSE), "restore");

@@ -13,32 +13,45 @@
 #include "safetensors.h"
 #include "sampling.h"
 
-static const char *const k_module_names[ENG_LORA_N_MODULES] = {"q_proj", "k_proj", "v_proj",
-                                                               "out_proj", "fc1", "fc2"};
-
-const char *eng_lora_module_name(eng_lora_module m) {
-    return (unsigned)m < ENG_LORA_N_MODULES ? k_module_names[m] : "?";
+const char *eng_lora_module_name(const eng_family *f, int m) {
+    return m >= 0 && m < f->lora_n_modules ? f->lora_module_names[m] : "?";
 }
 
-static int module_index(const char *name, size_t len) {
-    for (int m = 0; m < ENG_LORA_N_MODULES; m++)
-        if (strlen(k_module_names[m]) == len && memcmp(k_module_names[m], name, len) == 0) return m;
+static int module_index(const eng_family *f, const char *name, size_t len) {
+    for (int m = 0; m < f->lora_n_modules; m++)
+        if (strlen(f->lora_module_names[m]) == len && memcmp(f->lora_module_names[m], name, len) == 0) return m;
     return -1;
 }
 
-bc_status eng_lora_targets_parse(const char *list, unsigned *targets, bc_error *err) {
+/* f's modules, ", "-separated, into buf. */
+static const char *module_list(const eng_family *f, char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int m = 0; m < f->lora_n_modules && at < n; m++) {
+        int k = snprintf(buf + at, n - at, "%s%s", m ? ", " : "", f->lora_module_names[m]);
+        if (k < 0) break;
+        at += (size_t)k;
+    }
+    return buf;
+}
+
+bc_status eng_lora_targets_parse(const eng_family *f, const char *list, unsigned *targets, bc_error *err) {
     *targets = 0;
+    char names[256];
+    if (!f->lora_matrix || f->lora_n_modules < 1 || f->lora_n_modules > ENG_LORA_MAX_MODULES)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "lora: the %s family takes no LoRA adapter", f->name);
     if (!strcmp(list, "all")) {
-        *targets = (1u << ENG_LORA_N_MODULES) - 1;
+        *targets = (1u << f->lora_n_modules) - 1;
         return BC_OK;
     }
     for (const char *p = list; *p;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        int m = module_index(p, len);
+        int m = module_index(f, p, len);
         if (m < 0) {
-            bc_error_set(err, BC_ERR_SETTING, "lora_targets: \"%.*s\" is not a module of an OPT layer", (int)len, p);
-            return bc_error_hint(err, "targets are among q_proj, k_proj, v_proj, out_proj, fc1, fc2, or \"all\"");
+            bc_error_set(err, BC_ERR_SETTING, "lora_targets: \"%.*s\" is not a module of a %s layer", (int)len, p,
+                         f->name);
+            return bc_error_hint(err, "targets are among %s, or \"all\"", module_list(f, names, sizeof names));
         }
         *targets |= 1u << m;
         p += len + (comma != NULL);
@@ -63,37 +76,37 @@ size_t eng_lora_bytes(const eng_lora *lo) { return lo->n_floats * sizeof(float);
 /* The weight matrix of module m in layer l. */
 static eng_matrix *module_matrix(eng_weights *w, int l, int m) { return w->family->lora_matrix(w, l, m); }
 
-/* [out, in] of module m for hp. */
-static void module_shape(const eng_shape *s, int m, int *out, int *in) {
-    const int C = s->hidden_size, F = s->ffn_size, HD = s->n_heads * s->head_dim, KD = s->n_kv_heads * s->head_dim;
-    const int outs[ENG_LORA_N_MODULES] = {HD, KD, KD, C, F, C}, ins[ENG_LORA_N_MODULES] = {C, C, C, HD, C, F};
-    *out = outs[m];
-    *in = ins[m];
-}
+#define PAIR(lo, l, m) (&(lo)->pairs[(size_t)(l) * ENG_LORA_MAX_MODULES + (size_t)(m)])
 
 /* Sizes lo for hp, rank and targets and points every pair into the arena. */
-static bc_status lora_alloc(eng_lora *lo, const eng_shape *hp, int rank, double alpha, int rslora, unsigned targets,
-                            const char *what, bc_error *err) {
+static bc_status lora_alloc(eng_lora *lo, const eng_family *f, const eng_shape *hp, int rank, double alpha,
+                            int rslora, unsigned targets, const char *what, bc_error *err) {
     memset(lo, 0, sizeof *lo);
+    if (!f->lora_matrix || f->lora_n_modules < 1 || f->lora_n_modules > ENG_LORA_MAX_MODULES)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: the %s family takes no LoRA adapter", what, f->name);
+    if (targets >> f->lora_n_modules)
+        return bc_error_set(err, BC_ERR_SETTING, "%s: targets 0x%x name modules a %s layer does not have", what,
+                            targets, f->name);
     if (rank < 1 || rank > 65536)
         return bc_error_set(err, BC_ERR_SETTING, "%s: rank %d must be in [1, 65536]", what, rank);
     if (!(alpha > 0) || !isfinite(alpha))
         return bc_error_set(err, BC_ERR_SETTING, "%s: alpha %g must be a positive number", what, alpha);
     const int L = hp->n_layers;
     size_t n = 0;
-    for (int m = 0; m < ENG_LORA_N_MODULES; m++) {
+    for (int m = 0; m < f->lora_n_modules; m++) {
         if (!(targets >> m & 1)) continue;
         int out, in;
-        module_shape(hp, m, &out, &in);
+        f->lora_shape(hp, m, &out, &in);
         n += (size_t)L * (size_t)rank * ((size_t)in + (size_t)out);
     }
-    lo->pairs = calloc((size_t)L * ENG_LORA_N_MODULES, sizeof *lo->pairs);
+    lo->pairs = calloc((size_t)L * ENG_LORA_MAX_MODULES, sizeof *lo->pairs);
     lo->arena = malloc(n * sizeof *lo->arena);
     lo->ax = malloc((size_t)rank * sizeof *lo->ax);
     if (!lo->pairs || !lo->arena || !lo->ax) {
         eng_lora_free(lo);
         return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for an adapter of %zu floats", what, n);
     }
+    lo->family = f;
     lo->rank = rank;
     lo->n_layers = L;
     lo->targets = targets;
@@ -101,10 +114,10 @@ static bc_status lora_alloc(eng_lora *lo, const eng_shape *hp, int rank, double 
     lo->n_floats = n;
     float *p = lo->arena;
     for (int l = 0; l < L; l++)
-        for (int m = 0; m < ENG_LORA_N_MODULES; m++) {
+        for (int m = 0; m < f->lora_n_modules; m++) {
             if (!(targets >> m & 1)) continue;
-            eng_lora_pair *pr = &lo->pairs[l * ENG_LORA_N_MODULES + m];
-            module_shape(hp, m, &pr->out, &pr->in);
+            eng_lora_pair *pr = PAIR(lo, l, m);
+            f->lora_shape(hp, m, &pr->out, &pr->in);
             pr->A = p;
             p += (size_t)rank * pr->in;
             pr->B = p;
@@ -118,14 +131,16 @@ static float uniform(eng_rng *g, float bound) {
     return bound * (2.0f * (float)((eng_rng_next(g) >> 40) * (1.0 / 16777216.0)) - 1.0f);
 }
 
-bc_status eng_lora_synthetic(eng_lora *lo, const eng_shape *hp, int rank, double alpha, unsigned targets,
-                             uint64_t seed, bc_error *err) {
-    bc_status st = lora_alloc(lo, hp, rank, alpha, 0, targets, "lora (synthetic)", err);
+bc_status eng_lora_synthetic(eng_lora *lo, const eng_family *f, const eng_shape *hp, int rank, double alpha,
+                             unsigned targets, uint64_t seed, bc_error *err) {
+    bc_status st = lora_alloc(lo, f, hp, rank, alpha, 0, targets, "lora (synthetic)", err);
     if (st != BC_OK) return st;
-    for (int i = 0; i < lo->n_layers * ENG_LORA_N_MODULES; i++) {
+    for (int i = 0; i < lo->n_layers * ENG_LORA_MAX_MODULES; i++) {
         eng_lora_pair *pr = &lo->pairs[i];
         if (!pr->A) continue;
-        eng_rng g = eng_rng_for_row(seed ^ 0x6c6f7261ull, (uint64_t)i);
+        /* the stream of layer l's module m as when OPT's six were the stride */
+        const int l = i / ENG_LORA_MAX_MODULES, m = i % ENG_LORA_MAX_MODULES;
+        eng_rng g = eng_rng_for_row(seed ^ 0x6c6f7261ull, (uint64_t)l * (uint64_t)f->lora_n_modules + (uint64_t)m);
         const float a = 1.0f / sqrtf((float)pr->in);
         for (size_t k = 0; k < (size_t)rank * pr->in; k++) pr->A[k] = uniform(&g, a);
         for (size_t k = 0; k < (size_t)pr->out * rank; k++) pr->B[k] = uniform(&g, 0.02f);
@@ -159,22 +174,24 @@ static bc_status copy_tensor(float *dst, const eng_ck_tensor *t, int rows, int c
     return BC_OK;
 }
 
-/* The tensor of layer l, module m, "A" or "B", under either prefix PEFT
- * writes for an OPTForCausalLM. */
-static const eng_ck_tensor *find_lora(const eng_ck_file *f, int l, int m, char ab) {
-    static const char *const prefixes[] = {"base_model.model.model.decoder.layers", "base_model.model.decoder.layers"};
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+/* The tensor of layer l, module m, "A" or "B", under any prefix PEFT
+ * writes for the family's model. */
+static const eng_ck_tensor *find_lora(const eng_family *fam, const eng_ck_file *f, int l, int m, char ab) {
+    for (const char *const *p = fam->lora_peft_prefixes; p && *p; p++) {
         char name[256];
-        snprintf(name, sizeof name, "%s.%d.%s%s.lora_%c.weight", prefixes[i], l,
-                 m <= ENG_LORA_OUT ? "self_attn." : "", k_module_names[m], ab);
+        snprintf(name, sizeof name, "%s.%d.%s.lora_%c.weight", *p, l, fam->lora_module_paths[m], ab);
         const eng_ck_tensor *t = eng_ck_file_find(f, name);
         if (t) return t;
     }
     return NULL;
 }
 
-bc_status eng_lora_load_peft(eng_lora *lo, const char *dir, const eng_shape *hp, bc_error *err) {
+bc_status eng_lora_load_peft(eng_lora *lo, const eng_family *fam, const char *dir, const eng_shape *hp,
+                             bc_error *err) {
     memset(lo, 0, sizeof *lo);
+    if (!fam->lora_matrix || fam->lora_n_modules < 1 || fam->lora_n_modules > ENG_LORA_MAX_MODULES)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: the %s family takes no LoRA adapter", dir, fam->name);
+    char names[256];
     char cpath[4096], wpath[4096];
     snprintf(cpath, sizeof cpath, "%s/adapter_config.json", dir);
     snprintf(wpath, sizeof wpath, "%s/adapter_model.safetensors", dir);
@@ -193,11 +210,10 @@ bc_status eng_lora_load_peft(eng_lora *lo, const char *dir, const eng_shape *hp,
         st = bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: \"target_modules\" must be a non-empty list of names", cpath);
     for (size_t i = 0; st == BC_OK && i < json_array_size(tm); i++) {
         const json_t *n = json_array_get(tm, i);
-        int m = json_is_string(n) ? module_index(json_string_value(n), json_string_length(n)) : -1;
+        int m = json_is_string(n) ? module_index(fam, json_string_value(n), json_string_length(n)) : -1;
         if (m < 0)
-            st = bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: target_modules[%zu] is not one of q_proj, k_proj, v_proj, "
-                                                       "out_proj, fc1, fc2",
-                              cpath, i);
+            st = bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: target_modules[%zu] is not one of %s (a %s layer's)", cpath,
+                              i, module_list(fam, names, sizeof names), fam->name);
         else
             targets |= 1u << m;
     }
@@ -206,7 +222,7 @@ bc_status eng_lora_load_peft(eng_lora *lo, const char *dir, const eng_shape *hp,
     for (size_t i = 0; st == BC_OK && i < sizeof refused / sizeof refused[0]; i++)
         st = refuse_key(cfg, refused[i], cpath, err);
     if (st == BC_OK)
-        st = lora_alloc(lo, hp, (int)json_integer_value(r), json_number_value(alpha), json_is_true(rs), targets, cpath,
+        st = lora_alloc(lo, fam, hp, (int)json_integer_value(r), json_number_value(alpha), json_is_true(rs), targets, cpath,
                         err);
     json_decref(cfg);
     if (st != BC_OK) return st;
@@ -217,13 +233,13 @@ bc_status eng_lora_load_peft(eng_lora *lo, const char *dir, const eng_shape *hp,
     }
     size_t used = 0;
     for (int l = 0; st == BC_OK && l < lo->n_layers; l++)
-        for (int m = 0; st == BC_OK && m < ENG_LORA_N_MODULES; m++) {
-            eng_lora_pair *pr = &lo->pairs[l * ENG_LORA_N_MODULES + m];
+        for (int m = 0; st == BC_OK && m < fam->lora_n_modules; m++) {
+            eng_lora_pair *pr = PAIR(lo, l, m);
             if (!pr->A) continue;
-            const eng_ck_tensor *a = find_lora(&f, l, m, 'A'), *b = find_lora(&f, l, m, 'B');
+            const eng_ck_tensor *a = find_lora(fam, &f, l, m, 'A'), *b = find_lora(fam, &f, l, m, 'B');
             if (!a || !b)
                 st = bc_error_set(err, BC_ERR_FORMAT, "%s: no lora_%c of layer %d's %s", wpath, a ? 'B' : 'A', l,
-                                  k_module_names[m]);
+                                  fam->lora_module_names[m]);
             else if ((st = copy_tensor(pr->A, a, lo->rank, pr->in, err)) == BC_OK)
                 st = copy_tensor(pr->B, b, pr->out, lo->rank, err);
             used += 2;
@@ -231,8 +247,8 @@ bc_status eng_lora_load_peft(eng_lora *lo, const char *dir, const eng_shape *hp,
     if (st == BC_OK && used != f.n_tensors)
         st = bc_error_set(err, BC_ERR_FORMAT,
                           "%s: %zu tensors, of which %zu are the targets' lora_A and lora_B; the others are not LoRA "
-                          "weights of an OPT layer this adapter_config.json names",
-                          wpath, f.n_tensors, used);
+                          "weights of a %s layer this adapter_config.json names",
+                          wpath, f.n_tensors, used, fam->name);
     eng_ck_file_close(&f);
     if (st != BC_OK) eng_lora_free(lo);
     return st;
@@ -276,8 +292,8 @@ static void apply_part(void *ctx, int i, int n) {
     apply_job *j = ctx;
     float *delta = j->scratch + (size_t)i * 2 * j->max_in, *row = delta + j->max_in;
     for (int l = 0; l < j->lo->n_layers; l++)
-        for (int m = 0; m < ENG_LORA_N_MODULES; m++) {
-            const eng_lora_pair *pr = &j->lo->pairs[l * ENG_LORA_N_MODULES + m];
+        for (int m = 0; m < j->lo->family->lora_n_modules; m++) {
+            const eng_lora_pair *pr = PAIR(j->lo, l, m);
             if (!pr->A) continue;
             eng_matrix *W = module_matrix(j->w, l, m);
             int r0 = (int)((int64_t)pr->out * i / n), r1 = (int)((int64_t)pr->out * (i + 1) / n);
@@ -289,8 +305,8 @@ static void apply_part(void *ctx, int i, int n) {
 static void copy_targets(eng_lora *lo, eng_weights *w, int to_backup) {
     char *b = lo->backup;
     for (int l = 0; l < lo->n_layers; l++)
-        for (int m = 0; m < ENG_LORA_N_MODULES; m++) {
-            if (!lo->pairs[l * ENG_LORA_N_MODULES + m].A) continue;
+        for (int m = 0; m < lo->family->lora_n_modules; m++) {
+            if (!PAIR(lo, l, m)->A) continue;
             eng_matrix *W = module_matrix(w, l, m);
             size_t n = (size_t)W->rows * W->cols * eng_dtype_size(W->dtype);
             if (to_backup) memcpy(b, W->data, n);
@@ -303,8 +319,8 @@ static void copy_targets(eng_lora *lo, eng_weights *w, int to_backup) {
 static size_t targets_bytes(const eng_lora *lo, eng_weights *w) {
     size_t n = 0;
     for (int l = 0; l < lo->n_layers; l++)
-        for (int m = 0; m < ENG_LORA_N_MODULES; m++)
-            if (lo->pairs[l * ENG_LORA_N_MODULES + m].A) {
+        for (int m = 0; m < lo->family->lora_n_modules; m++)
+            if (PAIR(lo, l, m)->A) {
                 const eng_matrix *W = module_matrix(w, l, m);
                 n += (size_t)W->rows * W->cols * eng_dtype_size(W->dtype);
             }
@@ -377,9 +393,8 @@ bc_status eng_lora_around(eng_lora *lo, eng_weights *w, bc_status (*run)(void *c
 
 /* ------------------------------------------------------------- unfused */
 
-void eng_lora_forward_add(eng_lora *lo, int l, eng_lora_module m, float *y, int ldy, const float *x, int ldx,
-                          int N) {
-    const eng_lora_pair *pr = &lo->pairs[l * ENG_LORA_N_MODULES + m];
+void eng_lora_forward_add(eng_lora *lo, int l, int m, float *y, int ldy, const float *x, int ldx, int N) {
+    const eng_lora_pair *pr = PAIR(lo, l, m);
     if (!pr->A) return;
     const int rank = lo->rank, in = pr->in, out = pr->out;
     float *ax = lo->ax; /* [rank] */

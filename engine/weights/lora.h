@@ -18,8 +18,10 @@
  * copies the targets' base weights aside and unfuse copies them back: bit
  * for bit in every dtype, for the memory of the targeted matrices.
  *
- * Targets are among q_proj, k_proj, v_proj, out_proj, fc1, fc2 of every
- * layer.
+ * Targets are among the modules the family names (family.h: OPT's
+ * q_proj, k_proj, v_proj, out_proj, fc1, fc2; Llama's q_proj, k_proj,
+ * v_proj, o_proj, gate_proj, up_proj, down_proj) in every layer; the family
+ * also gives each module's [out, in] and PEFT's tensor names.
  *
  * Unfused (lora_mode = "unfused"), the weights stay the base ones and the
  * forward adds s * B (A x) to each targeted layer's output
@@ -31,12 +33,8 @@
 #include "forward.h"
 #include "family.h"
 
-typedef enum eng_lora_module {
-    ENG_LORA_Q = 0, ENG_LORA_K, ENG_LORA_V, ENG_LORA_OUT, ENG_LORA_FC1, ENG_LORA_FC2, ENG_LORA_N_MODULES
-} eng_lora_module;
-
-/* "q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2". */
-const char *eng_lora_module_name(eng_lora_module m);
+/* Module m of family f's layers (m < f->lora_n_modules), "?" past them. */
+const char *eng_lora_module_name(const eng_family *f, int m);
 
 /* One adapted layer: A [rank, in], B [out, rank], fp32, in the adapter's
  * arena; A == NULL where the module is not a target. */
@@ -46,10 +44,11 @@ typedef struct eng_lora_pair {
 } eng_lora_pair;
 
 typedef struct eng_lora {
+    const eng_family *family; /* whose modules (borrowed) */
     int rank, n_layers;
     float scale;       /* s */
-    unsigned targets;  /* bit (1 << eng_lora_module) per targeted module */
-    eng_lora_pair *pairs; /* [n_layers * ENG_LORA_N_MODULES]; owned */
+    unsigned targets;  /* bit (1 << m) per targeted module m of the family */
+    eng_lora_pair *pairs; /* [n_layers * ENG_LORA_MAX_MODULES], layer l's module m at l * MAX + m; owned */
     float *arena;      /* every A and B; owned */
     size_t n_floats;
     double fuse_ms, unfuse_ms; /* of the last eng_lora_generate */
@@ -62,14 +61,15 @@ typedef struct eng_lora {
     float *ax;         /* [rank] s A x of one row, for eng_lora_forward_add; owned */
 } eng_lora;
 
-/* "q_proj,v_proj" (or "all") -> bits; BC_ERR_SETTING naming an unknown one. */
-bc_status eng_lora_targets_parse(const char *list, unsigned *targets, bc_error *err);
+/* "q_proj,v_proj" (or "all") -> bits of f's modules; BC_ERR_SETTING naming
+ * an unknown one and listing f's. */
+bc_status eng_lora_targets_parse(const eng_family *f, const char *list, unsigned *targets, bc_error *err);
 
 /* A seeded adapter of the given rank on hp's shape: A uniform in
  * +-1/sqrt(in) (PEFT's Kaiming-uniform bound), B uniform in +-0.02 (PEFT
  * starts B at zero, which would make fusing a no-op). */
-bc_status eng_lora_synthetic(eng_lora *lo, const eng_shape *shape, int rank, double alpha, unsigned targets,
-                             uint64_t seed, bc_error *err);
+bc_status eng_lora_synthetic(eng_lora *lo, const eng_family *f, const eng_shape *shape, int rank, double alpha,
+                             unsigned targets, uint64_t seed, bc_error *err);
 
 /* A PEFT adapter directory: adapter_config.json (r, lora_alpha,
  * target_modules as a list, use_rslora; refused: bias other than "none",
@@ -77,7 +77,8 @@ bc_status eng_lora_synthetic(eng_lora *lo, const eng_shape *shape, int rank, dou
  * modules_to_save) and adapter_model.safetensors (F32, F16 or BF16; every
  * targeted layer's lora_A and lora_B with the shapes hp gives). Errors name
  * the file and the tensor or key. */
-bc_status eng_lora_load_peft(eng_lora *lo, const char *dir, const eng_shape *shape, bc_error *err);
+bc_status eng_lora_load_peft(eng_lora *lo, const eng_family *f, const char *dir, const eng_shape *shape,
+                             bc_error *err);
 
 void eng_lora_free(eng_lora *lo);
 
@@ -116,7 +117,7 @@ bc_status eng_lora_around(eng_lora *lo, eng_weights *w, bc_status (*run)(void *c
  * in fp32, one row at a time on the calling thread (y and x rows ldy and ldx
  * floats apart). Nothing when m is not a target. Uses lo->ax, so one
  * forward at a time per adapter. */
-void eng_lora_forward_add(eng_lora *lo, int l, eng_lora_module m, float *y, int ldy, const float *x, int ldx,
+void eng_lora_forward_add(eng_lora *lo, int l, int m, float *y, int ldy, const float *x, int ldx,
                           int N);
 
 #endif

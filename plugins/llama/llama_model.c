@@ -10,6 +10,7 @@
 #include "ckpt_load.h"
 #include "forward.h"
 #include "kv_cache.h"
+#include "lora.h"
 #include "norm_rope_act.h"
 #include "synthetic.h"
 
@@ -330,6 +331,12 @@ static void decoder_layer(eng_model *m, eng_kv_cache *kv, int l, const uint8_t *
         eng_linear_parallel(m->pool, m->k, kk, xn, lw->k_proj.data, dt, lw->k_bias, N, C, K, 0);
         eng_linear_parallel(m->pool, m->k, vv, xn, lw->v_proj.data, dt, lw->v_bias, N, C, K, 0);
     }
+    eng_lora *lo = w->base.lora_unfused; /* an adapter applied unfused: after each GEMM, before RoPE / SiLU */
+    if (lo) {
+        eng_lora_forward_add(lo, l, LLAMA_LORA_Q, q, ldq, xn, C, N);
+        eng_lora_forward_add(lo, l, LLAMA_LORA_K, kk, ldkv, xn, C, N);
+        eng_lora_forward_add(lo, l, LLAMA_LORA_V, vv, ldkv, xn, C, N);
+    }
     eng_rope_qk(nra, q, (size_t)ldq, s->n_heads, kk, (size_t)ldkv, s->n_kv_heads, N, D, ws->pos, w->rope_cos,
                 w->rope_sin);
     const float scale = 1.0f / sqrtf((float)D);
@@ -338,6 +345,7 @@ static void decoder_layer(eng_model *m, eng_kv_cache *kv, int l, const uint8_t *
     eng_kv_store(m, kv, l, kk, vv, ldkv, B, T);
     eng_attention(m, kv, l, att, q, ldq, mask, mask_stride, B, T);
     eng_linear_parallel(m->pool, m->k, xn, att, lw->o_proj.data, dt, lw->o_bias, N, Q, C, 0);
+    if (lo) eng_lora_forward_add(lo, l, LLAMA_LORA_O, xn, C, att, Q, N);
     eng_residual(x, xn, (size_t)N * C);
 
     /* SwiGLU: down(silu(gate(h)) * up(h)) */
@@ -346,6 +354,10 @@ static void decoder_layer(eng_model *m, eng_kv_cache *kv, int l, const uint8_t *
         /* one GEMM: row n is [gate | up] at ff + 2nF; silu(gate) * up
          * compacted to ff + nF, which only overwrites rows already read */
         eng_linear_parallel(m->pool, m->k, ff, xn, lw->gate_proj.data, dt, NULL, N, C, 2 * F, 0);
+        if (lo) {
+            eng_lora_forward_add(lo, l, LLAMA_LORA_GATE, ff, 2 * F, xn, C, N);
+            eng_lora_forward_add(lo, l, LLAMA_LORA_UP, ff + F, 2 * F, xn, C, N);
+        }
         for (int n = 0; n < N; n++) {
             const float *row = ff + (size_t)n * 2 * F;
             nra->silu_mul_rows(ff + (size_t)n * F, row, row + F, 1, F);
@@ -353,9 +365,14 @@ static void decoder_layer(eng_model *m, eng_kv_cache *kv, int l, const uint8_t *
     } else {
         eng_linear_parallel(m->pool, m->k, ff, xn, lw->gate_proj.data, dt, NULL, N, C, F, 0);
         eng_linear_parallel(m->pool, m->k, ff + (size_t)N * F, xn, lw->up_proj.data, dt, NULL, N, C, F, 0);
+        if (lo) {
+            eng_lora_forward_add(lo, l, LLAMA_LORA_GATE, ff, F, xn, C, N);
+            eng_lora_forward_add(lo, l, LLAMA_LORA_UP, ff + (size_t)N * F, F, xn, C, N);
+        }
         nra->silu_mul_rows(ff, ff, ff + (size_t)N * F, N, F);
     }
     eng_linear_parallel(m->pool, m->k, xn, ff, lw->down_proj.data, dt, NULL, N, F, C, 0);
+    if (lo) eng_lora_forward_add(lo, l, LLAMA_LORA_DOWN, xn, C, ff, F, N);
     eng_residual(x, xn, (size_t)N * C);
 }
 
@@ -386,6 +403,42 @@ static void llama_forward_cpu(eng_model *m, eng_kv_cache *kv, const int32_t *tok
     eng_linear_parallel(m->pool, m->k, logits, ws->xn, w->lm_head.data, w->base.dtype, NULL, M, C, V, 0);
 }
 
+/* ------------------------------------------------------------------ LoRA */
+
+/* The matrix LoRA module m of layer l adapts: q/k/v are [Q, C], [K, C],
+ * [K, C] whether they lie back to back (one GEMM) or apart, so each one's
+ * rows are adapted in place either way. */
+static eng_matrix *llama_lora_matrix(eng_weights *base, int l, int m) {
+    llama_layer *lw = &((llama_weights *)base)->layers[l];
+    switch (m) {
+    case LLAMA_LORA_Q: return &lw->q_proj;
+    case LLAMA_LORA_K: return &lw->k_proj;
+    case LLAMA_LORA_V: return &lw->v_proj;
+    case LLAMA_LORA_O: return &lw->o_proj;
+    case LLAMA_LORA_GATE: return &lw->gate_proj;
+    case LLAMA_LORA_UP: return &lw->up_proj;
+    case LLAMA_LORA_DOWN: return &lw->down_proj;
+    default: return NULL;
+    }
+}
+
+/* [out, in] of module m: k and v project to the KV heads' K = Hkv D. */
+static void llama_lora_shape(const eng_shape *s, int m, int *out, int *in) {
+    const int C = s->hidden_size, F = s->ffn_size, Q = s->n_heads * s->head_dim, K = s->n_kv_heads * s->head_dim;
+    const int outs[LLAMA_LORA_N_MODULES] = {Q, K, K, C, F, F, C}, ins[LLAMA_LORA_N_MODULES] = {C, C, C, Q, C, C, F};
+    *out = outs[m];
+    *in = ins[m];
+}
+
+static const char *const lora_names[LLAMA_LORA_N_MODULES] = {"q_proj", "k_proj",  "v_proj",   "o_proj",
+                                                             "gate_proj", "up_proj", "down_proj"};
+static const char *const lora_paths[LLAMA_LORA_N_MODULES] = {
+    "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+    "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj"};
+/* PEFT's names for a LlamaForCausalLM / Qwen2ForCausalLM /
+ * MistralForCausalLM (get_peft_model's, and a bare decoder's). */
+static const char *const lora_prefixes[] = {"base_model.model.model.layers", "base_model.model.layers", NULL};
+
 /* ------------------------------------------------------------------ family */
 
 static bc_status fam_preset(const char *name, void *cfg, bc_error *err) { return llama_config_preset(name, cfg, err); }
@@ -404,7 +457,8 @@ static bc_status fam_check_positions(const void *hp, int positions, bc_error *er
 
 const eng_family llama_model_family = {
     .name = "llama", .forward = llama_forward_cpu,
-    .lora_matrix = NULL, /* no LoRA adapter yet (refused by the plugin) */
+    .lora_matrix = llama_lora_matrix, .lora_n_modules = LLAMA_LORA_N_MODULES, .lora_module_names = lora_names,
+    .lora_module_paths = lora_paths, .lora_peft_prefixes = lora_prefixes, .lora_shape = llama_lora_shape,
     .hparams_size = sizeof(llama_config), .weights_size = sizeof(llama_weights),
     .hparams_offset = offsetof(llama_weights, cfg), .layer_size = sizeof(llama_layer),
     .default_preset = "qwen2.5-0.5b", .preset_fmt = "%s", .preset = fam_preset, .config = llama_read_config,

@@ -35,6 +35,10 @@ typedef struct llama_weights {
     llama_layer *layers;     /* [L], owned */
 } llama_weights;
 
+/* The family's LoRA modules, in the order it names them (lora.h). */
+enum { LLAMA_LORA_Q = 0, LLAMA_LORA_K, LLAMA_LORA_V, LLAMA_LORA_O, LLAMA_LORA_GATE, LLAMA_LORA_UP, LLAMA_LORA_DOWN,
+       LLAMA_LORA_N_MODULES };
+
 /* The family (llama_model.c; family.h). */
 extern const eng_family llama_model_family;
 

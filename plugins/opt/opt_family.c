@@ -26,10 +26,29 @@ static bc_status fam_load(eng_weights *w, const char *dir, eng_dtype dt, bc_erro
 }
 static void fam_free(eng_weights *w) { opt_weights_free((opt_weights *)w); }
 
+/* LoRA: the modules of an OPT layer (OPT_LORA_*), where PEFT finds them in
+ * an OPTForCausalLM (either prefix it writes), and their [out, in]. */
+static const char *const lora_names[OPT_LORA_N_MODULES] = {"q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"};
+static const char *const lora_paths[OPT_LORA_N_MODULES] = {"self_attn.q_proj", "self_attn.k_proj",
+                                                           "self_attn.v_proj", "self_attn.out_proj", "fc1", "fc2"};
+static const char *const lora_prefixes[] = {"base_model.model.model.decoder.layers", "base_model.model.decoder.layers",
+                                            NULL};
+static void lora_shape(const eng_shape *s, int m, int *out, int *in) {
+    const int C = s->hidden_size, F = s->ffn_size;
+    const int outs[OPT_LORA_N_MODULES] = {C, C, C, C, F, C}, ins[OPT_LORA_N_MODULES] = {C, C, C, C, C, F};
+    *out = outs[m];
+    *in = ins[m];
+}
+
 const eng_family opt_family = {
     .name = "opt",
     .forward = opt_forward_cpu,
     .lora_matrix = opt_lora_matrix,
+    .lora_n_modules = OPT_LORA_N_MODULES,
+    .lora_module_names = lora_names,
+    .lora_module_paths = lora_paths,
+    .lora_peft_prefixes = lora_prefixes,
+    .lora_shape = lora_shape,
     .hparams_size = sizeof(opt_hparams),
     .weights_size = sizeof(opt_weights),
     .hparams_offset = offsetof(opt_weights, hp),

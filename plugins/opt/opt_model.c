@@ -297,9 +297,9 @@ static void decoder_layer_forward(eng_model *m, eng_kv_cache *kv, int l, const u
     }
     eng_lora *lo = w->base.lora_unfused; /* an adapter applied unfused: after each GEMM, before activations */
     if (lo) {
-        eng_lora_forward_add(lo, l, ENG_LORA_Q, q, ldq, a_in, C, N);
-        eng_lora_forward_add(lo, l, ENG_LORA_K, kk, ldq, a_in, C, N);
-        eng_lora_forward_add(lo, l, ENG_LORA_V, vv, ldq, a_in, C, N);
+        eng_lora_forward_add(lo, l, OPT_LORA_Q, q, ldq, a_in, C, N);
+        eng_lora_forward_add(lo, l, OPT_LORA_K, kk, ldq, a_in, C, N);
+        eng_lora_forward_add(lo, l, OPT_LORA_V, vv, ldq, a_in, C, N);
     }
     const float scale = 1.0f / sqrtf((float)D);
     for (int n = 0; n < N; n++)
@@ -307,7 +307,7 @@ static void decoder_layer_forward(eng_model *m, eng_kv_cache *kv, int l, const u
     eng_kv_store(m, kv, l, kk, vv, ldq, B, T);
     eng_attention(m, kv, l, att, q, ldq, mask, mask_stride, B, T);
     eng_linear_parallel(m->pool, m->k, ws->kk, att, lw->out_proj.data, dt, lw->out_bias, N, C, C, 0);
-    if (lo) eng_lora_forward_add(lo, l, ENG_LORA_OUT, ws->kk, C, att, C, N);
+    if (lo) eng_lora_forward_add(lo, l, OPT_LORA_OUT, ws->kk, C, att, C, N);
     eng_residual(x, ws->kk, (size_t)N * C);
     if (!hp->do_layer_norm_before) layernorm_forward(x, x, lw->ln1_gamma, lw->ln1_beta, N, C);
 
@@ -317,14 +317,14 @@ static void decoder_layer_forward(eng_model *m, eng_kv_cache *kv, int l, const u
         layernorm_forward(xn, x, lw->ln2_gamma, lw->ln2_beta, N, C);
         f_in = xn;
     }
-    const int fc1_unfused = lo && (lo->targets >> ENG_LORA_FC1 & 1); /* the ReLU after the adapter */
+    const int fc1_unfused = lo && (lo->targets >> OPT_LORA_FC1 & 1); /* the ReLU after the adapter */
     eng_linear_parallel(m->pool, m->k, ff, f_in, lw->fc1.data, dt, lw->fc1_bias, N, C, F, !fc1_unfused);
     if (fc1_unfused) {
-        eng_lora_forward_add(lo, l, ENG_LORA_FC1, ff, F, f_in, C, N);
+        eng_lora_forward_add(lo, l, OPT_LORA_FC1, ff, F, f_in, C, N);
         for (size_t i = 0; i < (size_t)N * F; i++) ff[i] = ff[i] > 0.0f ? ff[i] : 0.0f;
     }
     eng_linear_parallel(m->pool, m->k, q, ff, lw->fc2.data, dt, lw->fc2_bias, N, F, C, 0);
-    if (lo) eng_lora_forward_add(lo, l, ENG_LORA_FC2, q, C, ff, F, N);
+    if (lo) eng_lora_forward_add(lo, l, OPT_LORA_FC2, q, C, ff, F, N);
     eng_residual(x, q, (size_t)N * C);
     if (!hp->do_layer_norm_before) layernorm_forward(x, x, lw->ln2_gamma, lw->ln2_beta, N, C);
 }
@@ -369,12 +369,12 @@ void opt_forward_cpu(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, cons
 eng_matrix *opt_lora_matrix(eng_weights *base, int l, int m) {
     opt_layer_weights *lw = &((opt_weights *)base)->layers[l];
     switch (m) {
-    case ENG_LORA_Q: return &lw->q_proj;
-    case ENG_LORA_K: return &lw->k_proj;
-    case ENG_LORA_V: return &lw->v_proj;
-    case ENG_LORA_OUT: return &lw->out_proj;
-    case ENG_LORA_FC1: return &lw->fc1;
-    case ENG_LORA_FC2: return &lw->fc2;
+    case OPT_LORA_Q: return &lw->q_proj;
+    case OPT_LORA_K: return &lw->k_proj;
+    case OPT_LORA_V: return &lw->v_proj;
+    case OPT_LORA_OUT: return &lw->out_proj;
+    case OPT_LORA_FC1: return &lw->fc1;
+    case OPT_LORA_FC2: return &lw->fc2;
     default: return NULL;
     }
 }

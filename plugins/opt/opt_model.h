@@ -91,6 +91,8 @@ extern const eng_device_ops *const opt_device_cuda;
 void opt_forward_cpu(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
                      int B, int T, eng_logits_mode mode, float *logits);
 eng_matrix *opt_lora_matrix(eng_weights *w, int l, int m);
+/* OPT's LoRA modules, in the order opt_family names them (lora.h). */
+enum { OPT_LORA_Q = 0, OPT_LORA_K, OPT_LORA_V, OPT_LORA_OUT, OPT_LORA_FC1, OPT_LORA_FC2, OPT_LORA_N_MODULES };
 /* The OPT family (opt_family.c; family.h) the engine runs these weights with. */
 extern const eng_family opt_family;
 /* The workspace OPT's forward needs for hp (weights.h). */

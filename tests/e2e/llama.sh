@@ -2,9 +2,13 @@
 # llama.sh: the llama backend end to end through benchctl: it is listed, a
 # golden Qwen2 and Mistral checkpoint and a synthetic preset run (static and
 # continuous batching, the paged KV layout, shared prefill, fp32 / fp16 /
-# bf16 / int8), and what the family cannot run is refused before the first
-# case with one line: device = "cuda", a sliding window narrower than the
-# case, a LoRA adapter.
+# bf16 / int8), LoRA (the PEFT adapter of llama_gqa_llama3_lora fused around
+# every generate, its times logged at -vv and in the JSON profile as
+# lora_fuse_ms / lora_unfuse_ms; a synthetic adapter on every module with
+# restore; lora_mode = "unfused", which fuses nothing), and what the family
+# cannot run is refused before the first case with one line: device =
+# "cuda", a sliding window narrower than the case, a LoRA target or adapter
+# of another family's modules.
 #   llama.sh BENCHCTL SOURCE_DIR WORK_DIR
 set -u
 BENCHCTL=$1
@@ -58,7 +62,40 @@ grep -q 'smollm2-135m (synthetic weights' syn.out || { fail "smollm2-135m: the m
 refused "device cuda" 'the llama family has no CUDA device yet' --set 'backend.settings.device="cuda"'
 refused "sliding window" 'sliding_window 32 is smaller than the case.s 38 positions' \
     --set "backend.settings.checkpoint=\"$G/mistral_hd16\"" --set 'matrix.prompt_lengths=[32]'
-refused "lora" 'the llama family takes no LoRA adapter yet' --set 'backend.settings.lora_rank=4'
+refused "lora target" '"fc1" is not a module of a llama layer' --set 'backend.settings.lora_rank=4' \
+    --set 'backend.settings.lora_targets="q_proj,fc1"'
+refused "OPT adapter" 'target_modules\[[0-9]*\] is not one of q_proj, k_proj, v_proj, o_proj, gate_proj' \
+    --set "backend.settings.lora_adapter=\"$SRC/tests/opt/golden/preln_lora\""
+
+# LoRA: the JSON profile's lora_fuse_ms and lora_unfuse_ms
+sed 's|reporters = .*|reporters = ( { name = "json"; settings = { path = "out.json"; }; } );|' llama.cfg >lora.cfg
+# lora_times WHAT positive|null: every profile's lora_fuse_ms and lora_unfuse_ms
+lora_times() {
+    for f in lora_fuse_ms lora_unfuse_ms; do
+        v=$(sed -n "s/^ *\"$f\": \([^{][^,]*\),*\$/\1/p" out.json)
+        [ -n "$v" ] || { fail "$1: no $f in the profile"; continue; }
+        echo "$v" | awk -v want="$2" '
+            want == "null" && $0 != "null" { bad = 1 }
+            want == "positive" && ($0 !~ /^[0-9.eE+-]+$/ || $0 + 0 <= 0) { bad = 1 }
+            END { exit bad }' || fail "$1: $f is not $2: $v"
+    done
+}
+"$BENCHCTL" run lora.cfg --set "backend.settings.checkpoint=\"$G/llama_gqa_llama3\"" \
+    --set "backend.settings.lora_adapter=\"$G/llama_gqa_llama3_lora\"" -vv >peft.out 2>peft.err ||
+    { fail "llama_gqa_llama3 + lora_adapter exited non-zero"; cat peft.err; }
+[ "$(grep -c 'llama: debug: lora: rank 4, fuse [0-9.]* ms, unfuse [0-9.]* ms' peft.err)" -eq 1 ] ||
+    { fail "lora_adapter: expected one fuse/unfuse line (1 iteration, no warmup)"; grep lora peft.err; }
+lora_times lora_adapter positive
+"$BENCHCTL" run lora.cfg --set 'backend.settings.lora_rank=8' --set 'backend.settings.lora_targets="all"' \
+    --set 'backend.settings.lora_unfuse="restore"' -vv >syn.out 2>syn.err ||
+    { fail "qwen2_gqa4 + lora_rank exited non-zero"; cat syn.err; }
+grep -q 'llama: debug: lora: rank 8' syn.err || fail "lora_rank: no fuse/unfuse line"
+lora_times lora_rank positive
+"$BENCHCTL" run lora.cfg --set 'backend.settings.lora_rank=8' --set 'backend.settings.lora_targets="all"' \
+    --set 'backend.settings.lora_mode="unfused"' -vv >unf.out 2>unf.err ||
+    { fail "qwen2_gqa4 + lora_mode = unfused exited non-zero"; cat unf.err; }
+grep -q 'llama: debug: lora:' unf.err && fail "unfused: the adapter was fused"
+lora_times "lora_mode = unfused" null
 
 [ $failures -eq 0 ] && echo "llama.sh: all passed"
 exit $((failures > 0))

@@ -71,7 +71,7 @@ static void test_golden(void **state) {
     if (strstr(cfg->golden, "_lora")) { /* transformers + PEFT's merged model: fuse the adapter first */
         char adir[512];
         snprintf(adir, sizeof adir, GOLDEN "%s", cfg->golden);
-        if (eng_lora_load_peft(&lo, adir, &w.hp.s, &err) != BC_OK) fail_msg("%s", err.message);
+        if (eng_lora_load_peft(&lo, &opt_family, adir, &w.hp.s, &err) != BC_OK) fail_msg("%s", err.message);
         if (eng_lora_fuse(&lo, &w.base, m.pool, &err) != BC_OK) fail_msg("%s", err.message);
     }
     golden_stats st = {0};

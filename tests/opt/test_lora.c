@@ -45,7 +45,8 @@ static opt_weights load(eng_dtype dt) {
 static eng_lora synthetic(const opt_weights *w, int rank, unsigned targets) {
     eng_lora lo;
     bc_error err;
-    if (eng_lora_synthetic(&lo, &w->hp.s, rank, 2.0 * rank, targets, 7, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_lora_synthetic(&lo, &opt_family, &w->hp.s, rank, 2.0 * rank, targets, 7, &err) != BC_OK)
+        fail_msg("%s", err.message);
     return lo;
 }
 
@@ -65,14 +66,14 @@ static eng_matrix *target(opt_weights *w, int l, int m) {
  * of the result, plus the fp32 sum's error), and the adapter moves weights. */
 static void check_fused(eng_dtype dt) {
     opt_weights base = load(dt), w = load(dt);
-    eng_lora lo = synthetic(&w, 4, (1u << ENG_LORA_N_MODULES) - 1);
+    eng_lora lo = synthetic(&w, 4, (1u << OPT_LORA_N_MODULES) - 1);
     bc_error err;
     assert_int_equal(eng_lora_fuse(&lo, &w.base, NULL, &err), BC_OK);
     const double half_ulp = dt == ENG_F32 ? 0x1p-24 : dt == ENG_F16 ? 0x1p-11 : 0x1p-8;
     double worst = 0, moved = 0;
     for (int l = 0; l < lo.n_layers; l++)
-        for (int m = 0; m < ENG_LORA_N_MODULES; m++) {
-            const eng_lora_pair *pr = &lo.pairs[l * ENG_LORA_N_MODULES + m];
+        for (int m = 0; m < OPT_LORA_N_MODULES; m++) {
+            const eng_lora_pair *pr = &lo.pairs[l * ENG_LORA_MAX_MODULES + m];
             const eng_matrix *W0 = target(&base, l, m), *W1 = target(&w, l, m);
             for (int o = 0; o < pr->out; o++)
                 for (int i = 0; i < pr->in; i++) {
@@ -110,7 +111,7 @@ static void test_fuse_matches_reference(void **state) {
 static void test_threads_give_the_same_bits(void **state) {
     (void)state;
     opt_weights a = load(ENG_F32), b = load(ENG_F32);
-    eng_lora lo = synthetic(&a, 8, (1u << ENG_LORA_FC1) | (1u << ENG_LORA_Q));
+    eng_lora lo = synthetic(&a, 8, (1u << OPT_LORA_FC1) | (1u << OPT_LORA_Q));
     eng_pool *pool = eng_pool_create(3);
     assert_non_null(pool);
     bc_error err;
@@ -128,7 +129,7 @@ static void test_threads_give_the_same_bits(void **state) {
  * over max |w_0|, and the share of elements whose bits changed. */
 static void drift(eng_dtype dt, int cycles, int restore, double *rel, double *changed) {
     opt_weights base = load(dt), w = load(dt);
-    eng_lora lo = synthetic(&w, 8, (1u << ENG_LORA_N_MODULES) - 1);
+    eng_lora lo = synthetic(&w, 8, (1u << OPT_LORA_N_MODULES) - 1);
     lo.restore = restore;
     bc_error err;
     for (int c = 0; c < cycles; c++) {
@@ -139,7 +140,7 @@ static void drift(eng_dtype dt, int cycles, int restore, double *rel, double *ch
     size_t n = 0, diff = 0;
     const size_t es = eng_dtype_size(dt);
     for (int l = 0; l < lo.n_layers; l++)
-        for (int m = 0; m < ENG_LORA_N_MODULES; m++) {
+        for (int m = 0; m < OPT_LORA_N_MODULES; m++) {
             const eng_matrix *W0 = target(&base, l, m), *W1 = target(&w, l, m);
             for (size_t i = 0; i < (size_t)W0->rows * W0->cols; i++) {
                 double a = elem(W0, i), b = elem(W1, i);
@@ -197,21 +198,21 @@ static void test_refusals(void **state) {
     (void)state;
     bc_error err;
     unsigned t;
-    assert_int_equal(eng_lora_targets_parse("q_proj,fc2", &t, &err), BC_OK);
-    assert_int_equal(t, (1u << ENG_LORA_Q) | (1u << ENG_LORA_FC2));
-    assert_int_equal(eng_lora_targets_parse("q_proj,lm_head", &t, &err), BC_ERR_SETTING);
+    assert_int_equal(eng_lora_targets_parse(&opt_family, "q_proj,fc2", &t, &err), BC_OK);
+    assert_int_equal(t, (1u << OPT_LORA_Q) | (1u << OPT_LORA_FC2));
+    assert_int_equal(eng_lora_targets_parse(&opt_family, "q_proj,lm_head", &t, &err), BC_ERR_SETTING);
     assert_non_null(strstr(err.message, "lm_head"));
-    assert_int_equal(eng_lora_targets_parse("", &t, &err), BC_ERR_SETTING);
+    assert_int_equal(eng_lora_targets_parse(&opt_family, "", &t, &err), BC_ERR_SETTING);
     opt_hparams hp;
     assert_int_equal(opt_hparams_preset("125m", &hp, &err), BC_OK);
     eng_lora lo;
-    assert_int_equal(eng_lora_synthetic(&lo, &hp.s, 0, 16, 1, 1, &err), BC_ERR_SETTING);
-    assert_int_equal(eng_lora_synthetic(&lo, &hp.s, 4, -1, 1, 1, &err), BC_ERR_SETTING);
+    assert_int_equal(eng_lora_synthetic(&lo, &opt_family, &hp.s, 0, 16, 1, 1, &err), BC_ERR_SETTING);
+    assert_int_equal(eng_lora_synthetic(&lo, &opt_family, &hp.s, 4, -1, 1, 1, &err), BC_ERR_SETTING);
 
     char dir[] = "/tmp/bc_lora.XXXXXX", cfg[64];
     assert_non_null(mkdtemp(dir));
     snprintf(cfg, sizeof cfg, "%s/adapter_config.json", dir);
-    assert_int_equal(eng_lora_load_peft(&lo, dir, &hp.s, &err), BC_ERR_NOT_FOUND);
+    assert_int_equal(eng_lora_load_peft(&lo, &opt_family, dir, &hp.s, &err), BC_ERR_NOT_FOUND);
     assert_non_null(strstr(err.message, "adapter_config.json"));
     static const struct {
         const char *json, *word;
@@ -230,7 +231,7 @@ static void test_refusals(void **state) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_text(cfg, bad[i].json);
-        bc_status st = eng_lora_load_peft(&lo, dir, &hp.s, &err);
+        bc_status st = eng_lora_load_peft(&lo, &opt_family, dir, &hp.s, &err);
         if (bad[i].code != BC_OK) assert_int_equal(st, bad[i].code);
         else assert_int_not_equal(st, BC_OK);
         if (!strstr(err.message, bad[i].word)) fail_msg("\"%s\" lacks \"%s\"", err.message, bad[i].word);
@@ -262,7 +263,7 @@ static void prefill_logits(const opt_weights *w, int B, int T, float *logits) {
 static void test_unfused_matches_fused(void **state) {
     (void)state;
     opt_weights w = load(ENG_F32);
-    eng_lora lo = synthetic(&w, 4, (1u << ENG_LORA_N_MODULES) - 1);
+    eng_lora lo = synthetic(&w, 4, (1u << OPT_LORA_N_MODULES) - 1);
     const int B = 2, T = 5;
     const size_t n = (size_t)B * T * w.hp.s.vocab_size;
     float *base = malloc(n * sizeof *base), *unfused = malloc(n * sizeof *unfused), *fused = malloc(n * sizeof *fused);

@@ -42,13 +42,14 @@ int main(int argc, char **argv) {
     opt_weights w;
     eng_lora lo;
     unsigned targets;
-    if (opt_hparams_preset(argv[1], &hp, &err) != BC_OK || eng_lora_targets_parse(argv[4], &targets, &err) != BC_OK ||
+    if (opt_hparams_preset(argv[1], &hp, &err) != BC_OK ||
+        eng_lora_targets_parse(&opt_family, argv[4], &targets, &err) != BC_OK ||
         opt_weights_alloc(&w, &hp, dt, &err) != BC_OK) {
         fprintf(stderr, "bench_lora: %s\n", err.message);
         return 1;
     }
     if (opt_weights_init_synthetic(&w, 1, &err) != BC_OK ||
-        eng_lora_synthetic(&lo, &hp.s, rank, 2.0 * rank, targets, 1, &err) != BC_OK) {
+        eng_lora_synthetic(&lo, &opt_family, &hp.s, rank, 2.0 * rank, targets, 1, &err) != BC_OK) {
         fprintf(stderr, "bench_lora: %s\n", err.message);
         return 1;
     }
