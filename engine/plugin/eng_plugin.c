@@ -87,6 +87,7 @@ const bc_setting_desc eng_settings[S_COUNT] = {
     [S_DEVICE] = {.name = "device", .type = BC_SETTING_ENUM, .default_string = "cpu", .choices = device_choices,
                   .help = "where the model runs"},
     [S_STOP_AT_EOS] = {.name = "stop_at_eos", .type = BC_SETTING_BOOL, .default_int = 0,
+                       .flags = BC_SETTING_WORKLOAD, /* rows stopping at EOS measure other work */
                        .help = "stop a row at EOS (else exactly response_length tokens, EOS suppressed)"},
     [S_SHARED_PREFILL] = {.name = "shared_prefill", .type = BC_SETTING_BOOL, .default_int = 0,
                           .help = "prefill each prompt once and share its KV cache with its samples"},
@@ -97,7 +98,8 @@ const bc_setting_desc eng_settings[S_COUNT] = {
                        .help = "write each rollout's generated ids here, one line per row ({case} = case index)"},
     /* CUDA path (docs/cuda.md) */
     [S_DEVICE_INDEX] = {.name = "device_index", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1, .min = 0,
-                        .max = 1024, .help = "CUDA device index (device = \"cuda\")"},
+                        .max = 1024, .flags = BC_SETTING_LOCAL_RANK, /* each rank of a host its own GPU */
+                        .help = "CUDA device index (device = \"cuda\")"},
     [S_CUDA_GRAPHS] = {.name = "cuda_graphs", .type = BC_SETTING_BOOL, .default_int = 1,
                        .help = "capture the decode step in a CUDA graph per batch and replay it (device = \"cuda\")"},
     [S_MEMORY_CHECK] = {.name = "memory_check", .type = BC_SETTING_ENUM, .default_string = "refuse",
@@ -180,6 +182,52 @@ const bc_setting_desc eng_settings[S_COUNT] = {
                           .help = "paged: tokens per page (0 = the smallest a system page allows)"},
 };
 
+/* ---------------------------------------------------------------- metrics */
+
+/* What generate measures beyond the host's own fields (docs/plugins.md,
+ * "Metrics"), read after each iteration by read_metrics in this order. Each
+ * row is one of the host's 2.3 fields of that name (core/src/run/fields.c),
+ * with its unit, direction and scope: the run refuses a row that differs. */
+enum { M_PADDED_TOKEN_SLOTS, M_RESPONSE_LENGTH_MIN, M_RESPONSE_LENGTH_P50, M_RESPONSE_LENGTH_P95,
+       M_RESPONSE_LENGTH_MAX, M_NUM_PREFILL_FORWARDS, M_SCHEDULER_OVERHEAD_MS, M_CACHE_MANAGEMENT_OVERHEAD_MS,
+       M_ACTIVE_BATCH_SIZE, M_CONTINUOUS_BATCH_SIZE, M_OCCUPANCY, M_KV_PAGES_PEAK, M_KV_BYTES_PEAK,
+       M_KV_FRAGMENTATION, M_KV_BYTES_SAVED, M_LORA_FUSE_MS, M_LORA_UNFUSE_MS, M_COUNT };
+
+_Static_assert(M_COUNT == ENG_N_METRICS, "eng_plugin.h counts the metrics");
+
+#define METRIC(id, n, u, b, h) \
+    [id] = {.name = n, .unit = u, .better = BC_BETTER_##b, .scope = BC_METRIC_PER_ITERATION, .help = h}
+
+const bc_metric_desc eng_metrics[M_COUNT] = {
+    METRIC(M_PADDED_TOKEN_SLOTS, "padded_token_slots", "tokens", NEITHER,
+           "response token slots the batch held (static: rows x returned length)"),
+    METRIC(M_RESPONSE_LENGTH_MIN, "response_length_min", "tokens", NEITHER, "shortest drawn response length"),
+    METRIC(M_RESPONSE_LENGTH_P50, "response_length_p50", "tokens", NEITHER, "median drawn response length"),
+    METRIC(M_RESPONSE_LENGTH_P95, "response_length_p95", "tokens", NEITHER,
+           "95th percentile drawn response length"),
+    METRIC(M_RESPONSE_LENGTH_MAX, "response_length_max", "tokens", NEITHER, "longest drawn response length"),
+    METRIC(M_NUM_PREFILL_FORWARDS, "num_prefill_forwards", "forwards", NEITHER,
+           "prefill forwards run (1 for a static batch)"),
+    METRIC(M_SCHEDULER_OVERHEAD_MS, "scheduler_overhead_ms", "ms", LOWER,
+           "continuous batching: choosing rows that retire and join, gathering a step's inputs"),
+    METRIC(M_CACHE_MANAGEMENT_OVERHEAD_MS, "cache_management_overhead_ms", "ms", LOWER,
+           "continuous batching: handing cache rows to joining rows"),
+    METRIC(M_ACTIVE_BATCH_SIZE, "active_batch_size", "rows", HIGHER, "mean rows a decode step generated for"),
+    METRIC(M_CONTINUOUS_BATCH_SIZE, "continuous_batch_size", "rows", NEITHER,
+           "continuous batching: rows decoding at once (batch_capacity, or all rows)"),
+    METRIC(M_OCCUPANCY, "occupancy", "1", HIGHER, "active_batch_size over the rows that could decode"),
+    METRIC(M_KV_PAGES_PEAK, "kv_pages_peak", "pages", LOWER, "kv_layout = \"paged\": KV pages held at the peak"),
+    METRIC(M_KV_BYTES_PEAK, "kv_bytes_peak", "bytes", LOWER, "KV cache bytes held at the peak"),
+    METRIC(M_KV_FRAGMENTATION, "kv_fragmentation", "1", LOWER,
+           "kv_layout = \"paged\": share of the peak's page slots holding no token"),
+    METRIC(M_KV_BYTES_SAVED, "kv_bytes_saved", "bytes", HIGHER,
+           "a contiguous cache's bytes minus the paged peak (0 contiguous)"),
+    METRIC(M_LORA_FUSE_MS, "lora_fuse_ms", "ms", LOWER, "fusing the LoRA adapter into the weights before generate"),
+    METRIC(M_LORA_UNFUSE_MS, "lora_unfuse_ms", "ms", LOWER, "unfusing it after generate"),
+};
+
+#undef METRIC
+
 typedef struct eng_backend {
     const eng_family *fam; /* static: the plugin's family (eng_plugin) */
     const bc_host *host;
@@ -207,11 +255,17 @@ typedef struct eng_backend {
     int have_rollout;
     eng_rollout ro;        /* owned; one per case */
     int64_t prompt_p50_tokens, prompt_pad_tokens; /* of ro's prompts (summarize_prompts); -1 unknown */
+    double metrics[M_COUNT]; /* eng_metrics' values of the last generate (read_metrics); NaN unmeasured */
     uint32_t case_index;   /* of the current case (save_tokens) */
     uint64_t n_generates;  /* generates in the current case (sample_stream) */
     int64_t peak_bytes;    /* high-water mark of current_bytes() */
     char model_desc[600];
 } eng_backend;
+
+/* Every metric unmeasured (before a case's first generate, after a failed one). */
+static void clear_metrics(eng_backend *s) {
+    for (int i = 0; i < M_COUNT; i++) s->metrics[i] = BC_NOT_MEASURED;
+}
 
 /* --------------------------------------------------------------- settings */
 
@@ -427,6 +481,7 @@ static bc_status backend_create(const bc_host *host, const bc_settings *v, void 
     eng_backend *s = calloc(1, sizeof *s);
     if (!s) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", NAME);
     s->fam = eng_plugin.family;
+    clear_metrics(s);
     s->hp = calloc(1, s->fam->hparams_size);
     s->w = calloc(1, s->fam->weights_size);
     s->desc = calloc(1, s->fam->weights_size);
@@ -744,6 +799,7 @@ static bc_status backend_begin_case(void *inst, const bc_case *c, bc_error *err)
     end_rollout(s);
     s->case_index = c->index;
     s->n_generates = 0;
+    clear_metrics(s);
     if ((st = s->dev->open(s->dev_ctx, err)) != BC_OK) return st; /* before building weights */
     if ((st = build_weights(s, dt, err)) != BC_OK) return st;
     s->w->lora_unfused = s->lora_unfused ? s->lora : NULL; /* the CPU forward applies it (the family's) */
@@ -780,30 +836,47 @@ static void put_generation_stats(bc_generation_stats *out, const eng_rollout *ro
     BC_SET(out, bc_generation_stats, token_rows, (int64_t)ro->R);
     BC_SET(out, bc_generation_stats, token_cols, (int64_t)ro->returned_len);
     BC_SET(out, bc_generation_stats, token_stride, (int64_t)ro->Stot);
-    BC_SET(out, bc_generation_stats, padded_token_slots, ro->n_padded_slots);
-    BC_SET(out, bc_generation_stats, response_length_min, ro->lengths_drawn.min);
-    BC_SET(out, bc_generation_stats, response_length_p50, ro->lengths_drawn.p50);
-    BC_SET(out, bc_generation_stats, response_length_p95, ro->lengths_drawn.p95);
-    BC_SET(out, bc_generation_stats, response_length_max, ro->lengths_drawn.max);
-    BC_SET(out, bc_generation_stats, num_prefill_forwards, ro->n_prefill_forwards);
-    BC_SET(out, bc_generation_stats, scheduler_overhead_ms, ro->scheduler_ms);
-    BC_SET(out, bc_generation_stats, cache_management_overhead_ms, ro->cache_mgmt_ms);
-    int64_t active = 0;
-    for (int i = 0; i < ro->n_steps; i++) active += ro->step_active[i];
-    const double mean_active = ro->n_steps > 0 ? (double)active / ro->n_steps : NAN;
-    BC_SET(out, bc_generation_stats, active_batch_size, mean_active);
-    BC_SET(out, bc_generation_stats, continuous_batch_size, ro->Cap ? ro->Cap : -1);
-    BC_SET(out, bc_generation_stats, occupancy, mean_active / (ro->Cap ? ro->Cap : ro->R));
-    BC_SET(out, bc_generation_stats, kv_pages_peak, ro->kv_pages_peak);
-    BC_SET(out, bc_generation_stats, kv_bytes_peak, ro->kv_bytes_peak);
-    BC_SET(out, bc_generation_stats, kv_fragmentation, ro->kv_fragmentation);
-    BC_SET(out, bc_generation_stats, kv_bytes_saved, ro->kv_bytes_saved);
     /* the schedule (the rollout's arrays, until end_case) */
     _Static_assert(sizeof(int) == sizeof(int32_t), "the rollout's int arrays are the ABI's int32_t");
     BC_SET(out, bc_generation_stats, step_active_rows, (const int32_t *)ro->step_active);
     BC_SET(out, bc_generation_stats, schedule_rows, (int64_t)ro->R);
     BC_SET(out, bc_generation_stats, row_first_token_ms, ro->row_first_ms);
     BC_SET(out, bc_generation_stats, row_done_step, (const int32_t *)ro->row_done_step);
+}
+
+/* A count as a metric value: NaN when unknown (< 0), as the host reads
+ * its 2.3 fields. */
+static double count_metric(int64_t n) { return n >= 0 ? (double)n : BC_NOT_MEASURED; }
+
+/* The last rollout's eng_metrics values into s->metrics (read_metrics
+ * hands them to the host). */
+static void take_metrics(eng_backend *s) {
+    const eng_rollout *ro = &s->ro;
+    double *m = s->metrics;
+    clear_metrics(s);
+    m[M_PADDED_TOKEN_SLOTS] = count_metric(ro->n_padded_slots);
+    m[M_RESPONSE_LENGTH_MIN] = ro->lengths_drawn.min;
+    m[M_RESPONSE_LENGTH_P50] = ro->lengths_drawn.p50;
+    m[M_RESPONSE_LENGTH_P95] = ro->lengths_drawn.p95;
+    m[M_RESPONSE_LENGTH_MAX] = ro->lengths_drawn.max;
+    m[M_NUM_PREFILL_FORWARDS] = count_metric(ro->n_prefill_forwards);
+    m[M_SCHEDULER_OVERHEAD_MS] = ro->scheduler_ms;
+    m[M_CACHE_MANAGEMENT_OVERHEAD_MS] = ro->cache_mgmt_ms;
+    int64_t active = 0;
+    for (int i = 0; i < ro->n_steps; i++) active += ro->step_active[i];
+    const double mean_active = ro->n_steps > 0 ? (double)active / ro->n_steps : BC_NOT_MEASURED;
+    m[M_ACTIVE_BATCH_SIZE] = mean_active;
+    m[M_CONTINUOUS_BATCH_SIZE] = ro->Cap ? (double)ro->Cap : BC_NOT_MEASURED;
+    m[M_OCCUPANCY] = mean_active / (ro->Cap ? ro->Cap : ro->R);
+    m[M_KV_PAGES_PEAK] = count_metric(ro->kv_pages_peak);
+    m[M_KV_BYTES_PEAK] = count_metric(ro->kv_bytes_peak);
+    m[M_KV_FRAGMENTATION] = ro->kv_fragmentation;
+    /* may be negative (a paged peak above the contiguous cache); INT64_MIN = unknown */
+    m[M_KV_BYTES_SAVED] = ro->kv_bytes_saved != INT64_MIN ? (double)ro->kv_bytes_saved : BC_NOT_MEASURED;
+    if (s->lora && !s->lora_unfused) {
+        m[M_LORA_FUSE_MS] = s->lora->fuse_ms;
+        m[M_LORA_UNFUSE_MS] = s->lora->unfuse_ms;
+    }
 }
 
 /* The device's generate stage, as eng_lora_around runs it. */
@@ -816,6 +889,7 @@ static bc_status backend_generate(void *inst, bc_generation_stats *out, bc_error
     eng_backend *s = inst;
     if (!s->have_rollout) return bc_error_set(err, BC_ERR_INTERNAL, "%s: generate outside a case", NAME);
     s->ro.iteration = s->n_generates++;
+    clear_metrics(s);
     bc_status st = s->lora && !s->lora_unfused /* as the hybrid engine: fuse, generate, unfuse (also after a failed
                                                   generate); unfused, the forward applies it */
                        ? eng_lora_around(s->lora, s->w, device_generate, s, s->host, err)
@@ -825,10 +899,18 @@ static bc_status backend_generate(void *inst, bc_generation_stats *out, bc_error
     put_generation_stats(out, &s->ro);
     BC_SET(out, bc_generation_stats, prompt_p50_tokens, s->prompt_p50_tokens);
     BC_SET(out, bc_generation_stats, prompt_pad_tokens, s->prompt_pad_tokens);
-    if (s->lora && !s->lora_unfused) {
-        BC_SET(out, bc_generation_stats, lora_fuse_ms, s->lora->fuse_ms);
-        BC_SET(out, bc_generation_stats, lora_unfuse_ms, s->lora->unfuse_ms);
-    }
+    take_metrics(s);
+    return BC_OK;
+}
+
+/* The per-iteration metrics (eng_metrics' order) of the last generate; no
+ * per-case ones. */
+static bc_status backend_read_metrics(void *inst, bc_metric_scope scope, double *values, uint32_t n_values,
+                                      bc_error *err) {
+    (void)err;
+    const eng_backend *s = inst;
+    if (scope != BC_METRIC_PER_ITERATION) return BC_OK;
+    for (uint32_t i = 0; i < n_values && i < M_COUNT; i++) values[i] = s->metrics[i];
     return BC_OK;
 }
 
@@ -959,5 +1041,6 @@ const bc_backend_ops eng_backend_ops = {
     /* begin_case converts the weights when the precision changes; nothing
      * else is costly to switch */
     .rebuild_axes = BC_AXIS_PRECISION,
+    .read_metrics = backend_read_metrics, /* eng_metrics (the descriptor's table) */
 };
 

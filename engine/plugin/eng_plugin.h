@@ -1,5 +1,5 @@
 /* eng_plugin.h: the backend plugin every family shares (eng_plugin.c): the
- * bc_backend_ops and the engine's settings table (docs/opt.md lists them),
+ * bc_backend_ops, the engine's settings and metric tables (docs/opt.md lists them),
  * parameterised by the family a plugin file names. A family's plugin file
  * (plugins/opt/opt_plugin.c) defines eng_plugin, eng_plugin_presets and
  * eng_plugin_model_help, and its descriptor with ENG_PLUGIN_BACKEND.
@@ -29,6 +29,9 @@ extern const char eng_plugin_model_help[];
 /* The engine's settings and backend ops (eng_plugin.c). */
 #define ENG_N_SETTINGS 35
 extern const bc_setting_desc eng_settings[ENG_N_SETTINGS];
+/* The engine's metrics, the rows read_metrics fills (docs/opt.md lists them). */
+#define ENG_N_METRICS 17
+extern const bc_metric_desc eng_metrics[ENG_N_METRICS];
 extern const bc_backend_ops eng_backend_ops;
 bc_status eng_backend_check_settings(const bc_host *host, const bc_settings *settings, bc_error *err);
 
@@ -44,6 +47,7 @@ bc_status eng_backend_check_settings(const bc_host *host, const bc_settings *set
         .settings = eng_settings,                                                                  \
         .n_settings = ENG_N_SETTINGS,                                                              \
         .setting_size = (uint32_t)sizeof(eng_settings[0]),                                         \
+        BC_METRICS_TABLE(eng_metrics),                                                             \
         .ops = &eng_backend_ops,                                                                   \
         .check_settings = eng_backend_check_settings,                                              \
     };                                                                                             \

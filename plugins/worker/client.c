@@ -167,7 +167,9 @@ static bc_status parse_setting(const wk_client *c, const json_t *s, uint32_t i, 
 static const char *const k_profile_keys[] = {"prompt_expansion_ms", "generation_ms", "post_processing_ms",
                                              "prefill_forward_ms", "decode_forward_ms", "num_decode_forwards",
                                              "num_generated_tokens", "time_to_first_token_ms", "peak_memory_bytes",
-                                             "decode_step_ms", "engine_total_ms", NULL};
+                                             "decode_step_ms", "engine_total_ms", "num_prefill_forwards",
+                                             "scheduler_overhead_ms", "cache_management_overhead_ms",
+                                             "continuous_batch_size", NULL};
 
 /* A metric name: [a-z0-9_], 1 to 63 characters. */
 static int is_metric_name(const char *s) {

@@ -18,6 +18,7 @@
 
 #include "../core/bc_test_assert.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "../plugins/plugin_dl.h"
+#include "../../core/src/run/fields.h" /* the host's descriptors, which the metric table must match */
 #include "formats.h" /* the precision plugins' ops: the engine checks their layout */
 #include "checkpoint.h"
 #include "ckpt_set.h"
@@ -95,6 +97,26 @@ static bc_setting_value *setting(fixture *f, const char *name) {
     return NULL;
 }
 
+/* Row of the descriptor's metric table called name. */
+static int metric(fixture *f, const char *name) {
+    for (uint32_t i = 0; i < f->d->n_metrics; i++)
+        if (strcmp(BC_AT(bc_metric_desc, f->d->metrics, f->d->metric_size, i)->name, name) == 0) return (int)i;
+    fail_msg("no metric %s", name);
+    return -1;
+}
+
+/* The per-iteration metrics of the last generate, as the host reads them
+ * (each NaN when called), into m[n_metrics]; the per-case call writes none. */
+static void read_metrics(fixture *f, void *inst, double *m) {
+    bc_error err = {0};
+    assert_true(f->d->n_metrics <= 32);
+    for (uint32_t i = 0; i < f->d->n_metrics; i++) m[i] = BC_NOT_MEASURED;
+    assert_int_equal(f->ops->read_metrics(inst, BC_METRIC_PER_CASE, m, f->d->n_metrics, &err), BC_OK);
+    for (uint32_t i = 0; i < f->d->n_metrics; i++) assert_true(isnan(m[i]));
+    assert_int_equal(f->ops->read_metrics(inst, BC_METRIC_PER_ITERATION, m, f->d->n_metrics, &err), BC_OK);
+    for (uint32_t i = 0; i < f->d->n_metrics; i++) assert_false(isinf(m[i])); /* the host refuses those */
+}
+
 /* f->tmp/name, written with text (NULL: a directory). */
 static const char *scratch(fixture *f, const char *name, const char *text) {
     static char path[256];
@@ -148,6 +170,37 @@ static void test_descriptor(void **state) {
     assert_non_null(o->read_memory), assert_non_null(o->reset_peak_memory);
     assert_non_null(o->check_case), assert_non_null(o->prepare);
     assert_int_equal(o->rebuild_axes, BC_AXIS_PRECISION);
+    /* what the host does with two settings beyond checking them */
+    const uint32_t n_set = f->d->n_settings;
+    for (uint32_t i = 0; i < n_set; i++) {
+        const bc_setting_desc *s = BC_AT(bc_setting_desc, f->d->settings, f->d->setting_size, i);
+        uint32_t want = strcmp(s->name, "device_index") == 0  ? BC_SETTING_LOCAL_RANK
+                        : strcmp(s->name, "stop_at_eos") == 0 ? BC_SETTING_WORKLOAD
+                                                              : 0;
+        if (s->flags != want) fail_msg("setting %s: flags %u, want %u", s->name, s->flags, want);
+    }
+    /* the metric table: the 2.3 figures under the host's names, each as the
+     * host describes its field of that name (or the run would refuse it) */
+    assert_non_null(o->read_metrics);
+    assert_null(o->more_metrics);
+    assert_int_equal(f->d->metric_size, sizeof(bc_metric_desc));
+    const char *metrics[] = {"padded_token_slots", "response_length_min", "response_length_p50",
+                             "response_length_p95", "response_length_max", "num_prefill_forwards",
+                             "scheduler_overhead_ms", "cache_management_overhead_ms", "active_batch_size",
+                             "continuous_batch_size", "occupancy", "kv_pages_peak", "kv_bytes_peak",
+                             "kv_fragmentation", "kv_bytes_saved", "lora_fuse_ms", "lora_unfuse_ms"};
+    assert_int_equal(f->d->n_metrics, sizeof metrics / sizeof metrics[0]);
+    for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++) {
+        const bc_metric_desc *m = BC_AT(bc_metric_desc, f->d->metrics, f->d->metric_size, metric(f, metrics[i]));
+        const bc_metric_desc *h = bc_host_field_desc(metrics[i]);
+        char why[160];
+        assert_int_equal(bc_metric_desc_invalid(m, why, sizeof why), 0);
+        assert_non_null(h);
+        assert_string_equal(m->unit, h->unit);
+        assert_int_equal(m->better, h->better);
+        assert_int_equal(m->scope, h->scope);
+        assert_true(m->help && m->help[0]);
+    }
 }
 
 static char *read_all(const char *path) {
@@ -243,6 +296,19 @@ static void test_rollout_and_memory(void **state) {
     assert_int_equal(f->ops->generate(inst, &g, &err), BC_OK);
     check_generation_stats(&g, 2, 4, 4, 3);
     assert_int_equal(f->ops->post_process(inst, &err), BC_OK);
+    /* a static batch in a contiguous cache: its declared metrics */
+    double m[32];
+    read_metrics(f, inst, m);
+    assert_double_equal(m[metric(f, "padded_token_slots")], 2.0 * 3.0, 0.0);
+    assert_double_equal(m[metric(f, "response_length_min")], 3.0, 0.0);
+    assert_double_equal(m[metric(f, "response_length_max")], 3.0, 0.0);
+    assert_double_equal(m[metric(f, "num_prefill_forwards")], 1.0, 0.0);
+    assert_double_equal(m[metric(f, "kv_bytes_peak")], (double)plan.kv_cache_bytes, 0.0);
+    assert_double_equal(m[metric(f, "kv_bytes_saved")], 0.0, 0.0);
+    assert_true(isnan(m[metric(f, "continuous_batch_size")])); /* static */
+    assert_true(isnan(m[metric(f, "kv_pages_peak")]));         /* contiguous */
+    assert_true(isnan(m[metric(f, "kv_fragmentation")]));
+    assert_true(isnan(m[metric(f, "lora_fuse_ms")]) && isnan(m[metric(f, "lora_unfuse_ms")]));
     char *first = read_all(path);
     int lines = 0, ids = 0;
     for (char *p = first; *p; p++) lines += *p == '\n';
@@ -501,14 +567,19 @@ static void test_continuous(void **state) {
     bc_generation_stats g = {.struct_size = sizeof g};
     assert_int_equal(f->ops->expand_prompts(inst, &err), BC_OK);
     assert_int_equal(f->ops->generate(inst, &g, &err), BC_OK);
-    assert_int_equal(g.continuous_batch_size, 1);
-    assert_int_equal(g.num_prefill_forwards, 2); /* one row at a time */
-    assert_int_equal(g.padded_token_slots, g.num_generated_tokens);
-    assert_true(g.response_length_min >= 1 && g.response_length_max <= 3);
-    assert_int_equal(g.num_generated_tokens, (int64_t)(g.response_length_min + g.response_length_max));
-    assert_double_equal(g.active_batch_size, 1.0, 0.0);
-    assert_double_equal(g.occupancy, 1.0, 0.0);
-    assert_true(g.scheduler_overhead_ms >= 0 && g.cache_management_overhead_ms >= 0);
+    /* the continuous-batching figures are declared metrics, read after the iteration */
+    double m[32];
+    read_metrics(f, inst, m);
+    assert_double_equal(m[metric(f, "continuous_batch_size")], 1.0, 0.0);
+    assert_double_equal(m[metric(f, "num_prefill_forwards")], 2.0, 0.0); /* one row at a time */
+    assert_double_equal(m[metric(f, "padded_token_slots")], (double)g.num_generated_tokens, 0.0);
+    const double shortest = m[metric(f, "response_length_min")], longest = m[metric(f, "response_length_max")];
+    assert_true(shortest >= 1 && longest <= 3);
+    assert_double_equal((double)g.num_generated_tokens, shortest + longest, 0.0);
+    assert_double_equal(m[metric(f, "active_batch_size")], 1.0, 0.0);
+    assert_double_equal(m[metric(f, "occupancy")], 1.0, 0.0);
+    assert_true(m[metric(f, "scheduler_overhead_ms")] >= 0 && m[metric(f, "cache_management_overhead_ms")] >= 0);
+    assert_true(isnan(m[metric(f, "lora_fuse_ms")])); /* no adapter */
     /* the schedule handed to the host: one row in every step, each row's token 0 and finishing step */
     assert_int_equal(g.schedule_rows, 2);
     assert_non_null(g.step_active_rows);

@@ -9,12 +9,13 @@ Checks:
   - greedy float32 tokens equal Hugging Face transformers' generate tokens on
     the same checkpoint and prompts (left-padded prompts of different lengths,
     2 samples each), and the transformers worker's when it runs the checkpoint;
-  - every field of DeepSpeed's profile arrives in the generate reply under its
-    own name, finite and consistent with the case and with what the adapter
-    measured around the call;
+  - every field of DeepSpeed's profile arrives in the generate reply (under
+    the name of the metric the hello declares for it, deepspeed_<name> where
+    benchctl's name means something else), finite and consistent with the
+    case and with what the adapter measured around the call;
   - through `benchctl run` (worker backend, retain and release cache
     policies): the run's JSON holds DeepSpeed's stage times and forwards for
-    every case, the release case has its cache hooks timed and its engine
+    every case, and its declared metrics with their descriptors, the release case has its cache hooks timed and its engine
     built with release_inference_cache, the tokens are the reference's;
   - shared prefill, graph capture and continuous batching are refused on the
     CPU with their lines; an OPT checkpoint is refused before the first case
@@ -100,30 +101,43 @@ def reference(prompts=PROMPTS, samples=S, length=R):
     return _reference[key]
 
 
+def reply_name(ds_name):
+    """The generate reply's key of DeepSpeed's profile field ds_name: the
+    metric the hello declares for it, else its own name."""
+    return ds.PROFILE_EXTRA[ds_name][0] if ds_name in ds.PROFILE_EXTRA else ds_name
+
+
+DECLARED = [m[0] for m in ds.PROFILE_EXTRA.values()]
+
+
 class TestDeepSpeed(unittest.TestCase):
     def check_profile(self, prof, B, samples, width, length):
         rows = B * samples
         for name in ds.DS_STATIC_FIELDS + ("rollout_call_ms", "time_to_first_token_ms", "peak_memory_bytes"):
-            v = prof.get(name)
+            v = prof.get(reply_name(name))
             self.assertIsInstance(v, (int, float), name)
             self.assertTrue(v == v and v >= 0, "%s = %r" % (name, v))
         for name in set(ds.DS_CONTINUOUS_FIELDS) - set(ds.DS_STATIC_FIELDS):
-            self.assertIn(name, prof)  # null: a static batch
-            self.assertIsNone(prof[name], name)
-        self.assertEqual((prof["batch_size"], prof["num_samples_per_prompt"], prof["prompt_length"],
-                          prof["response_length"]), (B, samples, width, length))
-        self.assertEqual(prof["num_generated_tokens"], rows * length)
-        self.assertEqual(prof["num_decode_forwards"], length - 1)
+            self.assertIn(reply_name(name), prof)  # null: a static batch
+            self.assertIsNone(prof[reply_name(name)], name)
+        for name in ds.PROFILE_EXTRA:  # a declared one only under its metric's name
+            if reply_name(name) != name:
+                self.assertNotIn(name, prof)
+        p = {k: prof[reply_name(k)] for k in ds.DS_STATIC_FIELDS + ("rollout_call_ms",)}
+        self.assertEqual((p["batch_size"], p["num_samples_per_prompt"], p["prompt_length"],
+                          p["response_length"]), (B, samples, width, length))
+        self.assertEqual(p["num_generated_tokens"], rows * length)
+        self.assertEqual(p["num_decode_forwards"], length - 1)
         self.assertEqual(len(prof["decode_step_ms"]), length - 1)
-        self.assertLessEqual(prof["prefill_forward_ms"] + prof["decode_forward_ms"], prof["generation_ms"] * 1.0001)
-        self.assertLessEqual(prof["prompt_expansion_ms"] + prof["generation_ms"] + prof["post_processing_ms"],
-                             prof["total_ms"] * 1.0001)
-        self.assertLessEqual(prof["total_ms"], prof["rollout_call_ms"] + 1e-3)
-        self.assertAlmostEqual(prof["tokens_per_second"], rows * length / (prof["total_ms"] / 1e3),
-                               delta=1e-6 * prof["tokens_per_second"])
-        self.assertAlmostEqual(prof["generation_overhead_ms"],
-                               prof["generation_ms"] - prof["prefill_forward_ms"] - prof["decode_forward_ms"],
-                               delta=1e-6 * prof["generation_ms"])
+        self.assertLessEqual(p["prefill_forward_ms"] + p["decode_forward_ms"], p["generation_ms"] * 1.0001)
+        self.assertLessEqual(p["prompt_expansion_ms"] + p["generation_ms"] + p["post_processing_ms"],
+                             p["total_ms"] * 1.0001)
+        self.assertLessEqual(p["total_ms"], p["rollout_call_ms"] + 1e-3)
+        self.assertAlmostEqual(p["tokens_per_second"], rows * length / (p["total_ms"] / 1e3),
+                               delta=1e-6 * p["tokens_per_second"])
+        self.assertAlmostEqual(p["generation_overhead_ms"],
+                               p["generation_ms"] - p["prefill_forward_ms"] - p["decode_forward_ms"],
+                               delta=1e-6 * p["generation_ms"])
         self.assertGreater(prof["peak_memory_bytes"], 1 << 20)
 
     def test_greedy_tokens_equal_transformers(self):
@@ -260,6 +274,28 @@ class TestDeepSpeed(unittest.TestCase):
                     self.assertIsNotNone(prof["cache_release_ms"])
                 else:
                     self.assertIsNone(prof["cache_release_ms"])
+                # DeepSpeed's own figures, declared in the hello: fields of every profile and their stats
+                for name in DECLARED:
+                    self.assertIn(name, prof)
+                    self.assertIn(name, c["summary"])
+                self.assertEqual((prof["deepspeed_batch_size"], prof["deepspeed_num_samples_per_prompt"],
+                                  prof["deepspeed_response_length"]), (2, c["samples_per_prompt"], R))
+                self.assertEqual(prof["deepspeed_prompt_length"], prof["prompt_length"])  # full synthetic prompts
+                self.assertIsNone(prof["deepspeed_active_batch_size"])  # a static batch
+                self.assertGreater(prof["deepspeed_total_ms"], 0.0)
+                self.assertLessEqual(prof["engine_total_ms"], prof["deepspeed_total_ms"] * 1.0001)
+                self.assertLessEqual(prof["deepspeed_total_ms"], prof["rollout_call_ms"] + 1e-3)
+                self.assertLessEqual(prof["rollout_call_ms"], prof["generation_ms"])
+                self.assertAlmostEqual(prof["deepspeed_tokens_per_second"],
+                                       prof["num_generated_tokens"] / (prof["deepspeed_total_ms"] / 1e3),
+                                       delta=1e-3 * prof["deepspeed_tokens_per_second"])
+                self.assertIsNotNone(prof["deepspeed_generation_overhead_ms"])
+        # the run's metric descriptors: the hello's rows, after the host's fields
+        metrics = {m["name"]: m for m in report["metrics"]}
+        for name, unit, better, _ in ds.PROFILE_EXTRA.values():
+            self.assertEqual((metrics[name]["unit"], metrics[name]["better"], metrics[name]["scope"]),
+                             (unit, better, "iteration"), name)
+        self.assertEqual(report["fields"][-len(DECLARED):], DECLARED)
         ds_tokens = {}
         for c in cases:
             with open(os.path.join(WORK, "ds_tokens_%d.txt" % c["index"])) as f:

@@ -428,6 +428,18 @@ class TestProcesses(unittest.TestCase):
                     json.dump(cfg, f)
             with harness.Worker(harness.worker_command(sys.executable, "deepspeed"), timeout_s=120) as w:
                 self.assertEqual(w.hello["engine"], "deepspeed")
+                # DeepSpeed's own profile fields are declared metrics, none under a name the plugin reads itself
+                metrics = {m["name"]: m for m in w.hello["metrics"]}
+                self.assertEqual(sorted(metrics), sorted(m[0] for m in ds.PROFILE_EXTRA.values()))
+                for name in ("total_ms", "tokens_per_second", "generation_overhead_ms", "batch_size",
+                             "active_batch_size", "rollout_call_ms"):
+                    self.assertIn(ds.PROFILE_EXTRA[name][0], metrics)
+                self.assertEqual(metrics["deepspeed_total_ms"]["unit"], "ms")
+                self.assertEqual(metrics["deepspeed_total_ms"]["better"], "lower")
+                for m in metrics.values():
+                    self.assertIn(m["better"], ("higher", "lower", "neither"))
+                    self.assertEqual(m["min"], 0)
+                    self.assertNotIn(m["name"], protocol.PROFILE_FIELDS + ds.PROFILE_HOST)
                 self.assertEqual(w.hello["engine_version"], models.package_version("deepspeed") or "not installed")
                 names = [x["name"] for x in w.hello["settings"]]
                 for name in ("checkpoint", "device", "shared_prefill", "graph_capture", "continuous_batch_size",

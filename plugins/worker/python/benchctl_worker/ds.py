@@ -12,10 +12,12 @@ exactly response_length tokens (it ignores EOS while generating; the tokenizer
 it is handed has no eos id, so nothing is padded after one) and post-processes
 (the masks). DeepSpeed's get_last_profile() is checked (every field present,
 finite, in range, counts equal to the case's) and passed through under its
-own names (PROFILE_EXTRA for the ones benchctl's profile has no field for),
-next to what this adapter measures around the same call (rollout_call_ms,
-decode_step_ms and time_to_first_token_ms from forward pre-hooks, the peak
-memory).
+names benchctl gives them: its stage times and forwards as the protocol's
+fields, the continuous-batching figures benchctl has under their names
+(PROFILE_HOST), the others as metrics the hello declares (PROFILE_EXTRA,
+deepspeed_<name> where benchctl's name means something else), next to what
+this adapter measures around the same call (rollout_call_ms, decode_step_ms
+and time_to_first_token_ms from forward pre-hooks, the peak memory).
 
 Families: DeepSpeed's hybrid engine has kernel-injection containers for some
 families (OPT, HF LLaMA, ...); they need DeepSpeed's CUDA inference ops, so on
@@ -57,23 +59,32 @@ CPU_FAMILY = "qwen2"  # a family DeepSpeed serves without kernel injection
 
 # DeepSpeed's profile fields that benchctl's profile (protocol.PROFILE_FIELDS)
 # has no field for, and rollout_call_ms, this adapter's wall time of the
-# generate call; every DeepSpeed field that benchctl has goes there under the
-# same name. name -> (unit, better direction), for the reports.
+# generate call: declared in the hello as metrics (Engine.metrics_table), so
+# each is a field of the run's reports. A DeepSpeed name that is already a
+# field of benchctl's with another meaning (total_ms: DeepSpeed's own sum, not
+# benchctl's timing of the round trip) or a key of the report's profiles
+# (batch_size, ...) is declared as deepspeed_<name>. DeepSpeed's name ->
+# (metric name, unit, better, help); every value is a number >= 0.
 PROFILE_EXTRA = {
-    "generation_overhead_ms": ("ms", "lower"),
-    "total_ms": ("ms", "lower"),
-    "tokens_per_second": ("tokens/s", "higher"),
-    "batch_size": ("rows", "none"),
-    "num_samples_per_prompt": ("rows", "none"),
-    "prompt_length": ("tokens", "none"),
-    "response_length": ("tokens", "none"),
-    "num_prefill_forwards": ("count", "none"),          # continuous batching only
-    "scheduler_overhead_ms": ("ms", "lower"),           # continuous batching only
-    "cache_management_overhead_ms": ("ms", "lower"),    # continuous batching only
-    "active_batch_size": ("rows", "higher"),            # continuous batching only
-    "continuous_batch_size": ("rows", "none"),          # continuous batching only
-    "rollout_call_ms": ("ms", "lower"),
+    "generation_overhead_ms": ("deepspeed_generation_overhead_ms", "ms", "lower",
+                               "DeepSpeed's generation_ms minus its prefill and decode forwards"),
+    "total_ms": ("deepspeed_total_ms", "ms", "lower", "DeepSpeed's own total of the rollout"),
+    "tokens_per_second": ("deepspeed_tokens_per_second", "tokens/s", "higher",
+                          "DeepSpeed's generated tokens over its total_ms"),
+    "batch_size": ("deepspeed_batch_size", "rows", "neither", "the prompts DeepSpeed saw"),
+    "num_samples_per_prompt": ("deepspeed_num_samples_per_prompt", "rows", "neither",
+                               "the samples per prompt DeepSpeed generated"),
+    "prompt_length": ("deepspeed_prompt_length", "tokens", "neither", "the padded prompt width DeepSpeed saw"),
+    "response_length": ("deepspeed_response_length", "tokens", "neither", "the response length DeepSpeed generated"),
+    "active_batch_size": ("deepspeed_active_batch_size", "rows", "higher",
+                          "continuous batching: DeepSpeed's active rows (its largest step's, not the mean)"),
+    "rollout_call_ms": ("rollout_call_ms", "ms", "lower", "this adapter's wall time of the generate call"),
 }
+# DeepSpeed's continuous-batching fields that benchctl has with the same
+# meaning: sent under their names, which the worker plugin reads itself
+# (null for a static batch).
+PROFILE_HOST = ("num_prefill_forwards", "scheduler_overhead_ms", "cache_management_overhead_ms",
+                "continuous_batch_size")
 # DeepSpeed's fields of a static batch and of a continuous one (get_last_profile()).
 DS_STATIC_FIELDS = ("prompt_expansion_ms", "generation_ms", "prefill_forward_ms", "decode_forward_ms",
                     "generation_overhead_ms", "num_decode_forwards", "post_processing_ms", "total_ms",
@@ -203,13 +214,17 @@ def check_ds_profile(p, fields, want):
 
 class DeepSpeedEngine(Engine):
     name = "deepspeed"
-    profile_extra_fields = tuple(PROFILE_EXTRA)
+    profile_extra_fields = tuple(m[0] for m in PROFILE_EXTRA.values()) + PROFILE_HOST
 
     def __init__(self):
         self.values = self.cfg = None
         self.ds = self.torch = None
         self.engine = self.engine_key = None
         self.case = None
+
+    def metrics_table(self):
+        return [{"name": name, "unit": unit, "better": better, "help": help_, "min": 0}
+                for name, unit, better, help_ in PROFILE_EXTRA.values()]
 
     def settings_table(self):
         return [
@@ -504,8 +519,9 @@ class DeepSpeedEngine(Engine):
         prof = {k: p.get(k) for k in ("prompt_expansion_ms", "generation_ms", "post_processing_ms",
                                       "prefill_forward_ms", "decode_forward_ms", "num_decode_forwards",
                                       "num_generated_tokens")}
-        prof.update({k: p.get(k) for k in PROFILE_EXTRA if k != "rollout_call_ms"})
-        prof["rollout_call_ms"] = call_ms
+        prof.update({m[0]: p.get(k) for k, m in PROFILE_EXTRA.items() if k != "rollout_call_ms"})
+        prof.update({k: p.get(k) for k in PROFILE_HOST})
+        prof[PROFILE_EXTRA["rollout_call_ms"][0]] = call_ms
         starts = marks.starts
         if not continuous and len(starts) == R:
             # step k (k >= 1): start of forward k to the start of the next
