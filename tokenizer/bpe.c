@@ -89,11 +89,11 @@ static uint32_t utf8_get(const uint8_t *s, size_t n, size_t *len) {
 
 /* ------------------------------------------------------------- building */
 
-static bc_status tok_new(bpe_tokenizer **out, bc_error *err) {
+static tok_status tok_new(bpe_tokenizer **out, tok_error *err) {
     bpe_tokenizer *t = calloc(1, sizeof *t);
-    if (!t) return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory");
+    if (!t) return tok_error_set(err, TOK_ERR_NOMEM, "tokenizer: no memory");
     *out = t;
-    return BC_OK;
+    return TOK_OK;
 }
 
 void bpe_free(bpe_tokenizer *t) {
@@ -119,28 +119,28 @@ static int32_t json_id(const json_t *v) {
 }
 
 /* Sizes the id tables for ids below n_ids. */
-static bc_status tok_alloc_ids(bpe_tokenizer *t, int32_t n_ids, const char *name, bc_error *err) {
+static tok_status tok_alloc_ids(bpe_tokenizer *t, int32_t n_ids, const char *name, tok_error *err) {
     t->n_ids = n_ids;
     t->tok_off = malloc((size_t)n_ids * sizeof *t->tok_off);
     t->tok_len = malloc((size_t)n_ids * sizeof *t->tok_len);
-    if (!t->tok_off || !t->tok_len) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for %d ids", name, n_ids);
+    if (!t->tok_off || !t->tok_len) return tok_error_set(err, TOK_ERR_NOMEM, "%s: no memory for %d ids", name, n_ids);
     for (int32_t i = 0; i < n_ids; i++) t->tok_len[i] = BPE_NO_TOKEN;
-    return BC_OK;
+    return TOK_OK;
 }
 
 /* Gives id the bytes its string stands for: each byte-level character its
  * byte, any other character (an added token's) its own UTF-8. */
-static bc_status tok_set_string(bpe_tokenizer *t, const int16_t byte_of[BPE_BYTE_CHARS], int32_t id, const char *str,
-                                size_t len, const char *name, bc_error *err) {
+static tok_status tok_set_string(bpe_tokenizer *t, const int16_t byte_of[BPE_BYTE_CHARS], int32_t id, const char *str,
+                                size_t len, const char *name, tok_error *err) {
     if (t->tok_len[id] != BPE_NO_TOKEN)
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: token id %d is given to two strings (the second \"%.40s\")", name,
+        return tok_error_set(err, TOK_ERR_FORMAT, "%s: token id %d is given to two strings (the second \"%.40s\")", name,
                             id, str);
-    if (t->tok_bytes_len + len > UINT32_MAX) return bc_error_set(err, BC_ERR_FORMAT, "%s: vocabulary too large", name);
+    if (t->tok_bytes_len + len > UINT32_MAX) return tok_error_set(err, TOK_ERR_FORMAT, "%s: vocabulary too large", name);
     if (!t->tok_bytes || t->tok_bytes_len + len > t->tok_bytes_cap) { /* allocated even for an empty token */
         size_t nc = t->tok_bytes_cap ? t->tok_bytes_cap * 2 : 4096;
         while (nc < t->tok_bytes_len + len) nc *= 2; /* (an empty vocabulary string, "": 0 bytes) */
         uint8_t *nb = realloc(t->tok_bytes, nc);
-        if (!nb) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory", name);
+        if (!nb) return tok_error_set(err, TOK_ERR_NOMEM, "%s: no memory", name);
         t->tok_bytes = nb;
         t->tok_bytes_cap = nc;
     }
@@ -156,7 +156,7 @@ static bc_status tok_set_string(bpe_tokenizer *t, const int16_t byte_of[BPE_BYTE
     t->tok_off[id] = (uint32_t)t->tok_bytes_len;
     t->tok_len[id] = (uint32_t)n;
     t->tok_bytes_len += n;
-    return BC_OK;
+    return TOK_OK;
 }
 
 static size_t pair_slot(const bpe_tokenizer *t, uint64_t key) {
@@ -198,60 +198,60 @@ static size_t merges_count(const merge_source *src) {
 
 /* Adds one merge (a, b) of rank `rank`: both and their concatenation must
  * be tokens. As in tokenizers, a pair listed twice keeps the later rank. */
-static bc_status add_merge(bpe_tokenizer *t, const json_t *vocab, const char *a, size_t alen, const char *b,
-                           size_t blen, size_t rank, const char *where, bc_error *err) {
+static tok_status add_merge(bpe_tokenizer *t, const json_t *vocab, const char *a, size_t alen, const char *b,
+                           size_t blen, size_t rank, const char *where, tok_error *err) {
     char small[256];
     char *cat = alen + blen + 1 <= sizeof small ? small : malloc(alen + blen + 1);
-    if (!cat) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory", where);
+    if (!cat) return tok_error_set(err, TOK_ERR_NOMEM, "%s: no memory", where);
     memcpy(cat, a, alen);
     memcpy(cat + alen, b, blen);
     cat[alen + blen] = '\0';
     int32_t ida = json_id(json_object_getn(vocab, a, alen));
     int32_t idb = json_id(json_object_getn(vocab, b, blen));
     int32_t idm = json_id(json_object_getn(vocab, cat, alen + blen));
-    bc_status st = BC_OK;
+    tok_status st = TOK_OK;
     if (ida < 0 || idb < 0 || idm < 0)
-        st = bc_error_set(err, BC_ERR_FORMAT, "%s: merge \"%.*s %.*s\": \"%.*s\" is not in the vocabulary", where,
+        st = tok_error_set(err, TOK_ERR_FORMAT, "%s: merge \"%.*s %.*s\": \"%.*s\" is not in the vocabulary", where,
                           (int)(alen > 60 ? 60 : alen), a, (int)(blen > 60 ? 60 : blen), b,
                           ida < 0 ? (int)(alen > 60 ? 60 : alen) : idb < 0 ? (int)(blen > 60 ? 60 : blen)
                                                                           : (int)(alen + blen > 60 ? 60 : alen + blen),
                           ida < 0 ? a : idb < 0 ? b : cat);
     if (cat != small) free(cat);
-    if (st != BC_OK) return st;
+    if (st != TOK_OK) return st;
     uint64_t key = (uint64_t)(uint32_t)ida << 32 | (uint32_t)idb;
     bpe_pair *p = &t->pairs[pair_slot(t, key)];
     if (p->key == BPE_EMPTY_KEY) t->n_merges++;
     p->key = key;
     p->rank = (int32_t)rank;
     p->merged = idm;
-    return BC_OK;
+    return TOK_OK;
 }
 
 /* One merge "a b": exactly one space between two non-empty tokens. */
-static bc_status add_merge_string(bpe_tokenizer *t, const json_t *vocab, const char *s, size_t len, size_t rank,
-                                  const char *where, bc_error *err) {
+static tok_status add_merge_string(bpe_tokenizer *t, const json_t *vocab, const char *s, size_t len, size_t rank,
+                                  const char *where, tok_error *err) {
     const char *sp = memchr(s, ' ', len);
     if (!sp || sp == s || sp == s + len - 1 || memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s)))
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: merge \"%.80s\" is not two tokens separated by one space", where,
+        return tok_error_set(err, TOK_ERR_FORMAT, "%s: merge \"%.80s\" is not two tokens separated by one space", where,
                             s);
     return add_merge(t, vocab, s, (size_t)(sp - s), sp + 1, len - (size_t)(sp + 1 - s), rank, where, err);
 }
 
-static bc_status load_merges(bpe_tokenizer *t, const json_t *vocab, const merge_source *src, bc_error *err) {
+static tok_status load_merges(bpe_tokenizer *t, const json_t *vocab, const merge_source *src, tok_error *err) {
     size_t n = merges_count(src);
-    if (n == 0) return bc_error_set(err, BC_ERR_FORMAT, "%s: the merge table is empty; a BPE tokenizer needs merges", src->name);
+    if (n == 0) return tok_error_set(err, TOK_ERR_FORMAT, "%s: the merge table is empty; a BPE tokenizer needs merges", src->name);
     if (n > (size_t)INT32_MAX / 4)
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: %zu merges are too many", src->name, n);
+        return tok_error_set(err, TOK_ERR_FORMAT, "%s: %zu merges are too many", src->name, n);
     size_t cap = 16;
     while (cap < 2 * n) cap *= 2;
     t->pairs = malloc(cap * sizeof *t->pairs);
-    if (!t->pairs) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for %zu merges", src->name, n);
+    if (!t->pairs) return tok_error_set(err, TOK_ERR_NOMEM, "%s: no memory for %zu merges", src->name, n);
     for (size_t i = 0; i < cap; i++) t->pairs[i].key = BPE_EMPTY_KEY;
     t->pair_mask = cap - 1;
     char where[600];
-    bc_status st = BC_OK;
+    tok_status st = TOK_OK;
     if (src->array) {
-        for (size_t i = 0; i < n && st == BC_OK; i++) {
+        for (size_t i = 0; i < n && st == TOK_OK; i++) {
             const json_t *m = json_array_get(src->array, i);
             snprintf(where, sizeof where, "%s: model.merges[%zu]", src->name, i);
             if (json_is_string(m)) {
@@ -263,7 +263,7 @@ static bc_status load_merges(bpe_tokenizer *t, const json_t *vocab, const merge_
                 st = add_merge(t, vocab, json_string_value(a), json_string_length(a), json_string_value(b),
                                json_string_length(b), i, where, err);
             } else {
-                st = bc_error_set(err, BC_ERR_FORMAT, "%s: neither a string \"a b\" nor a pair [\"a\", \"b\"] of tokens",
+                st = tok_error_set(err, TOK_ERR_FORMAT, "%s: neither a string \"a b\" nor a pair [\"a\", \"b\"] of tokens",
                                   where);
             }
         }
@@ -271,7 +271,7 @@ static bc_status load_merges(bpe_tokenizer *t, const json_t *vocab, const merge_
     }
     size_t rank = 0, lineno = 0, pos = 0, len;
     const char *line;
-    while (st == BC_OK && bpe_next_line(src->text, src->text_len, &pos, &line, &len)) {
+    while (st == TOK_OK && bpe_next_line(src->text, src->text_len, &pos, &line, &len)) {
         lineno++;
         if (!is_merge_line(line, len)) continue;
         snprintf(where, sizeof where, "%s:%zu", src->name, lineno);
@@ -282,10 +282,10 @@ static bc_status load_merges(bpe_tokenizer *t, const json_t *vocab, const merge_
 
 /* Builds the tokenizer from a vocabulary object, merges and (may be NULL)
  * tokenizer.json's added_tokens. */
-static bc_status build(bpe_tokenizer *t, const json_t *vocab, const char *vocab_name, const json_t *added,
-                       const merge_source *merges, bc_error *err) {
+static tok_status build(bpe_tokenizer *t, const json_t *vocab, const char *vocab_name, const json_t *added,
+                       const merge_source *merges, tok_error *err) {
     if (!json_is_object(vocab) || json_object_size(vocab) == 0)
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: the vocabulary must be a non-empty object of token: id",
+        return tok_error_set(err, TOK_ERR_FORMAT, "%s: the vocabulary must be a non-empty object of token: id",
                             vocab_name);
     int32_t max_id = -1;
     const char *key;
@@ -293,7 +293,7 @@ static bc_status build(bpe_tokenizer *t, const json_t *vocab, const char *vocab_
     json_object_foreach((json_t *)vocab, key, v) {
         int32_t id = json_id(v);
         if (id < 0)
-            return bc_error_set(err, BC_ERR_FORMAT, "%s: token \"%.40s\": the id must be an integer in [0, %d)",
+            return tok_error_set(err, TOK_ERR_FORMAT, "%s: token \"%.40s\": the id must be an integer in [0, %d)",
                                 vocab_name, key, BPE_MAX_ID);
         if (id > max_id) max_id = id;
     }
@@ -302,13 +302,13 @@ static bc_status build(bpe_tokenizer *t, const json_t *vocab, const char *vocab_
         const json_t *a = json_array_get(added, i);
         int32_t id = json_id(json_object_get(a, "id"));
         if (!json_is_object(a) || id < 0 || !json_is_string(json_object_get(a, "content")))
-            return bc_error_set(err, BC_ERR_FORMAT,
+            return tok_error_set(err, TOK_ERR_FORMAT,
                                 "%s: added_tokens[%zu] needs an \"id\" in [0, %d) and a string \"content\"",
                                 vocab_name, i, BPE_MAX_ID);
         if (id > max_id) max_id = id;
     }
-    bc_status st = tok_alloc_ids(t, max_id + 1, vocab_name, err);
-    if (st != BC_OK) return st;
+    tok_status st = tok_alloc_ids(t, max_id + 1, vocab_name, err);
+    if (st != TOK_OK) return st;
     uint32_t cp[256];
     byte_chars(cp);
     int16_t byte_of[BPE_BYTE_CHARS];
@@ -316,7 +316,7 @@ static bc_status build(bpe_tokenizer *t, const json_t *vocab, const char *vocab_
     for (int b = 0; b < 256; b++) byte_of[cp[b]] = (int16_t)b;
     size_t key_len;
     json_object_keylen_foreach((json_t *)vocab, key, key_len, v) {
-        if ((st = tok_set_string(t, byte_of, json_id(v), key, key_len, vocab_name, err)) != BC_OK) return st;
+        if ((st = tok_set_string(t, byte_of, json_id(v), key, key_len, vocab_name, err)) != TOK_OK) return st;
     }
     for (size_t i = 0; i < n_added; i++) { /* an added token also in the vocabulary keeps its vocabulary bytes */
         const json_t *a = json_array_get(added, i);
@@ -325,12 +325,12 @@ static bc_status build(bpe_tokenizer *t, const json_t *vocab, const char *vocab_
         if (t->tok_len[id] != BPE_NO_TOKEN) {
             /* matched in text (the Split shape), it must decode to its own content */
             if (t->split && json_id(json_object_getn(vocab, json_string_value(c), json_string_length(c))) != id)
-                return bc_error_set(err, BC_ERR_FORMAT,
+                return tok_error_set(err, TOK_ERR_FORMAT,
                                     "%s: added_tokens[%zu] \"%.40s\" has id %d, which the vocabulary gives to another "
                                     "string", vocab_name, i, json_string_value(c), id);
             continue;
         }
-        if ((st = tok_set_string(t, byte_of, id, json_string_value(c), json_string_length(c), vocab_name, err)) != BC_OK)
+        if ((st = tok_set_string(t, byte_of, id, json_string_value(c), json_string_length(c), vocab_name, err)) != TOK_OK)
             return st;
     }
     for (int b = 0; b < 256; b++) {
@@ -338,7 +338,7 @@ static bc_status build(bpe_tokenizer *t, const json_t *vocab, const char *vocab_
         size_t l = utf8_put(cp[b], s);
         int32_t id = json_id(json_object_getn(vocab, s, l));
         if (id < 0)
-            return bc_error_set(err, BC_ERR_FORMAT,
+            return tok_error_set(err, TOK_ERR_FORMAT,
                                 "%s: byte 0x%02X (\"%.*s\") has no token; a byte-level BPE vocabulary holds all 256 bytes",
                                 vocab_name, b, (int)l, s);
         t->byte_id[b] = id;
@@ -366,11 +366,11 @@ static int32_t vocab_find(const bpe_tokenizer *t, const uint8_t *s, size_t n) {
 /* With ignore_merges, a piece that is a vocabulary token is that token
  * (as tokenizers' BPE does); added tokens that are not in model.vocab are
  * not looked up. */
-static bc_status build_vocab_hash(bpe_tokenizer *t, const json_t *vocab, const char *name, bc_error *err) {
+static tok_status build_vocab_hash(bpe_tokenizer *t, const json_t *vocab, const char *name, tok_error *err) {
     size_t cap = 16;
     while (cap < 2 * json_object_size(vocab)) cap *= 2;
     t->vocab_hash = malloc(cap * sizeof *t->vocab_hash);
-    if (!t->vocab_hash) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for the vocabulary's index", name);
+    if (!t->vocab_hash) return tok_error_set(err, TOK_ERR_NOMEM, "%s: no memory for the vocabulary's index", name);
     t->vocab_mask = cap - 1;
     for (size_t i = 0; i < cap; i++) t->vocab_hash[i] = -1;
     const char *key;
@@ -383,73 +383,73 @@ static bc_status build_vocab_hash(bpe_tokenizer *t, const json_t *vocab, const c
         t->vocab_hash[h & t->vocab_mask] = id;
     }
     (void)key;
-    return BC_OK;
+    return TOK_OK;
 }
 
 /* A field of tokenizer.json that must be absent, null, false or "" (a
  * feature this tokenizer does not have). */
-static bc_status refuse_feature(const json_t *obj, const char *field, const char *where, const char *name,
-                                bc_error *err) {
+static tok_status refuse_feature(const json_t *obj, const char *field, const char *where, const char *name,
+                                tok_error *err) {
     const json_t *v = json_object_get(obj, field);
-    if (!v || json_is_null(v) || json_is_false(v) || (json_is_string(v) && json_string_length(v) == 0)) return BC_OK;
-    return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: %s.%s is set; this byte-level BPE tokenizer does not support it",
+    if (!v || json_is_null(v) || json_is_false(v) || (json_is_string(v) && json_string_length(v) == 0)) return TOK_OK;
+    return tok_error_set(err, TOK_ERR_UNSUPPORTED, "%s: %s.%s is set; this byte-level BPE tokenizer does not support it",
                         name, where, field);
 }
 
 /* The pre-tokenizer must be ByteLevel with its regex and no prefix space
  * (directly or as the only ByteLevel of a Sequence is not supported). */
-static bc_status check_pre_tokenizer(const json_t *pre, const char *name, bc_error *err) {
+static tok_status check_pre_tokenizer(const json_t *pre, const char *name, tok_error *err) {
     const char *type = json_string_value(json_object_get(pre, "type"));
     if (!pre || !type || strcmp(type, "ByteLevel") != 0)
-        return bc_error_set(err, BC_ERR_UNSUPPORTED,
+        return tok_error_set(err, TOK_ERR_UNSUPPORTED,
                             "%s: pre_tokenizer is %s; supported are ByteLevel(use_regex true) and "
                             "Sequence[Split(Regex, Isolated), ByteLevel(use_regex false)]",
                             name, type ? type : "missing");
     const json_t *re = json_object_get(pre, "use_regex");
     if (re && !json_is_true(re))
-        return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: pre_tokenizer.use_regex is false; only the GPT-2 split is supported",
+        return tok_error_set(err, TOK_ERR_UNSUPPORTED, "%s: pre_tokenizer.use_regex is false; only the GPT-2 split is supported",
                             name);
     return refuse_feature(pre, "add_prefix_space", "pre_tokenizer", name, err);
 }
 
-bc_status bpe_load_tokenizer_json(const char *text, size_t len, const char *name, bpe_tokenizer **out, bc_error *err) {
+tok_status bpe_load_tokenizer_json(const char *text, size_t len, const char *name, bpe_tokenizer **out, tok_error *err) {
     *out = NULL;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: line %d: not valid JSON: %s", name, jerr.line, jerr.text);
-    bc_status st = BC_OK;
+        return tok_error_set(err, TOK_ERR_FORMAT, "%s: line %d: not valid JSON: %s", name, jerr.line, jerr.text);
+    tok_status st = TOK_OK;
     const json_t *model = json_object_get(root, "model");
     const char *type = json_string_value(json_object_get(model, "type"));
     const json_t *merges = json_object_get(model, "merges");
     if (!json_is_object(model))
-        st = bc_error_set(err, BC_ERR_FORMAT, "%s: no \"model\" object", name);
+        st = tok_error_set(err, TOK_ERR_FORMAT, "%s: no \"model\" object", name);
     else if (type && strcmp(type, "BPE") != 0)
-        st = bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: model.type %s; only BPE is supported", name, type);
+        st = tok_error_set(err, TOK_ERR_UNSUPPORTED, "%s: model.type %s; only BPE is supported", name, type);
     else if (!json_is_array(merges))
-        st = bc_error_set(err, BC_ERR_FORMAT, "%s: model.merges must be an array", name);
+        st = tok_error_set(err, TOK_ERR_FORMAT, "%s: model.merges must be an array", name);
     const json_t *pre = json_object_get(root, "pre_tokenizer");
     bpe_split *split = NULL;
-    if (st != BC_OK) {
+    if (st != TOK_OK) {
     } else if (bpe_split_claims(pre)) { /* Llama-3 / Qwen2: checks its own normalizer, decoder and added tokens */
         st = bpe_split_load(root, name, &split, err);
     } else if (json_object_get(root, "normalizer") && !json_is_null(json_object_get(root, "normalizer"))) {
-        st = bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: a normalizer is set; only tokenizers without one are supported",
+        st = tok_error_set(err, TOK_ERR_UNSUPPORTED, "%s: a normalizer is set; only tokenizers without one are supported",
                           name);
     } else {
         st = check_pre_tokenizer(pre, name, err);
     }
-    if (st == BC_OK && ((st = refuse_feature(model, "dropout", "model", name, err)) != BC_OK ||
-                        (st = refuse_feature(model, "continuing_subword_prefix", "model", name, err)) != BC_OK ||
-                        (st = refuse_feature(model, "end_of_word_suffix", "model", name, err)) != BC_OK ||
-                        (st = refuse_feature(model, "byte_fallback", "model", name, err)) != BC_OK)) {
+    if (st == TOK_OK && ((st = refuse_feature(model, "dropout", "model", name, err)) != TOK_OK ||
+                        (st = refuse_feature(model, "continuing_subword_prefix", "model", name, err)) != TOK_OK ||
+                        (st = refuse_feature(model, "end_of_word_suffix", "model", name, err)) != TOK_OK ||
+                        (st = refuse_feature(model, "byte_fallback", "model", name, err)) != TOK_OK)) {
     }
     const json_t *added = json_object_get(root, "added_tokens");
-    if (st == BC_OK && added && !json_is_array(added))
-        st = bc_error_set(err, BC_ERR_FORMAT, "%s: added_tokens must be an array", name);
+    if (st == TOK_OK && added && !json_is_array(added))
+        st = tok_error_set(err, TOK_ERR_FORMAT, "%s: added_tokens must be an array", name);
     bpe_tokenizer *t = NULL;
-    if (st == BC_OK) st = tok_new(&t, err);
-    if (st == BC_OK) {
+    if (st == TOK_OK) st = tok_new(&t, err);
+    if (st == TOK_OK) {
         t->split = split; /* t owns it from here */
         split = NULL;
         char vname[600];
@@ -457,67 +457,67 @@ bc_status bpe_load_tokenizer_json(const char *text, size_t len, const char *name
         merge_source src = {.array = merges, .name = name};
         st = build(t, json_object_get(model, "vocab"), vname, added, &src, err);
     }
-    if (st == BC_OK && json_is_true(json_object_get(model, "ignore_merges")))
+    if (st == TOK_OK && json_is_true(json_object_get(model, "ignore_merges")))
         st = build_vocab_hash(t, json_object_get(model, "vocab"), name, err);
     bpe_split_free(split);
     json_decref(root);
-    if (st != BC_OK) {
+    if (st != TOK_OK) {
         bpe_free(t);
         return st;
     }
     *out = t;
-    return BC_OK;
+    return TOK_OK;
 }
 
-bc_status bpe_load_vocab_merges(const char *vocab_json, size_t vocab_len, const char *vocab_name, const char *merges,
-                                size_t merges_len, const char *merges_name, bpe_tokenizer **out, bc_error *err) {
+tok_status bpe_load_vocab_merges(const char *vocab_json, size_t vocab_len, const char *vocab_name, const char *merges,
+                                size_t merges_len, const char *merges_name, bpe_tokenizer **out, tok_error *err) {
     *out = NULL;
     json_error_t jerr;
     json_t *vocab = json_loadb(vocab_json, vocab_len, JSON_REJECT_DUPLICATES, &jerr);
     if (!vocab)
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: line %d: not valid JSON: %s", vocab_name, jerr.line, jerr.text);
+        return tok_error_set(err, TOK_ERR_FORMAT, "%s: line %d: not valid JSON: %s", vocab_name, jerr.line, jerr.text);
     bpe_tokenizer *t = NULL;
-    bc_status st = tok_new(&t, err);
-    if (st == BC_OK) {
+    tok_status st = tok_new(&t, err);
+    if (st == TOK_OK) {
         merge_source src = {.text = merges, .text_len = merges_len, .name = merges_name};
         st = build(t, vocab, vocab_name, NULL, &src, err);
     }
     json_decref(vocab);
-    if (st != BC_OK) {
+    if (st != TOK_OK) {
         bpe_free(t);
         return st;
     }
     *out = t;
-    return BC_OK;
+    return TOK_OK;
 }
 
-bc_status bpe_load_dir(const char *dir, bpe_read_fn read, bpe_tokenizer **out, bc_error *err) {
+tok_status bpe_load_dir(const char *dir, bpe_read_fn read, bpe_tokenizer **out, tok_error *err) {
     *out = NULL;
     char p1[4096], p2[4096];
     if ((size_t)snprintf(p1, sizeof p1, "%s/tokenizer.json", dir) >= sizeof p1)
-        return bc_error_set(err, BC_ERR_INVALID, "tokenizer: the path %.80s... is too long", dir);
+        return tok_error_set(err, TOK_ERR_INVALID, "tokenizer: the path %.80s... is too long", dir);
     char *a = NULL, *b = NULL;
     size_t alen = 0, blen = 0;
-    bc_error e1;
-    bc_status st = read(p1, "tokenizer.json", BPE_JSON_MAX_BYTES, &a, &alen, &e1);
-    if (st == BC_OK) {
+    tok_error e1;
+    tok_status st = read(p1, "tokenizer.json", BPE_JSON_MAX_BYTES, &a, &alen, &e1);
+    if (st == TOK_OK) {
         st = bpe_load_tokenizer_json(a, alen, p1, out, err);
         free(a);
         return st;
     }
-    if (st != BC_ERR_NOT_FOUND) {
+    if (st != TOK_ERR_NOT_FOUND) {
         if (err) *err = e1;
         return st;
     }
     snprintf(p1, sizeof p1, "%s/vocab.json", dir);
     snprintf(p2, sizeof p2, "%s/merges.txt", dir);
     st = read(p1, "vocab.json", BPE_JSON_MAX_BYTES, &a, &alen, err);
-    if (st == BC_ERR_NOT_FOUND) {
-        bc_error_set(err, BC_ERR_NOT_FOUND, "tokenizer: %s has neither tokenizer.json nor vocab.json + merges.txt", dir);
-        return bc_error_hint(err, "a Hugging Face checkpoint of a GPT-2 style model carries one of the two");
+    if (st == TOK_ERR_NOT_FOUND) {
+        tok_error_set(err, TOK_ERR_NOT_FOUND, "tokenizer: %s has neither tokenizer.json nor vocab.json + merges.txt", dir);
+        return tok_error_hint(err, "a Hugging Face checkpoint of a GPT-2 style model carries one of the two");
     }
-    if (st == BC_OK) st = read(p2, "merges.txt", BPE_MERGES_MAX_BYTES, &b, &blen, err);
-    if (st == BC_OK) st = bpe_load_vocab_merges(a, alen, p1, b, blen, p2, out, err);
+    if (st == TOK_OK) st = read(p2, "merges.txt", BPE_MERGES_MAX_BYTES, &b, &blen, err);
+    if (st == TOK_OK) st = bpe_load_vocab_merges(a, alen, p1, b, blen, p2, out, err);
     free(a);
     free(b);
     return st;
@@ -576,24 +576,24 @@ static void push_pair(const bpe_tokenizer *t, bpe_work *w, int32_t left, int32_t
                                 .left_id = w->id[left], .right_id = w->id[right]});
 }
 
-static bc_status ids_reserve(bpe_ids *out, size_t more, bc_error *err) {
-    if (out->n + more <= out->cap) return BC_OK;
+static tok_status ids_reserve(bpe_ids *out, size_t more, tok_error *err) {
+    if (out->n + more <= out->cap) return TOK_OK;
     size_t nc = out->cap ? out->cap * 2 : 256;
     while (nc < out->n + more) nc *= 2;
     int32_t *ni = realloc(out->ids, nc * sizeof *ni);
-    if (!ni) return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory for %zu ids", nc);
+    if (!ni) return tok_error_set(err, TOK_ERR_NOMEM, "tokenizer: no memory for %zu ids", nc);
     out->ids = ni;
     out->cap = nc;
-    return BC_OK;
+    return TOK_OK;
 }
 
 /* Encodes one piece of m >= 2 bytes into out. */
-static bc_status encode_piece(const bpe_tokenizer *t, bpe_work *w, const uint8_t *s, size_t m, bpe_ids *out,
-                              bc_error *err) {
+static tok_status encode_piece(const bpe_tokenizer *t, bpe_work *w, const uint8_t *s, size_t m, bpe_ids *out,
+                              tok_error *err) {
     int32_t whole = t->vocab_hash ? vocab_find(t, s, m) : -1;
     if (whole >= 0) {
-        bc_status st = ids_reserve(out, 1, err);
-        if (st == BC_OK) out->ids[out->n++] = whole;
+        tok_status st = ids_reserve(out, 1, err);
+        if (st == TOK_OK) out->ids[out->n++] = whole;
         return st;
     }
     if (m > w->cap) {
@@ -610,7 +610,7 @@ static bc_status encode_piece(const bpe_tokenizer *t, bpe_work *w, const uint8_t
         w->cap = nc;
         if (!w->id || !w->prev || !w->next || !w->heap) {
             w->cap = 0;
-            return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory for a piece of %zu bytes", m);
+            return tok_error_set(err, TOK_ERR_NOMEM, "tokenizer: no memory for a piece of %zu bytes", m);
         }
     }
     const int32_t n = (int32_t)m;
@@ -632,23 +632,23 @@ static bc_status encode_piece(const bpe_tokenizer *t, bpe_work *w, const uint8_t
         push_pair(t, w, w->prev[c.left], c.left);
         push_pair(t, w, c.left, after);
     }
-    bc_status st = ids_reserve(out, m, err);
-    if (st != BC_OK) return st;
+    tok_status st = ids_reserve(out, m, err);
+    if (st != TOK_OK) return st;
     for (int32_t i = 0; i >= 0; i = w->next[i]) out->ids[out->n++] = w->id[i];
-    return BC_OK;
+    return TOK_OK;
 }
 
 /* One piece of the split (n bytes at offset `at` of the text). */
-static bc_status encode_one(const bpe_tokenizer *t, bpe_work *w, const uint8_t *s, size_t n, size_t at, bpe_ids *out,
-                            bc_error *err) {
+static tok_status encode_one(const bpe_tokenizer *t, bpe_work *w, const uint8_t *s, size_t n, size_t at, bpe_ids *out,
+                            tok_error *err) {
     if (n > BPE_MAX_PIECE_BYTES)
-        return bc_error_set(err, BC_ERR_INVALID,
+        return tok_error_set(err, TOK_ERR_INVALID,
                             "tokenizer: a run of %zu bytes at byte %zu has no break (letters, digits, other "
                             "characters or white space); the tokenizer takes runs of at most %zu bytes",
                             n, at, BPE_MAX_PIECE_BYTES);
     if (n == 1) {
-        bc_status st = ids_reserve(out, 1, err);
-        if (st == BC_OK) out->ids[out->n++] = t->byte_id[s[0]];
+        tok_status st = ids_reserve(out, 1, err);
+        if (st == TOK_OK) out->ids[out->n++] = t->byte_id[s[0]];
         return st;
     }
     return encode_piece(t, w, s, n, out, err);
@@ -662,24 +662,24 @@ typedef struct split_ctx {
     uintptr_t text, text_len; /* for offsets in errors (a piece of normalized text is elsewhere: offset 0) */
 } split_ctx;
 
-static bc_status split_piece(void *ctx, const uint8_t *s, size_t n, int32_t id, bc_error *err) {
+static tok_status split_piece(void *ctx, const uint8_t *s, size_t n, int32_t id, tok_error *err) {
     split_ctx *c = ctx;
     uintptr_t at = (uintptr_t)s - c->text;
     if (id < 0) return encode_one(c->t, c->w, s, n, at < c->text_len ? (size_t)at : 0, c->out, err);
-    bc_status st = ids_reserve(c->out, 1, err);
-    if (st == BC_OK) c->out->ids[c->out->n++] = id;
+    tok_status st = ids_reserve(c->out, 1, err);
+    if (st == TOK_OK) c->out->ids[c->out->n++] = id;
     return st;
 }
 
-bc_status bpe_encode(const bpe_tokenizer *t, const char *text, size_t len, bpe_ids *out, bc_error *err) {
+tok_status bpe_encode(const bpe_tokenizer *t, const char *text, size_t len, bpe_ids *out, tok_error *err) {
     const uint8_t *s = (const uint8_t *)text;
     bpe_work w = {0};
-    bc_status st = BC_OK;
+    tok_status st = TOK_OK;
     if (t->split) {
         split_ctx c = {.t = t, .w = &w, .out = out, .text = (uintptr_t)s, .text_len = len};
         st = bpe_split_run(t->split, s, len, split_piece, &c, err);
     }
-    for (size_t i = 0; !t->split && i < len && st == BC_OK;) { /* the GPT-2 split */
+    for (size_t i = 0; !t->split && i < len && st == TOK_OK;) { /* the GPT-2 split */
         size_t e = bpe_piece_end(s, len, i);
         st = encode_one(t, &w, s + i, e - i, i, out, err);
         i = e;
@@ -693,17 +693,17 @@ bc_status bpe_encode(const bpe_tokenizer *t, const char *text, size_t len, bpe_i
 
 /* ------------------------------------------------------------- decoding */
 
-bc_status bpe_decode(const bpe_tokenizer *t, const int32_t *ids, size_t n, char **out, size_t *out_len, bc_error *err) {
+tok_status bpe_decode(const bpe_tokenizer *t, const int32_t *ids, size_t n, char **out, size_t *out_len, tok_error *err) {
     *out = NULL;
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= t->n_ids || t->tok_len[ids[i]] == BPE_NO_TOKEN)
-            return bc_error_set(err, BC_ERR_INVALID, "tokenizer: id %d (at %zu) is not in the vocabulary of %d ids",
+            return tok_error_set(err, TOK_ERR_INVALID, "tokenizer: id %d (at %zu) is not in the vocabulary of %d ids",
                                 ids[i], i, t->n_ids);
         total += t->tok_len[ids[i]];
     }
     char *buf = malloc(total + 1);
-    if (!buf) return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory for %zu bytes", total);
+    if (!buf) return tok_error_set(err, TOK_ERR_NOMEM, "tokenizer: no memory for %zu bytes", total);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         memcpy(buf + k, t->tok_bytes + t->tok_off[ids[i]], t->tok_len[ids[i]]);
@@ -712,5 +712,5 @@ bc_status bpe_decode(const bpe_tokenizer *t, const int32_t *ids, size_t n, char 
     buf[k] = '\0';
     *out = buf;
     *out_len = k;
-    return BC_OK;
+    return TOK_OK;
 }

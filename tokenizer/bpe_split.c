@@ -138,19 +138,19 @@ static char *rewrite_pattern(const char *p, size_t n, size_t *out_n) {
     return out;
 }
 
-static bc_status compile_pattern(bpe_split *sp, const json_t *pattern, const char *name, bc_error *err) {
+static tok_status compile_pattern(bpe_split *sp, const json_t *pattern, const char *name, tok_error *err) {
     const json_t *rx = json_object_get(pattern, "Regex");
     const json_t *lit = json_object_get(pattern, "String");
     const json_t *v = rx ? rx : lit;
     if (!json_is_string(v))
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: pre_tokenizer Split.pattern must be {\"Regex\": ...} or {\"String\": ...}",
+        return tok_error_set(err, TOK_ERR_FORMAT, "%s: pre_tokenizer Split.pattern must be {\"Regex\": ...} or {\"String\": ...}",
                             name);
     uint32_t opts = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
     char *src = NULL;
     size_t src_len = json_string_length(v);
     if (rx) {
         if (!(src = rewrite_pattern(json_string_value(v), src_len, &src_len)))
-            return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for the pattern", name);
+            return tok_error_set(err, TOK_ERR_NOMEM, "%s: no memory for the pattern", name);
     } else {
         opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_LITERAL; /* PCRE2_UCP is refused with a literal */
     }
@@ -161,14 +161,14 @@ static bc_status compile_pattern(bpe_split *sp, const json_t *pattern, const cha
     if (!sp->re) {
         PCRE2_UCHAR msg[200];
         pcre2_get_error_message(code, msg, sizeof msg);
-        return bc_error_set(err, BC_ERR_FORMAT, "%s: pre_tokenizer Split pattern \"%.80s\": PCRE2 refuses it: %s", name,
+        return tok_error_set(err, TOK_ERR_FORMAT, "%s: pre_tokenizer Split pattern \"%.80s\": PCRE2 refuses it: %s", name,
                             json_string_value(v), (const char *)msg);
     }
     (void)pcre2_jit_compile(sp->re, PCRE2_JIT_COMPLETE); /* without the JIT (not built for this CPU), it interprets */
-    return BC_OK;
+    return TOK_OK;
 }
 
-static bc_status check_shape(bpe_split *sp, const json_t *pre, const char *name, bc_error *err) {
+static tok_status check_shape(bpe_split *sp, const json_t *pre, const char *name, tok_error *err) {
     const json_t *list = json_object_get(pre, "pretokenizers");
     const json_t *split = json_array_get(list, 0), *bl = json_array_get(list, 1);
     const char *beh = json_string_value(json_object_get(split, "behavior"));
@@ -179,7 +179,7 @@ static bc_status check_shape(bpe_split *sp, const json_t *pre, const char *name,
     if (!ok) {
         char what[300];
         describe(pre, what, sizeof what);
-        return bc_error_set(err, BC_ERR_UNSUPPORTED,
+        return tok_error_set(err, TOK_ERR_UNSUPPORTED,
                             "%s: pre_tokenizer is %s; supported are ByteLevel(use_regex true) and "
                             "Sequence[Split(Regex, Isolated), ByteLevel(use_regex false)]",
                             name, what);
@@ -198,7 +198,7 @@ static int tok_cmp(const void *x, const void *y) {
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
-static bc_status load_added(bpe_split *sp, const json_t *added, const char *name, bc_error *err) {
+static tok_status load_added(bpe_split *sp, const json_t *added, const char *name, tok_error *err) {
     size_t n = json_array_size(added), total = 0;
     for (size_t i = 0; i < n; i++) {
         const json_t *a = json_array_get(added, i);
@@ -207,18 +207,18 @@ static bc_status load_added(bpe_split *sp, const json_t *added, const char *name
         static const char *const refused[] = {"single_word", "lstrip", "rstrip"};
         for (size_t r = 0; r < 3; r++)
             if (json_is_true(json_object_get(a, refused[r])))
-                return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                return tok_error_set(err, TOK_ERR_UNSUPPORTED,
                                     "%s: added_tokens[%zu] \"%.40s\" has %s set; only tokens matched as they are "
                                     "(single_word, lstrip, rstrip false) are supported",
                                     name, i, json_string_value(c), refused[r]);
         total += json_string_length(c);
     }
-    if (total > UINT32_MAX) return bc_error_set(err, BC_ERR_FORMAT, "%s: added_tokens are too large", name);
+    if (total > UINT32_MAX) return tok_error_set(err, TOK_ERR_FORMAT, "%s: added_tokens are too large", name);
     sp->bytes = malloc(total ? total : 1);
     sp->tok[0] = malloc((n ? n : 1) * sizeof *sp->tok[0]);
     sp->tok[1] = malloc((n ? n : 1) * sizeof *sp->tok[1]);
     if (!sp->bytes || !sp->tok[0] || !sp->tok[1])
-        return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for %zu added tokens", name, n);
+        return tok_error_set(err, TOK_ERR_NOMEM, "%s: no memory for %zu added tokens", name, n);
     size_t off = 0;
     for (size_t i = 0; i < n; i++) {
         const json_t *a = json_array_get(added, i);
@@ -244,32 +244,32 @@ static bc_status load_added(bpe_split *sp, const json_t *added, const char *name
             sp->first[s][b] = (uint32_t)k;
         }
     }
-    return BC_OK;
+    return TOK_OK;
 }
 
-bc_status bpe_split_load(const json_t *root, const char *name, bpe_split **out, bc_error *err) {
+tok_status bpe_split_load(const json_t *root, const char *name, bpe_split **out, tok_error *err) {
     *out = NULL;
     const json_t *norm = json_object_get(root, "normalizer");
     int nfc = norm && is_type(norm, "NFC");
     if (norm && !json_is_null(norm) && !nfc)
-        return bc_error_set(err, BC_ERR_UNSUPPORTED,
+        return tok_error_set(err, TOK_ERR_UNSUPPORTED,
                             "%s: normalizer %s is not supported; with a Split pre-tokenizer only none or NFC is", name,
                             type_of(norm));
     const json_t *dec = json_object_get(root, "decoder");
     if (dec && !json_is_null(dec) && !is_type(dec, "ByteLevel"))
-        return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: decoder %s; with a Split pre-tokenizer only ByteLevel is supported",
+        return tok_error_set(err, TOK_ERR_UNSUPPORTED, "%s: decoder %s; with a Split pre-tokenizer only ByteLevel is supported",
                             name, type_of(dec));
     bpe_split *sp = calloc(1, sizeof *sp);
-    if (!sp) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory", name);
+    if (!sp) return tok_error_set(err, TOK_ERR_NOMEM, "%s: no memory", name);
     sp->nfc = nfc;
-    bc_status st = check_shape(sp, json_object_get(root, "pre_tokenizer"), name, err);
-    if (st == BC_OK) st = load_added(sp, json_object_get(root, "added_tokens"), name, err);
-    if (st != BC_OK) {
+    tok_status st = check_shape(sp, json_object_get(root, "pre_tokenizer"), name, err);
+    if (st == TOK_OK) st = load_added(sp, json_object_get(root, "added_tokens"), name, err);
+    if (st != TOK_OK) {
         bpe_split_free(sp);
         return st;
     }
     *out = sp;
-    return BC_OK;
+    return TOK_OK;
 }
 
 /* ------------------------------------------------------------ splitting */
@@ -306,7 +306,7 @@ typedef struct subject {
     size_t *back;  /* [n + 1] offsets in the text, or NULL */
 } subject;
 
-static bc_status subject_make(subject *u, const uint8_t *s, size_t n, bc_error *err) {
+static tok_status subject_make(subject *u, const uint8_t *s, size_t n, tok_error *err) {
     *u = (subject){.s = s, .n = n};
     size_t i = 0;
     while (i < n) {
@@ -315,12 +315,12 @@ static bc_status subject_make(subject *u, const uint8_t *s, size_t n, bc_error *
         if (l == 1 && s[i] >= 0x80) break;
         i += l;
     }
-    if (i == n) return BC_OK;
+    if (i == n) return TOK_OK;
     u->own = malloc(3 * n);
     u->back = malloc((3 * n + 1) * sizeof *u->back);
     if (!u->own || !u->back) {
         free(u->own), free(u->back);
-        return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory for a text of %zu bytes", n);
+        return tok_error_set(err, TOK_ERR_NOMEM, "tokenizer: no memory for a text of %zu bytes", n);
     }
     size_t k = 0;
     for (i = 0; i < n;) {
@@ -341,28 +341,28 @@ static bc_status subject_make(subject *u, const uint8_t *s, size_t n, bc_error *
     u->back[k] = n;
     u->s = u->own;
     u->n = k;
-    return BC_OK;
+    return TOK_OK;
 }
 
-static bc_status emit(const subject *u, const uint8_t *text, size_t a, size_t b, bpe_piece_fn fn, void *ctx,
-                      bc_error *err) {
+static tok_status emit(const subject *u, const uint8_t *text, size_t a, size_t b, bpe_piece_fn fn, void *ctx,
+                      tok_error *err) {
     size_t oa = u->back ? u->back[a] : a, ob = u->back ? u->back[b] : b;
     return fn(ctx, text + oa, ob - oa, -1, err);
 }
 
 static size_t utf8_len(uint8_t b) { return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4; }
 
-static bc_status regex_split(const bpe_split *sp, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
-                             bc_error *err) {
-    if (len == 0) return BC_OK;
+static tok_status regex_split(const bpe_split *sp, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
+                             tok_error *err) {
+    if (len == 0) return TOK_OK;
     subject u;
-    bc_status st = subject_make(&u, text, len, err);
-    if (st != BC_OK) return st;
+    tok_status st = subject_make(&u, text, len, err);
+    if (st != TOK_OK) return st;
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-    if (!md) st = bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory for the pre-tokenizer's match");
+    if (!md) st = tok_error_set(err, TOK_ERR_NOMEM, "tokenizer: no memory for the pre-tokenizer's match");
     size_t pos = 0, last = 0;
     uint32_t mopts = 0;
-    while (st == BC_OK && pos < u.n) {
+    while (st == TOK_OK && pos < u.n) {
         int rc = pcre2_match(sp->re, u.s, u.n, pos, mopts, md, NULL);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !(mopts & PCRE2_NO_JIT)) {
@@ -372,18 +372,18 @@ static bc_status regex_split(const bpe_split *sp, const uint8_t *text, size_t le
         if (rc < 0) {
             PCRE2_UCHAR msg[200];
             pcre2_get_error_message(rc, msg, sizeof msg);
-            st = bc_error_set(err, BC_ERR_INVALID, "tokenizer: the pre-tokenizer's pattern failed at byte %zu: %s",
+            st = tok_error_set(err, TOK_ERR_INVALID, "tokenizer: the pre-tokenizer's pattern failed at byte %zu: %s",
                               u.back ? u.back[pos] : pos, (const char *)msg);
             break;
         }
         const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         size_t ms = ov[0], me = ov[1];
         if (ms > last) st = emit(&u, text, last, ms, fn, ctx, err);
-        if (st == BC_OK && me > ms) st = emit(&u, text, ms, me, fn, ctx, err);
+        if (st == TOK_OK && me > ms) st = emit(&u, text, ms, me, fn, ctx, err);
         last = me > ms ? me : ms;
         pos = me > ms ? me : ms + (ms < u.n ? utf8_len(u.s[ms]) : 1);
     }
-    if (st == BC_OK && last < u.n) st = emit(&u, text, last, u.n, fn, ctx, err);
+    if (st == TOK_OK && last < u.n) st = emit(&u, text, last, u.n, fn, ctx, err);
     pcre2_match_data_free(md);
     free(u.own);
     free(u.back);
@@ -394,10 +394,10 @@ static bc_status regex_split(const bpe_split *sp, const uint8_t *text, size_t le
  * UTF-8 is normalized by utf8proc, each invalid sequence is kept as it is
  * (U+FFFD, which it stands for, is a starter that composes with nothing,
  * so the runs normalize on their own). */
-static bc_status nfc_of(const uint8_t *text, size_t len, uint8_t **out, size_t *out_len, bc_error *err) {
+static tok_status nfc_of(const uint8_t *text, size_t len, uint8_t **out, size_t *out_len, tok_error *err) {
     size_t cap = len + 16, n = 0;
     uint8_t *buf = malloc(cap);
-    if (!buf) return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory to normalize %zu bytes", len);
+    if (!buf) return tok_error_set(err, TOK_ERR_NOMEM, "tokenizer: no memory to normalize %zu bytes", len);
     for (size_t i = 0; i < len;) {
         size_t j = i;
         while (j < len) { /* the valid run [i, j) */
@@ -412,7 +412,7 @@ static bc_status nfc_of(const uint8_t *text, size_t len, uint8_t **out, size_t *
             utf8proc_ssize_t r = utf8proc_map(text + i, (utf8proc_ssize_t)(j - i), &norm, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
             if (r < 0) {
                 free(buf);
-                return bc_error_set(err, r == UTF8PROC_ERROR_NOMEM ? BC_ERR_NOMEM : BC_ERR_INVALID,
+                return tok_error_set(err, r == UTF8PROC_ERROR_NOMEM ? TOK_ERR_NOMEM : TOK_ERR_INVALID,
                                     "tokenizer: NFC of the text at byte %zu: %s", i, utf8proc_errmsg(r));
             }
             m = (size_t)r;
@@ -423,7 +423,7 @@ static bc_status nfc_of(const uint8_t *text, size_t len, uint8_t **out, size_t *
             uint8_t *nb = realloc(buf, cap);
             if (!nb) {
                 free(norm), free(buf);
-                return bc_error_set(err, BC_ERR_NOMEM, "tokenizer: no memory to normalize %zu bytes", len);
+                return tok_error_set(err, TOK_ERR_NOMEM, "tokenizer: no memory to normalize %zu bytes", len);
             }
             buf = nb;
         }
@@ -436,34 +436,34 @@ static bc_status nfc_of(const uint8_t *text, size_t len, uint8_t **out, size_t *
     }
     *out = buf;
     *out_len = n;
-    return BC_OK;
+    return TOK_OK;
 }
 
-static bc_status match_added(const bpe_split *sp, int s, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
-                             bc_error *err);
+static tok_status match_added(const bpe_split *sp, int s, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
+                             tok_error *err);
 
 /* Stage s on text[0..len): the regex split, or the added tokens of that
  * stage (stage 1 on the normalized text). */
-static bc_status run_stage(const bpe_split *sp, int s, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
-                           bc_error *err) {
+static tok_status run_stage(const bpe_split *sp, int s, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
+                           tok_error *err) {
     if (s == STAGE_REGEX) return regex_split(sp, text, len, fn, ctx, err);
     if (s != STAGE_NORMALIZED || !sp->nfc) return match_added(sp, s, text, len, fn, ctx, err);
     uint8_t *norm = NULL;
     size_t n = 0;
-    bc_status st = nfc_of(text, len, &norm, &n, err);
-    if (st != BC_OK) return st;
+    tok_status st = nfc_of(text, len, &norm, &n, err);
+    if (st != TOK_OK) return st;
     st = match_added(sp, s, norm, n, fn, ctx, err);
     free(norm);
     return st;
 }
 
 /* Finds stage s's added tokens in text[0..len); the rest goes to stage s + 1. */
-static bc_status match_added(const bpe_split *sp, int s, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
-                             bc_error *err) {
+static tok_status match_added(const bpe_split *sp, int s, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
+                             tok_error *err) {
     const added_tok *tok = sp->tok[s];
     size_t gap = 0;
-    bc_status st = BC_OK;
-    for (size_t i = 0; i < len && st == BC_OK;) {
+    tok_status st = TOK_OK;
+    for (size_t i = 0; i < len && st == TOK_OK;) {
         const added_tok *hit = NULL;
         for (uint32_t k = sp->first[s][text[i]]; k < sp->first[s][text[i] + 1]; k++)
             if (tok[k].len <= len - i && memcmp(text + i, tok_bytes(sp, &tok[k]), tok[k].len) == 0) {
@@ -475,17 +475,17 @@ static bc_status match_added(const bpe_split *sp, int s, const uint8_t *text, si
             continue;
         }
         if (i > gap) st = run_stage(sp, s + 1, text + gap, i - gap, fn, ctx, err);
-        if (st == BC_OK) st = fn(ctx, text + i, hit->len, hit->id, err);
+        if (st == TOK_OK) st = fn(ctx, text + i, hit->len, hit->id, err);
         i += hit->len;
         gap = i;
     }
-    if (st == BC_OK && len > gap) st = run_stage(sp, s + 1, text + gap, len - gap, fn, ctx, err);
+    if (st == TOK_OK && len > gap) st = run_stage(sp, s + 1, text + gap, len - gap, fn, ctx, err);
     return st;
 }
 
 int bpe_split_normalizes(const bpe_split *sp) { return sp->nfc; }
 
-bc_status bpe_split_run(const bpe_split *sp, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
-                        bc_error *err) {
+tok_status bpe_split_run(const bpe_split *sp, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
+                        tok_error *err) {
     return run_stage(sp, STAGE_RAW, text, len, fn, ctx, err);
 }

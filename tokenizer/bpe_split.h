@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "benchctl/plugin.h"
+#include "tok_error.h"
 
 typedef struct bpe_split bpe_split;
 
@@ -34,11 +34,11 @@ int bpe_split_claims(const json_t *pre);
  * bpe_split_claims): checks the normalizer, the pre-tokenizer's shape, the
  * decoder and the added tokens, and compiles the pattern. *out is the
  * caller's (bpe_split_free). Errors name the file (name) and what was
- * found: BC_ERR_UNSUPPORTED (another shape, a normalizer other than none or NFC,
- * an added token with lstrip, rstrip or single_word), BC_ERR_FORMAT (a
+ * found: TOK_ERR_UNSUPPORTED (another shape, a normalizer other than none or NFC,
+ * an added token with lstrip, rstrip or single_word), TOK_ERR_FORMAT (a
  * pattern PCRE2 refuses, with its offset; malformed added tokens),
- * BC_ERR_NOMEM. */
-bc_status bpe_split_load(const json_t *root, const char *name, bpe_split **out, bc_error *err);
+ * TOK_ERR_NOMEM. */
+tok_status bpe_split_load(const json_t *root, const char *name, bpe_split **out, tok_error *err);
 void bpe_split_free(bpe_split *sp);
 
 /* Whether text is normalized (NFC) before the split: decode then gives
@@ -47,13 +47,13 @@ int bpe_split_normalizes(const bpe_split *sp);
 
 /* What the split hands back, in text order: a piece of bytes for the BPE
  * model (id < 0), or an added token's id (s, n: its bytes in the text). */
-typedef bc_status (*bpe_piece_fn)(void *ctx, const uint8_t *s, size_t n, int32_t id, bc_error *err);
+typedef tok_status (*bpe_piece_fn)(void *ctx, const uint8_t *s, size_t n, int32_t id, tok_error *err);
 
 /* Splits text[0..len) (any bytes: invalid UTF-8 is split as if each
  * maximal invalid sequence were U+FFFD, and its bytes are kept) and calls
- * fn for each piece. BC_ERR_INVALID when the regex engine gives up (a
- * match or memory limit, naming the offset), BC_ERR_NOMEM, or fn's error. */
-bc_status bpe_split_run(const bpe_split *sp, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
-                        bc_error *err);
+ * fn for each piece. TOK_ERR_INVALID when the regex engine gives up (a
+ * match or memory limit, naming the offset), TOK_ERR_NOMEM, or fn's error. */
+tok_status bpe_split_run(const bpe_split *sp, const uint8_t *text, size_t len, bpe_piece_fn fn, void *ctx,
+                        tok_error *err);
 
 #endif

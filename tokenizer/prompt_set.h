@@ -37,12 +37,12 @@ typedef struct bpe_prompt_set {
 
 /* Reads and tokenizes path (through read, at most max_bytes). field names
  * the JSON field (NULL: "text"). Errors name the file and line:
- * BC_ERR_FORMAT (a line that is not a JSON object, a missing or non-string
+ * TOK_ERR_FORMAT (a line that is not a JSON object, a missing or non-string
  * field, an empty prompt, a NUL byte in plain lines, no prompt at all), the
- * reader's errors, BC_ERR_NOMEM. */
-bc_status bpe_prompt_set_read(bpe_prompt_set *out, const char *path, bpe_read_fn read, uint64_t max_bytes,
+ * reader's errors, TOK_ERR_NOMEM. */
+tok_status bpe_prompt_set_read(bpe_prompt_set *out, const char *path, bpe_read_fn read, uint64_t max_bytes,
                               bpe_prompt_format format, const char *field, const bpe_tokenizer *t, int32_t bos_id,
-                              bc_error *err);
+                              tok_error *err);
 void bpe_prompt_set_free(bpe_prompt_set *s);
 
 /* Token lengths of n prompts: shortest, median (the lower middle one) and

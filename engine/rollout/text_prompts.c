@@ -8,6 +8,9 @@
 #include "bpe.h"
 #include "fileio.h"
 #include "prompt_set.h"
+#include "tok_to_bc.h"
+
+TOK_READER_FROM_BC(tok_read_regular, eng_read_regular)
 
 int eng_prompt_fit_from_name(const char *name) {
     if (!name || !strcmp(name, "ragged")) return ENG_FIT_RAGGED;
@@ -32,14 +35,16 @@ bc_status eng_text_prompts_read(eng_text_prompts *tp, const char *path, const ch
     if (fmt < 0)
         return bc_error_set(err, BC_ERR_SETTING, "prompts_format \"%s\": must be auto, jsonl or lines", format);
     bpe_tokenizer *t = NULL;
-    bc_status st = bpe_load_dir(checkpoint, eng_read_regular, &t, err);
+    tok_error te;
+    bc_status st = tok_error_to_bc(bpe_load_dir(checkpoint, tok_read_regular, &t, &te), &te, err);
     if (st != BC_OK) {
         bc_error_hint(err, "prompts_text is tokenized with the checkpoint's tokenizer; prompts_file takes token ids");
         return st;
     }
     bpe_prompt_set set;
-    st = bpe_prompt_set_read(&set, path, eng_read_regular, ENG_PROMPTS_MAX_BYTES, (bpe_prompt_format)fmt, field, t,
-                             bos_id, err);
+    st = tok_error_to_bc(bpe_prompt_set_read(&set, path, tok_read_regular, ENG_PROMPTS_MAX_BYTES,
+                                             (bpe_prompt_format)fmt, field, t, bos_id, &te),
+                         &te, err);
     bpe_free(t);
     if (st != BC_OK) return st;
     tp->path = path;

@@ -19,6 +19,9 @@
 
 #include "bpe.h"
 #include "readfile.h"
+#include "tok_to_bc.h"
+
+TOK_READER_FROM_BC(tok_read_regular, bc_read_regular)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -26,18 +29,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * the normalized text, which must encode and decode to itself. */
 static void round_trip(const bpe_tokenizer *t, const uint8_t *s, size_t n) {
     bpe_ids ids = {0};
-    bc_error err;
-    if (bpe_encode(t, (const char *)s, n, &ids, &err) != BC_OK) abort();
+    tok_error err;
+    if (bpe_encode(t, (const char *)s, n, &ids, &err) != TOK_OK) abort();
     char *text;
     size_t len;
-    if (bpe_decode(t, ids.ids, ids.n, &text, &len, &err) != BC_OK) abort();
+    if (bpe_decode(t, ids.ids, ids.n, &text, &len, &err) != TOK_OK) abort();
     free(ids.ids);
     if (bpe_normalizes(t)) {
         ids = (bpe_ids){0};
         char *again;
         size_t again_len;
-        if (bpe_encode(t, text, len, &ids, &err) != BC_OK) abort();
-        if (bpe_decode(t, ids.ids, ids.n, &again, &again_len, &err) != BC_OK) abort();
+        if (bpe_encode(t, text, len, &ids, &err) != TOK_OK) abort();
+        if (bpe_decode(t, ids.ids, ids.n, &again, &again_len, &err) != TOK_OK) abort();
         if (again_len != len || (len && memcmp(again, text, len) != 0)) abort();
         free(again);
         free(ids.ids);
@@ -50,9 +53,9 @@ static void round_trip(const bpe_tokenizer *t, const uint8_t *s, size_t n) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static bpe_tokenizer *golden, *golden_split;
     if (!golden) {
-        bc_error err;
-        if (bpe_load_dir(BENCHCTL_TOKENIZER_GOLDEN, bc_read_regular, &golden, &err) != BC_OK) abort();
-        if (bpe_load_dir(BENCHCTL_TOKENIZER_GOLDEN_SPLIT, bc_read_regular, &golden_split, &err) != BC_OK) abort();
+        tok_error err;
+        if (bpe_load_dir(BENCHCTL_TOKENIZER_GOLDEN, tok_read_regular, &golden, &err) != TOK_OK) abort();
+        if (bpe_load_dir(BENCHCTL_TOKENIZER_GOLDEN_SPLIT, tok_read_regular, &golden_split, &err) != TOK_OK) abort();
     }
     if (size == 0) return 0;
     /* a private copy, so ASan sees the exact bounds */
@@ -63,9 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         round_trip((data[0] & 2) ? golden_split : golden, buf, size - 1);
     } else {
         bpe_tokenizer *t = NULL;
-        bc_error err;
+        tok_error err;
         err.message[0] = '\0';
-        if (bpe_load_tokenizer_json((const char *)buf, size - 1, "fuzz-input", &t, &err) == BC_OK) {
+        if (bpe_load_tokenizer_json((const char *)buf, size - 1, "fuzz-input", &t, &err) == TOK_OK) {
             round_trip(t, buf, size - 1);
             bpe_free(t);
         } else if (t != NULL || strstr(err.message, "fuzz-input") == NULL) {

@@ -22,6 +22,9 @@
 #include "device.h"
 #include "rollout.h"
 #include "text_prompts.h"
+#include "tok_to_bc.h"
+
+TOK_READER_FROM_BC(tok_read_regular, eng_read_regular)
 
 #define TOKENIZER_DIR BENCHCTL_SOURCE_DIR "/tests/tokenizer/golden/json_pairs"
 
@@ -46,11 +49,11 @@ static int setup(void **state) {
     for (int i = 0; i < N_TEXTS; i++) fprintf(fp, "%s\n", TEXTS[i]);
     fclose(fp);
     bpe_tokenizer *t;
-    bc_error err;
-    if (bpe_load_dir(TOKENIZER_DIR, eng_read_regular, &t, &err) != BC_OK) return -1;
+    tok_error err;
+    if (bpe_load_dir(TOKENIZER_DIR, tok_read_regular, &t, &err) != TOK_OK) return -1;
     for (int i = 0; i < N_TEXTS; i++) {
         bpe_ids ids = {0};
-        if (bpe_encode(t, TEXTS[i], strlen(TEXTS[i]), &ids, &err) != BC_OK) return -1;
+        if (bpe_encode(t, TEXTS[i], strlen(TEXTS[i]), &ids, &err) != TOK_OK) return -1;
         f->ids[i] = ids.ids;
         f->len[i] = (int)ids.n + 1;
     }

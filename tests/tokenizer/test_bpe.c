@@ -21,6 +21,9 @@
 #include "bpe.h"
 #include "bpe_unicode.h"
 #include "readfile.h"
+#include "tok_to_bc.h"
+
+TOK_READER_FROM_BC(tok_read_regular, bc_read_regular)
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/tokenizer/golden"
 
@@ -28,9 +31,9 @@ static const char *const FORMS[] = {GOLDEN "/json_pairs", GOLDEN "/json_strings"
 
 static bpe_tokenizer *load(const char *dir) {
     bpe_tokenizer *t = NULL;
-    bc_error err = {0};
-    bc_status st = bpe_load_dir(dir, bc_read_regular, &t, &err);
-    if (st != BC_OK) fail_msg("%s: %s", dir, err.message);
+    tok_error err = {0};
+    tok_status st = bpe_load_dir(dir, tok_read_regular, &t, &err);
+    if (st != TOK_OK) fail_msg("%s: %s", dir, err.message);
     return t;
 }
 
@@ -63,8 +66,8 @@ static void test_golden_cases(void **state) {
             uint8_t buf[1024];
             size_t n = unhex(hex, buf);
             bpe_ids got = {0};
-            bc_error err;
-            assert_int_equal(bpe_encode(t, (const char *)buf, n, &got, &err), BC_OK);
+            tok_error err;
+            assert_int_equal(bpe_encode(t, (const char *)buf, n, &got, &err), TOK_OK);
             int same = got.n == json_array_size(want);
             for (size_t i = 0; same && i < got.n; i++)
                 same = got.ids[i] == json_integer_value(json_array_get(want, i));
@@ -78,7 +81,7 @@ static void test_golden_cases(void **state) {
             }
             char *text;
             size_t len;
-            assert_int_equal(bpe_decode(t, got.ids, got.n, &text, &len, &err), BC_OK);
+            assert_int_equal(bpe_decode(t, got.ids, got.n, &text, &len, &err), TOK_OK);
             assert_int_equal(len, n);
             assert_memory_equal(text, buf, n);
             free(text);
@@ -108,12 +111,12 @@ static void test_round_trip_random_bytes(void **state) {
             buf[i] = (x >> 40) & 1 ? interesting[(x >> 8) % sizeof interesting] : (uint8_t)(x >> 16);
         }
         bpe_ids ids = {0};
-        bc_error err;
+        tok_error err;
         char *text;
         size_t len;
-        assert_int_equal(bpe_encode(t, (const char *)buf, n, &ids, &err), BC_OK);
+        assert_int_equal(bpe_encode(t, (const char *)buf, n, &ids, &err), TOK_OK);
         assert_true(ids.n <= n);
-        assert_int_equal(bpe_decode(t, ids.ids, ids.n, &text, &len, &err), BC_OK);
+        assert_int_equal(bpe_decode(t, ids.ids, ids.n, &text, &len, &err), TOK_OK);
         assert_int_equal(len, n);
         assert_memory_equal(text, buf, n);
         free(text);
@@ -158,8 +161,8 @@ static void test_piece_split(void **state) {
 }
 
 /* A tokenizer.json with the given merges and vocabulary JSON. */
-static bc_status load_json_text(const char *vocab, const char *merges, const char *extra, bpe_tokenizer **t,
-                                bc_error *err) {
+static tok_status load_json_text(const char *vocab, const char *merges, const char *extra, bpe_tokenizer **t,
+                                tok_error *err) {
     char byte_vocab[8192];
     size_t k = 0;
     /* all 256 byte tokens: ids 0..255 in the byte-level alphabet's order */
@@ -180,52 +183,52 @@ static bc_status load_json_text(const char *vocab, const char *merges, const cha
 static void test_refusals(void **state) {
     (void)state;
     bpe_tokenizer *t = NULL;
-    bc_error err;
+    tok_error err;
     /* a working one first, so the refusals below are about what they change */
-    assert_int_equal(load_json_text(", \"ab\": 256", "[\"a b\"]", "", &t, &err), BC_OK);
+    assert_int_equal(load_json_text(", \"ab\": 256", "[\"a b\"]", "", &t, &err), TOK_OK);
     bpe_ids ids = {0};
-    assert_int_equal(bpe_encode(t, "abab", 4, &ids, &err), BC_OK);
+    assert_int_equal(bpe_encode(t, "abab", 4, &ids, &err), TOK_OK);
     assert_int_equal(ids.n, 2);
     assert_int_equal(ids.ids[0], 256);
     free(ids.ids);
     char *text;
     size_t len;
     int32_t bad_id = 999;
-    assert_int_equal(bpe_decode(t, &bad_id, 1, &text, &len, &err), BC_ERR_INVALID);
+    assert_int_equal(bpe_decode(t, &bad_id, 1, &text, &len, &err), TOK_ERR_INVALID);
     assert_non_null(strstr(err.message, "999"));
     bpe_free(t);
 
-    assert_int_equal(load_json_text(", \"ab\": 256", "[]", "", &t, &err), BC_ERR_FORMAT);
+    assert_int_equal(load_json_text(", \"ab\": 256", "[]", "", &t, &err), TOK_ERR_FORMAT);
     assert_non_null(strstr(err.message, "merge table is empty"));
     assert_null(t);
-    assert_int_equal(load_json_text("", "[\"a b\"]", "", &t, &err), BC_ERR_FORMAT);
+    assert_int_equal(load_json_text("", "[\"a b\"]", "", &t, &err), TOK_ERR_FORMAT);
     assert_non_null(strstr(err.message, "\"ab\" is not in the vocabulary"));
-    assert_int_equal(load_json_text(", \"ab\": 256", "[\"ab\"]", "", &t, &err), BC_ERR_FORMAT);
+    assert_int_equal(load_json_text(", \"ab\": 256", "[\"ab\"]", "", &t, &err), TOK_ERR_FORMAT);
     assert_non_null(strstr(err.message, "model.merges[0]"));
-    assert_int_equal(load_json_text(", \"ab\": 256", "[[\"a\", 1]]", "", &t, &err), BC_ERR_FORMAT);
+    assert_int_equal(load_json_text(", \"ab\": 256", "[[\"a\", 1]]", "", &t, &err), TOK_ERR_FORMAT);
     assert_int_equal(load_json_text(", \"ab\": 256", "[\"a b\"]", ", \"normalizer\": {\"type\": \"NFC\"}", &t, &err),
-                     BC_ERR_UNSUPPORTED);
-    assert_int_equal(load_json_text(", \"ab\": -1", "[\"a b\"]", "", &t, &err), BC_ERR_FORMAT);
-    assert_int_equal(load_json_text(", \"ab\": 5", "[\"a b\"]", "", &t, &err), BC_ERR_FORMAT);
+                     TOK_ERR_UNSUPPORTED);
+    assert_int_equal(load_json_text(", \"ab\": -1", "[\"a b\"]", "", &t, &err), TOK_ERR_FORMAT);
+    assert_int_equal(load_json_text(", \"ab\": 5", "[\"a b\"]", "", &t, &err), TOK_ERR_FORMAT);
     assert_non_null(strstr(err.message, "two strings"));
     const char *no_bytes = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, \"merges\": "
                            "[\"a b\"]}, \"pre_tokenizer\": {\"type\": \"ByteLevel\"}}";
-    assert_int_equal(bpe_load_tokenizer_json(no_bytes, strlen(no_bytes), "nb.json", &t, &err), BC_ERR_FORMAT);
+    assert_int_equal(bpe_load_tokenizer_json(no_bytes, strlen(no_bytes), "nb.json", &t, &err), TOK_ERR_FORMAT);
     assert_non_null(strstr(err.message, "byte 0x00"));
-    assert_int_equal(bpe_load_tokenizer_json("{", 1, "broken.json", &t, &err), BC_ERR_FORMAT);
+    assert_int_equal(bpe_load_tokenizer_json("{", 1, "broken.json", &t, &err), TOK_ERR_FORMAT);
     assert_non_null(strstr(err.message, "broken.json"));
 
     /* merges.txt: a bad line is named by file and line */
     const char *vocab_path = GOLDEN "/vocab_merges/vocab.json";
     char *vocab;
     size_t vlen;
-    assert_int_equal(bc_read_regular(vocab_path, "vocab.json", BPE_JSON_MAX_BYTES, &vocab, &vlen, &err), BC_OK);
+    assert_int_equal(tok_read_regular(vocab_path, "vocab.json", BPE_JSON_MAX_BYTES, &vocab, &vlen, &err), TOK_OK);
     const char *merges = "#version: 0.2\n\xc4\xa0 t\nnot-a-merge\n";
     assert_int_equal(bpe_load_vocab_merges(vocab, vlen, "v.json", merges, strlen(merges), "m.txt", &t, &err),
-                     BC_ERR_FORMAT);
+                     TOK_ERR_FORMAT);
     assert_non_null(strstr(err.message, "m.txt:3"));
     assert_int_equal(bpe_load_vocab_merges(vocab, vlen, "v.json", "#version: 0.2\n", 14, "m.txt", &t, &err),
-                     BC_ERR_FORMAT);
+                     TOK_ERR_FORMAT);
     assert_non_null(strstr(err.message, "empty"));
     free(vocab);
 
@@ -235,15 +238,15 @@ static void test_refusals(void **state) {
     assert_non_null(run);
     memset(run, 'a', BPE_MAX_PIECE_BYTES + 1);
     ids = (bpe_ids){0};
-    assert_int_equal(bpe_encode(t, run, BPE_MAX_PIECE_BYTES, &ids, &err), BC_OK);
+    assert_int_equal(bpe_encode(t, run, BPE_MAX_PIECE_BYTES, &ids, &err), TOK_OK);
     assert_true(ids.n > 0 && ids.n <= BPE_MAX_PIECE_BYTES);
     ids.n = 0;
-    assert_int_equal(bpe_encode(t, run, BPE_MAX_PIECE_BYTES + 1, &ids, &err), BC_ERR_INVALID);
+    assert_int_equal(bpe_encode(t, run, BPE_MAX_PIECE_BYTES + 1, &ids, &err), TOK_ERR_INVALID);
     assert_non_null(strstr(err.message, "no break"));
     free(ids.ids);
     free(run);
     bpe_free(t);
-    assert_int_equal(bpe_load_dir(BENCHCTL_SOURCE_DIR "/tests/tokenizer", bc_read_regular, &t, &err), BC_ERR_NOT_FOUND);
+    assert_int_equal(bpe_load_dir(BENCHCTL_SOURCE_DIR "/tests/tokenizer", tok_read_regular, &t, &err), TOK_ERR_NOT_FOUND);
     assert_non_null(strstr(err.message, "tests/tokenizer"));
 }
 

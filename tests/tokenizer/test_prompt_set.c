@@ -17,6 +17,9 @@
 
 #include "prompt_set.h"
 #include "readfile.h"
+#include "tok_to_bc.h"
+
+TOK_READER_FROM_BC(tok_read_regular, bc_read_regular)
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/tokenizer/golden"
 
@@ -30,8 +33,8 @@ static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
     if (!f) return -1;
     snprintf(f->dir, sizeof f->dir, "/tmp/bc_prompt_set.XXXXXX");
-    bc_error err;
-    if (!mkdtemp(f->dir) || bpe_load_dir(GOLDEN "/json_pairs", bc_read_regular, &f->t, &err) != BC_OK) {
+    tok_error err;
+    if (!mkdtemp(f->dir) || bpe_load_dir(GOLDEN "/json_pairs", tok_read_regular, &f->t, &err) != TOK_OK) {
         free(f);
         return -1;
     }
@@ -58,10 +61,10 @@ static const char *write_file(fixture *f, const char *name, const char *text, si
     return f->path;
 }
 
-static bc_status read_set(fixture *f, const char *name, const char *text, bpe_prompt_format fmt, const char *field,
-                          int bos, bpe_prompt_set *s, bc_error *err) {
+static tok_status read_set(fixture *f, const char *name, const char *text, bpe_prompt_format fmt, const char *field,
+                          int bos, bpe_prompt_set *s, tok_error *err) {
     const char *path = write_file(f, name, text, strlen(text));
-    return bpe_prompt_set_read(s, path, bc_read_regular, 1 << 20, fmt, field, f->t, bos, err);
+    return bpe_prompt_set_read(s, path, tok_read_regular, 1 << 20, fmt, field, f->t, bos, err);
 }
 
 /* The ids tokenizers gave for a case's text, from cases.json. */
@@ -95,36 +98,36 @@ static void assert_prompt(const bpe_prompt *p, int bos, const char *text, int li
 static void test_jsonl_and_lines(void **state) {
     fixture *f = *state;
     bpe_prompt_set s;
-    bc_error err;
+    tok_error err;
     const char *jsonl = "{\"id\": 1, \"text\": \"  leading spaces\"}\n"
                         "\n"
                         "{\"text\": \"I'm sure we'll see they've done it, can't you? She'd say it's yours, you're right.\"}\r\n"
                         "{\"prompt\": \"x  y\", \"text\": \"1234567890\"}";
-    assert_int_equal(read_set(f, "p.jsonl", jsonl, BPE_PROMPTS_AUTO, NULL, 2, &s, &err), BC_OK);
+    assert_int_equal(read_set(f, "p.jsonl", jsonl, BPE_PROMPTS_AUTO, NULL, 2, &s, &err), TOK_OK);
     assert_int_equal(s.count, 3);
     assert_prompt(&s.prompts[0], 2, "  leading spaces", 1);
     assert_prompt(&s.prompts[1], 2, "I'm sure we'll see they've done it, can't you? She'd say it's yours, you're right.", 3);
     assert_prompt(&s.prompts[2], 2, "1234567890", 4);
     bpe_prompt_set_free(&s);
     /* another field, no BOS */
-    assert_int_equal(read_set(f, "p.jsonl", "{\"prompt\": \"x  y\"}\n", BPE_PROMPTS_AUTO, "prompt", -1, &s, &err), BC_OK);
+    assert_int_equal(read_set(f, "p.jsonl", "{\"prompt\": \"x  y\"}\n", BPE_PROMPTS_AUTO, "prompt", -1, &s, &err), TOK_OK);
     assert_prompt(&s.prompts[0], -1, "x  y", 1);
     bpe_prompt_set_free(&s);
     /* plain lines: the line as it is, blank lines skipped, CRLF's CR dropped */
     assert_int_equal(read_set(f, "p.txt", "x  y\n   \n  leading spaces\r\n1234567890", BPE_PROMPTS_AUTO, NULL, 2, &s,
                               &err),
-                     BC_OK);
+                     TOK_OK);
     assert_int_equal(s.count, 3);
     assert_prompt(&s.prompts[0], 2, "x  y", 1);
     assert_prompt(&s.prompts[1], 2, "  leading spaces", 3);
     assert_prompt(&s.prompts[2], 2, "1234567890", 4);
     bpe_prompt_set_free(&s);
     /* a .jsonl name read as plain lines when told so */
-    assert_int_equal(read_set(f, "p.jsonl", "{\"text\": 1}\n", BPE_PROMPTS_LINES, NULL, 2, &s, &err), BC_OK);
+    assert_int_equal(read_set(f, "p.jsonl", "{\"text\": 1}\n", BPE_PROMPTS_LINES, NULL, 2, &s, &err), TOK_OK);
     assert_int_equal(s.count, 1);
     char *text;
     size_t len;
-    assert_int_equal(bpe_decode(f->t, s.prompts[0].ids + 1, (size_t)s.prompts[0].n - 1, &text, &len, &err), BC_OK);
+    assert_int_equal(bpe_decode(f->t, s.prompts[0].ids + 1, (size_t)s.prompts[0].n - 1, &text, &len, &err), TOK_OK);
     assert_string_equal(text, "{\"text\": 1}");
     free(text);
     bpe_prompt_set_free(&s);
@@ -133,9 +136,9 @@ static void test_jsonl_and_lines(void **state) {
 static void expect_error(fixture *f, const char *name, const char *text, size_t len, bpe_prompt_format fmt,
                          const char *const *words) {
     bpe_prompt_set s;
-    bc_error err = {0};
+    tok_error err = {0};
     const char *path = write_file(f, name, text, len);
-    assert_int_equal(bpe_prompt_set_read(&s, path, bc_read_regular, 1 << 20, fmt, NULL, f->t, 2, &err), BC_ERR_FORMAT);
+    assert_int_equal(bpe_prompt_set_read(&s, path, tok_read_regular, 1 << 20, fmt, NULL, f->t, 2, &err), TOK_ERR_FORMAT);
     assert_null(s.prompts);
     assert_non_null(strstr(err.message, path));
     for (size_t i = 0; words[i]; i++)
@@ -154,10 +157,10 @@ static void test_errors_name_file_and_line(void **state) {
     expect_error(f, "a.txt", "ok\nn\0l\n", 7, BPE_PROMPTS_AUTO, (const char *[]){":2:", "NUL", NULL});
     expect_error(f, "a.txt", "\n  \n\n", 5, BPE_PROMPTS_AUTO, (const char *[]){"no prompts", NULL});
     bpe_prompt_set s;
-    bc_error err;
-    assert_int_equal(bpe_prompt_set_read(&s, "/nonexistent/p.txt", bc_read_regular, 1 << 20, BPE_PROMPTS_AUTO, NULL,
+    tok_error err;
+    assert_int_equal(bpe_prompt_set_read(&s, "/nonexistent/p.txt", tok_read_regular, 1 << 20, BPE_PROMPTS_AUTO, NULL,
                                          f->t, 2, &err),
-                     BC_ERR_NOT_FOUND);
+                     TOK_ERR_NOT_FOUND);
     assert_non_null(strstr(err.message, "/nonexistent/p.txt"));
     assert_int_equal(bpe_prompt_format_from_name("csv"), -1);
 }

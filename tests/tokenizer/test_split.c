@@ -25,14 +25,17 @@
 
 #include "bpe.h"
 #include "readfile.h"
+#include "tok_to_bc.h"
+
+TOK_READER_FROM_BC(tok_read_regular, bc_read_regular)
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/tokenizer/golden"
 
 static bpe_tokenizer *load(const char *dir) {
     bpe_tokenizer *t = NULL;
-    bc_error err = {0};
-    bc_status st = bpe_load_dir(dir, bc_read_regular, &t, &err);
-    if (st != BC_OK) fail_msg("%s: %s", dir, err.message);
+    tok_error err = {0};
+    tok_status st = bpe_load_dir(dir, tok_read_regular, &t, &err);
+    if (st != TOK_OK) fail_msg("%s: %s", dir, err.message);
     return t;
 }
 
@@ -67,8 +70,8 @@ static size_t check_dir(const char *dir) {
         uint8_t buf[2048];
         size_t n = unhex(hex, buf, sizeof buf);
         bpe_ids got = {0};
-        bc_error err;
-        if (bpe_encode(t, (const char *)buf, n, &got, &err) != BC_OK) fail_msg("%s case %zu: %s", dir, c, err.message);
+        tok_error err;
+        if (bpe_encode(t, (const char *)buf, n, &got, &err) != TOK_OK) fail_msg("%s case %zu: %s", dir, c, err.message);
         int same = got.n == json_array_size(want);
         for (size_t i = 0; same && i < got.n; i++) same = got.ids[i] == json_integer_value(json_array_get(want, i));
         if (!same && bad++ < 5) {
@@ -86,7 +89,7 @@ static size_t check_dir(const char *dir) {
         }
         char *text;
         size_t len;
-        assert_int_equal(bpe_decode(t, got.ids, got.n, &text, &len, &err), BC_OK);
+        assert_int_equal(bpe_decode(t, got.ids, got.n, &text, &len, &err), TOK_OK);
         assert_int_equal(len, n);
         assert_memory_equal(text, buf, n);
         free(text);
@@ -111,11 +114,11 @@ static void test_qwen2_golden(void **state) {
     assert_true(check_dir(GOLDEN "/qwen2") > 300);
     /* NFC composes before the split; invalid bytes stay as they are between normalized runs */
     bpe_tokenizer *t = load(GOLDEN "/qwen2");
-    bc_error err;
+    tok_error err;
     bpe_ids a = {0}, b = {0};
     const char *decomposed = "cafe\xcc\x81 \xff e\xcc\x81", *composed = "caf\xc3\xa9 \xff \xc3\xa9";
-    assert_int_equal(bpe_encode(t, decomposed, strlen(decomposed), &a, &err), BC_OK);
-    assert_int_equal(bpe_encode(t, composed, strlen(composed), &b, &err), BC_OK);
+    assert_int_equal(bpe_encode(t, decomposed, strlen(decomposed), &a, &err), TOK_OK);
+    assert_int_equal(bpe_encode(t, composed, strlen(composed), &b, &err), TOK_OK);
     assert_int_equal(a.n, b.n);
     assert_memory_equal(a.ids, b.ids, a.n * sizeof *a.ids);
     free(a.ids);
@@ -133,10 +136,10 @@ static void test_ignore_merges_golden(void **state) {
 static void test_special_tokens(void **state) {
     (void)state;
     bpe_tokenizer *t = load(GOLDEN "/llama3");
-    bc_error err;
+    tok_error err;
     bpe_ids ids = {0};
     const char *s = "<|eot_id|><|eot_id|";
-    assert_int_equal(bpe_encode(t, s, strlen(s), &ids, &err), BC_OK);
+    assert_int_equal(bpe_encode(t, s, strlen(s), &ids, &err), TOK_OK);
     assert_true(ids.n >= 2);
     assert_int_equal(ids.ids[0], 4); /* <|eot_id|> is id 4 in the fixture */
     for (size_t i = 1; i < ids.n; i++) assert_int_not_equal(ids.ids[i], 4);
@@ -145,8 +148,8 @@ static void test_special_tokens(void **state) {
 }
 
 /* A tokenizer.json of the Split shape with the given pieces changed. */
-static bc_status load_shape(const char *normalizer, const char *pre, const char *decoder, const char *added,
-                            bpe_tokenizer **t, bc_error *err) {
+static tok_status load_shape(const char *normalizer, const char *pre, const char *decoder, const char *added,
+                            bpe_tokenizer **t, tok_error *err) {
     char vocab[8192];
     size_t k = (size_t)snprintf(vocab, sizeof vocab, "{");
     for (int b = 0, next = 256; b < 256; b++) { /* the 256 byte tokens, ids 0..255 */
@@ -169,7 +172,7 @@ static bc_status load_shape(const char *normalizer, const char *pre, const char 
 #define BLDEC "{\"type\": \"ByteLevel\"}"
 #define SPECIAL "[{\"id\": 257, \"content\": \"<x>\", \"special\": true}]"
 
-static void refused(bc_status st, const bc_error *err, bc_status want, const char *needle) {
+static void refused(tok_status st, const tok_error *err, tok_status want, const char *needle) {
     assert_int_equal(st, want);
     assert_non_null(strstr(err->message, "shape.json"));
     if (!strstr(err->message, needle)) fail_msg("\"%s\" not in: %s", needle, err->message);
@@ -179,11 +182,11 @@ static void refused(bc_status st, const bc_error *err, bc_status want, const cha
 static void test_shapes(void **state) {
     (void)state;
     bpe_tokenizer *t = NULL;
-    bc_error err;
+    tok_error err;
     /* the supported shape, first, so that each refusal below is about what it changes */
-    assert_int_equal(load_shape("null", SEQ(SPLIT("Isolated", "false"), BL("false")), BLDEC, SPECIAL, &t, &err), BC_OK);
+    assert_int_equal(load_shape("null", SEQ(SPLIT("Isolated", "false"), BL("false")), BLDEC, SPECIAL, &t, &err), TOK_OK);
     bpe_ids ids = {0};
-    assert_int_equal(bpe_encode(t, "ab<x> ab", 8, &ids, &err), BC_OK);
+    assert_int_equal(bpe_encode(t, "ab<x> ab", 8, &ids, &err), TOK_OK);
     assert_int_equal(ids.n, 4);
     assert_int_equal(ids.ids[0], 256);
     assert_int_equal(ids.ids[1], 257);
@@ -194,30 +197,30 @@ static void test_shapes(void **state) {
     t = NULL;
 
     refused(load_shape("null", SEQ(SPLIT("Removed", "false"), BL("false")), BLDEC, "[]", &t, &err), &err,
-            BC_ERR_UNSUPPORTED, "pre_tokenizer is Sequence[Split(Regex, Removed), ByteLevel(use_regex false)]");
+            TOK_ERR_UNSUPPORTED, "pre_tokenizer is Sequence[Split(Regex, Removed), ByteLevel(use_regex false)]");
     refused(load_shape("null", SEQ(SPLIT("Isolated", "true"), BL("false")), BLDEC, "[]", &t, &err), &err,
-            BC_ERR_UNSUPPORTED, "Split(Regex, Isolated, invert)");
+            TOK_ERR_UNSUPPORTED, "Split(Regex, Isolated, invert)");
     refused(load_shape("null", SEQ(SPLIT("Isolated", "false"), BL("true")), BLDEC, "[]", &t, &err), &err,
-            BC_ERR_UNSUPPORTED, "ByteLevel(use_regex true)]");
-    refused(load_shape("null", SPLIT("Isolated", "false"), BLDEC, "[]", &t, &err), &err, BC_ERR_UNSUPPORTED,
+            TOK_ERR_UNSUPPORTED, "ByteLevel(use_regex true)]");
+    refused(load_shape("null", SPLIT("Isolated", "false"), BLDEC, "[]", &t, &err), &err, TOK_ERR_UNSUPPORTED,
             "pre_tokenizer is Split(Regex, Isolated)");
     refused(load_shape("null", SEQ(BL("false"), SPLIT("Isolated", "false")), BLDEC, "[]", &t, &err), &err,
-            BC_ERR_UNSUPPORTED, "Sequence[ByteLevel(use_regex false), Split(Regex, Isolated)]");
+            TOK_ERR_UNSUPPORTED, "Sequence[ByteLevel(use_regex false), Split(Regex, Isolated)]");
     refused(load_shape("null", SEQ("{\"type\": \"Metaspace\"}", BL("false")), BLDEC, "[]", &t, &err), &err,
-            BC_ERR_UNSUPPORTED, "Sequence[Metaspace,");
-    refused(load_shape("null", "{\"type\": \"Whitespace\"}", BLDEC, "[]", &t, &err), &err, BC_ERR_UNSUPPORTED,
+            TOK_ERR_UNSUPPORTED, "Sequence[Metaspace,");
+    refused(load_shape("null", "{\"type\": \"Whitespace\"}", BLDEC, "[]", &t, &err), &err, TOK_ERR_UNSUPPORTED,
             "pre_tokenizer is Whitespace");
     refused(load_shape("{\"type\": \"NFKC\"}", SEQ(SPLIT("Isolated", "false"), BL("false")), BLDEC, "[]", &t, &err),
-            &err, BC_ERR_UNSUPPORTED, "normalizer NFKC");
+            &err, TOK_ERR_UNSUPPORTED, "normalizer NFKC");
     refused(load_shape("null", SEQ(SPLIT("Isolated", "false"), BL("false")), "{\"type\": \"WordPiece\"}", "[]", &t,
                        &err),
-            &err, BC_ERR_UNSUPPORTED, "decoder WordPiece");
+            &err, TOK_ERR_UNSUPPORTED, "decoder WordPiece");
     refused(load_shape("null", SEQ(SPLIT("Isolated", "false"), BL("false")), BLDEC,
                        "[{\"id\": 257, \"content\": \"<x>\", \"lstrip\": true}]", &t, &err),
-            &err, BC_ERR_UNSUPPORTED, "\"<x>\" has lstrip set");
+            &err, TOK_ERR_UNSUPPORTED, "\"<x>\" has lstrip set");
     const char *bad_re = "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": "
                          "\"(a\"}, \"behavior\": \"Isolated\", \"invert\": false}, " BL("false") "]}";
-    refused(load_shape("null", bad_re, BLDEC, "[]", &t, &err), &err, BC_ERR_FORMAT, "PCRE2 refuses it");
+    refused(load_shape("null", bad_re, BLDEC, "[]", &t, &err), &err, TOK_ERR_FORMAT, "PCRE2 refuses it");
     assert_null(t);
 }
 
@@ -226,18 +229,18 @@ static void test_shapes(void **state) {
 static void test_gaps_and_literal(void **state) {
     (void)state;
     bpe_tokenizer *t = NULL;
-    bc_error err;
+    tok_error err;
     const char *lit = "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"String\": "
                       "\"b\"}, \"behavior\": \"Isolated\", \"invert\": false}, " BL("false") "]}";
-    assert_int_equal(load_shape("null", lit, BLDEC, "[]", &t, &err), BC_OK);
+    assert_int_equal(load_shape("null", lit, BLDEC, "[]", &t, &err), TOK_OK);
     bpe_ids ids = {0};
-    assert_int_equal(bpe_encode(t, "aab", 3, &ids, &err), BC_OK); /* pieces "aa", "b": no "ab" across */
+    assert_int_equal(bpe_encode(t, "aab", 3, &ids, &err), TOK_OK); /* pieces "aa", "b": no "ab" across */
     assert_int_equal(ids.n, 3);
     assert_int_equal(ids.ids[0], 'a');
     assert_int_equal(ids.ids[1], 'a');
     assert_int_equal(ids.ids[2], 'b');
     ids.n = 0;
-    assert_int_equal(bpe_encode(t, "xab", 3, &ids, &err), BC_OK);
+    assert_int_equal(bpe_encode(t, "xab", 3, &ids, &err), TOK_OK);
     assert_int_equal(ids.n, 3);
     free(ids.ids);
     bpe_free(t);

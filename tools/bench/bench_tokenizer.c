@@ -16,6 +16,9 @@
 
 #include "bpe.h"
 #include "readfile.h"
+#include "tok_to_bc.h"
+
+TOK_READER_FROM_BC(tok_read_regular, bc_read_regular)
 
 static double now_s(void) {
     struct timespec ts;
@@ -35,17 +38,17 @@ int main(int argc, char **argv) {
     }
     int repeats = argc > 3 ? atoi(argv[3]) : 5;
     if (repeats < 1 || repeats > 1000) repeats = 5;
-    bc_error err;
+    tok_error err;
     double t0 = now_s();
     bpe_tokenizer *t = NULL;
-    if (bpe_load_dir(argv[1], bc_read_regular, &t, &err) != BC_OK) {
+    if (bpe_load_dir(argv[1], tok_read_regular, &t, &err) != TOK_OK) {
         fprintf(stderr, "bench_tokenizer: %s\n", err.message);
         return 1;
     }
     double load_s = now_s() - t0;
     char *text;
     size_t len;
-    if (bc_read_regular(argv[2], "prompts", (uint64_t)1 << 32, &text, &len, &err) != BC_OK) {
+    if (tok_read_regular(argv[2], "prompts", (uint64_t)1 << 32, &text, &len, &err) != TOK_OK) {
         fprintf(stderr, "bench_tokenizer: %s\n", err.message);
         bpe_free(t);
         return 1;
@@ -62,7 +65,7 @@ int main(int argc, char **argv) {
             const char *nl = memchr(text + i, '\n', len - i);
             size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
             ids.n = 0;
-            if (bpe_encode(t, text + i, n, &ids, &err) != BC_OK) {
+            if (bpe_encode(t, text + i, n, &ids, &err) != TOK_OK) {
                 fprintf(stderr, "bench_tokenizer: %s\n", err.message);
                 return 1;
             }

@@ -7,6 +7,9 @@
 #include "bpe.h"
 #include "prompt_set.h"
 #include "readfile.h"
+#include "tok_to_bc.h"
+
+TOK_READER_FROM_BC(tok_read_regular, bc_read_regular)
 
 /* The largest prompts file read: the native engine's limit (ENG_PROMPTS_MAX_BYTES, engine/base/fileio.h). */
 #define BC_PROMPTS_MAX_BYTES ((uint64_t)1 << 30)
@@ -15,11 +18,13 @@ bc_status bc_prompts_write(const bc_prompts_request *r, FILE *out, bc_prompts_su
     int format = bpe_prompt_format_from_name(r->format);
     if (format < 0) return bc_error_set(err, BC_ERR_INVALID, "--format %s: must be auto, jsonl or lines", r->format);
     bpe_tokenizer *t = NULL;
-    bc_status st = bpe_load_dir(r->checkpoint, bc_read_regular, &t, err);
+    tok_error te;
+    bc_status st = tok_error_to_bc(bpe_load_dir(r->checkpoint, tok_read_regular, &t, &te), &te, err);
     if (st != BC_OK) return st;
     bpe_prompt_set set;
-    st = bpe_prompt_set_read(&set, r->file, bc_read_regular, BC_PROMPTS_MAX_BYTES, (bpe_prompt_format)format,
-                             r->field, t, r->bos_id, err);
+    st = tok_error_to_bc(bpe_prompt_set_read(&set, r->file, tok_read_regular, BC_PROMPTS_MAX_BYTES,
+                                             (bpe_prompt_format)format, r->field, t, r->bos_id, &te),
+                         &te, err);
     bpe_free(t);
     if (st != BC_OK) return st;
     int *len = malloc((size_t)set.count * sizeof *len);
