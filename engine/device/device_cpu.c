@@ -278,7 +278,7 @@ typedef struct cpu_device {
 
 static bc_status cpu_create(const eng_device_config *cfg, void **out, bc_error *err) {
     cpu_device *d = calloc(1, sizeof *d);
-    if (!d) return bc_error_set(err, BC_ERR_NOMEM, "opt: out of memory");
+    if (!d) return bc_error_set(err, BC_ERR_NOMEM, "CPU device: out of memory");
     d->threads = cfg->threads > 0 ? cfg->threads : eng_online_cores();
     d->isa = cfg->isa;
     *out = d;

@@ -55,16 +55,16 @@ bc_status eng_kernels_choose(const char *name, eng_isa cpu, int *isa, bc_error *
             want = i;
     if (want < 0)
         return bc_error_set(err, BC_ERR_SETTING,
-                            "opt: kernels = \"%s\": not a kernel family (auto, avx512_bf16, avx512, avx2, portable)",
+                            "kernels = \"%s\": not a kernel family (auto, avx512_bf16, avx512, avx2, portable)",
                             name);
     if (want > (int)cpu) {
-        bc_error_set(err, BC_ERR_UNSUPPORTED, "opt: kernels = \"%s\": this CPU runs at most the %s kernels", name,
+        bc_error_set(err, BC_ERR_UNSUPPORTED, "kernels = \"%s\": this CPU runs at most the %s kernels", name,
                      eng_isa_name(cpu));
         return bc_error_hint(err, "kernels = \"auto\" runs the best family this CPU supports");
     }
     if (!family_table((eng_isa)want))
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
-                            "opt: kernels = \"%s\": this build has no %s kernels (its compiler lacked the flags)",
+                            "kernels = \"%s\": this build has no %s kernels (its compiler lacked the flags)",
                             name, name);
     *isa = want;
     return BC_OK;

@@ -73,7 +73,7 @@ bc_status eng_precision_dtype(const char *name, const bc_precision_ops *ops, eng
     if (!ops || !ops->to_f32 || !ops->from_f32 ||
         (ops->element_size != 1 && ops->element_size != 2 && ops->element_size != 4))
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
-                            "opt: precision %s has no conversions of 1-, 2- or 4-byte elements; the opt backend has "
+                            "precision %s has no conversions of 1-, 2- or 4-byte elements; the engine has "
                             "kernels for float32, float16, bfloat16 and int8",
                             plugin);
     const eng_dtype all[] = {ENG_F32, ENG_F16, ENG_BF16, ENG_I8};
@@ -83,7 +83,7 @@ bc_status eng_precision_dtype(const char *name, const bc_precision_ops *ops, eng
             return BC_OK;
         }
     return bc_error_set(err, BC_ERR_UNSUPPORTED,
-                        "opt: precision %s (dtype %s, %u bytes) stores numbers in a layout the opt kernels do not "
+                        "precision %s (dtype %s, %u bytes) stores numbers in a layout the engine's kernels do not "
                         "read; they read float32, float16, bfloat16 and int8, rounded to nearest even (docs/plugins.md)",
                         plugin, ops->dtype ? ops->dtype : "(none)", (unsigned)ops->element_size);
 }

@@ -45,6 +45,19 @@
 /* The plugin's family name, for messages ("opt: ..."). */
 #define NAME (eng_plugin.family->name)
 
+/* Puts the family's name before a message the engine's libraries wrote
+ * (they name no plugin): "llama: kernels = ...". Returns err's code. */
+static bc_status with_family_name(bc_error *err) {
+    if (!err) return BC_ERR_INTERNAL;
+    char msg[sizeof err->message + 64];
+    snprintf(msg, sizeof msg, "%s: %s", NAME, err->message);
+    size_t n = strlen(msg);
+    if (n >= sizeof err->message) n = sizeof err->message - 1; /* cut as bc_error_set would */
+    memcpy(err->message, msg, n);
+    err->message[n] = '\0';
+    return err->code;
+}
+
 enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS, S_SHARED_PREFILL, S_PROMPTS_FILE,
        S_SAVE_TOKENS, S_DEVICE_INDEX, S_CUDA_GRAPHS, S_MEMORY_CHECK, S_SAMPLE_STREAM, S_KERNELS,
        /* text prompts (text_prompts.h) */
@@ -336,7 +349,7 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
                             "layout run on device = \"cpu\"");
     int isa;
     bc_status st = eng_kernels_choose(setting_str(v, S_KERNELS), eng_isa_detect(), &isa, err);
-    if (st != BC_OK) return st;
+    if (st != BC_OK) return with_family_name(err);
     if (isa >= 0 && strcmp(setting_str(v, S_DEVICE), "cpu") != 0)
         return bc_error_set(err, BC_ERR_SETTING, "%s: kernels = \"%s\" picks CPU kernels, but device = \"%s\"", NAME,
                             setting_str(v, S_KERNELS), setting_str(v, S_DEVICE));
@@ -610,6 +623,7 @@ static bc_status backend_describe(void *inst, bc_backend_info *info, bc_error *e
  * kernels only and takes no LoRA adapter. */
 static bc_status case_dtype(const eng_backend *s, const bc_case *c, eng_dtype *dt, bc_error *err) {
     bc_status st = eng_precision_dtype(c->precision, c->precision_ops, dt, err);
+    if (st != BC_OK) return with_family_name(err);
     if (st == BC_OK && *dt == ENG_I8 && s->dev != &eng_device_cpu)
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
                             "%s: precision %s (int8) has CPU kernels only; device = \"cuda\" runs float32, float16 "

@@ -1,7 +1,7 @@
 /* weights.h: what the engine knows of a model's weights, whatever its family:
  * the matrix type of a linear layer, the shape, the run's dtype, the family
  * that made them and the unfused LoRA adapter the forward applies. A family's
- * weights struct (opt_weights, ...) starts with an eng_weights, so the engine
+ * weights struct starts with an eng_weights, so the engine
  * passes `const eng_weights *` and the family casts back to its own.
  *
  * Weights: matrices are stored in the run's precision (eng_dtype) in one
@@ -36,7 +36,7 @@ typedef struct eng_matrix {
 
 /* The activations a family's forward needs per token beyond the shape's
  * (the workspace, forward.h): width >= C floats for the residual-sized
- * buffers (OPT: max(C, word_embed_proj_dim)), ff floats for the FFN's. */
+ * buffers (more where a family projects its embeddings), ff floats for the FFN's. */
 typedef struct eng_ws_needs {
     int width, ff;
 } eng_ws_needs;

@@ -842,7 +842,7 @@ static void test_kernels_setting(void **state) {
         f->ops->destroy(inst);
     }
     setting(f, "kernels")->s = "sse2";
-    expect_settings_error(f, BC_ERR_SETTING, (const char *const[]){"kernels = \"sse2\"", "not a kernel family", NULL});
+    expect_settings_error(f, BC_ERR_SETTING, (const char *const[]){"opt: kernels = \"sse2\"", "not a kernel family", NULL});
     if (eng_isa_detect() < ENG_ISA_AVX512_BF16) {
         setting(f, "kernels")->s = "avx512_bf16";
         expect_settings_error(f, BC_ERR_UNSUPPORTED, (const char *const[]){"this CPU runs at most", NULL});

@@ -72,7 +72,7 @@ static void test_layouts(void **state)
     trunc.from_f32 = trunc_from_f32;
     assert_int_equal(eng_precision_dtype("bf16trunc", &trunc, &dt, &err), BC_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.message, "precision bf16trunc (dtype bfloat16, 2 bytes)"));
-    assert_non_null(strstr(err.message, "layout the opt kernels do not read"));
+    assert_non_null(strstr(err.message, "layout the engine's kernels do not read"));
 
     /* the int8 format, and one that truncates instead of rounding */
     assert_int_equal(eng_precision_dtype("int8", &prec_int8_ops, &dt, &err), BC_OK);
