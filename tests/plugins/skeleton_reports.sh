@@ -9,12 +9,8 @@ set -u
 BENCHCTL=$1
 SO=$2
 WORK=$3
-rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+. "$(dirname "$0")/../lib/testlib.sh"
+bc_test_workdir "$WORK"
 
 # cfg NS_PER_TOKEN PREFIX: a 2-case run writing PREFIX.{json,jsonl,csv,txt,html}
 cfg() {
@@ -77,6 +73,4 @@ grep -q 'kv_store_ms (lower is better)' cmp.out || { fail "compare: no 'kv_store
 tr -d ' \n' <cmp.json | grep -q '"kv_store_ms":{"higher_is_better":false,"better":"lower"' ||
     fail "compare json: kv_store_ms is not lower-is-better"
 
-[ "$failures" -eq 0 ] && echo "skeleton_reports: all passed" && exit 0
-echo "skeleton_reports: $failures failure(s)"
-exit 1
+bc_test_finish skeleton_reports
