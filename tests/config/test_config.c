@@ -731,6 +731,31 @@ static void test_suggest(void **state) {
     const char *const one[] = {"b"};
     assert_null(bc_suggest("a", one, 1));
     assert_null(bc_suggest("x", NULL, 0));
+
+    /* a long name's short form: the same first letter and trailing number */
+    const char *const plugins[] = {"fp32", "fp16", "bf16", "int8", "retain", "json"};
+    assert_string_equal(bc_suggest("bfloat16", plugins, 6), "bf16");
+    assert_string_equal(bc_suggest("float32", plugins, 6), "fp32");
+    assert_string_equal(bc_suggest("float16", plugins, 6), "fp16");
+    assert_null(bc_suggest("bfloat", plugins, 6));
+    const char *const twins[] = {"fp16", "f16x16"};
+    assert_null(bc_suggest("float16", twins, 2)); /* two short forms: neither */
+
+    /* two names joined, as libconfig reads [ "bf16" "fp32" ] */
+    const char *a = NULL, *b = NULL;
+    assert_true(bc_suggest_joined("bf16fp32", plugins, 6, &a, &b));
+    assert_string_equal(a, "bf16");
+    assert_string_equal(b, "fp32");
+    assert_false(bc_suggest_joined("bf16", plugins, 6, &a, &b));
+    assert_false(bc_suggest_joined("bf16xx", plugins, 6, &a, &b));
+    char hint[256];
+    bc_suggest_hint("bf16fp32", plugins, 6, hint, sizeof hint);
+    assert_string_equal(hint, "'bf16fp32' is 'bf16' and 'fp32' joined: libconfig joins adjacent strings, so a comma "
+                              "may be missing: [ \"bf16\", \"fp32\" ]");
+    bc_suggest_hint("bfloat16", plugins, 6, hint, sizeof hint);
+    assert_string_equal(hint, "did you mean 'bf16'?");
+    bc_suggest_hint("banana", plugins, 6, hint, sizeof hint);
+    assert_string_equal(hint, "");
 }
 
 static void test_hash_follows_the_resolved_tree(void **state) {
