@@ -476,6 +476,11 @@ static void test_reporter_override(void **state) {
     st = bc_settings_resolve(&f->cfg, &f->cfg.reporters[1], &desc, v, &f->err);
     if (st) fail_msg("%s", f->err.message);
     assert_string_equal(v[0].s, "b.csv");
+    /* the file had two reporters, --reporter names one: reporters.[1] is gone, and the hint says why */
+    const char *second[] = {"reporters.[1].settings.path=\"b.csv\""};
+    expect_fail(f, BASE "reporters = ( \"json\", \"csv\" );\n", second, 1, "json",
+                "--set reporters.[1].settings.path: reporters has no element [1]");
+    assert_contains(f->err.hint, "--reporter replaced the file's reporters with its own list (1 of them)");
     expect_fail(f, BASE, NULL, 0, "json,,csv", "--reporter 'json,,csv': expected a comma-separated list");
     expect_fail(f, BASE, NULL, 0, "", "--reporter '': expected a comma-separated list");
 }
