@@ -149,6 +149,13 @@ CFG=gen.cfg run gen || { fail "run gen"; cat run_gen.err; }
 expect 0 by_setting compare --by generate_us gen.json
 [ "$(rows by_setting.out WORSE)" -eq 4 ] || fail "by_setting: expected 4 WORSE rows"
 expect 1 by_setting_fail compare --by generate_us gen.json --fail-on worse
+run caches --set 'cache_policies=["testretain", "testrelease"]' || fail "run caches"
+expect 0 by_cache compare --by cache_policy caches.json
+has by_cache.out "paired on every axis but cache_policy: cache_policy testretain (A) against testrelease (B)"
+has by_cache.out "2 cases: 2 matched, 0 only in A, 0 only in B"
+expect 0 by_batch compare --by batch_size base.json
+has by_batch.out "A: base.json [batch_size=1]"
+has by_batch.out "1 case: 1 matched, 0 only in A, 0 only in B"
 expect 2 by_none compare --by precision base.json
 has by_none.err "take one value of it only"
 
