@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "runner.h"
 #include "stats.h"
 
 static void all_nan(bc_row_latency *out) {
@@ -63,5 +64,23 @@ bc_status bc_row_latency_compute(int64_t n_rows, const double *row_first_token_m
         percentiles(tpot, n_tpot, out->tpot_ms);
     }
     free(ttft), free(e2e), free(tpot), free(ends);
+    return BC_OK;
+}
+
+bc_status bc_row_latency_fields(const bc_generation_stats *g, double expand_ms, const bc_case *c, double *row,
+                                bc_error *err) {
+    const double total = row[BC_FIELD_TOTAL_MS];
+    if (bc_is_measured(total) && total > 0)
+        row[BC_FIELD_ROWS_PER_SECOND] = (double)bc_case_effective_batch(c) / (total / 1000.0);
+    if (!BC_HAS(g, bc_generation_stats, row_done_step) || g->schedule_rows <= 0) return BC_OK;
+    bc_row_latency l;
+    bc_status st = bc_row_latency_compute(g->schedule_rows, g->row_first_token_ms, g->row_done_step, g->n_decode_steps,
+                                          g->decode_step_ms, expand_ms, &l, err);
+    if (st != BC_OK) return st;
+    for (int i = 0; i < BC_ROWLAT_N_PCT; i++) {
+        row[BC_FIELD_ROW_TTFT_MS_P50 + i] = l.ttft_ms[i];
+        row[BC_FIELD_ROW_TPOT_MS_P50 + i] = l.tpot_ms[i];
+        row[BC_FIELD_ROW_E2E_MS_P50 + i] = l.e2e_ms[i];
+    }
     return BC_OK;
 }

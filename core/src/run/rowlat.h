@@ -44,4 +44,12 @@ bc_status bc_row_latency_compute(int64_t n_rows, const double *row_first_token_m
                                  uint32_t n_steps, const double *step_ms, double expand_ms, bc_row_latency *out,
                                  bc_error *err);
 
+/* The run's row fields of one rollout into row (the run's fields, total_ms
+ * set; runner.h BC_FIELD_ROW_*): the percentiles above from g's schedule
+ * (when the backend kept one) and rows_per_second = c's rows (batch x
+ * samples) / (total_ms / 1000). What is unknown stays NaN. BC_ERR_NOMEM
+ * when scratch runs out. */
+bc_status bc_row_latency_fields(const bc_generation_stats *g, double expand_ms, const bc_case *c, double *row,
+                                bc_error *err);
+
 #endif
