@@ -4,9 +4,11 @@
 # (BENCHCTL_TEST_PROC_ROOT, BENCHCTL_TEST_SYS_ROOT): a loaded machine warns
 # by default, "refuse" stops before any case with exit 2, "off" and a quiet
 # machine say nothing; a bad value is refused. Then `plan --estimate-from
-# RUN`: a reference run whose every case took 1000 ms a rollout (wall_ms
-# set so in its JSON) predicts 4 s for every case of a 1 warmup + 3
-# iteration plan, and their sum; a missing RUN is a usage error.
+# RUN`: a reference run of 0 warmup + 1 iteration whose every case took
+# 1000 ms, 200 of them in its one rollout (wall_ms and total_ms set so in
+# its JSON), predicts for every case of a 1 warmup + 3 iteration plan 800 ms
+# outside the iterations + 4 x 200 ms = 1.6 s, and their sum; a missing RUN
+# is a usage error.
 #   quiet_plan.sh BENCHCTL WORK_DIR FIXTURE_PLUGIN_DIR
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -58,16 +60,17 @@ unset BENCHCTL_TEST_PROC_ROOT BENCHCTL_TEST_SYS_ROOT
 
 # plan --estimate-from: the reference ran 0 warmup + 1 iteration a case, each 1000 ms
 expect 0 ref run q.cfg --set run.warmup=0 --set run.iterations=1 --set 'run.quiet_check="off"'
-sed 's/"wall_ms": *[0-9.e+-]*/"wall_ms": 1000/g' q.json >ref.json
+sed 's/"wall_ms": *[0-9.e+-]*/"wall_ms": 1000/g; s/"total_ms": *[0-9.e+-][0-9.e+-]*/"total_ms": 200/g' q.json >ref.json
 has ref.json '"wall_ms": 1000'
+has ref.json '"total_ms": 200'
 expect 0 plain plan q.cfg
 lacks plain.out "est_s"
 expect 0 est plan q.cfg --estimate-from ref.json
 has est.out "est_s"
-# the est_s column of each case row: 4 iterations of 1000 ms
+# the est_s column of each case row: 800 ms + 4 iterations of 200 ms
 rows=$(awk '$1 ~ /^[0-9]+$/ && ($3 == "build" || $3 == "-") { print $(NF - 1) }' est.out | tr '\n' ' ')
-[ "$rows" = "4.0 4.0 " ] || fail "est: est_s per case '$rows', expected '4.0 4.0 '"
-has est.out "estimated time of the cases: 8.0s (8.0 s), from 2 cases of ref.json"
+[ "$rows" = "1.6 1.6 " ] || fail "est: est_s per case '$rows', expected '1.6 1.6 '"
+has est.out "estimated time of the cases: 3.2s (3.2 s), from 2 cases of ref.json"
 expect 2 missing plan q.cfg --estimate-from nothing.json
 has missing.err "nothing.json"
 expect 2 refused validate q.cfg --estimate-from ref.json

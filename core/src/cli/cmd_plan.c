@@ -14,6 +14,7 @@
 #include "eta.h"
 #include "plan.h"
 #include "runfile.h"
+#include "stats.h"
 
 static void print_mib(int64_t bytes) {
     if (bytes < 0) printf(" %10s", "-");
@@ -59,53 +60,107 @@ static int plan_settings_text(const bc_case *c, char *buf, size_t cap) {
 }
 
 /* The cost model fitted on a finished run: one fit over all its cases
- * (fits[0], label NULL) and one per backend its cases name. */
-enum { PLAN_MAX_FITS = 17 };
+ * (fit[0]), one per backend its cases name, and one per backend (or none)
+ * and precision, since a number format changes the cost of a token slot as
+ * much as the size does (bf16 against fp32 on a CPU). Each fit is the
+ * ETA's line (eta.h) over one iteration's cost, plus a case's own cost
+ * outside its iterations (begin_case, a rebuild: wall_ms minus warmup +
+ * measured iterations at their mean total_ms), averaged apart for the cases
+ * that rebuilt ([1]) and the others ([0]). A case without a total_ms mean
+ * counts as the ETA counts it: its wall time spread over its iterations. */
+typedef struct plan_fit {
+    bc_eta eta;
+    double overhead_sum[2];
+    size_t overhead_n[2];
+} plan_fit;
+enum { PLAN_MAX_FITS = 64 };
 typedef struct plan_estimate {
     size_t n_fits;
-    const char *label[PLAN_MAX_FITS]; /* borrowed from rf */
-    bc_eta fit[PLAN_MAX_FITS];
-    size_t n_points;                  /* cases of rf fitted */
+    const char *backend[PLAN_MAX_FITS];   /* NULL: any; borrowed from rf */
+    const char *precision[PLAN_MAX_FITS]; /* NULL: any */
+    plan_fit fit[PLAN_MAX_FITS];
+    size_t n_points;                      /* cases of rf fitted */
 } plan_estimate;
+
+static int same_or_both_null(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+/* The fit for (backend, precision), made when new and room is left; NULL
+ * when there is none. */
+static plan_fit *fit_at(plan_estimate *est, const char *backend, const char *precision, int make) {
+    for (size_t f = 0; f < est->n_fits; f++)
+        if (same_or_both_null(est->backend[f], backend) && same_or_both_null(est->precision[f], precision))
+            return &est->fit[f];
+    if (!make || est->n_fits == PLAN_MAX_FITS) return NULL;
+    est->backend[est->n_fits] = backend;
+    est->precision[est->n_fits] = precision;
+    return &est->fit[est->n_fits++];
+}
+
+static void fit_add(plan_fit *f, double units, const bc_runfile *rf, const bc_runfile_case *rc, double iter_ms,
+                    int64_t prompt) {
+    const double n = (double)rf->warmup + (double)rc->n_iterations;
+    if (!(isfinite(iter_ms) && iter_ms >= 0)) {
+        bc_eta_add(&f->eta, units, rf->warmup, rc->n_iterations, rc->wall_ms, prompt);
+        return;
+    }
+    bc_eta_add(&f->eta, units, rf->warmup, rc->n_iterations, iter_ms * n, prompt);
+    double overhead = rc->wall_ms - iter_ms * n;
+    f->overhead_sum[rc->rebuilt != 0] += overhead > 0 ? overhead : 0.0;
+    f->overhead_n[rc->rebuilt != 0]++;
+}
 
 /* Adds rf's finished cases (measured iterations, a wall time) to est. */
 static void estimate_fit(plan_estimate *est, const bc_runfile *rf) {
     *est = (plan_estimate){.n_fits = 1};
+    const int total = bc_runfile_field(rf, "total_ms");
     for (size_t i = 0; i < rf->n_cases; i++) {
         const bc_runfile_case *rc = &rf->cases[i];
         int64_t prompt = rc->prompt_length ? (int64_t)rc->prompt_length : rc->prompt_width_tokens;
         if (rc->n_iterations == 0 || !isfinite(rc->wall_ms) || prompt < 0) continue;
         double units = (double)rc->batch_size * rc->samples_per_prompt * ((double)prompt + rc->response_length);
-        size_t f = 0;
-        if (rc->backend) {
-            for (f = 1; f < est->n_fits && strcmp(est->label[f], rc->backend) != 0; f++) {
-            }
-            if (f == est->n_fits && f < PLAN_MAX_FITS) est->label[est->n_fits++] = rc->backend;
-            if (f < est->n_fits) bc_eta_add(&est->fit[f], units, rf->warmup, rc->n_iterations, rc->wall_ms, prompt);
-        }
-        bc_eta_add(&est->fit[0], units, rf->warmup, rc->n_iterations, rc->wall_ms, prompt);
+        double iter_ms = total >= 0 && rc->stats ? rc->stats[(size_t)total * BC_N_STATS + BC_STAT_MEAN] : NAN;
+        plan_fit *into[3] = {fit_at(est, NULL, NULL, 1), rc->backend ? fit_at(est, rc->backend, NULL, 1) : NULL,
+                             rc->precision ? fit_at(est, rc->backend, rc->precision, 1) : NULL};
+        for (int k = 0; k < 3; k++)
+            if (into[k]) fit_add(into[k], units, rf, rc, iter_ms, prompt);
         est->n_points++;
     }
 }
 
-/* The fit for case c: its backend's, else the one over all cases. */
-static const bc_eta *estimate_for(const plan_estimate *est, const bc_case *c) {
-    const char *label = BC_HAS(c, bc_case, backend) ? c->backend : NULL;
-    for (size_t f = 1; label && f < est->n_fits; f++)
-        if (strcmp(est->label[f], label) == 0 && est->fit[f].n > 0) return &est->fit[f];
+/* The fit for case c: its backend's (by label, as the run's cases name
+ * theirs) and precision's, else its backend's, else its precision's over a
+ * run whose cases name no backend, else the one over all cases. */
+static const plan_fit *estimate_for(plan_estimate *est, const bc_case *c) {
+    const char *backend = BC_HAS(c, bc_case, backend) ? c->backend : NULL;
+    const plan_fit *tries[3] = {fit_at(est, backend, c->precision, 0), backend ? fit_at(est, backend, NULL, 0) : NULL,
+                                fit_at(est, NULL, c->precision, 0)};
+    for (int k = 0; k < 3; k++)
+        if (tries[k] && tries[k]->eta.n > 0) return tries[k];
     return &est->fit[0];
 }
 
-/* The modelled seconds of case c as ctx would run it. */
-static double estimate_case_s(const plan_estimate *est, const bc_context *ctx, const bc_case *c) {
-    const bc_eta *e = estimate_for(est, c);
+/* The mean cost outside the iterations of a case that rebuilds (build) or
+ * not; the other kind's when the run had none of this kind, else 0. */
+static double fit_overhead_ms(const plan_fit *f, int build) {
+    if (f->overhead_n[build]) return f->overhead_sum[build] / (double)f->overhead_n[build];
+    if (f->overhead_n[!build]) return f->overhead_sum[!build] / (double)f->overhead_n[!build];
+    return 0.0;
+}
+
+/* The modelled seconds of case c as ctx would run it (build: it starts a
+ * rebuild group). */
+static double estimate_case_s(plan_estimate *est, const bc_context *ctx, const bc_case *c, int build) {
+    const plan_fit *fit = estimate_for(est, c);
+    const bc_eta *e = &fit->eta;
     uint32_t lo = ctx->cfg.iterations, hi = ctx->cfg.iterations;
     if (ctx->cfg.adaptive) {
         hi = ctx->cfg.max_iterations;
         lo = ctx->cfg.min_iterations < 1 ? 1 : ctx->cfg.min_iterations > hi ? hi : ctx->cfg.min_iterations;
     }
     uint32_t measured = bc_eta_expected_iterations(e, lo, hi, isnan(ctx->cfg.target_rel_ci) ? hi : lo);
-    return bc_eta_case_ms(e, bc_eta_units(e, c), ctx->cfg.warmup, measured, ctx->cfg.max_seconds_per_case) / 1000.0;
+    return (bc_eta_case_ms(e, bc_eta_units(e, c), ctx->cfg.warmup, measured, ctx->cfg.max_seconds_per_case) +
+            fit_overhead_ms(fit, build)) /
+           1000.0;
 }
 
 /* "1h02m03s", "2m05s", "12.3s". */
@@ -199,7 +254,7 @@ int bc_cli_plan(const bc_cli_args *a) {
         const bc_case_check *chk = &ctx.checks[plan->order[i]];
         plan_memory_columns(&ctx, plan->order[i], last_error, sizeof last_error);
         if (a->estimate_from) {
-            double case_s = chk->code == BC_OK ? estimate_case_s(&est, &ctx, c) : 0.0;
+            double case_s = chk->code == BC_OK ? estimate_case_s(&est, &ctx, c, build) : 0.0;
             if (chk->code == BC_OK) printf(" %9.1f", case_s);
             else printf(" %9s", "-");
             total_s += case_s;
