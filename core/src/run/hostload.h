@@ -87,8 +87,9 @@ typedef struct bc_quiet_report {
     bc_quiet_busy busy[BC_QUIET_MAX_BUSY]; /* the busiest min(n_busy, BC_QUIET_MAX_BUSY), busiest first */
 } bc_quiet_report;
 
-/* Starts the busy sample: reads every /proc/PID/stat. 0 on success, -1
- * when /proc cannot be listed (the busy finding is then unknown). */
+/* Starts the busy sample: reads every /proc/PID/stat (the first
+ * BC_QUIET_MAX_PIDS processes listed). 0 on success, -1 when /proc cannot
+ * be listed (the busy finding is then unknown). */
 int bc_quiet_begin(const bc_quiet_roots *roots, bc_quiet_sample *s);
 
 /* Ends the sample elapsed_ms after bc_quiet_begin, reads the other figures
