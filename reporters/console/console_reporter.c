@@ -495,6 +495,17 @@ static const column phase_columns[] = {
     {"steal%", 1, fill_steal, NULL, NULL, 0, 0},
 };
 
+/* The per-row latencies (the host's row fields): the mean over the measured
+ * iterations of each rollout's percentile over its rows; shown when the run
+ * has them. */
+static const column row_columns[] = {
+    {"#", 1, fill_index, NULL, NULL, 0, 0},
+    {"ttft_p50", 1, NULL, "row_ttft_ms_p50", "mean", 2, 0}, {"ttft_p99", 1, NULL, "row_ttft_ms_p99", "mean", 2, 0},
+    {"tpot_p50", 1, NULL, "row_tpot_ms_p50", "mean", 3, 0}, {"tpot_p99", 1, NULL, "row_tpot_ms_p99", "mean", 3, 0},
+    {"e2e_p50", 1, NULL, "row_e2e_ms_p50", "mean", 2, 0},   {"e2e_p99", 1, NULL, "row_e2e_ms_p99", "mean", 2, 0},
+    {"rows/s", 1, NULL, "rows_per_second", "mean", 2, 0},
+};
+
 /* A distributed case (docs/scale.md); NULL in a single-process run. */
 static const bc_case_distributed *case_dist(const view *v, const bc_case_report *cr) {
     return BC_RUN_FIELD(v->run, distributed, NULL) ? BC_CASE_FIELD(v->run, cr, distributed, NULL) : NULL;
@@ -795,6 +806,9 @@ static bc_status build_report(bc_text *t, const view *v) {
     if (put_table(t, v, cols, n_cols) != BC_OK) return BC_ERR_NOMEM;
     bc_text_put(t, "\n", 1);
     if (put_table(t, v, phase_columns, N_OF(phase_columns)) != BC_OK) return BC_ERR_NOMEM;
+    if (bc_run_field_index(v->run, "row_ttft_ms_p50") >= 0 &&
+        (bc_text_put(t, "\n", 1), put_table(t, v, row_columns, N_OF(row_columns))) != BC_OK)
+        return BC_ERR_NOMEM;
     if (put_declared(t, v) != BC_OK) return BC_ERR_NOMEM;
     const bc_distributed *d = BC_RUN_FIELD(v->run, distributed, NULL);
     if (d) {
