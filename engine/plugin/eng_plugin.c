@@ -365,7 +365,7 @@ static bc_status check_settings(const bc_settings *v, bc_error *err) {
     unsigned targets;
     if (setting_str(v, S_LORA_ADAPTER)[0] && setting_int(v, S_LORA_RANK) > 0)
         return bc_error_set(err, BC_ERR_SETTING, "lora_adapter and lora_rank both set: an adapter has its own rank");
-    if ((setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0) && !eng_plugin.family->lora_matrix)
+    if ((setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0) && eng_plugin.family->lora_n_modules < 1)
         return bc_error_set(err, BC_ERR_UNSUPPORTED, "lora: the %s family takes no LoRA adapter", NAME);
     if (setting_int(v, S_LORA_RANK) > 0 &&
         (st = eng_lora_targets_parse(eng_plugin.family, setting_str(v, S_LORA_TARGETS), &targets, err)))
@@ -413,7 +413,7 @@ static int64_t size_bytes(size_t n) { return n > (size_t)INT64_MAX ? -1 : (int64
  * all come from here). */
 static footprint footprint_of(const eng_backend *s, const void *hp, eng_dtype dt, const eng_rollout *ro) {
     footprint f;
-    f.weights = size_bytes(s->fam->arena_bytes(hp, dt));
+    f.weights = size_bytes(eng_weights_bytes(s->fam, hp, dt));
     f.layer_table = (int64_t)((const eng_shape *)hp)->n_layers * (int64_t)s->fam->layer_size;
     f.prompts = s->text ? eng_text_prompts_bytes(s->text) : 0;
     if (s->have_prompts) {
@@ -425,7 +425,7 @@ static footprint footprint_of(const eng_backend *s, const void *hp, eng_dtype dt
     f.dev = (eng_device_plan){.weights = -1, .device_peak = -1};
     if (ro) { /* the shape the plan reads: a weights header without arena */
         eng_weights *desc = s->desc;
-        s->fam->describe(desc, hp, dt);
+        eng_weights_describe(desc, s->fam, hp, dt);
         f.buffers = size_bytes(eng_rollout_plan(ro, &desc->shape, &desc->ws, dt, s->threads).buffers);
         s->dev->plan(s->dev_ctx, desc, ro, &f.dev);
     }
@@ -475,7 +475,7 @@ static void backend_destroy(void *inst) {
         end_rollout(s);
         s->dev->destroy(s->dev_ctx);
     }
-    if (s->have_weights) s->fam->weights_free(s->w);
+    if (s->have_weights) eng_weights_free(s->w);
     free(s->w);
     free(s->desc);
     free(s->hp);
@@ -604,7 +604,7 @@ static bc_status backend_describe(void *inst, bc_backend_info *info, bc_error *e
     BC_SET(info, bc_backend_info, device_name, d.device_name);
     BC_SET(info, bc_backend_info, driver, d.driver);
     BC_SET(info, bc_backend_info, model_family, s->fam->name);
-    BC_SET(info, bc_backend_info, n_parameters, s->fam->n_parameters(s->hp));
+    BC_SET(info, bc_backend_info, n_parameters, eng_weights_n_parameters(s->fam, s->hp));
     BC_SET(info, bc_backend_info, n_layers, hp->n_layers);
     BC_SET(info, bc_backend_info, hidden_size, hp->hidden_size);
     BC_SET(info, bc_backend_info, n_heads, hp->n_heads);
@@ -750,19 +750,19 @@ static bc_status backend_plan_memory(void *inst, const bc_case *c, bc_memory_sta
 static bc_status backend_prepare(void *inst, bc_error *err) {
     eng_backend *s = inst;
     bc_status st = s->dev->open(s->dev_ctx, err);
-    if (st == BC_OK && s->checkpoint[0]) st = s->fam->validate(s->checkpoint, err);
+    if (st == BC_OK && s->checkpoint[0]) st = eng_weights_validate(s->fam, s->checkpoint, err);
     return st;
 }
 
 static bc_status build_weights(eng_backend *s, eng_dtype dt, bc_error *err) {
     if (s->have_weights && s->w->dtype == dt) return BC_OK;
     end_rollout(s);
-    if (s->have_weights) s->fam->weights_free(s->w);
+    if (s->have_weights) eng_weights_free(s->w);
     s->have_weights = 0;
-    bc_status st = s->checkpoint[0] ? s->fam->load(s->w, s->checkpoint, dt, err)
-                                    : s->fam->synthetic(s->w, s->hp, dt, s->weights_seed, err);
+    bc_status st = s->checkpoint[0] ? eng_weights_load(s->w, s->fam, s->checkpoint, dt, err)
+                                    : eng_weights_synthetic(s->w, s->fam, s->hp, dt, s->weights_seed, err);
     if (st != BC_OK) {
-        s->fam->weights_free(s->w);
+        eng_weights_free(s->w);
         return st;
     }
     s->have_weights = 1;

@@ -6,7 +6,7 @@
  * multi-head and grouped-query attention with ratios 2, 3 and 4, q/k/v(/o)
  * biases, tied and untied heads, llama3 RoPE scaling with a small original
  * context, head_dim != C / H, pad id 0, config.json in both spellings) the
- * checkpoint and golden.bin. This test loads each with llama_weights_load
+ * checkpoint and golden.bin. This test loads each with eng_weights_load
  * and runs the shared checks (tests/golden/golden_check.c):
  *   - logits at every real position of the prefill and of K cached decode
  *     steps within the precision plugin's rel_tolerance x scale, the argmax
@@ -54,9 +54,9 @@ static void open_case(const golden_case_cfg *cfg, llama_weights *w, eng_model *m
     snprintf(gpath, sizeof gpath, GOLDEN "%s/golden.bin", cfg->golden);
     assert_true(golden_read(g, gpath));
     bc_error err = {0};
-    if (llama_weights_load(&w->base, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_weights_load(&w->base, &llama_model_family, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
     if (!model_init(m, &w->base, cfg)) {
-        llama_weights_free(&w->base);
+        eng_weights_free(&w->base);
         golden_free(g);
         skip();
     }
@@ -64,7 +64,7 @@ static void open_case(const golden_case_cfg *cfg, llama_weights *w, eng_model *m
 
 static void close_case(llama_weights *w, eng_model *m, golden_file *g) {
     eng_model_free(m);
-    llama_weights_free(&w->base);
+    eng_weights_free(&w->base);
     golden_free(g);
 }
 
@@ -181,9 +181,9 @@ static void test_load_errors(void **state) {
     (void)state;
     llama_weights w;
     bc_error err = {0};
-    assert_int_not_equal(llama_weights_load(&w.base, GOLDEN "does-not-exist", ENG_F32, &err), BC_OK);
+    assert_int_not_equal(eng_weights_load(&w.base, &llama_model_family, GOLDEN "does-not-exist", ENG_F32, &err), BC_OK);
     assert_non_null(strstr(err.message, "does-not-exist"));
-    assert_int_equal(llama_checkpoint_validate(GOLDEN "qwen2_gqa4", &err), BC_OK);
+    assert_int_equal(eng_weights_validate(&llama_model_family, GOLDEN "qwen2_gqa4", &err), BC_OK);
 }
 
 /* The checkpoints and precisions; main runs each with every kernel family. */
