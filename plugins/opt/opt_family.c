@@ -16,11 +16,22 @@ enum { OPT_HAS_PROJ = 1, /* P != C: project_in / project_out */
        OPT_PRE_LN = 2 }; /* do_layer_norm_before: a final layer norm */
 
 #define W(f) offsetof(opt_weights, f)
-#define LW(f) offsetof(opt_layer_weights, f)
 #define MAT ENG_TENSOR_MATRIX
 #define VEC ENG_TENSOR_VECTOR
-#define LAYER ENG_TENSOR_LAYER
-#define QK (ENG_TENSOR_LAYER | ENG_TENSOR_STD_PER_SQRT_C)
+/* A layer's rows: a matrix [r, c] (its synthetic std, divided by sqrt(C)
+ * with ENG_TENSOR_STD_PER_SQRT_C in flags), a bias [r], a layer norm's
+ * weight and bias [C]; "layers.%d.<path>.weight" and so on. */
+#define LMAT(path, r, c, flags, field, id, std)                                                                \
+    {"layers.%d." path ".weight", MAT, ENG_DIM_##r, ENG_DIM_##c, 0, 0, ENG_TENSOR_LAYER | (flags),           \
+     offsetof(opt_layer_weights, field), NULL, id, ENG_FILL_NORMAL, std}
+#define LBIAS(path, r, field, id)                                                                              \
+    {"layers.%d." path ".bias", VEC, ENG_DIM_##r, ENG_DIM_NONE, 0, 0, ENG_TENSOR_LAYER,                      \
+     offsetof(opt_layer_weights, field), NULL, id, ENG_FILL_ZEROS, 0}
+#define LNORM(path, gamma, beta, id)                                                                           \
+    {"layers.%d." path ".weight", VEC, ENG_DIM_C, ENG_DIM_NONE, 0, 0, ENG_TENSOR_LAYER,                      \
+     offsetof(opt_layer_weights, gamma), NULL, id, ENG_FILL_ONES, 0},                                        \
+    {"layers.%d." path ".bias", VEC, ENG_DIM_C, ENG_DIM_NONE, 0, 0, ENG_TENSOR_LAYER,                        \
+     offsetof(opt_layer_weights, beta), NULL, (id) + 1, ENG_FILL_ZEROS, 0}
 
 /* In arena order; ids are the synthetic weights' (docs/opt.md). X0 = P,
  * X1 = Tmax + 2 (fam_extra_dims). */
@@ -40,34 +51,16 @@ static const eng_tensor tensors[] = {
     /* always tied: a file's copy must equal embed_tokens (the forward reads embed_tokens) */
     {"lm_head.weight", MAT, ENG_DIM_V, ENG_DIM_X0, 0, 0, ENG_TENSOR_TOP | ENG_TENSOR_TIE_CHECKED, ENG_TENSOR_NO_FIELD,
      "embed_tokens.weight", 0, 0, 0},
-    {"layers.%d.self_attn.q_proj.weight", MAT, ENG_DIM_C, ENG_DIM_C, 0, 0, QK, LW(q_proj), NULL, 0, ENG_FILL_NORMAL,
-     2.5f},
-    {"layers.%d.self_attn.k_proj.weight", MAT, ENG_DIM_C, ENG_DIM_C, 0, 0, QK, LW(k_proj), NULL, 1, ENG_FILL_NORMAL,
-     2.5f},
-    {"layers.%d.self_attn.v_proj.weight", MAT, ENG_DIM_C, ENG_DIM_C, 0, 0, LAYER, LW(v_proj), NULL, 2, ENG_FILL_NORMAL,
-     0.02f},
-    {"layers.%d.self_attn.out_proj.weight", MAT, ENG_DIM_C, ENG_DIM_C, 0, 0, LAYER, LW(out_proj), NULL, 3,
-     ENG_FILL_NORMAL, 0.02f},
-    {"layers.%d.self_attn.q_proj.bias", VEC, ENG_DIM_C, ENG_DIM_NONE, 0, 0, LAYER, LW(q_bias), NULL, 4, ENG_FILL_ZEROS,
-     0},
-    {"layers.%d.self_attn.k_proj.bias", VEC, ENG_DIM_C, ENG_DIM_NONE, 0, 0, LAYER, LW(k_bias), NULL, 5, ENG_FILL_ZEROS,
-     0},
-    {"layers.%d.self_attn.v_proj.bias", VEC, ENG_DIM_C, ENG_DIM_NONE, 0, 0, LAYER, LW(v_bias), NULL, 6, ENG_FILL_ZEROS,
-     0},
-    {"layers.%d.self_attn.out_proj.bias", VEC, ENG_DIM_C, ENG_DIM_NONE, 0, 0, LAYER, LW(out_bias), NULL, 7,
-     ENG_FILL_ZEROS, 0},
-    {"layers.%d.self_attn_layer_norm.weight", VEC, ENG_DIM_C, ENG_DIM_NONE, 0, 0, LAYER, LW(ln1_gamma), NULL, 8,
-     ENG_FILL_ONES, 0},
-    {"layers.%d.self_attn_layer_norm.bias", VEC, ENG_DIM_C, ENG_DIM_NONE, 0, 0, LAYER, LW(ln1_beta), NULL, 9,
-     ENG_FILL_ZEROS, 0},
-    {"layers.%d.fc1.weight", MAT, ENG_DIM_F, ENG_DIM_C, 0, 0, LAYER, LW(fc1), NULL, 10, ENG_FILL_NORMAL, 0.02f},
-    {"layers.%d.fc1.bias", VEC, ENG_DIM_F, ENG_DIM_NONE, 0, 0, LAYER, LW(fc1_bias), NULL, 11, ENG_FILL_ZEROS, 0},
-    {"layers.%d.fc2.weight", MAT, ENG_DIM_C, ENG_DIM_F, 0, 0, LAYER, LW(fc2), NULL, 12, ENG_FILL_NORMAL, 0.02f},
-    {"layers.%d.fc2.bias", VEC, ENG_DIM_C, ENG_DIM_NONE, 0, 0, LAYER, LW(fc2_bias), NULL, 13, ENG_FILL_ZEROS, 0},
-    {"layers.%d.final_layer_norm.weight", VEC, ENG_DIM_C, ENG_DIM_NONE, 0, 0, LAYER, LW(ln2_gamma), NULL, 14,
-     ENG_FILL_ONES, 0},
-    {"layers.%d.final_layer_norm.bias", VEC, ENG_DIM_C, ENG_DIM_NONE, 0, 0, LAYER, LW(ln2_beta), NULL, 15,
-     ENG_FILL_ZEROS, 0},
+    LMAT("self_attn.q_proj", C, C, ENG_TENSOR_STD_PER_SQRT_C, q_proj, 0, 2.5f),
+    LMAT("self_attn.k_proj", C, C, ENG_TENSOR_STD_PER_SQRT_C, k_proj, 1, 2.5f),
+    LMAT("self_attn.v_proj", C, C, 0, v_proj, 2, 0.02f),
+    LMAT("self_attn.out_proj", C, C, 0, out_proj, 3, 0.02f),
+    LBIAS("self_attn.q_proj", C, q_bias, 4), LBIAS("self_attn.k_proj", C, k_bias, 5),
+    LBIAS("self_attn.v_proj", C, v_bias, 6), LBIAS("self_attn.out_proj", C, out_bias, 7),
+    LNORM("self_attn_layer_norm", ln1_gamma, ln1_beta, 8),
+    LMAT("fc1", F, C, 0, fc1, 10, 0.02f), LBIAS("fc1", F, fc1_bias, 11),
+    LMAT("fc2", C, F, 0, fc2, 12, 0.02f), LBIAS("fc2", C, fc2_bias, 13),
+    LNORM("final_layer_norm", ln2_gamma, ln2_beta, 14),
 };
 
 static void fam_extra_dims(const void *hparams, int64_t x[2]) {
