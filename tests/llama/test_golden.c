@@ -14,7 +14,9 @@
  *   - fp32: the greedy tokens of generate() on every expanded row, from a
  *     loop over eng_forward and from the engine's rollout: static, shared
  *     prefill, continuous batching on 1 to 4 rows, drawn lengths (row for
- *     row the same tokens as the static batch and transformers).
+ *     row the same tokens as the static batch and transformers), and the
+ *     same with PEFT's adapter fused (and unfused, continuous) against
+ *     generate() on PEFT's merged model.
  *   - LoRA: llama_gqa_llama3 with the PEFT adapter of
  *     llama_gqa_llama3_lora (rank 4, alpha 8, q/k/v/o/gate/up/down) fused
  *     (eng_lora_fuse) against the golden of PEFT's merged model, logits and
@@ -154,20 +156,44 @@ static void test_golden(void **state) {
     assert_true(st.argmax_checked > 0);
 }
 
+/* The engine's rollout against generate()'s greedy tokens, row for row:
+ * static with and without shared prefill, continuous on 1 to 4 rows, drawn
+ * lengths static and continuous. With an adapter (a _lora golden: PEFT's
+ * merged model) the rollouts run with it fused, then the continuous ones
+ * again with it unfused (lora_mode = "unfused"). */
 static void test_rollout_golden(void **state) {
     const golden_case_cfg *cfg = *state;
     golden_file g;
     llama_weights w;
     eng_model m;
     open_case(cfg, &w, &m, &g);
-    /* static with and without shared prefill; continuous on 1 to 4 rows;
-     * drawn lengths, static and continuous */
+    eng_lora lo = {0};
+    const int lora = strstr(cfg->golden, "_lora") != NULL;
+    bc_error err = {0};
+    if (lora) {
+        char adir[512];
+        snprintf(adir, sizeof adir, GOLDEN "%s", cfg->golden);
+        if (eng_lora_load_peft(&lo, &llama_model_family, adir, &w.cfg.shape, &err) != BC_OK ||
+            eng_lora_fuse(&lo, &w.base, m.pool, &err) != BC_OK)
+            fail_msg("%s", err.message);
+    }
     const rollout_mode modes[] = {{0, 0, 0}, {1, 0, 0},   {0, 1, 0},   {0, 3, 0},
                                   {1, 2, 0}, {0, 0, 0.4}, {0, 2, 0.4}, {1, 4, 0.4}};
     int bad = 0;
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         bad += rollout_case(&m, &w.base, &g, "single", cfg->model, modes[i]);
         bad += rollout_case(&m, &w.base, &g, "padded", cfg->model, modes[i]);
+    }
+    if (lora) {
+        if (eng_lora_unfuse(&lo, &w.base, m.pool, &err) != BC_OK) fail_msg("%s", err.message);
+        w.base.lora_unfused = &lo;
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+            if (modes[i].capacity == 0) continue;
+            bad += rollout_case(&m, &w.base, &g, "single", cfg->model, modes[i]);
+            bad += rollout_case(&m, &w.base, &g, "padded", cfg->model, modes[i]);
+        }
+        w.base.lora_unfused = NULL;
+        eng_lora_free(&lo);
     }
     close_case(&w, &m, &g);
     assert_int_equal(bad, 0);
@@ -210,7 +236,7 @@ static const golden_case_cfg cfgs[] = {
 };
 
 #define N_CFGS (sizeof cfgs / sizeof cfgs[0])
-#define N_ROLLOUT 6        /* the fp32 entries of cfgs come first */
+#define N_ROLLOUT 7        /* the fp32 entries of cfgs come first (the adapter's last) */
 
 int main(void) {
     return golden_main("test_llama_golden", cfgs, N_CFGS, N_ROLLOUT, test_golden, test_rollout_golden,
