@@ -319,6 +319,91 @@ class TestDeepSpeed(unittest.TestCase):
                 self.assertEqual([[int(t) for t in line.split()] for line in f if line.strip()],
                                  ds_tokens[c["index"]])
 
+    def test_bench_config_native_transformers_deepspeed_tokens_agree(self):
+        """tools/bench/deepspeed-qwen2.cfg itself on the tiny Qwen2
+        checkpoint, cut down to one fp32 case: the native llama engine, the
+        transformers worker and the deepspeed worker in one benchctl run, with
+        the same greedy tokens (each its own, saved by save_tokens), and each
+        reported on the device its settings name."""
+        out = os.path.join(WORK, "bench_cfg")
+        os.makedirs(out, exist_ok=True)
+        backends = ("native", "transformers", "deepspeed")  # backends.[0], [1], [2] of the config
+        for i in range(len(backends)):  # no token file of an earlier run stands in for this one's
+            if os.path.exists(os.path.join(out, "tokens_%d.txt" % i)):
+                os.remove(os.path.join(out, "tokens_%d.txt" % i))
+        sets = []
+        for i in range(len(backends)):
+            sets += ["--set", 'backends.[%d].settings.checkpoint="%s"' % (i, CKPT),
+                     "--set", 'backends.[%d].settings.save_tokens="%s/tokens_{case}.txt"' % (i, out),
+                     "--set", "backends.[%d].settings.threads=2" % i]
+        sets += ["--set", 'precisions=["fp32"]', "--set", "matrix.batch_sizes=[2]",
+                 "--set", "matrix.samples_per_prompt=[2]", "--set", "matrix.prompt_lengths=[8]",
+                 "--set", "matrix.response_lengths=[10]",
+                 "--set", 'reporters=({name="json"; settings={path="%s/report.json";};})' % out]
+        p = subprocess.run([BENCHCTL, "run", os.path.join(SRC, "tools", "bench", "deepspeed-qwen2.cfg")] + sets,
+                           capture_output=True, text=True, cwd=SRC, timeout=1800,
+                           env=dict(env(), BENCHCTL_PLUGIN_PATH=""))
+        self.assertEqual(p.returncode, 0, p.stderr[-4000:])
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        # the backend is the outermost axis: case i is backends.[i]'s one case
+        self.assertEqual([c["backend"] for c in rep["cases"]], list(backends))
+        for c in rep["cases"]:
+            self.assertEqual(c["status"], "ok", c.get("message"))
+        rows = []
+        for case in range(len(backends)):
+            with open(os.path.join(out, "tokens_%d.txt" % case)) as f:
+                rows.append([[int(t) for t in line.split()] for line in f if line.strip()])
+        self.assertEqual([len(r) for r in rows[0]], [10] * 4)
+        self.assertGreater(len({t for r in rows[0] for t in r}), 4)  # not one token repeated
+        for case in (1, 2):
+            self.assertEqual(rows[case], rows[0], "%s's tokens against %s's" % (backends[case], backends[0]))
+            self.assertEqual(rep["cases"][case]["token_agreement"], 1.0)  # the host's own check agrees
+        # DeepSpeed's stage times beside benchctl's timing, in the deepspeed case only
+        prof = rep["cases"][2]["profiles"][0]
+        for name in ("engine_total_ms", "prefill_forward_ms", "decode_forward_ms", "deepspeed_total_ms",
+                     "deepspeed_generation_overhead_ms", "rollout_call_ms"):
+            self.assertIsNotNone(prof.get(name), name)
+        self.assertIsNone(rep["cases"][0]["profiles"][0].get("deepspeed_total_ms"))
+
+    def test_the_device_is_the_configured_one(self):
+        """describe's reply carries the configured device (the hello, written
+        before configure, has the default's): cpu here, and cuda refused at
+        begin_case with one line when torch sees no GPU."""
+        with harness.Worker(harness.worker_command(PYTHON, "deepspeed"), timeout_s=900, env=env()) as w:
+            self.assertEqual(w.hello["device"], "cpu")
+            w.request("configure", settings={"checkpoint": CKPT, "device": "cpu"})
+            self.assertEqual(w.request("describe")["device"], "cpu")
+            w.request("configure", settings={"checkpoint": CKPT, "device": "cuda"})
+            self.assertEqual(w.request("describe")["device"], "cuda")
+            r = w.call("begin_case", case=harness.case(batch_size=1, prompt_length=5), prompt_ids=[[5, 6, 7, 8, 9]])
+            probe = subprocess.run([PYTHON, "-c", "import torch; print(torch.cuda.is_available())"],
+                                   capture_output=True, text=True, timeout=300, env=env())
+            if probe.stdout.strip() == "False":
+                self.assertEqual(r["error"]["code"], "unsupported", r)
+                self.assertIn("device cuda: torch", r["error"]["message"])
+                self.assertIn("sees no CUDA GPU", r["error"]["message"])
+                self.assertNotIn("\n", r["error"]["message"])
+            w.request("end_case")
+            self.assertEqual(w.shutdown(), 0)
+        # through benchctl: the report's backend device is the configured one
+        p = self.run_benchctl("ds_device", self.ds_backend(), policies='"retain"', samples="1")
+        self.assertEqual(p.returncode, 0, p.stderr[-4000:])
+        with open(os.path.join(WORK, "ds_device.json")) as f:
+            report = json.load(f)
+        self.assertEqual(report["cases"][0]["status"], "ok")
+        self.assertEqual(report["device"], "cpu")
+        if probe.stdout.strip() == "False":
+            p = self.run_benchctl("ds_device_cuda", self.ds_backend(device="cuda"), policies='"retain"', samples="1")
+            self.assertIn("device cuda: torch", p.stdout + p.stderr)
+            path = os.path.join(WORK, "ds_device_cuda.json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    report = json.load(f)
+                self.assertEqual(report["device"], "cuda")
+                for c in report["cases"]:
+                    self.assertNotEqual(c["status"], "ok")
+
     def test_benchctl_refuses_opt_before_the_first_case(self):
         p = self.run_benchctl("ds_opt", self.ds_backend(checkpoint=os.path.join(SRC, "tests", "opt", "golden",
                                                                                  "preln")), policies='"retain"',

@@ -253,9 +253,6 @@ class DeepSpeedEngine(Engine):
     def engine_version(self):
         return models.package_version("deepspeed") or "not installed"
 
-    def device(self):
-        return self.values["device"] if self.values else "cpu"
-
     def configure(self, v):
         """Checks the checkpoint and every option against the device and the
         installed DeepSpeed; imports nothing."""
