@@ -9,6 +9,11 @@ Checks:
   - greedy float32 tokens equal Hugging Face transformers' generate tokens on
     the same checkpoint and prompts (left-padded prompts of different lengths,
     2 samples each), and the transformers worker's when it runs the checkpoint;
+  - tools/bench/deepspeed-qwen2.cfg, cut down to one fp32 case on the tiny
+    checkpoint: the native llama engine's, the transformers worker's and the
+    deepspeed worker's greedy tokens equal, in one benchctl run;
+  - the device: describe's is the configured one, the report's too, and
+    device cuda is refused in one line when torch sees no GPU;
   - every field of DeepSpeed's profile arrives in the generate reply (under
     the name of the metric the hello declares for it, deepspeed_<name> where
     benchctl's name means something else), finite and consistent with the
@@ -121,8 +126,10 @@ class TestDeepSpeed(unittest.TestCase):
             self.assertIn(reply_name(name), prof)  # null: a static batch
             self.assertIsNone(prof[reply_name(name)], name)
         for name in ds.PROFILE_EXTRA:  # a declared one only under its metric's name
-            if reply_name(name) != name:
+            if reply_name(name) != name and name not in protocol.PROFILE_FIELDS:
                 self.assertNotIn(name, prof)
+        for name in ("prompt_expansion_ms", "generation_ms", "post_processing_ms"):  # and under the protocol's
+            self.assertEqual(prof[name], prof[reply_name(name)], name)
         p = {k: prof[reply_name(k)] for k in ds.DS_STATIC_FIELDS + ("rollout_call_ms",)}
         self.assertEqual((p["batch_size"], p["num_samples_per_prompt"], p["prompt_length"],
                           p["response_length"]), (B, samples, width, length))
@@ -290,6 +297,11 @@ class TestDeepSpeed(unittest.TestCase):
                                        prof["num_generated_tokens"] / (prof["deepspeed_total_ms"] / 1e3),
                                        delta=1e-3 * prof["deepspeed_tokens_per_second"])
                 self.assertIsNotNone(prof["deepspeed_generation_overhead_ms"])
+                stages = [prof["deepspeed_%s_ms" % k] for k in ("prompt_expansion", "generation", "post_processing")]
+                self.assertTrue(all(v is not None and v >= 0 for v in stages), stages)
+                self.assertAlmostEqual(sum(stages), prof["engine_total_ms"], delta=1e-6 * prof["engine_total_ms"])
+                self.assertLessEqual(prof["prefill_forward_ms"] + prof["decode_forward_ms"],
+                                     prof["deepspeed_generation_ms"] * 1.0001)
         # the run's metric descriptors: the hello's rows, after the host's fields
         metrics = {m["name"]: m for m in report["metrics"]}
         for name, unit, better, _ in ds.PROFILE_EXTRA.values():
@@ -403,6 +415,40 @@ class TestDeepSpeed(unittest.TestCase):
                 self.assertEqual(report["device"], "cuda")
                 for c in report["cases"]:
                     self.assertNotEqual(c["status"], "ok")
+
+    def test_shared_prefill_round_trips_on_a_gpu(self):
+        """Shared prefill needs DeepSpeed's kernel-injection containers, whose
+        ops are CUDA's: on a CUDA GPU, on the OPT checkpoint (a family with a
+        container), greedy tokens with shared prefill equal those without,
+        and the release policy is refused with it. Skipped without a GPU
+        (the CPU refusal is test_options_refused_with_their_lines')."""
+        probe = subprocess.run([PYTHON, "-c", "import torch; print(torch.cuda.is_available())"],
+                               capture_output=True, text=True, timeout=300, env=env())
+        if probe.stdout.strip() != "True":
+            self.skipTest("needs a CUDA GPU torch sees (shared prefill runs on DeepSpeed's CUDA inference ops)")
+        opt = os.path.join(SRC, "tests", "opt", "golden", "preln")
+        prompts = [[2, 17, 400, 23, 901, 5], [2, 3, 999, 42], [2, 250, 251, 252, 253, 254, 255]]
+        width = max(map(len, prompts))
+        gpu_env = dict(env(), DS_ACCELERATOR="cuda")
+        tokens = {}
+        for shared in (False, True):
+            with harness.Worker(harness.worker_command(PYTHON, "deepspeed"), timeout_s=900, env=gpu_env) as w:
+                w.request("configure", settings={"checkpoint": opt, "device": "cuda", "shared_prefill": shared})
+                self.assertEqual(w.request("describe")["device"], "cuda")
+                case = harness.case(batch_size=3, samples_per_prompt=S, prompt_length=width, response_length=R)
+                w.request("begin_case", case=case, prompt_ids=prompts)
+                got = w.request("generate", iteration=0, warmup=False)
+                tokens[shared] = got["tokens"]
+                self.assertEqual(got["profile"]["num_generated_tokens"], 3 * S * R)
+                w.request("end_case")
+                if shared:
+                    r = w.call("begin_case", case=dict(case, release_cache=True), prompt_ids=prompts)
+                    self.assertEqual(r["error"]["code"], "unsupported", r)
+                    self.assertIn("shared prefill does not support release_inference_cache", r["error"]["message"])
+                    w.request("end_case")
+                self.assertEqual(w.shutdown(), 0)
+        self.assertEqual(tokens[True], tokens[False])
+        self.assertEqual([len(r) for r in tokens[True]], [R] * (3 * S))
 
     def test_benchctl_refuses_opt_before_the_first_case(self):
         p = self.run_benchctl("ds_opt", self.ds_backend(checkpoint=os.path.join(SRC, "tests", "opt", "golden",
