@@ -370,7 +370,7 @@ class TestDeepSpeed(unittest.TestCase):
         self.assertGreater(len({t for r in rows[0] for t in r}), 4)  # not one token repeated
         for case in (1, 2):
             self.assertEqual(rows[case], rows[0], "%s's tokens against %s's" % (backends[case], backends[0]))
-            self.assertEqual(rep["cases"][case]["token_agreement"], 1.0)  # the host's own check agrees
+            self.assertEqual(rep["cases"][case]["extended"]["token_agreement"], 1.0)  # the host's own check agrees
         # DeepSpeed's stage times beside benchctl's timing, in the deepspeed case only
         prof = rep["cases"][2]["profiles"][0]
         for name in ("engine_total_ms", "prefill_forward_ms", "decode_forward_ms", "deepspeed_total_ms",
