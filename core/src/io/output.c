@@ -352,6 +352,58 @@ fail:
     return NULL;
 }
 
+/* Proves that open can create target (path as the user wrote it): the
+ * folders after its first start characters (an existing, writable folder
+ * and its slash) are made, a temporary file is created in the last one, and both are
+ * removed again, so what the user sees is as it was. access() alone says
+ * yes to root for /proc or a read-only mount; only trying tells. */
+static bc_status prove_creatable(const char *path, const char *target, size_t start, bc_error *err) {
+    char *p = dup_string(target);
+    if (!p) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+    char *last = strrchr(p, '/');
+    size_t file_at = last ? (size_t)(last - p) : 0; /* the folder part of target ends here */
+    size_t made[64], n_made = 0;                    /* ends of the folders this check made */
+    bc_status st = BC_OK;
+    for (size_t i = start; last && i <= file_at && st == BC_OK; i++) {
+        if (p[i] != '/' && i != file_at) continue;
+        char saved = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0700) != 0) {
+            if (errno != EEXIST) st = bc_error_set(err, BC_ERR_IO, "%s: cannot create folder %s: %s", path, p, strerror(errno));
+        } else if (n_made < sizeof made / sizeof made[0]) {
+            made[n_made++] = i;
+        } else {
+            rmdir(p);
+            st = bc_error_set(err, BC_ERR_IO, "%s: more than %zu folders to create", path, sizeof made / sizeof made[0]);
+        }
+        p[i] = saved;
+    }
+    if (st == BC_OK) {
+        if (last) p[file_at] = '\0';
+        const char *folder = last ? (file_at ? p : "/") : ".";
+        size_t cap = strlen(folder) + 32;
+        char *probe = malloc(cap);
+        if (probe) snprintf(probe, cap, "%s/.benchctl-check.XXXXXX", folder);
+        int fd = probe ? mkstemp(probe) : -1;
+        if (!probe) st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+        else if (fd < 0)
+            st = bc_error_set(err, BC_ERR_IO, "%s: cannot create the file: folder %s: %s", path, folder,
+                              strerror(errno));
+        else {
+            close(fd);
+            unlink(probe);
+        }
+        free(probe);
+        if (last) p[file_at] = '/';
+    }
+    while (n_made > 0) { /* the deepest first */
+        p[made[--n_made]] = '\0';
+        rmdir(p);
+    }
+    free(p);
+    return st;
+}
+
 bc_status bc_output_check(const char *path, bc_error *err) {
     if (!path || !*path) return bc_error_set(err, BC_ERR_INVALID, "output path is empty");
     if (strcmp(path, "-") == 0) return BC_OK;
@@ -359,7 +411,11 @@ bc_status bc_output_check(const char *path, bc_error *err) {
     bc_status tst = output_target(path, &target, err);
     if (tst != BC_OK) return tst;
     struct stat sb;
-    char *dir = target; /* the folder part is cut off below */
+    char *dir = dup_string(target); /* the folder part is cut off below; target stays whole */
+    if (!dir) {
+        free(target);
+        return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+    }
     /* the nearest folder above path that exists: open creates the rest */
     char *slash = strrchr(dir, '/');
     if (!slash) strcpy(dir, ".");
@@ -373,6 +429,9 @@ bc_status bc_output_check(const char *path, bc_error *err) {
             else if (access(dir, W_OK | X_OK) != 0)
                 st = bc_error_set(err, BC_ERR_IO, "%s: cannot create the file: folder %s: %s", path, dir,
                                   strerror(errno));
+            else /* "." for a relative target without it: nothing of target exists yet */
+                st = prove_creatable(path, target,
+                                     strcmp(dir, ".") == 0 && strncmp(target, "./", 2) != 0 ? 0 : strlen(dir) + 1, err);
             break;
         }
         if (errno != ENOENT) {
@@ -385,9 +444,10 @@ bc_status bc_output_check(const char *path, bc_error *err) {
         else *slash = '\0';
     }
     free(dir);
-    if (st != BC_OK) return st;
-    /* the claim is on the file itself, so resolve it again from path */
-    if ((st = output_target(path, &target, err)) != BC_OK) return st;
+    if (st != BC_OK) {
+        free(target);
+        return st;
+    }
     st = claim(path, target, err);
     free(target);
     return st;

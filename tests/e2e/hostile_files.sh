@@ -1,0 +1,97 @@
+#!/bin/sh
+# hostile_files.sh: what benchctl does with files a careless user or an
+# attacker hands it (docs/reliability.md): a report path that cannot be
+# created (refused by validate, and by run before its first case, also as
+# root) and a journal whose "ok" records hold no real measurement (their
+# cases run again under --resume).
+#   hostile_files.sh BENCHCTL E2E_SOURCE_DIR WORK_DIR FIXTURE_PLUGIN_DIR
+set -u
+. "$(dirname "$0")/../lib/testlib.sh"
+BENCHCTL=$1
+SRC=$2
+WORK=$3
+BENCHCTL_PLUGIN_PATH=$4
+export BENCHCTL_PLUGIN_PATH
+bc_test_workdir "$WORK"
+
+# --- a report path that cannot be created: /proc takes no new folder, even
+# from root, for whom access() says yes
+json_at() {
+    printf 'reporters=({name="json"; settings={path="%s";};})' "$1"
+}
+expect 2 proc_validate validate "$SRC/good.cfg" --set "$(json_at /proc/nope/x.json)"
+has proc_validate.err "/proc/nope"
+has proc_validate.err "cannot create folder"
+# run refuses it before its first case: the fixture backend logs every case it begins
+: >proc_run.log
+expect 2 proc_run run "$SRC/good.cfg" --set "$(json_at /proc/nope/x.json)" \
+    --set 'backend.settings.case_log="proc_run.log"'
+has proc_run.err "/proc/nope"
+[ -s proc_run.log ] && fail "proc_run: a case began although the report path cannot be created"
+# an existing folder where no file can be made (/proc itself)
+expect 2 proc_file validate "$SRC/good.cfg" --set "$(json_at /proc/x.json)"
+has proc_file.err "/proc/x.json"
+# a path whose folders are missing but can be made: ok, and the check leaves nothing behind
+expect 0 nested_validate validate "$SRC/good.cfg" --set "$(json_at out/a/b/r.json)"
+[ -e out ] && fail "nested_validate: validate left out/ behind"
+ls -A . | grep -q '^\.benchctl-check' && fail "nested_validate: validate left its probe file behind"
+expect 0 nested_run run "$SRC/good.cfg" --set "$(json_at out/a/b/r.json)" -q
+[ -s out/a/b/r.json ] || fail "nested_run: out/a/b/r.json was not written"
+
+# --- --resume with records marked ok that hold no measurement: each is named
+# and its case runs again; the sound records are taken
+resume_opts="--reporter jsonl --set reporters.[0].settings.path=\"j.jsonl\" \
+ --set backend.settings.case_log=\"resume.log\""
+# shellcheck disable=SC2086 # resume_opts is a list of options
+expect 0 first run "$SRC/good.cfg" $resume_opts -q
+[ "$(grep -c '"record":"case"' j.jsonl)" -eq 16 ] || fail "first: the journal does not hold 16 cases"
+# cases 0-4 damaged, each its own way; no end record (the run was killed)
+python3 - j.jsonl damaged.jsonl <<'EOF'
+import json, sys
+out = []
+for line in open(sys.argv[1]):
+    rec = json.loads(line)
+    if rec.get("record") == "end":
+        continue
+    if rec.get("record") == "case":
+        i = rec["index"]
+        if i == 0:
+            rec["profiles"] = []
+        elif i == 1:
+            rec["profiles"] = "x"
+        elif i == 2:
+            for p in rec["profiles"]:
+                del p["total_ms"]
+        elif i == 3:
+            rec["profiles"][0]["total_ms"] = -1e308
+        elif i == 4:
+            rec["profiles"][-1]["num_generated_tokens"] = -1e308
+    out.append(json.dumps(rec, separators=(",", ":")))
+open(sys.argv[2], "w").write("\n".join(out) + "\n")
+EOF
+: >resume.log
+mv damaged.jsonl j.jsonl
+# shellcheck disable=SC2086
+expect 0 resumed run "$SRC/good.cfg" $resume_opts --resume j.jsonl
+has resumed.err "resuming j.jsonl: 11 of 16 cases finished there are taken as they were"
+has resumed.err "case 0 is recorded ok but it has no profiles"
+has resumed.err "case 1 is recorded ok but it has no profiles"
+has resumed.err "case 2 is recorded ok but profile 1 has no total_ms"
+has resumed.err "case 3 is recorded ok but profile 1 has total_ms = -1e+308"
+has resumed.err "case 4 is recorded ok but profile 2 has num_generated_tokens = -1e+308"
+[ "$(grep -c '^begin ' resume.log)" -eq 5 ] ||
+    fail "resumed: $(grep -c '^begin ' resume.log) cases began, expected the 5 damaged ones"
+[ "$(grep -c '"record":"case"' j.jsonl)" -eq 16 ] || fail "resumed: the new journal does not hold 16 cases"
+# the cases that ran again hold real profiles
+python3 - j.jsonl <<'EOF' || fail "resumed: a case that ran again has no sound profiles"
+import json, math, sys
+for line in open(sys.argv[1]):
+    rec = json.loads(line)
+    if rec.get("record") == "case" and rec["index"] < 5:
+        ps = rec["profiles"]
+        assert isinstance(ps, list) and len(ps) == 2, rec["index"]
+        for p in ps:
+            assert p["total_ms"] >= 0 and p["num_generated_tokens"] >= 0, rec["index"]
+EOF
+
+bc_test_finish hostile_files
