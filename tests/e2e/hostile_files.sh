@@ -94,4 +94,17 @@ for line in open(sys.argv[1]):
             assert p["total_ms"] >= 0 and p["num_generated_tokens"] >= 0, rec["index"]
 EOF
 
+# --- standard output carries results only: a plugin that writes to fd 1
+# (the fixture's case_log at /dev/stdout) lands on stderr, in the run's
+# process and in an isolated case's child; the console's tables stay on stdout
+# (both streams are pipes: /dev/stdout reopens what fd 1 is, which for a file
+# would be a second description writing over the first)
+for iso in none process; do
+    { "$BENCHCTL" run "$SRC/good.cfg" --cases 0-1 --reporter console --set 'backend.settings.case_log="/dev/stdout"' \
+        --set "run.isolation=\"$iso\"" 2>&1 1>&3 3>&- | cat >"stdout_$iso.err"; } 3>&1 | cat >"stdout_$iso.out"
+    lacks "stdout_$iso.out" "begin "
+    has "stdout_$iso.err" "begin "
+    has "stdout_$iso.out" "total_ms"
+done
+
 bc_test_finish hostile_files

@@ -295,7 +295,7 @@ bc_output *bc_output_open(const char *path, bc_error *err) {
 
     if (strcmp(path, "-") == 0) {
         out->is_stdout = 1;
-        out->fp = stdout;
+        out->fp = bc_output_results();
         return out;
     }
 
@@ -402,6 +402,42 @@ static bc_status prove_creatable(const char *path, const char *target, size_t st
     }
     free(p);
     return st;
+}
+
+/* ------------------------------------------- standard output for results */
+
+/* While plugins run (bc_output_divert_stdout), the results' own copy of
+ * the original standard output; NULL otherwise. */
+static FILE *g_results;
+static int g_results_fd = -1;
+
+FILE *bc_output_results(void) { return g_results ? g_results : stdout; }
+
+bc_status bc_output_divert_stdout(bc_error *err) {
+    if (g_results) return BC_OK;
+    fflush(stdout);
+    int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) return bc_error_set(err, BC_ERR_IO, "cannot keep standard output for the results: %s", strerror(errno));
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        return bc_error_set(err, BC_ERR_NOMEM, "cannot keep standard output for the results: out of memory");
+    }
+    if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        fclose(f);
+        return bc_error_set(err, BC_ERR_IO, "cannot point standard output at standard error: %s", strerror(errno));
+    }
+    g_results = f, g_results_fd = fd;
+    return BC_OK;
+}
+
+void bc_output_restore_stdout(void) {
+    if (!g_results) return;
+    fflush(stdout); /* what plugins printed goes where fd 1 points now: standard error */
+    fflush(g_results);
+    dup2(g_results_fd, STDOUT_FILENO);
+    fclose(g_results); /* closes g_results_fd */
+    g_results = NULL, g_results_fd = -1;
 }
 
 bc_status bc_output_check(const char *path, bc_error *err) {
@@ -515,7 +551,7 @@ bc_status bc_output_commit(bc_output *out, bc_error *err) {
         bc_status st = out->failed;
         if (st != BC_OK) {
             bc_error_set(err, st, "%s: %s", out->path, out->failed_msg);
-        } else if (fflush(stdout) != 0) {
+        } else if (fflush(out->fp) != 0) {
             st = bc_error_set(err, BC_ERR_IO, "standard output: %s", strerror(errno));
         }
         free_output(out);
@@ -576,7 +612,7 @@ bc_status bc_output_commit(bc_output *out, bc_error *err) {
 void bc_output_abort(bc_output *out) {
     if (!out) return;
     if (out->is_stdout) {
-        fflush(stdout);
+        fflush(out->fp);
         free_output(out);
         return;
     }
