@@ -1,8 +1,10 @@
 /* config.c: bench.cfg (libconfig) parsed into a bc_config and validated:
- * the schema (the keys of every group, the matrix, run, distributed, the
- * plugin lists) and bc_config_load. The file's text and includes and the
- * hash are config_file.c, matrix.backend_settings config_axes.c, the tree
- * helpers config_tree.c, did-you-mean suggest.c.
+ * the schema (the keys of every group, the matrix, sampling, run,
+ * distributed) and bc_config_load. The plugin lists (backend, backends,
+ * precisions, cache_policies, reporters, plugin_path) are config_plugins.c,
+ * the file's text and includes and the hash config_file.c,
+ * matrix.backend_settings config_axes.c, the tree helpers config_tree.c,
+ * did-you-mean suggest.c.
  *
  * Order of work in bc_config_load:
  *   read the file (I/O and syntax errors) -> apply --reporter -> apply --set
@@ -27,6 +29,7 @@
 #include "config_axes.h"
 #include "config_file.h"
 #include "config_ints.h"
+#include "config_schema.h"
 #include "config_tree.h"
 #include "overrides.h"
 #include "suggest.h"
@@ -50,8 +53,7 @@
 #define BC_CFG_DEFAULT_MAX_ITERATIONS 50
 
 
-/* Refuses members of group that are not in allowed[n], with a suggestion. */
-static bc_status check_keys(const bc_config *cfg, const config_setting_t *group, const char *path,
+bc_status bc_cfg_check_keys(const bc_config *cfg, const config_setting_t *group, const char *path,
                             const char *const *allowed, size_t n, bc_error *err) {
     int len = config_setting_length(group);
     for (int i = 0; i < len; i++) {
@@ -120,157 +122,7 @@ static const char *const k_sampling_keys[] = {"temperature", "top_p", "top_k", "
 static const char *const k_run_keys[] = {"warmup", "iterations", "min_iterations", "max_iterations", "target_rel_ci",
                                          "max_seconds_per_case", "isolation",
                                          "case_timeout_s"};
-static const char *const k_spec_keys[] = {"name", "settings"};
-static const char *const k_backend_keys[] = {"name", "label", "settings"};
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-#define SPEC_FORMS "a plugin name or a group { name = \"...\"; settings = { ... }; }"
 #define SIZES_WHAT "a non-empty list of integers >= 1"
-
-/* Fills spec from s, a string or a group at path with the keys keys[n_keys]
- * ({ name; settings; }, and label for a backends entry). */
-static bc_status parse_spec_keys(const bc_config *cfg, const config_setting_t *s, const char *path,
-                                 const char *const *keys, size_t n_keys, bc_plugin_spec *spec, bc_error *err) {
-    char got[96];
-    const config_setting_t *name_s = s;
-    if (config_setting_type(s) == CONFIG_TYPE_GROUP) {
-        bc_status st = check_keys(cfg, s, path, keys, n_keys, err);
-        if (st) return st;
-        char sub[256];
-        bc_cfg_path_join(sub, sizeof sub, path, "name");
-        name_s = config_setting_get_member(s, "name");
-        if (!name_s)
-            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, sub, "is required: the plugin's name or the path of its .so");
-        if (config_setting_type(name_s) != CONFIG_TYPE_STRING || !config_setting_get_string(name_s)[0]) {
-            bc_cfg_describe(name_s, got, sizeof got);
-            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, name_s, sub,
-                        "must be a non-empty string: the plugin's name or the path of its .so (got %s)", got);
-        }
-        bc_cfg_path_join(sub, sizeof sub, path, "settings");
-        config_setting_t *settings = NULL;
-        st = bc_cfg_get_group(cfg, s, "settings", sub, &settings, err);
-        if (st) return st;
-        spec->settings = settings;
-    } else if (config_setting_type(s) == CONFIG_TYPE_STRING) {
-        if (!config_setting_get_string(s)[0])
-            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, path, "must be %s (got \"\")", SPEC_FORMS);
-        spec->settings = NULL;
-    } else {
-        bc_cfg_describe(s, got, sizeof got);
-        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, path, "must be %s (got %s)", SPEC_FORMS, got);
-    }
-    spec->name = bc_cfg_strdup(config_setting_get_string(name_s));
-    spec->where = bc_cfg_strdup(path);
-    spec->line = (int)config_setting_source_line(s);
-    if (!spec->name || !spec->where) return bc_cfg_nomem(err);
-    return BC_OK;
-}
-
-static bc_status parse_spec(const bc_config *cfg, const config_setting_t *s, const char *path, bc_plugin_spec *spec,
-                            bc_error *err) {
-    return parse_spec_keys(cfg, s, path, k_spec_keys, COUNT(k_spec_keys), spec, err);
-}
-
-/* The backends list: the outermost axis of the matrix. Its first entry goes
- * to cfg->backend, the others to cfg->more_backends; each label (default: the
- * plugin's name) must be distinct, since the reports name a case's backend
- * by it. */
-static bc_status parse_backends(bc_config *cfg, const config_setting_t *list, bc_error *err) {
-    char got[96];
-    if (!bc_cfg_is_list(list) || config_setting_length(list) == 0) {
-        bc_cfg_describe(list, got, sizeof got);
-        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, list, "backends",
-                           "must be a non-empty list, each { name = \"...\"; label = \"...\"; settings = { ... }; } "
-                           "(got %s)",
-                           got);
-    }
-    size_t n = (size_t)config_setting_length(list);
-    bc_plugin_spec *all = calloc(n, sizeof *all);
-    if (!all) return bc_cfg_nomem(err);
-    bc_status st = BC_OK;
-    size_t filled = 0;
-    for (size_t i = 0; st == BC_OK && i < n; i++) {
-        const config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
-        char path[256];
-        bc_cfg_path_index(path, sizeof path, "backends", i);
-        st = parse_spec_keys(cfg, e, path, k_backend_keys, COUNT(k_backend_keys), &all[i], err);
-        filled = i + 1;
-        const config_setting_t *label = st == BC_OK && config_setting_type(e) == CONFIG_TYPE_GROUP
-                                            ? config_setting_get_member(e, "label")
-                                            : NULL;
-        if (label) {
-            char sub[300];
-            bc_cfg_path_join(sub, sizeof sub, path, "label");
-            if (config_setting_type(label) != CONFIG_TYPE_STRING || !config_setting_get_string(label)[0]) {
-                bc_cfg_describe(label, got, sizeof got);
-                st = bc_cfg_fail(cfg, err, BC_ERR_SETTING, label, sub, "must be a non-empty string (got %s)", got);
-            } else if (!(all[i].label = bc_cfg_strdup(config_setting_get_string(label)))) {
-                st = bc_cfg_nomem(err);
-            }
-        }
-        for (size_t j = 0; st == BC_OK && j < i; j++) {
-            const char *a = all[j].label ? all[j].label : all[j].name, *b = all[i].label ? all[i].label : all[i].name;
-            if (strcmp(a, b) == 0)
-                st = bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, path,
-                                 "names backend '%s' as backends.[%zu] does: give each a distinct label = \"...\"", b, j);
-        }
-    }
-    /* cfg owns every entry from here, whatever happened */
-    cfg->backend = all[0];
-    cfg->more_backends = filled > 1 ? all + 1 : NULL;
-    cfg->n_more_backends = filled > 1 ? filled - 1 : 0;
-    cfg->backends_block = all;
-    return st;
-}
-
-/* A list of plugin specs at top-level key. Absent: default_name (one entry)
- * or, when default_name is NULL, an error. unique: refuse repeated names. */
-static bc_status parse_spec_list(bc_config *cfg, const config_setting_t *root, const char *key,
-                                 const char *default_name, int unique, bc_plugin_spec **out, size_t *n_out,
-                                 bc_error *err) {
-    const config_setting_t *list = config_setting_get_member(root, key);
-    char got[96];
-    if (!list) {
-        if (!default_name)
-            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, NULL, key, "is required: a non-empty list, each %s", SPEC_FORMS);
-        *out = calloc(1, sizeof **out);
-        if (!*out) return bc_cfg_nomem(err);
-        *n_out = 1;
-        (*out)[0].name = bc_cfg_strdup(default_name);
-        (*out)[0].where = bc_cfg_asprintf("%s (default)", key);
-        if (!(*out)[0].name || !(*out)[0].where) return bc_cfg_nomem(err);
-        return BC_OK;
-    }
-    if (!bc_cfg_is_list(list)) {
-        /* one plugin given without brackets: a one-element list */
-        *out = calloc(1, sizeof **out);
-        if (!*out) return bc_cfg_nomem(err);
-        *n_out = 1;
-        return parse_spec(cfg, list, key, &(*out)[0], err);
-    }
-    if (config_setting_length(list) == 0) {
-        bc_cfg_describe(list, got, sizeof got);
-        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, list, key, "must be a non-empty list, each %s (got %s)", SPEC_FORMS,
-                    got);
-    }
-    size_t n = (size_t)config_setting_length(list);
-    *out = calloc(n, sizeof **out);
-    if (!*out) return bc_cfg_nomem(err);
-    for (size_t i = 0; i < n; i++) {
-        const config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
-        char path[256];
-        bc_cfg_path_index(path, sizeof path, key, i);
-        bc_status st = parse_spec(cfg, e, path, &(*out)[i], err);
-        *n_out = i + 1; /* so bc_config_free sees what was filled */
-        if (st) return st;
-        for (size_t j = 0; unique && j < i; j++) {
-            if (strcmp((*out)[j].name, (*out)[i].name) == 0)
-                return bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, key, "'%s' is listed twice (as [%zu] and [%zu])",
-                            (*out)[i].name, j, i);
-        }
-    }
-    return BC_OK;
-}
 
 /* One matrix value e (at path) into *out: an integer in [1, BC_CFG_MAX_SIZE]. */
 static bc_status parse_size(const bc_config *cfg, const config_setting_t *e, const char *path, uint32_t *out,
@@ -325,36 +177,6 @@ static bc_status parse_sizes(const bc_config *cfg, const config_setting_t *matri
 }
 
 
-static bc_status parse_plugin_path(bc_config *cfg, const config_setting_t *root, bc_error *err) {
-    const config_setting_t *s = config_setting_get_member(root, "plugin_path");
-    if (!s) return BC_OK;
-    char got[96];
-    bc_cfg_describe(s, got, sizeof got);
-    if (config_setting_type(s) == CONFIG_TYPE_STRING) {
-        cfg->plugin_paths = calloc(1, sizeof *cfg->plugin_paths);
-        if (!cfg->plugin_paths || !(cfg->plugin_paths[0] = bc_cfg_strdup(config_setting_get_string(s)))) return bc_cfg_nomem(err);
-        cfg->n_plugin_paths = 1;
-        return BC_OK;
-    }
-    if (!bc_cfg_is_list(s))
-        return bc_cfg_fail(cfg, err, BC_ERR_SETTING, s, "plugin_path", "must be a list of directory names (got %s)", got);
-    size_t n = (size_t)config_setting_length(s);
-    cfg->plugin_paths = calloc(n ? n : 1, sizeof *cfg->plugin_paths);
-    if (!cfg->plugin_paths) return bc_cfg_nomem(err);
-    for (size_t i = 0; i < n; i++) {
-        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-        if (config_setting_type(e) != CONFIG_TYPE_STRING || !config_setting_get_string(e)[0]) {
-            bc_cfg_describe(e, got, sizeof got);
-            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, e, "plugin_path",
-                        "must be a list of non-empty directory names (got %s)", got);
-        }
-        cfg->plugin_paths[i] = bc_cfg_strdup(config_setting_get_string(e));
-        if (!cfg->plugin_paths[i]) return bc_cfg_nomem(err);
-        cfg->n_plugin_paths = i + 1;
-    }
-    return BC_OK;
-}
-
 /* run.isolation ("none" or "process") and run.case_timeout_s (> 0, only
  * with "process": the parent kills a case's process that runs longer). */
 static bc_status parse_isolation(bc_config *cfg, const config_setting_t *run, bc_error *err) {
@@ -388,7 +210,7 @@ static bc_status parse_run(bc_config *cfg, const config_setting_t *root, bc_erro
     config_setting_t *run = NULL;
     bc_status st = bc_cfg_get_group(cfg, root, "run", "run", &run, err);
     if (st) return st;
-    if (run && (st = check_keys(cfg, run, "run", k_run_keys, COUNT(k_run_keys), err))) return st;
+    if (run && (st = bc_cfg_check_keys(cfg, run, "run", k_run_keys, COUNT(k_run_keys), err))) return st;
     long long v = 1;
     if ((st = get_int_in(cfg, run, "warmup", "run.warmup", 0, UINT32_MAX, "an integer >= 0", &v, err))) return st;
     cfg->warmup = (uint32_t)v;
@@ -487,7 +309,7 @@ static bc_status parse_distributed(bc_config *cfg, const config_setting_t *root,
     config_setting_t *d = NULL;
     bc_status st = bc_cfg_get_group(cfg, root, "distributed", "distributed", &d, err);
     if (st || !d) return st;
-    if ((st = check_keys(cfg, d, "distributed", k_distributed_keys, COUNT(k_distributed_keys), err))) return st;
+    if ((st = bc_cfg_check_keys(cfg, d, "distributed", k_distributed_keys, COUNT(k_distributed_keys), err))) return st;
     const config_setting_t *m = config_setting_get_member(d, "mode");
     if (m) {
         char got[96];
@@ -515,9 +337,9 @@ static bc_status parse_distributed(bc_config *cfg, const config_setting_t *root,
 
 /* Walks the whole tree; fills cfg. */
 static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error *err) {
-    bc_status st = check_keys(cfg, root, "", k_top_keys, COUNT(k_top_keys), err);
+    bc_status st = bc_cfg_check_keys(cfg, root, "", k_top_keys, COUNT(k_top_keys), err);
     if (st) return st;
-    if ((st = parse_plugin_path(cfg, root, err))) return st;
+    if ((st = bc_cfg_parse_plugin_path(cfg, root, err))) return st;
     if ((st = parse_distributed(cfg, root, err))) return st;
 
     const config_setting_t *backend = config_setting_get_member(root, "backend");
@@ -528,12 +350,12 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
     if (!backend && !backends)
         return bc_cfg_fail(cfg, err, BC_ERR_SETTING, NULL, "backend",
                     "is required: %s, e.g. backend = { name = \"opt\"; }; (or a list of them in backends)", SPEC_FORMS);
-    if (backends && (st = parse_backends(cfg, backends, err))) return st;
-    if (backend && (st = parse_spec(cfg, backend, "backend", &cfg->backend, err))) return st;
+    if (backends && (st = bc_cfg_parse_backends(cfg, backends, err))) return st;
+    if (backend && (st = bc_cfg_parse_spec(cfg, backend, "backend", &cfg->backend, err))) return st;
 
-    if ((st = parse_spec_list(cfg, root, "precisions", NULL, 1, &cfg->precisions, &cfg->n_precisions, err)))
+    if ((st = bc_cfg_parse_spec_list(cfg, root, "precisions", NULL, 1, &cfg->precisions, &cfg->n_precisions, err)))
         return st;
-    if ((st = parse_spec_list(cfg, root, "cache_policies", "retain", 1, &cfg->cache_policies,
+    if ((st = bc_cfg_parse_spec_list(cfg, root, "cache_policies", "retain", 1, &cfg->cache_policies,
                               &cfg->n_cache_policies, err)))
         return st;
 
@@ -543,7 +365,7 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
         return bc_cfg_fail(cfg, err, BC_ERR_SETTING, NULL, "matrix",
                     "is required: a group { batch_sizes = [...]; samples_per_prompt = [...]; prompt_lengths = [...]; "
                     "response_lengths = [...]; }");
-    if ((st = check_keys(cfg, matrix, "matrix", k_matrix_keys, COUNT(k_matrix_keys), err))) return st;
+    if ((st = bc_cfg_check_keys(cfg, matrix, "matrix", k_matrix_keys, COUNT(k_matrix_keys), err))) return st;
     static const uint32_t from_prompts = 0; /* prompt length 0: the backend's prompts decide */
     if ((st = parse_sizes(cfg, matrix, "batch_sizes", NULL, &cfg->batch_sizes, &cfg->n_batch_sizes, err))) return st;
     if ((st = parse_sizes(cfg, matrix, "samples_per_prompt", NULL, &cfg->samples_per_prompt,
@@ -561,7 +383,7 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
 
     config_setting_t *sampling = NULL;
     if ((st = bc_cfg_get_group(cfg, root, "sampling", "sampling", &sampling, err))) return st;
-    if (sampling && (st = check_keys(cfg, sampling, "sampling", k_sampling_keys, COUNT(k_sampling_keys), err)))
+    if (sampling && (st = bc_cfg_check_keys(cfg, sampling, "sampling", k_sampling_keys, COUNT(k_sampling_keys), err)))
         return st;
     cfg->sampling.struct_size = sizeof cfg->sampling;
     cfg->sampling.temperature = 0.0;
@@ -586,7 +408,7 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
 
     if ((st = parse_run(cfg, root, err))) return st;
 
-    return parse_spec_list(cfg, root, "reporters", "console", 0, &cfg->reporters, &cfg->n_reporters, err);
+    return bc_cfg_parse_spec_list(cfg, root, "reporters", "console", 0, &cfg->reporters, &cfg->n_reporters, err);
 }
 
 

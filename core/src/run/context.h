@@ -134,6 +134,10 @@ void bc_context_free_settings(bc_context_plugin *p);
 bc_status bc_context_resolve_cli_settings(const bc_plugin *p, const char *const *sets, size_t n_sets,
                                           bc_context_plugin *out, bc_error *err);
 
+/* Prefixes err's message with "prefix: " (keeping code and hint); returns
+ * err's code. For the context's files (context.c, context_settings.c). */
+bc_status bc_context_prefix_error(bc_error *err, const char *prefix);
+
 /* Builds ctx (steps 1-6 above). On failure returns the code with err's
  * message (and hint) set; ctx must still be freed. */
 bc_status bc_context_open(bc_context *ctx, const bc_context_args *args, bc_error *err);

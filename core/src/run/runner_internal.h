@@ -1,5 +1,6 @@
-/* runner_internal.h: what the runner's files share (runner.c the loop and
- * a case's measurement, isolation.c a case in a child process, fanout.c the
+/* runner_internal.h: what the runner's files share (runner.c the run over
+ * its cases, run_case.c a case's measurement, iteration.c one iteration and
+ * its fields, isolation.c a case in a child process, fanout.c the
  * reporters, their journal and the ETA, resume.c a case taken from an
  * earlier run). Not for use outside core/src/run. */
 #ifndef BENCHCTL_RUNNER_INTERNAL_H
@@ -47,12 +48,35 @@ typedef struct run_state {
 static inline int has_target(const bc_runner_config *cfg) { return cfg->max_iterations > 0 && cfg->target_rel_ci > 0; }
 
 
-/* runner.c */
+/* iteration.c */
+/* Where one iteration stopped, when it did not complete. */
+typedef struct iteration_out {
+    const char *hook;        /* the hook that failed, or NULL */
+    int abandoned;           /* a second interrupt: stopped after a hook */
+    bc_generation_stats gen; /* what generate reported */
+} iteration_out;
+/* The "unknown" memory figures (-1) a case starts from. */
+void bc_runner_memory_unknown(bc_memory_stats *m);
+/* The values of the declared metrics of scope that instance b (rb) gives
+ * (read_metrics), into their columns of row; NaN stays. */
+bc_status bc_runner_declared_metrics(const bc_run_result *res, size_t b, const bc_runner_backend *rb,
+                                     bc_metric_scope scope, double *row, bc_error *err);
+/* One rollout of case c on instance b (rb). row (res->n_fields) gets the
+ * values. On a hook error returns it, with out->hook naming the hook. */
+bc_status bc_runner_one_iteration(const bc_runner_config *cfg, const bc_run_result *res, size_t b,
+                                  const bc_runner_backend *rb, const bc_case *c, int *released, double *row,
+                                  iteration_out *out, bc_error *err);
+
+/* run_case.c */
 void bc_runner_set_message(bc_run_result *res, size_t k, const char *fmt, ...) BC_PRINTF(3, 4);
 /* The stop rule's bounds: [lo, hi] measured iterations. */
 void bc_runner_iteration_bounds(const bc_runner_config *cfg, uint32_t *lo, uint32_t *hi);
 /* Runs case k (requested index) with the backend instance. */
 void bc_runner_run_case(run_state *rs, size_t k);
+/* Marks case k skipped by an interrupt, with how far it got (hi: the most
+ * measured iterations it could have run; 0 before they started). */
+void bc_runner_mark_interrupted(const bc_runner_config *cfg, bc_run_result *res, size_t k, const char *during,
+                                uint32_t done, uint32_t hi);
 
 /* isolation.c */
 /* Runs case k in a forked child; the parent keeps the reporters, forwards
