@@ -107,4 +107,14 @@ for iso in none process; do
     has "stdout_$iso.out" "total_ms"
 done
 
+# --- a plugin of the user's that shadows a built-in one by name is named,
+# with the built-in file it hides
+mkdir -p mine
+cp "$(dirname "$BENCHCTL")/plugins/benchctl-csv.so" mine/benchctl-json.so
+BENCHCTL_PLUGIN_PATH="$PWD/mine:$BENCHCTL_PLUGIN_PATH" expect 0 shadow validate "$SRC/good.cfg" --reporter json
+has shadow.err "plugin 'json' is $PWD/mine/benchctl-json.so"
+has shadow.err "it shadows the built-in $(dirname "$BENCHCTL")/plugins/benchctl-json.so"
+expect 0 no_shadow validate "$SRC/good.cfg" --reporter json
+lacks no_shadow.err "shadows"
+
 bc_test_finish hostile_files
