@@ -85,15 +85,19 @@ reporters = ( { name = "json"; settings = { path = "report.json"; }; }, "console
 EOF
 
 # on3 NAME ARGS...: benchctl ARGS on the three hosts (one rank each), in
-# WORK/NAME, at most 90 s; in the background when BG is set (its pid in $job)
+# WORK/NAME, at most 90 s; in the background when BG is set (its pid in $job).
+# ARGS reach benchctl as they are: each is quoted for the shell that
+# unshare starts
 on3() {
     name=$1
     shift
     mkdir -p "$name"
+    args=""
+    for a in "$@"; do args="$args '$(printf '%s' "$a" | sed "s/'/'\\\\''/g")'"; done
     set -- ip netns exec "${P}h0" unshare --uts sh -c "hostname bchost0 && cd '$WORK/$name' && exec timeout 90 '$MPIRUN' \
 --mca plm_rsh_agent '$WORK/agent.sh' --mca btl self,tcp --mca btl_tcp_if_include 10.29.0.0/24 \
 --mca oob_tcp_if_include 10.29.0.0/24 --mca btl_base_warn_component_unused 0 --hostfile '$WORK/hostfile' -np 3 \
--x BENCHCTL_PLUGIN_PATH='$FIXTURES' -x LSAN_OPTIONS -x ASAN_OPTIONS -wdir '$WORK/$name' '$BENCHCTL' $*"
+-x BENCHCTL_PLUGIN_PATH='$FIXTURES' -x LSAN_OPTIONS -x ASAN_OPTIONS -wdir '$WORK/$name' '$BENCHCTL'$args"
     if [ -n "${BG:-}" ]; then
         "$@" >"$name/out.txt" 2>"$name/err.txt" &
         job=$!
