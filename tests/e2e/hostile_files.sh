@@ -107,6 +107,54 @@ for iso in none process; do
     has "stdout_$iso.out" "total_ms"
 done
 
+# --- two runs race at the journal's open: the loser stops before its first
+# case and replaces nothing of the winner's. The fixture's case_log is a FIFO,
+# so the run waits at each line until the test reads it. At its first line
+# (the feasibility check of case 0, after every plugin's settings were
+# checked, the journal's free lock included) a stand-in winner takes the
+# journal's lock (flock, as a running benchctl holds it); then the lines
+# are read until the run ends.
+if command -v flock >/dev/null 2>&1 && command -v mkfifo >/dev/null 2>&1; then
+    mkdir -p race && cd race || exit 1
+    echo WINNER >r.json
+    echo '{"record":"run","winner":1}' >j.jsonl
+    mkfifo gate
+    "$BENCHCTL" run "$SRC/good.cfg" --reporter json,jsonl --set 'reporters.[0].settings.path="r.json"' \
+        --set 'reporters.[1].settings.path="j.jsonl"' --set 'backend.settings.case_log="gate"' >loser.out 2>loser.err &
+    loser=$!
+    : >lines
+    holder=
+    n=0
+    # the run is at its first line once it waits to open the FIFO (wchan wait_for_partner)
+    tries=0
+    while ! grep -q wait_for_partner "/proc/$loser/wchan" 2>/dev/null && [ "$tries" -lt 600 ]; do
+        sleep 0.05
+        tries=$((tries + 1))
+    done
+    flock -x j.jsonl sleep 30 &
+    holder=$!
+    tries=0
+    while ! grep -q "FLOCK.*WRITE" /proc/locks && [ "$tries" -lt 100 ]; do sleep 0.05; tries=$((tries + 1)); done
+    while kill -0 "$loser" 2>/dev/null && [ "$n" -lt 400 ]; do
+        timeout 5 cat gate >>lines 2>/dev/null
+        n=$((n + 1))
+    done
+    wait "$loser"
+    code=$?
+    grep -q '^prepare ' lines || fail "race: the loser never prepared its backend (it should stop after that)"
+    [ "$code" -eq 1 ] || { fail "race: the loser exited $code, want 1"; bc_test_show loser.err; }
+    grep -q '^begin ' lines && fail "race: the loser began a case"
+    has loser.err "another run holds this journal"
+    has loser.err "no case ran and no report was written"
+    [ "$(cat r.json)" = WINNER ] || fail "race: the loser replaced the winner's r.json"
+    [ "$(cat j.jsonl)" = '{"record":"run","winner":1}' ] || fail "race: the loser changed the winner's journal"
+    [ -n "$holder" ] && kill "$holder" 2>/dev/null
+    ls -A | grep -q '\.tmp\.' && fail "race: the loser left a temporary file"
+    cd .. || exit 1
+else
+    echo "note: no flock or mkfifo: the journal race is not tried"
+fi
+
 # --- a plugin of the user's that shadows a built-in one by name is named,
 # with the built-in file it hides
 mkdir -p mine
