@@ -17,19 +17,12 @@
 #define BC_RESUME_MAX_MS 1e12
 #define BC_RESUME_MAX_VALUE 1e18
 
-/* 1 when values in unit cannot be negative in a run (counts, sizes, rates). */
-static int unit_non_negative(const char *unit) {
-    static const char *const units[] = {"tokens", "tokens/s", "forwards", "rows", "pages", "bytes"};
-    for (size_t i = 0; unit && i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(unit, units[i]) == 0) return 1;
-    return 0;
-}
-
 /* 0 when the "ok" record rc holds a measurement a run could have written
  * (resume.h): at least one profile, each with the host-timed stage times
  * (total_ms required, all four finite in [0, BC_RESUME_MAX_MS]), every other
- * value null or finite, at most BC_RESUME_MAX_VALUE in magnitude and not
- * negative where its unit is a count; else 1 with why filled. */
+ * value null or finite and at most BC_RESUME_MAX_VALUE in magnitude (a
+ * derived figure such as kv_bytes_saved may be negative); else 1 with why
+ * filled. */
 static int unsound_record(const bc_runfile *rf, const bc_runfile_case *rc, char *why, size_t cap) {
     if (rc->n_iterations == 0) return snprintf(why, cap, "it has no profiles"), 1;
     static const char *const stage[] = {"total_ms", "prompt_expansion_ms", "generation_ms", "post_processing_ms"};
@@ -38,15 +31,14 @@ static int unsound_record(const bc_runfile *rf, const bc_runfile_case *rc, char 
     for (uint32_t it = 0; it < rc->n_iterations; it++)
         for (uint32_t f = 0; f < rf->n_fields; f++) {
             double v = rc->values[(size_t)it * rf->n_fields + f];
-            const char *name = rf->field_names[f], *unit = rf->field_descs ? rf->field_descs[f].unit : NULL;
+            const char *name = rf->field_names[f];
             int is_stage = 0;
             for (size_t s = 0; s < sizeof stage / sizeof stage[0]; s++) is_stage |= strcmp(name, stage[s]) == 0;
             if (isnan(v)) {
                 if ((int)f == total) return snprintf(why, cap, "profile %u has no total_ms", it + 1), 1;
                 continue;
             }
-            if (is_stage ? !(v >= 0 && v <= BC_RESUME_MAX_MS) : !(fabs(v) <= BC_RESUME_MAX_VALUE) ||
-                                                                    (v < 0 && unit_non_negative(unit)))
+            if (is_stage ? !(v >= 0 && v <= BC_RESUME_MAX_MS) : !(fabs(v) <= BC_RESUME_MAX_VALUE))
                 return snprintf(why, cap, "profile %u has %s = %g, which no run measures", it + 1, name, v), 1;
         }
     return 0;
