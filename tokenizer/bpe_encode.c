@@ -13,6 +13,7 @@
 #include "bpe_split.h"
 #include "bpe_unicode.h"
 
+/* The merge of (left, right), or NULL when there is none. */
 static const bpe_pair *pair_find(const bpe_tokenizer *t, int32_t left, int32_t right) {
     uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
     const bpe_pair *p = &t->pairs[pair_slot(t, key)];

@@ -1,5 +1,5 @@
-/* skeleton_backend.c: a minimal, complete benchctl backend (ABI 2.4: one
- * declared metric, kv_store_ms), to copy from.
+/* skeleton_backend.c: a minimal, complete benchctl backend (ABI 2.4: two
+ * declared metrics, kv_store_ms and kv_store_gb_per_s), to copy from.
  *
  * Every hook of bc_backend_ops is here but more_metrics (optional: metric
  * rows only an instance can name, as the worker backend's engine declares
@@ -75,12 +75,14 @@ static const bc_setting_desc skeleton_settings[N_SETTINGS] = {
  * of every report under its name, with its unit and the direction that is
  * better (compare judges by it); read_metrics fills the values in this
  * order. A new measurement is one row here plus its value there. */
-enum { M_KV_STORE_MS = 0, N_METRICS };
+enum { M_KV_STORE_MS = 0, M_KV_STORE_GB_PER_S, N_METRICS };
 
 static const bc_metric_desc skeleton_metrics[N_METRICS] = {
     [M_KV_STORE_MS] = {.name = "kv_store_ms", .unit = "ms", .better = BC_BETTER_LOWER,
                        .scope = BC_METRIC_PER_ITERATION,
                        .help = "time generate spent storing KV entries in the case's precision"},
+    [M_KV_STORE_GB_PER_S] = {.name = "kv_store_gb_per_s", .unit = "GB/s", .better = BC_BETTER_HIGHER,
+                             .scope = BC_METRIC_PER_ITERATION, .help = "KV bytes generate stored, per second of storing"},
 };
 
 /* ------------------------------------------------------------- instance */
@@ -385,6 +387,8 @@ static bc_status skeleton_read_metrics(void *instance, bc_metric_scope scope, do
     skeleton *sk = instance;
     if (scope != BC_METRIC_PER_ITERATION || n < N_METRICS) return BC_OK;
     values[M_KV_STORE_MS] = sk->kv_store_ms;
+    double stored = (double)sk->rows * (sk->prompt_len + sk->response_len - 1) * sk->prec->element_size;
+    if (sk->kv_store_ms > 0) values[M_KV_STORE_GB_PER_S] = stored / (sk->kv_store_ms * 1e6);
     return BC_OK;
 }
 

@@ -291,21 +291,38 @@ static void stats_object(bc_jw *w, const bc_run_report *run, const bc_case_repor
     bc_jw_end_object(w);
 }
 
-/* The seed's summary: rates (names ending in "tokens_per_second") get
- * {mean, p50}; counts (names starting with "num_") are left out; every other
- * field (latencies) gets {mean, p50, p95}. */
+/* What a field's summary holds. */
+typedef enum summary_kind { SUMMARY_NONE, SUMMARY_RATE, SUMMARY_COST } summary_kind;
+
+/* The kind of field f, from its descriptor: better = higher (a rate, a
+ * share) {mean, p50}; lower (a time, a size, a waste) {mean, p50, p95};
+ * neither (a count or length that describes the case) left out, its
+ * statistics being in extended.stats. For the seed's fields this is the
+ * seed's summary; a value of a newer minor gets the whole summary. A host
+ * before 2.4 describes no field: then the seed's rule by name (rates end
+ * in "tokens_per_second", counts start "num_"). */
+static summary_kind field_summary(const bc_run_report *run, uint32_t f) {
+    const bc_metric_desc *d = bc_run_field_desc(run, f);
+    if (d) return d->better == BC_BETTER_HIGHER ? SUMMARY_RATE : d->better == BC_BETTER_NEITHER ? SUMMARY_NONE : SUMMARY_COST;
+    const char *name = run->field_names[f];
+    if (starts_with(name, "num_")) return SUMMARY_NONE;
+    return ends_with(name, "tokens_per_second") ? SUMMARY_RATE : SUMMARY_COST;
+}
+
+/* The seed's summary: {mean, p50} or {mean, p50, p95} per field, by its
+ * kind (field_summary). */
 static void write_summary(bc_jw *w, const bc_run_report *run, const bc_case_report *cr) {
-    static const char *const latency[] = {"mean", "p50", "p95"};
+    static const char *const cost[] = {"mean", "p50", "p95"};
     static const char *const rate[] = {"mean", "p50"};
     bc_jw_begin_object(w);
     for (uint32_t f = 0; f < run->n_fields; f++) {
-        const char *name = run->field_names[f];
-        if (starts_with(name, "num_")) continue;
-        bc_jw_key(w, name);
-        if (ends_with(name, "tokens_per_second"))
+        summary_kind kind = field_summary(run, f);
+        if (kind == SUMMARY_NONE) continue;
+        bc_jw_key(w, run->field_names[f]);
+        if (kind == SUMMARY_RATE)
             stats_object(w, run, cr, (int)f, rate, 2);
         else
-            stats_object(w, run, cr, (int)f, latency, 3);
+            stats_object(w, run, cr, (int)f, cost, 3);
     }
     bc_jw_end_object(w);
 }

@@ -15,13 +15,9 @@ BENCHCTL=$1
 SRC=$2
 WORK=$3
 G=$SRC/tests/llama/golden
-rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+. "$(dirname "$0")/../lib/testlib.sh"
+bc_test_workdir "$WORK"
 unset BENCHCTL_PLUGIN_PATH
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
 cat >llama.cfg <<CFG
 backend = { name = "llama"; settings = { checkpoint = "$G/qwen2_gqa4"; threads = 2; }; };
 precisions = [ "fp32" ];
@@ -97,5 +93,4 @@ lora_times lora_rank positive
 grep -q 'llama: debug: lora:' unf.err && fail "unfused: the adapter was fused"
 lora_times "lora_mode = unfused" null
 
-[ $failures -eq 0 ] && echo "llama.sh: all passed"
-exit $((failures > 0))
+bc_test_finish llama.sh

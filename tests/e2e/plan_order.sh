@@ -12,12 +12,8 @@ WORK=$2
 BENCHCTL_PLUGIN_PATH=$3
 SKELETON=$4
 export BENCHCTL_PLUGIN_PATH
-rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+. "$(dirname "$0")/../lib/testlib.sh"
+bc_test_workdir "$WORK"
 
 cat >order.cfg <<CFG
 backends = ( { name = "$SKELETON"; }, { name = "testbackend"; } );
@@ -58,5 +54,4 @@ check all "1:1 3:0 0:0 2:0 5:1 4:0 7:1 6:0 "
 check selected "3:1 0:0 4:1 7:1 " --cases 0,3,4,7
 check only_bf16 "3:1 2:0 7:1 6:0 " --only precision=bf16
 
-[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "all plan order checks passed"
+bc_test_finish plan_order

@@ -9,12 +9,8 @@ set -u
 BENCHCTL=$1
 SO=$2
 WORK=$3
-rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
+. "$(dirname "$0")/../lib/testlib.sh"
+bc_test_workdir "$WORK"
 
 # cfg NS_PER_TOKEN PREFIX: a 2-case run writing PREFIX.{json,jsonl,csv,txt,html}
 cfg() {
@@ -37,6 +33,8 @@ grep -q '^METRIC  *UNIT  *BETTER  *PER  *HELP$' plugins.out || fail "plugins: no
 grep -q '^kv_store_ms  *ms  *lower  *iteration  *time generate spent' plugins.out ||
     { fail "plugins: no kv_store_ms row (ms, lower, iteration)"; sed 's/^/    /' plugins.out; }
 [ "$(grep -c 'kv_store_ms' plugins.out)" = 1 ] || fail "plugins: kv_store_ms not exactly once"
+grep -q '^kv_store_gb_per_s  *GB/s  *higher  *iteration  *KV bytes' plugins.out ||
+    fail "plugins: no kv_store_gb_per_s row (GB/s, higher, iteration)"
 
 cfg 0 a >a.cfg
 "$BENCHCTL" run a.cfg -q >a.out 2>a.err || { fail "run exited $?"; sed 's/^/    /' a.err; }
@@ -47,6 +45,9 @@ tr -d ' \n' <a.json | grep -q '{"name":"kv_store_ms","unit":"ms","better":"lower
     fail "a.json: no metrics[] descriptor of kv_store_ms (ms, lower, iteration)"
 [ "$(grep -c '"kv_store_ms": [0-9]' a.json)" -ge 16 ] || fail "a.json: kv_store_ms measured in fewer than 16 profiles"
 tr -d ' \n' <a.json | grep -q '"kv_store_ms":{"n":8' || fail "a.json: no statistics of kv_store_ms over 8 iterations"
+# a rate (better higher): its summary is {mean, p50}, by its declaration
+tr -d ' \n' <a.json | grep -q '"kv_store_gb_per_s":{"mean":[0-9.e+-]*,"p50":[0-9.e+-]*}' ||
+    fail "a.json: no summary {mean, p50} of kv_store_gb_per_s"
 # JSONL: the run record's descriptor and every case's values
 grep '"record": *"run"' a.jsonl | grep -q '"name": *"kv_store_ms"' || fail "a.jsonl: the run record lacks the descriptor"
 [ "$(grep '"record": *"case"' a.jsonl | grep -c '"kv_store_ms": *[0-9]')" -eq 2 ] || fail "a.jsonl: 2 cases with kv_store_ms"
@@ -77,6 +78,4 @@ grep -q 'kv_store_ms (lower is better)' cmp.out || { fail "compare: no 'kv_store
 tr -d ' \n' <cmp.json | grep -q '"kv_store_ms":{"higher_is_better":false,"better":"lower"' ||
     fail "compare json: kv_store_ms is not lower-is-better"
 
-[ "$failures" -eq 0 ] && echo "skeleton_reports: all passed" && exit 0
-echo "skeleton_reports: $failures failure(s)"
-exit 1
+bc_test_finish skeleton_reports

@@ -554,6 +554,66 @@ static void test_extra_stat(void **state) {
     json_decref(doc);
 }
 
+/* The summary follows each field's declaration, not its name: with field
+ * descriptors (a host from 2.4 on), a rate declared better = higher under a
+ * name that looks like nothing ("throughput") gets {mean, p50}; a name that
+ * looks like a rate but is declared better = lower gets {mean, p50, p95};
+ * a figure declared better = neither is left out although its name is no
+ * count's; the seed's fields, declared as the host declares them, keep the
+ * seed's summary. The values are the host's statistics of those columns. */
+static void test_summary_by_declaration(void **state) {
+    fixture *f = *state;
+    const char *names[RF_N_FIELDS];
+    bc_metric_desc descs[RF_N_FIELDS];
+    for (int fi = 0; fi < RF_N_FIELDS; fi++) {
+        const char *n = rf_field_names[fi];
+        names[fi] = n;
+        bc_metric_better b = starts_with(n, "num_")                  ? BC_BETTER_NEITHER
+                             : ends_with(n, "tokens_per_second") ? BC_BETTER_HIGHER
+                                                                 : BC_BETTER_LOWER;
+        descs[fi] = (bc_metric_desc){.name = n, .unit = "ms", .better = b, .help = ""};
+    }
+    /* three declared metrics in the last columns, as a backend's would be */
+    const int rate = RF_F_DECODE_MS_PER_TOKEN_P95, cost = RF_F_PREFILL_TOKENS_PER_SECOND,
+              plain = RF_F_DECODE_TOKENS_PER_SECOND;
+    names[rate] = "throughput";
+    descs[rate] = (bc_metric_desc){.name = names[rate], .unit = "rows/s", .better = BC_BETTER_HIGHER, .help = ""};
+    names[cost] = "stall_tokens_per_second";
+    descs[cost] = (bc_metric_desc){.name = names[cost], .unit = "tokens/s", .better = BC_BETTER_LOWER, .help = ""};
+    names[plain] = "rows_admitted";
+    descs[plain] = (bc_metric_desc){.name = names[plain], .unit = "rows", .better = BC_BETTER_NEITHER, .help = ""};
+    f->run.run.field_names = names;
+    f->run.run.field_descs = descs;
+    f->run.run.field_desc_size = sizeof descs[0];
+    f->run.run.n_host_fields = RF_F_DECODE_MS_PER_TOKEN_P95;
+    json_t *doc = run_json(f, "declared.json", NULL);
+    json_t *c = json_array_get(get(doc, "cases"), 0);
+    json_t *summary = get(c, "summary");
+
+    json_t *e = get(summary, "throughput");
+    assert_int_equal(json_object_size(e), 2);
+    assert_value(get(e, "mean"), rf_stat(&f->run, 0, rate, "mean"));
+    assert_value(get(e, "p50"), rf_stat(&f->run, 0, rate, "p50"));
+    e = get(summary, "stall_tokens_per_second");
+    assert_int_equal(json_object_size(e), 3);
+    assert_value(get(e, "p95"), rf_stat(&f->run, 0, cost, "p95"));
+    assert_false(isnan(rf_stat(&f->run, 0, cost, "p95")));
+    assert_null(json_object_get(summary, "rows_admitted"));
+    /* its statistics are all in extended.stats, as every field's */
+    json_t *stats = get(get(get(c, "extended"), "stats"), "rows_admitted");
+    assert_value(get(stats, "mean"), rf_stat(&f->run, 0, plain, "mean"));
+    /* the seed's fields: counts out, rates {mean, p50}, the rest 3 */
+    assert_null(json_object_get(summary, "num_generated_tokens"));
+    assert_int_equal(json_object_size(get(summary, "tokens_per_second")), 2);
+    assert_int_equal(json_object_size(get(summary, "total_ms")), 3);
+    assert_int_equal(json_object_size(summary), RF_N_FIELDS - 3); /* two counts and rows_admitted */
+    /* the metrics table says what each is */
+    json_t *metrics = get(doc, "metrics");
+    assert_int_equal(json_array_size(metrics), RF_N_FIELDS);
+    assert_str(get(json_array_get(metrics, (size_t)cost), "better"), "lower");
+    json_decref(doc);
+}
+
 /* Names the host lacks: an older host without the throughput fields and
  * with only n, mean and max. Statistics looked up by name are null; fields
  * it lacks are simply not there. */
@@ -694,6 +754,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_never_started_case, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extra_stat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_summary_by_declaration, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_precision, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gzip_same_document, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compact, setup, teardown),

@@ -73,8 +73,8 @@ typedef struct bc_context_args {
     const char *file_text;
     size_t file_text_len;
     /* A distributed run's local rank (the rank's index on its host), or
-     * NULL: the backend's INT setting device_index, when bench.cfg does not
-     * set it and its device setting is "cuda", becomes the local rank. */
+     * NULL. Every INT setting a backend marks BC_SETTING_LOCAL_RANK (since
+     * 2.4) that bench.cfg does not set becomes the local rank. */
     const int32_t *local_rank;
 } bc_context_args;
 
