@@ -33,15 +33,23 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The file the input is written to, in a folder made once per process. */
+/* The file the input is written to, in a folder made once per process and
+ * removed at its exit. */
+static char g_dir[] = "/tmp/fuzz_runfile.XXXXXX";
+static char g_path[64];
+
+static void cleanup(void) {
+    unlink(g_path);
+    rmdir(g_dir);
+}
+
 static const char *input_path(void) {
-    static char path[64];
-    if (!path[0]) {
-        char dir[] = "/tmp/fuzz_runfile.XXXXXX";
-        if (!mkdtemp(dir)) abort();
-        snprintf(path, sizeof path, "%s/run.json", dir);
+    if (!g_path[0]) {
+        if (!mkdtemp(g_dir)) abort();
+        snprintf(g_path, sizeof g_path, "%s/run.json", g_dir);
+        atexit(cleanup);
     }
-    return path;
+    return g_path;
 }
 
 /* Reads every value the runfile promises, so ASan sees any that is not there. */
