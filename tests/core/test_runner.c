@@ -679,29 +679,34 @@ static void test_interrupt(void **state) {
     free(m.cases);
 }
 
-/* One reporter failing to open is reported, with where the config names it;
- * the other still gets everything. */
-static void test_reporter_failure_isolated(void **state) {
+/* A reporter that cannot open (validation proved its path creatable, so
+ * another run holds it or the disk changed) stops the run before its first
+ * case: it is reported with where the config names it, the reporter opened
+ * before it is destroyed without close (it writes nothing), no case begins. */
+static void test_reporter_open_failure_stops(void **state) {
     fixture *f = *state;
     memset(recs, 0, sizeof recs);
+    memset(&calls, 0, sizeof calls);
     n_errors = 0;
     recs[0].fail_open = 1;
     const uint32_t batches[] = {1};
     matrix m = build(batches, 1, 0);
     bc_plugin rp = make_recorder();
-    bc_runner_reporter reps[2] = {{&rp, &rec_settings[0], "bench.cfg:9"}, {&rp, &rec_settings[1], NULL}};
+    bc_runner_reporter reps[2] = {{&rp, &rec_settings[1], NULL}, {&rp, &rec_settings[0], "bench.cfg:9"}};
     bc_runner_config c = config(f, &m, 0, 1);
     c.reporters = reps;
     c.n_reporters = 2;
     bc_run_result res;
     bc_error err = {0};
-    assert_int_equal(run(f, &c, &res, &err), BC_OK);
+    assert_int_equal(run(f, &c, &res, &err), BC_ERR_IO);
+    assert_non_null(strstr(err.message, "bench.cfg:9: reporter 'recorder' could not open: cannot write"));
     assert_int_equal(n_errors, 1);
     assert_non_null(strstr(last_error, "bench.cfg:9: reporter 'recorder': open: cannot write"));
-    assert_int_equal(recs[0].closed, 0);
-    assert_int_equal(recs[1].closed, 1);
-    assert_int_equal(recs[1].closed_n, m.n);
-    assert_int_equal(bc_run_exit_status(&res), 1);
+    assert_int_equal(recs[1].opened, 1);
+    assert_int_equal(recs[1].closed, 0);
+    assert_int_equal(recs[1].destroyed, 1);
+    assert_int_equal(recs[1].n_started, 0);
+    assert_int_equal(calls.begin, 0);
     bc_run_result_free(&res);
     free(m.cases);
 }
@@ -1365,7 +1370,7 @@ static void test_seam_hooks(void **state) {
     size_t order[4];
     execution_order(f, &m, order);
     assert_int_equal(seam_calls.start, 1);
-    assert_int_equal(seam_calls.agree, 1); /* one instance prepared */
+    assert_int_equal(seam_calls.agree, 2); /* one instance prepared, then the reporters opened */
     assert_int_equal(seam_calls.runs_asked, 4);
     assert_int_equal(seam_calls.after_case, 4);
     assert_int_equal(calls.begin, 2);                      /* positions 1 and 3 only */
@@ -1418,7 +1423,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_reporter_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cache_policy_timings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reporter_failure_isolated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reporter_open_failure_stops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsupported_precision, setup, teardown),
         cmocka_unit_test_setup_teardown(test_derived_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_row_fields, setup, teardown),

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "exit_guard.h"
 #include "hostload.h"
+#include "output.h"
 #include "resume.h"
 #include "runner.h"
 #include "seam.h"
@@ -177,9 +178,14 @@ static int run_context(const bc_cli_args *a, bc_context *ctx, bc_dist *d) {
 int bc_cli_run(const bc_cli_args *a) {
     bc_dist dist = {0}, *d = NULL;
     bc_context ctx;
+    /* standard output carries results only: while plugins load and run, what
+     * they print goes to stderr, and the reporters' "-" to the real stdout */
+    bc_error derr = {0};
+    if (bc_output_divert_stdout(&derr) != BC_OK) bc_cli_print_bc_error(&derr);
     int rc = bc_cli_open_run_context(&ctx, a, &dist, &d);
     if (rc == 0) rc = run_context(a, &ctx, d);
     bc_context_free(&ctx); /* the backend instance, before the comm leaves the job */
+    bc_output_restore_stdout();
     if (d) bc_dist_close(d);
     return rc;
 }

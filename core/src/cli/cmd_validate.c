@@ -4,10 +4,14 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "output.h"
 
 int bc_cli_validate(const bc_cli_args *a) {
     bc_context ctx;
+    bc_error derr = {0};
+    bc_output_divert_stdout(&derr); /* what plugins print while they load and check goes to stderr */
     int rc = bc_cli_open_context(&ctx, a, 0);
+    bc_output_restore_stdout();
     char of[64];
     if (!rc)
         printf("%s: ok: %zu case%s%s; backend %s, %zu precision%s, %zu cache polic%s, %zu reporter%s\n", ctx.cfg.path,

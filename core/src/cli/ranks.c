@@ -34,6 +34,8 @@ static void run_signature(const bc_context *ctx, const bc_dist *d, char *buf, si
  * rank's seed (the seed plus the rank, in replicate). Returns the exit
  * status, printing the error on rank 0 only. */
 static int join_ranks(bc_context *ctx, bc_dist *d, bc_status local, bc_error *err) {
+    /* every collective from here has bench.cfg's deadline (until now the comm's default) */
+    if (local == BC_OK) bc_dist_set_timeout(d, ctx->cfg.distributed_timeout_s);
     bc_status st = bc_dist_agree_status(d, local, err);
     if (st == BC_OK && ctx->cfg.distributed_comm && strcmp(ctx->cfg.distributed_comm, d->comm->desc->name) != 0) {
         char where[PATH_MAX + 64];

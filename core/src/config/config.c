@@ -115,7 +115,7 @@ static int ok_seconds(double v) { return v > 0.0; }
 
 static const char *const k_top_keys[] = {"plugin_path", "backend", "backends", "precisions", "cache_policies",
                                          "matrix",      "sampling", "run",      "reporters", "distributed"};
-static const char *const k_distributed_keys[] = {"mode", "comm"};
+static const char *const k_distributed_keys[] = {"mode", "comm", "timeout_s"};
 static const char *const k_matrix_keys[] = {"batch_sizes", "samples_per_prompt", "prompt_lengths",
                                             "response_lengths", "backend_settings"};
 static const char *const k_sampling_keys[] = {"temperature", "top_p", "top_k", "seed"};
@@ -317,14 +317,22 @@ static bc_status check_case_size(const bc_config *cfg, const config_setting_t *m
     return BC_OK;
 }
 
-/* The distributed group (docs/scale.md): mode ("replicate" or "shard") and
- * comm (a comm plugin's name, or "auto": the one the launcher implies). */
+/* distributed.timeout_s: a collective's deadline, up to about 115 days. */
+static int ok_timeout(double v) { return v > 0.0 && v <= 1e7; }
+
+/* The distributed group (docs/scale.md): mode ("replicate" or "shard"),
+ * comm (a comm plugin's name, or "auto": the one the launcher implies) and
+ * timeout_s (seconds a rank waits in a collective for the others). */
 static bc_status parse_distributed(bc_config *cfg, const config_setting_t *root, bc_error *err) {
     cfg->distributed_mode = BC_CFG_DIST_REPLICATE;
+    cfg->distributed_timeout_s = BC_CFG_DEFAULT_DIST_TIMEOUT_S;
     config_setting_t *d = NULL;
     bc_status st = bc_cfg_get_group(cfg, root, "distributed", "distributed", &d, err);
     if (st || !d) return st;
     if ((st = bc_cfg_check_keys(cfg, d, "distributed", k_distributed_keys, COUNT(k_distributed_keys), err))) return st;
+    if ((st = get_number(cfg, d, "timeout_s", "distributed.timeout_s", ok_timeout, "a number of seconds in (0, 1e7]",
+                         &cfg->distributed_timeout_s, err)))
+        return st;
     const config_setting_t *m = config_setting_get_member(d, "mode");
     if (m) {
         char got[96];

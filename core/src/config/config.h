@@ -45,6 +45,9 @@ enum { BC_CFG_QUIET_OFF = 0, BC_CFG_QUIET_WARN = 1, BC_CFG_QUIET_REFUSE = 2 };
 
 /* run.isolation when not given: 0 "none" (docs/performance.md says why). */
 #define BC_CFG_DEFAULT_ISOLATION 0
+/* distributed.timeout_s when bench.cfg gives none (docs/scale.md): longer
+ * than any case a shard round waits for. */
+#define BC_CFG_DEFAULT_DIST_TIMEOUT_S 1800.0
 
 typedef struct bc_config {
     char *path;          /* file as given */
@@ -89,6 +92,7 @@ typedef struct bc_config {
      * names (NULL: "auto", the one the launcher implies; owned). */
     int distributed_mode; /* BC_CFG_DIST_REPLICATE (default) or BC_CFG_DIST_SHARD */
     char *distributed_comm;
+    double distributed_timeout_s; /* a collective's deadline (BC_CFG_DEFAULT_DIST_TIMEOUT_S when not given) */
 
     void *cfg; /* opaque: the libconfig config_t, owned */
 

@@ -71,6 +71,7 @@ bc_status bc_loader_init(bc_loader *l, const char *const *explicit_dirs, size_t 
             st = loader_add_dir(l, tok, err);
         free(copy);
     }
+    l->first_builtin = l->n_dirs; /* the user's directories end here */
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (len > 0 && st == BC_OK) {
@@ -344,6 +345,21 @@ static int valid_name(const char *name) {
     return 1;
 }
 
+/* p, found at path in a directory of the user's: when one of benchctl's
+ * own directories holds a plugin of that name too, p's log names the file
+ * that won and the built-in one it shadows. */
+static void note_shadowed(const bc_loader *l, const bc_plugin *p, const char *path, const char *name) {
+    char real[PATH_MAX], other[PATH_MAX], built_in[PATH_MAX];
+    if (!realpath(path, real)) return;
+    for (size_t j = l->first_builtin; j < l->n_dirs; j++) {
+        snprintf(built_in, sizeof built_in, "%s/benchctl-%s.so", l->dirs[j], name);
+        if (!file_exists(built_in) || !realpath(built_in, other) || strcmp(real, other) == 0) continue;
+        p->host.log(&p->host, BC_LOG_WARN, "plugin '%s' is %s (plugin_path or BENCHCTL_PLUGIN_PATH); it shadows the "
+                    "built-in %s", name, path, built_in);
+        return;
+    }
+}
+
 bc_status bc_loader_load(bc_loader *l, const char *name, bc_plugin_kind want, const char *wanted_by,
                          const bc_plugin **out, bc_error *err) {
     *out = NULL;
@@ -362,10 +378,12 @@ bc_status bc_loader_load(bc_loader *l, const char *name, bc_plugin_kind want, co
         size_t used = 0;
         char path[PATH_MAX];
         int found = 0;
+        size_t at = 0;
         for (size_t i = 0; i < l->n_dirs; i++) {
             snprintf(path, sizeof path, "%s/benchctl-%s.so", l->dirs[i], name);
             if (file_exists(path)) {
                 found = 1;
+                at = i;
                 break;
             }
             if (used < sizeof tried) used += (size_t)snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "", path);
@@ -377,7 +395,9 @@ bc_status bc_loader_load(bc_loader *l, const char *name, bc_plugin_kind want, co
             return bc_error_hint(err, "run 'benchctl plugins' to list what is found; add a directory with "
                                       "BENCHCTL_PLUGIN_PATH or plugin_path, or name the .so by path");
         }
+        int fresh = find_loaded(l, path) == NULL;
         st = loader_get(l, path, name, &p, err);
+        if (st == BC_OK && fresh && at < l->first_builtin) note_shadowed(l, p, path, name);
     }
     if (st != BC_OK) return st;
     if (want && p->desc->kind != want) {

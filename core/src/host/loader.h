@@ -54,6 +54,7 @@ typedef struct bc_loader {
     size_t n_dirs;
     bc_plugin **plugins;        /* loaded plugins, owned */
     size_t n_plugins;
+    size_t first_builtin;       /* dirs[first_builtin..] are benchctl's own (build tree, install), the rest the user's */
 } bc_loader;
 
 /* Builds the search path. explicit_dirs and config_dirs may be NULL. */
@@ -61,7 +62,10 @@ bc_status bc_loader_init(bc_loader *l, const char *const *explicit_dirs, size_t 
                          const char *const *config_dirs, size_t n_config, bc_error *err);
 
 /* Loads the plugin called name (or the file name names) and checks it is of
- * kind want (0: any). wanted_by says who asked, for the wrong-kind message
+ * kind want (0: any). A name found in a directory of the user's
+ * (plugin_path, BENCHCTL_PLUGIN_PATH) that one of benchctl's own also
+ * holds shadows the built-in plugin: the plugin's log says so once, naming
+ * both files (BC_LOG_WARN). wanted_by says who asked, for the wrong-kind message
  * ("'csv' is a reporter plugin, bench.cfg:14 wants a backend"); may be NULL. */
 bc_status bc_loader_load(bc_loader *l, const char *name, bc_plugin_kind want, const char *wanted_by,
                          const bc_plugin **out, bc_error *err);

@@ -295,7 +295,7 @@ bc_output *bc_output_open(const char *path, bc_error *err) {
 
     if (strcmp(path, "-") == 0) {
         out->is_stdout = 1;
-        out->fp = stdout;
+        out->fp = bc_output_results();
         return out;
     }
 
@@ -352,6 +352,94 @@ fail:
     return NULL;
 }
 
+/* Proves that open can create target (path as the user wrote it): the
+ * folders after its first start characters (an existing, writable folder
+ * and its slash) are made, a temporary file is created in the last one, and both are
+ * removed again, so what the user sees is as it was. access() alone says
+ * yes to root for /proc or a read-only mount; only trying tells. */
+static bc_status prove_creatable(const char *path, const char *target, size_t start, bc_error *err) {
+    char *p = dup_string(target);
+    if (!p) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+    char *last = strrchr(p, '/');
+    size_t file_at = last ? (size_t)(last - p) : 0; /* the folder part of target ends here */
+    size_t made[64], n_made = 0;                    /* ends of the folders this check made */
+    bc_status st = BC_OK;
+    for (size_t i = start; last && i <= file_at && st == BC_OK; i++) {
+        if (p[i] != '/' && i != file_at) continue;
+        char saved = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0700) != 0) {
+            if (errno != EEXIST) st = bc_error_set(err, BC_ERR_IO, "%s: cannot create folder %s: %s", path, p, strerror(errno));
+        } else if (n_made < sizeof made / sizeof made[0]) {
+            made[n_made++] = i;
+        } else {
+            rmdir(p);
+            st = bc_error_set(err, BC_ERR_IO, "%s: more than %zu folders to create", path, sizeof made / sizeof made[0]);
+        }
+        p[i] = saved;
+    }
+    if (st == BC_OK) {
+        if (last) p[file_at] = '\0';
+        const char *folder = last ? (file_at ? p : "/") : ".";
+        size_t cap = strlen(folder) + 32;
+        char *probe = malloc(cap);
+        if (probe) snprintf(probe, cap, "%s/.benchctl-check.XXXXXX", folder);
+        int fd = probe ? mkstemp(probe) : -1;
+        if (!probe) st = bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+        else if (fd < 0)
+            st = bc_error_set(err, BC_ERR_IO, "%s: cannot create the file: folder %s: %s", path, folder,
+                              strerror(errno));
+        else {
+            close(fd);
+            unlink(probe);
+        }
+        free(probe);
+        if (last) p[file_at] = '/';
+    }
+    while (n_made > 0) { /* the deepest first */
+        p[made[--n_made]] = '\0';
+        rmdir(p);
+    }
+    free(p);
+    return st;
+}
+
+/* ------------------------------------------- standard output for results */
+
+/* While plugins run (bc_output_divert_stdout), the results' own copy of
+ * the original standard output; NULL otherwise. */
+static FILE *g_results;
+static int g_results_fd = -1;
+
+FILE *bc_output_results(void) { return g_results ? g_results : stdout; }
+
+bc_status bc_output_divert_stdout(bc_error *err) {
+    if (g_results) return BC_OK;
+    fflush(stdout);
+    int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) return bc_error_set(err, BC_ERR_IO, "cannot keep standard output for the results: %s", strerror(errno));
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        return bc_error_set(err, BC_ERR_NOMEM, "cannot keep standard output for the results: out of memory");
+    }
+    if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        fclose(f);
+        return bc_error_set(err, BC_ERR_IO, "cannot point standard output at standard error: %s", strerror(errno));
+    }
+    g_results = f, g_results_fd = fd;
+    return BC_OK;
+}
+
+void bc_output_restore_stdout(void) {
+    if (!g_results) return;
+    fflush(stdout); /* what plugins printed goes where fd 1 points now: standard error */
+    fflush(g_results);
+    dup2(g_results_fd, STDOUT_FILENO);
+    fclose(g_results); /* closes g_results_fd */
+    g_results = NULL, g_results_fd = -1;
+}
+
 bc_status bc_output_check(const char *path, bc_error *err) {
     if (!path || !*path) return bc_error_set(err, BC_ERR_INVALID, "output path is empty");
     if (strcmp(path, "-") == 0) return BC_OK;
@@ -359,7 +447,11 @@ bc_status bc_output_check(const char *path, bc_error *err) {
     bc_status tst = output_target(path, &target, err);
     if (tst != BC_OK) return tst;
     struct stat sb;
-    char *dir = target; /* the folder part is cut off below */
+    char *dir = dup_string(target); /* the folder part is cut off below; target stays whole */
+    if (!dir) {
+        free(target);
+        return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", path);
+    }
     /* the nearest folder above path that exists: open creates the rest */
     char *slash = strrchr(dir, '/');
     if (!slash) strcpy(dir, ".");
@@ -373,6 +465,9 @@ bc_status bc_output_check(const char *path, bc_error *err) {
             else if (access(dir, W_OK | X_OK) != 0)
                 st = bc_error_set(err, BC_ERR_IO, "%s: cannot create the file: folder %s: %s", path, dir,
                                   strerror(errno));
+            else /* "." for a relative target without it: nothing of target exists yet */
+                st = prove_creatable(path, target,
+                                     strcmp(dir, ".") == 0 && strncmp(target, "./", 2) != 0 ? 0 : strlen(dir) + 1, err);
             break;
         }
         if (errno != ENOENT) {
@@ -385,9 +480,10 @@ bc_status bc_output_check(const char *path, bc_error *err) {
         else *slash = '\0';
     }
     free(dir);
-    if (st != BC_OK) return st;
-    /* the claim is on the file itself, so resolve it again from path */
-    if ((st = output_target(path, &target, err)) != BC_OK) return st;
+    if (st != BC_OK) {
+        free(target);
+        return st;
+    }
     st = claim(path, target, err);
     free(target);
     return st;
@@ -455,7 +551,7 @@ bc_status bc_output_commit(bc_output *out, bc_error *err) {
         bc_status st = out->failed;
         if (st != BC_OK) {
             bc_error_set(err, st, "%s: %s", out->path, out->failed_msg);
-        } else if (fflush(stdout) != 0) {
+        } else if (fflush(out->fp) != 0) {
             st = bc_error_set(err, BC_ERR_IO, "standard output: %s", strerror(errno));
         }
         free_output(out);
@@ -516,7 +612,7 @@ bc_status bc_output_commit(bc_output *out, bc_error *err) {
 void bc_output_abort(bc_output *out) {
     if (!out) return;
     if (out->is_stdout) {
-        fflush(stdout);
+        fflush(out->fp);
         free_output(out);
         return;
     }

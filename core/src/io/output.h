@@ -11,8 +11,23 @@
 #define BENCHCTL_OUTPUT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "benchctl/plugin.h"
+
+/* Standard output carries results only (docs/reliability.md): while
+ * plugins run, bc_output_divert_stdout keeps a copy of the original
+ * standard output for the results ("-" outputs, bc_output_results) and
+ * points file descriptor 1 at standard error, so whatever a plugin prints
+ * with printf (or a child it forks, run.isolation included) lands on
+ * standard error; bc_output_restore_stdout puts fd 1 back after flushing
+ * what plugins left in stdout's buffer (to standard error). Not nested;
+ * both are no-ops when there is nothing to do. */
+bc_status bc_output_divert_stdout(bc_error *err);
+void bc_output_restore_stdout(void);
+
+/* Where results go: the kept standard output while diverted, else stdout. */
+FILE *bc_output_results(void);
 
 bc_output *bc_output_open(const char *path, bc_error *err);
 bc_status bc_output_write(bc_output *out, const void *data, size_t len, bc_error *err);

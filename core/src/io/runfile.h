@@ -124,6 +124,7 @@ typedef struct bc_runfile {
     bc_metric_desc *field_descs;
     bc_runfile_case *cases;              /* in the file's order (requested order for JSON, finish order for a journal) */
     size_t n_cases;
+    size_t cases_cap;                    /* cases allocated (the reader's) */
     int complete;                        /* JSON: 1; journal: 1 when it has its "end" record */
     char warning[256];                   /* e.g. a torn last journal line that was skipped; "" if none */
     int64_t world_size;                  /* top-level "world_size" (processes that ran the work); -1 when absent (compare) */

@@ -6,7 +6,9 @@
  *   shard      the case at execution position i runs on rank i % world_size;
  *              after each round of world_size positions every rank gets
  *              every case of the round.
- * A collective that fails ends the job (distributed.c). */
+ * A collective that fails (a rank missed distributed.timeout_s) fails the
+ * case in progress and every later one on each rank still running; the
+ * reports are written and bc_dist_close ends the job (distributed.c). */
 #include <stdio.h>
 
 #include "distributed.h"
@@ -44,7 +46,7 @@ static int replicate_runs(void *ctx, size_t position) {
 
 static void replicate_before_iteration(void *ctx) {
     bc_error err = {0};
-    bc_dist_barrier(ctx, &err); /* a failing barrier ends the job */
+    bc_dist_barrier(ctx, &err); /* a failing one is kept: the step after it fails (bc_dist_agree) */
 }
 
 static void replicate_after_step(void *ctx, bc_status *st, const char **hook, bc_error *err,
@@ -75,9 +77,17 @@ static int shard_runs(void *ctx, size_t position) {
 
 static void shard_before_iteration(void *ctx) { (void)ctx; }
 
+/* Each rank its own cases; after a failed collective they fail too, so
+ * that the run ends soon with every case accounted for. */
 static void shard_after_step(void *ctx, bc_status *st, const char **hook, bc_error *err, volatile sig_atomic_t *stop,
                              int32_t *stop_rule) {
-    (void)ctx, (void)st, (void)hook, (void)err, (void)stop, (void)stop_rule; /* each rank its own cases */
+    bc_dist *d = ctx;
+    (void)stop, (void)stop_rule;
+    if (!d->broken[0] || *st != BC_OK) return;
+    *st = BC_ERR_IO;
+    bc_error_set(err, BC_ERR_IO, "%s", d->broken);
+    snprintf(d->failed_hook, sizeof d->failed_hook, "distributed collective");
+    *hook = d->failed_hook;
 }
 
 static int shard_stop_level(void *ctx, volatile sig_atomic_t *stop) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -50,17 +51,58 @@ _Noreturn void bc_dist_abort(bc_dist *d, int status) {
     bc_exit_group(status); /* a comm whose abort returned; not through the exit guard, which is for plugins */
 }
 
-/* Runs a collective; a failure is fatal for the job (the ranks would no
- * longer call the same collectives), so it is logged and the job aborted. */
-static void must(bc_dist *d, bc_status st, const bc_error *err) {
-    if (st == BC_OK) return;
-    d->comm->host.log(&d->comm->host, BC_LOG_ERROR, "rank %d: %s; ending the job", (int)d->rank, err->message);
-    bc_dist_abort(d, 1);
+/* After a collective failed, every later one fails at once with its
+ * message: the ranks are no longer in step. */
+static bc_status broken(const bc_dist *d, bc_error *err) {
+    return bc_error_set(err, BC_ERR_IO, "%s", d->broken);
 }
 
-static void allgather(bc_dist *d, const void *send, size_t n, void *recv) {
-    bc_error err = {0};
-    must(d, d->comm->comm.allgather(d->inst, send, n, recv, &err), &err);
+/* A collective's status: a failure is kept in d->broken and logged once. */
+static bc_status note(bc_dist *d, bc_status st, const bc_error *err) {
+    if (st == BC_OK || d->broken[0]) return st;
+    snprintf(d->broken, sizeof d->broken, "%s", err->message[0] ? err->message : "a collective failed");
+    d->comm->host.log(&d->comm->host, BC_LOG_ERROR, "rank %d: %s; the run stops and the job ends", (int)d->rank,
+                      d->broken);
+    return st;
+}
+
+static bc_status allgather(bc_dist *d, const void *send, size_t n, void *recv, bc_error *err) {
+    if (d->broken[0]) return broken(d, err);
+    return note(d, d->comm->comm.allgather(d->inst, send, n, recv, err), err);
+}
+
+/* The comm's settings: its table's defaults, owned by d. */
+static bc_status comm_settings(bc_dist *d, bc_error *err) {
+    const bc_plugin_desc *desc = d->comm->desc;
+    uint32_t n = desc->settings ? desc->n_settings : 0;
+    d->comm_values = calloc(n ? n : 1, sizeof *d->comm_values);
+    if (!d->comm_values) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++) {
+        const bc_setting_desc *row = BC_AT(bc_setting_desc, desc->settings, desc->setting_size, i);
+        d->comm_values[i] = (bc_setting_value){.i = row->default_int, .f = row->default_float, .s = row->default_string};
+    }
+    d->comm_settings = (bc_settings){.struct_size = sizeof d->comm_settings, .count = n,
+                                     .value_size = sizeof(bc_setting_value), .values = d->comm_values};
+    return BC_OK;
+}
+
+void bc_dist_set_timeout(bc_dist *d, double seconds) {
+    const bc_plugin_desc *desc = d->comm ? d->comm->desc : NULL;
+    for (uint32_t i = 0; desc && desc->settings && d->comm_values && i < desc->n_settings; i++) {
+        const bc_setting_desc *row = BC_AT(bc_setting_desc, desc->settings, desc->setting_size, i);
+        if (row->name && strcmp(row->name, "timeout_s") == 0 && row->type == BC_SETTING_FLOAT)
+            d->comm_values[i].f = seconds;
+    }
+}
+
+/* The deadline the comm holds, for bc_dist_close's wait. */
+static double timeout_now(const bc_dist *d) {
+    const bc_plugin_desc *desc = d->comm ? d->comm->desc : NULL;
+    for (uint32_t i = 0; desc && desc->settings && d->comm_values && i < desc->n_settings; i++) {
+        const bc_setting_desc *row = BC_AT(bc_setting_desc, desc->settings, desc->setting_size, i);
+        if (row->name && strcmp(row->name, "timeout_s") == 0) return d->comm_values[i].f;
+    }
+    return BC_DIST_DEFAULT_TIMEOUT_S;
 }
 
 void bc_dist_set_mode(bc_dist *d, bc_dist_mode mode) {
@@ -79,8 +121,8 @@ bc_status bc_dist_open(bc_dist *d, const char *name, const char *const *plugin_d
         return st;
     }
     bc_comm_info info = {.struct_size = sizeof info, .rank = 0, .world_size = 1, .local_rank = 0};
-    static const bc_settings no_settings = {.struct_size = sizeof no_settings, .value_size = sizeof(bc_setting_value)};
-    if ((st = d->comm->comm.open(&d->comm->host, &no_settings, &d->inst, &info, err)) != BC_OK) {
+    if ((st = comm_settings(d, err)) != BC_OK) return st;
+    if ((st = d->comm->comm.open(&d->comm->host, &d->comm_settings, &d->inst, &info, err)) != BC_OK) {
         char msg[sizeof err->message];
         snprintf(msg, sizeof msg, "%s", err->message);
         bc_error_set(err, st, "comm '%s' could not join the job: %s", d->comm->desc->name, msg);
@@ -102,8 +144,9 @@ bc_status bc_dist_open(bc_dist *d, const char *name, const char *const *plugin_d
         return bc_error_set(err, BC_ERR_NOMEM, "out of memory for %zu ranks", w);
     char host[BC_DIST_HOST_MAX] = "";
     if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "unknown");
-    allgather(d, host, sizeof host, d->hosts);
-    allgather(d, &d->local_rank, sizeof d->local_rank, d->local_ranks);
+    if ((st = allgather(d, host, sizeof host, d->hosts, err)) != BC_OK ||
+        (st = allgather(d, &d->local_rank, sizeof d->local_rank, d->local_ranks, err)) != BC_OK)
+        return st;
     for (size_t r = 0; r < w; r++) {
         d->hosts[r][BC_DIST_HOST_MAX - 1] = '\0';
         d->rank_infos[r] = (bc_rank_info){.rank = (int32_t)r, .local_rank = d->local_ranks[r],
@@ -118,7 +161,23 @@ bc_status bc_dist_open(bc_dist *d, const char *name, const char *const *plugin_d
     return bc_dist_check_srun(d->world_size, err);
 }
 
+/* After a failed collective: rank 0 ends the job now that its reports are
+ * written; the others wait for that (a stopped rank 0 never will) and then
+ * end it themselves. MPI_Finalize would wait for the rank that stopped. */
+_Noreturn static void end_broken_job(bc_dist *d) {
+    int status = d->n_cases ? 3 : 1; /* cases ran and failed, or the run never started */
+    if (d->rank != 0) {
+        double wait_s = timeout_now(d) + 30.0;
+        for (double waited = 0; waited < wait_s; waited += 0.5) {
+            struct timespec ts = {0, 500000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    bc_dist_abort(d, status);
+}
+
 void bc_dist_close(bc_dist *d) {
+    if (d->broken[0] && d->comm && d->inst) end_broken_job(d);
     if (d->inst) d->comm->comm.close(d->inst);
     d->inst = NULL;
     free(d->hosts);
@@ -127,6 +186,8 @@ void bc_dist_close(bc_dist *d) {
     free(d->rank_infos);
     free(d->cases);
     free(d->per_rank);
+    free(d->known);
+    free(d->comm_values);
     bc_loader_free(&d->loader);
     *d = (bc_dist){0};
 }
@@ -135,7 +196,8 @@ void bc_dist_close(bc_dist *d) {
 
 bc_status bc_dist_broadcast_text(bc_dist *d, char **text, size_t *len, bc_error *err) {
     uint64_t n = d->rank == 0 ? (uint64_t)*len : 0;
-    bc_status st = d->comm->comm.broadcast(d->inst, &n, sizeof n, err);
+    if (d->broken[0]) return broken(d, err);
+    bc_status st = note(d, d->comm->comm.broadcast(d->inst, &n, sizeof n, err), err);
     if (st != BC_OK) return st;
     if (d->rank != 0) {
         *text = malloc((size_t)n + 1); /* the caller's */
@@ -143,7 +205,7 @@ bc_status bc_dist_broadcast_text(bc_dist *d, char **text, size_t *len, bc_error 
         (*text)[n] = '\0';
         *len = (size_t)n;
     }
-    return d->comm->comm.broadcast(d->inst, *text, (size_t)n, err);
+    return note(d, d->comm->comm.broadcast(d->inst, *text, (size_t)n, err), err);
 }
 
 /* What one rank says after a step: its status and message. */
@@ -156,11 +218,16 @@ typedef struct status_wire {
     char hint[256];
 } status_wire;
 
-/* Gathers every rank's wire into a malloc'ed array (the caller's). */
-static status_wire *gather_status(bc_dist *d, const status_wire *mine) {
+/* Gathers every rank's wire into a malloc'ed array (the caller's); NULL
+ * with err set when the collective failed (d->broken). */
+static status_wire *gather_status(bc_dist *d, const status_wire *mine, bc_error *err) {
+    if (d->broken[0]) return broken(d, err), NULL;
     status_wire *all = calloc((size_t)d->world_size, sizeof *all);
     if (!all) bc_dist_abort(d, 1);
-    allgather(d, mine, sizeof *mine, all);
+    if (allgather(d, mine, sizeof *mine, all, err) != BC_OK) {
+        free(all);
+        return NULL;
+    }
     return all;
 }
 
@@ -177,7 +244,12 @@ bc_status bc_dist_agree_status(bc_dist *d, bc_status local, bc_error *err) {
         snprintf(mine.message, sizeof mine.message, "%s", err->message);
         snprintf(mine.hint, sizeof mine.hint, "%s", err->hint);
     }
-    status_wire *all = gather_status(d, &mine);
+    bc_error cerr = {0};
+    status_wire *all = gather_status(d, &mine, &cerr);
+    if (!all) {
+        *err = cerr;
+        return cerr.code ? cerr.code : BC_ERR_IO;
+    }
     int f = first_failed(d, all);
     bc_status st = BC_OK;
     if (f >= 0) {
@@ -195,10 +267,14 @@ bc_status bc_dist_check_same(bc_dist *d, const char *signature, const char *devi
     char *mine = calloc(1, SIG_MAX), *all = calloc((size_t)d->world_size, SIG_MAX);
     if (!mine || !all) bc_dist_abort(d, 1);
     snprintf(mine, SIG_MAX, "%s", signature);
-    allgather(d, mine, SIG_MAX, all);
     char dev[BC_DIST_DEVICE_MAX] = "";
     snprintf(dev, sizeof dev, "%s", device ? device : "");
-    allgather(d, dev, sizeof dev, d->devices);
+    bc_status gst = allgather(d, mine, SIG_MAX, all, err);
+    if (gst == BC_OK) gst = allgather(d, dev, sizeof dev, d->devices, err);
+    if (gst != BC_OK) {
+        free(mine), free(all);
+        return gst;
+    }
     for (int r = 0; r < d->world_size; r++) {
         d->devices[r][BC_DIST_DEVICE_MAX - 1] = '\0';
         d->rank_infos[r].device = d->devices[r][0] ? d->devices[r] : NULL;
@@ -235,9 +311,8 @@ bc_status bc_dist_check_same(bc_dist *d, const char *signature, const char *devi
 /* ------------------------------------------------------- during the run */
 
 bc_status bc_dist_barrier(bc_dist *d, bc_error *err) {
-    bc_status st = d->comm->comm.barrier(d->inst, err);
-    must(d, st, err);
-    return st;
+    if (d->broken[0]) return broken(d, err);
+    return note(d, d->comm->comm.barrier(d->inst, err), err);
 }
 
 int bc_dist_agree(bc_dist *d, bc_status *st, const char **hook, bc_error *err, volatile sig_atomic_t *stop,
@@ -248,7 +323,17 @@ int bc_dist_agree(bc_dist *d, bc_status *st, const char **hook, bc_error *err, v
         snprintf(mine.hook, sizeof mine.hook, "%s", *hook ? *hook : "");
         snprintf(mine.message, sizeof mine.message, "%s", err->message);
     }
-    status_wire *all = gather_status(d, &mine);
+    bc_error cerr = {0};
+    status_wire *all = gather_status(d, &mine, &cerr);
+    if (!all) { /* no rank is in step any more: the case fails here, naming the rank that missed */
+        if (*st == BC_OK || !err->message[0]) {
+            *st = BC_ERR_IO;
+            bc_error_set(err, BC_ERR_IO, "%s", d->broken);
+        }
+        snprintf(d->failed_hook, sizeof d->failed_hook, "distributed collective");
+        *hook = d->failed_hook;
+        return stop ? (int)*stop : 0;
+    }
     int32_t level = 0;
     for (int r = 0; r < d->world_size; r++)
         if (all[r].stop_level > level) level = all[r].stop_level;
@@ -270,7 +355,8 @@ bc_status bc_dist_results_alloc(bc_dist *d, size_t n_cases, bc_error *err) {
     d->n_cases = n_cases;
     d->cases = calloc(n_cases ? n_cases : 1, sizeof *d->cases);
     d->per_rank = calloc((n_cases ? n_cases : 1) * 3 * w, sizeof *d->per_rank);
-    if (!d->cases || !d->per_rank) return bc_error_set(err, BC_ERR_NOMEM, "out of memory for %zu cases", n_cases);
+    d->known = calloc(n_cases ? n_cases : 1, 1);
+    if (!d->cases || !d->per_rank || !d->known) return bc_error_set(err, BC_ERR_NOMEM, "out of memory for %zu cases", n_cases);
     for (size_t k = 0; k < n_cases; k++) {
         bc_case_distributed *c = &d->cases[k];
         c->struct_size = sizeof *c;
@@ -448,12 +534,18 @@ static void case_from_wire(bc_run_result *res, const unsigned char *buf) {
 /* Every rank's wire for its case k (-1 none): a malloc'ed world_size x
  * wire_bytes array, the caller's. */
 static unsigned char *gather_cases(bc_dist *d, const bc_run_result *res, int64_t k) {
+    if (d->broken[0]) return NULL;
     size_t wb = wire_bytes(res);
     unsigned char *mine = malloc(wb), *all = malloc(wb * (size_t)d->world_size);
     if (!mine || !all) bc_dist_abort(d, 1);
     wire_from_case(res, k, mine);
-    allgather(d, mine, wb, all);
+    bc_error err = {0};
+    bc_status st = allgather(d, mine, wb, all, &err);
     free(mine);
+    if (st != BC_OK) {
+        free(all);
+        return NULL;
+    }
     return all;
 }
 
@@ -469,6 +561,7 @@ static void time_columns(const double *values, size_t nf, uint32_t n_it, double 
 void bc_dist_replicate_collect(bc_dist *d, bc_run_result *res, size_t k) {
     size_t w = (size_t)d->world_size, wb = wire_bytes(res);
     unsigned char *all = gather_cases(d, res, (int64_t)k);
+    if (!all) return; /* a rank missed the deadline: the case failed (bc_dist_agree) */
     uint32_t n_it = UINT32_MAX;
     for (size_t r = 0; r < w; r++) {
         case_wire cw;
@@ -497,19 +590,47 @@ void bc_dist_replicate_collect(bc_dist *d, bc_run_result *res, size_t k) {
     free(ms), free(tok), free(peak), free(returned), free(all);
 }
 
+/* Shard, after a failed collective: every case this rank neither ran nor
+ * received fails, naming the rank that missed (its own cases still run). */
+static void fail_unknown_cases(bc_dist *d, bc_run_result *res) {
+    for (size_t k = 0; k < res->n_cases && k < d->n_cases; k++) {
+        if (d->known[k]) continue;
+        bc_case_report *cr = &res->cases[k];
+        cr->status = BC_CASE_FAILED;
+        cr->error_code = BC_ERR_IO;
+        cr->n_iterations = 0;
+        char *msg = NULL;
+        if (asprintf(&msg, "not run: %s", d->broken) < 0) msg = NULL;
+        if (msg) { /* owned by res, as every case message */
+            free(res->messages[k]);
+            res->messages[k] = msg;
+            cr->message = msg;
+        }
+        bc_run_case_stats(res, k);
+    }
+}
+
 void bc_dist_shard_exchange(bc_dist *d, bc_run_result *res, int64_t k, volatile sig_atomic_t *stop) {
+    if (k >= 0 && (size_t)k < d->n_cases) d->known[k] = 1;
     status_wire mine = {.stop_level = stop ? (int32_t)*stop : 0};
-    status_wire *levels = gather_status(d, &mine);
+    bc_error err = {0};
+    status_wire *levels = gather_status(d, &mine, &err);
+    unsigned char *all = levels ? gather_cases(d, res, k) : NULL;
+    if (!all) {
+        free(levels);
+        fail_unknown_cases(d, res);
+        return;
+    }
     for (int r = 0; stop && r < d->world_size; r++)
         if (levels[r].stop_level > *stop) *stop = levels[r].stop_level;
     free(levels);
     size_t w = (size_t)d->world_size, wb = wire_bytes(res);
-    unsigned char *all = gather_cases(d, res, k);
     for (size_t r = 0; r < w; r++) {
         case_wire cw;
         memcpy(&cw, all + r * wb, sizeof cw);
         if (cw.k < 0 || (size_t)cw.k >= res->n_cases) continue;
         if ((int)r != d->rank) case_from_wire(res, all + r * wb);
+        if ((size_t)cw.k < d->n_cases) d->known[cw.k] = 1;
         bc_case_distributed *out = &d->cases[cw.k];
         out->n_ranks = 1;
         out->rank = (int32_t)r;

@@ -66,7 +66,21 @@ typedef struct bc_dist {
      * -1 none). */
     int agreed_stop;
     int64_t round_case;
+    /* The comm instance's settings (its own table's defaults, timeout_s set
+     * by bc_dist_set_timeout): live until close, as plugin.h promises. */
+    bc_setting_value *comm_values;
+    bc_settings comm_settings;
+    /* A collective that failed (a rank missed distributed.timeout_s): its
+     * message, "" while every collective succeeded. Once set, no rank is in
+     * step any more: no later collective is called, every later step fails
+     * with this message, and bc_dist_close ends the job (rank 0 after its
+     * reports are written). */
+    char broken[512];
+    unsigned char *known; /* shard, n_cases: this rank ran or received case k */
 } bc_dist;
+
+/* bench.cfg's distributed.timeout_s when it gives none (docs/scale.md). */
+#define BC_DIST_DEFAULT_TIMEOUT_S 1800.0
 
 struct bc_run_seam;
 
@@ -93,7 +107,15 @@ bc_status bc_dist_open(bc_dist *d, const char *name, const char *const *plugin_d
 /* Sets the mode (bench.cfg's distributed.mode), also in the report. */
 void bc_dist_set_mode(bc_dist *d, bc_dist_mode mode);
 
-/* Leaves the job and frees everything d owns. Safe on a zeroed d. */
+/* Sets the deadline of every later collective (bench.cfg's
+ * distributed.timeout_s) where the comm plugin declares a "timeout_s"
+ * setting; a comm without one waits as long as its collectives do. */
+void bc_dist_set_timeout(bc_dist *d, double seconds);
+
+/* Leaves the job and frees everything d owns. Safe on a zeroed d. After a
+ * failed collective (d->broken) it does not return: rank 0 ends the job
+ * (exit status 3 once cases ran, else 1); the other ranks wait for that,
+ * up to timeout_s + 30 s, then end it themselves. */
 void bc_dist_close(bc_dist *d);
 
 /* Ends every rank of the job with status (after a collective failed). */
@@ -126,7 +148,10 @@ bc_status bc_dist_barrier(bc_dist *d, bc_error *err);
  * rank's ("rank R (host): hook"), *stop is at least the highest level any
  * rank saw, and *stop_reason rank 0's. Returns that highest level: the
  * runner decides on it, not on *stop, which a signal may raise on one rank
- * after the agreement. A failing collective aborts the job. */
+ * after the agreement. After a failed collective (d->broken) no rank is
+ * asked: *st becomes BC_ERR_IO with d->broken's message (naming the rank
+ * that missed the deadline), so the case fails on every rank still
+ * running. */
 int bc_dist_agree(bc_dist *d, bc_status *st, const char **hook, bc_error *err, volatile sig_atomic_t *stop,
                    int32_t *stop_reason);
 
@@ -135,13 +160,16 @@ bc_status bc_dist_results_alloc(bc_dist *d, size_t n_cases, bc_error *err);
 
 /* Replicate, after case k on every rank: gathers each rank's measured
  * total_ms, tokens and peak memory; fills d->cases[k] (bc_dist_aggregate)
- * and points res->cases[k].distributed at it. */
+ * and points res->cases[k].distributed at it. Nothing after a failed
+ * collective. */
 void bc_dist_replicate_collect(bc_dist *d, struct bc_run_result *res, size_t k);
 
 /* Shard, after a round: this rank ran case k (-1: none this round); every
  * rank gets every case of the round into res (report, values, memory,
  * message; statistics recomputed) with d->cases[k] naming the rank and
- * host. *stop becomes the highest level any rank saw. */
+ * host. *stop becomes the highest level any rank saw. After a failed
+ * collective, every case this rank neither ran nor received fails with
+ * d->broken's message. */
 void bc_dist_shard_exchange(bc_dist *d, struct bc_run_result *res, int64_t k, volatile sig_atomic_t *stop);
 
 /* The replicate aggregates of one case (docs/scale.md), from n_ranks ranks

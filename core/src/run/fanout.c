@@ -100,9 +100,8 @@ void bc_runner_iteration_event(run_state *rs, const bc_case *c, int warmup, uint
     }
 }
 
-/* Opens every reporter; a failure is reported and the others carry on. */
-void bc_runner_open_reporters(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
-                           bc_run_result *res) {
+bc_status bc_runner_open_reporters(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
+                                   bc_run_result *res, bc_error *err) {
     for (size_t r = 0; r < cfg->n_reporters; r++) {
         reporter_slot *s = &slots[r];
         s->r = &cfg->reporters[r];
@@ -110,12 +109,20 @@ void bc_runner_open_reporters(const bc_runner_config *cfg, const bc_run_report *
         bc_error rerr = {0};
         if (p->reporter.open(&p->host, s->r->settings, run, &s->inst, &rerr) != BC_OK) {
             report_error(cfg, res, s, "open", &rerr);
-            continue;
+            for (size_t o = 0; o <= r; o++) { /* destroy aborts what open began; close would commit it */
+                if (slots[o].inst) slots[o].r->plugin->reporter.destroy(slots[o].inst);
+                slots[o].inst = NULL, slots[o].open = 0;
+            }
+            bc_error_set(err, rerr.code ? rerr.code : BC_ERR_IO, "%.300s%sreporter '%s' could not open: %s",
+                         s->r->where ? s->r->where : "", s->r->where ? ": " : "", p->desc->name,
+                         rerr.message[0] ? rerr.message : "failed");
+            return bc_error_hint(err, "no case ran and no report was written");
         }
         s->open = 1;
         s->journaling = 1;
         s->progress = p->reporter.iteration_finished != NULL; /* NULL from a 2.0 plugin (loader.h) */
     }
+    return BC_OK;
 }
 
 /* Tells the journaling reporters case k finished. */

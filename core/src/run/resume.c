@@ -11,9 +11,43 @@
 #include "runner_internal.h"
 #include "schedule.h"
 
+/* The largest time a resumed profile may hold (about 31 years, in ms) and
+ * the largest magnitude of any other value: beyond either, the record was
+ * not written by a run. */
+#define BC_RESUME_MAX_MS 1e12
+#define BC_RESUME_MAX_VALUE 1e18
+
+/* 0 when the "ok" record rc holds a measurement a run could have written
+ * (resume.h): at least one profile, each with the host-timed stage times
+ * (total_ms required, all four finite in [0, BC_RESUME_MAX_MS]), every other
+ * value null or finite and at most BC_RESUME_MAX_VALUE in magnitude (a
+ * derived figure such as kv_bytes_saved may be negative); else 1 with why
+ * filled. */
+static int unsound_record(const bc_runfile *rf, const bc_runfile_case *rc, char *why, size_t cap) {
+    if (rc->n_iterations == 0) return snprintf(why, cap, "it has no profiles"), 1;
+    static const char *const stage[] = {"total_ms", "prompt_expansion_ms", "generation_ms", "post_processing_ms"};
+    int total = bc_runfile_field(rf, "total_ms");
+    if (total < 0) return snprintf(why, cap, "the journal has no total_ms field"), 1;
+    for (uint32_t it = 0; it < rc->n_iterations; it++)
+        for (uint32_t f = 0; f < rf->n_fields; f++) {
+            double v = rc->values[(size_t)it * rf->n_fields + f];
+            const char *name = rf->field_names[f];
+            int is_stage = 0;
+            for (size_t s = 0; s < sizeof stage / sizeof stage[0]; s++) is_stage |= strcmp(name, stage[s]) == 0;
+            if (isnan(v)) {
+                if ((int)f == total) return snprintf(why, cap, "profile %u has no total_ms", it + 1), 1;
+                continue;
+            }
+            if (is_stage ? !(v >= 0 && v <= BC_RESUME_MAX_MS) : !(fabs(v) <= BC_RESUME_MAX_VALUE))
+                return snprintf(why, cap, "profile %u has %s = %g, which no run measures", it + 1, name, v), 1;
+        }
+    return 0;
+}
+
 /* The replayed report of the case with this index and key (with_backend: the
  * key of a journal whose cases name more than one backend), if it finished
- * on the same backend. */
+ * on the same backend and its record holds a sound measurement (a record
+ * that does not is named on stderr and passed over: the case runs again). */
 static const bc_case_report *finished_case(const bc_resume *rs, const bc_case *c, const char *key,
                                            const char *with_backend) {
     for (size_t i = 0; i < rs->rf.n_cases; i++) {
@@ -21,6 +55,12 @@ static const bc_case_report *finished_case(const bc_resume *rs, const bc_case *c
         if (rc->index != c->index || rc->status != BC_CASE_OK) continue;
         if (strcmp(rc->key, key) != 0 && strcmp(rc->key, with_backend) != 0) continue;
         if (rc->backend && c->backend && strcmp(rc->backend, c->backend) != 0) continue;
+        char why[160];
+        if (unsound_record(&rs->rf, rc, why, sizeof why)) {
+            fprintf(stderr, "benchctl: warning: --resume %s: case %u is recorded ok but %s; the record is not taken\n",
+                    rs->rf.path, (unsigned)c->index, why);
+            continue;
+        }
         /* the replay holds the same cases, sorted by index */
         for (size_t j = 0; j < rs->rp.n_cases; j++)
             if (rs->rp.cases[j].index == c->index) return &rs->rp.reports[j];

@@ -5,8 +5,12 @@
  * The journal must come from a run of the same config: the same SHA-256 of
  * the resolved config text (the reports' config_sha256); another is refused
  * with both hashes. A case is taken when the journal holds it with the same
- * index and the same key (runfile.h: axes, dtype, cache) and status "ok";
- * failed, skipped and missing cases run again. Values are the journal's,
+ * index and the same key (runfile.h: axes, dtype, cache) and status "ok",
+ * and its record holds a measurement a run could have written (at least one
+ * profile, each with total_ms; stage times finite in [0, 10^12] ms, every
+ * other value finite or null and at most 10^18 in magnitude): a record
+ * that does not is named on stderr and not taken. Failed, skipped, unsound
+ * and missing cases run again. Values are the journal's,
  * in its field order; the runner maps them to its own fields by name.
  *
  * Ownership: bc_resume owns the runfile and its replay;

@@ -221,7 +221,14 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.cases = scratch.finished;
     run.distributed = seam->report;
     reporter_slot *slots = scratch.slots;
-    bc_runner_open_reporters(cfg, &run, slots, res);
+    st = bc_runner_open_reporters(cfg, &run, slots, res, err);
+    st = seam->agree(seam->ctx, st, err); /* a rank's reporters failed to open: no rank runs a case */
+    if (st != BC_OK) {
+        for (size_t r = 0; r < cfg->n_reporters; r++) /* the opened ones (another rank failed) */
+            if (slots[r].inst) slots[r].r->plugin->reporter.destroy(slots[r].inst);
+        free_scratch(&scratch);
+        return st;
+    }
 
     run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .plan = plan, .backends = backends,
                     .seam = seam, .order = order, .child_fd = -1, .row = scratch.row};

@@ -95,9 +95,13 @@ double bc_runner_predict_rest_s(const run_state *rs, const bc_eta *e, size_t fro
  * (in an isolated case's child: tells the parent). */
 void bc_runner_iteration_event(run_state *rs, const bc_case *c, int warmup, uint32_t iteration, const double *row,
                                double elapsed_ms, double rel_ci);
-/* Opens every reporter; a failure is reported and the others carry on. */
-void bc_runner_open_reporters(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
-                              bc_run_result *res);
+/* Opens every reporter. One that cannot open (since validation proved its
+ * path creatable: another run holds the journal, the disk changed) stops
+ * the run before its first case: it is reported, the ones opened are
+ * destroyed without close (nothing of theirs is written, no other run's
+ * report replaced) and its error returned. */
+bc_status bc_runner_open_reporters(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
+                                   bc_run_result *res, bc_error *err);
 /* Tells the journaling reporters case k finished. */
 void bc_runner_journal_case(const bc_runner_config *cfg, const bc_run_report *run, reporter_slot *slots,
                             bc_run_result *res, size_t k);

@@ -8,7 +8,8 @@
  *
  * Where the loop calls them:
  *   start             once, before the backends are prepared
- *   agree             after each instance's prepare: every process starts, or none
+ *   agree             after each instance's prepare, and once the reporters
+ *                     opened: every process starts, or none
  *   runs              per execution position: does this process run its case?
  *   after_step        before a case starts, after begin_case, after every
  *                     iteration (warmup and measured): the processes agree
