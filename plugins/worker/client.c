@@ -233,6 +233,10 @@ static bc_status parse_metrics(const json_t *list, wk_hello *h, bc_error *err) {
     return BC_OK;
 }
 
+static int compare_names(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* Fills h from the hello line (already parsed as o). */
 static bc_status parse_hello(wk_client *c, const json_t *o, wk_hello *h, bc_error *err) {
     if (!json_is_object(o) || !json_is_string(json_object_get(o, "op")) ||
@@ -256,6 +260,9 @@ static bc_status parse_hello(wk_client *c, const json_t *o, wk_hello *h, bc_erro
     snprintf(c->engine, sizeof c->engine, "%s", engine);
     h->engine = dup_or_null(engine), h->engine_version = dup_or_null(version), h->device = dup_or_null(device);
     size_t n = json_array_size(settings);
+    if (n > WK_MAX_SETTINGS)
+        return bc_error_set(err, BC_ERR_DEVICE, "the hello declares %zu settings; at most %d are allowed", n,
+                            WK_MAX_SETTINGS);
     h->settings = calloc(n + 1, sizeof *h->settings);
     if (!h->engine || !h->engine_version || !h->device || !h->settings)
         return bc_error_set(err, BC_ERR_NOMEM, "no memory for the hello");
@@ -266,10 +273,19 @@ static bc_status parse_hello(wk_client *c, const json_t *o, wk_hello *h, bc_erro
             if (st == BC_ERR_FORMAT) err->code = BC_ERR_DEVICE;
             return st == BC_ERR_FORMAT ? BC_ERR_DEVICE : st;
         }
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(h->settings[k].name, h->settings[i].name) == 0)
-                return bc_error_set(err, BC_ERR_DEVICE, "the hello declares setting '%s' twice", h->settings[i].name);
     }
+    const char *twice = NULL;
+    if (n > 1) { /* duplicates: the names sorted, n log n */
+        const char **names = malloc(n * sizeof *names);
+        if (!names) return bc_error_set(err, BC_ERR_NOMEM, "no memory for the hello");
+        for (size_t i = 0; i < n; i++) names[i] = h->settings[i].name;
+        qsort(names, n, sizeof *names, compare_names);
+        for (size_t i = 1; i < n && !twice; i++)
+            if (strcmp(names[i - 1], names[i]) == 0) twice = names[i];
+        if (twice) bc_error_set(err, BC_ERR_DEVICE, "the hello declares setting '%s' twice", twice);
+        free(names);
+    }
+    if (twice) return BC_ERR_DEVICE;
     return parse_metrics(json_object_get(o, "metrics"), h, err);
 }
 
@@ -280,11 +296,23 @@ static bc_status read_object(wk_client *c, json_t **out, bc_error *err) {
     bc_status st = wk_proc_read_line(&c->proc, c->cmd.timeout_s, &line, &len, err);
     if (st != BC_OK) return st;
     json_error_t je;
-    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (!json_is_object(o)) {
+        /* what it is instead: JSON that is no object, or where and why it is not JSON */
+        static const char *const kinds[] = {[JSON_ARRAY] = "an array", [JSON_STRING] = "a string",
+                                            [JSON_INTEGER] = "a number", [JSON_REAL] = "a number",
+                                            [JSON_TRUE] = "true", [JSON_FALSE] = "false", [JSON_NULL] = "null"};
+        char why[200];
+        if (o) snprintf(why, sizeof why, "JSON, but %s, not an object", kinds[json_typeof(o)]);
+        else snprintf(why, sizeof why, "not JSON (column %d: %s)", je.column, je.text);
         json_decref(o);
-        return bc_error_set(err, BC_ERR_DEVICE, "the worker wrote a line that is not a JSON object on stdout: \"%.60s%s\"",
-                            line, len > 60 ? "..." : "");
+        char shown[64];
+        size_t k = 0;
+        for (size_t i = 0; i < len && k < 60; i++) /* no terminal controls in the message */
+            shown[k++] = (unsigned char)line[i] < 0x20 || line[i] == 0x7f ? '?' : line[i];
+        shown[k] = '\0';
+        return bc_error_set(err, BC_ERR_DEVICE, "the worker wrote a line on stdout that is %s: \"%s%s\"", why, shown,
+                            len > 60 ? "..." : "");
     }
     *out = o;
     return BC_OK;
@@ -302,8 +330,13 @@ bc_status wk_client_start(wk_client *c, const bc_host *host, const wk_command *c
     bc_status st = wk_proc_start(&c->proc, host, cmd->argv, cmd->env, cmd->n_env, err);
     if (st != BC_OK) return annotate(c, "start", 0, err);
     json_t *o = NULL;
+    double t0 = now_ms();
     if ((st = read_object(c, &o, err)) == BC_OK) st = parse_hello(c, o, hello, err);
     json_decref(o);
+    double took_s = (now_ms() - t0) * 1e-3;
+    if (st == BC_OK && took_s > cmd->timeout_s)
+        st = bc_error_set(err, BC_ERR_DEVICE, "reading and checking the hello took %.3g s, more than timeout_s (%.3g s)",
+                          took_s, cmd->timeout_s);
     if (st != BC_OK) {
         wk_hello_free(hello);
         return worker_failed(c, "hello", err);

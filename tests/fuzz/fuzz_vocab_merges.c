@@ -1,0 +1,107 @@
+/* fuzz_vocab_merges.c: fuzz target for the byte-level BPE tokenizer's
+ * vocab.json + merges.txt loader (tokenizer/bpe.c, bpe_load_vocab_merges).
+ * The input is "VOCAB\x00MERGES": up to the first NUL byte, vocab.json; the
+ * rest, merges.txt (no NUL: the vocabulary is the golden GPT-2 style one of
+ * tests/tokenizer/golden/vocab_merges, with the whole input as merges.txt).
+ * Loading must succeed or fail with a one-line error naming the file (for a
+ * bad merges.txt line, file:line and that line only: no text of the lines
+ * after it), handing nothing back; a loaded tokenizer must round-trip the
+ * merges text's bytes (decode(encode(s)) == s, no more ids than bytes).
+ * Built as fuzz_vocab_merges (libFuzzer, BENCHCTL_FUZZ=ON) and always as
+ * fuzz_vocab_merges_replay over tests/fuzz/corpus/vocab_merges. */
+#define _GNU_SOURCE /* memmem */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpe.h"
+#include "readfile.h"
+#include "tok_to_bc.h"
+
+TOK_READER_FROM_BC(tok_read_regular, bc_read_regular)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A merges.txt line in an error: the text after the line's "m.txt:N: "
+ * may not hold a newline, nor the start of a later line (the lines after a
+ * bad one never reach the message). */
+static void check_error(const tok_error *err, const char *merges, size_t merges_len) {
+    const char *m = err->message;
+    if (!m[0] || strchr(m, '\n')) abort();
+    if (!strstr(m, "v.json") && !strstr(m, "m.txt")) abort();
+    const char *at = strstr(m, "m.txt:");
+    if (!at) return;
+    long line = strtol(at + 6, NULL, 10);
+    if (line < 1) abort();
+    /* the text of line+1 (when it is long enough to be told apart) must not be quoted */
+    size_t pos = 0, k = 1;
+    while (pos < merges_len && k < (size_t)line + 1) {
+        const char *nl = memchr(merges + pos, '\n', merges_len - pos);
+        if (!nl) return;
+        pos = (size_t)(nl - merges) + 1, k++;
+    }
+    const char *nl = memchr(merges + pos, '\n', merges_len - pos);
+    size_t next_len = nl ? (size_t)(nl - (merges + pos)) : merges_len - pos;
+    if (next_len < 12 || memchr(merges + pos, '\0', next_len)) return;
+    char next[13];
+    memcpy(next, merges + pos, 12);
+    next[12] = '\0';
+    if (strstr(m, next)) {
+        /* allowed only when the bad line itself holds that text */
+        size_t lpos = 0;
+        for (long i = 1; i < line; i++) lpos = (size_t)((const char *)memchr(merges + lpos, '\n', merges_len - lpos) - merges) + 1;
+        const char *lend = memchr(merges + lpos, '\n', merges_len - lpos);
+        size_t llen = lend ? (size_t)(lend - (merges + lpos)) : merges_len - lpos;
+        if (!memmem(merges + lpos, llen, next, 12)) abort();
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static char *golden_vocab;
+    static size_t golden_len;
+    if (!golden_vocab) {
+        tok_error err;
+        if (tok_read_regular(BENCHCTL_TOKENIZER_VOCAB_MERGES "/vocab.json", "vocab.json", BPE_JSON_MAX_BYTES,
+                             &golden_vocab, &golden_len, &err) != TOK_OK)
+            abort();
+    }
+    const uint8_t *nul = memchr(data, '\0', size);
+    char *vocab, *merges;
+    size_t vlen, mlen;
+    if (nul) {
+        vlen = (size_t)(nul - data), mlen = size - vlen - 1;
+        vocab = malloc(vlen ? vlen : 1), merges = malloc(mlen ? mlen : 1);
+        if (!vocab || !merges) return free(vocab), free(merges), 0;
+        memcpy(vocab, data, vlen);
+        memcpy(merges, nul + 1, mlen);
+    } else {
+        vlen = golden_len, mlen = size;
+        vocab = malloc(vlen), merges = malloc(mlen ? mlen : 1);
+        if (!vocab || !merges) return free(vocab), free(merges), 0;
+        memcpy(vocab, golden_vocab, vlen);
+        memcpy(merges, data, mlen);
+    }
+    bpe_tokenizer *t = (bpe_tokenizer *)1;
+    tok_error err;
+    err.message[0] = '\0';
+    if (bpe_load_vocab_merges(vocab, vlen, "v.json", merges, mlen, "m.txt", &t, &err) == TOK_OK) {
+        bpe_ids ids = {0};
+        char *text;
+        size_t len;
+        if (bpe_encode(t, merges, mlen, &ids, &err) == TOK_OK) { /* may refuse a run too long to split */
+            if (bpe_decode(t, ids.ids, ids.n, &text, &len, &err) != TOK_OK) abort();
+            if (!bpe_normalizes(t) && (ids.n > mlen || len != mlen || (mlen && memcmp(text, merges, mlen) != 0)))
+                abort();
+            free(text);
+        }
+        free(ids.ids);
+        bpe_free(t);
+    } else {
+        if (t != NULL) abort();
+        check_error(&err, merges, mlen);
+    }
+    free(vocab);
+    free(merges);
+    return 0;
+}
