@@ -92,6 +92,16 @@ static int is_name(const char *s, const char *extra) {
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
+/* buf := at most n - 1 bytes of a worker's text s for a message, each
+ * control byte (newline, escape, ...) as '?': a message stays one line
+ * and sends no terminal sequence. */
+static const char *shown(const char *s, char *buf, size_t n) {
+    size_t k = 0;
+    for (; s && *s && k + 1 < n; s++) buf[k++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+    buf[k] = '\0';
+    return buf;
+}
+
 /* A number member of o: 1 and *v when present. */
 static int get_number(const json_t *o, const char *key, double *v) {
     json_t *x = json_object_get(o, key);
@@ -154,8 +164,9 @@ static bc_status parse_setting(const wk_client *c, const json_t *s, uint32_t i, 
             }
         }
     } else {
+        char text[64];
         return bc_error_set(err, BC_ERR_FORMAT, "setting '%s': type \"%s\" is not string, int, double or bool", name,
-                            type);
+                            shown(type, text, sizeof text));
     }
     if (!d->name || !d->help || (d->type == BC_SETTING_STRING && !d->default_string))
         return bc_error_set(err, BC_ERR_NOMEM, "no memory for setting '%s'", name);
@@ -361,7 +372,8 @@ static bc_status reply_error(wk_client *c, const char *op, const json_t *reply, 
     bc_status st = BC_ERR_INTERNAL;
     for (size_t i = 0; code && i < sizeof codes / sizeof codes[0]; i++)
         if (strcmp(code, codes[i].name) == 0) st = codes[i].status;
-    bc_error_set(err, st, "%s", message ? message : "failed (no message)");
+    char text[sizeof err->message];
+    bc_error_set(err, st, "%s", message ? shown(message, text, sizeof text) : "failed (no message)");
     return annotate(c, op, 0, err);
 }
 

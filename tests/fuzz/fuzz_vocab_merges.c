@@ -6,12 +6,14 @@
  * Loading must succeed or fail with a one-line error naming the file (for a
  * bad merges.txt line, file:line and that line only: no text of the lines
  * after it), handing nothing back; a loaded tokenizer must round-trip the
- * merges text's bytes (decode(encode(s)) == s, no more ids than bytes).
+ * first 256 bytes of the merges text (decode(encode(s)) == s, no more ids
+ * than bytes; fuzz_tokenizer fuzzes encoding itself).
  * Built as fuzz_vocab_merges (libFuzzer, BENCHCTL_FUZZ=ON) and always as
  * fuzz_vocab_merges_replay over tests/fuzz/corpus/vocab_merges. */
 #define _GNU_SOURCE /* memmem */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,10 +30,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * bad one never reach the message). */
 static void check_error(const tok_error *err, const char *merges, size_t merges_len) {
     const char *m = err->message;
-    if (!m[0] || strchr(m, '\n')) abort();
-    if (!strstr(m, "v.json") && !strstr(m, "m.txt")) abort();
+    if (!m[0] || strchr(m, '\n') || (!strstr(m, "v.json") && !strstr(m, "m.txt"))) {
+        fprintf(stderr, "fuzz_vocab_merges: the error \"%s\" is not one line naming the file\n", m);
+        abort();
+    }
     const char *at = strstr(m, "m.txt:");
-    if (!at) return;
+    if (!at || at[6] < '0' || at[6] > '9') return; /* not about one line */
     long line = strtol(at + 6, NULL, 10);
     if (line < 1) abort();
     /* the text of line+1 (when it is long enough to be told apart) must not be quoted */
@@ -89,10 +93,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         bpe_ids ids = {0};
         char *text;
         size_t len;
-        if (bpe_encode(t, merges, mlen, &ids, &err) == TOK_OK) { /* may refuse a run too long to split */
+        const size_t n = mlen < 256 ? mlen : 256; /* the text's start: the load is what is fuzzed here */
+        if (bpe_encode(t, merges, n, &ids, &err) == TOK_OK) { /* may refuse a run too long to split */
             if (bpe_decode(t, ids.ids, ids.n, &text, &len, &err) != TOK_OK) abort();
-            if (!bpe_normalizes(t) && (ids.n > mlen || len != mlen || (mlen && memcmp(text, merges, mlen) != 0)))
-                abort();
+            if (!bpe_normalizes(t) && (ids.n > n || len != n || (n && memcmp(text, merges, n) != 0))) abort();
             free(text);
         }
         free(ids.ids);
