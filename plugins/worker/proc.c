@@ -168,6 +168,9 @@ static void supervise(int sup, int in, int out, int errfd, char *const *argv, ch
     sa.sa_handler = on_sigchld;
     sigaction(SIGCHLD, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* not benchctl's handlers: they are benchctl's business, and this process
+     * is in a group of its own (no terminal signal reaches it) */
+    signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL), signal(SIGHUP, SIG_DFL), signal(SIGQUIT, SIG_DFL);
     pid_t self = getpid();
     pid_t worker = fork();
     if (worker == 0) {
