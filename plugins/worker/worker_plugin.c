@@ -427,14 +427,16 @@ static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_er
     if (st != BC_OK) return st;
     /* rows x forwards: both bounded by the case (profile.h), so no overflow */
     BC_SET(out, bc_generation_stats, num_generated_tokens, p.num_generated_tokens);
-    BC_SET(out, bc_generation_stats, returned_response_length, p.num_generated_tokens / rows);
+    BC_SET(out, bc_generation_stats, returned_response_length, rows > 0 ? p.num_generated_tokens / rows : -1);
     BC_SET(out, bc_generation_stats, prefill_forward_ms, p.prefill_forward_ms);
     BC_SET(out, bc_generation_stats, decode_forward_ms, p.decode_forward_ms);
     BC_SET(out, bc_generation_stats, num_decode_forwards, p.num_decode_forwards);
     BC_SET(out, bc_generation_stats, first_token_ms, p.first_token_ms);
     BC_SET(out, bc_generation_stats, num_prefill_tokens, rows * w->c.prompt_length);
     BC_SET(out, bc_generation_stats, num_decode_tokens,
-           p.num_decode_forwards >= 0 && p.num_decode_forwards <= INT64_MAX / rows ? rows * p.num_decode_forwards : -1);
+           rows > 0 && p.num_decode_forwards >= 0 && p.num_decode_forwards <= INT64_MAX / rows
+               ? rows * p.num_decode_forwards
+               : -1);
     BC_SET(out, bc_generation_stats, prompt_width_tokens, (int64_t)w->c.prompt_length);
     BC_SET(out, bc_generation_stats, prompt_min_tokens, (int64_t)w->c.prompt_length);
     BC_SET(out, bc_generation_stats, prompt_max_tokens, (int64_t)w->c.prompt_length);
