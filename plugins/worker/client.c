@@ -317,12 +317,12 @@ static bc_status read_object(wk_client *c, json_t **out, bc_error *err) {
         if (o) snprintf(why, sizeof why, "JSON, but %s, not an object", kinds[json_typeof(o)]);
         else snprintf(why, sizeof why, "not JSON (column %d: %s)", je.column, je.text);
         json_decref(o);
-        char shown[64];
+        char quoted[64];
         size_t k = 0;
-        for (size_t i = 0; i < len && k < 60; i++) /* no terminal controls in the message */
-            shown[k++] = (unsigned char)line[i] < 0x20 || line[i] == 0x7f ? '?' : line[i];
-        shown[k] = '\0';
-        return bc_error_set(err, BC_ERR_DEVICE, "the worker wrote a line on stdout that is %s: \"%s%s\"", why, shown,
+        for (size_t i = 0; i < len && k < 60; i++) /* no terminal controls in the message (nor NULs) */
+            quoted[k++] = (unsigned char)line[i] < 0x20 || line[i] == 0x7f ? '?' : line[i];
+        quoted[k] = '\0';
+        return bc_error_set(err, BC_ERR_DEVICE, "the worker wrote a line on stdout that is %s: \"%s%s\"", why, quoted,
                             len > 60 ? "..." : "");
     }
     *out = o;
