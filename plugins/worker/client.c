@@ -313,9 +313,9 @@ static bc_status read_object(wk_client *c, json_t **out, bc_error *err) {
         static const char *const kinds[] = {[JSON_ARRAY] = "an array", [JSON_STRING] = "a string",
                                             [JSON_INTEGER] = "a number", [JSON_REAL] = "a number",
                                             [JSON_TRUE] = "true", [JSON_FALSE] = "false", [JSON_NULL] = "null"};
-        char why[200];
+        char why[200], text[sizeof je.text];
         if (o) snprintf(why, sizeof why, "JSON, but %s, not an object", kinds[json_typeof(o)]);
-        else snprintf(why, sizeof why, "not JSON (column %d: %s)", je.column, je.text);
+        else snprintf(why, sizeof why, "not JSON (column %d: %s)", je.column, shown(je.text, text, sizeof text));
         json_decref(o);
         char quoted[64];
         size_t k = 0;
