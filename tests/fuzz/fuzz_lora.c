@@ -84,7 +84,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (!isfinite(lo.arena[i])) abort();
         eng_lora_free(&lo);
     } else {
-        if (!err.message[0] || strchr(err.message, '\n') || !strstr(err.message, g_dir)) abort();
+        if (!err.message[0] || strchr(err.message, '\n') || !strstr(err.message, g_dir)) {
+            fprintf(stderr, "fuzz_lora: the error \"%s\" is not one line naming the file\n", err.message);
+            abort();
+        }
         if (lo.arena || lo.pairs) abort();
     }
     return 0;
