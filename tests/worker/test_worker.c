@@ -394,6 +394,13 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* This process's CPU time in s: the plugin's own work, whatever the load. */
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* The issue's case for repro_worker.sh: batch 2, one sample, prompt 4,
  * response 8, greedy float32 (so it asks for the tokens). */
 static bc_case repro_case(void) {
@@ -532,11 +539,11 @@ static void test_tokens_checked(void **state) {
  * is found. */
 static void test_hello_settings_capped(void **state) {
     fixture *f = *state;
-    double t0 = now_s();
-    hello_fails(f, "--extra-settings 80000", 30.0, "the hello declares 80004 settings; at most 4096 are allowed");
-    double took = now_s() - t0;
-    printf("a hello of 80004 settings refused in %.3f s\n", took);
-    assert_true(took < 10.0);
+    double t0 = now_s(), c0 = cpu_s();
+    hello_fails(f, "--extra-settings 80000", 60.0, "the hello declares 80004 settings; at most 4096 are allowed");
+    double took = now_s() - t0, cpu = cpu_s() - c0;
+    printf("a hello of 80004 settings refused in %.3f s (%.3f s of benchctl's CPU)\n", took, cpu);
+    assert_true(cpu < 10.0); /* the quadratic check took 47.6 s */
     hello_fails(f, "--extra-settings 4000 --dup-setting 1", 30.0, "the hello declares setting 'model' twice");
     fake_args(f, "--extra-settings 4000");
     const bc_setting_desc *rows = NULL;
@@ -544,9 +551,9 @@ static void test_hello_settings_capped(void **state) {
     bc_error err = {0};
     bc_settings own = f->settings;
     own.count = V_MODEL;
-    t0 = now_s();
+    t0 = now_s(), c0 = cpu_s();
     assert_int_equal(f->desc->more_settings(test_plugin_host(), &own, &rows, &n, &size, &err), BC_OK);
-    printf("a hello of 4004 settings read in %.3f s\n", now_s() - t0);
+    printf("a hello of 4004 settings read in %.3f s (%.3f s of CPU)\n", now_s() - t0, cpu_s() - c0);
     assert_int_equal(n, 4004);
     assert_string_equal(rows[4003].name, "x3999");
     f->desc->free_more_settings(rows, n);
@@ -607,7 +614,7 @@ static void test_descendants_reaped(void **state) {
     double took = now_s() - t0;
     printf("the worker's exit noticed in %.3f s with its orphan holding stdout\n", took);
     if (!strstr(err.message, "the worker exited with status 3")) fail_msg("'%s'", err.message);
-    assert_true(took < 10.0);
+    assert_true(took < 20.0);
     assert_true(gone(orphan));
     f->ops->destroy(f->inst);
     f->inst = NULL;
