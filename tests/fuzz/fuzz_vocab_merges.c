@@ -10,7 +10,6 @@
  * than bytes; fuzz_tokenizer fuzzes encoding itself).
  * Built as fuzz_vocab_merges (libFuzzer, BENCHCTL_FUZZ=ON) and always as
  * fuzz_vocab_merges_replay over tests/fuzz/corpus/vocab_merges. */
-#define _GNU_SOURCE /* memmem */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,39 +24,40 @@ TOK_READER_FROM_BC(tok_read_regular, bc_read_regular)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* A merges.txt line in an error: the text after the line's "m.txt:N: "
- * may not hold a newline, nor the start of a later line (the lines after a
- * bad one never reach the message). */
+/* An error is one line naming a file; for a merges.txt line that is not two
+ * tokens ("m.txt:N: merge \"Q\" is not two tokens separated by one
+ * space"), Q is that line's text alone (its first 80 bytes, up to a NUL,
+ * and "..." when longer): no text of the lines after it. */
 static void check_error(const tok_error *err, const char *merges, size_t merges_len) {
+    static const char tail[] = "\" is not two tokens separated by one space";
     const char *m = err->message;
     if (!m[0] || strchr(m, '\n') || (!strstr(m, "v.json") && !strstr(m, "m.txt"))) {
         fprintf(stderr, "fuzz_vocab_merges: the error \"%s\" is not one line naming the file\n", m);
         abort();
     }
-    const char *at = strstr(m, "m.txt:");
-    if (!at || at[6] < '0' || at[6] > '9') return; /* not about one line */
-    long line = strtol(at + 6, NULL, 10);
-    if (line < 1) abort();
-    /* the text of line+1 (when it is long enough to be told apart) must not be quoted */
-    size_t pos = 0, k = 1;
-    while (pos < merges_len && k < (size_t)line + 1) {
+    const size_t n = strlen(m), tn = sizeof tail - 1;
+    if (strncmp(m, "m.txt:", 6) != 0 || n < tn || strcmp(m + n - tn, tail) != 0) return;
+    long line = strtol(m + 6, NULL, 10);
+    const char *q = strstr(m, ": merge \"");
+    if (line < 1 || !q) abort();
+    q += 9;
+    const size_t qlen = (size_t)(m + n - tn - q);
+    size_t pos = 0;
+    for (long i = 1; i < line; i++) { /* the start of line `line` */
         const char *nl = memchr(merges + pos, '\n', merges_len - pos);
-        if (!nl) return;
-        pos = (size_t)(nl - merges) + 1, k++;
+        if (!nl) abort();
+        pos = (size_t)(nl - merges) + 1;
     }
     const char *nl = memchr(merges + pos, '\n', merges_len - pos);
-    size_t next_len = nl ? (size_t)(nl - (merges + pos)) : merges_len - pos;
-    if (next_len < 12 || memchr(merges + pos, '\0', next_len)) return;
-    char next[13];
-    memcpy(next, merges + pos, 12);
-    next[12] = '\0';
-    if (strstr(m, next)) {
-        /* allowed only when the bad line itself holds that text */
-        size_t lpos = 0;
-        for (long i = 1; i < line; i++) lpos = (size_t)((const char *)memchr(merges + lpos, '\n', merges_len - lpos) - merges) + 1;
-        const char *lend = memchr(merges + lpos, '\n', merges_len - lpos);
-        size_t llen = lend ? (size_t)(lend - (merges + lpos)) : merges_len - lpos;
-        if (!memmem(merges + lpos, llen, next, 12)) abort();
+    size_t len = nl ? (size_t)(nl - (merges + pos)) : merges_len - pos;
+    if (len && merges[pos + len - 1] == '\r') len--;
+    size_t want = len > 80 ? 80 : len;
+    const char *nul = memchr(merges + pos, '\0', want);
+    if (nul) want = (size_t)(nul - (merges + pos));
+    const int dots = len > 80;
+    if (qlen != want + (dots ? 3 : 0) || memcmp(q, merges + pos, want) != 0 || (dots && memcmp(q + want, "...", 3))) {
+        fprintf(stderr, "fuzz_vocab_merges: the error \"%s\" does not quote line %ld alone\n", m, line);
+        abort();
     }
 }
 
