@@ -189,8 +189,8 @@ static tok_status add_merge_string(bpe_tokenizer *t, const json_t *vocab, const 
                                   const char *where, tok_error *err) {
     const char *sp = memchr(s, ' ', len);
     if (!sp || sp == s || sp == s + len - 1 || memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s)))
-        return tok_error_set(err, TOK_ERR_FORMAT, "%s: merge \"%.80s\" is not two tokens separated by one space", where,
-                            s);
+        return tok_error_set(err, TOK_ERR_FORMAT, "%s: merge \"%.*s%s\" is not two tokens separated by one space",
+                            where, (int)(len > 80 ? 80 : len), s, len > 80 ? "..." : ""); /* the line only */
     return add_merge(t, vocab, s, (size_t)(sp - s), sp + 1, len - (size_t)(sp + 1 - s), rank, where, err);
 }
 

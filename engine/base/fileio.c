@@ -114,9 +114,12 @@ bc_status eng_load_json(const char *path, const char *what, uint64_t max_bytes, 
     json_error_t je;
     *out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     free(text);
-    if (!*out)
+    if (!*out) {
+        for (char *c = je.text; *c; c++) /* jansson quotes the file's text: keep the message one line */
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
         return bc_error_set(err, BC_ERR_FORMAT, "%s: not valid JSON (line %d, column %d: %s)", path, je.line,
                             je.column, je.text);
+    }
     return BC_OK;
 }
 

@@ -126,6 +126,8 @@ bc_status eng_st_parse(eng_ck_file *f, const char *path, const void *bytes, size
     json_error_t je;
     root = json_loadb((const char *)b + 8, (size_t)n, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
+        for (char *c = je.text; *c; c++) /* jansson quotes the file's text: keep the message one line */
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
         st = bc_error_set(err, BC_ERR_FORMAT, "%s: header is not valid JSON (line %d, column %d: %s)", path, je.line,
                           je.column, je.text);
         goto fail;

@@ -152,6 +152,10 @@ bc_status eng_lora_synthetic(eng_lora *lo, const eng_family *f, const eng_shape 
 
 /* ------------------------------------------------------------------ PEFT */
 
+/* The largest lora_alpha an adapter_config.json may give: its scale
+ * (alpha / r, or alpha / sqrt(r)) then stays a finite float. */
+#define LORA_MAX_ALPHA 1e6
+
 /* A field of adapter_config.json that must be absent, null, false, "none",
  * empty or an empty object/list. */
 static bc_status refuse_key(const json_t *cfg, const char *key, const char *path, bc_error *err) {
@@ -164,7 +168,8 @@ static bc_status refuse_key(const json_t *cfg, const char *key, const char *path
                         key);
 }
 
-/* Copies tensor t (F32, F16 or BF16; [rows, cols]) into dst as fp32. */
+/* Copies tensor t (F32, F16 or BF16; [rows, cols]) into dst as fp32; every
+ * value must be finite (a NaN or an Inf would reach every fused weight). */
 static bc_status copy_tensor(float *dst, const eng_ck_tensor *t, int rows, int cols, bc_error *err) {
     if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols)
         return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor %s: shape must be [%d, %d]", t->path, t->name, rows, cols);
@@ -173,6 +178,10 @@ static bc_status copy_tensor(float *dst, const eng_ck_tensor *t, int rows, int c
                             t->path, t->name, eng_ck_dtype_name(t->dtype));
     eng_convert_values(dst, ENG_F32, t->data, t->dtype == ENG_CK_F32 ? ENG_F32 : t->dtype == ENG_CK_F16 ? ENG_F16 : ENG_BF16,
                        (size_t)rows * cols);
+    for (size_t i = 0; i < (size_t)rows * cols; i++)
+        if (!isfinite(dst[i]))
+            return bc_error_set(err, BC_ERR_FORMAT, "%s: tensor %s: element %zu (row %zu, column %zu) is %s", t->path,
+                                t->name, i, i / (size_t)cols, i % (size_t)cols, isnan(dst[i]) ? "NaN" : "infinite");
     return BC_OK;
 }
 
@@ -208,6 +217,9 @@ bc_status eng_lora_load_peft(eng_lora *lo, const eng_family *fam, const char *di
         st = bc_error_set(err, BC_ERR_FORMAT, "%s: \"r\" must be an integer in [1, 65536]", cpath);
     else if (!json_is_number(alpha))
         st = bc_error_set(err, BC_ERR_FORMAT, "%s: \"lora_alpha\" must be a number", cpath);
+    else if (!(json_number_value(alpha) > 0) || json_number_value(alpha) > LORA_MAX_ALPHA)
+        st = bc_error_set(err, BC_ERR_FORMAT, "%s: \"lora_alpha\" = %.6g is outside (0, %g]", cpath,
+                          json_number_value(alpha), LORA_MAX_ALPHA);
     else if (!json_is_array(tm) || json_array_size(tm) == 0)
         st = bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: \"target_modules\" must be a non-empty list of names", cpath);
     for (size_t i = 0; st == BC_OK && i < json_array_size(tm); i++) {

@@ -92,6 +92,16 @@ static int is_name(const char *s, const char *extra) {
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
+/* buf := at most n - 1 bytes of a worker's text s for a message, each
+ * control byte (newline, escape, ...) as '?': a message stays one line
+ * and sends no terminal sequence. */
+static const char *shown(const char *s, char *buf, size_t n) {
+    size_t k = 0;
+    for (; s && *s && k + 1 < n; s++) buf[k++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+    buf[k] = '\0';
+    return buf;
+}
+
 /* A number member of o: 1 and *v when present. */
 static int get_number(const json_t *o, const char *key, double *v) {
     json_t *x = json_object_get(o, key);
@@ -154,8 +164,9 @@ static bc_status parse_setting(const wk_client *c, const json_t *s, uint32_t i, 
             }
         }
     } else {
+        char text[64];
         return bc_error_set(err, BC_ERR_FORMAT, "setting '%s': type \"%s\" is not string, int, double or bool", name,
-                            type);
+                            shown(type, text, sizeof text));
     }
     if (!d->name || !d->help || (d->type == BC_SETTING_STRING && !d->default_string))
         return bc_error_set(err, BC_ERR_NOMEM, "no memory for setting '%s'", name);
@@ -233,6 +244,10 @@ static bc_status parse_metrics(const json_t *list, wk_hello *h, bc_error *err) {
     return BC_OK;
 }
 
+static int compare_names(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* Fills h from the hello line (already parsed as o). */
 static bc_status parse_hello(wk_client *c, const json_t *o, wk_hello *h, bc_error *err) {
     if (!json_is_object(o) || !json_is_string(json_object_get(o, "op")) ||
@@ -256,6 +271,9 @@ static bc_status parse_hello(wk_client *c, const json_t *o, wk_hello *h, bc_erro
     snprintf(c->engine, sizeof c->engine, "%s", engine);
     h->engine = dup_or_null(engine), h->engine_version = dup_or_null(version), h->device = dup_or_null(device);
     size_t n = json_array_size(settings);
+    if (n > WK_MAX_SETTINGS)
+        return bc_error_set(err, BC_ERR_DEVICE, "the hello declares %zu settings; at most %d are allowed", n,
+                            WK_MAX_SETTINGS);
     h->settings = calloc(n + 1, sizeof *h->settings);
     if (!h->engine || !h->engine_version || !h->device || !h->settings)
         return bc_error_set(err, BC_ERR_NOMEM, "no memory for the hello");
@@ -266,10 +284,19 @@ static bc_status parse_hello(wk_client *c, const json_t *o, wk_hello *h, bc_erro
             if (st == BC_ERR_FORMAT) err->code = BC_ERR_DEVICE;
             return st == BC_ERR_FORMAT ? BC_ERR_DEVICE : st;
         }
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(h->settings[k].name, h->settings[i].name) == 0)
-                return bc_error_set(err, BC_ERR_DEVICE, "the hello declares setting '%s' twice", h->settings[i].name);
     }
+    const char *twice = NULL;
+    if (n > 1) { /* duplicates: the names sorted, n log n */
+        const char **names = malloc(n * sizeof *names);
+        if (!names) return bc_error_set(err, BC_ERR_NOMEM, "no memory for the hello");
+        for (size_t i = 0; i < n; i++) names[i] = h->settings[i].name;
+        qsort(names, n, sizeof *names, compare_names);
+        for (size_t i = 1; i < n && !twice; i++)
+            if (strcmp(names[i - 1], names[i]) == 0) twice = names[i];
+        if (twice) bc_error_set(err, BC_ERR_DEVICE, "the hello declares setting '%s' twice", twice);
+        free(names);
+    }
+    if (twice) return BC_ERR_DEVICE;
     return parse_metrics(json_object_get(o, "metrics"), h, err);
 }
 
@@ -280,11 +307,23 @@ static bc_status read_object(wk_client *c, json_t **out, bc_error *err) {
     bc_status st = wk_proc_read_line(&c->proc, c->cmd.timeout_s, &line, &len, err);
     if (st != BC_OK) return st;
     json_error_t je;
-    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (!json_is_object(o)) {
+        /* what it is instead: JSON that is no object, or where and why it is not JSON */
+        static const char *const kinds[] = {[JSON_ARRAY] = "an array", [JSON_STRING] = "a string",
+                                            [JSON_INTEGER] = "a number", [JSON_REAL] = "a number",
+                                            [JSON_TRUE] = "true", [JSON_FALSE] = "false", [JSON_NULL] = "null"};
+        char why[200], text[sizeof je.text];
+        if (o) snprintf(why, sizeof why, "JSON, but %s, not an object", kinds[json_typeof(o)]);
+        else snprintf(why, sizeof why, "not JSON (column %d: %s)", je.column, shown(je.text, text, sizeof text));
         json_decref(o);
-        return bc_error_set(err, BC_ERR_DEVICE, "the worker wrote a line that is not a JSON object on stdout: \"%.60s%s\"",
-                            line, len > 60 ? "..." : "");
+        char quoted[64];
+        size_t k = 0;
+        for (size_t i = 0; i < len && k < 60; i++) /* no terminal controls in the message (nor NULs) */
+            quoted[k++] = (unsigned char)line[i] < 0x20 || line[i] == 0x7f ? '?' : line[i];
+        quoted[k] = '\0';
+        return bc_error_set(err, BC_ERR_DEVICE, "the worker wrote a line on stdout that is %s: \"%s%s\"", why, quoted,
+                            len > 60 ? "..." : "");
     }
     *out = o;
     return BC_OK;
@@ -302,8 +341,13 @@ bc_status wk_client_start(wk_client *c, const bc_host *host, const wk_command *c
     bc_status st = wk_proc_start(&c->proc, host, cmd->argv, cmd->env, cmd->n_env, err);
     if (st != BC_OK) return annotate(c, "start", 0, err);
     json_t *o = NULL;
+    double t0 = now_ms();
     if ((st = read_object(c, &o, err)) == BC_OK) st = parse_hello(c, o, hello, err);
     json_decref(o);
+    double took_s = (now_ms() - t0) * 1e-3;
+    if (st == BC_OK && took_s > cmd->timeout_s)
+        st = bc_error_set(err, BC_ERR_DEVICE, "reading and checking the hello took %.3g s, more than timeout_s (%.3g s)",
+                          took_s, cmd->timeout_s);
     if (st != BC_OK) {
         wk_hello_free(hello);
         return worker_failed(c, "hello", err);
@@ -328,7 +372,8 @@ static bc_status reply_error(wk_client *c, const char *op, const json_t *reply, 
     bc_status st = BC_ERR_INTERNAL;
     for (size_t i = 0; code && i < sizeof codes / sizeof codes[0]; i++)
         if (strcmp(code, codes[i].name) == 0) st = codes[i].status;
-    bc_error_set(err, st, "%s", message ? message : "failed (no message)");
+    char text[sizeof err->message];
+    bc_error_set(err, st, "%s", message ? shown(message, text, sizeof text) : "failed (no message)");
     return annotate(c, op, 0, err);
 }
 

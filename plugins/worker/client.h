@@ -21,8 +21,8 @@
 
 #define WK_PROTOCOL_VERSION 1
 
-/* The most metrics a hello may declare. */
-enum { WK_MAX_METRICS = 64 };
+/* The most metrics and settings a hello may declare. */
+enum { WK_MAX_METRICS = 64, WK_MAX_SETTINGS = 4096 };
 
 /* One metric a worker's hello declares (its profile's extra keys): the
  * row the host gets (per iteration) and the inclusive range every value

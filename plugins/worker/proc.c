@@ -1,4 +1,5 @@
-/* proc.c: a worker child process with deadlines on every wait (proc.h). */
+/* proc.c: a worker child process and its tree, with deadlines on every
+ * wait (proc.h). */
 #define _GNU_SOURCE
 #include "proc.h"
 
@@ -106,10 +107,121 @@ static int overridden(const char *e, char *const *add, size_t n_add) {
     return 0;
 }
 
+/* ----------------------------------------------------------- supervisor */
+
+static void on_sigchld(int sig) { (void)sig; } /* only to interrupt ppoll */
+
+/* The supervisor's descendants (the worker, and every orphan of it, which
+ * the kernel hands to the subreaper) killed and reaped; the worker's
+ * status into *status when it is reaped here. Async-signal-safe: the
+ * supervisor is a fork of a process that may have threads. */
+static void kill_tree(pid_t worker, int *status, int *reaped) {
+    for (int rounds = 0;; rounds++) {
+        int fd = open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) { /* "pid pid ... " of the live children (and zombies) */
+            char buf[4096];
+            ssize_t n;
+            long pid = 0;
+            int digits = 0;
+            while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+                for (ssize_t i = 0; i < n; i++) {
+                    if (buf[i] >= '0' && buf[i] <= '9') pid = pid * 10 + (buf[i] - '0'), digits = 1;
+                    else {
+                        if (digits && pid > 0) kill((pid_t)pid, SIGKILL);
+                        pid = 0, digits = 0;
+                    }
+                }
+            if (digits && pid > 0) kill((pid_t)pid, SIGKILL);
+            close(fd);
+        } else { /* no /proc children list: the worker's group at least */
+            kill(-worker, SIGKILL);
+        }
+        int st;
+        pid_t q;
+        while ((q = waitpid(-1, &st, fd >= 0 ? 0 : WNOHANG)) < 0 && errno == EINTR) {
+        }
+        if (q < 0) return; /* ECHILD: no descendant left */
+        if (q == worker) *status = st, *reaped = 1;
+        if (fd < 0 && q == 0) {
+            if (rounds > 100) return;
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+/* The supervisor: a child of benchctl's that is the subreaper of the
+ * worker's tree. It starts the worker, and when the worker exits, or when
+ * benchctl closes (or loses, dying) its end of sup, it kills and reaps
+ * every descendant, sends the worker's wait status (an int) on sup and
+ * exits. where: what the exec error adds (a relative command's working
+ * folder, composed before the fork), "" for nothing. Never returns;
+ * async-signal-safe calls only. */
+static void supervise(int sup, int in, int out, int errfd, char *const *argv, char *const *envp, const char *where) {
+    setpgid(0, 0);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    sigset_t chld, unblocked;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &unblocked);
+    sigdelset(&unblocked, SIGCHLD);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigchld;
+    sigaction(SIGCHLD, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    /* not benchctl's handlers: they are benchctl's business, and this process
+     * is in a group of its own (no terminal signal reaches it) */
+    signal(SIGINT, SIG_DFL), signal(SIGTERM, SIG_DFL), signal(SIGHUP, SIG_DFL), signal(SIGQUIT, SIG_DFL);
+    pid_t self = getpid();
+    pid_t worker = fork();
+    if (worker == 0) {
+        setpgid(0, 0); /* its own group, as before: the tree's first straggler net */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != self) _exit(127);
+        if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0) _exit(127);
+        long max_fd = sysconf(_SC_OPEN_MAX);
+        if (max_fd < 0 || max_fd > 65536) max_fd = 65536;
+        for (int fd = 3; fd < max_fd; fd++) close(fd);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGCHLD, SIG_DFL);
+        execvpe(argv[0], argv, envp);
+        static const char msg[] = "benchctl: cannot run the worker command: ";
+        const char *why = strerror(errno);
+        if (write(2, msg, sizeof msg - 1) < 0 || write(2, argv[0], strlen(argv[0])) < 0 || write(2, ": ", 2) < 0 ||
+            write(2, why, strlen(why)) < 0 || write(2, where, strlen(where)) < 0 || write(2, "\n", 1) < 0)
+            _exit(127);
+        _exit(127);
+    }
+    close(in), close(out), close(errfd); /* the worker's now: its stdout closes when its tree is gone */
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) dup2(null, 0), dup2(null, 1), dup2(null, 2), close(null); /* hold none of benchctl's */
+    int status = 127 << 8, reaped = worker < 0;
+    while (!reaped) {
+        struct pollfd pf = {.fd = sup, .events = POLLIN};
+        int r = ppoll(&pf, 1, NULL, &unblocked);
+        int st;
+        pid_t q;
+        while ((q = waitpid(-1, &st, WNOHANG)) > 0)
+            if (q == worker) status = st, reaped = 1;
+        if (r > 0 && pf.revents) {
+            char b[64];
+            ssize_t n = read(sup, b, sizeof b);
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break; /* benchctl: stop */
+        }
+    }
+    kill_tree(worker, &status, &reaped);
+    if (send(sup, &status, sizeof status, MSG_NOSIGNAL) < 0) _exit(1);
+    _exit(0);
+}
+
 bc_status wk_proc_start(wk_proc *p, const bc_host *host, char *const *argv, char *const *env_add, size_t n_env,
                         bc_error *err) {
     memset(p, 0, sizeof *p);
-    p->in_fd = p->out_fd = p->err_fd = -1;
+    p->in_fd = p->out_fd = p->err_fd = p->sup_fd = -1;
     p->exit_status = -1;
     p->host = host;
     size_t n_environ = 0;
@@ -121,12 +233,12 @@ bc_status wk_proc_start(wk_proc *p, const bc_host *host, char *const *argv, char
         if (!overridden(environ[i], env_add, n_env)) envp[k++] = environ[i];
     for (size_t i = 0; i < n_env; i++) envp[k++] = env_add[i];
 
-    int sv[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
+    int sv[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1}, sup[2] = {-1, -1};
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 || pipe2(out, O_CLOEXEC) != 0 ||
-        pipe2(errp, O_CLOEXEC) != 0) {
+        pipe2(errp, O_CLOEXEC) != 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sup) != 0) {
         int e = errno;
         close_fd(&sv[0]), close_fd(&sv[1]), close_fd(&out[0]), close_fd(&out[1]), close_fd(&errp[0]);
-        close_fd(&errp[1]);
+        close_fd(&errp[1]), close_fd(&sup[0]), close_fd(&sup[1]);
         free(envp);
         return bc_error_set(err, BC_ERR_IO, "cannot make the worker's pipes: %s", strerror(e));
     }
@@ -135,60 +247,60 @@ bc_status wk_proc_start(wk_proc *p, const bc_host *host, char *const *argv, char
     char where[4096 + 96] = "", cwd[4096];
     if (strchr(argv[0], '/') && argv[0][0] != '/' && getcwd(cwd, sizeof cwd))
         snprintf(where, sizeof where, " (a relative command, looked up from the working folder %s)", cwd);
-    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
-        /* the child: only async-signal-safe calls until exec */
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(127);
-        if (dup2(sv[1], 0) < 0 || dup2(out[1], 1) < 0 || dup2(errp[1], 2) < 0) _exit(127);
+        /* the supervisor: keeps only its four descriptors (benchctl's others,
+         * another worker's pipes among them, must not live on here) */
         long max_fd = sysconf(_SC_OPEN_MAX);
         if (max_fd < 0 || max_fd > 65536) max_fd = 65536;
-        for (int fd = 3; fd < max_fd; fd++) close(fd);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        execvpe(argv[0], argv, envp);
-        static const char msg[] = "benchctl: cannot run the worker command: ";
-        const char *why = strerror(errno);
-        if (write(2, msg, sizeof msg - 1) < 0 || write(2, argv[0], strlen(argv[0])) < 0 || write(2, ": ", 2) < 0 ||
-            write(2, why, strlen(why)) < 0 || write(2, where, strlen(where)) < 0 || write(2, "\n", 1) < 0)
-            _exit(127);
-        _exit(127);
+        for (int fd = 3; fd < max_fd; fd++)
+            if (fd != sv[1] && fd != out[1] && fd != errp[1] && fd != sup[1]) close(fd);
+        supervise(sup[1], sv[1], out[1], errp[1], argv, envp, where);
     }
     int fork_errno = errno;
     free(envp);
-    close_fd(&sv[1]), close_fd(&out[1]), close_fd(&errp[1]);
+    close_fd(&sv[1]), close_fd(&out[1]), close_fd(&errp[1]), close_fd(&sup[1]);
     if (pid < 0) {
-        close_fd(&sv[0]), close_fd(&out[0]), close_fd(&errp[0]);
+        close_fd(&sv[0]), close_fd(&out[0]), close_fd(&errp[0]), close_fd(&sup[0]);
         return bc_error_set(err, BC_ERR_IO, "cannot start the worker: fork: %s", strerror(fork_errno));
     }
-    setpgid(pid, pid); /* also here, so the group exists before our first kill */
     p->pid = pid;
-    p->in_fd = sv[0], p->out_fd = out[0], p->err_fd = errp[0];
-    set_nonblocking(p->in_fd), set_nonblocking(p->out_fd), set_nonblocking(p->err_fd);
+    p->in_fd = sv[0], p->out_fd = out[0], p->err_fd = errp[0], p->sup_fd = sup[0];
+    set_nonblocking(p->in_fd), set_nonblocking(p->out_fd), set_nonblocking(p->err_fd), set_nonblocking(p->sup_fd);
     return BC_OK;
 }
 
 /* ------------------------------------------------------------ exit, stop */
 
-/* Waits up to grace_s for the child to exit, without reaping it. 1 when it
- * has; its status goes to p->exit_status in waitpid's encoding. */
+/* Takes the worker's wait status from the supervisor when it has sent it;
+ * 1 when known (p->exit_status). */
+static int take_status(wk_proc *p) {
+    if (p->exit_status >= 0) return 1;
+    while (p->sup_fd >= 0 && p->sup_len < sizeof p->sup_buf) {
+        ssize_t n = read(p->sup_fd, p->sup_buf + p->sup_len, sizeof p->sup_buf - p->sup_len);
+        if (n > 0) p->sup_len += (size_t)n;
+        else if (n < 0 && errno == EINTR) continue;
+        else {
+            if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) close_fd(&p->sup_fd); /* supervisor gone */
+            break;
+        }
+    }
+    if (p->sup_len < sizeof p->sup_buf) return 0;
+    memcpy(&p->exit_status, p->sup_buf, sizeof p->exit_status);
+    return 1;
+}
+
+/* Waits up to grace_s for the worker to exit (its whole tree is then
+ * gone). 1 when it has; its status is p->exit_status, in waitpid's
+ * encoding. */
 static int wait_exit(wk_proc *p, double grace_s) {
     double deadline = now_s() + grace_s;
     for (;;) {
-        siginfo_t si;
-        memset(&si, 0, sizeof si);
-        if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == p->pid) {
-            p->exit_status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : (si.si_status & 0x7f);
-            return 1;
-        }
-        if (now_s() >= deadline) return 0;
+        if (take_status(p)) return 1;
+        if (p->sup_fd < 0 || now_s() >= deadline) return 0;
         drain_stderr(p);
-        struct pollfd pf = {.fd = p->err_fd, .events = POLLIN};
-        poll(&pf, p->err_fd >= 0 ? 1 : 0, 10);
+        struct pollfd pf[2] = {{.fd = p->sup_fd, .events = POLLIN}, {.fd = p->err_fd, .events = POLLIN}};
+        poll(pf, 2, ms_left(deadline) < 50 ? ms_left(deadline) : 50);
     }
 }
 
@@ -204,14 +316,22 @@ void wk_proc_stop(wk_proc *p, double grace_s) {
     if (p->pid > 0) {
         close_fd(&p->in_fd);
         wait_exit(p, grace_s);
-        kill(-p->pid, SIGKILL); /* the group, stragglers included; the leader is not reaped yet */
-        kill(p->pid, SIGKILL);
+        close_fd(&p->sup_fd); /* the supervisor kills and reaps the worker's tree, then exits */
         int status;
-        while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR) {
+        double deadline = now_s() + WK_SUPERVISOR_GRACE_S;
+        pid_t q;
+        while ((q = waitpid(p->pid, &status, WNOHANG)) == 0 && now_s() < deadline) {
+            struct timespec ts = {0, 2000000};
+            nanosleep(&ts, NULL);
+        }
+        if (q == 0) { /* a supervisor that did not finish: the worker dies with it (PR_SET_PDEATHSIG) */
+            kill(p->pid, SIGKILL);
+            while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR) {
+            }
         }
         p->pid = 0;
     }
-    close_fd(&p->in_fd), close_fd(&p->out_fd), close_fd(&p->err_fd);
+    close_fd(&p->in_fd), close_fd(&p->out_fd), close_fd(&p->err_fd), close_fd(&p->sup_fd);
     free(p->out_buf);
     p->out_buf = NULL;
     p->out_len = p->out_cap = p->out_skip = 0;
@@ -293,6 +413,7 @@ bc_status wk_proc_read_line(wk_proc *p, double timeout_s, char **line, size_t *l
     }
     double deadline = now_s() + timeout_s;
     size_t scanned = 0;
+    int exited = 0;
     for (;;) {
         char *nl = p->out_len > scanned ? memchr(p->out_buf + scanned, '\n', p->out_len - scanned) : NULL;
         if (nl) {
@@ -310,13 +431,18 @@ bc_status wk_proc_read_line(wk_proc *p, double timeout_s, char **line, size_t *l
         if (p->out_len > WK_MAX_LINE_BYTES)
             return bc_error_set(err, BC_ERR_DEVICE, "the worker wrote a line longer than 64 MiB on stdout");
         if (p->out_fd < 0) return closed_error(p, err);
-        struct pollfd pf[2] = {{.fd = p->out_fd, .events = POLLIN}, {.fd = p->err_fd, .events = POLLIN}};
-        int r = poll(pf, 2, ms_left(deadline));
+        if (exited) return closed_error(p, err); /* it exited, and what it wrote holds no whole line */
+        struct pollfd pf[3] = {{.fd = p->out_fd, .events = POLLIN}, {.fd = p->err_fd, .events = POLLIN},
+                               {.fd = p->sup_fd, .events = POLLIN}};
+        int r = poll(pf, 3, ms_left(deadline));
         if (r < 0 && errno == EINTR) continue;
         if (r == 0)
             return bc_error_set(err, BC_ERR_DEVICE, "the worker sent nothing for %.3g s (timeout_s)", timeout_s);
         if (pf[1].revents) drain_stderr(p);
-        if (pf[0].revents) {
+        /* the worker's own exit, even while something else holds its stdout:
+         * read what stdout has, then a line or the exit */
+        if (pf[2].revents && take_status(p)) exited = 1;
+        if (pf[0].revents || exited) {
             bc_status st = read_stdout(p, err);
             if (st != BC_OK) return st;
         }

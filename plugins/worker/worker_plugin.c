@@ -28,6 +28,8 @@
 
 #include "benchctl/plugin.h"
 #include "client.h"
+#include "command.h"
+#include "profile.h"
 #include "../common/synthetic_prompts.h"
 
 enum { S_COMMAND = 0, S_ENV, S_TIMEOUT_S, S_SAVE_TOKENS, N_OWN_SETTINGS };
@@ -57,90 +59,10 @@ static const bc_metric_desc worker_metrics[N_OWN_METRICS] = {
 
 static const char *const reserved_names[] = {"command", "env", "timeout_s", "save_tokens", NULL};
 
-/* ------------------------------------------------------------ the command */
-
-/* The words of a command line and of env, owned. */
-typedef struct words {
-    char **v; /* n words and a NULL */
-    size_t n;
-} words;
-
-static void words_free(words *w) {
-    for (size_t i = 0; i < w->n; i++) free(w->v[i]);
-    free(w->v);
-    w->v = NULL, w->n = 0;
-}
-
-/* Splits s on blanks; '...' and "..." group words (no escapes). */
-static bc_status split_words(const char *s, const char *setting, words *out, bc_error *err) {
-    memset(out, 0, sizeof *out);
-    size_t len = strlen(s);
-    out->v = calloc(len / 2 + 2, sizeof *out->v);
-    char *buf = malloc(len + 1);
-    if (!out->v || !buf) {
-        free(buf);
-        words_free(out);
-        return bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for %s", setting);
-    }
-    const char *p = s;
-    for (;;) {
-        while (*p == ' ' || *p == '\t') p++;
-        if (!*p) break;
-        size_t k = 0;
-        while (*p && *p != ' ' && *p != '\t') {
-            if (*p == '\'' || *p == '"') {
-                char q = *p++;
-                while (*p && *p != q) buf[k++] = *p++;
-                if (!*p) {
-                    free(buf);
-                    words_free(out);
-                    return bc_error_set(err, BC_ERR_SETTING, "worker: %s: a %c quote is not closed", setting, q);
-                }
-                p++;
-            } else {
-                buf[k++] = *p++;
-            }
-        }
-        buf[k] = '\0';
-        if (!(out->v[out->n] = strdup(buf))) {
-            free(buf);
-            words_free(out);
-            return bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for %s", setting);
-        }
-        out->n++;
-    }
-    free(buf);
-    return BC_OK;
-}
-
-/* The command, env and timeout of a worker, from the plugin's own settings. */
-typedef struct launch {
-    words argv, env;
-    wk_command cmd;
-} launch;
-
-static void launch_free(launch *l) { words_free(&l->argv), words_free(&l->env); }
-
-static bc_status launch_init(launch *l, const bc_settings *s, bc_error *err) {
-    memset(l, 0, sizeof *l);
-    bc_status st = split_words(bc_setting_at(s, S_COMMAND)->s, "command", &l->argv, err);
-    if (st == BC_OK) st = split_words(bc_setting_at(s, S_ENV)->s, "env", &l->env, err);
-    for (size_t i = 0; st == BC_OK && i < l->env.n; i++) {
-        const char *eq = strchr(l->env.v[i], '=');
-        if (!eq || eq == l->env.v[i])
-            st = bc_error_set(err, BC_ERR_SETTING, "worker: env: \"%s\" is not KEY=VALUE", l->env.v[i]);
-    }
-    if (st == BC_OK && l->argv.n == 0)
-        st = bc_error_set(err, BC_ERR_SETTING, "worker: command is empty");
-    if (st != BC_OK) {
-        if (err->code == BC_ERR_SETTING && l->argv.n == 0)
-            bc_error_hint(err, "set command to the worker's command line, e.g. \"python3 -m benchctl_worker transformers\"");
-        launch_free(l);
-        return st;
-    }
-    l->cmd = (wk_command){.argv = l->argv.v, .env = l->env.v, .n_env = l->env.n,
-                          .timeout_s = bc_setting_at(s, S_TIMEOUT_S)->f, .reserved = reserved_names};
-    return BC_OK;
+/* The worker's command, env and timeout, from the plugin's own settings. */
+static bc_status launch_init(wk_launch *l, const bc_settings *s, bc_error *err) {
+    return wk_launch_init(l, bc_setting_at(s, S_COMMAND)->s, bc_setting_at(s, S_ENV)->s,
+                          bc_setting_at(s, S_TIMEOUT_S)->f, reserved_names, err);
 }
 
 /* ----------------------------------------------------------- more_settings */
@@ -149,7 +71,7 @@ static bc_status worker_more_settings(const bc_host *host, const bc_settings *se
                                       uint32_t *n_rows, uint32_t *row_size, bc_error *err) {
     *rows = NULL, *n_rows = 0, *row_size = sizeof(bc_setting_desc);
     if (bc_setting_at(settings, S_COMMAND)->s[0] == '\0') return BC_OK; /* create says it is missing */
-    launch l;
+    wk_launch l;
     bc_status st = launch_init(&l, settings, err);
     if (st != BC_OK) return st;
     wk_client c;
@@ -161,7 +83,7 @@ static bc_status worker_more_settings(const bc_host *host, const bc_settings *se
         hello.settings = NULL, hello.n_settings = 0; /* now the host's until free_more_settings */
         wk_hello_free(&hello);
     }
-    launch_free(&l);
+    wk_launch_free(&l);
     return st;
 }
 
@@ -174,7 +96,7 @@ static void worker_free_more_settings(const bc_setting_desc *rows, uint32_t n_ro
 typedef struct worker {
     const bc_host *host;
     const bc_settings *settings; /* host-owned, until destroy */
-    launch launch;
+    wk_launch launch;
     wk_client client;
     wk_hello hello;              /* of the worker now (or last) running */
     /* the first hello's metrics, owned (a restarted worker must declare the
@@ -197,25 +119,14 @@ typedef struct worker {
     uint32_t iteration;
     int want_tokens;
     json_t *tokens;              /* the last rollout's, owned, when want_tokens */
-    int32_t *token_ids;          /* the same as rows x token_cols ids, owned (generate's tokens) */
+    int32_t *token_ids;          /* the same, checked: rows x response_length ids, owned */
     size_t token_cap;
-    int64_t token_rows, token_cols;
     double *step_ms;             /* decode_step_ms of the last rollout, owned */
     size_t step_cap;
     int64_t peak_bytes;          /* the largest peak_memory_bytes since reset_peak_memory, -1 unknown */
 } worker;
 
 static const char *json_str(const json_t *o, const char *key) { return json_string_value(json_object_get(o, key)); }
-
-static int64_t json_int(const json_t *o, const char *key) {
-    json_t *v = json_object_get(o, key);
-    return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
-}
-
-static double json_num(const json_t *o, const char *key) {
-    json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
 
 static void forget_description(worker *w) {
     json_decref(w->dtypes);
@@ -257,13 +168,20 @@ static bc_status take_description(worker *w, const json_t *r, bc_error *err) {
     forget_description(w);
     const char *model = json_str(r, "model");
     json_t *dtypes = json_object_get(r, "dtypes");
-    w->vocab_size = json_int(r, "vocab_size");
-    if (!model || !json_is_array(dtypes) || w->vocab_size <= 3) {
+    if (!model || !json_is_array(dtypes)) {
         wk_client_kill(&w->client);
         return bc_error_set(err, BC_ERR_DEVICE,
-                            "worker %s: describe: the reply needs \"model\", \"dtypes\" (a list) and \"vocab_size\" > 3",
+                            "worker %s: describe: the reply needs \"model\", \"dtypes\" (a list) and \"vocab_size\"",
                             w->client.engine);
     }
+    wk_description d;
+    bc_status st = wk_description_take(w->client.engine, r, &d, err);
+    if (st != BC_OK) {
+        wk_client_kill(&w->client);
+        return st;
+    }
+    w->vocab_size = d.vocab_size, w->max_positions = d.max_positions, w->n_parameters = d.n_parameters;
+    w->n_layers = d.n_layers, w->hidden_size = d.hidden_size, w->n_heads = d.n_heads, w->ffn_size = d.ffn_size;
     keep_text(w->model_family, sizeof w->model_family, json_str(r, "model_family"));
     keep_text(w->device_name, sizeof w->device_name, json_str(r, "device_name"));
     /* describe's device is the configured one; the hello, written before configure, has the default's */
@@ -271,12 +189,6 @@ static bc_status take_description(worker *w, const json_t *r, bc_error *err) {
     keep_text(w->device, sizeof w->device, device && device[0] ? device : w->hello.device);
     keep_text(w->engine_version, sizeof w->engine_version, w->hello.engine_version);
     w->dtypes = json_incref(dtypes);
-    w->max_positions = json_int(r, "max_positions");
-    w->n_parameters = json_int(r, "parameters");
-    w->n_layers = json_int(r, "n_layers");
-    w->hidden_size = json_int(r, "hidden_size");
-    w->n_heads = json_int(r, "n_heads");
-    w->ffn_size = json_int(r, "ffn_size");
     snprintf(w->model_text, sizeof w->model_text, "%s (%s %s)", model, w->hello.engine, w->hello.engine_version);
     return BC_OK;
 }
@@ -320,7 +232,7 @@ static void worker_destroy(void *instance) {
     json_decref(w->tokens);
     free(w->token_ids);
     free(w->step_ms);
-    launch_free(&w->launch);
+    wk_launch_free(&w->launch);
     free(w);
 }
 
@@ -444,57 +356,13 @@ static bc_status worker_post_process(void *instance, bc_error *err) {
     return BC_OK; /* and post-processes there too */
 }
 
-/* Fills the decode step times from the profile's decode_step_ms. */
-static void take_steps(worker *w, const json_t *profile, bc_generation_stats *out) {
-    json_t *steps = json_object_get(profile, "decode_step_ms");
-    size_t n = json_array_size(steps);
-    if (n == 0) return;
-    if (n > w->step_cap) {
-        double *p = realloc(w->step_ms, n * sizeof *p);
-        if (!p) return;
-        w->step_ms = p, w->step_cap = n;
-    }
-    for (size_t i = 0; i < n; i++) w->step_ms[i] = json_number_value(json_array_get(steps, i));
-    BC_SET(out, bc_generation_stats, decode_step_ms, w->step_ms);
-    BC_SET(out, bc_generation_stats, n_decode_steps, (uint32_t)n);
-}
-
-/* Hands the last rollout's tokens (w->tokens, a list of rows of ids) to the
- * host, as rows x the shortest row's length; none when they are malformed. */
-static void take_tokens(worker *w, bc_generation_stats *out) {
-    size_t rows = json_array_size(w->tokens), cols = SIZE_MAX;
-    for (size_t r = 0; r < rows; r++) {
-        size_t n = json_array_size(json_array_get(w->tokens, r));
-        if (n < cols) cols = n;
-    }
-    if (rows == 0 || cols == 0 || cols == SIZE_MAX) return;
-    if (rows * cols > w->token_cap) {
-        int32_t *p = realloc(w->token_ids, rows * cols * sizeof *p);
-        if (!p) return;
-        w->token_ids = p, w->token_cap = rows * cols;
-    }
-    for (size_t r = 0; r < rows; r++)
-        for (size_t t = 0; t < cols; t++)
-            w->token_ids[r * cols + t] = (int32_t)json_integer_value(json_array_get(json_array_get(w->tokens, r), t));
-    BC_SET(out, bc_generation_stats, tokens, w->token_ids);
-    BC_SET(out, bc_generation_stats, token_rows, (int64_t)rows);
-    BC_SET(out, bc_generation_stats, token_cols, (int64_t)cols);
-    BC_SET(out, bc_generation_stats, token_stride, (int64_t)cols);
-}
-
 /* The metrics of this rollout's profile into w->metric_values: the engine's
- * three stage times summed (each a number in [0, 1e9] ms, else not
- * measured), then every key the hello declared: absent or null is not
+ * three stage times summed (checked by wk_profile_take; NaN when one is
+ * not measured), then every key the hello declared: absent or null is not
  * measured; anything else must be a finite number in the declared range,
  * or the rollout fails naming the key. */
-static bc_status take_metrics(worker *w, const json_t *profile, bc_error *err) {
-    static const char *const stages[] = {"prompt_expansion_ms", "generation_ms", "post_processing_ms"};
-    double sum = 0.0;
-    for (int i = 0; i < 3; i++) {
-        double v = json_num(profile, stages[i]);
-        sum = isfinite(v) && v >= 0 && v <= 1e9 ? sum + v : NAN;
-    }
-    w->metric_values[M_ENGINE_TOTAL_MS] = sum;
+static bc_status take_metrics(worker *w, const json_t *profile, double engine_total_ms, bc_error *err) {
+    w->metric_values[M_ENGINE_TOTAL_MS] = engine_total_ms;
     for (uint32_t i = 0; i < w->n_metrics; i++) {
         const wk_metric *m = &w->metrics[i];
         json_t *x = json_object_get(profile, m->desc.name);
@@ -540,49 +408,57 @@ static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_er
         return bc_error_set(err, BC_ERR_DEVICE, "worker %s: generate: the worker is not running", w->hello.engine);
     json_t *args = json_pack("{s:I, s:b}", "iteration", (json_int_t)w->iteration++, "warmup", w->warmup);
     json_t *reply = NULL;
-    bc_status st = wk_client_call(&w->client, "generate", args, &reply, NULL, err);
+    double round_trip_ms = NAN;
+    bc_status st = wk_client_call(&w->client, "generate", args, &reply, &round_trip_ms, err);
     json_decref(args);
     if (st != BC_OK) return st;
-    json_t *profile = json_object_get(reply, "profile");
-    int64_t tokens = json_int(profile, "num_generated_tokens");
-    if (!json_is_object(profile) || tokens < 0) {
-        json_decref(reply);
-        wk_client_kill(&w->client);
-        return bc_error_set(err, BC_ERR_DEVICE, "worker %s: generate: the reply has no profile.num_generated_tokens",
-                            w->hello.engine);
-    }
     const int64_t rows = (int64_t)w->c.batch_size * w->c.samples_per_prompt;
-    const int64_t forwards = json_int(profile, "num_decode_forwards");
-    BC_SET(out, bc_generation_stats, num_generated_tokens, tokens);
-    BC_SET(out, bc_generation_stats, returned_response_length, rows > 0 ? tokens / rows : -1);
-    BC_SET(out, bc_generation_stats, prefill_forward_ms, json_num(profile, "prefill_forward_ms"));
-    BC_SET(out, bc_generation_stats, decode_forward_ms, json_num(profile, "decode_forward_ms"));
-    BC_SET(out, bc_generation_stats, num_decode_forwards, forwards);
-    BC_SET(out, bc_generation_stats, first_token_ms, json_num(profile, "time_to_first_token_ms"));
+    const wk_shape sh = {.rows = rows, .prompt_length = w->c.prompt_length, .response_length = w->c.response_length,
+                         .vocab_size = w->vocab_size};
+    wk_profile p;
+    const json_t *profile = json_object_get(reply, "profile");
+    st = wk_profile_take(w->hello.engine, profile, &sh, round_trip_ms, &p, &w->step_ms, &w->step_cap, err);
+    if (st == BC_OK) st = take_metrics(w, profile, p.engine_total_ms, err);
+    json_decref(w->tokens);
+    w->tokens = NULL;
+    if (st == BC_OK && w->want_tokens) {
+        st = wk_tokens_take(w->hello.engine, json_object_get(reply, "tokens"), &sh, &w->token_ids, &w->token_cap, err);
+        if (st == BC_OK) w->tokens = json_incref(json_object_get(reply, "tokens")); /* save_tokens writes them */
+    }
+    json_decref(reply);
+    if (st != BC_OK) return st;
+    /* rows x forwards: both bounded by the case (profile.h), so no overflow */
+    BC_SET(out, bc_generation_stats, num_generated_tokens, p.num_generated_tokens);
+    BC_SET(out, bc_generation_stats, returned_response_length, rows > 0 ? p.num_generated_tokens / rows : -1);
+    BC_SET(out, bc_generation_stats, prefill_forward_ms, p.prefill_forward_ms);
+    BC_SET(out, bc_generation_stats, decode_forward_ms, p.decode_forward_ms);
+    BC_SET(out, bc_generation_stats, num_decode_forwards, p.num_decode_forwards);
+    BC_SET(out, bc_generation_stats, first_token_ms, p.first_token_ms);
     BC_SET(out, bc_generation_stats, num_prefill_tokens, rows * w->c.prompt_length);
-    BC_SET(out, bc_generation_stats, num_decode_tokens, forwards >= 0 ? rows * forwards : -1);
+    BC_SET(out, bc_generation_stats, num_decode_tokens,
+           rows > 0 && p.num_decode_forwards >= 0 && p.num_decode_forwards <= INT64_MAX / rows
+               ? rows * p.num_decode_forwards
+               : -1);
     BC_SET(out, bc_generation_stats, prompt_width_tokens, (int64_t)w->c.prompt_length);
     BC_SET(out, bc_generation_stats, prompt_min_tokens, (int64_t)w->c.prompt_length);
     BC_SET(out, bc_generation_stats, prompt_max_tokens, (int64_t)w->c.prompt_length);
-    if ((st = take_metrics(w, profile, err)) != BC_OK) {
-        json_decref(reply);
-        return st;
-    }
     /* DeepSpeed's continuous-batching profile, under its own names (null when not measured);
      * not its active_batch_size, the largest step's rows, where the report's is the mean */
-    BC_SET(out, bc_generation_stats, num_prefill_forwards, json_int(profile, "num_prefill_forwards"));
-    BC_SET(out, bc_generation_stats, scheduler_overhead_ms, json_num(profile, "scheduler_overhead_ms"));
-    BC_SET(out, bc_generation_stats, cache_management_overhead_ms, json_num(profile, "cache_management_overhead_ms"));
-    BC_SET(out, bc_generation_stats, continuous_batch_size, json_int(profile, "continuous_batch_size"));
-    take_steps(w, profile, out);
-    int64_t peak = json_int(profile, "peak_memory_bytes");
-    if (peak > w->peak_bytes) w->peak_bytes = peak;
-    if (w->want_tokens) {
-        json_decref(w->tokens);
-        w->tokens = json_incref(json_object_get(reply, "tokens"));
-        take_tokens(w, out);
+    BC_SET(out, bc_generation_stats, num_prefill_forwards, p.num_prefill_forwards);
+    BC_SET(out, bc_generation_stats, scheduler_overhead_ms, p.scheduler_overhead_ms);
+    BC_SET(out, bc_generation_stats, cache_management_overhead_ms, p.cache_management_overhead_ms);
+    BC_SET(out, bc_generation_stats, continuous_batch_size, p.continuous_batch_size);
+    if (p.n_steps > 0) {
+        BC_SET(out, bc_generation_stats, decode_step_ms, w->step_ms);
+        BC_SET(out, bc_generation_stats, n_decode_steps, (uint32_t)p.n_steps);
     }
-    json_decref(reply);
+    if (p.peak_memory_bytes > w->peak_bytes) w->peak_bytes = p.peak_memory_bytes;
+    if (w->tokens) {
+        BC_SET(out, bc_generation_stats, tokens, w->token_ids);
+        BC_SET(out, bc_generation_stats, token_rows, rows);
+        BC_SET(out, bc_generation_stats, token_cols, (int64_t)w->c.response_length);
+        BC_SET(out, bc_generation_stats, token_stride, (int64_t)w->c.response_length);
+    }
     return BC_OK;
 }
 
@@ -624,12 +500,11 @@ static void save_tokens(worker *w) {
         w->host->log(w->host, BC_LOG_WARN, "save_tokens: %s", err.message);
         return;
     }
-    size_t i, j;
-    json_t *row, *tok;
+    const size_t rows = (size_t)w->c.batch_size * w->c.samples_per_prompt, cols = w->c.response_length;
     bc_status st = BC_OK;
-    json_array_foreach(w->tokens, i, row) {
-        json_array_foreach(row, j, tok) if (st == BC_OK) st = w->host->output_printf(o, &err, j ? " %lld" : "%lld",
-                                                                                   (long long)json_integer_value(tok));
+    for (size_t r = 0; r < rows; r++) { /* the ids wk_tokens_take checked */
+        for (size_t t = 0; st == BC_OK && t < cols; t++)
+            st = w->host->output_printf(o, &err, t ? " %d" : "%d", (int)w->token_ids[r * cols + t]);
         if (st == BC_OK) st = w->host->output_printf(o, &err, "\n");
     }
     if (st == BC_OK) st = w->host->output_commit(o, &err);

@@ -9,6 +9,7 @@
  * adapter was not made for). The fused adapter against PEFT's merged model
  * is test_golden.c's.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 #include "forward.h"
 #include "llama_model.h"
 #include "lora.h"
+#include "../golden/poisoned_adapter.h"
 
 #define GOLDEN BENCHCTL_SOURCE_DIR "/tests/llama/golden/"
 
@@ -198,6 +200,25 @@ static void test_refusals(void **state) {
     assert_int_equal(lo.rank, 4);
     assert_true(fabsf(lo.scale - 2.0f) == 0.0f); /* alpha 8 / r 4 */
     eng_lora_free(&lo);
+    /* values: lora_alpha 1e308 (its scale would be an infinite float), a NaN in
+     * one lora_A element and an Inf in a lora_B are refused, naming the file
+     * and the tensor */
+    char poisoned[64];
+    static const struct {
+        const char *tensor, *alpha, *message;
+        uint32_t bits;
+    } poison[] = {
+        {NULL, "1e308", "\"lora_alpha\" = 1e+308 is outside (0, 1e+06]", 0},
+        {"base_model.model.model.layers.1.self_attn.q_proj.lora_A.weight", NULL, "tensor base_model.model.model.layers.1.self_attn.q_proj.lora_A.weight: element 5 (row 0, column 5) is NaN", 0x7fc00000u},
+        {"base_model.model.model.layers.0.mlp.down_proj.lora_B.weight", NULL, "tensor base_model.model.model.layers.0.mlp.down_proj.lora_B.weight: element 3 (row 0, column 3) is infinite", 0x7f800000u},
+    };
+    for (size_t i = 0; i < sizeof poison / sizeof poison[0]; i++) {
+        assert_true(bc_poisoned_adapter(GOLDEN "llama_gqa_llama3_lora", poison[i].tensor, i == 1 ? 5 : 3, poison[i].bits, poison[i].alpha, poisoned));
+        assert_int_equal(eng_lora_load_peft(&lo, &llama_model_family, poisoned, &w.cfg.shape, &err), BC_ERR_FORMAT);
+        if (!strstr(err.message, poison[i].message)) fail_msg("'%s' lacks '%s'", err.message, poison[i].message);
+        if (!strstr(err.message, poisoned)) fail_msg("'%s' does not name the file", err.message);
+        bc_poisoned_adapter_remove(poisoned);
+    }
     eng_weights_free(&w.base);
 }
 

@@ -31,6 +31,7 @@
 
 #include "forward.h"
 #include "lora.h"
+#include "../golden/poisoned_adapter.h"
 #include "opt_model.h"
 
 #define PRELN BENCHCTL_SOURCE_DIR "/tests/opt/golden/preln"
@@ -226,6 +227,9 @@ static void test_refusals(void **state) {
          BC_ERR_UNSUPPORTED},
         {"{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": [\"q_proj\"], \"bias\": \"all\"}", "bias",
          BC_ERR_UNSUPPORTED},
+        {"{\"r\": 4, \"lora_alpha\": 1e308, \"target_modules\": [\"q_proj\"]}", "\"lora_alpha\" = 1e+308 is outside (0, 1e+06]",
+         BC_ERR_FORMAT},
+        {"{\"r\": 4, \"lora_alpha\": -2, \"target_modules\": [\"q_proj\"]}", "\"lora_alpha\" = -2 is outside", BC_ERR_FORMAT},
         {"{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": [\"q_proj\"], \"bias\": \"none\"}", "adapter_model",
          BC_OK}, /* no adapter_model.safetensors: the safetensors reader's error, whichever code it gives */
     };
@@ -238,6 +242,37 @@ static void test_refusals(void **state) {
     }
     unlink(cfg);
     rmdir(dir);
+    /* values: lora_alpha 1e308 (its scale would be an infinite float), a NaN in
+     * one lora_A element and an Inf in a lora_B are refused, naming the file
+     * and the tensor */
+    {
+        opt_weights golden = load(ENG_F32);
+        char poisoned[64];
+        static const struct {
+            const char *tensor, *alpha, *message;
+            uint32_t bits;
+        } poison[] = {
+            {NULL, "1e308", "\"lora_alpha\" = 1e+308 is outside (0, 1e+06]", 0},
+            {"base_model.model.model.decoder.layers.1.self_attn.q_proj.lora_A.weight", NULL, "tensor base_model.model.model.decoder.layers.1.self_attn.q_proj.lora_A.weight: element 5 (row 0, column 5) is NaN", 0x7fc00000u},
+            {"base_model.model.model.decoder.layers.0.fc2.lora_B.weight", NULL, "tensor base_model.model.model.decoder.layers.0.fc2.lora_B.weight: element 3 (row 0, column 3) is infinite", 0x7f800000u},
+            {"base_model.model.model.decoder.layers.0.fc2.lora_B.weight", NULL, "is infinite", 0xff800000u},
+        };
+        for (size_t i = 0; i < sizeof poison / sizeof poison[0]; i++) {
+            assert_true(bc_poisoned_adapter(PRELN "_lora", poison[i].tensor, i == 1 ? 5 : 3, poison[i].bits, poison[i].alpha, poisoned));
+            eng_lora pl;
+            assert_int_equal(eng_lora_load_peft(&pl, &opt_family, poisoned, &golden.hp.s, &err), BC_ERR_FORMAT);
+            if (!strstr(err.message, poison[i].message)) fail_msg("'%s' lacks '%s'", err.message, poison[i].message);
+            if (!strstr(err.message, poisoned)) fail_msg("'%s' does not name the file", err.message);
+            bc_poisoned_adapter_remove(poisoned);
+        }
+        /* the unpoisoned copy loads */
+        assert_true(bc_poisoned_adapter(PRELN "_lora", NULL, 0, 0, NULL, poisoned));
+        eng_lora pl;
+        assert_int_equal(eng_lora_load_peft(&pl, &opt_family, poisoned, &golden.hp.s, &err), BC_OK);
+        eng_lora_free(&pl);
+        bc_poisoned_adapter_remove(poisoned);
+        opt_weights_free(&golden);
+    }
 }
 
 /* logits[B, T, V] of a prefill of B rows of T tokens (no padding) on w. */

@@ -227,6 +227,12 @@ static void test_refusals(void **state) {
     assert_int_equal(bpe_load_vocab_merges(vocab, vlen, "v.json", merges, strlen(merges), "m.txt", &t, &err),
                      TOK_ERR_FORMAT);
     assert_non_null(strstr(err.message, "m.txt:3"));
+    /* a line of three fields is quoted alone: none of the lines after it reach the message */
+    const char *three = "#version: 0.2\n\xc4\xa0 t\na b c\n\xc4\xa0 t\nNEXT-LINE\n";
+    assert_int_equal(bpe_load_vocab_merges(vocab, vlen, "v.json", three, strlen(three), "m.txt", &t, &err),
+                     TOK_ERR_FORMAT);
+    assert_non_null(strstr(err.message, "m.txt:3: merge \"a b c\" is not two tokens"));
+    assert_null(strstr(err.message, "NEXT-LINE"));
     assert_int_equal(bpe_load_vocab_merges(vocab, vlen, "v.json", "#version: 0.2\n", 14, "m.txt", &t, &err),
                      TOK_ERR_FORMAT);
     assert_non_null(strstr(err.message, "empty"));

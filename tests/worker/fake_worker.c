@@ -3,7 +3,8 @@
  * protocol") and can misbehave on purpose at one request.
  *
  *   fake_worker [--fail MODE --at OP [--when-batch N]] [--delay-ms MS] [--code CODE]
- *               [--continuous N] [--strict-release 1]
+ *               [--continuous N] [--strict-release 1] [--extra-settings N] [--dup-setting 1]
+ *               [--orphan PIDFILE]
  *
  * MODE, at request OP ("hello" for the start; with --when-batch only in
  * cases of that batch size):
@@ -20,6 +21,12 @@
  *   hostile   (generate) sends fake_queue_depth = 1e300, beyond its declared max
  *   error     replies ok:false with error code CODE (default "unsupported")
  *   slow      sleeps --delay-ms before replying (within the timeout)
+ *
+ * --extra-settings N: the hello declares N more settings (x0, x1, ...; ints);
+ * --dup-setting 1: and the last of them is called "model" again.
+ * --orphan PIDFILE: before its hello it starts a child that leaves its
+ * session (setsid), keeps stdout open and sleeps; the child's pid goes to
+ * PIDFILE. With --fail exit, the fake's exit leaves that child holding stdout.
  *
  * --continuous N: its profile also has DeepSpeed's continuous-batching fields,
  * as a continuous batch of N rows would (num_prefill_forwards = ceil(rows / N),
@@ -50,7 +57,8 @@ static const char *fail_mode = "", *fail_at = "", *error_code = "unsupported";
 static long when_batch = -1, delay_ms = 0;
 static long case_batch = 0, case_samples = 0, case_prompt = 0, case_response = 0;
 static int return_tokens = 0, chatty = 0, strict_release = 0, case_release = 0;
-static long continuous = 0;
+static long continuous = 0, extra_settings = 0, dup_setting = 0;
+static const char *orphan_file = NULL;
 static const char *device = ""; /* --device: describe's device (the hello's stays "cpu") */
 static json_t *prompts;
 
@@ -130,6 +138,13 @@ static void hello(void) {
         "name", "threads", "type", "int", "default", 0, "min", 0, "help", "threads (0 = all)",
         "name", "scale", "type", "double", "default", 1.0, "help", "a number it ignores",
         "name", "chatty", "type", "bool", "default", 0, "help", "log every request to stderr");
+    for (long i = 0; i < extra_settings; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "x%ld", i);
+        json_array_append_new(settings, json_pack("{s:s, s:s, s:i, s:s}", "name",
+                                                  dup_setting && i == extra_settings - 1 ? "model" : name, "type",
+                                                  "int", "default", 0, "help", "one of many"));
+    }
     json_t *metrics = json_pack("[{s:s, s:s, s:s, s:i, s:i, s:s}, {s:s, s:s, s:s, s:i, s:i}]", "name",
                                 "fake_queue_depth", "unit", "requests", "better", "lower", "min", 0, "max", 1000,
                                 "help", "requests the fake engine queued", "name", "occupancy", "unit", "1",
@@ -223,10 +238,25 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--continuous") == 0) continuous = atol(argv[i + 1]);
         else if (strcmp(argv[i], "--strict-release") == 0) strict_release = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--device") == 0) device = argv[i + 1];
+        else if (strcmp(argv[i], "--extra-settings") == 0) extra_settings = atol(argv[i + 1]);
+        else if (strcmp(argv[i], "--dup-setting") == 0) dup_setting = atol(argv[i + 1]);
+        else if (strcmp(argv[i], "--orphan") == 0) orphan_file = argv[i + 1];
         else {
             fprintf(stderr, "fake_worker: unknown option %s\n", argv[i]);
             return 2;
         }
+    }
+    if (orphan_file) {
+        fflush(stdout);
+        pid_t child = fork();
+        if (child == 0) { /* out of our session and group, stdout still open */
+            setsid();
+            for (;;) pause();
+        }
+        FILE *f = fopen(orphan_file, "w");
+        if (!f || child < 0) return 2;
+        fprintf(f, "%ld\n", (long)child);
+        fclose(f);
     }
     hello();
     char *line = NULL;

@@ -14,9 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -32,7 +36,7 @@ typedef struct fixture {
     void *dl;
     const bc_plugin_desc *desc;
     const bc_backend_ops *ops;
-    char command[1024];
+    char command[16384];
     bc_setting_value values[N_VALUES];
     bc_settings settings;
     void *inst;
@@ -332,7 +336,7 @@ static void test_crash(void **state) { fail_then_recover(*state, "crash", 10.0, 
 static void test_exit(void **state) { fail_then_recover(*state, "exit", 10.0, "the worker exited with status 3"); }
 static void test_hang(void **state) { fail_then_recover(*state, "hang", 0.5, "the worker sent nothing for 0.5 s"); }
 static void test_garbage(void **state) {
-    fail_then_recover(*state, "garbage", 10.0, "not a JSON object on stdout: \"Traceback");
+    fail_then_recover(*state, "garbage", 10.0, "a line on stdout that is not JSON (column ");
 }
 static void test_wrong_id(void **state) { fail_then_recover(*state, "wrong-id", 10.0, "the reply is not {\"id\":"); }
 
@@ -416,6 +420,251 @@ static void test_unclosed_quote(void **state) {
     assert_non_null(strstr(err.message, "command: a ' quote is not closed"));
 }
 
+/* ------------------------------------------------- values a worker sends */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* This process's CPU time in s: the plugin's own work, whatever the load. */
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The issue's case for repro_worker.sh: batch 2, one sample, prompt 4,
+ * response 8, greedy float32 (so it asks for the tokens). */
+static bc_case repro_case(void) {
+    return (bc_case){.struct_size = sizeof(bc_case), .batch_size = 2, .samples_per_prompt = 1, .prompt_length = 4,
+                     .response_length = 8, .precision = "fp32", .precision_ops = &fp32_ops, .cache_policy = "retain",
+                     .sampling = &greedy};
+}
+
+/* Starts repro_worker.sh with PROFILE, TOKENS ("" for none), DESCRIBE
+ * (NULL: its own) and runs one rollout of repro_case(); the status of the
+ * first hook that failed, err its message. */
+static bc_status repro(fixture *f, const char *profile, const char *tokens, const char *describe,
+                       bc_generation_stats *g, bc_error *err) {
+    snprintf(f->command, sizeof f->command, "sh %s '%s' '%s'%s%s%s", REPRO_WORKER, profile, tokens,
+             describe ? " '" : "", describe ? describe : "", describe ? "'" : "");
+    f->settings.count = V_MODEL; /* its hello declares no settings */
+    if (f->inst) f->ops->destroy(f->inst);
+    f->inst = NULL;
+    bc_status st = f->ops->create(test_plugin_host(), &f->settings, &f->inst, err);
+    if (st != BC_OK) return st;
+    bc_case c = repro_case();
+    if ((st = f->ops->begin_case(f->inst, &c, err)) != BC_OK) return st;
+    *g = unknown_stats();
+    st = f->ops->generate(f->inst, g, err);
+    f->ops->end_case(f->inst);
+    return st;
+}
+
+static void expect_refused(fixture *f, const char *profile, const char *tokens, const char *describe,
+                           const char *message_part) {
+    bc_generation_stats g;
+    bc_error err = {0};
+    bc_status st = repro(f, profile, tokens, describe, &g, &err);
+    if (st != BC_ERR_DEVICE) fail_msg("%s / %s: status %d (%s), expected a device error", profile, tokens, st, err.message);
+    if (!strstr(err.message, message_part)) fail_msg("'%s' lacks '%s'", err.message, message_part);
+}
+
+#define GOOD_PROFILE "{\"generation_ms\":1.0,\"num_generated_tokens\":16,\"num_decode_forwards\":7"
+#define GOOD_TOKENS "[[1,2,3,4,5,6,7,8],[9,10,11,12,13,14,15,299]]"
+
+/* Every number of a profile is checked (type, finite, range for its
+ * meaning, the case's shape) before it reaches the host; the issue's
+ * reproduction (2^62 decode forwards in a batch-2 case) first. */
+static void test_profile_values_checked(void **state) {
+    fixture *f = *state;
+    expect_refused(f, "{\"generation_ms\":1.0,\"num_generated_tokens\":16,\"num_decode_forwards\":4611686018427387904}",
+                   GOOD_TOKENS, NULL, "worker min: generate: profile.num_decode_forwards = 4611686018427387904 is outside [0, 16]");
+    static const struct {
+        const char *extra, *message;
+    } bad[] = {
+        {",\"prompt_expansion_ms\":-5}", "profile.prompt_expansion_ms = -5 ms is outside [0, "},
+        {",\"post_processing_ms\":1e308}", "profile.post_processing_ms = 1e+308 ms is outside [0, "},
+        {",\"decode_forward_ms\":\"a\"}", "profile.decode_forward_ms = \"a\" is not a number"},
+        {",\"time_to_first_token_ms\":1e9}", "profile.time_to_first_token_ms = 1e+09 ms is outside [0, "},
+        {",\"peak_memory_bytes\":-1}", "profile.peak_memory_bytes = -1 is outside [0, 9007199254740992]"},
+        {",\"peak_memory_bytes\":1.5}", "profile.peak_memory_bytes = 1.5 is not an integer"},
+        {",\"num_prefill_forwards\":9}", "profile.num_prefill_forwards = 9 is outside [0, 8]"},
+        {",\"continuous_batch_size\":-3}", "profile.continuous_batch_size = -3 is outside"},
+        {",\"decode_step_ms\":[0.1,-1]}", "profile.decode_step_ms[1] = -1 ms is outside"},
+        {",\"decode_step_ms\":7}", "profile.decode_step_ms = 7 is not a list"},
+        {",\"decode_step_ms\":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}", "decode_step_ms has 17 steps, more than the case's 16"},
+    };
+    char profile[512];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(profile, sizeof profile, "%s%s", GOOD_PROFILE, bad[i].extra);
+        expect_refused(f, profile, GOOD_TOKENS, NULL, bad[i].message);
+    }
+    expect_refused(f, "{\"generation_ms\":1.0,\"num_generated_tokens\":4611686018427387904}", GOOD_TOKENS, NULL,
+                   "profile.num_generated_tokens = 4611686018427387904 is not the case's rows x response_length = 2 x 8 = 16");
+    expect_refused(f, "{\"generation_ms\":1.0,\"num_generated_tokens\":-16}", GOOD_TOKENS, NULL,
+                   "profile.num_generated_tokens = -16 is outside");
+    expect_refused(f, "{\"generation_ms\":1.0}", GOOD_TOKENS, NULL, "the reply has no profile.num_generated_tokens");
+    expect_refused(f, "[1]", GOOD_TOKENS, NULL, "the reply has no \"profile\" object");
+    /* describe's numbers too */
+    expect_refused(f, GOOD_PROFILE "}", GOOD_TOKENS, "\"model\":\"m\",\"dtypes\":[\"float32\"],\"vocab_size\":1099511627776",
+                   "worker min: describe: vocab_size = 1099511627776 is outside [4, 2147483647]");
+    expect_refused(f, GOOD_PROFILE "}", GOOD_TOKENS, "\"model\":\"m\",\"dtypes\":[\"float32\"],\"vocab_size\":300,\"n_layers\":-2",
+                   "worker min: describe: n_layers = -2 is outside [1, 2147483647]");
+    /* an integer beyond int64 is named for what it is, not "not a JSON object" */
+    expect_refused(f, "{\"generation_ms\":1.0,\"num_generated_tokens\":99999999999999999999}", GOOD_TOKENS, NULL,
+                   "a line on stdout that is not JSON (column ");
+    bc_generation_stats g;
+    bc_error err = {0};
+    expect_refused(f, "{\"generation_ms\":1.0,\"num_generated_tokens\":99999999999999999999}", GOOD_TOKENS, NULL,
+                   "too big integer");
+    /* and a sound profile passes, every value as sent */
+    assert_int_equal(repro(f, GOOD_PROFILE ",\"prefill_forward_ms\":0.25,\"peak_memory_bytes\":9007199254740992}",
+                           GOOD_TOKENS, NULL, &g, &err), BC_OK);
+    assert_int_equal(g.num_generated_tokens, 16);
+    assert_int_equal(g.num_decode_forwards, 7);
+    assert_int_equal(g.num_decode_tokens, 14);
+    assert_double_equal(g.prefill_forward_ms, 0.25, 0.0);
+    bc_memory_stats m = {.struct_size = sizeof m, .host_peak_bytes = -1, .device_peak_bytes = -1};
+    assert_int_equal(f->ops->read_memory(f->inst, &m, &err), BC_OK);
+    assert_int_equal(m.host_peak_bytes, 9007199254740992LL);
+}
+
+/* Tokens are checked against the vocabulary (300) and the case's shape
+ * (2 rows of 8) before the host compares or saves them. */
+static void test_tokens_checked(void **state) {
+    fixture *f = *state;
+    static const struct {
+        const char *tokens, *message;
+    } bad[] = {
+        {"[[1000000000000,2,3,4,5,6,7,8],[1,2,3,4,5,6,7,8]]", "tokens[0][0] = 1000000000000 is outside [0, 300)"},
+        {"[[1,2,3,4,5,6,7,8],[1,2,3,4,5,6,7,-1]]", "tokens[1][7] = -1 is outside [0, 300)"},
+        {"[[1,2,3,2147483648,5,6,7,8],[1,2,3,4,5,6,7,8]]", "tokens[0][3] = 2147483648 is outside"},
+        {"[[1,2,3,4,5,6,7,300],[1,2,3,4,5,6,7,8]]", "tokens[0][7] = 300 is outside [0, 300)"},
+        {"[[1,2,3,4,5,6,7,8,1,2,3,4,5,6,7,8]]", "tokens has 1 rows, the case has 2"},
+        {"[[1,2,3,4,5,6,7],[1,2,3,4,5,6,7,8]]", "tokens[0] has 7 tokens, the case's response_length is 8"},
+        {"[[1,2,3,4,5,6,7,8],[1,2,3,4,5,6,7,8,9]]", "tokens[1] has 9 tokens"},
+        {"[[\"a\",2,3,4,5,6,7,8],[1,2,3,4,5,6,7,8]]", "tokens[0][0] = \"a\" is not an id in [0, 300)"},
+        {"[[1,null,3,4,5,6,7,8],[1,2,3,4,5,6,7,8]]", "tokens[0][1] = null is not an id"},
+        {"[[1,2,1.5,4,5,6,7,8],[1,2,3,4,5,6,7,8]]", "tokens[0][2] = 1.5 is not an id"},
+        {"[7,[1,2,3,4,5,6,7,8]]", "tokens[0] = 7 is not a list of ids"},
+        {"{}", "tokens = {} is not a list of rows"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) expect_refused(f, GOOD_PROFILE "}", bad[i].tokens, NULL, bad[i].message);
+    expect_refused(f, GOOD_PROFILE "}", "", NULL, "the case asked for tokens (return_tokens) and the reply has none");
+    /* a row of 1008 tokens for the 2 x 8 case */
+    char big[8192] = "[[";
+    for (int t = 0; t < 1008; t++) snprintf(big + strlen(big), sizeof big - strlen(big), t ? ",%d" : "%d", t % 300);
+    strcat(big, "]]");
+    expect_refused(f, GOOD_PROFILE "}", big, NULL, "tokens has 1 rows, the case has 2");
+    bc_generation_stats g;
+    bc_error err = {0};
+    assert_int_equal(repro(f, GOOD_PROFILE "}", GOOD_TOKENS, NULL, &g, &err), BC_OK);
+    assert_int_equal(g.token_rows, 2);
+    assert_int_equal(g.token_cols, 8);
+    assert_int_equal(g.tokens[0], 1);
+    assert_int_equal(g.tokens[15], 299);
+}
+
+/* A hello of 80,000 settings is refused at once (before: 47.6 s of a
+ * quadratic duplicate check); 4,000 are read, and a duplicate among them
+ * is found. */
+static void test_hello_settings_capped(void **state) {
+    fixture *f = *state;
+    double t0 = now_s(), c0 = cpu_s();
+    hello_fails(f, "--extra-settings 80000", 60.0, "the hello declares 80004 settings; at most 4096 are allowed");
+    double took = now_s() - t0, cpu = cpu_s() - c0;
+    printf("a hello of 80004 settings refused in %.3f s (%.3f s of benchctl's CPU)\n", took, cpu);
+    assert_true(cpu < 10.0); /* the quadratic check took 47.6 s */
+    hello_fails(f, "--extra-settings 4000 --dup-setting 1", 30.0, "the hello declares setting 'model' twice");
+    fake_args(f, "--extra-settings 4000");
+    const bc_setting_desc *rows = NULL;
+    uint32_t n = 0, size = 0;
+    bc_error err = {0};
+    bc_settings own = f->settings;
+    own.count = V_MODEL;
+    t0 = now_s(), c0 = cpu_s();
+    assert_int_equal(f->desc->more_settings(test_plugin_host(), &own, &rows, &n, &size, &err), BC_OK);
+    printf("a hello of 4004 settings read in %.3f s (%.3f s of CPU)\n", now_s() - t0, cpu_s() - c0);
+    assert_int_equal(n, 4004);
+    assert_string_equal(rows[4003].name, "x3999");
+    f->desc->free_more_settings(rows, n);
+}
+
+/* A line that is JSON but no object is named for what it is. */
+static void test_line_named_for_what_it_is(void **state) {
+    fixture *f = *state;
+    snprintf(f->command, sizeof f->command, "sh -c 'echo [1,2]; sleep 5'");
+    bc_error err = {0};
+    assert_int_equal(f->ops->create(test_plugin_host(), &f->settings, &f->inst, &err), BC_ERR_DEVICE);
+    if (!strstr(err.message, "hello: the worker wrote a line on stdout that is JSON, but an array, not an object: \"[1,2]\""))
+        fail_msg("'%s'", err.message);
+}
+
+/* The pid the fake's orphan wrote to path. */
+static pid_t orphan_pid(const char *path) {
+    FILE *fp = fopen(path, "r");
+    long pid = 0;
+    if (!fp || fscanf(fp, "%ld", &pid) != 1) fail_msg("no orphan pid in %s", path);
+    fclose(fp);
+    return (pid_t)pid;
+}
+
+/* 1 when pid is gone (reaped) within 3 s. */
+static int gone(pid_t pid) {
+    double end = now_s() + 3.0;
+    while (now_s() < end) {
+        if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* A worker's child that leaves its session (setsid) and holds stdout: the
+ * worker's exit is still noticed at once (not a 30 s "sent nothing"), and
+ * the child dies with it; when the worker is stopped normally, too. */
+static void test_descendants_reaped(void **state) {
+    fixture *f = *state;
+    char pidfile[] = "/tmp/bc_orphan.XXXXXX";
+    int fd = mkstemp(pidfile);
+    assert_true(fd >= 0);
+    close(fd);
+    char args[256];
+    snprintf(args, sizeof args, "--orphan %s --fail exit --at generate", pidfile);
+    fake_args(f, args);
+    f->values[V_TIMEOUT].f = 30.0;
+    create_ok(f);
+    pid_t orphan = orphan_pid(pidfile);
+    assert_true(orphan > 0);
+    assert_int_equal(kill(orphan, 0), 0);
+    assert_true(getsid(orphan) == orphan); /* out of the worker's session and group */
+    bc_generation_stats g;
+    bc_error err = {0};
+    double t0 = now_s();
+    assert_int_equal(run_case(f, 2, &g, &err), BC_ERR_DEVICE);
+    double took = now_s() - t0;
+    printf("the worker's exit noticed in %.3f s with its orphan holding stdout\n", took);
+    if (!strstr(err.message, "the worker exited with status 3")) fail_msg("'%s'", err.message);
+    assert_true(took < 20.0);
+    assert_true(gone(orphan));
+    f->ops->destroy(f->inst);
+    f->inst = NULL;
+
+    snprintf(args, sizeof args, "--orphan %s", pidfile);
+    fake_args(f, args);
+    create_ok(f);
+    orphan = orphan_pid(pidfile);
+    assert_int_equal(kill(orphan, 0), 0);
+    assert_int_equal(run_case(f, 2, &g, &err), BC_OK);
+    f->ops->destroy(f->inst);
+    f->inst = NULL;
+    assert_true(gone(orphan));
+    unlink(pidfile);
+}
+
 /* --------------------------------------------------------------- prompts */
 
 /* The prompts the worker sends are the OPT engine's: prompt b's token t is
@@ -457,6 +706,11 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_relative_command, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unclosed_quote, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_flag_and_continuous_profile, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_values_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tokens_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hello_settings_capped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_descendants_reaped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_line_named_for_what_it_is, setup, teardown),
         cmocka_unit_test(test_prompts_are_opts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

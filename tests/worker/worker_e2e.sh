@@ -4,7 +4,7 @@
 # one case fails that case only (exit 3), with its stderr in the message, and
 # the other cases keep their results; the worker's own settings are checked
 # like any plugin's; the reports carry engine_total_ms and
-# protocol_overhead_ms.
+# protocol_overhead_ms; a worker's out-of-range profile fails its case.
 #   worker_e2e.sh BENCHCTL FAKE_WORKER WORK_DIR
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -141,5 +141,21 @@ has cmp.out "3 cases: 3 matched, 0 only in A, 0 only in B"
 "$BENCHCTL" compare --by backend run.json >cmp3.out 2>cmp3.err
 [ $? -eq 2 ] || fail "compare --by backend on a one-backend run: expected exit 2"
 has cmp3.err "name one backend only"
+
+# the issue's reproduction: a worker answering 2^62 decode forwards in a batch-2 case; the case fails
+# naming the worker, the field and the value (it used to be an ok case with a wrapped value)
+REPRO="$(cd "$(dirname "$0")" && pwd)/repro_worker.sh"
+cat >repro.cfg <<CFG
+backend = { name = "worker"; settings = { command = "sh $REPRO"; timeout_s = 5.0; }; };
+precisions = [ "fp32" ];
+matrix = { batch_sizes = [2]; samples_per_prompt = [1]; prompt_lengths = [4]; response_lengths = [8]; };
+sampling = { temperature = 0.7; top_p = 1.0; top_k = 0; seed = 1234; };
+run = { warmup = 0; iterations = 1; };
+reporters = ( { name = "json"; settings = { path = "repro.json"; }; } );
+CFG
+"$BENCHCTL" run repro.cfg >repro.out 2>repro.err
+rc=$?
+[ "$rc" -eq 3 ] || fail "repro: exit $rc, expected 3 (the case failed)"
+has repro.err "worker min: generate: profile.num_decode_forwards = 4611686018427387904 is outside [0, 16]"
 
 bc_test_finish worker_e2e
