@@ -20,7 +20,8 @@
  * The AVX512-BF16 variant differs only in linear with bf16 weights (both
  * paths): x is rounded to bf16 (RNE, denormals treated as zero) and
  * _mm512_dpbf16_ps multiplies bf16 pairs, accumulating in fp32; the weights
- * are used as stored, with no conversion.
+ * are used as stored, with no conversion. At M = 1 a 1-row vdpbf16ps tile
+ * (row_tile_dp) under eng_linear_row's loop and prefetch distances.
  * Accuracy: the products are exact but x carries a relative error up to 2^-9,
  * so |error| <= 2^-9 * sum_k |x_k w_k| (plus fp32 accumulation), about 2^7
  * times the fp32-activation bound. Everything else (dot, axpy, conversions,
