@@ -20,7 +20,8 @@
  * The AVX512-BF16 variant differs only in linear with bf16 weights (both
  * paths): x is rounded to bf16 (RNE, denormals treated as zero) and
  * _mm512_dpbf16_ps multiplies bf16 pairs, accumulating in fp32; the weights
- * are used as stored, with no conversion.
+ * are used as stored, with no conversion. At M = 1 a 1-row vdpbf16ps tile
+ * (row_tile_dp) under eng_linear_row's loop and prefetch distances.
  * Accuracy: the products are exact but x carries a relative error up to 2^-9,
  * so |error| <= 2^-9 * sum_k |x_k w_k| (plus fp32 accumulation), about 2^7
  * times the fp32-activation bound. Everything else (dot, axpy, conversions,
@@ -1073,6 +1074,64 @@ static const tile_dp_fn tiles_dp[4][4] = {
     {tile_dp_1_1, tile_dp_1_2, tile_dp_1_3, tile_dp_1_4}, {tile_dp_2_1, tile_dp_2_2, tile_dp_2_3, tile_dp_2_4},
     {tile_dp_3_1, tile_dp_3_2, tile_dp_3_3, tile_dp_3_4}, {tile_dp_4_1, tile_dp_4_2, tile_dp_4_3, tile_dp_4_4}};
 
+/* The vdpbf16ps 1-row tile (M = 1, the B = 1 decode step):
+ * out[n] = sum_{k < K} xb[k] * w[n * ldw + k] for n < NR <= ENG_ROW_NR, xb
+ * x rounded to bf16 and zero-padded to a multiple of 32 (x_to_bf16). Two
+ * accumulators per weight row (the even and the odd 32-column steps, so 8
+ * chains hide vdpbf16ps's latency), added together and reduced with
+ * reduce4's tree whatever NR, so a row's sum does not depend on its group.
+ * Prefetches as row_tile does: the same rows and columns of near (into L1)
+ * and far (into L2), or of w itself when NULL. */
+ALWAYS_INLINE void row_tile_dp(int NR, const uint16_t *xb, const uint16_t *w, size_t ldw, int K, const void *near,
+                               const void *far, float out[ENG_ROW_NR])
+{
+    __m512 acc[ENG_ROW_NR][2];
+#pragma GCC unroll 4
+    for (int n = 0; n < ENG_ROW_NR; n++)
+        acc[n][0] = acc[n][1] = _mm512_setzero_ps();
+    const char *pn = near ? (const char *)near : (const char *)w, *pf = far ? (const char *)far : (const char *)w;
+    int k = 0;
+    for (; k + 64 <= K; k += 64) { /* 128 bytes of each row: two lines */
+#pragma GCC unroll 4
+        for (int n = 0; n < NR; n++) {
+            const size_t off = (n * ldw + (size_t)k) * sizeof(uint16_t);
+            _mm_prefetch(pn + off, _MM_HINT_T0);
+            _mm_prefetch(pn + off + 64, _MM_HINT_T0);
+            _mm_prefetch(pf + off, _MM_HINT_T1);
+            _mm_prefetch(pf + off + 64, _MM_HINT_T1);
+        }
+        const __m512bh xa = (__m512bh)_mm512_loadu_si512(xb + k), xc = (__m512bh)_mm512_loadu_si512(xb + k + 32);
+#pragma GCC unroll 4
+        for (int n = 0; n < NR; n++) {
+            acc[n][0] = _mm512_dpbf16_ps(acc[n][0], xa, (__m512bh)_mm512_loadu_si512(w + n * ldw + k));
+            acc[n][1] = _mm512_dpbf16_ps(acc[n][1], xc, (__m512bh)_mm512_loadu_si512(w + n * ldw + k + 32));
+        }
+    }
+    for (; k < K; k += 32) { /* the last 1 or 2 steps of 32 (the last one masked) */
+        const __mmask32 mask = K - k >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (K - k)) - 1u);
+        const __m512bh xa = (__m512bh)_mm512_loadu_si512(xb + k);
+#pragma GCC unroll 4
+        for (int n = 0; n < NR; n++)
+            acc[n][0] = _mm512_dpbf16_ps(acc[n][0], xa, (__m512bh)_mm512_maskz_loadu_epi16(mask, w + n * ldw + k));
+    }
+    _mm_storeu_ps(out, reduce4(_mm512_add_ps(acc[0][0], acc[0][1]), _mm512_add_ps(acc[1][0], acc[1][1]),
+                               _mm512_add_ps(acc[2][0], acc[2][1]), _mm512_add_ps(acc[3][0], acc[3][1])));
+}
+
+typedef void (*row_dp_fn)(const uint16_t *xb, const uint16_t *w, size_t ldw, int K, const void *near,
+                          const void *far, float out[ENG_ROW_NR]);
+#define ROW_DP_FN(NR)                                                                                                  \
+    static void row_dp_##NR(const uint16_t *xb, const uint16_t *w, size_t ldw, int K, const void *near,               \
+                            const void *far, float out[ENG_ROW_NR])                                                    \
+    {                                                                                                                  \
+        row_tile_dp(NR, xb, w, ldw, K, near, far, out);                                                                \
+    }
+ROW_DP_FN(1)
+ROW_DP_FN(2)
+ROW_DP_FN(3)
+ROW_DP_FN(4)
+static const row_dp_fn rows_dp[ENG_ROW_NR] = {row_dp_1, row_dp_2, row_dp_3, row_dp_4};
+
 /* Rounds rows [m0, m0 + mr) and columns [k0, k0 + kn) of x to bf16 into
  * xb[mr, ldb], zero-padded to a multiple of 32 columns. */
 static void x_to_bf16(uint16_t *xb, size_t ldb, const float *x, int K, int m0, int mr, int k0, int kn)
@@ -1086,6 +1145,34 @@ static void x_to_bf16(uint16_t *xb, size_t ldb, const float *x, int K, int m0, i
             __mmask16 hi = k + 32 <= kn ? 0xffff : (k + 16 < kn ? tail_mask(kn - k - 16) : 0);
             __m512 vlo = _mm512_maskz_loadu_ps(lo, xr + k), vhi = _mm512_maskz_loadu_ps(hi, xr + k + 16);
             _mm512_storeu_si512(xbr + k, (__m512i)_mm512_cvtne2ps_pbh(vhi, vlo));
+        }
+    }
+}
+
+/* M = 1 with bf16 weights: eng_linear_row's loop (kernels_impl.h: groups of
+ * ENG_ROW_NR rows, the L1 and L2 prefetch distances) over row_tile_dp, x
+ * rounded to bf16 once per call. */
+static void linear_row_dp(float *y, const float *x, const uint16_t *w, const float *bias, int K, int n0, int n1,
+                          int relu)
+{
+    _Alignas(64) uint16_t xb[DIRECT_MAX_XK];
+    x_to_bf16(xb, (size_t)((K + 31) & ~31), x, K, 0, 1, 0, K);
+    const size_t group_bytes = (size_t)ENG_ROW_NR * K * sizeof(uint16_t);
+    const size_t near_bytes = group_bytes < ENG_ROW_PF_NEAR ? group_bytes : ENG_ROW_PF_NEAR;
+    const char *const wend = (const char *)(w + (size_t)n1 * K);
+    float out[ENG_ROW_NR];
+    for (int n = n0; n < n1; n += ENG_ROW_NR) {
+        const int nr = n1 - n < ENG_ROW_NR ? n1 - n : ENG_ROW_NR;
+        const uint16_t *wn = w + (size_t)n * K;
+        const void *near = n + ENG_ROW_NR < n1 ? (const char *)wn + near_bytes : NULL;
+        const void *far = (size_t)(wend - (const char *)wn) >= ENG_ROW_PF_FAR + group_bytes
+                              ? (const char *)wn + ENG_ROW_PF_FAR : NULL;
+        rows_dp[nr - 1](xb, wn, (size_t)K, K, near, far, out);
+        for (int j = 0; j < nr; j++) {
+            float v = out[j] + (bias ? bias[n + j] : 0.0f);
+            if (relu && v < 0.0f)
+                v = 0.0f;
+            y[n + j] = v;
         }
     }
 }
@@ -1108,6 +1195,10 @@ static void linear_avx512_bf16(float *y, const float *x, const void *w, eng_dtyp
     const float *const scale = NULL; /* bf16 weights have no scales */
     float out[4][4];
     int Kp = (K + 31) & ~31;
+    if (M == 1 && Kp <= DIRECT_MAX_XK) {
+        linear_row_dp(y, x, wb, bias, K, n0, n1, relu);
+        return;
+    }
     if ((long)M * Kp <= DIRECT_MAX_XK) {
         /* direct: x rounded to bf16 once per call (128 KiB at most), weights streamed once */
         _Alignas(64) uint16_t xb[DIRECT_MAX_XK];

@@ -26,6 +26,9 @@
  * fused, out, fc1, fc2, then the lm_head), each layer's weights in their own
  * buffer, so the whole set (250 MB in bf16 for OPT-125m) streams from memory
  * as in the engine; ms per step and the weight bytes per second.
+ * --step qwen0.5b does the same on Qwen2.5-0.5B's linears (C = 896, 24
+ * layers: q | k | v fused [1152 x 896], o [896 x 896], gate | up fused
+ * [9728 x 896], down [896 x 4864], the tied lm_head [151936 x 896]).
  *
  * Prints, for every kernel variant this CPU has (or just --isa), and 1..N
  * threads:
@@ -147,10 +150,10 @@ static void lin_run(void *vctx)
  * stores; the speed of int8 does not depend on the values. */
 static void *make_weights(eng_dtype wt, size_t n)
 {
-    if (wt == ENG_I8) {
-        void *w = malloc(n + 64 + 50272 * sizeof(float));
+    if (wt == ENG_I8) { /* values and scales 0x3c: up to n rows of scales (rows >= 1 column) */
+        void *w = malloc(eng_matrix_bytes(ENG_I8, n, 1));
         if (w)
-            memset(w, 0x3c, n + 64 + 50272 * sizeof(float));
+            memset(w, 0x3c, eng_matrix_bytes(ENG_I8, n, 1));
         return w;
     }
     void *w = malloc(n * eng_dtype_size(wt));
@@ -192,25 +195,28 @@ static void step_run(void *vctx)
 
 /* Times step_run for every family (or --isa), dtype (or --dtype) and 1..max_threads
  * threads on the model's linears: C = 768, 12 layers (125m) or C = 2048, 24
- * layers (1.3b), F = 4 C, V = 50272. Returns 0, 1 when out of memory, 2 for
+ * layers (1.3b), F = 4 C, V = 50272; or Qwen2.5-0.5B's (qwen0.5b). Returns 0, 1 when out of memory, 2 for
  * an unknown model. */
 static int bench_step(const char *model, const char *isa_only, const char *dtype_only, int max_threads, double min_s)
 {
-    const int C = !strcmp(model, "125m") ? 768 : !strcmp(model, "1.3b") ? 2048 : 0, L = C == 768 ? 12 : 24;
+    const int qwen = !strcmp(model, "qwen0.5b");
+    const int C = qwen ? 896 : !strcmp(model, "125m") ? 768 : !strcmp(model, "1.3b") ? 2048 : 0;
+    const int L = C == 768 ? 12 : 24;
     if (!C) {
-        fprintf(stderr, "bench_kernels: --step wants 125m or 1.3b, not '%s'\n", model);
+        fprintf(stderr, "bench_kernels: --step wants 125m, 1.3b or qwen0.5b, not '%s'\n", model);
         return 2;
     }
-    const int F = 4 * C, V = 50272, n = 4 * L + 1;
+    const int F = qwen ? 4864 : 4 * C, V = qwen ? 151936 : 50272, n = 4 * L + 1;
     int(*kn)[2] = malloc(sizeof *kn * (size_t)n);
     void **w = calloc((size_t)n, sizeof *w);
     float *x = malloc(sizeof(float) * (size_t)F), *y = malloc(sizeof(float) * (size_t)V);
     if (!kn || !w || !x || !y)
         return 1;
     for (int i = 0; i < n; i++) {
-        static const int layer[4][2] = {{1, 3}, {1, 1}, {1, 4}, {4, 1}}; /* K, N in units of C */
-        kn[i][0] = i == n - 1 ? C : layer[i % 4][0] * C;
-        kn[i][1] = i == n - 1 ? V : layer[i % 4][1] * C;
+        /* K, N per layer: qkv fused, out, fc1 (gate | up), fc2 (down) */
+        const int layer[4][2] = {{C, qwen ? 1152 : 3 * C}, {C, C}, {C, qwen ? 2 * F : F}, {F, C}};
+        kn[i][0] = i == n - 1 ? C : layer[i % 4][0];
+        kn[i][1] = i == n - 1 ? V : layer[i % 4][1];
     }
     for (int i = 0; i < F; i++)
         x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
@@ -461,7 +467,7 @@ int main(int argc, char **argv)
             attend_only = 1;
         else {
             fprintf(stderr, "usage: %s [--threads N] [--isa portable|avx2|avx512|avx512_bf16] [--dtype NAME] "
-                            "[--m LIST] [--cpu-time] [--quick] [--attend] [--step 125m|1.3b]\n", argv[0]);
+                            "[--m LIST] [--cpu-time] [--quick] [--attend] [--step 125m|1.3b|qwen0.5b]\n", argv[0]);
             return 2;
         }
     }
