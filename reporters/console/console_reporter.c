@@ -41,6 +41,7 @@
 #include "benchctl/plugin.h"
 #include "report.h"
 #include "report_file.h"
+#include "termsafe.h"
 
 enum { SET_PROGRESS = 0, SET_VERBOSE, SET_PATH, SET_UNSTABLE_CV, SET_UNSTABLE_STEAL, SET_COUNT };
 
@@ -77,6 +78,7 @@ typedef struct console_reporter {
     char ci[32];         /* "ci +-2.3%" while an adaptive case converges */
     double eta_s;
     double last_tps;     /* mean tokens/s of the last case that finished ok, NAN before */
+    uint32_t n_finished; /* cases finished so far (run or taken from a resumed run's journal) */
     char first_backend[64]; /* the run's backend (its first, with a backends list) */
 } console_reporter;
 
@@ -157,6 +159,9 @@ static void describe_case(char *buf, size_t size, const bc_case *c, const char *
         k += snprintf(buf + k, size - (size_t)k, " %s", b);
     for (uint32_t i = 0; i < bc_case_n_settings(c) && k > 0 && (size_t)k < size; i++)
         k += snprintf(buf + k, size - (size_t)k, " %s=%s", c->setting_names[i], c->setting_values[i]);
+    /* the backend's name and values may come from a file or a peer */
+    char safe[256];
+    snprintf(buf, size, "%s", bc_terminal_safe(safe, sizeof safe, buf));
 }
 
 /* The progress line within width columns: "[i/n] DESC  PARTS...". The
@@ -267,11 +272,18 @@ static double case_mean(const bc_run_report *run, const bc_case_report *cr, cons
  *   benchctl: [3/16] failed: DESC (out of memory)
  * (the message of a failure is printed once, grouped, when the run ends). */
 static void print_case_line(const console_reporter *r, const bc_run_report *run, const bc_case_report *cr) {
-    char desc[128];
+    char desc[128], count[32];
     describe_case(desc, sizeof desc, cr->c, r->first_backend);
+    /* "[k/n]": k cases finished so far; n as case_started said, else (only
+     * taken cases yet) the matrix when no selection cut it, else unknown */
+    uint32_t n = r->n_cases;
+    if (n == 0 && !BC_RUN_FIELD(run, selected_cases, NULL) && !BC_RUN_FIELD(run, selected_only, NULL))
+        n = BC_RUN_FIELD(run, n_matrix_cases, 0);
+    if (n >= r->n_finished) snprintf(count, sizeof count, "[%u/%u]", r->n_finished, n);
+    else snprintf(count, sizeof count, "[%u]", r->n_finished);
     if (cr->status != BC_CASE_OK) {
-        fprintf(stderr, "benchctl: [%u/%u] %s: %s (%s)\n", r->position + 1, r->n_cases, bc_case_status_name(cr->status),
-                desc, bc_status_name(cr->error_code));
+        fprintf(stderr, "benchctl: %s %s: %s (%s)\n", count, bc_case_status_name(cr->status), desc,
+                bc_status_name(cr->error_code));
         return;
     }
     char tps[48] = "- tok/s", stop[48] = "", cv[64] = "";
@@ -283,7 +295,9 @@ static void print_case_line(const console_reporter *r, const bc_run_report *run,
     if (isfinite(c))
         snprintf(cv, sizeof cv, ", cv %.1f%%%s", 100.0 * c,
                  bc_case_unstable(run, cr, r->unstable_cv, r->unstable_steal) ? " (unstable)" : "");
-    fprintf(stderr, "benchctl: [%u/%u] done: %s: %s, %u iteration%s%s%s\n", r->position + 1, r->n_cases, desc, tps,
+    /* a case taken from the journal says so: it ran at another time, under another load */
+    int resumed = BC_CASE_FIELD(run, cr, resumed, 0) != 0;
+    fprintf(stderr, "benchctl: %s %s: %s: %s, %u iteration%s%s%s\n", count, resumed ? "resumed" : "done", desc, tps,
             cr->n_iterations, cr->n_iterations == 1 ? "" : "s", stop, cv);
 }
 
@@ -291,6 +305,7 @@ static bc_status console_case_finished(void *instance, const bc_run_report *run,
                                        bc_error *err) {
     console_reporter *r = instance;
     (void)err;
+    r->n_finished++;
     if (cr->status == BC_CASE_OK) {
         double tps = case_mean(run, cr, "tokens_per_second");
         if (isfinite(tps)) r->last_tps = tps;
@@ -328,13 +343,16 @@ typedef struct column {
     int setting; /* > 0: the value of the case's backend setting number setting - 1 (bc_case_n_settings) */
 } column;
 
-/* "-" when not measured, else fixed decimals. */
-static void fmt_num(char *cell, double x, int decimals) {
+/* "-" when not measured, else fixed decimals, into cell of size bytes. */
+static void fmt_num_in(char *cell, size_t size, double x, int decimals) {
     if (!bc_is_measured(x) || !isfinite(x))
-        snprintf(cell, CELL_LEN, "-");
+        snprintf(cell, size, "-");
     else
-        snprintf(cell, CELL_LEN, "%.*f", decimals, x);
+        snprintf(cell, size, "%.*f", decimals, x);
 }
+
+/* fmt_num_in into a table cell (CELL_LEN bytes). */
+static void fmt_num(char *cell, double x, int decimals) { fmt_num_in(cell, CELL_LEN, x, decimals); }
 
 static void fill_index(char *cell, const view *v, const bc_case_report *cr) {
     (void)v;
@@ -387,8 +405,9 @@ static void fill_cache(char *cell, const view *v, const bc_case_report *cr) {
 }
 
 static void fill_status(char *cell, const view *v, const bc_case_report *cr) {
-    (void)v;
-    snprintf(cell, CELL_LEN, "%s", bc_case_status_name(cr->status));
+    /* "ok*": taken from the journal of the run being resumed (the legend says so) */
+    int resumed = BC_CASE_FIELD(v->run, cr, resumed, 0) != 0;
+    snprintf(cell, CELL_LEN, "%s%s", bc_case_status_name(cr->status), resumed ? "*" : "");
 }
 
 static void fill_peak(char *cell, const view *v, const bc_case_report *cr) {
@@ -429,9 +448,9 @@ static void fill_cv(char *cell, const view *v, const bc_case_report *cr) {
 
 /* The 1-minute load average when the case began and ended: "0.52/1.10". */
 static void fill_load(char *cell, const view *v, const bc_case_report *cr) {
-    char a[16], b[16];
-    fmt_num(a, BC_CASE_FIELD(v->run, cr, load_avg_start, NAN), 2);
-    fmt_num(b, BC_CASE_FIELD(v->run, cr, load_avg_end, NAN), 2);
+    char a[CELL_LEN / 2 - 1], b[CELL_LEN / 2 - 1]; /* "a/b" always fits a cell */
+    fmt_num_in(a, sizeof a, BC_CASE_FIELD(v->run, cr, load_avg_start, NAN), 2);
+    fmt_num_in(b, sizeof b, BC_CASE_FIELD(v->run, cr, load_avg_end, NAN), 2);
     if (strcmp(a, "-") == 0 && strcmp(b, "-") == 0) snprintf(cell, CELL_LEN, "-");
     else snprintf(cell, CELL_LEN, "%s/%s", a, b);
 }
@@ -597,6 +616,12 @@ static bc_status put_table(bc_text *t, const view *v, const column *cols, size_t
     for (uint32_t i = 0; i < run->n_cases; i++)
         for (size_t k = 0; k < n_cols; k++)
             fill_cell(cells + ((i + 1) * n_cols + k) * CELL_LEN, &cols[k], v, bc_run_case(run, i));
+    /* a backend name, hostname or setting value from a file or a peer may
+     * hold terminal controls: escaped before the widths are measured */
+    for (size_t c = n_cols; c < n_rows * n_cols; c++) {
+        char safe[CELL_LEN];
+        memcpy(cells + c * CELL_LEN, bc_terminal_safe(safe, sizeof safe, cells + c * CELL_LEN), CELL_LEN);
+    }
     size_t width[MAX_COLS] = {0}, total = 0;
     for (size_t r = 0; r < n_rows; r++)
         for (size_t k = 0; k < n_cols; k++) {
@@ -722,6 +747,11 @@ static void put_legend(bc_text *t, const bc_run_report *run) {
     bc_text_puts(t, "n, stop: measured iterations and why they stopped; cv%: stddev / mean of total_ms; load: 1-minute "
                     "load average at the case's start/end;\n");
     bc_text_puts(t, "steal%: CPU time the hypervisor took while the case ran.\n");
+    uint32_t n_resumed = 0;
+    for (uint32_t i = 0; i < run->n_cases; i++) n_resumed += BC_CASE_FIELD(run, bc_run_case(run, i), resumed, 0) != 0;
+    if (n_resumed)
+        bc_text_printf(t, "ok*: %u case%s taken from the journal of the resumed run (measured then, under that run's "
+                          "load).\n", n_resumed, n_resumed == 1 ? "" : "s");
     const bc_distributed *d = BC_RUN_FIELD(run, distributed, NULL);
     if (d && !(d->mode && strcmp(d->mode, "shard") == 0))
         bc_text_puts(t, "Ranks (docs/scale.md): step_tok/s: all ranks' tokens / the slowest rank's time per step; "
@@ -815,8 +845,17 @@ static bc_status console_close(void *instance, const bc_run_report *run, bc_erro
         free(t.buf);
         return bc_error_set(err, BC_ERR_NOMEM, "console: out of memory building the tables");
     }
-    bc_status st = bc_report_write_file(r->host, r->path, t.buf, t.len, err);
+    /* the title and the failure messages carry text from files and peers
+     * too: only the newlines stay controls */
+    bc_text safe = {0};
+    if (t.buf) bc_text_put_terminal(&safe, t.buf, t.len, 1);
     free(t.buf);
+    if (safe.failed) {
+        free(safe.buf);
+        return bc_error_set(err, BC_ERR_NOMEM, "console: out of memory building the tables");
+    }
+    bc_status st = bc_report_write_file(r->host, r->path, safe.buf ? safe.buf : "", safe.len, err);
+    free(safe.buf);
     return st;
 }
 

@@ -217,6 +217,14 @@ typedef struct unit {
     const char *name;
 } unit;
 
+/* 1 when case k belongs in the chart being drawn: every case, or only those
+ * of pg->scope's backend (the memory chart of a run with several backends). */
+static int in_scope(const hp_page *pg, const hp_case *k) {
+    if (!pg->scope) return 1;
+    const char *b = bc_case_backend(k->cr->c);
+    return b && strcmp(b, pg->scope) == 0;
+}
+
 static int facet_drawable(const hp_case *k, int what) {
     return k->ok && k->eff_batch > 0 && (isfinite(facet_value(k, what, 0)) || isfinite(facet_value(k, what, 1)));
 }
@@ -252,7 +260,7 @@ static void facet_line(const hp_page *pg, const plot *p, int what, const unit *u
     uint32_t n = 0;
     for (uint32_t i = 0; i < pg->n; i++) {
         const hp_case *k = &pg->cases[i];
-        if (k->facet != (int)f || k->series != s || !k->ok || k->eff_batch == 0 ||
+        if (k->facet != (int)f || k->series != s || !k->ok || k->eff_batch == 0 || !in_scope(pg, k) ||
             !isfinite(facet_value(k, what, v)))
             continue;
         uint32_t j = n++; /* insertion sort by effective batch; requested order among equals */
@@ -303,6 +311,7 @@ static void facet_chart(hp_page *pg, int what) {
     uint32_t drawn = 0;
     for (uint32_t i = 0; i < pg->n; i++) {
         const hp_case *k = &pg->cases[i];
+        if (!in_scope(pg, k)) continue;
         if (!k->ok) {
             notok[i] = 1;
             continue;
@@ -360,9 +369,12 @@ static void facet_chart(hp_page *pg, int what) {
         bc_ticks_linear(&p.yt, ymin - (ymax - ymin) * 0.1, ymax + (ymax - ymin) * 0.1, 5);
     else
         bc_ticks_linear(&p.yt, 0.0, ymax * 1.04, 5);
-    svg_open(t, cols * pw, rows * ph,
+    char chart_title[200];
+    snprintf(chart_title, sizeof chart_title, "%s%s%s",
              what == FACET_TPS ? "Throughput (tokens/s, mean) against effective batch, per prompt and response length"
-                               : "Peak and held memory (MiB) against effective batch, per prompt and response length");
+                               : "Peak and held memory (MiB) against effective batch, per prompt and response length",
+             pg->scope ? ", backend " : "", pg->scope ? pg->scope : "");
+    svg_open(t, cols * pw, rows * ph, chart_title);
     uint32_t panel = 0;
     for (uint32_t f = 0; f < pg->n_facets; f++) {
         if (!used_facet[f]) continue;
@@ -408,15 +420,54 @@ void hp_chart_throughput(hp_page *pg) {
                "buy throughput. Hover a point for its case.");
 }
 
+/* What backend b's peak figure measures, from its cases' memory reports:
+ * the accelerator's peak when one reports a device peak, else the host
+ * peak as the backend measures it. */
+static const char *peak_kind(const hp_page *pg, const char *b) {
+    for (uint32_t i = 0; i < pg->n; i++) {
+        const bc_case_report *cr = pg->cases[i].cr;
+        const char *cb = bc_case_backend(cr->c);
+        if (cb && strcmp(cb, b) == 0 && cr->memory && cr->memory->device_peak_bytes >= 0)
+            return "peak on the accelerator (device_peak_bytes)";
+    }
+    return "peak on the host as this backend measures it (host_peak_bytes)";
+}
+
 void hp_chart_memory(hp_page *pg) {
-    section_open(pg->t, "memory", "Memory against effective batch");
-    facet_chart(pg, FACET_MEMORY);
-    how(pg->t, "Panels, axes and lines as in the throughput chart, in MiB (GiB from 10 GiB up). The solid line "
-               "with filled points is the peak during the measured rollouts (the accelerator&#8217;s peak on a "
-               "device, else the backend allocator&#8217;s high-water mark); the dashed line with hollow points is "
-               "what the backend still held between rollouts, after the cache policy ran. The gap between them is "
-               "what releasing the cache gives back between rollouts; the slope shows how the KV cache and "
-               "workspace grow with the rows.");
+    bc_text *t = pg->t;
+    section_open(t, "memory", "Memory against effective batch");
+    if (!pg->several_backends) {
+        facet_chart(pg, FACET_MEMORY);
+    } else {
+        /* backends measure their peak differently (a native engine: its
+         * allocator's high-water mark; a worker: its process's peak RSS),
+         * so each gets its own chart and axis, titled by what it measures */
+        for (uint32_t i = 0; i < pg->n; i++) {
+            const char *b = bc_case_backend(pg->cases[i].cr->c);
+            int seen = !b;
+            for (uint32_t j = 0; j < i && !seen; j++) {
+                const char *o = bc_case_backend(pg->cases[j].cr->c);
+                seen = o && strcmp(o, b) == 0;
+            }
+            if (seen) continue;
+            bc_text_puts(t, "<h3>Backend <span class=\"mono\">");
+            bc_html_text(t, b);
+            bc_text_puts(t, "</span>: ");
+            bc_html_text(t, peak_kind(pg, b));
+            bc_text_puts(t, "</h3>\n");
+            pg->scope = b;
+            facet_chart(pg, FACET_MEMORY);
+            pg->scope = NULL;
+        }
+    }
+    how(t, "Panels, axes and lines as in the throughput chart, in MiB (GiB from 10 GiB up). The solid line "
+           "with filled points is the peak during the measured rollouts (the accelerator&#8217;s peak on a "
+           "device, else the backend&#8217;s host peak: a native engine&#8217;s allocator high-water mark, a "
+           "worker&#8217;s process peak RSS with its interpreter and framework); the dashed line with hollow points "
+           "is what the backend still held between rollouts, after the cache policy ran. The gap between them is "
+           "what releasing the cache gives back between rollouts; the slope shows how the KV cache and "
+           "workspace grow with the rows. With several backends each has its own chart and axis, titled by what "
+           "its peak measures: the figures of different backends measure different things and do not compare.");
 }
 
 /* ---------------------------------------------------------------- stages */
@@ -871,11 +922,16 @@ static const bc_case_distributed *ranks_of(const hp_page *pg, const hp_case *k) 
     return k->ok && cd && cd->rank < 0 && cd->rank_time_ms && cd->n_ranks > 0 ? cd : NULL;
 }
 
-void hp_chart_ranks(hp_page *pg) {
+int hp_has_ranks(const hp_page *pg) {
     const bc_distributed *d = BC_RUN_FIELD(pg->run, distributed, NULL);
-    if (!d || (d->mode && strcmp(d->mode, "replicate") != 0)) return;
+    return d && !(d->mode && strcmp(d->mode, "replicate") != 0);
+}
+
+void hp_chart_ranks(hp_page *pg) {
+    if (!hp_has_ranks(pg)) return;
+    const bc_distributed *d = BC_RUN_FIELD(pg->run, distributed, NULL);
     bc_text *t = pg->t;
-    section_open(t, "ranks", "Ranks: each rank&#8217;s time per case");
+    section_open(t, "ranks", "Ranks: each rank\xE2\x80\x99s time per case"); /* text, escaped: no entity */
     uint32_t rows = 0;
     double xmax = 0.0;
     for (uint32_t i = 0; i < pg->n; i++) {

@@ -65,6 +65,8 @@ typedef struct hp_page {
     hp_series *series;  /* n_series, in order of first appearance */
     int f_total;        /* index of the field total_ms, -1 when the host has none */
     int label_chars;    /* the longest case label, in characters */
+    int several_backends; /* the cases name more than one backend */
+    const char *scope;    /* while a chart is drawn for one backend only: its name; else NULL */
 } hp_page;
 
 /* The charts (html_charts.c), each one <section> with its chart, a note
@@ -77,6 +79,8 @@ void hp_chart_memory(hp_page *pg);
 /* Per-rank bars of a replicate distributed run (docs/scale.md); nothing
  * in a single-process run. */
 void hp_chart_ranks(hp_page *pg);
+/* 1 when the page has the ranks section (the nav bar links it). */
+int hp_has_ranks(const hp_page *pg);
 
 /* Appends "#1, #3-5, #9" for the cases i (indexes into pg->cases) with
  * pick[i] set, by their requested-order index. Returns how many. */

@@ -83,6 +83,8 @@ static const char *const css[] = {
     "padding:10px 14px;background:var(--panel);border:1px solid var(--line);border-radius:6px}",
     "dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;overflow-wrap:anywhere}",
     ".changed{font-weight:600}",
+    "details.defaults{display:inline}details.defaults summary{display:inline;cursor:pointer;color:var(--muted)}",
+    "details.defaults[open] summary{display:block}",
     "ul.warnings{margin:6px 0;padding-left:20px}ul.warnings li{margin:3px 0}",
     ".bad{color:var(--bad)}.warn{color:var(--warn)}.good{color:var(--okc)}",
     ".tablewrap{overflow-x:auto}",
@@ -302,6 +304,7 @@ static bc_status build_model(hp_page *pg, bc_error *err) {
     pg->series = calloc(m, sizeof *pg->series);
     if (!pg->cases || !pg->facets || !pg->series) return bc_error_set(err, BC_ERR_NOMEM, "html: out of memory");
     varying v = find_varying(run, n);
+    pg->several_backends = v.backend;
     pg->f_total = bc_run_field_index(run, "total_ms");
     static const char *const stage_fields[HP_N_STAGES] = {
         [HP_STAGE_EXPANSION] = "prompt_expansion_ms", [HP_STAGE_PREFILL] = "prefill_forward_ms",
@@ -453,46 +456,66 @@ static void put_machine(bc_text *t, const bc_run_report *run) {
     fact_end(t);
 }
 
-/* Every backend setting, those that differ from their default in bold. */
+/* Backend setting i as "name=value" in a mono span (bold when it differs
+ * from its default), after sep; nothing unless its being changed is want.
+ * Returns 1 when it was written. */
+static int put_backend_setting(bc_text *t, const bc_run_report *run, uint32_t i, int want, const char *sep) {
+    const bc_setting_desc *d = bc_run_backend_setting(run, i);
+    const bc_setting_value *v = bc_setting_at(run->backend_values, i);
+    char value[64];
+    int changed = 0;
+    const char *s = NULL;
+    switch (d->type) {
+    case BC_SETTING_INT:
+        snprintf(value, sizeof value, "%lld", (long long)v->i);
+        changed = v->i != d->default_int;
+        break;
+    case BC_SETTING_BOOL:
+        snprintf(value, sizeof value, "%s", v->i ? "true" : "false");
+        changed = (v->i != 0) != (d->default_int != 0);
+        break;
+    case BC_SETTING_FLOAT:
+        bc_html_format_number(value, sizeof value, v->f);
+        changed = v->f != d->default_float;
+        break;
+    default:
+        s = v->s ? v->s : "";
+        changed = strcmp(s, d->default_string ? d->default_string : "") != 0;
+        break;
+    }
+    if (changed != want) return 0;
+    bc_text_puts(t, sep);
+    bc_text_puts(t, changed ? "<span class=\"mono changed\">" : "<span class=\"mono\">");
+    bc_html_text(t, d->name);
+    bc_text_puts(t, "=");
+    if (s)
+        bc_html_textf(t, "\"%s\"", s);
+    else
+        bc_html_text(t, value);
+    bc_text_puts(t, "</span>");
+    return 1;
+}
+
+/* The backend and the settings that differ from their defaults (in bold);
+ * the rest behind a details element, so a backend with dozens of settings
+ * keeps the header short. */
 static void put_backend(bc_text *t, const bc_run_report *run) {
     fact_begin(t, "Backend");
     bc_html_text(t, known(run->backend_name));
     if (run->backend_settings && run->backend_values && run->backend_setting_size) {
         uint32_t n = run->n_backend_settings < run->backend_values->count ? run->n_backend_settings
                                                                           : run->backend_values->count;
-        for (uint32_t i = 0; i < n; i++) {
-            const bc_setting_desc *d = bc_run_backend_setting(run, i);
-            const bc_setting_value *v = bc_setting_at(run->backend_values, i);
-            char value[64];
-            int changed = 0;
-            const char *s = NULL;
-            switch (d->type) {
-            case BC_SETTING_INT:
-                snprintf(value, sizeof value, "%lld", (long long)v->i);
-                changed = v->i != d->default_int;
-                break;
-            case BC_SETTING_BOOL:
-                snprintf(value, sizeof value, "%s", v->i ? "true" : "false");
-                changed = (v->i != 0) != (d->default_int != 0);
-                break;
-            case BC_SETTING_FLOAT:
-                bc_html_format_number(value, sizeof value, v->f);
-                changed = v->f != d->default_float;
-                break;
-            default:
-                s = v->s ? v->s : "";
-                changed = strcmp(s, d->default_string ? d->default_string : "") != 0;
-                break;
-            }
-            bc_text_puts(t, i ? " " : " \xC2\xB7 ");
-            bc_text_puts(t, changed ? "<span class=\"mono changed\">" : "<span class=\"mono\">");
-            bc_html_text(t, d->name);
-            bc_text_puts(t, "=");
-            if (s)
-                bc_html_textf(t, "\"%s\"", s);
-            else
-                bc_html_text(t, value);
-            bc_text_puts(t, "</span>");
+        uint32_t n_changed = 0;
+        for (uint32_t i = 0; i < n; i++)
+            n_changed += (uint32_t)put_backend_setting(t, run, i, 1, n_changed ? " " : " \xC2\xB7 ");
+        if (n > n_changed) {
+            uint32_t rest = n - n_changed;
+            bc_text_printf(t, " <details class=\"defaults\"><summary>%u %ssetting%s at %s default%s</summary>",
+                           rest, n_changed ? "other " : "", rest == 1 ? "" : "s", rest == 1 ? "its" : "their",
+                           rest == 1 ? "" : "s");
+            uint32_t shown = 0;
+            for (uint32_t i = 0; i < n; i++) shown += (uint32_t)put_backend_setting(t, run, i, 0, shown ? " " : "");
+            bc_text_puts(t, "</details>");
         }
     }
     fact_end(t);
@@ -578,7 +601,9 @@ static void put_header(hp_page *pg, const char *title) {
     bc_text_puts(t, "</p>\n<nav><a href=\"#warnings\">Warnings</a><a href=\"#cases\">Cases</a>"
                     "<a href=\"#throughput\">Throughput</a><a href=\"#stages\">Stages</a>"
                     "<a href=\"#distributions\">Distributions</a><a href=\"#progression\">Progression</a>"
-                    "<a href=\"#memory\">Memory</a></nav>\n<dl class=\"facts\">\n");
+                    "<a href=\"#memory\">Memory</a>");
+    if (hp_has_ranks(pg)) bc_text_puts(t, "<a href=\"#ranks\">Ranks</a>");
+    bc_text_puts(t, "</nav>\n<dl class=\"facts\">\n");
     put_model(t, run);
     put_backend(t, run);
     put_machine(t, run);
@@ -754,8 +779,9 @@ static void put_table(hp_page *pg) {
         bc_text_puts(t, "<p class=\"note\">The run has no cases.</p>\n</section>\n");
         return;
     }
-    bc_text_puts(t, "<div class=\"tablewrap\"><table class=\"matrix\">\n<thead><tr><th class=\"num\">#</th>"
-                    "<th class=\"num\">batch</th><th class=\"num\">samples</th>"
+    bc_text_puts(t, "<div class=\"tablewrap\"><table class=\"matrix\">\n<thead><tr><th class=\"num\">#</th>");
+    if (pg->several_backends) bc_text_puts(t, "<th>backend</th>");
+    bc_text_puts(t, "<th class=\"num\">batch</th><th class=\"num\">samples</th>"
                     "<th class=\"num\" title=\"effective batch: batch \xC3\x97 samples per prompt\">rows</th>"
                     "<th class=\"num\">prompt</th><th class=\"num\">response</th><th>precision</th><th>cache</th>");
     /* the backend settings the matrix varies, one column each */
@@ -772,10 +798,14 @@ static void put_table(hp_page *pg) {
         const hp_case *k = &pg->cases[i];
         const bc_case_report *cr = k->cr;
         const bc_case *c = cr->c;
-        bc_text_printf(t, "<tr%s><td class=\"num\">%u</td><td class=\"num\">%u</td><td class=\"num\">%u</td>"
-                          "<td class=\"num\">%llu</td>",
-                       k->ok ? "" : " class=\"notok\"", c->index, c->batch_size, c->samples_per_prompt,
-                       (unsigned long long)k->eff_batch);
+        bc_text_printf(t, "<tr%s><td class=\"num\">%u</td>", k->ok ? "" : " class=\"notok\"", c->index);
+        if (pg->several_backends) { /* a backends list: which one ran the case */
+            bc_text_puts(t, "<td>");
+            bc_html_text(t, known(bc_case_backend(c)));
+            bc_text_puts(t, "</td>");
+        }
+        bc_text_printf(t, "<td class=\"num\">%u</td><td class=\"num\">%u</td><td class=\"num\">%llu</td>",
+                       c->batch_size, c->samples_per_prompt, (unsigned long long)k->eff_batch);
         put_prompt_cell(t, cr);
         bc_text_printf(t, "<td class=\"num\">%u", c->response_length);
         if (cr->returned_response_length >= 0 && cr->returned_response_length != (int64_t)c->response_length)
@@ -816,7 +846,8 @@ static void put_table(hp_page *pg) {
     bc_text_puts(t, "</tbody></table></div>\n");
     put_declared(pg);
     bc_text_puts(t, "<p class=\"how\"><b>How to read this.</b> One row per case, in the order bench.cfg asks for "
-                    "them. <i>rows</i> is the effective batch, batch \xC3\x97 samples per prompt: the rows "
+                    "them. <i>backend</i> (a run with a backends list) names the one that ran the case. "
+                    "<i>rows</i> is the effective batch, batch \xC3\x97 samples per prompt: the rows "
                     "generated at once. <i>prompt</i> is the width that ran (with the shortest and longest real "
                     "prompt when they differ); <i>response</i> shows \xE2\x80\x9C" "asked\xE2\x86\x92" "returned"
                     "\xE2\x80\x9D when fewer tokens came back; hover a <i>status</i> for why a case failed. "
