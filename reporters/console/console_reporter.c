@@ -321,7 +321,8 @@ static bc_status console_case_finished(void *instance, const bc_run_report *run,
 
 /* ----------------------------------------------------------- the tables */
 
-enum { CELL_LEN = 48, MAX_COLS = 32 };
+/* A cell holds the widest text a fill writes: "W (LO-HI)" of three int64 values, 62 bytes. */
+enum { CELL_LEN = 64, MAX_COLS = 32 };
 
 /* What the tables are drawn from: the run, and when a case counts as unstable. */
 typedef struct view {
@@ -726,7 +727,7 @@ static void put_title(bc_text *t, const bc_run_report *run) {
                        d->comm ? d->comm : "?",
                        d->mode && strcmp(d->mode, "shard") == 0
                            ? "; each case ran on one rank, valid when the ranks share nothing"
-                           : "; per-rank figures: each rank's mean total_ms");
+                           : "; the first tables are rank 0's figures, the ranks table every rank's and the job's");
     const char *cases = BC_RUN_FIELD(run, selected_cases, NULL), *only = BC_RUN_FIELD(run, selected_only, NULL);
     if (cases || only)
         bc_text_printf(t, "selected: %u of %u cases (%s%s%s%s%s)\n", run->n_cases,
@@ -754,7 +755,10 @@ static void put_legend(bc_text *t, const bc_run_report *run) {
                           "load).\n", n_resumed, n_resumed == 1 ? "" : "s");
     const bc_distributed *d = BC_RUN_FIELD(run, distributed, NULL);
     if (d && !(d->mode && strcmp(d->mode, "shard") == 0))
-        bc_text_puts(t, "Ranks (docs/scale.md): step_tok/s: all ranks' tokens / the slowest rank's time per step; "
+        bc_text_puts(t, "Ranks (docs/scale.md): the tables marked rank 0 are rank 0's own figures (its tok/s: the mean "
+                        "tokens_per_second of its generate stage,\nso it differs from the JSON's "
+                        "rank_tokens_per_second[0], rank 0's tokens over its total_ms);\n"
+                        "step_tok/s: all ranks' tokens / the slowest rank's time per step; "
                         "ideal_tok/s: sum of the ranks' own rates;\nstrag_eff: mean / max rank time; strag_tax_ms: "
                         "max - median rank time; rank_*: rank times in ms; slowest: rank@host; peak_*: MiB over "
                         "ranks;\nforced: every rank returned response_length tokens (no early stop).\n");
@@ -818,14 +822,20 @@ static bc_status build_report(bc_text *t, const view *v) {
         for (uint32_t i = 0; k == 0 && i < n_settings && n_cols + N_OF(case_columns) < MAX_COLS; i++)
             cols[n_cols++] = (column){.header = c0->setting_names[i], .setting = (int)i + 1};
     }
+    const bc_distributed *dist = BC_RUN_FIELD(v->run, distributed, NULL);
+    int replicate = dist && !(dist->mode && strcmp(dist->mode, "shard") == 0);
+    /* replicate: every rank ran every case; these figures are rank 0's */
+    if (replicate) bc_text_puts(t, "rank 0:\n");
     if (put_table(t, v, cols, n_cols) != BC_OK) return BC_ERR_NOMEM;
     bc_text_put(t, "\n", 1);
+    if (replicate) bc_text_puts(t, "rank 0:\n");
     if (put_table(t, v, phase_columns, N_OF(phase_columns)) != BC_OK) return BC_ERR_NOMEM;
     if (put_declared(t, v) != BC_OK) return BC_ERR_NOMEM;
     const bc_distributed *d = BC_RUN_FIELD(v->run, distributed, NULL);
     if (d) {
         int shard = d->mode && strcmp(d->mode, "shard") == 0;
         bc_text_put(t, "\n", 1);
+        if (!shard) bc_text_puts(t, "every rank, and the job:\n");
         if ((shard ? put_table(t, v, shard_columns, N_OF(shard_columns))
                    : put_table(t, v, replicate_columns, N_OF(replicate_columns))) != BC_OK)
             return BC_ERR_NOMEM;
