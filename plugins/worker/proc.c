@@ -130,6 +130,11 @@ bc_status wk_proc_start(wk_proc *p, const bc_host *host, char *const *argv, char
         free(envp);
         return bc_error_set(err, BC_ERR_IO, "cannot make the worker's pipes: %s", strerror(e));
     }
+    /* a relative command ("tools/peers-worker") is found from the working
+     * folder: the exec error says which, composed here (not in the child) */
+    char where[4096 + 96] = "", cwd[4096];
+    if (strchr(argv[0], '/') && argv[0][0] != '/' && getcwd(cwd, sizeof cwd))
+        snprintf(where, sizeof where, " (a relative command, looked up from the working folder %s)", cwd);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
@@ -149,7 +154,7 @@ bc_status wk_proc_start(wk_proc *p, const bc_host *host, char *const *argv, char
         static const char msg[] = "benchctl: cannot run the worker command: ";
         const char *why = strerror(errno);
         if (write(2, msg, sizeof msg - 1) < 0 || write(2, argv[0], strlen(argv[0])) < 0 || write(2, ": ", 2) < 0 ||
-            write(2, why, strlen(why)) < 0 || write(2, "\n", 1) < 0)
+            write(2, why, strlen(why)) < 0 || write(2, where, strlen(where)) < 0 || write(2, "\n", 1) < 0)
             _exit(127);
         _exit(127);
     }

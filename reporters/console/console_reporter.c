@@ -264,9 +264,12 @@ static bc_status console_iteration_finished(void *instance, const bc_run_report 
     return BC_OK;
 }
 
-/* The mean of field over cr's iterations, by name; NAN when unknown. */
+/* The median of field over cr's iterations (the headline, as the HTML
+ * report and compare give it), by name; the mean from a host without
+ * medians; NAN when unknown. */
 static double case_mean(const bc_run_report *run, const bc_case_report *cr, const char *field) {
-    return bc_case_stat(run, cr, bc_run_field_index(run, field), bc_run_stat_index(run, "mean"));
+    int s = bc_run_stat_index(run, "p50");
+    return bc_case_stat(run, cr, bc_run_field_index(run, field), s >= 0 ? s : bc_run_stat_index(run, "mean"));
 }
 
 /* The plain line for a finished case, for logs:

@@ -187,11 +187,10 @@ static const column case_columns[] = {
     {"status", 0, fill_status, NULL, NULL, 0, 0},
     {"n", 1, fill_iterations, NULL, NULL, 0, 0},
     {"stop", 0, fill_stop, NULL, NULL, 0, 0},
-    {"total_ms", 1, NULL, "total_ms", "mean", 2, 0},
-    {"p50", 1, NULL, "total_ms", "p50", 2, 0},
+    {"total_ms", 1, NULL, "total_ms", "p50", 2, 0}, /* the median, as HTML and compare */
     {"p95", 1, NULL, "total_ms", "p95", 2, 0},
     {"cv% ", 1, fill_cv, NULL, NULL, 0, 0},
-    {"tok/s", 1, NULL, "tokens_per_second", "mean", 1, 0},
+    {"tok/s", 1, NULL, "tokens_per_second", "p50", 1, 0},
     {"peak_MiB", 1, fill_peak, NULL, NULL, 0, 0},
     {"held_MiB", 1, fill_held, NULL, NULL, 0, 0},
 };
@@ -208,6 +207,17 @@ static const column phase_columns[] = {
     {"decode_tok/s", 1, NULL, "decode_tokens_per_second", "mean", 1, 0},
     {"load", 1, fill_load, NULL, NULL, 0, 0},
     {"steal%", 1, fill_steal, NULL, NULL, 0, 0},
+};
+
+/* The per-row latencies (the host's row fields): the mean over the measured
+ * iterations of each rollout's percentile over its rows; shown when the run
+ * has them. */
+static const column row_columns[] = {
+    {"#", 1, fill_index, NULL, NULL, 0, 0},
+    {"ttft_p50", 1, NULL, "row_ttft_ms_p50", "mean", 2, 0}, {"ttft_p99", 1, NULL, "row_ttft_ms_p99", "mean", 2, 0},
+    {"tpot_p50", 1, NULL, "row_tpot_ms_p50", "mean", 3, 0}, {"tpot_p99", 1, NULL, "row_tpot_ms_p99", "mean", 3, 0},
+    {"e2e_p50", 1, NULL, "row_e2e_ms_p50", "mean", 2, 0},   {"e2e_p99", 1, NULL, "row_e2e_ms_p99", "mean", 2, 0},
+    {"rows/s", 1, NULL, "rows_per_second", "mean", 2, 0},
 };
 
 /* A distributed case (docs/scale.md); NULL in a single-process run. */
@@ -283,6 +293,7 @@ static void fill_cell(char *cell, const column *col, const view *v, const bc_cas
         return;
     }
     int f = bc_run_field_index(v->run, col->field), s = bc_run_stat_index(v->run, col->stat);
+    if (s < 0 && strcmp(col->stat, "p50") == 0) s = bc_run_stat_index(v->run, "mean"); /* a host without medians */
     fmt_num(cell, bc_case_stat(v->run, cr, f, s), col->decimals);
 }
 
@@ -437,11 +448,12 @@ static void put_legend(bc_text *t, const bc_run_report *run) {
     bc_case_counts n = bc_count_cases(run);
     bc_text_printf(t, "%u case%s: %u ok, %u failed, %u skipped.\n", run->n_cases, run->n_cases == 1 ? "" : "s", n.ok,
                    n.failed, n.skipped);
-    bc_text_puts(t, "Means over the measured iterations. total_ms: one rollout (p50, p95: its percentiles); "
-                    "tok/s: generated tokens per second;\n");
-    bc_text_puts(t, "peak_MiB: peak memory; held_MiB: memory held between rollouts; ttft_ms: time to first token; "
-                    "ms/tok_p50/p95: a rollout's\n");
-    bc_text_puts(t, "median and p95 decode step; prefill/decode: forward time and tokens per second of each phase;\n");
+    bc_text_puts(t, "total_ms: one rollout, tok/s: generated tokens per second: medians over the measured iterations "
+                    "(p95, cv%: total_ms's spread);\n");
+    bc_text_puts(t, "the other figures are means. peak_MiB: peak memory; held_MiB: memory held between rollouts; "
+                    "ttft_ms: time to first token;\n");
+    bc_text_puts(t, "ms/tok_p50/p95: a rollout's median and p95 decode step; prefill/decode: forward time and tokens "
+                    "per second of each phase;\n");
     bc_text_puts(t, "n, stop: measured iterations and why they stopped; cv%: stddev / mean of total_ms; load: 1-minute "
                     "load average at the case's start/end;\n");
     bc_text_puts(t, "steal%: CPU time the hypervisor took while the case ran.\n");
@@ -452,7 +464,7 @@ static void put_legend(bc_text *t, const bc_run_report *run) {
                           "load).\n", n_resumed, n_resumed == 1 ? "" : "s");
     const bc_distributed *d = BC_RUN_FIELD(run, distributed, NULL);
     if (d && !(d->mode && strcmp(d->mode, "shard") == 0))
-        bc_text_puts(t, "Ranks (docs/scale.md): the tables marked rank 0 are rank 0's own figures (its tok/s: the mean "
+        bc_text_puts(t, "Ranks (docs/scale.md): the tables marked rank 0 are rank 0's own figures (its tok/s: the median "
                         "tokens_per_second of its generate stage,\nso it differs from the JSON's "
                         "rank_tokens_per_second[0], rank 0's tokens over its total_ms);\n"
                         "step_tok/s: all ranks' tokens / the slowest rank's time per step; "
@@ -529,6 +541,10 @@ bc_status console_build_report(bc_text *t, const bc_run_report *run, double max_
     bc_text_put(t, "\n", 1);
     if (replicate) bc_text_puts(t, "rank 0:\n");
     if (put_table(t, v, phase_columns, N_OF(phase_columns)) != BC_OK) return BC_ERR_NOMEM;
+    if (bc_run_field_index(v->run, "row_ttft_ms_p50") >= 0 &&
+        (bc_text_put(t, "\n", 1), replicate ? bc_text_puts(t, "rank 0:\n") : (void)0,
+         put_table(t, v, row_columns, N_OF(row_columns))) != BC_OK)
+        return BC_ERR_NOMEM;
     if (put_declared(t, v) != BC_OK) return BC_ERR_NOMEM;
     const bc_distributed *d = BC_RUN_FIELD(v->run, distributed, NULL);
     if (d) {

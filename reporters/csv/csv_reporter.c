@@ -7,14 +7,18 @@
  *   samples_per_prompt,prompt_length,requested_response_length,
  *   returned_response_length,prompt_width_tokens,prompt_min_tokens,
  *   prompt_max_tokens,status,error_code,rebuilt,n_iterations,
- *   then for each field F of run->field_names and each statistic S of
- *   run->stat_names, in their orders: F_S (e.g. total_ms_p95),
+ *   then for each field F of run->field_names that some case of the run
+ *   measured (a finite statistic) and each statistic S of run->stat_names,
+ *   in their orders: F_S (e.g. total_ms_p95); a run no case of which
+ *   measured anything (every case failed) has the host's fields,
  *   peak_memory_mb,held_between_rollouts_mib,peak_rss_mb,
  *   stop_reason,total_ms_rel_ci,load_avg_start,load_avg_end,cpu_steal_share,
  *   message,backend (the case's backend; empty from a host before 2.2)
  *
  * The statistics columns come from the run's tables, so a field or a
- * statistic the host adds gets its columns without a change here.
+ * statistic the host adds gets its columns without a change here, and a
+ * field no backend of the run fills (another backend's metric, a figure
+ * only the native engine or only a worker measures) has none.
  * Unknown or unmeasured values are empty cells. Cells are quoted per
  * RFC 4180 when they hold a comma, a double quote or a line break; lines end
  * in CRLF as RFC 4180 says. Numbers use the shortest exact form. Its
@@ -112,7 +116,31 @@ static void write_dist_cells(bc_text *t, int *first, const bc_case_distributed *
     cell(t, first, cd->full_length < 0 ? "" : cd->full_length ? "true" : "false");
 }
 
-static void write_header(bc_text *t, const bc_run_report *run) {
+/* Whether field f gets columns: some case measured it (its count "n" is
+ * above 0, or, in a run without that statistic, some statistic of it is
+ * finite); when no case measured any field, the host's own fields do. */
+static int field_measured(const bc_run_report *run, uint32_t f) {
+    int n_stat = -1;
+    for (uint32_t s = 0; s < run->n_stats; s++)
+        if (run->stat_names[s] && strcmp(run->stat_names[s], "n") == 0) n_stat = (int)s;
+    for (uint32_t i = 0; i < run->n_cases; i++)
+        for (uint32_t s = 0; s < run->n_stats; s++) {
+            double v = bc_case_stat(run, bc_run_case(run, i), (int)f, (int)s);
+            if (n_stat >= 0 ? (int)s == n_stat && v > 0 : isfinite(v)) return 1;
+        }
+    return 0;
+}
+
+/* The fields that get columns (keep[n_fields], 1 or 0), in run->field_names' order. */
+static void fields_kept(const bc_run_report *run, unsigned char *keep) {
+    int any = 0;
+    for (uint32_t f = 0; f < run->n_fields; f++) any |= keep[f] = (unsigned char)field_measured(run, f);
+    uint32_t n_host = BC_RUN_FIELD(run, n_host_fields, run->n_fields);
+    if (!any)
+        for (uint32_t f = 0; f < run->n_fields; f++) keep[f] = f < n_host;
+}
+
+static void write_header(bc_text *t, const bc_run_report *run, const unsigned char *keep) {
     static const char *const identity[] = {
         "index", "precision", "dtype", "cache_policy", "release_inference_cache",
         "batch_size", "samples_per_prompt", "prompt_length", "requested_response_length", "returned_response_length",
@@ -121,7 +149,7 @@ static void write_header(bc_text *t, const bc_run_report *run) {
     int first = 1;
     for (size_t i = 0; i < sizeof identity / sizeof identity[0]; i++) cell(t, &first, identity[i]);
     for (uint32_t f = 0; f < run->n_fields; f++) {
-        for (uint32_t s = 0; s < run->n_stats; s++) {
+        for (uint32_t s = 0; keep[f] && s < run->n_stats; s++) {
             char name[256];
             snprintf(name, sizeof name, "%s_%s", run->field_names[f], run->stat_names[s]);
             cell(t, &first, name);
@@ -148,7 +176,7 @@ static void write_header(bc_text *t, const bc_run_report *run) {
     end_row(t);
 }
 
-static void write_row(bc_text *t, const bc_run_report *run, const bc_case_report *cr) {
+static void write_row(bc_text *t, const bc_run_report *run, const bc_case_report *cr, const unsigned char *keep) {
     const bc_case *c = cr->c;
     int first = 1;
     cell_uint(t, &first, c->index);
@@ -169,7 +197,8 @@ static void write_row(bc_text *t, const bc_run_report *run, const bc_case_report
     cell(t, &first, cr->rebuilt ? "true" : "false");
     cell_uint(t, &first, cr->n_iterations);
     for (uint32_t f = 0; f < run->n_fields; f++)
-        for (uint32_t s = 0; s < run->n_stats; s++) cell_double(t, &first, bc_case_stat(run, cr, (int)f, (int)s));
+        for (uint32_t s = 0; keep[f] && s < run->n_stats; s++)
+            cell_double(t, &first, bc_case_stat(run, cr, (int)f, (int)s));
     cell_double(t, &first, cr->peak_memory_mib);
     cell_double(t, &first, bc_bytes_to_mib(cr->held_between_rollouts_bytes));
     cell_double(t, &first, bc_bytes_to_mib(cr->peak_rss_bytes));
@@ -207,8 +236,12 @@ static bc_status csv_open(const bc_host *host, const bc_settings *settings, cons
 static bc_status csv_close(void *instance, const bc_run_report *run, bc_error *err) {
     csv_reporter *r = instance;
     bc_text t = {0};
-    write_header(&t, run);
-    for (uint32_t i = 0; i < run->n_cases; i++) write_row(&t, run, bc_run_case(run, i));
+    unsigned char *keep = calloc(run->n_fields + 1, 1); /* owned here: which fields get columns */
+    if (!keep) return bc_error_set(err, BC_ERR_NOMEM, "csv: %s: out of memory building the table", r->path);
+    fields_kept(run, keep);
+    write_header(&t, run, keep);
+    for (uint32_t i = 0; i < run->n_cases; i++) write_row(&t, run, bc_run_case(run, i), keep);
+    free(keep);
     if (t.failed) {
         free(t.buf);
         return bc_error_set(err, BC_ERR_NOMEM, "csv: %s: out of memory building the table", r->path);

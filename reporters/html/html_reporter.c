@@ -728,16 +728,15 @@ static void put_prompt_cell(bc_text *t, const bc_case_report *cr) {
     bc_text_puts(t, "</td>");
 }
 
-/* The backends' declared metrics (a 2.4 host's fields past n_host_fields):
- * one row per case, the mean of each, headed with its name and unit and
- * its help as the tooltip; nothing when there are none. */
-static void put_declared(hp_page *pg) {
+/* The fields [first, end) as a table: one row per case, the mean of each,
+ * headed with its name and unit and its help as the tooltip; nothing when
+ * the range is empty. */
+static void put_field_table(hp_page *pg, uint32_t first, uint32_t end) {
     const bc_run_report *run = pg->run;
     bc_text *t = pg->t;
-    uint32_t first = BC_RUN_FIELD(run, n_host_fields, run->n_fields);
-    if (first >= run->n_fields || !bc_run_field_desc(run, first)) return;
+    if (first >= end || end > run->n_fields || !bc_run_field_desc(run, first)) return;
     bc_text_puts(t, "<div class=\"tablewrap\"><table class=\"matrix declared\">\n<thead><tr><th class=\"num\">#</th>");
-    for (uint32_t f = first; f < run->n_fields; f++) {
+    for (uint32_t f = first; f < end; f++) {
         const bc_metric_desc *d = bc_run_field_desc(run, f);
         bc_text_puts(t, "<th class=\"num\" title=\"");
         bc_html_text(t, d->help ? d->help : "");
@@ -751,7 +750,7 @@ static void put_declared(hp_page *pg) {
     for (uint32_t i = 0; i < pg->n; i++) {
         const bc_case_report *cr = pg->cases[i].cr;
         bc_text_printf(t, "<tr><td class=\"num\">%u</td>", cr->c->index);
-        for (uint32_t f = first; f < run->n_fields; f++) {
+        for (uint32_t f = first; f < end; f++) {
             char num[32];
             double x = case_stat(run, cr, (int)f, "mean");
             if (bc_html_format_number(num, sizeof num, x)) bc_text_printf(t, "<td class=\"num\">%s</td>", num);
@@ -760,6 +759,16 @@ static void put_declared(hp_page *pg) {
         bc_text_puts(t, "</tr>\n");
     }
     bc_text_puts(t, "</tbody></table></div>\n");
+}
+
+/* The backends' declared metrics (a 2.4 host's fields past n_host_fields),
+ * then the per-row latencies (the host's row_ttft_ms_p50 .. rows_per_second),
+ * each a table by put_field_table. */
+static void put_declared(hp_page *pg) {
+    const bc_run_report *run = pg->run;
+    put_field_table(pg, BC_RUN_FIELD(run, n_host_fields, run->n_fields), run->n_fields);
+    int a = bc_run_field_index(run, "row_ttft_ms_p50"), b = bc_run_field_index(run, "rows_per_second");
+    if (a >= 0 && b >= a) put_field_table(pg, (uint32_t)a, (uint32_t)b + 1);
 }
 
 static void put_table(hp_page *pg) {

@@ -476,6 +476,11 @@ static void test_reporter_override(void **state) {
     st = bc_settings_resolve(&f->cfg, &f->cfg.reporters[1], &desc, v, &f->err);
     if (st) fail_msg("%s", f->err.message);
     assert_string_equal(v[0].s, "b.csv");
+    /* the file had two reporters, --reporter names one: reporters.[1] is gone, and the hint says why */
+    const char *second[] = {"reporters.[1].settings.path=\"b.csv\""};
+    expect_fail(f, BASE "reporters = ( \"json\", \"csv\" );\n", second, 1, "json",
+                "--set reporters.[1].settings.path: reporters has no element [1]");
+    assert_contains(f->err.hint, "--reporter replaced the file's reporters with its own list (1 of them)");
     expect_fail(f, BASE, NULL, 0, "json,,csv", "--reporter 'json,,csv': expected a comma-separated list");
     expect_fail(f, BASE, NULL, 0, "", "--reporter '': expected a comma-separated list");
 }
@@ -731,6 +736,31 @@ static void test_suggest(void **state) {
     const char *const one[] = {"b"};
     assert_null(bc_suggest("a", one, 1));
     assert_null(bc_suggest("x", NULL, 0));
+
+    /* a long name's short form: the same first letter and trailing number */
+    const char *const plugins[] = {"fp32", "fp16", "bf16", "int8", "retain", "json"};
+    assert_string_equal(bc_suggest("bfloat16", plugins, 6), "bf16");
+    assert_string_equal(bc_suggest("float32", plugins, 6), "fp32");
+    assert_string_equal(bc_suggest("float16", plugins, 6), "fp16");
+    assert_null(bc_suggest("bfloat", plugins, 6));
+    const char *const twins[] = {"fp16", "f16x16"};
+    assert_null(bc_suggest("float16", twins, 2)); /* two short forms: neither */
+
+    /* two names joined, as libconfig reads [ "bf16" "fp32" ] */
+    const char *a = NULL, *b = NULL;
+    assert_true(bc_suggest_joined("bf16fp32", plugins, 6, &a, &b));
+    assert_string_equal(a, "bf16");
+    assert_string_equal(b, "fp32");
+    assert_false(bc_suggest_joined("bf16", plugins, 6, &a, &b));
+    assert_false(bc_suggest_joined("bf16xx", plugins, 6, &a, &b));
+    char hint[256];
+    bc_suggest_hint("bf16fp32", plugins, 6, hint, sizeof hint);
+    assert_string_equal(hint, "'bf16fp32' is 'bf16' and 'fp32' joined: libconfig joins adjacent strings, so a comma "
+                              "may be missing: [ \"bf16\", \"fp32\" ]");
+    bc_suggest_hint("bfloat16", plugins, 6, hint, sizeof hint);
+    assert_string_equal(hint, "did you mean 'bf16'?");
+    bc_suggest_hint("banana", plugins, 6, hint, sizeof hint);
+    assert_string_equal(hint, "");
 }
 
 static void test_hash_follows_the_resolved_tree(void **state) {

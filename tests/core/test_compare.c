@@ -71,7 +71,8 @@ static void load(fixture *f, const char *name, const char *text, bc_runfile *rf)
 
 /* A report: the header's extra keys ("model" and "iterations" have
  * defaults when the header does not set them), then cases. Each case is
- * "BATCH:STATUS:v1,v2,..." with the total_ms values; tokens_per_second is
+ * "BATCH:STATUS:v1,v2,..." with the total_ms values, precision bf16, or
+ * "PRECISION@BATCH:STATUS:..." (fp32 or bf16); tokens_per_second is
  * 1000 / total_ms. */
 static char *report(const char *header, const char *const *cases, size_t n_cases) {
     char *text = NULL;
@@ -88,14 +89,18 @@ static char *report(const char *header, const char *const *cases, size_t n_cases
         unsigned batch;
         char status[16];
         int used = 0;
-        assert_int_equal(sscanf(cases[i], "%u:%15[a-z]:%n", &batch, status, &used), 2);
+        const char *spec = cases[i], *at = strchr(spec, '@');
+        const char *precision = at && strncmp(spec, "fp32", 4) == 0 ? "fp32" : "bf16";
+        if (at) spec = at + 1;
+        assert_int_equal(sscanf(spec, "%u:%15[a-z]:%n", &batch, status, &used), 2);
         fprintf(out,
                 "%s{\"index\": %zu, \"batch_size\": %u, \"samples_per_prompt\": 1, \"prompt_length\": 8,"
-                " \"requested_response_length\": 4, \"precision\": \"bf16\", \"dtype\": \"bfloat16\","
+                " \"requested_response_length\": 4, \"precision\": \"%s\", \"dtype\": \"%s\","
                 " \"cache_policy\": \"retain\", \"release_inference_cache\": false, \"status\": \"%s\","
                 " \"message\": \"%s\", \"profiles\": [",
-                i ? ", " : "", i, batch, status, strcmp(status, "ok") ? "boom" : "");
-        const char *v = cases[i] + used;
+                i ? ", " : "", i, batch, precision, strcmp(precision, "fp32") ? "bfloat16" : "float32", status,
+                strcmp(status, "ok") ? "boom" : "");
+        const char *v = spec + used;
         for (int k = 0; *v; k++) {
             char *end;
             double ms = strtod(v, &end);
@@ -154,14 +159,14 @@ static void test_verdicts_and_numbers(void **state) {
     assert_double_close(r->median_a, 10.01, 1e-12); /* (10.0 + 10.02) / 2 */
     assert_double_close(r->median_b, 11.01, 1e-12);
     assert_double_close(r->ratio, 11.01 / 10.01, 1e-12);
-    assert_double_close(r->change, 10.01 / 11.01 - 1, 1e-12); /* lower is better: A/B - 1 */
+    assert_double_close(r->change, log(10.01 / 11.01), 1e-12); /* lower is better: ln(A/B) */
     assert_true(r->change_lo <= r->change && r->change <= r->change_hi);
     assert_true(r->exact);
     assert_double_close(r->p, 2.0 / 12870.0, 1e-15); /* 8 vs 8, no overlap: the smallest p */
     r = row(f, 1, "tokens_per_second");
     assert_int_equal(r->verdict, BC_VERDICT_WORSE);
     assert_true(r->higher_is_better);
-    assert_double_close(r->change, r->ratio - 1, 1e-15); /* higher is better: B/A - 1 */
+    assert_double_close(r->change, log(r->ratio), 1e-15); /* higher is better: ln(B/A) */
 
     assert_int_equal(row(f, 2, "total_ms")->verdict, BC_VERDICT_SAME);
     r = row(f, 3, "total_ms");
@@ -188,7 +193,7 @@ static void test_verdicts_and_numbers(void **state) {
     assert_int_equal(s->n_ratios, 3);
     double ratios = (11.01 / 10.01) * (10.01 / 10.01) * (11.0 / 10.0);
     assert_double_close(s->geomean_ratio, cbrt(ratios), 1e-12);
-    assert_double_close(s->geomean_change, 1 / cbrt(ratios) - 1, 1e-12);
+    assert_double_close(s->geomean_change, -log(cbrt(ratios)), 1e-12);
 }
 
 /* Values that are null in every iteration of one side: MISSING, saying why. */
@@ -343,6 +348,137 @@ static void test_direction(void **state) {
     assert_int_equal(bc_cmp_metric_better(&none, 0, &none, 0), BC_BETTER_NEITHER);
 }
 
+/* --pair precision: two runs whose cases differ in precision alone match
+ * on nothing by their keys, and case by case on every other axis when
+ * paired across it; the pair names the axis and each side's values, and
+ * the labels leave the precision out. */
+static void test_pair_axis(void **state) {
+    fixture *f = *state;
+    const char *a[] = {"fp32@1:ok:" SLOW, "fp32@2:ok:" SLOW}, *b[] = {"1:ok:" FAST, "2:ok:" FAST, "4:ok:" FAST};
+    build(f, "", a, N(a), "", b, N(b));
+    assert_int_equal(f->pair.n_matched, 0); /* the keys hold the dtype */
+    assert_null(f->pair.axis);
+    bc_cmp_pair_free(&f->pair);
+
+    f->opt.pair_axis = "precision";
+    bc_error err = {0};
+    if (bc_cmp_pair_build(&f->a, &f->b, &f->opt, &f->pair, &err) != BC_OK) fail_msg("%s", err.message);
+    assert_int_equal(f->pair.n_matched, 2);
+    assert_int_equal(f->pair.n_only_b, 1);
+    assert_string_equal(f->pair.axis, "precision");
+    assert_string_equal(f->pair.axis_a, "fp32");
+    assert_string_equal(f->pair.axis_b, "bf16");
+    const bc_cmp_row *r = row(f, 1, "total_ms");
+    assert_int_equal(r->verdict, BC_VERDICT_BETTER); /* bf16 10% faster */
+    assert_string_equal(r->ca->precision, "fp32");
+    assert_string_equal(r->cb->precision, "bf16");
+    assert_null(strstr(r->key, "dtype="));
+    char label[96];
+    bc_cmp_case_label_without(r->ca, f->pair.axis, label, sizeof label);
+    assert_string_equal(label, "B=1 x1 8->4 retain");
+    char *text = written(bc_cmp_write_console, f);
+    assert_non_null(strstr(text, "paired on every axis but precision: precision fp32 (A) against bf16 (B)"));
+    free(text);
+
+    bc_cmp_pair p;
+    f->opt.pair_axis = "nosuch";
+    assert_int_equal(bc_cmp_pair_build(&f->a, &f->b, &f->opt, &p, &err), BC_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "no axis 'nosuch'"));
+}
+
+/* --by precision within one run: the cases of one precision against those
+ * of the other, matched on the rest of the key; each side named
+ * "PATH [precision=VALUE]" and counted as its own cases. */
+static void test_by_axis(void **state) {
+    fixture *f = *state;
+    const char *a[] = {"fp32@1:ok:" SLOW, "1:ok:" FAST, "fp32@2:ok:" FAST, "2:ok:" FAST, "fp32@3:ok:" FAST};
+    build(f, "", a, N(a), "", a, 1);
+    char **values = NULL;
+    size_t n = bc_cmp_axis_values(&f->a, "precision", &values);
+    assert_int_equal(n, 2);
+    assert_string_equal(values[0], "fp32");
+    assert_string_equal(values[1], "bf16");
+    char **batches = NULL;
+    assert_int_equal(bc_cmp_axis_values(&f->a, "batch_size", &batches), 3);
+    assert_string_equal(batches[2], "3");
+    bc_cmp_axis_values_free(batches, 3);
+    bc_cmp_pair p;
+    bc_error err = {0};
+    if (bc_cmp_pair_build_by(&f->a, values[0], &f->a, values[1], "precision", &f->opt, &p, &err) != BC_OK)
+        fail_msg("%s", err.message);
+    assert_int_equal(p.n_cases_a, 3);
+    assert_int_equal(p.n_cases_b, 2);
+    assert_int_equal(p.n_matched, 2);
+    assert_int_equal(p.n_only_a, 1);
+    assert_int_equal(p.n_only_b, 0);
+    assert_non_null(strstr(p.name_a, "a.json [precision=fp32]"));
+    assert_non_null(strstr(p.name_b, "a.json [precision=bf16]"));
+    assert_string_equal(p.backend_a, "b");
+    assert_int_equal(p.n_env, 0);
+    for (size_t i = 0; i < p.n_rows; i++)
+        if (p.rows[i].ca && p.rows[i].ca->batch_size == 1 && strcmp(p.metrics[p.rows[i].metric], "total_ms") == 0) {
+            assert_int_equal(p.rows[i].verdict, BC_VERDICT_BETTER);
+            assert_double_close(p.rows[i].change, log(11.01 / 10.01), 1e-12);
+        }
+    bc_cmp_pair_free(&p);
+    bc_cmp_axis_values_free(values, n);
+    assert_int_equal(bc_cmp_axis_values(&f->a, "cache_policy", &values), 1);
+    assert_string_equal(values[0], "retain");
+    bc_cmp_axis_values_free(values, 1);
+    assert_int_equal(bc_cmp_axis_values(&f->a, "threads", &values), 0);
+    assert_null(values);
+}
+
+/* The change in words, the same size either way round: a time 2.9x shorter
+ * is "2.90x faster", 158x longer "158x slower"; a rate, a size, a
+ * directionless count; the interval on one side of 1 or across it. */
+static void test_change_words(void **state) {
+    (void)state;
+    char buf[64];
+    bc_cmp_fmt_change(buf, sizeof buf, bc_cmp_change(1 / 2.9, 0), BC_BETTER_LOWER, "ms");
+    assert_string_equal(buf, "2.90x faster");
+    bc_cmp_fmt_change(buf, sizeof buf, bc_cmp_change(158, 0), BC_BETTER_LOWER, "ms");
+    assert_string_equal(buf, "158x slower");
+    bc_cmp_fmt_change(buf, sizeof buf, bc_cmp_change(2.9, 1), BC_BETTER_HIGHER, "tokens/s");
+    assert_string_equal(buf, "2.90x faster");
+    bc_cmp_fmt_change(buf, sizeof buf, bc_cmp_change(1 / 15.8, 1), BC_BETTER_HIGHER, "tokens/s");
+    assert_string_equal(buf, "15.8x slower");
+    bc_cmp_fmt_change(buf, sizeof buf, bc_cmp_change(0.5, 0), BC_BETTER_LOWER, "bytes");
+    assert_string_equal(buf, "2.00x smaller");
+    bc_cmp_fmt_change(buf, sizeof buf, bc_cmp_change(1.5, 1), BC_BETTER_NEITHER, "tokens");
+    assert_string_equal(buf, "1.50x higher");
+    bc_cmp_fmt_change(buf, sizeof buf, bc_cmp_change(1.5, 1), BC_BETTER_HIGHER, "1");
+    assert_string_equal(buf, "1.50x better");
+    bc_cmp_fmt_change(buf, sizeof buf, 0.0, BC_BETTER_LOWER, "ms");
+    assert_string_equal(buf, "1.00x");
+    bc_cmp_fmt_change(buf, sizeof buf, NAN, BC_BETTER_LOWER, "ms");
+    assert_string_equal(buf, "-");
+    bc_cmp_fmt_interval(buf, sizeof buf, log(2.71), log(3.1), BC_BETTER_LOWER, "ms");
+    assert_string_equal(buf, "[2.71x, 3.10x] faster");
+    bc_cmp_fmt_interval(buf, sizeof buf, -log(3.1), -log(2.71), BC_BETTER_LOWER, "ms");
+    assert_string_equal(buf, "[2.71x, 3.10x] slower");
+    bc_cmp_fmt_interval(buf, sizeof buf, -log(1.02), log(1.05), BC_BETTER_LOWER, "ms");
+    assert_string_equal(buf, "[1.02x slower, 1.05x faster]");
+    bc_cmp_fmt_interval(buf, sizeof buf, NAN, 0.1, BC_BETTER_LOWER, "ms");
+    assert_string_equal(buf, "-");
+}
+
+/* The HTML plot's axis is logarithmic in the factor: a 158x change is on
+ * it (not piled at a +-100% edge), labelled by factors. */
+static void test_html_log_axis(void **state) {
+    fixture *f = *state;
+    const char *a[] = {"1:ok:" FAST}, *b[] = {"1:ok:1580,1581,1579,1580.5,1579.5,1580.2,1579.8,1580.3"};
+    build(f, "", a, N(a), "", b, N(b));
+    assert_int_equal(row(f, 1, "total_ms")->verdict, BC_VERDICT_WORSE);
+    char *text = written(bc_cmp_write_html, f);
+    assert_non_null(strstr(text, ">&#247;200</text>")); /* the axis reaches a factor of 200 */
+    assert_non_null(strstr(text, ">&#215;200</text>"));
+    assert_non_null(strstr(text, ">1</text>"));
+    assert_non_null(strstr(text, "158x slower WORSE</text>"));
+    assert_null(strstr(text, "%</text>"));
+    free(text);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_verdicts_and_numbers, setup, teardown),
@@ -351,6 +487,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_duplicate_key_and_missing_metric, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outputs, setup, teardown),
         cmocka_unit_test(test_direction),
+        cmocka_unit_test_setup_teardown(test_pair_axis, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_by_axis, setup, teardown),
+        cmocka_unit_test(test_change_words),
+        cmocka_unit_test_setup_teardown(test_html_log_axis, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

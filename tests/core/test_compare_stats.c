@@ -140,10 +140,14 @@ static void test_median_and_change(void **state) {
     assert_double_close(bc_cmp_median(even, 4, scratch), 2.5, 0);
     assert_nan(bc_cmp_median(odd, 0, scratch));
     assert_double_close(odd[0], 3.0, 0); /* not modified */
-    /* throughput up 10%: +0.10; time down from 110 to 100: +0.10 */
-    assert_double_close(bc_cmp_change(1.10, 1), 0.10, 1e-12);
-    assert_double_close(bc_cmp_change(100.0 / 110.0, 0), 0.10, 1e-12);
-    assert_double_close(bc_cmp_change(1.25, 0), -0.20, 1e-12);
+    /* the change is a log factor: throughput up 10% and time down from 110
+     * to 100 are both ln(1.1); symmetric: 2.9x faster and 2.9x slower are
+     * +-ln(2.9) whichever side is the baseline (not +190% against -65.5%) */
+    assert_double_close(bc_cmp_change(1.10, 1), log(1.1), 1e-12);
+    assert_double_close(bc_cmp_change(100.0 / 110.0, 0), log(1.1), 1e-12);
+    assert_double_close(bc_cmp_change(1.25, 0), -log(1.25), 1e-12);
+    assert_double_close(bc_cmp_change(1 / 2.9, 0), -bc_cmp_change(2.9, 0), 1e-12);
+    assert_double_close(bc_cmp_change(2.9, 1), log(2.9), 1e-12);
     assert_nan(bc_cmp_change(0.0, 0));
     assert_nan(bc_cmp_change(-1.0, 1));
     assert_nan(bc_cmp_change(NAN, 1));

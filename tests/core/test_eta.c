@@ -89,12 +89,25 @@ static void test_expected_iterations(void **state) {
     assert_int_equal(bc_eta_iterations_to_target(3, NAN, 0.02, 6, 50, 7), 7);
 }
 
+/* A case's modelled ms: per iteration ms times warmup + measured, capped at
+ * max_seconds plus one iteration; NAN before any point. */
+static void test_case_ms(void **state) {
+    (void)state;
+    bc_eta e = {0};
+    assert_nan(bc_eta_case_ms(&e, 100, 1, 5, NAN));
+    bc_eta_add_point(&e, 100, 10.0); /* one point: 0.1 ms a unit */
+    assert_double_equal(bc_eta_case_ms(&e, 200, 1, 5, NAN), 20.0 * 6, 1e-9);
+    assert_double_equal(bc_eta_case_ms(&e, 200, 1, 5, 0.05), 50.0 + 20.0, 1e-9); /* 50 ms cap + one */
+    assert_double_equal(bc_eta_case_ms(&e, 200, 1, 5, 10.0), 120.0, 1e-9);       /* under the cap */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_units),
         cmocka_unit_test(test_linear_fit),
         cmocka_unit_test(test_degenerate_fits),
         cmocka_unit_test(test_expected_iterations),
+        cmocka_unit_test(test_case_ms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,6 +34,7 @@ static struct {
     int stop_level;          /* ... to this value (1: finish the iteration, 2: abandon it) */
     int fail_prepare;        /* prepare fails with BC_ERR_IO */
     int add_steps;           /* generate also reports first_token_ms, steps and token counts */
+    int static_schedule;     /* ... with every row's token 0 at once (k_row_first_static) */
     int64_t resident;        /* read_memory reports resident_bytes = resident (-1: leave it) */
     const char *last_precision;
     int precision_switches;  /* begin_case saw another precision than the case before */
@@ -46,6 +47,7 @@ static const double k_steps_ms[] = {2.0, 4.0, 3.0, 1.0}; /* p50 2.5, p95 4 */
 static const int32_t k_step_rows[] = {3, 3, 2, 1};         /* the schedule: rows per decode step */
 static const double k_row_first_ms[] = {1.5, 1.5, 2.5};    /* ... each row's token 0 */
 static const int32_t k_row_done[] = {4, 2, 1};             /* ... and the step it finished at */
+static const double k_row_first_static[] = {1.5, 1.5, 1.5}; /* a static batch: one prefill for every row */
 
 static bc_status w_begin(void *i, const bc_case *c, bc_error *e) {
     calls.begin++;
@@ -73,7 +75,7 @@ static bc_status w_generate(void *i, bc_generation_stats *out, bc_error *e) {
         out->prompt_max_tokens = 8;
         out->step_active_rows = k_step_rows;
         out->schedule_rows = 3;
-        out->row_first_token_ms = k_row_first_ms;
+        out->row_first_token_ms = calls.static_schedule ? k_row_first_static : k_row_first_ms;
         out->row_done_step = k_row_done;
     }
     if (calls.stop_at_generate && calls.generate == calls.stop_at_generate)
@@ -780,6 +782,65 @@ static void test_derived_fields(void **state) {
     free(m.cases);
 }
 
+/* The row fields from a known schedule (rowlat.h), E = prompt_expansion_ms:
+ * rows' token 0 at 1.5, 1.5, 2.5 ms (the third joined later): ttft p50
+ * E + 1.5, p90 and p99 E + 2.5, e2e and tpot unknown. A static batch
+ * (every token 0 at 1.5 ms), steps 2, 4, 3, 1 ms, rows done after 4, 2, 1
+ * steps: e2e E + 1.5 + 10, 6, 2 (p50 E + 7.5, p90 = p99 E + 11.5), tpot
+ * 10/4, 6/2, 2/1 (p50 2.5, p90 = p99 3). rows_per_second = the case's rows
+ * over total_ms, schedule or not. */
+static void test_row_fields(void **state) {
+    fixture *f = *state;
+    calls.add_steps = 1;
+    calls.resident = -1;
+    const uint32_t batches[] = {1};
+    matrix m = build(batches, 1, 0);
+    bc_runner_config c = config(f, &m, 0, 2);
+    for (int pass = 0; pass < 3; pass++) {
+        calls.static_schedule = pass == 1;
+        calls.add_steps = pass < 2;
+        bc_run_result res;
+        bc_error err = {0};
+        assert_int_equal(run(f, &c, &res, &err), BC_OK);
+        for (size_t k = 0; k < m.n; k++) {
+            const bc_case_report *cr = &res.cases[k];
+            assert_int_equal(cr->status, BC_CASE_OK);
+            for (uint32_t it = 0; it < 2; it++) {
+                const double e = value(cr, it, BC_FIELD_PROMPT_EXPANSION_MS);
+                assert_double_equal(value(cr, it, BC_FIELD_ROWS_PER_SECOND),
+                                    (double)bc_case_effective_batch(&m.cases[k]) * 1000.0 /
+                                        value(cr, it, BC_FIELD_TOTAL_MS),
+                                    1e-9);
+                if (pass == 2) { /* no schedule: only rows_per_second */
+                    for (int fld = BC_FIELD_ROW_TTFT_MS_P50; fld <= BC_FIELD_ROW_E2E_MS_P99; fld++)
+                        assert_nan(value(cr, it, (bc_field)fld));
+                    continue;
+                }
+                assert_double_equal(value(cr, it, BC_FIELD_ROW_TTFT_MS_P50), e + 1.5, 1e-9);
+                if (pass == 0) {
+                    assert_double_equal(value(cr, it, BC_FIELD_ROW_TTFT_MS_P90), e + 2.5, 1e-9);
+                    assert_double_equal(value(cr, it, BC_FIELD_ROW_TTFT_MS_P99), e + 2.5, 1e-9);
+                    for (int fld = BC_FIELD_ROW_TPOT_MS_P50; fld <= BC_FIELD_ROW_E2E_MS_P99; fld++)
+                        assert_nan(value(cr, it, (bc_field)fld));
+                    continue;
+                }
+                assert_double_equal(value(cr, it, BC_FIELD_ROW_TTFT_MS_P99), e + 1.5, 1e-9);
+                assert_double_equal(value(cr, it, BC_FIELD_ROW_E2E_MS_P50), e + 7.5, 1e-9);
+                assert_double_equal(value(cr, it, BC_FIELD_ROW_E2E_MS_P90), e + 11.5, 1e-9);
+                assert_double_equal(value(cr, it, BC_FIELD_ROW_E2E_MS_P99), e + 11.5, 1e-9);
+                assert_double_equal(value(cr, it, BC_FIELD_ROW_TPOT_MS_P50), 2.5, 1e-12);
+                assert_double_equal(value(cr, it, BC_FIELD_ROW_TPOT_MS_P90), 3.0, 1e-12);
+                assert_double_equal(value(cr, it, BC_FIELD_ROW_TPOT_MS_P99), 3.0, 1e-12);
+            }
+            if (pass == 1) /* and across the iterations: the statistics of each row field */
+                assert_double_equal(stat(cr, BC_FIELD_ROW_TPOT_MS_P50, BC_STAT_MEAN), 2.5, 1e-12);
+        }
+        bc_run_result_free(&res);
+    }
+    calls.static_schedule = calls.add_steps = 0;
+    free(m.cases);
+}
+
 /* A prepare that fails means the backend could not start: bc_run returns
  * the error, no reporter is opened and no case begins. */
 static void test_prepare_failure(void **state) {
@@ -1360,6 +1421,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_reporter_failure_isolated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsupported_precision, setup, teardown),
         cmocka_unit_test_setup_teardown(test_derived_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_row_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prepare_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rebuild_groups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_interrupt, setup, teardown),

@@ -2,7 +2,7 @@
  * with jansson, checks its shape, and prints one line per row for the shell
  * to check:
  *   check_compare_json FILE EXIT_STATUS
- * - the document parses; compare_version is 1; metrics, alpha, threshold
+ * - the document parses; compare_version is 2; metrics, alpha, threshold
  *   and comparisons are there; exit_status is EXIT_STATUS;
  * - each comparison has a, b, environment, rows and a summary per metric
  *   whose counts add up to its rows;
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "check_compare_json: %s:%d: %s\n", argv[1], jerr.line, jerr.text);
         return 1;
     }
-    CHECK(json_integer_value(json_object_get(root, "compare_version")) == 1, "compare_version is not 1");
+    CHECK(json_integer_value(json_object_get(root, "compare_version")) == 2, "compare_version is not 2");
     CHECK(json_integer_value(json_object_get(root, "exit_status")) == atoi(argv[2]), "exit_status is not %s",
           argv[2]);
     static const char *const keys[] = {"metrics", "alpha", "threshold", "confidence_level", "resamples", "seed"};

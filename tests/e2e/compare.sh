@@ -39,11 +39,11 @@ run = { warmup = 1; iterations = 12; };
 reporters = ( { name = "json"; settings = { path = "run.json"; }; }, { name = "jsonl"; settings = { path = "run.jsonl"; }; } );
 EOF
 
-# run NAME [--set ...]: writes NAME.json and NAME.jsonl
+# run NAME [--set ...]: writes NAME.json and NAME.jsonl (of $CFG, small.cfg by default)
 run() {
     name=$1
     shift
-    "$BENCHCTL" run small.cfg -q --set "reporters.[0].settings.path=\"$name.json\"" \
+    "$BENCHCTL" run "${CFG:-small.cfg}" -q --set "reporters.[0].settings.path=\"$name.json\"" \
         --set "reporters.[1].settings.path=\"$name.jsonl\"" "$@" >"run_$name.out" 2>"run_$name.err"
 }
 run base || fail "run base"
@@ -58,10 +58,10 @@ run other --set 'matrix.prompt_lengths=[16]' || fail "run other"
 # The bootstrap resamples each side on its own, so the interval is not [0, 0]
 # (an outlier iteration widens it: SAME or NOISE), but nothing is WORSE or BETTER.
 expect 0 self compare base.json base.json
-[ "$(grep -c '  +0.0%  .*  1.0000  ' self.out)" -eq 4 ] || fail "self: expected 4 rows with change +0.0% and p 1"
+[ "$(grep -c '  1.00x  .*  1.0000  ' self.out)" -eq 4 ] || fail "self: expected 4 rows with change 1.00x and p 1"
 [ "$(rows self.out WORSE)" -eq 0 ] && [ "$(rows self.out BETTER)" -eq 0 ] || fail "self: a WORSE or BETTER row"
 has self.out "environment: the same in every field both files state"
-has self.out "geometric mean of B/A 1 (change +0.0%)"
+has self.out "geometric mean of B/A 1 (1.00x)"
 
 # --- the same config run twice: no WORSE. On a shared machine a run can be
 # disturbed as a whole (a preempted 1 ms iteration takes 4 ms or more), and
@@ -87,9 +87,13 @@ expect 1 slow_change compare base.json slow.json --fail-on change
 expect 0 fast compare slow.json base.json
 [ "$(rows fast.out BETTER)" -eq 4 ] || fail "fast: expected 4 BETTER rows"
 expect 1 fast_change compare slow.json base.json --fail-on change
-# a threshold far above the change (about -93%; a loaded machine can stretch the
-# interval towards -99%): the whole interval is within it, SAME
-expect 0 slow_huge_threshold compare base.json slow.json --threshold 0.999
+# the change as a factor, the same words either way round (about 14x slower / faster)
+grep -Eq '^B=1 .* total_ms .* [0-9.]+x slower  \[[0-9.]+x, [0-9.]+x\] slower ' slow.out ||
+    fail "slow: the change is not 'Nx slower' with its interval"
+grep -Eq '^B=1 .* tokens_per_second .* [0-9.]+x faster  \[' fast.out || fail "fast: the change is not 'Nx faster'"
+# a threshold far above the change (about 14x; a loaded machine can stretch the
+# interval towards 100x): the whole interval is within it, SAME
+expect 0 slow_huge_threshold compare base.json slow.json --threshold 99900%
 [ "$(rows slow_huge_threshold.out SAME)" -eq 4 ] || fail "slow_huge_threshold: expected 4 SAME rows"
 # one metric, named
 expect 1 slow_metric compare base.json slow.json --metric generation_ms
@@ -113,6 +117,48 @@ has nomatch.err "no case of other.json matches one of base.json"
 has nomatch.out "2 only in A, 2 only in B"
 [ "$(grep -c '  MISSING  only in ' nomatch.out)" -eq 8 ] || fail "nomatch: expected 8 MISSING rows"
 
+# --- one axis apart: two runs whose cases differ in precision alone match on
+# nothing (exit 3, with a hint), and on every other axis with --pair precision
+# (exit 0: a comparison of precisions is no regression unless --fail-on says so)
+run fp32 --set 'precisions=["testfp32"]' || fail "run fp32"
+expect 3 by_dtype compare base.json fp32.json
+has by_dtype.err "hint: their cases differ in precision (testbf16 against testfp32): --pair precision"
+expect 0 pair compare base.json fp32.json --pair precision
+has pair.out "paired on every axis but precision: precision testbf16 (A) against testfp32 (B)"
+has pair.out "2 cases: 2 matched, 0 only in A, 0 only in B"
+has pair.out "B=1 x1 8->4 testretain "
+expect 2 pair_unknown compare base.json fp32.json --pair nosuch
+has pair_unknown.err "no axis 'nosuch'"
+expect 2 pair_and_by compare base.json --pair precision --by precision
+
+# --- compare --by AXIS within one run: precision (both in one run), and a
+# backend setting the matrix varies (generation 15x slower for one value):
+# exit 0 whatever the verdicts, 1 with --fail-on worse
+run both --set 'precisions=["testfp32", "testbf16"]' || fail "run both"
+expect 0 by_precision compare --by precision both.json
+has by_precision.out "A: both.json [precision=testfp32] (benchctl JSON): backend testbackend"
+has by_precision.out "B: both.json [precision=testbf16]"
+has by_precision.out "paired on every axis but precision: precision testfp32 (A) against testbf16 (B)"
+has by_precision.out "2 cases: 2 matched, 0 only in A, 0 only in B"
+expect 0 by_precision_json compare --by precision both.json --format json
+"$CHECK" by_precision_json.out 0 >/dev/null || fail "by_precision_json: check_compare_json failed"
+has by_precision_json.out '"paired_across": "precision"'
+sed -e 's/ generate_us = 200;//' -e 's/response_lengths = \[4\];/& backend_settings = { generate_us = [200, 3000]; };/' \
+    small.cfg >gen.cfg
+CFG=gen.cfg run gen || { fail "run gen"; cat run_gen.err; }
+expect 0 by_setting compare --by generate_us gen.json
+[ "$(rows by_setting.out WORSE)" -eq 4 ] || fail "by_setting: expected 4 WORSE rows"
+expect 1 by_setting_fail compare --by generate_us gen.json --fail-on worse
+run caches --set 'cache_policies=["testretain", "testrelease"]' || fail "run caches"
+expect 0 by_cache compare --by cache_policy caches.json
+has by_cache.out "paired on every axis but cache_policy: cache_policy testretain (A) against testrelease (B)"
+has by_cache.out "2 cases: 2 matched, 0 only in A, 0 only in B"
+expect 0 by_batch compare --by batch_size base.json
+has by_batch.out "A: base.json [batch_size=1]"
+has by_batch.out "1 case: 1 matched, 0 only in A, 0 only in B"
+expect 2 by_none compare --by precision base.json
+has by_none.err "take one value of it only"
+
 # --- a journal reads like the report; three files: each against the first
 expect 0 journal compare base.jsonl same.json --threshold 20%
 has journal.out "A: base.jsonl (benchctl journal)"
@@ -128,7 +174,7 @@ expect 2 garbage compare base.json garbage.json
 expect 2 one_file compare base.json
 expect 2 bad_metric compare base.json same.json --metric nosuch
 has bad_metric.err "no field 'nosuch'"
-expect 2 bad_threshold compare base.json same.json --threshold 3
+expect 2 bad_threshold compare base.json same.json --threshold -3
 expect 2 bad_alpha compare base.json same.json --alpha 0
 expect 2 bad_format compare base.json same.json --format xml
 expect 2 bad_fail_on compare base.json same.json --fail-on sometimes

@@ -242,6 +242,11 @@ has missing.err "plugin 'nosuchbackend' not found"
 expect 2 suggest validate "$SRC/good.cfg" --reporter jsn
 one_error suggest
 has suggest.err "did you mean 'json'"
+# a precision by its dtype's name, and two names a missing comma joined
+expect 2 suggest_short validate "$SRC/good.cfg" --set 'precisions=["bfloat16"]'
+has suggest_short.err "did you mean 'bf16'?"
+expect 2 suggest_joined validate "$SRC/good.cfg" --set 'precisions=["testbf16" "testfp32"]'
+has suggest_joined.err "'testbf16testfp32' is 'testbf16' and 'testfp32' joined: libconfig joins adjacent strings, so a comma may be missing"
 expect 2 unreadable run "$WORK/does-not-exist.cfg"
 one_error unreadable
 expect 2 dir_config run "$WORK"

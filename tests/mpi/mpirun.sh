@@ -64,7 +64,7 @@ for np in 2 3; do
     [ "$(grep -c '^[0-9]' "straggler$np/report.csv")" -eq 4 ] || fail "straggler$np: report.csv should have 4 rows"
     grep -q "ranks: $np" "straggler$np/out.txt" || fail "straggler$np: the console does not say 'ranks: $np'"
     # the console's case tables are rank 0's figures, and say so
-    [ "$(grep -c '^rank 0:$' "straggler$np/out.txt")" -eq 2 ] || fail "straggler$np: the console's tables are not labelled rank 0"
+    [ "$(grep -c '^rank 0:$' "straggler$np/out.txt")" -ge 2 ] || fail "straggler$np: the console's tables are not labelled rank 0"
     # only rank 0 reports: one summary line on stderr
     [ "$(grep -c 'cases: 4 ok' "straggler$np/err.txt")" -eq 1 ] || fail "straggler$np: not exactly one summary line"
 done

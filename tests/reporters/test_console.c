@@ -141,7 +141,7 @@ enum { L_TITLE = 0, L_SETTINGS, L_HEAD1, L_RULE1, L_CASES1, L_HEAD2 = L_CASES1 +
        N_LINES };
 
 /* Table 1's words of a case row (a prompt "37 (12-37)" counts as two). */
-enum { W_INDEX = 0, W_STATUS = 7, W_N, W_STOP, W_TOTAL, W_P50, W_P95, W_CV, W_TPS };
+enum { W_INDEX = 0, W_STATUS = 7, W_N, W_STOP, W_TOTAL, W_P95, W_CV, W_TPS };
 
 static void test_tables(void **state) {
     fixture *f = *state;
@@ -151,7 +151,7 @@ static void test_tables(void **state) {
     assert_int_equal(n, N_LINES);
     assert_non_null(strstr(lines[L_TITLE], "facebook/opt-125m (synthetic) on cpu"));
     assert_string_equal(lines[L_SETTINGS], "backend settings: threads=2 shared_prefill=true");
-    const char *head1[] = {"status", "n", "stop", "total_ms", "p50", "p95", "cv%", "tok/s", "peak_MiB", "held_MiB"};
+    const char *head1[] = {"status", "n", "stop", "total_ms", "p95", "cv%", "tok/s", "peak_MiB", "held_MiB"};
     for (size_t i = 0; i < sizeof head1 / sizeof head1[0]; i++) assert_non_null(strstr(lines[L_HEAD1], head1[i]));
     assert_string_equal(lines[L_HEAD2] + strspn(lines[L_HEAD2], " "),
                         "#  ttft_ms  ms/tok_p50  ms/tok_p95  prefill_ms  decode_ms  prefill_tok/s  decode_tok/s"
@@ -171,9 +171,15 @@ static void test_tables(void **state) {
     assert_non_null(strstr(row0, " bf16 "));
     assert_non_null(strstr(row0, " retain "));
     assert_non_null(strstr(row0, " ok "));
-    assert_shows(row0, rf_stat(&f->run, 0, RF_F_TOTAL_MS, "mean"), 2);
+    /* the headline figures are medians, as the HTML report and compare give them */
+    char median[64];
+    fmt(median, sizeof median, rf_stat(&f->run, 0, RF_F_TOTAL_MS, "p50"), 2);
+    char copy0[512], *w0[24];
+    assert_true(split_words(row0, copy0, sizeof copy0, w0, 24) > W_TPS);
+    assert_string_equal(w0[W_TOTAL], median);
+    fmt(median, sizeof median, rf_stat(&f->run, 0, RF_F_TOKENS_PER_SECOND, "p50"), 1);
+    assert_string_equal(w0[W_TPS], median);
     assert_shows(row0, rf_stat(&f->run, 0, RF_F_TOTAL_MS, "p95"), 2);
-    assert_shows(row0, rf_stat(&f->run, 0, RF_F_TOKENS_PER_SECOND, "mean"), 1);
     assert_shows(row0, 12.5, 1);  /* peak */
     assert_true(strlen(row0) > 4 && strcmp(row0 + strlen(row0) - 4, " 1.5") == 0); /* held, last */
     /* Case 1 failed: status, dashes for what was not measured. */
@@ -197,7 +203,7 @@ static void test_tables(void **state) {
         char copy[512], want[64];
         char *words[24];
         int shift = c == 2; /* "37 (12-37)" */
-        assert_int_equal(split_words(lines[L_CASES1 + c], copy, sizeof copy, words, 24), 17 + shift);
+        assert_int_equal(split_words(lines[L_CASES1 + c], copy, sizeof copy, words, 24), 16 + shift);
         assert_string_equal(words[W_N + shift], n_it[c]);
         assert_string_equal(words[W_STOP + shift], stop[c]);
         if (c == 1) {
@@ -256,12 +262,11 @@ static void test_missing_names(void **state) {
     }
     assert_shows(lines[L_CASES2], rf_stat(&f->run, 0, RF_F_PREFILL_FORWARD_MS, "mean"), 2);
     /* Table 1, case 0: # batch x prompt resp precision cache status, then
-     * total_ms (the mean, which the host has), p50 and p95 (which it lacks). */
-    assert_int_equal(split_words(lines[L_CASES1], copy, sizeof copy, words, 24), 17);
+     * total_ms (the mean: the host has no median), and p95 (which it lacks). */
+    assert_int_equal(split_words(lines[L_CASES1], copy, sizeof copy, words, 24), 16);
     char want[64];
     fmt(want, sizeof want, rf_stat(&f->run, 0, RF_F_TOTAL_MS, "mean"), 2);
     assert_string_equal(words[W_TOTAL], want);
-    assert_string_equal(words[W_P50], "-");
     assert_string_equal(words[W_P95], "-");
     assert_string_equal(words[W_CV], "-"); /* no cv in this host's table */
     free(text);
@@ -310,7 +315,7 @@ static void test_progress_on_tty(void **state) {
     assert_non_null(strstr(err, "\r\033[K[2/3] B=2 x2 prompt=16 resp=8 bf16 retain  it 1/3  ETA 1m22s  elapsed "));
     assert_non_null(strstr(err, "\r\033[K[2/3] B=2 x2 prompt=16 resp=8 bf16 retain  it 3/3  ETA 1m20s  elapsed "));
     char last[128];
-    snprintf(last, sizeof last, "  last %.1f tok/s", rf_stat(&f->run, 0, RF_F_TOKENS_PER_SECOND, "mean"));
+    snprintf(last, sizeof last, "  last %.1f tok/s", rf_stat(&f->run, 0, RF_F_TOKENS_PER_SECOND, "p50"));
     char *third = strstr(err, "\r\033[K[3/3] B=1 x3 prompt=file resp=8 bf16 release  it 2/3  ETA 1m21s  elapsed ");
     assert_non_null(third);
     assert_non_null(strstr(third, last)); /* case 0 finished ok before it */
@@ -375,8 +380,8 @@ static void test_case_lines_when_not_tty(void **state) {
              "cv %.1f%% (unstable)\n"
              "benchctl: [3/3] done: B=1 x3 prompt=file resp=8 bf16 release: %.1f tok/s, 3 iterations "
              "(max_iterations), cv %.1f%% (unstable)\n",
-             rf_stat(&f->run, 0, RF_F_TOKENS_PER_SECOND, "mean"), 100.0 * rf_stat(&f->run, 0, RF_F_TOTAL_MS, "cv"),
-             rf_stat(&f->run, 2, RF_F_TOKENS_PER_SECOND, "mean"), 100.0 * rf_stat(&f->run, 2, RF_F_TOTAL_MS, "cv"));
+             rf_stat(&f->run, 0, RF_F_TOKENS_PER_SECOND, "p50"), 100.0 * rf_stat(&f->run, 0, RF_F_TOTAL_MS, "cv"),
+             rf_stat(&f->run, 2, RF_F_TOKENS_PER_SECOND, "p50"), 100.0 * rf_stat(&f->run, 2, RF_F_TOTAL_MS, "cv"));
     assert_string_equal(err, want);
     free(err);
 }

@@ -176,16 +176,20 @@ static const char *const identity[] = {
     "status", "error_code", "rebuilt", "n_iterations"};
 #define N_IDENTITY ((int)(sizeof identity / sizeof identity[0]))
 
+/* The one field no case of the fixture measured (reporter_fixture.h:
+ * generation_overhead_ms is NaN in every iteration): it has no columns. */
+static int fixture_measured(uint32_t field) { return field != RF_F_GENERATION_OVERHEAD_MS; }
+
 /* The documented header, exactly: identity columns, then F_S for every
- * field F and statistic S of the run's tables, then the memory columns and
- * the message. */
+ * field F some case measured and statistic S of the run's tables, then the
+ * memory columns and the message. */
 static void check_header(const table *t, const bc_run_report *run) {
-    int expect_cols = N_IDENTITY + (int)(run->n_fields * run->n_stats) + 10;
+    int expect_cols = N_IDENTITY + (int)((run->n_fields - 1) * run->n_stats) + 10;
     for (int r = 0; r < t->n_rows; r++) assert_int_equal(t->n_cols[r], expect_cols);
     int c = 0;
     for (int i = 0; i < N_IDENTITY; i++) assert_string_equal(t->cells[0][c++], identity[i]);
     for (uint32_t fi = 0; fi < run->n_fields; fi++) {
-        for (uint32_t s = 0; s < run->n_stats; s++) {
+        for (uint32_t s = 0; fixture_measured(fi) && s < run->n_stats; s++) {
             char name[128];
             snprintf(name, sizeof name, "%s_%s", run->field_names[fi], run->stat_names[s]);
             assert_string_equal(t->cells[0][c++], name);
@@ -208,7 +212,7 @@ static void check_stats(const table *t, fixture *f) {
     const bc_run_report *run = &f->run.run;
     for (uint32_t i = 0; i < RF_N_CASES; i++)
         for (uint32_t fi = 0; fi < run->n_fields; fi++)
-            for (uint32_t s = 0; s < run->n_stats; s++) {
+            for (uint32_t s = 0; fixture_measured(fi) && s < run->n_stats; s++) {
                 char name[128];
                 snprintf(name, sizeof name, "%s_%s", run->field_names[fi], run->stat_names[s]);
                 assert_cell(t, (int)i + 1, name, rf_stat(&f->run, i, (int)fi, run->stat_names[s]));
@@ -245,8 +249,8 @@ static void check_table(fixture *f, const char *text) {
     assert_cell(&t, 1, "held_between_rollouts_mib", 1.5);
     assert_cell(&t, 1, "peak_rss_mb", 50.0);
     assert_string_equal(at(&t, 1, "message"), "");
-    assert_string_equal(at(&t, 1, "generation_overhead_ms_mean"), ""); /* NaN */
-    assert_string_equal(at(&t, 1, "generation_overhead_ms_n"), "0");
+    /* measured by no case: no columns (the CSV of a run has the fields its backends fill) */
+    for (int c = 0; c < t.n_cols[0]; c++) assert_null(strstr(t.cells[0][c], "generation_overhead_ms"));
     assert_string_equal(at(&t, 2, "status"), "failed");
     assert_string_equal(at(&t, 2, "error_code"), bc_status_name(BC_ERR_NOMEM));
     assert_string_equal(at(&t, 2, "cache_policy"), "release");
@@ -315,7 +319,7 @@ static void test_missing_names(void **state) {
     table t;
     run_and_parse(f, "old.csv", &t);
     check_header(&t, &f->run.run);
-    assert_int_equal(t.n_cols[0], N_IDENTITY + RF_N_FIELDS_OLD * 3 + 10);
+    assert_int_equal(t.n_cols[0], N_IDENTITY + (RF_N_FIELDS_OLD - 1) * 3 + 10);
     check_stats(&t, f);
     free_table(&t);
 }

@@ -372,6 +372,17 @@ static void test_not_a_program(void **state) {
     assert_int_equal(f->ops->create(test_plugin_host(), &f->settings, &f->inst, &err), BC_ERR_DEVICE);
     assert_non_null(strstr(err.message, "exited with status 127"));
     assert_non_null(strstr(err.message, "cannot run the worker command: /nonexistent/worker"));
+    assert_null(strstr(err.message, "relative command"));
+}
+
+/* A relative command is looked up from the working folder: the error says so. */
+static void test_relative_command(void **state) {
+    fixture *f = *state;
+    snprintf(f->command, sizeof f->command, "nosuch-dir/worker --x");
+    bc_error err = {0};
+    assert_int_equal(f->ops->create(test_plugin_host(), &f->settings, &f->inst, &err), BC_ERR_DEVICE);
+    assert_non_null(strstr(err.message, "cannot run the worker command: nosuch-dir/worker"));
+    assert_non_null(strstr(err.message, "a relative command, looked up from the working folder /"));
 }
 
 static void test_unclosed_quote(void **state) {
@@ -419,6 +430,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_hello_reserved_setting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hello_reserved_metric, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_program, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_relative_command, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unclosed_quote, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_flag_and_continuous_profile, setup, teardown),
         cmocka_unit_test(test_prompts_are_opts),

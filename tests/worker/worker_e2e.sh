@@ -131,8 +131,10 @@ last_a=$(grep -n 'done: .*fake-a' axis.err | tail -1 | cut -d: -f1)
 "$BENCHCTL" compare --by backend --fail-on never axis.json >cmp.out 2>cmp.err
 rc=$?
 [ "$rc" -eq 0 ] || { fail "compare --by backend: exit $rc"; cat cmp.err; }
-has cmp.out "A: axis.json [fake-a]"
-has cmp.out "B: axis.json [fake-b]"
+has cmp.out "A: axis.json [fake-a] (benchctl JSON): backend fake-a,"
+has cmp.out "B: axis.json [fake-b] (benchctl JSON): backend fake-b,"
+# engines compared are no regression: exit 0 without --fail-on, whatever the verdicts
+"$BENCHCTL" compare --by backend axis.json >cmp_default.out 2>&1 || fail "compare --by backend (no --fail-on): exit $?"
 has cmp.out "3 cases: 3 matched, 0 only in A, 0 only in B"
 "$BENCHCTL" compare --by backend crash.cfg run.json >cmp2.out 2>cmp2.err
 [ $? -eq 2 ] || fail "compare --by backend with two files: expected exit 2"

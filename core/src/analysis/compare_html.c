@@ -5,11 +5,13 @@
  * (void elements closed, text escaped), so `xmllint --noout` checks it.
  *
  * One SVG per compared file. Each row is a case and metric: on the left
- * the case and metric, in the middle the change (positive = B better) as
- * a dot with its bootstrap interval as a bar, over the shaded +-threshold
- * band and the zero line, coloured by verdict; on the right the change
- * and the verdict in words. Each row's <title> (a tooltip) has the numbers.
- * Changes beyond the axis are drawn to its edge with an arrow head.
+ * the case and metric, in the middle the change (the factor by which B is
+ * better, right of 1 = B better) on a log axis, symmetric about 1, as a dot
+ * with its bootstrap interval as a bar, over the shaded threshold band and
+ * the line at 1, coloured by verdict; on the right the change ("2.90x
+ * faster") and the verdict in words. Each row's <title> (a tooltip) has
+ * the numbers. The axis reaches the largest factor shown, up to 10^6;
+ * beyond that a bar is drawn to its edge with an arrow head.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -69,20 +71,41 @@ static const char k_style[] =
     "text-align:right}th:first-child,td:first-child{text-align:left}\n"
     "p.legend{color:var(--muted);font-size:13px;max-width:900px}\n";
 
-/* The axis reaches +-range: a round number that holds every interval end
- * and twice the threshold, at most 1 (100%); beyond it bars are clipped. */
+/* The factors the axis may end at (either way), round numbers. */
+static const double k_factors[] = {1.02, 1.05, 1.1, 1.2, 1.5, 2,    3,    5,    10,   20,   50,  100,
+                                   200,  500,  1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6};
+#define N_FACTORS (sizeof k_factors / sizeof k_factors[0])
+
+/* The axis reaches +-range (a log factor): the smallest round factor that
+ * holds every interval end and twice the threshold's factor; beyond 10^6
+ * bars are clipped. */
 static double axis_range(const bc_cmp_pair *pair, double threshold) {
-    double need = 2 * threshold;
+    double need = 2 * log1p(threshold);
     for (size_t i = 0; i < pair->n_rows; i++) {
         const bc_cmp_row *r = &pair->rows[i];
         double ends[] = {r->change_lo, r->change_hi, r->change};
         for (int k = 0; k < 3; k++)
             if (isfinite(ends[k]) && fabs(ends[k]) > need) need = fabs(ends[k]);
     }
-    static const double steps[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0};
-    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++)
-        if (need <= steps[k]) return steps[k];
-    return 1.0;
+    for (size_t k = 0; k < N_FACTORS; k++)
+        if (need <= log(k_factors[k]) + 1e-12) return log(k_factors[k]);
+    return log(k_factors[N_FACTORS - 1]);
+}
+
+/* The round factor nearest (on the log axis) to the middle of [1, exp(range)]. */
+static double mid_tick(double range) {
+    double best = log(k_factors[0]);
+    for (size_t k = 0; k < N_FACTORS; k++)
+        if (log(k_factors[k]) < range && fabs(log(k_factors[k]) - range / 2) < fabs(best - range / 2))
+            best = log(k_factors[k]);
+    return best;
+}
+
+/* A tick's label: "1", "x2", "/2", "x1.5", "/100". */
+static void tick_label(char *buf, size_t cap, double c) {
+    double f = exp(fabs(c));
+    if (fabs(c) < 1e-12) snprintf(buf, cap, "1");
+    else snprintf(buf, cap, "%s%g", c > 0 ? "&#215;" : "&#247;", f);
 }
 
 /* The x of a change on the axis [x0, x0 + PLOT_W], clipped to it. */
@@ -95,7 +118,8 @@ static void html_plot(FILE *out, const bc_cmp_pair *pair, const bc_cmp_options *
     int label_w = 0, metric_w = 0;
     for (size_t i = 0; i < pair->n_rows; i++) {
         char label[96];
-        bc_cmp_case_label(pair->rows[i].ca ? pair->rows[i].ca : pair->rows[i].cb, label, sizeof label);
+        bc_cmp_case_label_without(pair->rows[i].ca ? pair->rows[i].ca : pair->rows[i].cb, pair->axis, label,
+                                  sizeof label);
         int lw = (int)strlen(label) * CHAR_W, mw = (int)strlen(pair->metrics[pair->rows[i].metric]) * CHAR_W;
         label_w = lw > label_w ? lw : label_w;
         metric_w = mw > metric_w ? mw : metric_w;
@@ -110,15 +134,18 @@ static void html_plot(FILE *out, const bc_cmp_pair *pair, const bc_cmp_options *
             "aria-label=\"change per case and metric, positive is better, with its interval\">\n",
             width, height, width, height);
     /* the threshold band, the grid, the zero line, the axis labels */
-    double band_l = x_of(-opt->threshold, range, x0), band_r = x_of(opt->threshold, range, x0);
+    double band_l = x_of(-log1p(opt->threshold), range, x0), band_r = x_of(log1p(opt->threshold), range, x0);
     fprintf(out, "<rect class=\"band\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\"/>\n", band_l, TOP - 6,
             band_r - band_l, y_end - TOP + 6);
-    for (int t = -2; t <= 2; t++) {
-        double c = range * t / 2.0, x = x_of(c, range, x0);
-        fprintf(out, "<line class=\"%s\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n", t ? "grid" : "zero", x,
-                TOP - 6, x, y_end);
-        fprintf(out, "<text class=\"muted\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%+.0f%%</text>\n", x, TOP - 12,
-                100 * c);
+    double mid = mid_tick(range), ticks[] = {-range, -mid, 0, mid, range};
+    for (int t = 0; t < 5; t++) {
+        double c = ticks[t], x = x_of(c, range, x0);
+        char label[32];
+        tick_label(label, sizeof label, c);
+        fprintf(out, "<line class=\"%s\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n", t != 2 ? "grid" : "zero",
+                x, TOP - 6, x, y_end);
+        fprintf(out, "<text class=\"muted\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x, TOP - 12,
+                label);
     }
     fprintf(out, "<text class=\"muted\" x=\"8\" y=\"%d\">case</text>\n", TOP - 12);
     fprintf(out, "<text class=\"muted\" x=\"%d\" y=\"%d\">metric</text>\n", label_w, TOP - 12);
@@ -128,15 +155,17 @@ static void html_plot(FILE *out, const bc_cmp_pair *pair, const bc_cmp_options *
         const bc_cmp_row *r = &pair->rows[i];
         const char *verdict = bc_verdict_name(r->verdict), *metric = pair->metrics[r->metric];
         double y = TOP + (double)i * ROW_H + ROW_H / 2.0;
-        char label[96];
-        bc_cmp_case_label(r->ca ? r->ca : r->cb, label, sizeof label);
+        char label[96], change[40], interval[64];
+        const char *unit = bc_cmp_pair_unit(pair, r->metric);
+        bc_cmp_case_label_without(r->ca ? r->ca : r->cb, pair->axis, label, sizeof label);
+        bc_cmp_fmt_change(change, sizeof change, r->change, r->better, unit);
+        bc_cmp_fmt_interval(interval, sizeof interval, r->change_lo, r->change_hi, r->better, unit);
         fputs("<g>\n<title>", out);
         xml_text(out, label);
         fprintf(out, ", %s: %s", metric, verdict);
         if (isfinite(r->change))
-            fprintf(out, "; change %+.2f%% [%+.2f%%, %+.2f%%]; medians A %.6g, B %.6g; p %.3g; n %zu/%zu",
-                    100 * r->change, 100 * r->change_lo, 100 * r->change_hi, r->median_a, r->median_b, r->p, r->n_a,
-                    r->n_b);
+            fprintf(out, "; %s %s; B/A %.4g; medians A %.6g, B %.6g; p %.3g; n %zu/%zu", change, interval, r->ratio,
+                    r->median_a, r->median_b, r->p, r->n_a, r->n_b);
         if (r->note[0]) {
             fputs("; ", out);
             xml_text(out, r->note);
@@ -166,7 +195,7 @@ static void html_plot(FILE *out, const bc_cmp_pair *pair, const bc_cmp_options *
                     x0 + PLOT_W / 2.0, y);
         fprintf(out, "<text class=\"%s\" x=\"%.1f\" y=\"%.1f\" dominant-baseline=\"middle\">", verdict,
                 x0 + PLOT_W + GAP, y);
-        if (isfinite(r->change)) fprintf(out, "%+.1f%% ", 100 * r->change);
+        if (isfinite(r->change)) fprintf(out, "%s ", change);
         fprintf(out, "%s</text>\n</g>\n", verdict);
     }
     fputs("</svg>\n", out);
@@ -176,6 +205,7 @@ static void html_summary(FILE *out, const bc_cmp_pair *pair) {
     fputs("<table>\n<tr><th>metric</th>", out);
     for (int v = 0; v < BC_N_VERDICTS; v++) fprintf(out, "<th>%s</th>", bc_verdict_name((bc_verdict)v));
     fputs("<th>geometric mean of B/A</th><th>change</th></tr>\n", out);
+    char change[40];
     for (size_t m = 0; m < pair->n_metrics; m++) {
         const bc_cmp_summary *s = &pair->summary[m];
         fputs("<tr><td>", out);
@@ -184,8 +214,8 @@ static void html_summary(FILE *out, const bc_cmp_pair *pair) {
         for (int v = 0; v < BC_N_VERDICTS; v++) fprintf(out, "<td>%zu</td>", s->counts[v]);
         if (isfinite(s->geomean_ratio)) fprintf(out, "<td>%.4g</td>", s->geomean_ratio);
         else fputs("<td>-</td>", out);
-        if (isfinite(s->geomean_change)) fprintf(out, "<td>%+.1f%%</td></tr>\n", 100 * s->geomean_change);
-        else fputs("<td>-</td></tr>\n", out);
+        bc_cmp_fmt_change(change, sizeof change, s->geomean_change, s->better, bc_cmp_pair_unit(pair, m));
+        fprintf(out, "<td>%s</td></tr>\n", change);
     }
     fputs("</table>\n", out);
 }
@@ -207,11 +237,16 @@ void bc_cmp_write_html(FILE *out, const bc_cmp_pair *pairs, size_t n_pairs, cons
     for (size_t k = 0; k < n_pairs; k++) {
         const bc_cmp_pair *pair = &pairs[k];
         fputs("<h2>B = <code>", out);
-        xml_text(out, pair->b->path);
+        xml_text(out, pair->name_b);
         fputs("</code> against A = <code>", out);
-        xml_text(out, pair->a->path);
+        xml_text(out, pair->name_a);
         fputs("</code></h2>\n<ul>\n", out);
         char text[1024];
+        if (pair->axis) {
+            snprintf(text, sizeof text, "paired on every axis but %s: %s %s (A) against %s (B)", pair->axis,
+                     pair->axis, pair->axis_a, pair->axis_b);
+            html_li(out, text);
+        }
         if (pair->n_env_refusing == 0) html_li(out, "environment: the same in every field both files state");
         for (size_t i = 0; i < pair->n_env; i++) {
             const bc_cmp_env_diff *d = &pair->env[i];
@@ -236,13 +271,14 @@ void bc_cmp_write_html(FILE *out, const bc_cmp_pair *pairs, size_t n_pairs, cons
         html_summary(out, pair);
     }
     fprintf(out,
-            "<p class=\"legend\">How to read this: each row is one case and metric. The dot is the change from A to "
-            "B, signed so that right of zero is better (for a rate, B/A &#8722; 1; for a time or size, A/B &#8722; "
-            "1), from the medians over the measured iterations. The bar is its %g%% percentile bootstrap interval "
-            "(%u resamples, seed %llu); the shaded band is &#177;%g%%. BETTER or WORSE needs the two-sided "
+            "<p class=\"legend\">How to read this: each row is one case and metric. The dot is the factor by which B "
+            "is better than A, on a log axis, right of 1 better (for a rate, B/A; for a time or size, A/B), from the "
+            "medians over the measured iterations: &#215;2 is twice as good, &#247;2 half as good, the same distance "
+            "either way. The bar is its %g%% percentile bootstrap interval "
+            "(%u resamples, seed %llu); the shaded band is a factor of %g either way. BETTER or WORSE needs the two-sided "
             "Mann-Whitney U test at p &lt; %g and the whole bar outside the band; SAME means the whole bar is inside "
             "it; NOISE, neither; UNDERPOWERED, too few iterations for any p below %g. Hover a row for its numbers."
             "</p>\n</body>\n</html>\n",
-            100 * opt->level, opt->resamples, (unsigned long long)opt->seed, 100 * opt->threshold, opt->alpha,
+            100 * opt->level, opt->resamples, (unsigned long long)opt->seed, 1 + opt->threshold, opt->alpha,
             opt->alpha);
 }

@@ -41,7 +41,7 @@ double bc_cmp_median(const double *x, size_t n, double *scratch) {
 
 double bc_cmp_change(double ratio, int higher_is_better) {
     if (!(isfinite(ratio) && ratio > 0)) return NAN;
-    return higher_is_better ? ratio - 1.0 : 1.0 / ratio - 1.0;
+    return higher_is_better ? log(ratio) : -log(ratio);
 }
 
 /* ------------------------------------------------------- Mann-Whitney U */

@@ -9,11 +9,13 @@
  *   median       the interpolated median (the mean of the two middle values
  *                when n is even), as stats.h's p50.
  *   ratio        median(b) / median(a).
- *   change       the ratio turned so that positive means B is better:
- *                  higher is better (throughput):  change = ratio - 1
- *                  lower is better (times, bytes): change = 1 / ratio - 1
- *                so +0.10 is "10% better" either way (for a time: A took
- *                1.10 x as long as B).
+ *   change       the log of the ratio, signed so that positive means B is
+ *                better:
+ *                  higher is better (throughput):  change = ln(ratio)
+ *                  lower is better (times, bytes): change = -ln(ratio)
+ *                symmetric: B 2x faster is +0.693 and 2x slower -0.693
+ *                whichever side is the baseline; exp(|change|) is the
+ *                factor ("2.90x faster", "158x slower").
  *   bootstrap    percentile interval of the ratio: n_resamples times, draw
  *                n_a values from a and n_b from b with replacement, take the
  *                ratio of their medians; the interval is the (1-level)/2 and
@@ -49,8 +51,8 @@
  * overwritten (it may not alias x). */
 double bc_cmp_median(const double *x, size_t n, double *scratch);
 
-/* The change (positive = better) for a ratio B/A of medians; NaN when the
- * ratio is not a finite positive number. */
+/* The change (a log factor, positive = better) for a ratio B/A of medians;
+ * NaN when the ratio is not a finite positive number. */
 double bc_cmp_change(double ratio, int higher_is_better);
 
 /* ------------------------------------------------------- Mann-Whitney U */
@@ -129,7 +131,8 @@ const char *bc_verdict_name(bc_verdict v);
 
 /* The verdict for one metric of one matched case whose both sides are ok
  * and measured. change_lo..change_hi is the interval of the change (positive
- * = better), threshold and alpha as given (0.03, 0.01 by default), min_p
+ * = better, a log factor), threshold a log factor too (compare passes
+ * log1p of its relative --threshold), alpha as given (0.01), min_p
  * from bc_mwu_min_p. In this order:
  *   UNDERPOWERED  min_p >= alpha
  *   NOISE         the interval is not finite (a median of 0 or below)

@@ -11,7 +11,7 @@
 static const bc_cli_command k_commands[] = {
     {"run", CMD_RUN, OPT_SET | OPT_REPORTER | OPT_VERBOSITY | OPT_SELECT | OPT_RESUME, bc_cli_usage_run},
     {"validate", CMD_VALIDATE, OPT_SET | OPT_REPORTER | OPT_VERBOSITY | OPT_SELECT, bc_cli_usage_validate},
-    {"plan", CMD_PLAN, OPT_SET | OPT_VERBOSITY | OPT_SELECT, bc_cli_usage_plan},
+    {"plan", CMD_PLAN, OPT_SET | OPT_VERBOSITY | OPT_SELECT | OPT_ESTIMATE, bc_cli_usage_plan},
     {"plugins", CMD_PLUGINS, OPT_SET | OPT_VERBOSITY, bc_cli_usage_plugins},
     {"report", CMD_REPORT, OPT_REPORTER | OPT_OUTPUT | OPT_VERBOSITY, bc_cli_usage_report},
     {"compare", CMD_COMPARE, 0, bc_compare_usage}, /* parses its own options: see main() */
@@ -31,7 +31,7 @@ static const char *first_word(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--set") == 0 || strcmp(argv[i], "--reporter") == 0 || strcmp(argv[i], "-o") == 0 ||
             strcmp(argv[i], "--output") == 0 || strcmp(argv[i], "--cases") == 0 || strcmp(argv[i], "--only") == 0 ||
-            strcmp(argv[i], "--resume") == 0) {
+            strcmp(argv[i], "--resume") == 0 || strcmp(argv[i], "--estimate-from") == 0) {
             i++;
             continue;
         }
@@ -111,6 +111,15 @@ int bc_cli_parse_args(int argc, char **argv, bc_cli_args *a) {
                 return EXIT_USAGE;
             }
             a->resume = value;
+        } else if (strcmp(s, "--estimate-from") == 0 || strncmp(s, "--estimate-from=", 16) == 0) {
+            if (refuse_option(a, OPT_ESTIMATE, "--estimate-from")) return EXIT_USAGE;
+            const char *value = s[15] == '=' ? s + 16 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!value) {
+                bc_cli_print_error("--estimate-from needs a finished run (JSON report or journal) on this machine",
+                                   "e.g. --estimate-from benchctl.json");
+                return EXIT_USAGE;
+            }
+            a->estimate_from = value;
         } else if (strcmp(s, "--cases") == 0 || strcmp(s, "--only") == 0 || strncmp(s, "--cases=", 8) == 0 ||
                    strncmp(s, "--only=", 7) == 0) {
             int is_cases = strncmp(s, "--cases", 7) == 0;

@@ -27,6 +27,7 @@ enum { CMD_RUN, CMD_VALIDATE, CMD_PLAN, CMD_PLUGINS, CMD_HELP, CMD_VERSION, CMD_
 
 /* What each command takes besides -h/--help. */
 enum { OPT_SET = 1, OPT_REPORTER = 2, OPT_VERBOSITY = 4, OPT_OUTPUT = 8, OPT_SELECT = 16, OPT_RESUME = 32 };
+enum { OPT_ESTIMATE = 64 }; /* plan --estimate-from RUN */
 
 typedef struct bc_cli_command {
     const char *name;
@@ -45,6 +46,7 @@ typedef struct bc_cli_args {
     const char *cases;      /* --cases */
     const char *only;       /* --only */
     const char *resume;     /* --resume */
+    const char *estimate_from; /* plan --estimate-from */
     int verbose, quiet, help, version;
 } bc_cli_args;
 

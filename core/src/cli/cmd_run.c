@@ -1,15 +1,18 @@
 /* cmd_run.c: `benchctl run FILE`: the context (joined across ranks in a
- * distributed run), --resume, the signals, bc_run and the summary. */
+ * distributed run), --resume, the quiet-machine check, the signals, bc_run
+ * and the summary. */
 #define _GNU_SOURCE
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "distributed.h"
 #include "exit_guard.h"
+#include "hostload.h"
 #include "resume.h"
 #include "runner.h"
 #include "seam.h"
@@ -60,6 +63,43 @@ static void print_failures(const bc_run_result *res) {
     }
 }
 
+static double monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+/* run.quiet_check, before the backend loads anything (hostload.h): the
+ * readings over a 250 ms sample; a warning, or with "refuse" the run stops
+ * (exit 2). Skipped in a distributed run, whose other ranks wait busily.
+ * BENCHCTL_TEST_PROC_ROOT and BENCHCTL_TEST_SYS_ROOT put a fake /proc and
+ * /sys in place, for the tests. Returns the exit status, 0 to go on. */
+static int quiet_check(const bc_cli_args *a, const bc_context *ctx, const bc_dist *d) {
+    const int mode = ctx->cfg.quiet_check;
+    if (mode == BC_CFG_QUIET_OFF || d) return 0;
+    bc_quiet_roots roots = {.proc = getenv("BENCHCTL_TEST_PROC_ROOT"), .sys = getenv("BENCHCTL_TEST_SYS_ROOT")};
+    bc_quiet_sample sample;
+    const double t0 = monotonic_ms();
+    int have_sample = bc_quiet_begin(&roots, &sample) == 0;
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 250 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    bc_quiet_report r;
+    bc_quiet_end(&roots, have_sample ? &sample : NULL, have_sample ? monotonic_ms() - t0 : 0.0, &r);
+    char findings[1024], msg[1200];
+    if (bc_quiet_findings(&r, findings, sizeof findings) == 0) return 0;
+    if (mode == BC_CFG_QUIET_REFUSE) {
+        snprintf(msg, sizeof msg, "the machine is not quiet: %s", findings);
+        bc_cli_print_error(msg, "run.quiet_check = \"warn\" runs anyway (with this warning), \"off\" checks nothing");
+        return EXIT_USAGE;
+    }
+    if (!a->quiet) {
+        snprintf(msg, sizeof msg, "warning: the machine is not quiet: %s", findings);
+        bc_cli_print_error(msg, "what is measured now may be slower and noisier; run.quiet_check = \"refuse\" stops "
+                                "instead, \"off\" checks nothing");
+    }
+    return 0;
+}
+
 /* Runs ctx's cases (on rank d->rank of a distributed run, d not NULL: the
  * reporters and the summary on rank 0 only). */
 static int run_context(const bc_cli_args *a, bc_context *ctx, bc_dist *d) {
@@ -93,6 +133,13 @@ static int run_context(const bc_cli_args *a, bc_context *ctx, bc_dist *d) {
         if (!a->quiet && lead) /* one line for the job, not one per rank */
             fprintf(stderr, "benchctl: resuming %s: %zu of %zu cases finished there are taken as they were\n",
                     a->resume, resume.n_taken, ctx->n_cases);
+    }
+
+    int quiet_rc = quiet_check(a, ctx, d);
+    if (quiet_rc) {
+        bc_resume_free(&resume);
+        free(reps);
+        return quiet_rc;
     }
 
     struct sigaction sa = {0}, old_int, old_term;

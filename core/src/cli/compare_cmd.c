@@ -41,33 +41,41 @@ enum { EXIT_OK = 0, EXIT_WORSE = 1, EXIT_USAGE = 2, EXIT_NOT_COMPARABLE = 3 };
 
 const char bc_compare_usage[] =
     "usage: benchctl compare [options] BASE OTHER [OTHER...]\n"
-    "       benchctl compare [options] --by backend|SETTING RUN\n"
+    "       benchctl compare [options] --by AXIS RUN\n"
+    "       benchctl compare [options] --pair AXIS BASE OTHER [OTHER...]\n"
     "\n"
     "Compares finished runs case by case: each OTHER against BASE (A = BASE,\n"
     "B = OTHER). Each file is a benchctl JSON report (.gz too), a jsonl journal,\n"
     "or JSON with the seed's keys (DeepSpeed's OPSD rollout benchmark).\n"
-    "Cases match by their key (shape, dtype, cache behaviour). Per case and\n"
-    "metric: the medians, the change (positive = B better) with its 95%\n"
+    "Cases match by their key (shape, dtype, cache behaviour, the settings\n"
+    "the matrix varied, the backend); with --by or --pair, by their key\n"
+    "without that axis. Per case and metric: the medians, the change (the\n"
+    "factor by which B is better or worse: \"2.90x faster\") with its 95%\n"
     "bootstrap interval, the two-sided Mann-Whitney U test, and a verdict:\n"
-    "BETTER/WORSE (p < alpha and the interval beyond +-threshold), SAME (the\n"
-    "interval within +-threshold), NOISE, UNDERPOWERED (too few iterations to\n"
+    "BETTER/WORSE (p < alpha and the interval beyond the threshold's factor),\n"
+    "SAME (the interval within it), NOISE, UNDERPOWERED (too few iterations to\n"
     "reach p < alpha), MISSING (one side lacks it), FAILED (a side not ok),\n"
     "CHANGED (BETTER/WORSE for a metric no direction is better for).\n"
     "  --metric NAME      a per-iteration field to compare; repeatable or a,b\n"
     "                     (default tokens_per_second,total_ms); which way is\n"
     "                     better is the metric's own (the report's \"metrics\")\n"
     "  --alpha X          significance level (default 0.01)\n"
-    "  --threshold X      smallest change that counts: 0.03 or 3% (default 3%)\n"
+    "  --threshold X      smallest change that counts: 0.03 or 3%, a factor of\n"
+    "                     1.03 either way (default 3%)\n"
     "  --format F         console (default), md (GitHub table) or json\n"
     "  --html FILE        also write a forest plot as one self-contained HTML file\n"
-    "  --by backend       one run with a backends list: its first backend (BASE)\n"
-    "                     against each other one, case by case\n"
-    "  --by SETTING       one run whose matrix varies the backend setting\n"
-    "                     SETTING (matrix.backend_settings): its first value\n"
-    "                     (BASE) against each other one, case by case\n"
+    "  --by AXIS          within one run: the cases of the first value the run\n"
+    "                     takes on AXIS (BASE) against those of each other\n"
+    "                     value, matched on every other axis. AXIS: precision,\n"
+    "                     cache_policy, batch_size, samples_per_prompt,\n"
+    "                     prompt_length, response_length, backend (a run with a\n"
+    "                     backends list) or a setting of matrix.backend_settings\n"
+    "  --pair AXIS        two or more runs whose cases differ in AXIS: matched\n"
+    "                     on every other axis (e.g. an fp32 run against a bf16 one)\n"
     "  --ignore-env       compare runs whose environments differ, listing how\n"
-    "  --fail-on WHAT     worse (default): exit 1 on any WORSE; change: on WORSE\n"
-    "                     or BETTER; never\n"
+    "  --fail-on WHAT     worse: exit 1 on any WORSE; change: on WORSE or BETTER;\n"
+    "                     never. Default: worse, and never with --by or --pair\n"
+    "                     (one engine slower than another is no regression)\n"
     "Exit status: 0 nothing --fail-on fails on, 1 something it fails on,\n"
     "2 usage, unreadable input or an --html file that cannot be written,\n"
     "3 not comparable (environments differ without --ignore-env, or no case\n"
@@ -99,7 +107,8 @@ typedef struct compare_args {
     out_format format;
     fail_on fail;
     const char *html;
-    const char *by; /* --by backend|SETTING: one file, the axis's first value against each other, or NULL */
+    const char *by; /* --by AXIS: one file, the axis's first value against each other, or NULL */
+    int fail_given; /* --fail-on was on the command line */
     int help;
 } compare_args;
 
@@ -170,9 +179,9 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
             if (parse_fraction(v, 0, 1, 1, 0, &a->opt.alpha) != 0)
                 return usage_error("e.g. --alpha 0.05", "--alpha '%s': expected a number between 0 and 1", v);
         } else if ((v = option_value(argc, argv, &i, "--threshold", &missing))) {
-            if (parse_fraction(v, 0, 1, 0, 1, &a->opt.threshold) != 0)
-                return usage_error("a fraction or a percentage: --threshold 0.05 or --threshold 5%",
-                                   "--threshold '%s': expected a relative change from 0 to below 1", v);
+            if (parse_fraction(v, 0, 1e6, 0, 1, &a->opt.threshold) != 0)
+                return usage_error("a fraction or a percentage: --threshold 0.05 or --threshold 5% (a factor of 1.05)",
+                                   "--threshold '%s': expected a relative change of 0 or more", v);
         } else if ((v = option_value(argc, argv, &i, "--format", &missing))) {
             if (strcmp(v, "console") == 0) a->format = FORMAT_CONSOLE;
             else if (strcmp(v, "md") == 0 || strcmp(v, "markdown") == 0) a->format = FORMAT_MD;
@@ -183,9 +192,13 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
             else if (strcmp(v, "change") == 0) a->fail = FAIL_ON_CHANGE;
             else if (strcmp(v, "never") == 0) a->fail = FAIL_ON_NEVER;
             else return usage_error("--fail-on worse, change or never", "--fail-on '%s': unknown", v);
+            a->fail_given = 1;
         } else if ((v = option_value(argc, argv, &i, "--by", &missing))) {
-            if (!*v) return usage_error("--by backend, or --by a setting of matrix.backend_settings", "--by: empty");
+            if (!*v) return usage_error("--by precision, backend, ... (benchctl compare --help)", "--by: empty");
             a->by = v;
+        } else if ((v = option_value(argc, argv, &i, "--pair", &missing))) {
+            if (!*v) return usage_error("--pair precision, backend, ... (benchctl compare --help)", "--pair: empty");
+            a->opt.pair_axis = v;
         } else if ((v = option_value(argc, argv, &i, "--html", &missing))) {
             a->html = v;
         } else if (missing) {
@@ -199,6 +212,9 @@ static int parse_compare_args(int argc, char **argv, compare_args *a) {
     if (n_given) a->opt.metrics = a->metrics;
     if (a->help) return 0;
     if (n_given && a->opt.n_metrics == 0) return usage_error("e.g. --metric total_ms", "--metric: no field named");
+    if (a->by && a->opt.pair_axis)
+        return usage_error("--by AXIS compares within one run, --pair AXIS across runs", "--by and --pair together");
+    if (!a->fail_given && (a->by || a->opt.pair_axis)) a->fail = FAIL_ON_NEVER;
     if (a->by && a->n_files != 1)
         return usage_error("e.g. benchctl compare --by backend run.json", "--by %s compares within one run, got %zu",
                            a->by, a->n_files);
@@ -260,41 +276,51 @@ static int read_runs(const compare_args *a, bc_runfile *runs) {
     return 0;
 }
 
-/* --by AXIS (backend, or a backend setting the matrix varied): the one
- * file read once per value its cases take on the axis, each copy keeping
- * that value's cases; *runs (n_runs of them) is owned by the caller. */
-static int read_runs_by_axis(const compare_args *a, bc_runfile **runs, size_t *n_runs) {
-    bc_runfile first;
-    bc_error err = {0};
-    if (read_runs(a, &first) != 0) return EXIT_USAGE;
-    const char **names = NULL;
-    size_t n = bc_runfile_axis_values(&first, a->by, &names);
-    int rc = 0;
-    if (n < 2 && strcmp(a->by, "backend") == 0) {
-        rc = usage_error("a run with a backends list in its bench.cfg names each case's backend",
-                         "--by backend: the cases of %s name %s", a->files[0], n ? "one backend only" : "no backend");
-    } else if (n < 2) {
-        rc = usage_error("--by backend, or --by a setting the run's matrix.backend_settings varies",
-                         "--by %s: the cases of %s %s", a->by, a->files[0],
-                         n ? "take one value of it only" : "do not vary it (no such backend setting axis)");
-    } else if (!(*runs = calloc(n, sizeof **runs))) {
-        rc = usage_error(NULL, "out of memory");
-    }
-    for (size_t b = 0; !rc && b < n; b++) {
-        *n_runs = b + 1;
-        if (bc_runfile_read(a->files[0], &(*runs)[b], &err) != BC_OK ||
-            bc_runfile_keep_axis(&(*runs)[b], a->by, names[b], &err) != BC_OK) {
-            fprintf(stderr, "benchctl: compare: %s\n", err.message);
-            rc = EXIT_USAGE;
+/* --by AXIS: the one file, read once, and the values its cases take on
+ * the axis (*values, n_values of them, owned by the caller). */
+static int read_run_by_axis(const compare_args *a, bc_runfile *run, char ***values, size_t *n_values) {
+    if (read_runs(a, run) != 0) return EXIT_USAGE;
+    size_t n = bc_cmp_axis_values(run, a->by, values);
+    if (n == (size_t)-1) return usage_error(NULL, "out of memory");
+    *n_values = n;
+    if (n >= 2) return 0;
+    if (strcmp(a->by, "backend") == 0)
+        return usage_error("a run with a backends list in its bench.cfg names each case's backend",
+                           "--by backend: the cases of %s name %s", a->files[0], n ? "one backend only" : "no backend");
+    return usage_error("--by precision, cache_policy, batch_size, samples_per_prompt, prompt_length, response_length, "
+                       "backend, or a setting the run's matrix.backend_settings varies",
+                       "--by %s: the cases of %s %s", a->by, a->files[0],
+                       n ? "take one value of it only" : "do not vary it (no such axis)");
+}
+
+/* For two runs no case of which matches: the first axis across which
+ * they would (the cases differ in it alone), printed as a hint. */
+static void hint_pair_axis(const bc_cmp_pair *pair, const bc_cmp_options *opt) {
+    static const char *const axes[] = {"precision", "cache_policy", "backend", "batch_size", "samples_per_prompt",
+                                       "prompt_length", "response_length"};
+    if (opt->pair_axis || pair->axis) return;
+    for (size_t i = 0; i < sizeof axes / sizeof axes[0]; i++) {
+        bc_cmp_options o = *opt;
+        o.pair_axis = axes[i];
+        bc_cmp_pair p;
+        bc_error err = {0};
+        if (bc_cmp_pair_build(pair->a, pair->b, &o, &p, &err) != BC_OK) continue;
+        size_t matched = p.n_matched;
+        char va[sizeof p.axis_a], vb[sizeof p.axis_b];
+        snprintf(va, sizeof va, "%s", p.axis_a);
+        snprintf(vb, sizeof vb, "%s", p.axis_b);
+        bc_cmp_pair_free(&p);
+        if (matched && strcmp(va, vb) != 0) {
+            fprintf(stderr, "benchctl: hint: their cases differ in %s (%s against %s): --pair %s matches them on "
+                            "every other axis\n", axes[i], va, vb, axes[i]);
+            return;
         }
     }
-    free(names);
-    bc_runfile_free(&first);
-    return rc;
 }
 
 /* Prints why pairs are not comparable (stderr); returns how many are not. */
-static size_t report_refusals(const bc_cmp_pair *pairs, size_t n_pairs, int ignore_env) {
+static size_t report_refusals(const bc_cmp_pair *pairs, size_t n_pairs, const bc_cmp_options *opt) {
+    int ignore_env = opt->ignore_env;
     size_t refused = 0;
     for (size_t k = 0; k < n_pairs; k++) {
         const bc_cmp_pair *pair = &pairs[k];
@@ -302,11 +328,12 @@ static size_t report_refusals(const bc_cmp_pair *pairs, size_t n_pairs, int igno
             refused++;
             for (size_t i = 0; i < pair->n_env; i++)
                 if (pair->env[i].refuses)
-                    fprintf(stderr, "benchctl: compare: %s and %s differ in %s: \"%s\" vs \"%s\"\n", pair->a->path,
-                            pair->b->path, pair->env[i].field, pair->env[i].a, pair->env[i].b);
+                    fprintf(stderr, "benchctl: compare: %s and %s differ in %s: \"%s\" vs \"%s\"\n", pair->name_a,
+                            pair->name_b, pair->env[i].field, pair->env[i].a, pair->env[i].b);
         } else if (pair->n_matched == 0) {
             refused++;
-            fprintf(stderr, "benchctl: compare: no case of %s matches one of %s\n", pair->b->path, pair->a->path);
+            fprintf(stderr, "benchctl: compare: no case of %s matches one of %s\n", pair->name_b, pair->name_a);
+            hint_pair_axis(pair, opt);
         }
     }
     return refused;
@@ -326,16 +353,21 @@ int bc_cmd_compare(int argc, char **argv) {
         free_compare_args(&a);
         return EXIT_USAGE;
     }
-    size_t n_runs = a.n_files;
-    bc_runfile *runs = NULL;
-    if (a.by) rc = read_runs_by_axis(&a, &runs, &n_runs);
-    else if (!(runs = calloc(n_runs, sizeof *runs))) rc = usage_error(NULL, "out of memory");
+    size_t n_runs = a.n_files, n_values = 0;
+    char **values = NULL; /* --by: the axis's values; values[0] is A */
+    bc_runfile *runs = calloc(n_runs, sizeof *runs);
+    if (!runs) rc = usage_error(NULL, "out of memory");
+    else if (a.by) rc = read_run_by_axis(&a, runs, &values, &n_values);
     else rc = read_runs(&a, runs);
-    bc_cmp_pair *pairs = calloc(n_runs, sizeof *pairs);
+    size_t n_builds = a.by ? n_values : n_runs;
+    bc_cmp_pair *pairs = calloc(n_builds ? n_builds : 1, sizeof *pairs);
     size_t n_pairs = 0;
     if (!rc && !pairs) rc = usage_error(NULL, "out of memory");
-    for (size_t k = 1; !rc && k < n_runs; k++) {
-        if (bc_cmp_pair_build(&runs[0], &runs[k], &a.opt, &pairs[k - 1], &err) != BC_OK) {
+    for (size_t k = 1; !rc && k < n_builds; k++) {
+        bc_status st = a.by ? bc_cmp_pair_build_by(&runs[0], values[0], &runs[0], values[k], a.by, &a.opt,
+                                                   &pairs[k - 1], &err)
+                            : bc_cmp_pair_build(&runs[0], &runs[k], &a.opt, &pairs[k - 1], &err);
+        if (st != BC_OK) {
             fprintf(stderr, "benchctl: compare: %s\n", err.message);
             if (err.hint[0]) fprintf(stderr, "benchctl: hint: %s\n", err.hint);
             rc = EXIT_USAGE;
@@ -346,7 +378,7 @@ int bc_cmd_compare(int argc, char **argv) {
     int env_refused = 0;
     if (!rc) {
         for (size_t k = 0; k < n_pairs; k++) env_refused |= pairs[k].n_env_refusing && !a.opt.ignore_env;
-        size_t refused = report_refusals(pairs, n_pairs, a.opt.ignore_env);
+        size_t refused = report_refusals(pairs, n_pairs, &a.opt);
         if (env_refused) {
             fprintf(stderr, "benchctl: hint: --ignore-env compares them anyway and lists the differences\n");
             rc = EXIT_NOT_COMPARABLE;
@@ -370,6 +402,7 @@ int bc_cmd_compare(int argc, char **argv) {
     for (size_t k = 0; k < n_pairs; k++) bc_cmp_pair_free(&pairs[k]);
     for (size_t i = 0; runs && i < n_runs; i++) bc_runfile_free(&runs[i]);
     free(pairs), free(runs);
+    bc_cmp_axis_values_free(values, n_values);
     free_compare_args(&a);
     return rc;
 }

@@ -64,12 +64,16 @@ const char bc_cli_usage_validate[] =
 
 const char bc_cli_usage_plan[] =
     "usage: benchctl plan FILE [--set key=value]... [--cases LIST] [--only FILTER]\n"
+    "                          [--estimate-from RUN]\n"
     "\n"
     "Prints the (selected) cases in the order run follows: backend by backend,\n"
     "grouped by what each backend rebuilds when it changes (the precision, for\n"
     "the OPT engine; 'build' marks each group's first case), largest effective\n"
     "batch first within a group, with the memory the backend says each needs\n"
     "and whether it can run.\n"
+    "--estimate-from RUN (a finished run's JSON report or journal, from this\n"
+    "machine) adds the time each case should take (est_s) and their total, from\n"
+    "the cost model of run's progress ETA fitted on RUN's cases.\n"
     "Exit status 0 when every case can run, 2 otherwise.\n";
 
 const char bc_cli_usage_report[] =

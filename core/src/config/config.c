@@ -121,7 +121,7 @@ static const char *const k_matrix_keys[] = {"batch_sizes", "samples_per_prompt",
 static const char *const k_sampling_keys[] = {"temperature", "top_p", "top_k", "seed"};
 static const char *const k_run_keys[] = {"warmup", "iterations", "min_iterations", "max_iterations", "target_rel_ci",
                                          "max_seconds_per_case", "isolation",
-                                         "case_timeout_s"};
+                                         "case_timeout_s", "quiet_check"};
 #define SIZES_WHAT "a non-empty list of integers >= 1"
 
 /* One matrix value e (at path) into *out: an integer in [1, BC_CFG_MAX_SIZE]. */
@@ -232,6 +232,21 @@ static bc_status parse_run(bc_config *cfg, const config_setting_t *root, bc_erro
         return st;
 
     if ((st = parse_isolation(cfg, run, err))) return st;
+    cfg->quiet_check = BC_CFG_QUIET_WARN;
+    const config_setting_t *quiet_s = run ? config_setting_get_member(run, "quiet_check") : NULL;
+    if (quiet_s) {
+        static const char *const names[] = {"off", "warn", "refuse"};
+        const char *v = config_setting_type(quiet_s) == CONFIG_TYPE_STRING ? config_setting_get_string(quiet_s) : NULL;
+        int found = -1;
+        for (int i = 0; v && i < 3; i++)
+            if (strcmp(v, names[i]) == 0) found = i;
+        char got[96];
+        bc_cfg_describe(quiet_s, got, sizeof got);
+        if (found < 0)
+            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, quiet_s, "run.quiet_check",
+                               "must be \"warn\", \"refuse\" or \"off\" (got %s)", got);
+        cfg->quiet_check = found;
+    }
 
     const config_setting_t *it_s = run ? config_setting_get_member(run, "iterations") : NULL;
     const config_setting_t *min_s = run ? config_setting_get_member(run, "min_iterations") : NULL;

@@ -39,6 +39,10 @@ typedef struct bc_setting_axis {
 
 enum { BC_CFG_DIST_REPLICATE = 0, BC_CFG_DIST_SHARD = 1 };
 
+/* run.quiet_check: what run does when the machine is not quiet before the
+ * first case (run/hostload.h): nothing, a warning (the default), or stop. */
+enum { BC_CFG_QUIET_OFF = 0, BC_CFG_QUIET_WARN = 1, BC_CFG_QUIET_REFUSE = 2 };
+
 /* run.isolation when not given: 0 "none" (docs/performance.md says why). */
 #define BC_CFG_DEFAULT_ISOLATION 0
 
@@ -79,6 +83,7 @@ typedef struct bc_config {
     double max_seconds_per_case; /* NAN: not given */
     int isolation;               /* run.isolation: 0 "none", 1 "process" (default BC_CFG_DEFAULT_ISOLATION) */
     double case_timeout_s;       /* run.case_timeout_s; NAN: not given (no timeout) */
+    int quiet_check;             /* run.quiet_check: BC_CFG_QUIET_* (default warn) */
 
     /* distributed (docs/scale.md): the mode, and the comm plugin bench.cfg
      * names (NULL: "auto", the one the launcher implies; owned). */

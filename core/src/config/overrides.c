@@ -178,6 +178,11 @@ bc_status bc_overrides_apply_set(bc_config *cfg, config_t *c, const char *text, 
             if (!bc_cfg_is_list(cur) || idx >= config_setting_length(cur)) {
                 st = bc_error_set(err, BC_ERR_SETTING, "%s: %s has no element %s", label, done[0] ? done : "(root)",
                                   name);
+                for (size_t i = 0; strcmp(done, "reporters") == 0 && i < cfg->n_overrides; i++)
+                    if (strcmp(cfg->override_labels[i], "--reporter") == 0)
+                        bc_error_hint(err, "--reporter replaced the file's reporters with its own list (%d of them), "
+                                           "which reporters.[N] counts",
+                                      bc_cfg_is_list(cur) ? config_setting_length(cur) : 1);
                 break;
             }
             cur = config_setting_get_elem(cur, (unsigned)idx);

@@ -476,8 +476,9 @@ size_t bc_loader_names(const bc_loader *l, char ***out) {
 void bc_loader_hint_near_name(const bc_loader *l, const char *name, bc_error *err) {
     char **names = NULL;
     size_t n = bc_loader_names(l, &names);
-    const char *near = bc_suggest(name, (const char *const *)names, n);
-    if (near) bc_error_hint(err, "did you mean '%s'? ('benchctl plugins' lists what is found)", near);
+    char hint[sizeof err->hint];
+    bc_suggest_hint(name, (const char *const *)names, n, hint, sizeof hint);
+    if (hint[0]) bc_error_hint(err, "%s ('benchctl plugins' lists what is found)", hint);
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
 }

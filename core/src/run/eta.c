@@ -54,3 +54,10 @@ uint32_t bc_eta_expected_iterations(const bc_eta *e, uint32_t lo, uint32_t hi, u
     uint32_t v = mean >= (double)hi ? hi : (uint32_t)(mean + 0.5);
     return v < lo ? lo : v > hi ? hi : v;
 }
+
+double bc_eta_case_ms(const bc_eta *e, double units, uint32_t warmup, uint32_t measured, double max_seconds) {
+    double per = bc_eta_iteration_ms(e, units);
+    double ms = per * ((double)warmup + (double)measured);
+    if (max_seconds > 0 && ms > max_seconds * 1000.0 + per) ms = max_seconds * 1000.0 + per;
+    return ms;
+}

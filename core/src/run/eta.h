@@ -67,4 +67,11 @@ uint32_t bc_eta_expected_iterations(const bc_eta *e, uint32_t lo, uint32_t hi, u
 uint32_t bc_eta_iterations_to_target(uint32_t n, double rel_ci, double target, uint32_t lo, uint32_t hi,
                                      uint32_t none_yet);
 
+/* The modelled wall ms of a case of units that runs warmup + measured
+ * iterations: per iteration ms x their count, at most max_seconds x 1000
+ * plus one iteration when max_seconds > 0 (NAN: no cap); NAN without data.
+ * What the runner's ETA sums over the cases still to come, and what `plan
+ * --estimate-from RUN` sums over the plan with e fitted on RUN's cases. */
+double bc_eta_case_ms(const bc_eta *e, double units, uint32_t warmup, uint32_t measured, double max_seconds);
+
 #endif

@@ -66,14 +66,29 @@ const bc_metric_desc bc_host_field_descs[BC_N_FIELDS] = {
          "bytes a contiguous cache of the case would take beyond the paged peak"),
     HOST(BC_FIELD_LORA_FUSE_MS, "lora_fuse_ms", "ms", LOWER, "a LoRA adapter's fuse before generation"),
     HOST(BC_FIELD_LORA_UNFUSE_MS, "lora_unfuse_ms", "ms", LOWER, "a LoRA adapter's unfuse after generation"),
+    HOST(BC_FIELD_ROW_TTFT_MS_P50, "row_ttft_ms_p50", "ms", LOWER,
+         "median over the rollout's rows of a row's time to its first token"),
+    HOST(BC_FIELD_ROW_TTFT_MS_P90, "row_ttft_ms_p90", "ms", LOWER, "90th percentile over the rows of the time to first token"),
+    HOST(BC_FIELD_ROW_TTFT_MS_P99, "row_ttft_ms_p99", "ms", LOWER, "99th percentile over the rows of the time to first token"),
+    HOST(BC_FIELD_ROW_TPOT_MS_P50, "row_tpot_ms_p50", "ms", LOWER,
+         "median over the rows of a row's time per output token after its first"),
+    HOST(BC_FIELD_ROW_TPOT_MS_P90, "row_tpot_ms_p90", "ms", LOWER, "90th percentile over the rows of the time per output token"),
+    HOST(BC_FIELD_ROW_TPOT_MS_P99, "row_tpot_ms_p99", "ms", LOWER, "99th percentile over the rows of the time per output token"),
+    HOST(BC_FIELD_ROW_E2E_MS_P50, "row_e2e_ms_p50", "ms", LOWER,
+         "median over the rows of a row's end-to-end latency, to its last token"),
+    HOST(BC_FIELD_ROW_E2E_MS_P90, "row_e2e_ms_p90", "ms", LOWER, "90th percentile over the rows of the end-to-end latency"),
+    HOST(BC_FIELD_ROW_E2E_MS_P99, "row_e2e_ms_p99", "ms", LOWER, "99th percentile over the rows of the end-to-end latency"),
+    HOST(BC_FIELD_ROWS_PER_SECOND, "rows_per_second", "rows/s", HIGHER,
+         "rows (samples: batch x samples_per_prompt) over total_ms"),
 };
 
 /* The host fields a backend may declare under their names (their values are
  * the backend's, as the 2.3 bc_generation_stats fields of those names
- * were); the others the host times or derives itself. */
+ * were); the others the host times or derives itself (the row fields from
+ * the schedule, rowlat.h). */
 static int declarable(int field) {
     return field >= BC_FIELD_ENGINE_TOTAL_MS && field != BC_FIELD_PROTOCOL_OVERHEAD_MS &&
-           field != BC_FIELD_PADDING_WASTE;
+           field != BC_FIELD_PADDING_WASTE && field < BC_FIELD_ROW_TTFT_MS_P50;
 }
 
 const bc_metric_desc *bc_host_field_desc(const char *name) {

@@ -5,10 +5,11 @@
  *
  * A backend row whose name is already a column (another backend's, or one
  * of the host's that hold backend figures: engine_total_ms and the 2.3
- * fields from padded_token_slots on, but not protocol_overhead_ms or
- * padding_waste, which the host derives) fills that column when unit,
- * better and scope agree; otherwise, and for a field the host times
- * (total_ms, ...), the run cannot start, with a message naming the backend
+ * fields from padded_token_slots to lora_unfuse_ms, but not
+ * protocol_overhead_ms or padding_waste, which the host derives) fills that
+ * column when unit, better and scope agree; otherwise, and for a field the
+ * host times or derives (total_ms, ..., the row fields from row_ttft_ms_p50
+ * on, rowlat.h), the run cannot start, with a message naming the backend
  * and the metric. So
  * a backend that declares "lora_fuse_ms" (ms, lower, iteration) reports in
  * the host's 2.3 column of that name, and two backends of a backends list

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "host.h"
+#include "rowlat.h"
 #include "runner_internal.h"
 
 const char *const bc_field_names[BC_N_FIELDS] = {
@@ -51,6 +52,16 @@ const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_KV_BYTES_SAVED] = "kv_bytes_saved",
     [BC_FIELD_LORA_FUSE_MS] = "lora_fuse_ms",
     [BC_FIELD_LORA_UNFUSE_MS] = "lora_unfuse_ms",
+    [BC_FIELD_ROW_TTFT_MS_P50] = "row_ttft_ms_p50",
+    [BC_FIELD_ROW_TTFT_MS_P90] = "row_ttft_ms_p90",
+    [BC_FIELD_ROW_TTFT_MS_P99] = "row_ttft_ms_p99",
+    [BC_FIELD_ROW_TPOT_MS_P50] = "row_tpot_ms_p50",
+    [BC_FIELD_ROW_TPOT_MS_P90] = "row_tpot_ms_p90",
+    [BC_FIELD_ROW_TPOT_MS_P99] = "row_tpot_ms_p99",
+    [BC_FIELD_ROW_E2E_MS_P50] = "row_e2e_ms_p50",
+    [BC_FIELD_ROW_E2E_MS_P90] = "row_e2e_ms_p90",
+    [BC_FIELD_ROW_E2E_MS_P99] = "row_e2e_ms_p99",
+    [BC_FIELD_ROWS_PER_SECOND] = "rows_per_second",
 };
 
 void bc_runner_memory_unknown(bc_memory_stats *m) {
@@ -205,6 +216,7 @@ bc_status bc_runner_one_iteration(const bc_runner_config *cfg, const bc_run_resu
     row[BC_FIELD_POST_PROCESSING_MS] = post_ms;
     row[BC_FIELD_TOTAL_MS] = expand_ms + gen_ms + post_ms;
     fields_from_generation(&out->gen, gen_ms, expand_ms, row);
+    if ((st = bc_row_latency_fields(&out->gen, expand_ms, c, row, err)) != BC_OK) return out->hook = "generate", st;
     if ((st = bc_runner_declared_metrics(res, b, rb, BC_METRIC_PER_ITERATION, row, err)) != BC_OK)
         return out->hook = "read_metrics", st;
     derived_fields(row);

@@ -42,7 +42,11 @@
  *   prefill_tokens_per_second = num_prefill_tokens / prefill_forward_ms
  *   decode_tokens_per_second = num_decode_tokens / decode_forward_ms
  *   padding_waste = 1 - num_generated_tokens / padded_token_slots; the other
- *   fields from padded_token_slots on are the backend's as it gave them
+ *   fields from padded_token_slots to lora_unfuse_ms are the backend's as it
+ *   gave them
+ *   row_ttft_ms_p50 .. row_e2e_ms_p99: each row's time to first token, time
+ *   per output token and end-to-end latency from the backend's schedule,
+ *   p50/p90/p99 over the rows (rowlat.h); rows_per_second = rows / total_ms
  * then the backend's declared metrics (bc_plugin_desc.metrics, then its
  * instance's more_metrics rows; fields.h maps them to columns): read_metrics
  * after post_process for the per-iteration ones, after the last measured
@@ -115,6 +119,17 @@ typedef enum bc_field {
     BC_FIELD_KV_BYTES_SAVED,
     BC_FIELD_LORA_FUSE_MS,          /* a LoRA actor's fuse before generation, inside generate */
     BC_FIELD_LORA_UNFUSE_MS,        /* and its unfuse after it */
+    /* per-row latencies over the rollout's rows, from the schedule (rowlat.h) */
+    BC_FIELD_ROW_TTFT_MS_P50,
+    BC_FIELD_ROW_TTFT_MS_P90,
+    BC_FIELD_ROW_TTFT_MS_P99,
+    BC_FIELD_ROW_TPOT_MS_P50,
+    BC_FIELD_ROW_TPOT_MS_P90,
+    BC_FIELD_ROW_TPOT_MS_P99,
+    BC_FIELD_ROW_E2E_MS_P50,
+    BC_FIELD_ROW_E2E_MS_P90,
+    BC_FIELD_ROW_E2E_MS_P99,
+    BC_FIELD_ROWS_PER_SECOND,       /* rows (batch x samples) over total_ms */
     BC_N_FIELDS
 } bc_field;
 
