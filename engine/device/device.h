@@ -1,5 +1,5 @@
 /* device.h: where the engine runs a rollout. The plugin glue
- * (engine/plugin/eng_plugin.c) picks one device at create (the `device`
+ * (engine/plugin/eng_backend.c) picks one device at create (the `device`
  * setting) and drives it through eng_device_ops; the rollout loop (loop.c,
  * eng_rollout_run) is written once over eng_step_ops. Devices: the CPU
  * (device_cpu.c: the model of forward.h, the cache in the eng_rollout) and

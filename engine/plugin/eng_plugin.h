@@ -1,6 +1,7 @@
-/* eng_plugin.h: the backend plugin every family shares (eng_plugin.c): the
- * bc_backend_ops, the engine's settings and metric tables (docs/opt.md lists them),
- * parameterised by the family a plugin file names. A family's plugin file
+/* eng_plugin.h: the backend plugin every family shares (eng_settings.c,
+ * eng_backend.c, eng_cases.c): the bc_backend_ops, the engine's settings and
+ * metric tables (docs/opt.md lists them), parameterised by the family a
+ * plugin file names. A family's plugin file
  * (plugins/opt/opt_plugin.c) defines eng_plugin, eng_plugin_presets and
  * eng_plugin_model_help, and its descriptor with ENG_PLUGIN_BACKEND.
  */
@@ -26,7 +27,7 @@ extern const eng_plugin_def eng_plugin;
 extern const char *const eng_plugin_presets[];
 extern const char eng_plugin_model_help[];
 
-/* The engine's settings and backend ops (eng_plugin.c). */
+/* The engine's settings (eng_settings.c) and backend ops (eng_cases.c). */
 #define ENG_N_SETTINGS 35
 extern const bc_setting_desc eng_settings[ENG_N_SETTINGS];
 /* The engine's metrics, the rows read_metrics fills (docs/opt.md lists them). */

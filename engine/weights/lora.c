@@ -38,7 +38,7 @@ static const char *module_list(const eng_family *f, char *buf, size_t n) {
 bc_status eng_lora_targets_parse(const eng_family *f, const char *list, unsigned *targets, bc_error *err) {
     *targets = 0;
     char names[256];
-    if (!f->lora_matrix || f->lora_n_modules < 1 || f->lora_n_modules > ENG_LORA_MAX_MODULES)
+    if (f->lora_n_modules < 1 || f->lora_n_modules > ENG_LORA_MAX_MODULES)
         return bc_error_set(err, BC_ERR_UNSUPPORTED, "lora: the %s family takes no LoRA adapter", f->name);
     if (!strcmp(list, "all")) {
         *targets = (1u << f->lora_n_modules) - 1;
@@ -74,7 +74,8 @@ void eng_lora_free(eng_lora *lo) {
 size_t eng_lora_bytes(const eng_lora *lo) { return lo->n_floats * sizeof(float); }
 
 /* The weight matrix of module m in layer l. */
-static eng_matrix *module_matrix(eng_weights *w, int l, int m) { return w->family->lora_matrix(w, l, m); }
+/* (by its tensor name in the family's table, tensor_table.h) */
+static eng_matrix *module_matrix(eng_weights *w, int l, int m) { return eng_weights_lora_matrix(w, l, m); }
 
 #define PAIR(lo, l, m) (&(lo)->pairs[(size_t)(l) * ENG_LORA_MAX_MODULES + (size_t)(m)])
 
@@ -82,7 +83,7 @@ static eng_matrix *module_matrix(eng_weights *w, int l, int m) { return w->famil
 static bc_status lora_alloc(eng_lora *lo, const eng_family *f, const eng_shape *hp, int rank, double alpha,
                             int rslora, unsigned targets, const char *what, bc_error *err) {
     memset(lo, 0, sizeof *lo);
-    if (!f->lora_matrix || f->lora_n_modules < 1 || f->lora_n_modules > ENG_LORA_MAX_MODULES)
+    if (f->lora_n_modules < 1 || f->lora_n_modules > ENG_LORA_MAX_MODULES)
         return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: the %s family takes no LoRA adapter", what, f->name);
     if (targets >> f->lora_n_modules)
         return bc_error_set(err, BC_ERR_SETTING, "%s: targets 0x%x name modules a %s layer does not have", what,
@@ -96,7 +97,8 @@ static bc_status lora_alloc(eng_lora *lo, const eng_family *f, const eng_shape *
     for (int m = 0; m < f->lora_n_modules; m++) {
         if (!(targets >> m & 1)) continue;
         int out, in;
-        f->lora_shape(hp, m, &out, &in);
+        bc_status st = eng_weights_lora_shape(f, hp, m, &out, &in, err);
+        if (st != BC_OK) return st;
         n += (size_t)L * (size_t)rank * ((size_t)in + (size_t)out);
     }
     lo->pairs = calloc((size_t)L * ENG_LORA_MAX_MODULES, sizeof *lo->pairs);
@@ -117,7 +119,7 @@ static bc_status lora_alloc(eng_lora *lo, const eng_family *f, const eng_shape *
         for (int m = 0; m < f->lora_n_modules; m++) {
             if (!(targets >> m & 1)) continue;
             eng_lora_pair *pr = PAIR(lo, l, m);
-            f->lora_shape(hp, m, &pr->out, &pr->in);
+            (void)eng_weights_lora_shape(f, hp, m, &pr->out, &pr->in, err); /* checked above */
             pr->A = p;
             p += (size_t)rank * pr->in;
             pr->B = p;
@@ -189,7 +191,7 @@ static const eng_ck_tensor *find_lora(const eng_family *fam, const eng_ck_file *
 bc_status eng_lora_load_peft(eng_lora *lo, const eng_family *fam, const char *dir, const eng_shape *hp,
                              bc_error *err) {
     memset(lo, 0, sizeof *lo);
-    if (!fam->lora_matrix || fam->lora_n_modules < 1 || fam->lora_n_modules > ENG_LORA_MAX_MODULES)
+    if (fam->lora_n_modules < 1 || fam->lora_n_modules > ENG_LORA_MAX_MODULES)
         return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: the %s family takes no LoRA adapter", dir, fam->name);
     char names[256];
     char cpath[4096], wpath[4096];

@@ -56,19 +56,6 @@ typedef struct eng_weights {
     size_t arena_bytes;
 } eng_weights;
 
-/* A family's arena layout, walked twice: sizing (base NULL) then pointing
- * every tensor into base, each on a 64-byte boundary (so a GEMM over tensors
- * laid back to back stays aligned when their sizes are multiples of 64). */
-typedef struct eng_layout {
-    char *base;     /* NULL: size only */
-    size_t off;     /* bytes so far */
-    eng_dtype dtype; /* the matrices' */
-} eng_layout;
-/* The next matrix [rows, cols] in l->dtype. */
-void eng_layout_matrix(eng_layout *l, eng_matrix *m, int rows, int cols);
-/* The next fp32 vector of n (NULL while sizing). */
-float *eng_layout_vector(eng_layout *l, size_t n);
-
 /* Allocates w's arena of bytes, streamed (kv_cache.h: eng_stream_alloc);
  * BC_ERR_NOMEM naming what (the model) and w's dtype. */
 bc_status eng_weights_arena(eng_weights *w, size_t bytes, const char *what, bc_error *err);

@@ -42,22 +42,9 @@ enum { LLAMA_LORA_Q = 0, LLAMA_LORA_K, LLAMA_LORA_V, LLAMA_LORA_O, LLAMA_LORA_GA
 /* The family (llama_model.c; family.h). */
 extern const eng_family llama_model_family;
 
-/* The family's hooks (family.h), on the header of a llama_weights (w) and a
- * llama_config (cfg):
- * w's header for cfg in dtype with no arena; */
-void llama_weights_describe(eng_weights *w, const void *cfg, eng_dtype dtype);
-/* the arena, tensors pointed into it and seeded synthetic weights
- * (docs/llama.md); */
-bc_status llama_weights_synthetic(eng_weights *w, const void *cfg, eng_dtype dtype, uint64_t seed, bc_error *err);
-/* dir's config.json and tensors, converted to dtype; */
-bc_status llama_weights_load(eng_weights *w, const char *dir, eng_dtype dtype, bc_error *err);
-/* every tensor of dir checked (names, dtypes, shapes), nothing converted; */
-bc_status llama_checkpoint_validate(const char *dir, bc_error *err);
-void llama_weights_free(eng_weights *w);
-/* the arena's bytes for cfg in dtype (0: the shape is refused); */
-size_t llama_weights_bytes(const void *cfg, eng_dtype dtype);
-/* the parameter count as transformers counts it (a tied head once); */
-int64_t llama_n_parameters(const void *cfg);
+/* The weights are the engine's over the family's tensor table
+ * (tensor_table.h): eng_weights_synthetic, eng_weights_load, eng_weights_free
+ * on &w->base with &llama_model_family. */
 /* dir's config, a missing pad id taken from eos as generate() does. */
 bc_status llama_read_config(const char *dir, void *cfg, bc_error *err);
 

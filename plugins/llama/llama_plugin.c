@@ -1,6 +1,6 @@
 /* llama_plugin.c: the `llama` backend plugin, benchctl's native engine for
  * the Llama family (model_type llama, qwen2, mistral; docs/llama.md): the
- * engine's plugin glue (engine/plugin/eng_plugin.c, its settings and hooks)
+ * engine's plugin glue (engine/plugin: its settings and hooks)
  * over the family (llama_model.c), on the CPU. The family has no CUDA device
  * yet: device = "cuda" is refused before the first case.
  */

@@ -1,8 +1,8 @@
 /* checkpoint.h: a Hugging Face OPT checkpoint directory without loading its
- * weights: what its config.json says (so a plan can size the model before it
- * loads), whether the files are there at all, and a full check of its
- * tensors. The loader itself is opt_weights_load_checkpoint (model.h); all
- * are implemented in checkpoint.c (docs/checkpoints.md).
+ * weights: what its config.json says (checkpoint.c; so a plan can size the
+ * model before it loads) and a full check of its tensors (the engine's, over
+ * OPT's tensor table). The loader itself is opt_weights_load_checkpoint
+ * (opt_model.h; docs/checkpoints.md).
  */
 #ifndef OPT_CHECKPOINT_H
 #define OPT_CHECKPOINT_H
@@ -19,6 +19,8 @@ bc_status opt_hparams_from_checkpoint(const char *dir, opt_hparams *hp, bc_error
 /* Everything opt_weights_load_checkpoint checks (config.json, every tensor's
  * name, dtype and shape, a tied lm_head, no unexpected tensor), without
  * allocating or converting the weights. */
-bc_status opt_checkpoint_validate(const char *dir, bc_error *err);
+static inline bc_status opt_checkpoint_validate(const char *dir, bc_error *err) {
+    return eng_weights_validate(&opt_family, dir, err);
+}
 
 #endif

@@ -1,4 +1,4 @@
-/* opt_model.c: the OPT family (family.h): presets, the weight arena, and the
+/* opt_model.c: the OPT family (family.h): presets, the shape's checks, and the
  * decoder forward on the CPU as transformers' modeling_opt.py computes it
  * (see opt_model.h for the dimension legend): learned positions, LayerNorm
  * (pre- or post-LN), ReLU FFN, project_in/out, over the engine's shared ops
@@ -64,19 +64,6 @@ eng_ws_needs opt_ws_needs(const opt_hparams *hp) {
     return (eng_ws_needs){.width = C > P ? C : P, .ff = hp->s.ffn_size};
 }
 
-int64_t opt_hparams_n_parameters(const opt_hparams *hp) {
-    const int64_t V = hp->s.vocab_size, C = hp->s.hidden_size, L = hp->s.n_layers, F = hp->s.ffn_size;
-    const int64_t P = hp->word_embed_proj_dim, positions = (int64_t)hp->s.max_positions + 2;
-    int64_t n = V * P + positions * C;
-    if (P != C) n += 2 * C * P;           /* project_in [C, P], project_out [P, C] */
-    if (hp->do_layer_norm_before) n += 2 * C; /* final_layer_norm */
-    const int64_t layer = 4 * (C * C + C) /* q, k, v, out_proj */
-                          + (F * C + F)   /* fc1 */
-                          + (C * F + C)   /* fc2 */
-                          + 2 * 2 * C;    /* self_attn_layer_norm, final_layer_norm */
-    return n + L * layer;
-}
-
 /* "1.5 GiB", "16.0 EiB": bytes for a message, never wrapping. */
 static void human_bytes(double b, char *buf, size_t n) {
     static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
@@ -119,47 +106,10 @@ bc_status opt_hparams_check_size(const opt_hparams *hp, const char *where, bc_er
     return BC_OK;
 }
 
-/* ------------------------------------------------------------ weight arena */
+/* ------------------------------------------------------------------ shape */
 
-/* Walks every tensor in a fixed order, either sizing (base == NULL) or
- * pointing the tensors into base. Returns the arena size in bytes. */
-static size_t weights_layout(opt_weights *w, char *base) {
-    const opt_hparams *hp = &w->hp;
-    const int V = hp->s.vocab_size, C = hp->s.hidden_size, L = hp->s.n_layers, F = hp->s.ffn_size;
-    const int P = hp->word_embed_proj_dim, Tp = hp->s.max_positions + 2;
-    eng_layout lay = {base, 0, w->base.dtype};
-#define MAT(m, r, c) eng_layout_matrix(&lay, &(m), (r), (c))
-#define VEC(p, n) ((p) = eng_layout_vector(&lay, (size_t)(n)))
-    MAT(w->embed_tokens, V, P);
-    MAT(w->embed_positions, Tp, C);
-    if (P != C) {
-        MAT(w->project_in, C, P);
-        MAT(w->project_out, P, C);
-    } else {
-        memset(&w->project_in, 0, sizeof w->project_in);
-        memset(&w->project_out, 0, sizeof w->project_out);
-    }
-    if (hp->do_layer_norm_before) {
-        VEC(w->final_ln_gamma, C);
-        VEC(w->final_ln_beta, C);
-    } else {
-        w->final_ln_gamma = w->final_ln_beta = NULL;
-    }
-    for (int l = 0; l < L; l++) {
-        opt_layer_weights *lw = &w->layers[l];
-        MAT(lw->q_proj, C, C); MAT(lw->k_proj, C, C); MAT(lw->v_proj, C, C); MAT(lw->out_proj, C, C);
-        VEC(lw->q_bias, C); VEC(lw->k_bias, C); VEC(lw->v_bias, C); VEC(lw->out_bias, C);
-        VEC(lw->ln1_gamma, C); VEC(lw->ln1_beta, C);
-        MAT(lw->fc1, F, C); VEC(lw->fc1_bias, F);
-        MAT(lw->fc2, C, F); VEC(lw->fc2_bias, C);
-        VEC(lw->ln2_gamma, C); VEC(lw->ln2_beta, C);
-    }
-#undef MAT
-#undef VEC
-    return lay.off;
-}
-
-static bc_status check_hparams(const opt_hparams *hp, bc_error *err) {
+bc_status opt_hparams_check(const void *hparams, bc_error *err) {
+    const opt_hparams *hp = hparams;
     if (hp->s.vocab_size < 4 || hp->s.hidden_size < 1 || hp->s.n_layers < 1 || hp->s.n_heads < 1 ||
         hp->s.ffn_size < 1 || hp->s.max_positions < 1 || hp->word_embed_proj_dim < 1)
         return bc_error_set(err, BC_ERR_INVALID, "OPT shape %s: every dimension must be positive (V >= 4)", hp->s.name);
@@ -167,52 +117,6 @@ static bc_status check_hparams(const opt_hparams *hp, bc_error *err) {
         return bc_error_set(err, BC_ERR_INVALID, "OPT shape %s: hidden_size %d is not a multiple of %d heads",
                             hp->s.name, hp->s.hidden_size, hp->s.n_heads);
     return opt_hparams_check_size(hp, hp->s.name, err); /* so the arena's size cannot wrap */
-}
-
-size_t opt_weights_bytes(const opt_hparams *hp, eng_dtype dtype) {
-    bc_error ignored;
-    if (check_hparams(hp, &ignored) != BC_OK) return 0; /* a size that could wrap is not computed */
-    opt_weights w;
-    memset(&w, 0, sizeof w);
-    w.hp = *hp;
-    w.base.dtype = dtype;
-    opt_layer_weights *layers = calloc((size_t)hp->s.n_layers, sizeof *layers);
-    if (!layers) return 0;
-    w.layers = layers;
-    size_t n = weights_layout(&w, NULL);
-    free(layers);
-    return n;
-}
-
-void opt_weights_describe(opt_weights *w, const opt_hparams *hp, eng_dtype dtype) {
-    memset(w, 0, sizeof *w);
-    w->hp = *hp;
-    opt_hparams_derive(&w->hp);
-    w->base = (eng_weights){.family = &opt_family, .shape = w->hp.s, .ws = opt_ws_needs(&w->hp), .dtype = dtype};
-}
-
-bc_status opt_weights_alloc(opt_weights *w, const opt_hparams *hp, eng_dtype dtype, bc_error *err) {
-    memset(w, 0, sizeof *w);
-    bc_status st = check_hparams(hp, err);
-    if (st != BC_OK) return st;
-    opt_weights_describe(w, hp, dtype);
-    w->layers = calloc((size_t)hp->s.n_layers, sizeof *w->layers);
-    if (!w->layers) return bc_error_set(err, BC_ERR_NOMEM, "OPT weights: no memory for %d layers", hp->s.n_layers);
-    size_t bytes = weights_layout(w, NULL);
-    if ((st = eng_weights_arena(&w->base, bytes, hp->s.name, err)) != BC_OK) {
-        free(w->layers);
-        w->layers = NULL;
-        return st;
-    }
-    weights_layout(w, w->base.arena);
-    return BC_OK;
-}
-
-void opt_weights_free(opt_weights *w) {
-    if (!w) return;
-    eng_weights_arena_free(&w->base);
-    free(w->layers);
-    w->layers = NULL;
 }
 
 /* ------------------------------------------------------------------ layers */
@@ -364,17 +268,4 @@ void opt_forward_cpu(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, cons
     }
     /* lm_head tied to embed_tokens: logits[M, V] = h[M, P] embed_tokens[V, P]^T */
     eng_linear_parallel(m->pool, m->k, logits, h, w->embed_tokens.data, w->base.dtype, NULL, M, P, V, 0);
-}
-
-eng_matrix *opt_lora_matrix(eng_weights *base, int l, int m) {
-    opt_layer_weights *lw = &((opt_weights *)base)->layers[l];
-    switch (m) {
-    case OPT_LORA_Q: return &lw->q_proj;
-    case OPT_LORA_K: return &lw->k_proj;
-    case OPT_LORA_V: return &lw->v_proj;
-    case OPT_LORA_OUT: return &lw->out_proj;
-    case OPT_LORA_FC1: return &lw->fc1;
-    case OPT_LORA_FC2: return &lw->fc2;
-    default: return NULL;
-    }
 }

@@ -8,8 +8,8 @@
  *   S  tokens in the KV cache, including this forward
  *
  * Weights: matrices are stored in the run's precision (bc dtype below) in one
- * contiguous allocation owned by opt_weights; biases and layer-norm
- * parameters are always fp32. A linear layer's weight is [out, in] row-major,
+ * contiguous allocation owned by opt_weights (laid out from OPT's tensor
+ * table, opt_family.c); biases and layer-norm parameters are always fp32. A linear layer's weight is [out, in] row-major,
  * exactly as in PyTorch, so y = x W^T + b.
  */
 #ifndef OPT_MODEL_H
@@ -69,32 +69,41 @@ typedef struct opt_weights {
     opt_layer_weights *layers;   /* [L] */
 } opt_weights;
 
-/* Allocates the arena for hp in dtype and points every tensor into it
- * (contents uninitialised). */
-bc_status opt_weights_alloc(opt_weights *w, const opt_hparams *hp, eng_dtype dtype, bc_error *err);
-/* Seeded synthetic weights; see docs/opt.md for the scaling. */
-bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *err);
-/* Loads a Hugging Face checkpoint directory (config.json + safetensors) and
- * converts to dtype. Implemented in checkpoint.c. */
-bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, eng_dtype dtype, bc_error *err);
-void opt_weights_free(opt_weights *w);
-/* Bytes of the arena opt_weights_alloc would allocate (0 if out of memory). */
-size_t opt_weights_bytes(const opt_hparams *hp, eng_dtype dtype);
+/* The OPT family (opt_family.c; family.h) the engine runs these weights with. */
+extern const eng_family opt_family;
 
-/* Fills w's header (base, hp) for hp in dtype with no arena: what a device's
+/* OPT's weights through the engine's tensor table (opt_family.c;
+ * tensor_table.h): the arena for hp in dtype with every tensor pointed into
+ * it (contents uninitialised; hp's derived fields filled first), */
+bc_status opt_weights_alloc(opt_weights *w, const opt_hparams *hp, eng_dtype dtype, bc_error *err);
+/* seeded synthetic weights into it (docs/opt.md for the scaling), */
+static inline bc_status opt_weights_init_synthetic(opt_weights *w, uint64_t seed, bc_error *err) {
+    return eng_weights_fill_synthetic(&w->base, seed, err);
+}
+/* a Hugging Face checkpoint directory (config.json + safetensors or
+ * pytorch_model.bin) converted to dtype, */
+static inline bc_status opt_weights_load_checkpoint(opt_weights *w, const char *dir, eng_dtype dtype, bc_error *err) {
+    return eng_weights_load(&w->base, &opt_family, dir, dtype, err);
+}
+static inline void opt_weights_free(opt_weights *w) { eng_weights_free(&w->base); }
+/* the bytes of the arena opt_weights_alloc would allocate (0: refused), */
+size_t opt_weights_bytes(const opt_hparams *hp, eng_dtype dtype);
+/* w's header (base, hp) for hp in dtype with no arena: what a device's
  * plan reads (device.h) before the weights exist. */
 void opt_weights_describe(opt_weights *w, const opt_hparams *hp, eng_dtype dtype);
 /* OPT's CUDA device (cuda/cuda_backend.c); NULL in a build without the
  * CUDA path (opt_nocuda.c). */
 extern const eng_device_ops *const opt_device_cuda;
-/* The family's forward and LoRA matrices (opt_model.c; family.h). */
+/* The family's forward (opt_model.c; family.h). */
 void opt_forward_cpu(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
                      int B, int T, eng_logits_mode mode, float *logits);
-eng_matrix *opt_lora_matrix(eng_weights *w, int l, int m);
+/* The family's check (family.h): positive dimensions, whole heads, sizes
+ * that cannot wrap (opt_hparams_check_size). */
+bc_status opt_hparams_check(const void *hp, bc_error *err);
+/* fc2's bias derived after the synthetic fill (synthetic.c). */
+void opt_synthetic_done(eng_weights *w);
 /* OPT's LoRA modules, in the order opt_family names them (lora.h). */
 enum { OPT_LORA_Q = 0, OPT_LORA_K, OPT_LORA_V, OPT_LORA_OUT, OPT_LORA_FC1, OPT_LORA_FC2, OPT_LORA_N_MODULES };
-/* The OPT family (opt_family.c; family.h) the engine runs these weights with. */
-extern const eng_family opt_family;
 /* The workspace OPT's forward needs for hp (weights.h). */
 eng_ws_needs opt_ws_needs(const opt_hparams *hp);
 /* Fills hp->s's derived fields: n_kv_heads = n_heads, head_dim = C / H. */

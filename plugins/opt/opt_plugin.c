@@ -1,6 +1,6 @@
 /* opt_plugin.c: the `opt` backend plugin, benchctl's native OPT rollout
- * engine: the engine's plugin glue (engine/plugin/eng_plugin.c, its settings
- * and hooks) over the OPT family (opt_family.c), on the CPU or OPT's CUDA
+ * engine: the engine's plugin glue (engine/plugin: its settings and hooks)
+ * over the OPT family (opt_family.c), on the CPU or OPT's CUDA
  * device (cuda/). OPT has no settings of its own beyond the presets the
  * `model` setting takes.
  */

@@ -266,7 +266,9 @@ static bc_status take_description(worker *w, const json_t *r, bc_error *err) {
     }
     keep_text(w->model_family, sizeof w->model_family, json_str(r, "model_family"));
     keep_text(w->device_name, sizeof w->device_name, json_str(r, "device_name"));
-    keep_text(w->device, sizeof w->device, w->hello.device);
+    /* describe's device is the configured one; the hello, written before configure, has the default's */
+    const char *device = json_str(r, "device");
+    keep_text(w->device, sizeof w->device, device && device[0] ? device : w->hello.device);
     keep_text(w->engine_version, sizeof w->engine_version, w->hello.engine_version);
     w->dtypes = json_incref(dtypes);
     w->max_positions = json_int(r, "max_positions");

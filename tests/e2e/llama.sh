@@ -8,7 +8,7 @@
 # restore; lora_mode = "unfused", which fuses nothing), and what the family
 # cannot run is refused before the first case with one line: device =
 # "cuda", a sliding window narrower than the case, a LoRA target or adapter
-# of another family's modules.
+# of another family's modules, a LoRA adapter at int8 (as the OPT backend).
 #   llama.sh BENCHCTL SOURCE_DIR WORK_DIR
 set -u
 BENCHCTL=$1
@@ -62,6 +62,10 @@ refused "lora target" '"fc1" is not a module of a llama layer' --set 'backend.se
     --set 'backend.settings.lora_targets="q_proj,fc1"'
 refused "OPT adapter" 'target_modules\[[0-9]*\] is not one of q_proj, k_proj, v_proj, o_proj, gate_proj' \
     --set "backend.settings.lora_adapter=\"$SRC/tests/opt/golden/preln_lora\""
+refused "int8 + LoRA" 'llama: precision int8 (int8): a LoRA adapter is not fused into int8 weights' \
+    --set 'backend.settings.lora_rank=4' --set 'precisions=["int8"]'
+refused "int8 + unfused LoRA" 'a LoRA adapter is not fused into int8 weights' --set 'backend.settings.lora_rank=4' \
+    --set 'backend.settings.lora_mode="unfused"' --set 'precisions=["int8"]'
 
 # LoRA: the JSON profile's lora_fuse_ms and lora_unfuse_ms
 sed 's|reporters = .*|reporters = ( { name = "json"; settings = { path = "out.json"; }; } );|' llama.cfg >lora.cfg

@@ -375,7 +375,8 @@ int golden_main(const char *group, const golden_case_cfg *cfgs, size_t n_cfgs, s
         }
         for (size_t i = 0; i < n_rollout; i++) {
             if (cfgs[i].dtype != ENG_F32) return 1; /* cfgs out of order */
-            snprintf(names[n], sizeof names[n], "rollout_golden_%s%s", cfgs[i].model, fam);
+            snprintf(names[n], sizeof names[n], "rollout_golden_%s%s%s", cfgs[i].model,
+                     strstr(cfgs[i].golden, "_lora") ? "_lora" : "", fam);
             tests[n] = (struct CMUnitTest){names[n], rollout, NULL, NULL, &runs[(size_t)f * n_cfgs + i]};
             n++;
         }

@@ -66,7 +66,7 @@ int rollout_case(eng_model *m, const eng_weights *w, const golden_file *g, const
 /* Runs a family's golden tests with cmocka as `group`: first (NULL: none),
  * then for the best kernel family and each eng_isa forced, `golden` on every
  * cfg and `rollout` on the first n_rollout (fp32) ones, named
- * golden_<model>[_lora]_<dtype>[_<isa>] and rollout_golden_<model>[_<isa>];
+ * golden_<model>[_lora]_<dtype>[_<isa>] and rollout_golden_<model>[_lora][_<isa>];
  * each cfg's tol is its precision plugin's rel_tolerance. Returns cmocka's
  * result (1 when cfgs are out of order). */
 int golden_main(const char *group, const golden_case_cfg *cfgs, size_t n_cfgs, size_t n_rollout,

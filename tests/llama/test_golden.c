@@ -6,7 +6,7 @@
  * multi-head and grouped-query attention with ratios 2, 3 and 4, q/k/v(/o)
  * biases, tied and untied heads, llama3 RoPE scaling with a small original
  * context, head_dim != C / H, pad id 0, config.json in both spellings) the
- * checkpoint and golden.bin. This test loads each with llama_weights_load
+ * checkpoint and golden.bin. This test loads each with eng_weights_load
  * and runs the shared checks (tests/golden/golden_check.c):
  *   - logits at every real position of the prefill and of K cached decode
  *     steps within the precision plugin's rel_tolerance x scale, the argmax
@@ -14,7 +14,9 @@
  *   - fp32: the greedy tokens of generate() on every expanded row, from a
  *     loop over eng_forward and from the engine's rollout: static, shared
  *     prefill, continuous batching on 1 to 4 rows, drawn lengths (row for
- *     row the same tokens as the static batch and transformers).
+ *     row the same tokens as the static batch and transformers), and the
+ *     same with PEFT's adapter fused (and unfused, continuous) against
+ *     generate() on PEFT's merged model.
  *   - LoRA: llama_gqa_llama3 with the PEFT adapter of
  *     llama_gqa_llama3_lora (rank 4, alpha 8, q/k/v/o/gate/up/down) fused
  *     (eng_lora_fuse) against the golden of PEFT's merged model, logits and
@@ -54,9 +56,9 @@ static void open_case(const golden_case_cfg *cfg, llama_weights *w, eng_model *m
     snprintf(gpath, sizeof gpath, GOLDEN "%s/golden.bin", cfg->golden);
     assert_true(golden_read(g, gpath));
     bc_error err = {0};
-    if (llama_weights_load(&w->base, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_weights_load(&w->base, &llama_model_family, dir, cfg->dtype, &err) != BC_OK) fail_msg("%s", err.message);
     if (!model_init(m, &w->base, cfg)) {
-        llama_weights_free(&w->base);
+        eng_weights_free(&w->base);
         golden_free(g);
         skip();
     }
@@ -64,7 +66,7 @@ static void open_case(const golden_case_cfg *cfg, llama_weights *w, eng_model *m
 
 static void close_case(llama_weights *w, eng_model *m, golden_file *g) {
     eng_model_free(m);
-    llama_weights_free(&w->base);
+    eng_weights_free(&w->base);
     golden_free(g);
 }
 
@@ -154,20 +156,44 @@ static void test_golden(void **state) {
     assert_true(st.argmax_checked > 0);
 }
 
+/* The engine's rollout against generate()'s greedy tokens, row for row:
+ * static with and without shared prefill, continuous on 1 to 4 rows, drawn
+ * lengths static and continuous. With an adapter (a _lora golden: PEFT's
+ * merged model) the rollouts run with it fused, then the continuous ones
+ * again with it unfused (lora_mode = "unfused"). */
 static void test_rollout_golden(void **state) {
     const golden_case_cfg *cfg = *state;
     golden_file g;
     llama_weights w;
     eng_model m;
     open_case(cfg, &w, &m, &g);
-    /* static with and without shared prefill; continuous on 1 to 4 rows;
-     * drawn lengths, static and continuous */
+    eng_lora lo = {0};
+    const int lora = strstr(cfg->golden, "_lora") != NULL;
+    bc_error err = {0};
+    if (lora) {
+        char adir[512];
+        snprintf(adir, sizeof adir, GOLDEN "%s", cfg->golden);
+        if (eng_lora_load_peft(&lo, &llama_model_family, adir, &w.cfg.shape, &err) != BC_OK ||
+            eng_lora_fuse(&lo, &w.base, m.pool, &err) != BC_OK)
+            fail_msg("%s", err.message);
+    }
     const rollout_mode modes[] = {{0, 0, 0}, {1, 0, 0},   {0, 1, 0},   {0, 3, 0},
                                   {1, 2, 0}, {0, 0, 0.4}, {0, 2, 0.4}, {1, 4, 0.4}};
     int bad = 0;
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         bad += rollout_case(&m, &w.base, &g, "single", cfg->model, modes[i]);
         bad += rollout_case(&m, &w.base, &g, "padded", cfg->model, modes[i]);
+    }
+    if (lora) {
+        if (eng_lora_unfuse(&lo, &w.base, m.pool, &err) != BC_OK) fail_msg("%s", err.message);
+        w.base.lora_unfused = &lo;
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+            if (modes[i].capacity == 0) continue;
+            bad += rollout_case(&m, &w.base, &g, "single", cfg->model, modes[i]);
+            bad += rollout_case(&m, &w.base, &g, "padded", cfg->model, modes[i]);
+        }
+        w.base.lora_unfused = NULL;
+        eng_lora_free(&lo);
     }
     close_case(&w, &m, &g);
     assert_int_equal(bad, 0);
@@ -181,9 +207,9 @@ static void test_load_errors(void **state) {
     (void)state;
     llama_weights w;
     bc_error err = {0};
-    assert_int_not_equal(llama_weights_load(&w.base, GOLDEN "does-not-exist", ENG_F32, &err), BC_OK);
+    assert_int_not_equal(eng_weights_load(&w.base, &llama_model_family, GOLDEN "does-not-exist", ENG_F32, &err), BC_OK);
     assert_non_null(strstr(err.message, "does-not-exist"));
-    assert_int_equal(llama_checkpoint_validate(GOLDEN "qwen2_gqa4", &err), BC_OK);
+    assert_int_equal(eng_weights_validate(&llama_model_family, GOLDEN "qwen2_gqa4", &err), BC_OK);
 }
 
 /* The checkpoints and precisions; main runs each with every kernel family. */
@@ -210,7 +236,7 @@ static const golden_case_cfg cfgs[] = {
 };
 
 #define N_CFGS (sizeof cfgs / sizeof cfgs[0])
-#define N_ROLLOUT 6        /* the fp32 entries of cfgs come first */
+#define N_ROLLOUT 7        /* the fp32 entries of cfgs come first (the adapter's last) */
 
 int main(void) {
     return golden_main("test_llama_golden", cfgs, N_CFGS, N_ROLLOUT, test_golden, test_rollout_golden,

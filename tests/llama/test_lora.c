@@ -43,14 +43,14 @@ static void load(llama_weights *w, const char *model) {
         llama_config cfg;
         bc_error err = {0};
         if (llama_config_parse(&cfg, k_split_config, "split config", NULL, NULL, &err) != BC_OK ||
-            llama_weights_synthetic(&w->base, &cfg, ENG_F32, 11, &err) != BC_OK)
+            eng_weights_synthetic(&w->base, &llama_model_family, &cfg, ENG_F32, 11, &err) != BC_OK)
             fail_msg("%s", err.message);
         return;
     }
     char dir[512];
     snprintf(dir, sizeof dir, GOLDEN "%s", model);
     bc_error err = {0};
-    if (llama_weights_load(&w->base, dir, ENG_F32, &err) != BC_OK) fail_msg("%s", err.message);
+    if (eng_weights_load(&w->base, &llama_model_family, dir, ENG_F32, &err) != BC_OK) fail_msg("%s", err.message);
 }
 
 /* logits[B, T, V] of a fixed batch on w. */
@@ -89,7 +89,7 @@ static void test_modules(void **state) {
     assert_true(s->n_kv_heads < s->n_heads); /* grouped-query: k and v are narrower than q */
     for (int m = 0; m < LLAMA_LORA_N_MODULES; m++) {
         const eng_lora_pair *pr = &lo.pairs[ENG_LORA_MAX_MODULES + m]; /* layer 1 */
-        const eng_matrix *W = llama_model_family.lora_matrix(&w.base, 1, m);
+        const eng_matrix *W = eng_weights_lora_matrix(&w.base, 1, m);
         assert_non_null(pr->A);
         assert_int_equal(pr->out, W->rows);
         assert_int_equal(pr->in, W->cols);
@@ -97,7 +97,7 @@ static void test_modules(void **state) {
     assert_int_equal(lo.pairs[LLAMA_LORA_K].out, s->n_kv_heads * s->head_dim);
     assert_int_equal(lo.pairs[LLAMA_LORA_DOWN].in, s->ffn_size);
     eng_lora_free(&lo);
-    llama_weights_free(&w.base);
+    eng_weights_free(&w.base);
 }
 
 /* Every module, unfused against fused, and restore bit for bit. */
@@ -149,7 +149,7 @@ static void unfused_matches_fused(const char *model) {
     free(fused);
     free(before);
     eng_lora_free(&lo);
-    llama_weights_free(&w.base);
+    eng_weights_free(&w.base);
 }
 
 static void test_unfused_qwen2(void **state) {
@@ -191,14 +191,14 @@ static void test_refusals(void **state) {
     assert_int_equal(eng_lora_load_peft(&lo, &llama_model_family, GOLDEN "llama_gqa_llama3_lora", &q.cfg.shape, &err),
                      BC_ERR_FORMAT);
     assert_non_null(strstr(err.message, "shape must be"));
-    llama_weights_free(&q.base);
+    eng_weights_free(&q.base);
     /* and the right one loads */
     assert_int_equal(eng_lora_load_peft(&lo, &llama_model_family, GOLDEN "llama_gqa_llama3_lora", &w.cfg.shape, &err),
                      BC_OK);
     assert_int_equal(lo.rank, 4);
     assert_true(fabsf(lo.scale - 2.0f) == 0.0f); /* alpha 8 / r 4 */
     eng_lora_free(&lo);
-    llama_weights_free(&w.base);
+    eng_weights_free(&w.base);
 }
 
 int main(void) {

@@ -9,6 +9,11 @@ Checks:
   - greedy float32 tokens equal Hugging Face transformers' generate tokens on
     the same checkpoint and prompts (left-padded prompts of different lengths,
     2 samples each), and the transformers worker's when it runs the checkpoint;
+  - tools/bench/deepspeed-qwen2.cfg, cut down to one fp32 case on the tiny
+    checkpoint: the native llama engine's, the transformers worker's and the
+    deepspeed worker's greedy tokens equal, in one benchctl run;
+  - the device: describe's is the configured one, the report's too, and
+    device cuda is refused in one line when torch sees no GPU;
   - every field of DeepSpeed's profile arrives in the generate reply (under
     the name of the metric the hello declares for it, deepspeed_<name> where
     benchctl's name means something else), finite and consistent with the
@@ -123,8 +128,10 @@ class TestDeepSpeed(unittest.TestCase):
             self.assertIn(reply_name(name), prof)  # null: a static batch
             self.assertIsNone(prof[reply_name(name)], name)
         for name in ds.PROFILE_EXTRA:  # a declared one only under its metric's name
-            if reply_name(name) != name:
+            if reply_name(name) != name and name not in protocol.PROFILE_FIELDS:
                 self.assertNotIn(name, prof)
+        for name in ("prompt_expansion_ms", "generation_ms", "post_processing_ms"):  # and under the protocol's
+            self.assertEqual(prof[name], prof[reply_name(name)], name)
         p = {k: prof[reply_name(k)] for k in ds.DS_STATIC_FIELDS + ("rollout_call_ms",)}
         self.assertEqual((p["batch_size"], p["num_samples_per_prompt"], p["prompt_length"],
                           p["response_length"]), (B, samples, width, length))
@@ -292,6 +299,11 @@ class TestDeepSpeed(unittest.TestCase):
                                        prof["num_generated_tokens"] / (prof["deepspeed_total_ms"] / 1e3),
                                        delta=1e-3 * prof["deepspeed_tokens_per_second"])
                 self.assertIsNotNone(prof["deepspeed_generation_overhead_ms"])
+                stages = [prof["deepspeed_%s_ms" % k] for k in ("prompt_expansion", "generation", "post_processing")]
+                self.assertTrue(all(v is not None and v >= 0 for v in stages), stages)
+                self.assertAlmostEqual(sum(stages), prof["engine_total_ms"], delta=1e-6 * prof["engine_total_ms"])
+                self.assertLessEqual(prof["prefill_forward_ms"] + prof["decode_forward_ms"],
+                                     prof["deepspeed_generation_ms"] * 1.0001)
         # the run's metric descriptors: the hello's rows, after the host's fields
         metrics = {m["name"]: m for m in report["metrics"]}
         for name, unit, better, _ in ds.PROFILE_EXTRA.values():
@@ -320,6 +332,125 @@ class TestDeepSpeed(unittest.TestCase):
             with open(os.path.join(WORK, "hf_tokens_%d.txt" % c["index"])) as f:
                 self.assertEqual([[int(t) for t in line.split()] for line in f if line.strip()],
                                  ds_tokens[c["index"]])
+
+    def test_bench_config_native_transformers_deepspeed_tokens_agree(self):
+        """tools/bench/deepspeed-qwen2.cfg itself on the tiny Qwen2
+        checkpoint, cut down to one fp32 case: the native llama engine, the
+        transformers worker and the deepspeed worker in one benchctl run, with
+        the same greedy tokens (each its own, saved by save_tokens), and each
+        reported on the device its settings name."""
+        out = os.path.join(WORK, "bench_cfg")
+        os.makedirs(out, exist_ok=True)
+        backends = ("native", "transformers", "deepspeed")  # backends.[0], [1], [2] of the config
+        for i in range(len(backends)):  # no token file of an earlier run stands in for this one's
+            if os.path.exists(os.path.join(out, "tokens_%d.txt" % i)):
+                os.remove(os.path.join(out, "tokens_%d.txt" % i))
+        sets = []
+        for i in range(len(backends)):
+            sets += ["--set", 'backends.[%d].settings.checkpoint="%s"' % (i, CKPT),
+                     "--set", 'backends.[%d].settings.save_tokens="%s/tokens_{case}.txt"' % (i, out),
+                     "--set", "backends.[%d].settings.threads=2" % i]
+        sets += ["--set", 'precisions=["fp32"]', "--set", "matrix.batch_sizes=[2]",
+                 "--set", "matrix.samples_per_prompt=[2]", "--set", "matrix.prompt_lengths=[8]",
+                 "--set", "matrix.response_lengths=[10]",
+                 "--set", 'reporters=({name="json"; settings={path="%s/report.json";};})' % out]
+        p = subprocess.run([BENCHCTL, "run", os.path.join(SRC, "tools", "bench", "deepspeed-qwen2.cfg")] + sets,
+                           capture_output=True, text=True, cwd=SRC, timeout=1800,
+                           env=dict(env(), BENCHCTL_PLUGIN_PATH=""))
+        self.assertEqual(p.returncode, 0, p.stderr[-4000:])
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        # the backend is the outermost axis: case i is backends.[i]'s one case
+        self.assertEqual([c["backend"] for c in rep["cases"]], list(backends))
+        for c in rep["cases"]:
+            self.assertEqual(c["status"], "ok", c.get("message"))
+        rows = []
+        for case in range(len(backends)):
+            with open(os.path.join(out, "tokens_%d.txt" % case)) as f:
+                rows.append([[int(t) for t in line.split()] for line in f if line.strip()])
+        self.assertEqual([len(r) for r in rows[0]], [10] * 4)
+        self.assertGreater(len({t for r in rows[0] for t in r}), 4)  # not one token repeated
+        for case in (1, 2):
+            self.assertEqual(rows[case], rows[0], "%s's tokens against %s's" % (backends[case], backends[0]))
+            self.assertEqual(rep["cases"][case]["extended"]["token_agreement"], 1.0)  # the host's own check agrees
+        # DeepSpeed's stage times beside benchctl's timing, in the deepspeed case only
+        prof = rep["cases"][2]["profiles"][0]
+        for name in ("engine_total_ms", "prefill_forward_ms", "decode_forward_ms", "deepspeed_total_ms",
+                     "deepspeed_generation_overhead_ms", "rollout_call_ms"):
+            self.assertIsNotNone(prof.get(name), name)
+        self.assertIsNone(rep["cases"][0]["profiles"][0].get("deepspeed_total_ms"))
+
+    def test_the_device_is_the_configured_one(self):
+        """describe's reply carries the configured device (the hello, written
+        before configure, has the default's): cpu here, and cuda refused at
+        begin_case with one line when torch sees no GPU."""
+        with harness.Worker(harness.worker_command(PYTHON, "deepspeed"), timeout_s=900, env=env()) as w:
+            self.assertEqual(w.hello["device"], "cpu")
+            w.request("configure", settings={"checkpoint": CKPT, "device": "cpu"})
+            self.assertEqual(w.request("describe")["device"], "cpu")
+            w.request("configure", settings={"checkpoint": CKPT, "device": "cuda"})
+            self.assertEqual(w.request("describe")["device"], "cuda")
+            r = w.call("begin_case", case=harness.case(batch_size=1, prompt_length=5), prompt_ids=[[5, 6, 7, 8, 9]])
+            probe = subprocess.run([PYTHON, "-c", "import torch; print(torch.cuda.is_available())"],
+                                   capture_output=True, text=True, timeout=300, env=env())
+            if probe.stdout.strip() == "False":
+                self.assertEqual(r["error"]["code"], "unsupported", r)
+                self.assertIn("device cuda: torch", r["error"]["message"])
+                self.assertIn("sees no CUDA GPU", r["error"]["message"])
+                self.assertNotIn("\n", r["error"]["message"])
+            w.request("end_case")
+            self.assertEqual(w.shutdown(), 0)
+        # through benchctl: the report's backend device is the configured one
+        p = self.run_benchctl("ds_device", self.ds_backend(), policies='"retain"', samples="1")
+        self.assertEqual(p.returncode, 0, p.stderr[-4000:])
+        with open(os.path.join(WORK, "ds_device.json")) as f:
+            report = json.load(f)
+        self.assertEqual(report["cases"][0]["status"], "ok")
+        self.assertEqual(report["device"], "cpu")
+        if probe.stdout.strip() == "False":
+            p = self.run_benchctl("ds_device_cuda", self.ds_backend(device="cuda"), policies='"retain"', samples="1")
+            self.assertIn("device cuda: torch", p.stdout + p.stderr)
+            path = os.path.join(WORK, "ds_device_cuda.json")
+            if os.path.exists(path):
+                with open(path) as f:
+                    report = json.load(f)
+                self.assertEqual(report["device"], "cuda")
+                for c in report["cases"]:
+                    self.assertNotEqual(c["status"], "ok")
+
+    def test_shared_prefill_round_trips_on_a_gpu(self):
+        """Shared prefill needs DeepSpeed's kernel-injection containers, whose
+        ops are CUDA's: on a CUDA GPU, on the OPT checkpoint (a family with a
+        container), greedy tokens with shared prefill equal those without,
+        and the release policy is refused with it. Skipped without a GPU
+        (the CPU refusal is test_options_refused_with_their_lines')."""
+        probe = subprocess.run([PYTHON, "-c", "import torch; print(torch.cuda.is_available())"],
+                               capture_output=True, text=True, timeout=300, env=env())
+        if probe.stdout.strip() != "True":
+            self.skipTest("needs a CUDA GPU torch sees (shared prefill runs on DeepSpeed's CUDA inference ops)")
+        opt = os.path.join(SRC, "tests", "opt", "golden", "preln")
+        prompts = [[2, 17, 400, 23, 901, 5], [2, 3, 999, 42], [2, 250, 251, 252, 253, 254, 255]]
+        width = max(map(len, prompts))
+        gpu_env = dict(env(), DS_ACCELERATOR="cuda")
+        tokens = {}
+        for shared in (False, True):
+            with harness.Worker(harness.worker_command(PYTHON, "deepspeed"), timeout_s=900, env=gpu_env) as w:
+                w.request("configure", settings={"checkpoint": opt, "device": "cuda", "shared_prefill": shared})
+                self.assertEqual(w.request("describe")["device"], "cuda")
+                case = harness.case(batch_size=3, samples_per_prompt=S, prompt_length=width, response_length=R)
+                w.request("begin_case", case=case, prompt_ids=prompts)
+                got = w.request("generate", iteration=0, warmup=False)
+                tokens[shared] = got["tokens"]
+                self.assertEqual(got["profile"]["num_generated_tokens"], 3 * S * R)
+                w.request("end_case")
+                if shared:
+                    r = w.call("begin_case", case=dict(case, release_cache=True), prompt_ids=prompts)
+                    self.assertEqual(r["error"]["code"], "unsupported", r)
+                    self.assertIn("shared prefill does not support release_inference_cache", r["error"]["message"])
+                    w.request("end_case")
+                self.assertEqual(w.shutdown(), 0)
+        self.assertEqual(tokens[True], tokens[False])
+        self.assertEqual([len(r) for r in tokens[True]], [R] * (3 * S))
 
     def test_benchctl_refuses_opt_before_the_first_case(self):
         p = self.run_benchctl("ds_opt", self.ds_backend(checkpoint=os.path.join(SRC, "tests", "opt", "golden",

@@ -98,6 +98,30 @@ class TestProtocol(unittest.TestCase):
         self.assertEqual(msgs[0]["metrics"], [{"name": "queue_depth", "unit": "requests", "better": "lower",
                                                "help": "queued", "min": 0}])
 
+    def test_the_device_follows_the_setting(self):
+        class WithDevice(FakeEngine):
+            def settings_table(self):
+                return FakeEngine.settings_table(self) + [setting("device", "string", "cpu", "where",
+                                                                  choices=["cpu", "cuda"])]
+
+            def configure(self, values):
+                self.values = values
+
+        _, msgs = run(FakeEngine(), [{"op": "describe", "id": 1}])
+        self.assertEqual((msgs[0]["device"], msgs[1]["device"]), ("cpu", "cpu"))  # no device setting: cpu
+        _, msgs = run(WithDevice(), [{"op": "configure", "id": 1, "settings": {"device": "cuda"}},
+                                     {"op": "describe", "id": 2},
+                                     {"op": "configure", "id": 3, "settings": {}}, {"op": "describe", "id": 4}])
+        self.assertEqual(msgs[0]["device"], "cpu")  # the hello: before configure, the default's
+        self.assertEqual((msgs[2]["device"], msgs[4]["device"]), ("cuda", "cpu"))
+
+        class Says(WithDevice):  # an engine's own describe device stands
+            def describe(self):
+                return dict(FakeEngine.describe(self), device="cuda:1")
+
+        _, msgs = run(Says(), [{"op": "describe", "id": 1}])
+        self.assertEqual(msgs[1]["device"], "cuda:1")
+
     def test_configure_fills_defaults(self):
         e = FakeEngine()
         status, msgs = run(e, [{"op": "configure", "id": 3, "settings": {"n": 5}}, {"op": "shutdown", "id": 4}])
@@ -125,7 +149,7 @@ class TestProtocol(unittest.TestCase):
                           {"op": "release_cache", "id": 5}, {"op": "acquire_cache", "id": 6},
                           {"op": "end_case", "id": 7}, {"op": "shutdown", "id": 8}])
         self.assertEqual(msgs[2], {"id": 2, "ok": True, "model": "fake", "parameters": 7, "dtypes": ["float32"],
-                                   "vocab_size": 50})
+                                   "vocab_size": 50, "device": "cpu"})
         gen = msgs[4]
         self.assertEqual(gen["tokens"], [[5, 6, 7, 8]])
         self.assertEqual(set(gen["profile"]), set(protocol.PROFILE_FIELDS))
@@ -463,6 +487,24 @@ class TestProcesses(unittest.TestCase):
                     self.assertEqual(r["error"]["code"], "unsupported")
                     self.assertIn(missing[0], r["error"]["message"])
                 self.assertEqual(w.shutdown(), 0)
+
+    def test_describe_says_the_configured_device(self):
+        """The hello, written before configure, has the device setting's
+        default; describe's reply has the device of the configured settings
+        (the host reports that one), for every adapter, without a GPU and
+        without the engines' packages (nothing is loaded)."""
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "config.json"), "w") as f:
+                json.dump(QWEN2_CONFIG, f)
+            for engine, base in (("transformers", {"model": "125m"}), ("ctranslate2", {"model": "125m"}),
+                                 ("deepspeed", {"checkpoint": d})):
+                with self.subTest(engine=engine), harness.Worker(harness.worker_command(sys.executable, engine),
+                                                                  timeout_s=120) as w:
+                    self.assertEqual(w.hello["device"], "cpu")
+                    for device in ("cuda", "cpu", "cuda"):
+                        w.request("configure", settings=dict(base, device=device))
+                        self.assertEqual(w.request("describe")["device"], device)
+                    self.assertEqual(w.shutdown(), 0)
 
     def test_usage(self):
         env = dict(os.environ, PYTHONPATH=harness.PYTHON_DIR)

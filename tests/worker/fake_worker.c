@@ -51,6 +51,7 @@ static long when_batch = -1, delay_ms = 0;
 static long case_batch = 0, case_samples = 0, case_prompt = 0, case_response = 0;
 static int return_tokens = 0, chatty = 0, strict_release = 0, case_release = 0;
 static long continuous = 0;
+static const char *device = ""; /* --device: describe's device (the hello's stays "cpu") */
 static json_t *prompts;
 
 static double now_ms(void) {
@@ -221,6 +222,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--code") == 0) error_code = argv[i + 1];
         else if (strcmp(argv[i], "--continuous") == 0) continuous = atol(argv[i + 1]);
         else if (strcmp(argv[i], "--strict-release") == 0) strict_release = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--device") == 0) device = argv[i + 1];
         else {
             fprintf(stderr, "fake_worker: unknown option %s\n", argv[i]);
             return 2;
@@ -248,12 +250,14 @@ int main(int argc, char **argv) {
         }
         json_t *reply;
         if (strcmp(op, "configure") == 0) reply = configure(id, req);
-        else if (strcmp(op, "describe") == 0)
+        else if (strcmp(op, "describe") == 0) {
             reply = json_pack("{s:I, s:b, s:s, s:I, s:[s,s], s:I, s:I, s:s, s:I, s:I, s:I, s:I}", "id", id, "ok", 1,
                               "model", "fake model", "parameters", (json_int_t)1000, "dtypes", "float32", "bfloat16",
                               "vocab_size", (json_int_t)VOCAB, "max_positions", (json_int_t)2048, "model_family", "opt",
                               "n_layers", (json_int_t)2, "hidden_size", (json_int_t)8, "n_heads", (json_int_t)2,
                               "ffn_size", (json_int_t)32);
+            if (reply && device[0]) json_object_set_new(reply, "device", json_string(device));
+        }
         else if (strcmp(op, "begin_case") == 0) reply = begin_case(id, req);
         else if (strcmp(op, "generate") == 0) reply = generate(id);
         else if (strcmp(op, "release_cache") == 0 && strict_release && !case_release)

@@ -194,6 +194,29 @@ static void test_rollout(void **state) {
     f->ops->end_case(f->inst);
 }
 
+/* The device describe's reply names (the configured one) is the report's,
+ * not the hello's "cpu", and the worker's peak is then the device's. */
+static void test_describe_device(void **state) {
+    fixture *f = *state;
+    fake_args(f, "--device cuda:1");
+    create_ok(f);
+    bc_backend_info info = {.struct_size = sizeof info};
+    bc_error err = {0};
+    assert_int_equal(f->ops->describe(f->inst, &info, &err), BC_OK);
+    assert_string_equal(info.device, "cuda:1");
+    bc_case c = make_case(2, &fp32_ops);
+    assert_int_equal(f->ops->begin_case(f->inst, &c, &err), BC_OK);
+    assert_int_equal(f->ops->expand_prompts(f->inst, &err), BC_OK);
+    bc_generation_stats g = unknown_stats();
+    assert_int_equal(f->ops->generate(f->inst, &g, &err), BC_OK);
+    assert_int_equal(f->ops->post_process(f->inst, &err), BC_OK);
+    bc_memory_stats m = {.struct_size = sizeof m, .host_peak_bytes = -1, .device_peak_bytes = -1};
+    assert_int_equal(f->ops->read_memory(f->inst, &m, &err), BC_OK);
+    assert_int_equal(m.device_peak_bytes, 1 << 20);
+    assert_int_equal(m.host_peak_bytes, -1);
+    f->ops->end_case(f->inst);
+}
+
 /* The metrics: the plugin's engine_total_ms (the profile's three stage
  * times summed) and the hello's two, in table order, checked and bounded:
  * a value beyond its declared range fails the rollout naming the key, and
@@ -414,6 +437,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_hello_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_empty_command_has_no_more_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_describe_device, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_configure_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash, setup, teardown),

@@ -66,6 +66,14 @@ CPU_FAMILY = "qwen2"  # a family DeepSpeed serves without kernel injection
 # (batch_size, ...) is declared as deepspeed_<name>. DeepSpeed's name ->
 # (metric name, unit, better, help); every value is a number >= 0.
 PROFILE_EXTRA = {
+    # DeepSpeed's three stages: also sent under the protocol's names, whose
+    # sum is the report's engine_total_ms (the report's fields of those names
+    # are the host's own)
+    "prompt_expansion_ms": ("deepspeed_prompt_expansion_ms", "ms", "lower",
+                            "DeepSpeed's prompt expansion (each prompt repeated for its samples)"),
+    "generation_ms": ("deepspeed_generation_ms", "ms", "lower", "DeepSpeed's generation stage (prefill and decode)"),
+    "post_processing_ms": ("deepspeed_post_processing_ms", "ms", "lower",
+                           "DeepSpeed's post-processing (the response masks)"),
     "generation_overhead_ms": ("deepspeed_generation_overhead_ms", "ms", "lower",
                                "DeepSpeed's generation_ms minus its prefill and decode forwards"),
     "total_ms": ("deepspeed_total_ms", "ms", "lower", "DeepSpeed's own total of the rollout"),
@@ -252,9 +260,6 @@ class DeepSpeedEngine(Engine):
 
     def engine_version(self):
         return models.package_version("deepspeed") or "not installed"
-
-    def device(self):
-        return self.values["device"] if self.values else "cpu"
 
     def configure(self, v):
         """Checks the checkpoint and every option against the device and the

@@ -181,7 +181,17 @@ class Engine:
         raise NotImplementedError
 
     def device(self):
-        """hello's device (default "cpu")."""
+        """Where the engine runs: "cpu", "cuda", ... The hello's is this
+        before configure (the default of the `device` setting); describe's
+        reply carries it after configure, from the configured settings, and
+        the host reports that one. Default: the `device` setting of the
+        values configure kept in self.values, else "cpu"."""
+        values = getattr(self, "values", None)
+        if isinstance(values, dict) and isinstance(values.get("device"), str) and values["device"]:
+            return values["device"]
+        for s in self.settings_table():
+            if s.get("name") == "device" and isinstance(s.get("default"), str) and s["default"]:
+                return s["default"]
         return "cpu"
 
     def metrics_table(self):
@@ -270,6 +280,7 @@ class Session:
             for key in ("model", "dtypes", "vocab_size"):
                 if key not in d:
                     raise WorkerError("internal", "describe: the engine gave no %s" % key)
+            d.setdefault("device", self.engine.device())  # the configured one; the hello's is the default's
             return d, False
         if op == "begin_case":
             self._need_configured()
