@@ -458,6 +458,7 @@ void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, in
     bc_jw_key_bool(w, "release_inference_cache", c->release_cache);
     bc_jw_key_bool(w, "rebuilt", cr->rebuilt != 0);
     bc_jw_key_string(w, "status", bc_case_status_name(cr->status));
+    if (BC_CASE_FIELD(run, cr, resumed, 0)) bc_jw_key_bool(w, "resumed", 1); /* (2.4) taken from the journal */
     bc_jw_key_string(w, "stop_reason", bc_case_stop_reason(run, cr));
     bc_jw_key_string(w, "error_code", cr->error_code != BC_OK ? bc_status_name(cr->error_code) : NULL);
     bc_jw_key_string(w, "message", cr->message ? cr->message : "");

@@ -4,14 +4,19 @@
  * response length) and series (the varying axes other than the batch)
  * that the charts group cases by.
  *
- *   html_reporter.c  the plugin: settings, hooks, the page, its header, the
- *                    warnings and the case table
- *   html_charts.c    the inline SVG charts
+ *   html_reporter.c     the plugin: settings, hooks, the style, the page
+ *   html_model.c        the run read once: cases, labels, facets, series
+ *   html_header.c       the header and its facts
+ *   html_table.c        the warnings and the case table
+ *   html_svg.c          the SVG pieces the charts share (html_svg.h)
+ *   html_charts.c       throughput, memory, stages
+ *   html_charts_iter.c  distributions, progression, ranks
  */
 #ifndef BENCHCTL_REPORTERS_HTML_PAGE_H
 #define BENCHCTL_REPORTERS_HTML_PAGE_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "benchctl/plugin.h"
 #include "report_file.h"
@@ -65,7 +70,28 @@ typedef struct hp_page {
     hp_series *series;  /* n_series, in order of first appearance */
     int f_total;        /* index of the field total_ms, -1 when the host has none */
     int label_chars;    /* the longest case label, in characters */
+    int several_backends; /* the cases name more than one backend */
+    const char *scope;    /* while a chart is drawn for one backend only: its name; else NULL */
 } hp_page;
+
+/* "?" for a missing or empty string. */
+static inline const char *hp_known(const char *s) { return s && *s ? s : "?"; }
+/* 1 when a and b are the same string (NULL reads as ""). */
+static inline int hp_same_str(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
+
+/* The model (html_model.c): hp_build_model reads pg->run's n cases into
+ * pg (cases, facets, series); hp_free_model frees what it allocated. */
+bc_status hp_build_model(hp_page *pg, bc_error *err);
+void hp_free_model(hp_page *pg);
+/* Statistic name of field for cr: the host's, or computed from the values
+ * ("mean", "p50", "cv") when the host has no such statistic; NAN unknown. */
+double hp_case_stat(const bc_run_report *run, const bc_case_report *cr, int field, const char *name);
+
+/* The page's parts before the charts: the header (html_header.c), the
+ * warnings and the case table (html_table.c). */
+void hp_put_header(hp_page *pg, const char *title);
+void hp_put_warnings(hp_page *pg);
+void hp_put_table(hp_page *pg);
 
 /* The charts (html_charts.c), each one <section> with its chart, a note
  * naming what could not be drawn, and a "how to read this" paragraph. */
@@ -77,6 +103,8 @@ void hp_chart_memory(hp_page *pg);
 /* Per-rank bars of a replicate distributed run (docs/scale.md); nothing
  * in a single-process run. */
 void hp_chart_ranks(hp_page *pg);
+/* 1 when the page has the ranks section (the nav bar links it). */
+int hp_has_ranks(const hp_page *pg);
 
 /* Appends "#1, #3-5, #9" for the cases i (indexes into pg->cases) with
  * pick[i] set, by their requested-order index. Returns how many. */

@@ -223,4 +223,23 @@ expect 0 seed_vs_benchctl_ignored compare "$SRC/compare_seed_a.json" base.json -
 has seed_vs_benchctl_ignored.out "2 matched, 0 only in A, 0 only in B"
 has seed_vs_benchctl_ignored.out "not compared, A does not say: cpu_model"
 
+# A backend name, model and hostname holding terminal controls (a title change and a
+# screen clear): compare and report --reporter console print them escaped,
+# never as the raw bytes
+sed -e 's/"hostname": *"[^"]*"/"hostname": "h\\u001b]0;PWNED\\u0007\\u001b[2J"/' \
+    -e 's/"backend": *"\([^"]*\)"/"backend": "\1\\u001b]0;PWNED\\u0007"/' \
+    -e 's/"model": *"\([^"]*\)"/"model": "\1\\u001b]0;PWNED\\u0007"/' base.json >hostile.json
+grep -q 'PWNED' hostile.json || fail "hostile: the sed did not change base.json"
+"$BENCHCTL" compare hostile.json base.json --ignore-env --fail-on never >hostile_cmp.out 2>hostile_cmp.err
+"$BENCHCTL" compare hostile.json base.json --ignore-env --fail-on never --format md >hostile_md.out 2>&1
+"$BENCHCTL" report hostile.json --reporter console >hostile_rep.out 2>hostile_rep.err
+for f in hostile_cmp.out hostile_cmp.err hostile_md.out hostile_rep.out hostile_rep.err; do
+    if LC_ALL=C grep -q "$(printf '\033')" "$f" || LC_ALL=C grep -q "$(printf '\007')" "$f"; then
+        fail "hostile: $f holds a raw terminal control"
+    fi
+done
+has hostile_rep.out 'PWNED'
+LC_ALL=C grep -qF '\x1b]0;PWNED\x07' hostile_rep.out || fail "hostile: report does not show the escaped name"
+LC_ALL=C grep -qF '\x1b]0;PWNED' hostile_cmp.out || fail "hostile: compare does not show the escaped host or name"
+
 bc_test_finish compare

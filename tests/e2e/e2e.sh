@@ -315,6 +315,9 @@ has resumed.err "resuming killed.jsonl: $taken of 16 cases finished there are ta
     fail "resume: $(grep -c '^begin ' resume.log) cases began, expected $((16 - taken))"
 "$CHECK_JSON" killed.json 16 2 1 0 || fail "resume: check_json failed on the resumed run's report"
 [ "$(grep -c '"record":"case"' killed.jsonl)" -eq 16 ] || fail "resume: the new journal does not hold all 16 cases"
+# the taken cases, and only those, are marked as coming from the journal
+[ "$(grep -c '"resumed": *true' killed.json)" -eq "$taken" ] ||
+    fail "resume: $(grep -c '"resumed": *true' killed.json) cases marked resumed in killed.json, expected $taken"
 # the taken cases' profiles are the killed run's, to the digit
 while IFS= read -r line; do
     idx=$(printf '%s' "$line" | sed 's/.*"index":\([0-9]*\).*/\1/')

@@ -63,6 +63,8 @@ for np in 2 3; do
     grep -q 'straggler' "straggler$np/report.csv" || fail "straggler$np: report.csv has no straggler columns"
     [ "$(grep -c '^[0-9]' "straggler$np/report.csv")" -eq 4 ] || fail "straggler$np: report.csv should have 4 rows"
     grep -q "ranks: $np" "straggler$np/out.txt" || fail "straggler$np: the console does not say 'ranks: $np'"
+    # the console's case tables are rank 0's figures, and say so
+    [ "$(grep -c '^rank 0:$' "straggler$np/out.txt")" -ge 2 ] || fail "straggler$np: the console's tables are not labelled rank 0"
     # only rank 0 reports: one summary line on stderr
     [ "$(grep -c 'cases: 4 ok' "straggler$np/err.txt")" -eq 1 ] || fail "straggler$np: not exactly one summary line"
 done
@@ -170,5 +172,12 @@ mpi opt 2 -x BENCHCTL_PLUGIN_PATH= "$BENCHCTL" run "$SRC/configs/bench.cfg" --ca
     --set run.iterations=1 --set backend.settings.threads=1 --reporter json --set 'reporters.[0].settings.path="opt.json"'
 [ "$code" -eq 0 ] || { fail "opt: exited $code"; sed 's/^/    /' opt/err.txt; }
 "$CHECK" opt/opt.json 2 replicate failed=0 forced=1 || fail "opt: report"
+
+# 13. --resume under mpirun: one refusal line, from rank 0, before any rank joins or runs a case
+mpi resume 2 "$BENCHCTL" run "$CFG" --resume "$WORK/straggler2/report.json"
+[ "$code" -eq 2 ] || fail "resume: exited $code, expected 2"
+[ "$(grep -c 'cannot resume a journal' resume/err.txt)" -eq 1 ] || { fail "resume: expected one refusal line"; sed 's/^/    /' resume/err.txt; }
+grep -q "resuming" resume/err.txt && fail "resume: a rank printed 'resuming'"
+[ -f resume/report.json ] && fail "resume: the refused job wrote a report"
 
 bc_test_finish mpirun

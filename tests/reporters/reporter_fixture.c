@@ -373,9 +373,12 @@ bc_status rf_drive(rf_plugin *p, const bc_host *host, rf_run *r, bc_error *err) 
     int finished[RF_N_CASES] = {0};
     for (uint32_t k = 0; k < RF_N_CASES && st == BC_OK; k++) {
         uint32_t i = exec[k];
-        if (p->ops->case_started) p->ops->case_started(inst, &r->cases[i], k, RF_N_CASES, k == 0 ? NAN : 83.0);
         const bc_case_report *cr = rf_report(r, i);
-        int hook = BC_HAS(p->ops, bc_reporter_ops, iteration_finished) && p->ops->iteration_finished;
+        /* a case taken from a resumed run's journal only finishes, as the host does it */
+        int resumed = BC_ELEM_HAS(r->run.case_report_size, bc_case_report, resumed) && cr->resumed;
+        if (p->ops->case_started && !resumed)
+            p->ops->case_started(inst, &r->cases[i], k, RF_N_CASES, k == 0 ? NAN : 83.0);
+        int hook = BC_HAS(p->ops, bc_reporter_ops, iteration_finished) && p->ops->iteration_finished && !resumed;
         for (uint32_t it = 0; hook && cr->n_iterations && it <= cr->n_iterations && st == BC_OK; it++) {
             /* one warmup iteration (it 0, the first iteration's values), then the measured ones */
             int warmup = it == 0;

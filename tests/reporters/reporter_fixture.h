@@ -34,7 +34,9 @@
  * Execution order (rf_drive): case 1, case 0, case 2 (largest effective
  * batch first); a reporter with iteration_finished gets, for each case
  * that measured something, one warmup event and one per iteration (ETA
- * 83 s, then one less each time).
+ * 83 s, then one less each time) A case
+ * a test marks resumed (ABI 2.4) gets neither case_started nor iteration
+ * events, only case_finished, as the host does with a journal's cases.
  */
 #ifndef BENCHCTL_TESTS_REPORTER_FIXTURE_H
 #define BENCHCTL_TESTS_REPORTER_FIXTURE_H

@@ -480,6 +480,87 @@ static void test_host_2_0(void **state) {
     free(text);
 }
 
+/* Cases taken from a resumed run's journal get only case_finished (no
+ * case_started): each plain line still counts "[k/n]" (k finished so far),
+ * says "resumed" instead of "done", and the table marks their status
+ * "ok*" with a legend line. Cases 0 and 2 are taken; case 1 runs first. */
+static void test_resumed_lines_and_mark(void **state) {
+    fixture *f = *state;
+    rf_report(&f->run, 0)->resumed = 1;
+    rf_report(&f->run, 2)->resumed = 1;
+    drive(f, 0, NULL);
+    char *err = rf_slurp(f->errpath);
+    assert_non_null(err);
+    assert_non_null(strstr(err, "benchctl: [1/3] failed: B=8 x1"));
+    assert_non_null(strstr(err, "\nbenchctl: [2/3] resumed: B=2 x2 prompt=16 resp=8 bf16 retain: "));
+    assert_non_null(strstr(err, "\nbenchctl: [3/3] resumed: B=1 x3 prompt=file"));
+    assert_null(strstr(err, " done: "));
+    free(err);
+    char *text, *lines[64];
+    int n = read_tables(f, &text, lines, 64);
+    assert_true(n > L_CASES1 + 2);
+    char copy[512], *words[32];
+    split_words(lines[L_CASES1 + 0], copy, sizeof copy, words, 32);
+    assert_string_equal(words[W_STATUS], "ok*");
+    split_words(lines[L_CASES1 + 1], copy, sizeof copy, words, 32);
+    assert_string_equal(words[W_STATUS], "failed");
+    int legend = 0;
+    for (int i = 0; i < n; i++)
+        legend += strstr(lines[i], "ok*: 2 cases taken from the journal of the resumed run") != NULL;
+    assert_int_equal(legend, 1);
+    free(text);
+}
+
+/* Every case taken from the journal: before any case_started the count
+ * comes from the matrix (no selection), never "[1/0]". */
+static void test_resumed_first(void **state) {
+    fixture *f = *state;
+    for (uint32_t i = 0; i < RF_N_CASES; i++) rf_report(&f->run, i)->resumed = 1;
+    bc_case_report *failed = rf_report(&f->run, 1);
+    failed->status = BC_CASE_OK; /* a journal holds ok cases only */
+    failed->error_code = BC_OK;
+    failed->message = "";
+    drive(f, 0, NULL);
+    char *err = rf_slurp(f->errpath);
+    assert_non_null(err);
+    assert_true(strncmp(err, "benchctl: [1/3] resumed: B=8 x1", 31) == 0);
+    assert_non_null(strstr(err, "\nbenchctl: [3/3] resumed: "));
+    assert_null(strstr(err, "/0]"));
+    free(err);
+}
+
+/* A backend name, model, hostname, setting value or message read from a
+ * file (report, compare) or sent by a worker may hold terminal controls:
+ * none reaches the tables or the per-case lines; each shows as \xNN. */
+#define HOSTILE "opt\x1b]0;PWNED\x07\x1b[2J\xc2\x9b\xff"
+static void test_controls_escaped(void **state) {
+    fixture *f = *state;
+    f->run.backend.model = HOSTILE;
+    f->run.run.backend_name = "opt";
+    f->run.cases[0].backend = "opt";
+    f->run.cases[1].backend = HOSTILE;
+    f->run.cases[2].backend = "opt";
+    rf_report(&f->run, 1)->message = "worker said \x1b[2J" HOSTILE;
+    drive(f, 0, NULL);
+    const char *paths[2] = {f->path, f->errpath};
+    for (int k = 0; k < 2; k++) {
+        char *text = rf_slurp(paths[k]);
+        assert_non_null(text);
+        for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+            if (*p < 0x20 && *p != '\n') fail_msg("%s: control byte 0x%02x at %td", paths[k], *p, (const char *)p - text);
+        assert_null(strstr(text, "\xc2\x9b"));
+        assert_null(strstr(text, "\xff"));
+        free(text);
+    }
+    char *table = rf_slurp(f->path);
+    assert_non_null(strstr(table, "opt\\x1b]0;PWNED\\x07\\x1b[2J\\xc2\\x9b\\xff")); /* the title's model */
+    assert_non_null(strstr(table, "worker said \\x1b[2J"));
+    free(table);
+    char *err = rf_slurp(f->errpath);
+    assert_non_null(strstr(err, "[1/3] failed: B=8 x1 prompt=32 resp=8 fp32 release opt\\x1b]0;PWNED\\x07"));
+    free(err);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tables, setup, teardown),
@@ -495,6 +576,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_unstable_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adaptive_title, setup, teardown),
         cmocka_unit_test_setup_teardown(test_host_2_0, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resumed_lines_and_mark, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resumed_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_controls_escaped, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -445,8 +445,12 @@ static void test_contents(void **state) {
     assert_contains(text, "backend fixture 0.0.1, reporter json 0.1.0");
     assert_contains(text, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     assert_contains(text, "2026-11-29T21:00:00Z");
-    assert_contains(text, "fixture \xC2\xB7 <span class=\"mono\">threads=0</span> "
-                          "<span class=\"mono\">shared_prefill=false</span>");
+    /* every setting at its default: behind a details element */
+    assert_contains(text, "<dt>Backend</dt><dd>fixture <details class=\"defaults\"><summary>2 settings at their "
+                          "defaults</summary><span class=\"mono\">threads=0</span> "
+                          "<span class=\"mono\">shared_prefill=false</span></details></dd>");
+    assert_int_equal(count(text, "<th>backend</th>"), 0); /* one backend: no backend column */
+    assert_int_equal(count(text, "href=\"#ranks\""), 0);
     assert_contains(text, "24 cases (21 ok, 1 failed, 2 skipped)");
     /* warnings */
     assert_contains(text, "<li class=\"bad\">Case #5 failed (out of memory): <span class=\"mono\">begin_case: cannot "
@@ -722,6 +726,87 @@ static void test_outputs(void **state) {
     free(r);
 }
 
+/* A run with a backends list (a native engine and a Python worker): the
+ * case table names each case's backend; the memory chart gives each
+ * backend its own chart and axis, titled by what its peak measures (a
+ * device peak, or the host peak as the backend measures it), since the
+ * native allocator's ~20 MiB and a worker's ~780 MiB RSS measure different
+ * things; only the changed backend setting shows in the header. */
+static void test_several_backends(void **state) {
+    fixture *f = *state;
+    mrun m;
+    mrun_init(&m, &golden_axes, golden_quirks, 24);
+    for (uint32_t i = 0; i < m.n; i++) {
+        int worker = i >= m.n / 2;
+        m.cases[i].backend = worker ? "transformers" : "native";
+        if (worker && m.reports[i].r.memory) { /* the worker's process RSS, ~780 MiB */
+            m.reports[i].r.peak_memory_mib = 780.0 + i;
+            m.memory[i].host_peak_bytes = (int64_t)((780.0 + i) * 1048576.0);
+        } else if (m.reports[i].r.memory) { /* the native allocator's high-water mark, ~20 MiB */
+            m.reports[i].r.peak_memory_mib = 20.0 + i * 0.1;
+        }
+    }
+    m.base->backend_value_rows[0].v.i = 2; /* threads=2 changed, shared_prefill at its default */
+    char path[700];
+    char *text = render(f, &m.base->run, "backends.html", path);
+    check_page(path, text);
+    assert_contains(text, "<th class=\"num\">#</th><th>backend</th><th class=\"num\">batch</th>");
+    assert_contains(text, "<tr><td class=\"num\">0</td><td>native</td><td class=\"num\">1</td>");
+    assert_contains(text, "<td class=\"num\">23</td><td>transformers</td>");
+    assert_int_equal(count(text, "<td>native</td>"), 12);
+    assert_int_equal(count(text, "<td>transformers</td>"), 12);
+    /* memory: one chart per backend, each with its own title */
+    const char *mem = strstr(text, "<section id=\"memory\">");
+    assert_non_null(mem);
+    assert_contains(mem, "<h3>Backend <span class=\"mono\">native</span>: peak on the host as this backend measures "
+                         "it (host_peak_bytes)</h3>");
+    assert_contains(mem, "<h3>Backend <span class=\"mono\">transformers</span>: ");
+    const char *native = strstr(mem, "<span class=\"mono\">native</span>"),
+               *worker = strstr(mem, "<span class=\"mono\">transformers</span>"), *end = strstr(mem, "</section>");
+    assert_true(native && worker && end && native < worker && worker < end);
+    assert_int_equal(count(mem, ", backend native</title>") + count(mem, ", backend transformers</title>"), 2);
+    /* the native chart holds none of the worker's ~780 MiB points, and the reverse */
+    char *native_part = strndup(native, (size_t)(worker - native));
+    assert_non_null(native_part);
+    assert_int_equal(count(native_part, "MiB peak</title>") > 0, 1);
+    assert_int_equal(count(native_part, ": 78"), 0);
+    free(native_part);
+    /* header: the changed setting, the other behind details */
+    assert_contains(text, "fixture \xC2\xB7 <span class=\"mono changed\">threads=2</span> <details class=\"defaults\">"
+                          "<summary>1 other setting at its default</summary><span class=\"mono\">shared_prefill=false"
+                          "</span></details>");
+    free(text);
+    mrun_free(&m);
+}
+
+/* A replicate distributed run: the ranks section's title shows a real
+ * apostrophe (never a double-escaped entity) and the nav bar links it. */
+static void test_ranks_section(void **state) {
+    fixture *f = *state;
+    rf_run *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    rf_run_init(r, 0);
+    static const bc_rank_info ranks[2] = {{.rank = 0, .host = "h0"},
+                                          {.rank = 1, .local_rank = 1,
+                                           .host = "h1"}};
+    bc_distributed d = {.struct_size = sizeof d, .comm = "mpi", .mode = "replicate", .world_size = 2,
+                        .rank_info_size = sizeof(bc_rank_info), .ranks = ranks};
+    static const double times[2] = {10.0, 12.5}, tps[2] = {100.0, 80.0}, peak[2] = {5.0, 6.0};
+    bc_case_distributed cd = {.struct_size = sizeof cd, .n_ranks = 2, .rank = -1, .slowest_rank = 1,
+                              .rank_time_ms = times, .rank_tokens_per_second = tps, .rank_peak_memory_mib = peak};
+    r->run.distributed = &d;
+    for (uint32_t i = 0; i < RF_N_CASES; i++) rf_report(r, i)->distributed = &cd;
+    char path[700];
+    char *text = render(f, &r->run, "ranks.html", path);
+    check_page(path, text);
+    assert_contains(text, "<h2>Ranks: each rank\xE2\x80\x99s time per case</h2>");
+    assert_null(strstr(text, "&amp;#8217;"));
+    assert_contains(text, "<a href=\"#memory\">Memory</a><a href=\"#ranks\">Ranks</a></nav>");
+    assert_contains(text, "<section id=\"ranks\">");
+    free(text);
+    free(r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_golden, setup, teardown),
@@ -732,6 +817,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_hostile_strings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_settings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outputs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_several_backends, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ranks_section, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -813,6 +813,10 @@ typedef struct bc_case_report {
     /* (since 2.3) The last measured rollout's schedule; NULL when the
      * backend kept none (or the case ran in another process or rank). */
     const bc_case_schedule *schedule;
+    /* (since 2.4) 1 when the case was taken from the journal of the run
+     * being resumed (run --resume): measured then, under that run's load;
+     * 0 when it ran in this run. */
+    int32_t resumed;
     BC_ABI_TAIL(bc_case_report)
 } bc_case_report;
 

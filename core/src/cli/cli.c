@@ -3,12 +3,27 @@
 #define _GNU_SOURCE
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "termsafe.h"
+
+/* text on stderr with terminal controls escaped (termsafe.h): messages
+ * carry names and values from files and peers */
+static void put_safe(const char *prefix, const char *text) {
+    bc_text t = {0};
+    bc_text_puts(&t, prefix);
+    bc_text_put_terminal(&t, text, strlen(text), 1); /* a multi-line message keeps its lines */
+    bc_text_put(&t, "\n", 1);
+    if (!t.failed && t.buf) fputs(t.buf, stderr);
+    else fprintf(stderr, "%s(out of memory)\n", prefix);
+    free(t.buf);
+}
 
 void bc_cli_print_error(const char *message, const char *hint) {
-    fprintf(stderr, "benchctl: %s\n", message);
-    if (hint && *hint) fprintf(stderr, "benchctl: hint: %s\n", hint);
+    put_safe("benchctl: ", message ? message : "");
+    if (hint && *hint) put_safe("benchctl: hint: ", hint);
 }
 
 void bc_cli_print_bc_error(const bc_error *err) { bc_cli_print_error(err->message, err->hint); }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "distributed.h"
 #include "exit_guard.h"
 #include "hostload.h"
 #include "output.h"
@@ -130,7 +131,7 @@ static int run_context(const bc_cli_args *a, bc_context *ctx, bc_dist *d) {
             return rst == BC_ERR_NOMEM ? EXIT_RUNTIME : EXIT_USAGE;
         }
         rc_cfg.prior = resume.by_case;
-        if (!a->quiet)
+        if (!a->quiet && lead) /* one line for the job, not one per rank */
             fprintf(stderr, "benchctl: resuming %s: %zu of %zu cases finished there are taken as they were\n",
                     a->resume, resume.n_taken, ctx->n_cases);
     }
@@ -175,7 +176,25 @@ static int run_context(const bc_cli_args *a, bc_context *ctx, bc_dist *d) {
     return exit_code;
 }
 
+/* The launcher's rank of this process (mpirun, srun's PMI), 0 when it says none. */
+static int launcher_rank(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return atoi(v);
+    }
+    return 0;
+}
+
 int bc_cli_run(const bc_cli_args *a) {
+    /* a distributed run cannot resume (dist_seam.c): refused before any rank
+     * joins the job or loads its backend, in one line from rank 0 */
+    if (a->resume && bc_dist_launcher_comm()) {
+        if (launcher_rank() == 0)
+            bc_cli_print_error("--resume: a distributed run (under mpirun or srun) cannot resume a journal; nothing "
+                               "ran", "run the job again without --resume, or resume it as a single process");
+        return EXIT_USAGE;
+    }
     bc_dist dist = {0}, *d = NULL;
     bc_context ctx;
     /* standard output carries results only: while plugins load and run, what

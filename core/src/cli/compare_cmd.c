@@ -12,6 +12,28 @@
 #include <string.h>
 
 #include "output.h"
+#include "termsafe.h"
+
+/* The console or markdown comparison on stdout, with terminal controls in
+ * the runs' names and hosts escaped (termsafe.h): the files are not ours. */
+static void write_text_safely(int markdown, const bc_cmp_pair *pairs, size_t n_pairs, const bc_cmp_options *opt) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) { /* out of memory: nothing sensible to print */
+        fprintf(stderr, "benchctl: compare: out of memory\n");
+        return;
+    }
+    if (markdown) bc_cmp_write_markdown(mem, pairs, n_pairs, opt);
+    else bc_cmp_write_console(mem, pairs, n_pairs, opt);
+    fclose(mem);
+    bc_text safe = {0};
+    bc_text_put_terminal(&safe, buf, len, 1);
+    if (safe.failed) fprintf(stderr, "benchctl: compare: out of memory\n");
+    else if (safe.len) fwrite(safe.buf, 1, safe.len, stdout);
+    free(safe.buf);
+    free(buf);
+}
 
 enum { EXIT_OK = 0, EXIT_WORSE = 1, EXIT_USAGE = 2, EXIT_NOT_COMPARABLE = 3 };
 
@@ -363,8 +385,8 @@ int bc_cmd_compare(int argc, char **argv) {
         } else {
             int verdicts = verdict_exit(pairs, n_pairs, a.fail);
             int status = refused ? EXIT_NOT_COMPARABLE : verdicts;
-            if (a.format == FORMAT_CONSOLE) bc_cmp_write_console(stdout, pairs, n_pairs, &a.opt);
-            else if (a.format == FORMAT_MD) bc_cmp_write_markdown(stdout, pairs, n_pairs, &a.opt);
+            if (a.format == FORMAT_CONSOLE || a.format == FORMAT_MD)
+                write_text_safely(a.format == FORMAT_MD, pairs, n_pairs, &a.opt);
             else if (bc_cmp_write_json(stdout, pairs, n_pairs, &a.opt, status, &err) != BC_OK) {
                 fprintf(stderr, "benchctl: compare: %s\n", err.message);
                 status = EXIT_USAGE;

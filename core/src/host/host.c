@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "output.h"
+#include "termsafe.h"
 
 static bc_log_level g_log_level = BC_LOG_WARN;
 
@@ -38,7 +39,8 @@ static void host_log(const bc_host *host, bc_log_level level, const char *fmt, .
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "benchctl: %s: %s: %s\n", name, lname, line);
+    char safe[2048]; /* a plugin relays what its peer sent: terminal controls escaped (termsafe.h) */
+    fprintf(stderr, "benchctl: %s: %s: %s\n", name, lname, bc_terminal_safe(safe, sizeof safe, line));
 }
 
 static bc_output *host_output_open(const bc_host *host, const char *path, bc_error *err) {

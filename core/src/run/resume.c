@@ -136,6 +136,7 @@ void bc_runner_adopt_prior(const bc_runner_config *cfg, bc_run_result *res, size
     cr->status = BC_CASE_OK;
     cr->error_code = BC_OK;
     cr->n_iterations = n_it;
+    cr->resumed = 1; /* the reporters say it came from the journal */
     cr->returned_response_length = from->returned_response_length;
     cr->prompt_width_tokens = from->prompt_width_tokens;
     cr->prompt_min_tokens = from->prompt_min_tokens;
