@@ -223,6 +223,11 @@ static bc_status read_header(bc_runfile *rf, const json_t *top, bc_error *err) {
     const json_t *cpu = json_object_get(json_object_get(top, "environment"), "cpu");
     rf->cpu_kernels = get_string(cpu, "kernels");
     rf->cpu_threads = get_int(cpu, "threads", -1);
+    rf->cpu_logical = get_int(cpu, "logical_cpus", 0);
+    rf->cpu_cores = get_int(cpu, "physical_cores", 0);
+    rf->cpu_packages = get_int(cpu, "packages", 0);
+    rf->cpu_threads_per_core = get_int(cpu, "threads_per_core", 0);
+    rf->cpu_topology_note = get_string(cpu, "topology_note");
     const json_t *shape = json_object_get(top, "model_shape");
     rf->model_family = get_string(shape, "family");
     rf->n_parameters = get_int(shape, "parameters", -1);
@@ -694,7 +699,7 @@ void bc_runfile_free(bc_runfile *rf) {
                         &rf->driver,        &rf->backend,    &rf->benchctl_version, &rf->git_commit,
                         &rf->config_sha256, &rf->start_time, &rf->cpu_model,    &rf->cpu_kernels,
                         &rf->hostname,      &rf->config_path, &rf->model_family, &rf->selected_cases,
-                        &rf->selected_only};
+                        &rf->selected_only, &rf->cpu_topology_note};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
     for (size_t i = 0; i < rf->n_backend_settings; i++) {
         free(rf->backend_settings[i].name);
