@@ -75,8 +75,8 @@ static void write_backend_settings(bc_jw *w, const bc_run_report *run) {
     bc_jw_end_object(w);
 }
 
-/* Where the run ran, beyond the accelerator: the CPU's model and, when the
- * work ran on it, the backend's kernels and threads. */
+/* Where the run ran, beyond the accelerator: the CPU's model and topology
+ * and, when the work ran on it, the backend's kernels and threads. */
 static void write_environment(bc_jw *w, const bc_run_report *run) {
     bc_jw_begin_object(w);
     bc_jw_key(w, "cpu");
@@ -84,6 +84,14 @@ static void write_environment(bc_jw *w, const bc_run_report *run) {
     key_string_or_null(w, "model", run->cpu_model);
     key_string_or_null(w, "kernels", BC_RUN_BACKEND(run, cpu_kernels, NULL));
     bc_jw_key_int_or_null(w, "threads", BC_RUN_BACKEND(run, cpu_threads, -1));
+    /* sysfs topology (since 2.4); null where unknown */
+    int topo = BC_HAS(run, bc_run_report, cpu_topology_note);
+    bc_jw_key_int_or_null(w, "logical_cpus", topo && run->cpu_logical ? (int64_t)run->cpu_logical : -1);
+    bc_jw_key_int_or_null(w, "physical_cores", topo && run->cpu_cores ? (int64_t)run->cpu_cores : -1);
+    bc_jw_key_int_or_null(w, "packages", topo && run->cpu_packages ? (int64_t)run->cpu_packages : -1);
+    bc_jw_key_int_or_null(w, "threads_per_core",
+                          topo && run->cpu_threads_per_core ? (int64_t)run->cpu_threads_per_core : -1);
+    key_string_or_null(w, "topology_note", topo ? run->cpu_topology_note : NULL);
     bc_jw_end_object(w);
     bc_jw_end_object(w);
 }

@@ -71,7 +71,8 @@ static const char k_report[] =
     "{\"schema_version\": 2, \"model\": \"facebook/opt-125m (synthetic)\", \"device\": \"cpu\", \"warmup\": 1,\n"
     " \"iterations\": 3, \"dtype\": \"bfloat16\", \"backend\": \"opt\", \"gpu\": null,\n"
     " \"backend_settings\": {\"threads\": 0, \"shared_prefill\": false, \"checkpoint\": \"\"},\n"
-    " \"environment\": {\"cpu\": {\"model\": \"Some CPU\", \"kernels\": \"avx2\", \"threads\": 2}},\n"
+    " \"environment\": {\"cpu\": {\"model\": \"Some CPU\", \"kernels\": \"avx2\", \"threads\": 2, \"logical_cpus\": 4,\n"
+    "   \"physical_cores\": 2, \"packages\": 1, \"threads_per_core\": 2, \"topology_note\": null}},\n"
     " \"model_shape\": {\"family\": \"opt\", \"parameters\": 125239296, \"layers\": 12, \"hidden_size\": 768,\n"
     "                 \"heads\": 12, \"ffn_size\": 3072, \"vocab_size\": 50272, \"max_positions\": 2048},\n"
     " \"fields\": [\"total_ms\", \"tokens_per_second\"],\n"
@@ -99,6 +100,11 @@ static void test_report(void **state) {
     assert_null(rf->gpu);
     assert_string_equal(rf->cpu_kernels, "avx2");
     assert_int_equal(rf->cpu_threads, 2);
+    assert_int_equal(rf->cpu_logical, 4);
+    assert_int_equal(rf->cpu_cores, 2);
+    assert_int_equal(rf->cpu_packages, 1);
+    assert_int_equal(rf->cpu_threads_per_core, 2);
+    assert_null(rf->cpu_topology_note);
     assert_int_equal(rf->n_parameters, 125239296);
     assert_int_equal(rf->max_positions, 2048);
     assert_int_equal(rf->iterations, 3);

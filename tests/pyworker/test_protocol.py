@@ -420,7 +420,7 @@ class TestProcesses(unittest.TestCase):
         self.assertIn("stray print at hello", err)
 
     def test_every_adapter_says_hello_and_why_it_cannot_run(self):
-        for engine in ("transformers", "ctranslate2"):
+        for engine in ("transformers", "ctranslate2", "openvino"):
             with self.subTest(engine=engine), harness.Worker(harness.worker_command(sys.executable, engine),
                                                               timeout_s=120) as w:
                 self.assertEqual(w.hello["engine"], engine)
@@ -432,7 +432,8 @@ class TestProcesses(unittest.TestCase):
                 self.assertEqual(r["error"]["code"], "setting")
                 w.request("configure", settings={})
                 needs = {"transformers": ["torch", "transformers"],
-                         "ctranslate2": ["ctranslate2", "torch", "transformers"]}[engine]
+                         "ctranslate2": ["ctranslate2", "torch", "transformers"],
+                         "openvino": ["openvino", "optimum-intel", "torch", "transformers"]}[engine]
                 missing = [p for p in needs if models.package_version(p) is None]
                 if engine in missing:
                     self.assertEqual(w.hello["engine_version"], "not installed")

@@ -174,11 +174,30 @@ static void test_top_level(void **state) {
 /* What ran: the machine's CPU and the model's shape, each in its own keys. */
 static void test_environment_and_model_shape(void **state) {
     fixture *f = *state;
+    f->run.run.cpu_logical = 8;
+    f->run.run.cpu_cores = 4;
+    f->run.run.cpu_packages = 1;
+    f->run.run.cpu_threads_per_core = 2;
+    f->run.run.cpu_topology_note = "virtual machine: the guest's topology need not match the host's";
     json_t *doc = run_json(f, "out.json", NULL);
     json_t *cpu = get(get(doc, "environment"), "cpu");
     assert_str(get(cpu, "model"), "Test CPU @ 1.00GHz");
     assert_str(get(cpu, "kernels"), "avx2");
     assert_number(get(cpu, "threads"), 4);
+    assert_number(get(cpu, "logical_cpus"), 8);
+    assert_number(get(cpu, "physical_cores"), 4);
+    assert_number(get(cpu, "packages"), 1);
+    assert_number(get(cpu, "threads_per_core"), 2);
+    assert_str(get(cpu, "topology_note"), "virtual machine: the guest's topology need not match the host's");
+    json_decref(doc);
+    /* a host from before the topology fields (struct_size short of them): null */
+    f->run.run.struct_size = (uint32_t)offsetof(bc_run_report, cpu_logical);
+    doc = run_json(f, "old.json", NULL);
+    cpu = get(get(doc, "environment"), "cpu");
+    assert_str(get(cpu, "model"), "Test CPU @ 1.00GHz");
+    assert_null_key(cpu, "physical_cores");
+    assert_null_key(cpu, "threads_per_core");
+    assert_null_key(cpu, "topology_note");
     json_t *shape = get(doc, "model_shape");
     assert_str(get(shape, "family"), "opt");
     assert_number(get(shape, "parameters"), 125239296);
@@ -237,6 +256,8 @@ static void test_no_backend(void **state) {
     assert_str(get(cpu, "model"), "Test CPU @ 1.00GHz");
     assert_null_key(cpu, "kernels");
     assert_null_key(cpu, "threads");
+    assert_null_key(cpu, "physical_cores"); /* 0: unknown */
+    assert_null_key(cpu, "topology_note");
     json_decref(doc);
 }
 

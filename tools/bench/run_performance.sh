@@ -303,6 +303,29 @@ probes() { # $1: tag
 # --- 2. bandwidth and FMA peak, before --------------------------------------------
 probes before
 
+# Cores, not vCPUs: the FMA peak with $THREADS threads over the peak with 1, per
+# kernel family, into machine.txt beside sysfs's topology. Near $THREADS: the
+# threads got cores of their own; near 1: they share one core's FMA units (SMT
+# siblings, or a VM's vCPUs that sysfs reports as separate cores).
+smt_check() { # $1: fmapeak's JSON
+    python3 - "$1" "$THREADS" <<'PY'
+import json, sys
+res, T = json.load(open(sys.argv[1]))["results"], int(sys.argv[2])
+one = {r["kernel"]: r["best_gflop_per_s"] for r in res if r["threads"] == 1}
+for r in res:
+    if r["threads"] == T and T > 1 and one.get(r["kernel"], 0) > 0:
+        print("fma_scaling: %s %d threads / 1 thread = %.2f (best %.1f / %.1f GFLOP/s; %d: separate cores, "
+              "1: one core shared)" % (r["kernel"], T, r["best_gflop_per_s"] / one[r["kernel"]],
+                                      r["best_gflop_per_s"], one[r["kernel"]], T))
+PY
+}
+{
+    echo "sysfs topology: $(cat /sys/devices/system/cpu/cpu*/topology/thread_siblings_list 2>/dev/null | sort -u |
+        tr '\n' ' ')(sibling lists); $(sort -u /sys/devices/system/cpu/cpu*/topology/core_id 2>/dev/null |
+        wc -l) core ids; hypervisor flag: $(grep -qw hypervisor /proc/cpuinfo && echo yes || echo no)"
+    if [[ -f "$OUT/fmapeak_before.json" ]]; then smt_check "$OUT/fmapeak_before.json"; fi
+} >>"$OUT/machine.txt" 2>&1
+
 # --- 3, 4, 5. the engines -----------------------------------------------------------
 # engine TAG SHAPES EXTRA_SET...: $CONFIG once per shape
 # of SHAPES, with the --set overrides given (the backend, for a peer), into

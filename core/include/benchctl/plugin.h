@@ -884,6 +884,12 @@ typedef struct bc_run_report {
     /* (since 2.4) Fields [0, n_host_fields) are the host's own; the rest
      * are the backends' declared metrics. */
     uint32_t n_host_fields;
+    /* (since 2.4) The CPU's topology from sysfs: logical CPUs, physical
+     * cores, packages, the most SMT siblings per core (0: unknown), and a
+     * note when it may hide sharing (a virtual machine), NULL when none.
+     * Read after BC_HAS(run, bc_run_report, cpu_topology_note). */
+    uint32_t cpu_logical, cpu_cores, cpu_packages, cpu_threads_per_core;
+    const char *cpu_topology_note;
     BC_ABI_TAIL(bc_run_report)
 } bc_run_report;
 

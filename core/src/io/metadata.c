@@ -39,6 +39,8 @@ bc_status bc_run_meta_init(bc_run_meta *meta, const bc_plugin *const *plugins, s
     gmtime_r(&now, &tm);
     strftime(meta->start_time_utc, sizeof meta->start_time_utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
     read_cpu_model(meta->cpu_model, sizeof meta->cpu_model);
+    bc_status st = bc_cpu_topology_read("/", &meta->cpu, err);
+    if (st != BC_OK) return st;
     if (gethostname(meta->hostname, sizeof meta->hostname - 1) != 0) snprintf(meta->hostname, sizeof meta->hostname, "unknown");
     meta->plugins = calloc(n ? n : 1, sizeof *meta->plugins);
     if (!meta->plugins) return bc_error_set(err, BC_ERR_NOMEM, "run metadata: out of memory");
@@ -68,6 +70,11 @@ void bc_run_meta_fill(const bc_run_meta *meta, const char *config_path, const ch
     run->start_time_utc = meta->start_time_utc;
     run->cpu_model = meta->cpu_model;
     run->hostname = meta->hostname;
+    run->cpu_logical = meta->cpu.logical_cpus;
+    run->cpu_cores = meta->cpu.physical_cores;
+    run->cpu_packages = meta->cpu.packages;
+    run->cpu_threads_per_core = meta->cpu.threads_per_core;
+    run->cpu_topology_note = meta->cpu.note[0] ? meta->cpu.note : NULL;
     run->plugins = meta->plugins;
     run->n_plugins = (uint32_t)meta->n_plugins;
     run->plugin_ref_size = sizeof(bc_plugin_ref);

@@ -180,6 +180,11 @@ bc_status bc_replay_build(const bc_runfile *rf, bc_replay *rp, bc_error *err) {
     run->start_time_utc = rf->start_time;
     run->cpu_model = rf->cpu_model;
     run->hostname = rf->hostname;
+    run->cpu_logical = rf->cpu_logical > 0 ? (uint32_t)rf->cpu_logical : 0;
+    run->cpu_cores = rf->cpu_cores > 0 ? (uint32_t)rf->cpu_cores : 0;
+    run->cpu_packages = rf->cpu_packages > 0 ? (uint32_t)rf->cpu_packages : 0;
+    run->cpu_threads_per_core = rf->cpu_threads_per_core > 0 ? (uint32_t)rf->cpu_threads_per_core : 0;
+    run->cpu_topology_note = rf->cpu_topology_note;
     run->backend_name = rf->backend;
     run->backend = &rp->backend;
     run->warmup = rf->warmup;

@@ -106,6 +106,9 @@ typedef struct bc_runfile {
     char *model, *device, *gpu, *driver, *backend, *benchctl_version, *git_commit, *config_sha256, *start_time;
     char *cpu_model, *cpu_kernels, *hostname, *config_path, *model_family;
     int64_t cpu_threads;
+    /* environment.cpu's topology: 0 / NULL when the file does not say */
+    int64_t cpu_logical, cpu_cores, cpu_packages, cpu_threads_per_core;
+    char *cpu_topology_note;
     int64_t n_parameters, n_layers, hidden_size, n_heads, ffn_size, vocab_size, max_positions;
     uint32_t warmup, iterations;
     int has_sampling;                    /* the file has a "sampling" object */

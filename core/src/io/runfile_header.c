@@ -64,6 +64,11 @@ bc_status bc_rf_read_header(bc_runfile *rf, const json_t *top, bc_error *err) {
     const json_t *cpu = json_object_get(json_object_get(top, "environment"), "cpu");
     rf->cpu_kernels = bc_rf_string(cpu, "kernels");
     rf->cpu_threads = bc_rf_int(cpu, "threads", -1);
+    rf->cpu_logical = bc_rf_int(cpu, "logical_cpus", 0);
+    rf->cpu_cores = bc_rf_int(cpu, "physical_cores", 0);
+    rf->cpu_packages = bc_rf_int(cpu, "packages", 0);
+    rf->cpu_threads_per_core = bc_rf_int(cpu, "threads_per_core", 0);
+    rf->cpu_topology_note = bc_rf_string(cpu, "topology_note");
     const json_t *shape = json_object_get(top, "model_shape");
     rf->model_family = bc_rf_string(shape, "family");
     rf->n_parameters = bc_rf_int(shape, "parameters", -1);

@@ -1,5 +1,5 @@
 """python3 -m benchctl_worker ENGINE: serves the worker protocol for ENGINE
-(transformers, deepspeed, ctranslate2) on stdin/stdout; exits 0 after
+(transformers, deepspeed, ctranslate2, openvino) on stdin/stdout; exits 0 after
 `shutdown`."""
 
 import sys
@@ -10,6 +10,7 @@ ADAPTERS = {
     "transformers": ("hf", "TransformersEngine"),
     "deepspeed": ("ds", "DeepSpeedEngine"),
     "ctranslate2": ("ct2", "CTranslate2Engine"),
+    "openvino": ("ov", "OpenVINOEngine"),
 }
 
 
