@@ -84,7 +84,7 @@ static void write_environment(bc_jw *w, const bc_run_report *run) {
     key_string_or_null(w, "model", run->cpu_model);
     key_string_or_null(w, "kernels", BC_RUN_BACKEND(run, cpu_kernels, NULL));
     bc_jw_key_int_or_null(w, "threads", BC_RUN_BACKEND(run, cpu_threads, -1));
-    /* sysfs topology (since 2.4); null where unknown */
+    /* sysfs topology (since 2.5); null where unknown */
     int topo = BC_HAS(run, bc_run_report, cpu_topology_note);
     bc_jw_key_int_or_null(w, "logical_cpus", topo && run->cpu_logical ? (int64_t)run->cpu_logical : -1);
     bc_jw_key_int_or_null(w, "physical_cores", topo && run->cpu_cores ? (int64_t)run->cpu_cores : -1);
@@ -466,7 +466,7 @@ void bc_rj_case(bc_jw *w, const bc_run_report *run, const bc_case_report *cr, in
     bc_jw_key_bool(w, "release_inference_cache", c->release_cache);
     bc_jw_key_bool(w, "rebuilt", cr->rebuilt != 0);
     bc_jw_key_string(w, "status", bc_case_status_name(cr->status));
-    if (BC_CASE_FIELD(run, cr, resumed, 0)) bc_jw_key_bool(w, "resumed", 1); /* (2.4) taken from the journal */
+    if (BC_CASE_FIELD(run, cr, resumed, 0)) bc_jw_key_bool(w, "resumed", 1); /* (2.5) taken from the journal */
     bc_jw_key_string(w, "stop_reason", bc_case_stop_reason(run, cr));
     bc_jw_key_string(w, "error_code", cr->error_code != BC_OK ? bc_status_name(cr->error_code) : NULL);
     bc_jw_key_string(w, "message", cr->message ? cr->message : "");

@@ -35,7 +35,7 @@
  * batch first); a reporter with iteration_finished gets, for each case
  * that measured something, one warmup event and one per iteration (ETA
  * 83 s, then one less each time) A case
- * a test marks resumed (ABI 2.4) gets neither case_started nor iteration
+ * a test marks resumed (ABI 2.5) gets neither case_started nor iteration
  * events, only case_finished, as the host does with a journal's cases.
  */
 #ifndef BENCHCTL_TESTS_REPORTER_FIXTURE_H

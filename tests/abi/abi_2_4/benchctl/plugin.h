@@ -33,10 +33,19 @@
  *     over whole and a smaller one from an older writer is never over-read.
  *   - Statistics and per-iteration fields are tables of names plus flat
  *     arrays of doubles; a reporter looks them up by name, so new fields and
- *     new statistics need no reporter change.
+ *     new statistics need no reporter change. (since 2.4) Every field has a
+ *     bc_metric_desc (unit, which way is better, scope, help) in the run
+ *     report, and a backend declares measurements of its own as rows of a
+ *     metric table (bc_plugin_desc.metrics), filled through read_metrics:
+ *     a new measurement is one row in its backend, no header change.
  *   - An optional hook the plugin's table is too short to hold reads as NULL
  *     ("not provided"); a plugin checks BC_HAS(host, bc_host, service) before
  *     calling a host service added after the host it runs in.
+ *
+ * Each minor is one layout: every struct, table and enum of 2.N is what
+ * the header released as 2.N says, and a later change is the next minor.
+ * tests/abi builds plugins against the previous minor's header as released
+ * (tests/abi/abi_2_<N-1>.h) and runs them in this host.
  *
  * A minor (2.N) may: append fields to the end of a struct, append hooks to
  * the end of an ops table or the host table, append status codes, setting
@@ -90,7 +99,7 @@ extern "C" {
 #define BENCHCTL_PLUGIN_MAGIC 0x42435450u /* "BCTP" */
 #define BENCHCTL_ABI_MAJOR 2
 #ifndef BENCHCTL_ABI_MINOR
-#define BENCHCTL_ABI_MINOR 3
+#define BENCHCTL_ABI_MINOR 4
 #endif
 #define BENCHCTL_PLUGIN_ENTRY "benchctl_plugin_entry"
 
@@ -225,8 +234,73 @@ typedef struct bc_setting_desc {
     double min, max;            /* inclusive */
     const char *const *choices; /* ENUM: NULL-terminated list */
     const char *help;           /* one line */
+    /* (since 2.4) bc_setting_flag bits; 0 from an older plugin (read with
+     * BC_ELEM_HAS(setting_size, bc_setting_desc, flags)). */
+    uint32_t flags;
     BC_ABI_TAIL(bc_setting_desc)
 } bc_setting_desc;
+
+/* (since 2.4) What the host does with a setting beyond validating it
+ * (bc_setting_desc.flags). */
+typedef enum bc_setting_flag {
+    /* INT: in a distributed run the host sets it to the rank's local rank
+     * (its index among the ranks on its host) unless bench.cfg gives it: a
+     * device index, so each rank of a host takes its own accelerator. */
+    BC_SETTING_LOCAL_RANK = 1u << 0,
+    /* Two runs whose values differ measure different work (e.g. rows that
+     * stop at end-of-sequence against rows forced to the full length):
+     * `benchctl compare` refuses them, as it does another model. */
+    BC_SETTING_WORKLOAD = 1u << 1
+} bc_setting_flag;
+
+/* ---------------------------------------------------- metrics (since 2.4)
+ *
+ * A metric is one measured figure with its meaning: the run report's
+ * per-iteration fields (the host's own and every backend's declared ones)
+ * each have one, and reporters, `benchctl report`, `compare` and --metric
+ * read unit and direction from it, never from the name. */
+
+/* Which way a change is an improvement. */
+typedef enum bc_metric_better {
+    BC_BETTER_NEITHER = 0, /* informational (a count, a shape): compare shows a change, never judges it */
+    BC_BETTER_HIGHER = 1,  /* throughput, occupancy, bytes saved */
+    BC_BETTER_LOWER = 2    /* latency, overhead, waste */
+} bc_metric_better;
+
+/* When a metric is measured. */
+typedef enum bc_metric_scope {
+    /* once per rollout: read after each iteration's post_process (warmup
+     * iterations included, not recorded); statistics over the measured ones */
+    BC_METRIC_PER_ITERATION = 0,
+    /* once per case: read after its measured iterations; the report holds it
+     * as the last measured iteration's value (null in the others), so its
+     * statistics have n = 1 */
+    BC_METRIC_PER_CASE = 1
+} bc_metric_scope;
+
+/* One row of a metric table (an array with its element size next to its
+ * count). name is the report's field name: [a-z0-9_], at most 63 bytes, not
+ * a name of the host's with another unit, direction or scope. */
+typedef struct bc_metric_desc {
+    const char *name;        /* e.g. "kv_bytes_saved" */
+    const char *unit;        /* "ms", "tokens", "tokens/s", "bytes", "rows", "1" (a ratio), ... */
+    bc_metric_better better;
+    bc_metric_scope scope;
+    const char *help;        /* one line */
+    BC_ABI_TAIL(bc_metric_desc)
+} bc_metric_desc;
+
+/* "neither", "higher", "lower"; "unknown" for a value from a newer minor. */
+static inline const char *bc_metric_better_name(bc_metric_better b) {
+    static const char *const names[] = {"neither", "higher", "lower"};
+    return (unsigned)b < sizeof names / sizeof names[0] ? names[b] : "unknown";
+}
+
+/* "iteration", "case"; "unknown" for a value from a newer minor. */
+static inline const char *bc_metric_scope_name(bc_metric_scope s) {
+    static const char *const names[] = {"iteration", "case"};
+    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
+}
 
 /* The resolved value of one setting. */
 typedef struct bc_setting_value {
@@ -383,9 +457,13 @@ static inline uint64_t bc_case_effective_batch(const bc_case *c) {
 
 /* ---------------------------------------------------------------- backend */
 
-/* What a backend measures inside generate(). The host sets every field to
- * "unknown" (BC_NOT_MEASURED for doubles, -1 for integers, NULL/0 for the
- * step array) before the call and never invents one the backend left. */
+/* What a backend measures inside generate(). Its layout is frozen at 2.3:
+ * a measurement added from 2.4 on is a row of the backend's metric table
+ * (bc_plugin_desc.metrics, read_metrics), not a field here. The host keeps
+ * reading every field below and reports each under its 2.3 name, with the
+ * host's descriptor. The host sets every field to "unknown"
+ * (BC_NOT_MEASURED for doubles, -1 for integers, NULL/0 for the step array)
+ * before the call and never invents one the backend left. */
 typedef struct bc_generation_stats {
     uint32_t struct_size;
     double prefill_forward_ms;
@@ -558,6 +636,23 @@ typedef struct bc_backend_ops {
      * host runs cases grouped by them. 0 (not said) = BC_AXIS_PRECISION;
      * BC_AXIS_NONE = nothing is costly to switch. */
     uint32_t rebuild_axes;
+    /* (since 2.4) Optional. Metric rows the instance can name only once it
+     * exists (the worker backend's engine declares its own), after the
+     * descriptor's table: *n_rows rows, *row_size bytes apart, owned by the
+     * instance until destroy. Called once, after describe. */
+    bc_status (*more_metrics)(void *instance, const bc_metric_desc **rows, uint32_t *n_rows, uint32_t *row_size,
+                              bc_error *err);
+    /* (since 2.4) Required with a metric table (the descriptor's or
+     * more_metrics'). The values of the backend's metrics of one scope:
+     * values[n_values] in table order (the descriptor's rows, then
+     * more_metrics'), each BC_NOT_MEASURED when the host calls; the backend
+     * writes the rows of that scope it measured and leaves the others.
+     * BC_METRIC_PER_ITERATION: after every iteration's post_process and the
+     * cache policy's release (the rollout just run); BC_METRIC_PER_CASE: once, after the case's last
+     * measured iteration. A value must be finite; an error or an infinite
+     * value fails the case ("read_metrics: ..."). */
+    bc_status (*read_metrics)(void *instance, bc_metric_scope scope, double *values, uint32_t n_values,
+                              bc_error *err);
     BC_ABI_TAIL(bc_backend_ops)
 } bc_backend_ops;
 
@@ -776,6 +871,15 @@ typedef struct bc_run_report {
      * single-process run. Only rank 0 opens reporters. */
     const struct bc_distributed *distributed;
     /* ---- end of the distributed block ---- */
+    /* (since 2.4) What every field is: n_fields rows, field_desc_size bytes
+     * apart, in field_names' order (field_descs[i].name is field_names[i]);
+     * the host's fields first, then each backend's declared metrics. Read
+     * with bc_run_field_desc. */
+    const bc_metric_desc *field_descs;
+    uint32_t field_desc_size;
+    /* (since 2.4) Fields [0, n_host_fields) are the host's own; the rest
+     * are the backends' declared metrics. */
+    uint32_t n_host_fields;
     BC_ABI_TAIL(bc_run_report)
 } bc_run_report;
 
@@ -803,6 +907,13 @@ static inline int bc_find_name_(const char *const *names, uint32_t n, const char
 /* Index of the per-iteration field called name, -1 if the host has none. */
 static inline int bc_run_field_index(const bc_run_report *run, const char *name) {
     return bc_find_name_(run->field_names, run->n_fields, name);
+}
+
+/* (since 2.4) The descriptor of field i, NULL from a host before 2.4 (or
+ * i out of range). */
+static inline const bc_metric_desc *bc_run_field_desc(const bc_run_report *run, uint32_t i) {
+    if (!BC_HAS(run, bc_run_report, field_desc_size) || !run->field_descs || i >= run->n_fields) return NULL;
+    return BC_AT(bc_metric_desc, run->field_descs, run->field_desc_size, i);
 }
 
 /* Index of the statistic called name, -1 if the host has none. */
@@ -943,6 +1054,13 @@ typedef struct bc_plugin_desc {
     bc_status (*more_settings)(const bc_host *host, const bc_settings *settings, const bc_setting_desc **rows,
                                uint32_t *n_rows, uint32_t *row_size, bc_error *err);
     void (*free_more_settings)(const bc_setting_desc *rows, uint32_t n_rows);
+    /* (since 2.4) Backends: the metrics it measures beyond the host's own
+     * fields, n_metrics rows metric_size bytes apart (BC_METRICS_TABLE
+     * fills them); static. The values come through the ops table's
+     * read_metrics. */
+    const bc_metric_desc *metrics;
+    uint32_t n_metrics;
+    uint32_t metric_size;
     BC_ABI_TAIL(bc_plugin_desc)
 } bc_plugin_desc;
 
@@ -961,6 +1079,12 @@ typedef const bc_plugin_desc *(*bc_plugin_entry_fn)(void);
 #define BC_SETTINGS_TABLE(table) \
     .settings = (table), .n_settings = (uint32_t)(sizeof(table) / sizeof((table)[0])), \
     .setting_size = (uint32_t)sizeof((table)[0])
+
+/* (since 2.4) Fills metrics, n_metrics and metric_size from a static array,
+ * inside a descriptor's initializer, like BC_SETTINGS_TABLE. */
+#define BC_METRICS_TABLE(table) \
+    .metrics = (table), .n_metrics = (uint32_t)(sizeof(table) / sizeof((table)[0])), \
+    .metric_size = (uint32_t)sizeof((table)[0])
 
 /* Defines the entry symbol returning desc. */
 #define BC_PLUGIN_DEFINE(desc)                                                       \
