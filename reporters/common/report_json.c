@@ -93,6 +93,8 @@ static void write_environment(bc_jw *w, const bc_run_report *run) {
                           topo && run->cpu_threads_per_core ? (int64_t)run->cpu_threads_per_core : -1);
     key_string_or_null(w, "topology_note", topo ? run->cpu_topology_note : NULL);
     bc_jw_end_object(w);
+    /* the quiet-machine check (since 2.5); null where it did not run */
+    key_string_or_null(w, "quiet_check", BC_HAS(run, bc_run_report, quiet_check) ? run->quiet_check : NULL);
     bc_jw_end_object(w);
 }
 

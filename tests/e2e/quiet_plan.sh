@@ -43,11 +43,13 @@ expect 0 warn run q.cfg
 has warn.err "warning: the machine is not quiet: load average 9.50 on 2 CPUs; CPU frequency governor 'powersave'"
 has warn.err "run.quiet_check = \"refuse\" stops"
 [ -s q.json ] || fail "warn: the run wrote no report"
+has q.json '"quiet_check": "load average 9.50 on 2 CPUs'
 rm -f q.json
 expect 2 refuse run q.cfg --set 'run.quiet_check="refuse"'
 has refuse.err "benchctl: the machine is not quiet: load average 9.50 on 2 CPUs"
 [ -e q.json ] && fail "refuse: a report was written, so a case ran"
 expect 0 off run q.cfg --set 'run.quiet_check="off"'
+has q.json '"quiet_check": null'
 lacks off.err "not quiet"
 expect 0 quietened run q.cfg -q
 lacks quietened.err "not quiet"
@@ -56,6 +58,7 @@ has bad.err "run.quiet_check: must be \"warn\", \"refuse\" or \"off\""
 on quiet
 expect 0 calm run q.cfg --set 'run.quiet_check="refuse"'
 lacks calm.err "not quiet"
+has q.json '"quiet_check": "quiet"'
 unset BENCHCTL_TEST_PROC_ROOT BENCHCTL_TEST_SYS_ROOT
 
 # plan --estimate-from: the reference ran 0 warmup + 1 iteration a case, each 1000 ms

@@ -890,6 +890,12 @@ typedef struct bc_run_report {
      * Read after BC_HAS(run, bc_run_report, cpu_topology_note). */
     uint32_t cpu_logical, cpu_cores, cpu_packages, cpu_threads_per_core;
     const char *cpu_topology_note;
+    /* (since 2.5) The quiet-machine check before the first case
+     * (run.quiet_check): NULL when it did not run (off, a distributed run, a
+     * replayed report that had none), "quiet" when it found nothing, else
+     * what it found ("load average 9.50 on 2 CPUs; ..."). Read after
+     * BC_HAS(run, bc_run_report, quiet_check). */
+    const char *quiet_check;
     BC_ABI_TAIL(bc_run_report)
 } bc_run_report;
 

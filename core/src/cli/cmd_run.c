@@ -74,8 +74,10 @@ static double monotonic_ms(void) {
  * readings over a 250 ms sample; a warning, or with "refuse" the run stops
  * (exit 2). Skipped in a distributed run, whose other ranks wait busily.
  * BENCHCTL_TEST_PROC_ROOT and BENCHCTL_TEST_SYS_ROOT put a fake /proc and
- * /sys in place, for the tests. Returns the exit status, 0 to go on. */
-static int quiet_check(const bc_cli_args *a, const bc_context *ctx, const bc_dist *d) {
+ * /sys in place, for the tests. What it found goes into text[cap] for the
+ * report ("quiet" when nothing; untouched when it did not run). Returns the
+ * exit status, 0 to go on. */
+static int quiet_check(const bc_cli_args *a, const bc_context *ctx, const bc_dist *d, char *text, size_t cap) {
     const int mode = ctx->cfg.quiet_check;
     if (mode == BC_CFG_QUIET_OFF || d) return 0;
     bc_quiet_roots roots = {.proc = getenv("BENCHCTL_TEST_PROC_ROOT"), .sys = getenv("BENCHCTL_TEST_SYS_ROOT")};
@@ -87,7 +89,11 @@ static int quiet_check(const bc_cli_args *a, const bc_context *ctx, const bc_dis
     bc_quiet_report r;
     bc_quiet_end(&roots, have_sample ? &sample : NULL, have_sample ? monotonic_ms() - t0 : 0.0, &r);
     char findings[1024], msg[1200];
-    if (bc_quiet_findings(&r, findings, sizeof findings) == 0) return 0;
+    if (bc_quiet_findings(&r, findings, sizeof findings) == 0) {
+        snprintf(text, cap, "quiet");
+        return 0;
+    }
+    snprintf(text, cap, "%s", findings);
     if (mode == BC_CFG_QUIET_REFUSE) {
         snprintf(msg, sizeof msg, "the machine is not quiet: %s", findings);
         bc_cli_print_error(msg, "run.quiet_check = \"warn\" runs anyway (with this warning), \"off\" checks nothing");
@@ -136,7 +142,9 @@ static int run_context(const bc_cli_args *a, bc_context *ctx, bc_dist *d) {
                     a->resume, resume.n_taken, ctx->n_cases);
     }
 
-    int quiet_rc = quiet_check(a, ctx, d);
+    char quiet_text[1024] = ""; /* the report's quiet_check: lives until bc_run returns */
+    int quiet_rc = quiet_check(a, ctx, d, quiet_text, sizeof quiet_text);
+    if (quiet_text[0]) rc_cfg.run.quiet_check = quiet_text;
     if (quiet_rc) {
         bc_resume_free(&resume);
         free(reps);

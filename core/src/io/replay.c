@@ -185,6 +185,7 @@ bc_status bc_replay_build(const bc_runfile *rf, bc_replay *rp, bc_error *err) {
     run->cpu_packages = rf->cpu_packages > 0 ? (uint32_t)rf->cpu_packages : 0;
     run->cpu_threads_per_core = rf->cpu_threads_per_core > 0 ? (uint32_t)rf->cpu_threads_per_core : 0;
     run->cpu_topology_note = rf->cpu_topology_note;
+    run->quiet_check = rf->quiet_check;
     run->backend_name = rf->backend;
     run->backend = &rp->backend;
     run->warmup = rf->warmup;

@@ -109,6 +109,7 @@ typedef struct bc_runfile {
     /* environment.cpu's topology: 0 / NULL when the file does not say */
     int64_t cpu_logical, cpu_cores, cpu_packages, cpu_threads_per_core;
     char *cpu_topology_note;
+    char *quiet_check; /* environment.quiet_check, NULL: none */
     int64_t n_parameters, n_layers, hidden_size, n_heads, ffn_size, vocab_size, max_positions;
     uint32_t warmup, iterations;
     int has_sampling;                    /* the file has a "sampling" object */

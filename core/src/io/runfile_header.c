@@ -69,6 +69,7 @@ bc_status bc_rf_read_header(bc_runfile *rf, const json_t *top, bc_error *err) {
     rf->cpu_packages = bc_rf_int(cpu, "packages", 0);
     rf->cpu_threads_per_core = bc_rf_int(cpu, "threads_per_core", 0);
     rf->cpu_topology_note = bc_rf_string(cpu, "topology_note");
+    rf->quiet_check = bc_rf_string(json_object_get(top, "environment"), "quiet_check");
     const json_t *shape = json_object_get(top, "model_shape");
     rf->model_family = bc_rf_string(shape, "family");
     rf->n_parameters = bc_rf_int(shape, "parameters", -1);
