@@ -28,6 +28,7 @@
 #include "benchctl/plugin.h"
 #include "report.h"
 #include "report_file.h"
+#include "termsafe.h"
 
 enum { SET_PATH = 0, SET_COUNT };
 
@@ -41,13 +42,19 @@ typedef struct md_reporter {
     const char *path;    /* host-owned setting, lives until destroy */
 } md_reporter;
 
-/* One cell: " text |", with "|" escaped and line breaks as spaces. */
+/* One cell: " text |", with "|" escaped, line breaks as spaces and every
+ * other control (an ESC from a run file's backend name) and invalid UTF-8
+ * as a visible \xNN (termsafe.h): the table may go to a terminal. */
 static void cell(bc_text *t, const char *s) {
     bc_text_put(t, " ", 1);
-    for (const char *p = s ? s : ""; *p; p++) {
+    for (const char *p = s ? s : ""; *p;) {
+        size_t n = strcspn(p, "|\n\r");
+        bc_text_put_terminal(t, p, n, 0);
+        p += n;
+        if (!*p) break;
         if (*p == '|') bc_text_put(t, "\\|", 2);
-        else if (*p == '\n' || *p == '\r') bc_text_put(t, " ", 1);
-        else bc_text_put(t, p, 1);
+        else bc_text_put(t, " ", 1);
+        p++;
     }
     bc_text_put(t, " |", 2);
 }

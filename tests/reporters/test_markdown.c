@@ -153,6 +153,19 @@ static void test_table(void **state) {
     free(text);
 }
 
+/* A model name from a run file or a peer with terminal controls, a "|" and
+ * a newline: the controls as \xNN (no ESC reaches a terminal), the "|"
+ * escaped, the newline a space. */
+static void test_controls_escaped(void **state) {
+    fixture *f = *state;
+    f->run.backend.model = "opt\x1b]0;PWNED\x07|x\ny";
+    char *text = run_markdown(f);
+    assert_null(strchr(text, 0x1b));
+    assert_null(strchr(text, 0x07));
+    if (!strstr(text, "| opt\\x1b]0;PWNED\\x07\\|x y |")) fail_msg("escaped model cell missing in:\n%s", text);
+    free(text);
+}
+
 /* A host without "stddev" gives the mean alone, never another statistic. */
 static void test_few_stats(void **state) {
     fixture *f = *state;
@@ -171,6 +184,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_few_stats, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_controls_escaped, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
