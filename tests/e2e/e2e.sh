@@ -318,6 +318,10 @@ has resumed.err "resuming killed.jsonl: $taken of 16 cases finished there are ta
 # the taken cases, and only those, are marked as coming from the journal
 [ "$(grep -c '"resumed": *true' killed.json)" -eq "$taken" ] ||
     fail "resume: $(grep -c '"resumed": *true' killed.json) cases marked resumed in killed.json, expected $taken"
+# and benchctl report of that file keeps the marks
+expect 0 resumed_report report killed.json --reporter json -o killed-replay.json
+[ "$(grep -c '"resumed": *true' killed-replay.json)" -eq "$taken" ] ||
+    fail "resume: report of killed.json marks $(grep -c '"resumed": *true' killed-replay.json) cases resumed, expected $taken"
 # the taken cases' profiles are the killed run's, to the digit
 while IFS= read -r line; do
     idx=$(printf '%s' "$line" | sed 's/.*"index":\([0-9]*\).*/\1/')

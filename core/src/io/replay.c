@@ -86,6 +86,7 @@ static void replay_case(const bc_runfile *rf, const bc_runfile_case *c, bc_repla
         .device_free_after_bytes = c->device_free_after_bytes,
         .wall_ms = c->wall_ms,
         .rebuilt = c->rebuilt,
+        .resumed = c->resumed,
         .total_ms_rel_ci = c->total_ms_rel_ci,
         .token_agreement = c->token_agreement,
         .load_avg_start = c->load_avg_start,

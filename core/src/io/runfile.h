@@ -74,6 +74,7 @@ typedef struct bc_runfile_case {
     int64_t weights_bytes, kv_cache_bytes, workspace_bytes, host_peak_bytes, device_peak_bytes, device_total_bytes;
     int64_t resident_bytes, peak_rss_bytes, device_free_before_bytes, device_free_after_bytes;
     int rebuilt;                                       /* 0 when unknown */
+    int resumed;                                       /* "resumed": true (taken from a journal) */
     /* Why its iterations stopped, its relative CI and the machine's load
      * (ABI 2.1 keys: stop_reason, extended.total_ms_rel_ci, extended.host_load);
      * BC_STOP_NONE and NAN when the file does not say. */

@@ -216,6 +216,7 @@ static bc_status read_case(bc_runfile *rf, const json_t *top, const json_t *c, s
     out->device_free_before_bytes = bc_rf_int(mem, "device_free_before_bytes", -1);
     out->device_free_after_bytes = bc_rf_int(mem, "device_free_after_bytes", -1);
     out->rebuilt = json_is_true(json_object_get(c, "rebuilt"));
+    out->resumed = json_is_true(json_object_get(c, "resumed"));
     const char *reason = json_string_value(json_object_get(c, "stop_reason"));
     out->stop_reason = BC_STOP_NONE;
     for (int r = BC_STOP_FIXED; reason && r <= BC_STOP_FAILED; r++)
