@@ -173,6 +173,10 @@ void bc_cmp_fmt_interval(char *buf, size_t cap, double lo, double hi, bc_metric_
 const char *bc_cmp_pair_unit(const bc_cmp_pair *pair, size_t metric);
 void bc_cmp_pair_free(bc_cmp_pair *pair);
 
+/* Whether rf's backend marks the setting called name BC_SETTING_WORKLOAD
+ * (the reports' "workload_settings"; compare_env.c). */
+int bc_cmp_is_workload(const bc_runfile *rf, const char *name);
+
 /* The environment differences alone (step 1), into out (n_env entries at
  * most BC_CMP_MAX_ENV). Returns how many; *n_refusing gets the refusing ones. */
 #define BC_CMP_MAX_ENV 32
