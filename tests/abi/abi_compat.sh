@@ -1,22 +1,22 @@
 #!/bin/sh
 # abi_compat.sh: the ABI 2.x compatibility policy, in both directions.
-#   abi_compat.sh HOST_2_5 HOST_2_6 PLUGINS_2_4 PLUGINS_2_5 PLUGINS_2_6 SRC_DIR WORK_DIR
-# Each name says the minor the build speaks: HOST_2_5 and PLUGINS_2_5 are
-# from plugin.h as it is (ABI 2.5); HOST_2_6 and PLUGINS_2_6 have
-# abi_2_6.h forced in (the next minor: every struct one minor larger);
-# PLUGINS_2_4 are the fixture plugins built against the 2.4 header as
-# released (abi_2_4/). Every pairing of a host with plugins of its minor or
+#   abi_compat.sh HOST_2_6 HOST_2_7 PLUGINS_2_5 PLUGINS_2_6 PLUGINS_2_7 SRC_DIR WORK_DIR
+# Each name says the minor the build speaks: HOST_2_6 and PLUGINS_2_6 are
+# from plugin.h as it is (ABI 2.6); HOST_2_7 and PLUGINS_2_7 have
+# abi_2_7.h forced in (the next minor: every struct one minor larger);
+# PLUGINS_2_5 are the fixture plugins built against the 2.5 header as
+# released (abi_2_5/). Every pairing of a host with plugins of its minor or
 # another must run compat.cfg to the end and write the same cases:
-#   2.5 host + 2.5 plugins (the reference), 2.5 host + 2.4 plugins and 2.6
-#   host + 2.4 / 2.5 plugins (old plugins in a newer benchctl), 2.5 host +
-#   2.6 plugins (a newer plugin in an older benchctl), 2.6 + 2.6.
+#   2.6 host + 2.6 plugins (the reference), 2.6 host + 2.5 plugins and 2.7
+#   host + 2.5 / 2.6 plugins (old plugins in a newer benchctl), 2.6 host +
+#   2.7 plugins (a newer plugin in an older benchctl), 2.7 + 2.7.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
-HOST25=$1
-HOST26=$2
-PLUG24=$3
-PLUG25=$4
-PLUG26=$5
+HOST26=$1
+HOST27=$2
+PLUG25=$3
+PLUG26=$4
+PLUG27=$5
 SRC=$6
 WORK=$7
 bc_test_workdir "$WORK"
@@ -56,28 +56,28 @@ run() {
     echo "ok: $name"
 }
 
-run host25-plugins25 "$HOST25" "$PLUG25"
-run host25-plugins24 "$HOST25" "$PLUG24"
-run host26-plugins24 "$HOST26" "$PLUG24"
-run host26-plugins25 "$HOST26" "$PLUG25"
-run host25-plugins26 "$HOST25" "$PLUG26"
 run host26-plugins26 "$HOST26" "$PLUG26"
+run host26-plugins25 "$HOST26" "$PLUG25"
+run host27-plugins25 "$HOST27" "$PLUG25"
+run host27-plugins26 "$HOST27" "$PLUG26"
+run host26-plugins27 "$HOST26" "$PLUG27"
+run host27-plugins27 "$HOST27" "$PLUG27"
 
 # every pairing read the same cases (same order, statuses, shapes, tokens)
-for name in host25-plugins24 host26-plugins24 host26-plugins25 host25-plugins26 host26-plugins26; do
+for name in host26-plugins25 host27-plugins25 host27-plugins26 host26-plugins27 host27-plugins27; do
     [ -f "$WORK/$name/cases.txt" ] || continue
-    cmp -s "$WORK/host25-plugins25/cases.txt" "$WORK/$name/cases.txt" ||
-        { fail "$name: cases.txt differs from the 2.5 pairing"; diff "$WORK/host25-plugins25/cases.txt" "$WORK/$name/cases.txt" | head; }
+    cmp -s "$WORK/host26-plugins26/cases.txt" "$WORK/$name/cases.txt" ||
+        { fail "$name: cases.txt differs from the 2.6 pairing"; diff "$WORK/host26-plugins26/cases.txt" "$WORK/$name/cases.txt" | head; }
 done
-# a 2.5 host's reports carry every field's descriptor, whatever the plugins' minor
-for name in host25-plugins24 host25-plugins25 host25-plugins26; do
+# a 2.6 host's reports carry every field's descriptor, whatever the plugins' minor
+for name in host26-plugins25 host26-plugins26 host26-plugins27; do
     tr -d ' \n' <"$WORK/$name/report.json" | grep -q '"metrics":\[{"name":"prompt_expansion_ms","unit":"ms","better":"lower"' ||
         fail "$name: report.json lacks the fields' descriptors"
 done
 
 # (since 2.4) a backend's declared metrics reach the reports across minors
-for pair in "$HOST25 $PLUG24 host25-plugins24" "$HOST26 $PLUG24 host26-plugins24" "$HOST25 $PLUG25 host25-plugins25" "$HOST25 $PLUG26 host25-plugins26" "$HOST26 $PLUG25 host26-plugins25" \
-            "$HOST26 $PLUG26 host26-plugins26"; do
+for pair in "$HOST26 $PLUG25 host26-plugins25" "$HOST27 $PLUG25 host27-plugins25" "$HOST26 $PLUG26 host26-plugins26" "$HOST26 $PLUG27 host26-plugins27" "$HOST27 $PLUG26 host27-plugins26" \
+            "$HOST27 $PLUG27 host27-plugins27"; do
     set -- $pair
     (cd "$WORK/$3" && BENCHCTL_PLUGIN_PATH=$2 "$1" run "$SRC/compat.cfg" -q --set 'backend.settings.metrics="declare"' \
         --set 'reporters.[1].settings.path="metrics.json"' --set 'reporters.[2].settings.path="metrics.csv"' \
@@ -91,14 +91,14 @@ for pair in "$HOST25 $PLUG24 host25-plugins24" "$HOST26 $PLUG24 host26-plugins24
 done
 
 # the hosts say which ABI each plugin speaks
-for pair in "$PLUG24 2.4" "$PLUG25 2.5" "$PLUG26 2.6"; do
+for pair in "$PLUG25 2.5" "$PLUG26 2.6" "$PLUG27 2.7"; do
     set -- $pair
-    for host in "$HOST25" "$HOST26"; do
+    for host in "$HOST26" "$HOST27"; do
         BENCHCTL_PLUGIN_PATH=$1 "$host" plugins testbackend >"$WORK/plugins.txt" 2>&1 || fail "plugins testbackend ($2) failed"
         grep -q "ABI $2" "$WORK/plugins.txt" || fail "benchctl plugins does not show ABI $2 for a $2 plugin"
     done
 done
-"$HOST25" --version | grep -q 'plugin ABI 2.5' || fail "the host from plugin.h does not say ABI 2.5"
-"$HOST26" --version | grep -q 'plugin ABI 2.6' || fail "the 2.6 host does not say ABI 2.6"
+"$HOST26" --version | grep -q 'plugin ABI 2.6' || fail "the host from plugin.h does not say ABI 2.6"
+"$HOST27" --version | grep -q 'plugin ABI 2.7' || fail "the 2.7 host does not say ABI 2.7"
 
 bc_test_finish abi_compat

@@ -99,7 +99,7 @@ extern "C" {
 #define BENCHCTL_PLUGIN_MAGIC 0x42435450u /* "BCTP" */
 #define BENCHCTL_ABI_MAJOR 2
 #ifndef BENCHCTL_ABI_MINOR
-#define BENCHCTL_ABI_MINOR 5
+#define BENCHCTL_ABI_MINOR 6
 #endif
 #define BENCHCTL_PLUGIN_ENTRY "benchctl_plugin_entry"
 
@@ -584,6 +584,59 @@ typedef struct bc_backend_info {
     BC_ABI_TAIL(bc_backend_info)
 } bc_backend_info;
 
+/* (since 2.6) How a row of a rollout stopped. */
+typedef enum bc_row_stop {
+    BC_ROW_STOP_UNKNOWN = 0,
+    BC_ROW_STOP_EOS = 1,    /* it produced the end-of-sequence token (kept as its last token) */
+    BC_ROW_STOP_LENGTH = 2  /* it reached the case's response length without one (clipped) */
+} bc_row_stop;
+
+/* (since 2.6) The tokens of one rollout, row by row (batch x samples, row
+ * order): what a scoring model scores, and what the RL-named fields
+ * (response_length/mean, response_length/clip_ratio, ...) are counted from.
+ *
+ * Row r's prompt, as it ran and without padding, is prompt_lengths[r] ids
+ * at prompt_tokens + r * prompt_stride; its response is
+ * response_lengths[r] ids at response_tokens + r * response_stride. A
+ * backend fills it in read_rollout (host-sized, BC_SET; the arrays owned by
+ * the backend until its next hook call); the host passes one, every field
+ * set, to a scorer's score hook.
+ *
+ * response_logprobs, same layout as response_tokens, is the rollout
+ * engine's natural-log probability of each response token under the
+ * model's own distribution: log_softmax of the logits at temperature 1,
+ * before any temperature, top-k or top-p, whatever the sampling (so an
+ * engine and a scorer of the same weights agree, and greedy rows have
+ * one). NULL when the engine kept none. */
+typedef struct bc_rollout_tokens {
+    uint32_t struct_size;
+    int64_t rows;
+    const int32_t *prompt_tokens;
+    const int64_t *prompt_lengths;
+    int64_t prompt_stride;
+    const int32_t *response_tokens;
+    const int64_t *response_lengths;
+    int64_t response_stride;
+    const int32_t *row_stop; /* rows bc_row_stop values; NULL: unknown */
+    const float *response_logprobs;
+    BC_ABI_TAIL(bc_rollout_tokens)
+} bc_rollout_tokens;
+
+/* (since 2.6) What one refit moved (bc_backend_ops.refit). Host-sized,
+ * every field -1 / NULL when the host calls; written with BC_SET. */
+typedef struct bc_refit_stats {
+    uint32_t struct_size;
+    /* Bytes of the new weights read from their source (host memory, or the
+     * checkpoint's files): what the host divides by refit_ms for
+     * refit_gb_per_s. */
+    int64_t source_bytes;
+    /* Bytes written into the engine's weights (after conversion, quantising
+     * or packing). */
+    int64_t engine_bytes;
+    const char *source; /* "host" or "checkpoint" (or the backend's word); owned by the backend */
+    BC_ABI_TAIL(bc_refit_stats)
+} bc_refit_stats;
+
 /* A backend's hooks. Stage hooks (expand_prompts, generate, post_process)
  * return only when the work is complete, synchronizing any device, so the
  * host's wall-clock timing of each is exact.
@@ -653,6 +706,27 @@ typedef struct bc_backend_ops {
      * value fails the case ("read_metrics: ..."). */
     bc_status (*read_metrics)(void *instance, bc_metric_scope scope, double *values, uint32_t n_values,
                               bc_error *err);
+    /* (since 2.6) Optional. The tokens of the rollout just run (called
+     * after post_process; see bc_rollout_tokens), for the score stage and
+     * the RL-named fields. A backend without it has neither. */
+    bc_status (*read_rollout)(void *instance, bc_rollout_tokens *out, bc_error *err);
+    /* (since 2.6) Optional; the hook that makes a backend a scorer (the
+     * teacher of on-policy distillation, the reference or old policy of
+     * PPO and GRPO). One forward pass over each row's prompt + response of
+     * in (host-owned, every array set); writes logprobs[r *
+     * in->response_stride + t], the natural-log probability (temperature 1)
+     * of response token t of row r given everything before it, for t <
+     * in->response_lengths[r]. The host calls it between begin_case and
+     * end_case of the scorer's own case (the rollout case's shape with the
+     * score block's precision) and times it (score_ms). */
+    bc_status (*score)(void *instance, const bc_rollout_tokens *in, float *logprobs, bc_error *err);
+    /* (since 2.6) Optional. Loads a new set of the model's weights into the
+     * engine, as an RL trainer hands its updated weights to inference:
+     * from the source the backend's settings name (host memory or a
+     * checkpoint), with whatever conversion, quantising or packing the
+     * engine's kernels need, so that the next rollout runs on them. Called
+     * between rollouts of a case (run.refit); host-timed (refit_ms). */
+    bc_status (*refit)(void *instance, bc_refit_stats *out, bc_error *err);
     BC_ABI_TAIL(bc_backend_ops)
 } bc_backend_ops;
 
@@ -896,6 +970,18 @@ typedef struct bc_run_report {
      * what it found ("load average 9.50 on 2 CPUs; ..."). Read after
      * BC_HAS(run, bc_run_report, quiet_check). */
     const char *quiet_check;
+    /* (since 2.6) The score stage (bench.cfg's score block): the scoring
+     * backend's label, its description and its precision; NULL when the
+     * run scores nothing. */
+    const char *scorer_name;
+    const bc_backend_info *scorer;
+    const char *scorer_precision;
+    /* (since 2.6) run.refit ("off", "per_rollout", "per_case"), and the
+     * host's memcpy bandwidth measured before the first case when refit is
+     * on (the bound refit_gb_per_s is set against), GB/s; NAN when not
+     * measured. */
+    const char *refit;
+    double memcpy_gb_per_s;
     BC_ABI_TAIL(bc_run_report)
 } bc_run_report;
 

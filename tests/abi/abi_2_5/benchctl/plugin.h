@@ -99,7 +99,7 @@ extern "C" {
 #define BENCHCTL_PLUGIN_MAGIC 0x42435450u /* "BCTP" */
 #define BENCHCTL_ABI_MAJOR 2
 #ifndef BENCHCTL_ABI_MINOR
-#define BENCHCTL_ABI_MINOR 4
+#define BENCHCTL_ABI_MINOR 5
 #endif
 #define BENCHCTL_PLUGIN_ENTRY "benchctl_plugin_entry"
 
@@ -813,6 +813,10 @@ typedef struct bc_case_report {
     /* (since 2.3) The last measured rollout's schedule; NULL when the
      * backend kept none (or the case ran in another process or rank). */
     const bc_case_schedule *schedule;
+    /* (since 2.5) 1 when the case was taken from the journal of the run
+     * being resumed (run --resume): measured then, under that run's load;
+     * 0 when it ran in this run. */
+    int32_t resumed;
     BC_ABI_TAIL(bc_case_report)
 } bc_case_report;
 
@@ -880,6 +884,18 @@ typedef struct bc_run_report {
     /* (since 2.4) Fields [0, n_host_fields) are the host's own; the rest
      * are the backends' declared metrics. */
     uint32_t n_host_fields;
+    /* (since 2.5) The CPU's topology from sysfs: logical CPUs, physical
+     * cores, packages, the most SMT siblings per core (0: unknown), and a
+     * note when it may hide sharing (a virtual machine), NULL when none.
+     * Read after BC_HAS(run, bc_run_report, cpu_topology_note). */
+    uint32_t cpu_logical, cpu_cores, cpu_packages, cpu_threads_per_core;
+    const char *cpu_topology_note;
+    /* (since 2.5) The quiet-machine check before the first case
+     * (run.quiet_check): NULL when it did not run (off, a distributed run, a
+     * replayed report that had none), "quiet" when it found nothing, else
+     * what it found ("load average 9.50 on 2 CPUs; ..."). Read after
+     * BC_HAS(run, bc_run_report, quiet_check). */
+    const char *quiet_check;
     BC_ABI_TAIL(bc_run_report)
 } bc_run_report;
 
