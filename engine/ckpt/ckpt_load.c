@@ -54,7 +54,7 @@ static void ck_convert(void *dst, eng_dtype dt, const void *src, eng_dtype st, s
  * (all finite): about 40-50 ms per 250 MB here (docs/checkpoints.md). */
 #define CK_FINITE_BLOCK 4096
 static size_t ck_first_nonfinite(const void *src, eng_dtype t, size_t n) {
-    if (t == ENG_I8) return n; /* integers: always finite */
+    if (eng_dtype_is_int8(t)) return n; /* integers: always finite */
     const unsigned char *p = src;
     const size_t w = t == ENG_F32 ? 4 : 2;
     const uint32_t mask = t == ENG_F32 ? 0x7f800000u : t == ENG_F16 ? 0x7c00u : 0x7f80u;

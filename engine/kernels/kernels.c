@@ -23,6 +23,7 @@ const char *eng_dtype_name(eng_dtype t)
     case ENG_F16: return "float16";
     case ENG_BF16: return "bfloat16";
     case ENG_I8: return "int8";
+    case ENG_W8A8: return "w8a8";
     }
     return "unknown";
 }

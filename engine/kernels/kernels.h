@@ -16,11 +16,11 @@
 #include "benchctl/plugin.h" /* bc_status, bc_error */
 #include "float_bits.h"      /* plugins/precision/common: prec_f32_to_f16 and the other bit rules */
 
-typedef enum eng_dtype { ENG_F32 = 0, ENG_F16 = 1, ENG_BF16 = 2, ENG_I8 = 3 } eng_dtype;
+typedef enum eng_dtype { ENG_F32 = 0, ENG_F16 = 1, ENG_BF16 = 2, ENG_I8 = 3, ENG_W8A8 = 4 } eng_dtype;
 
-/* Bytes per element (ENG_I8: the int8 values only, see below). */
-static inline size_t eng_dtype_size(eng_dtype t) { return t == ENG_F32 ? 4 : t == ENG_I8 ? 1 : 2; }
-const char *eng_dtype_name(eng_dtype t); /* "float32", "float16", "bfloat16", "int8" */
+/* Bytes per element (ENG_I8, ENG_W8A8: the int8 values only, see below). */
+static inline size_t eng_dtype_size(eng_dtype t) { return t == ENG_F32 ? 4 : t >= ENG_I8 ? 1 : 2; }
+const char *eng_dtype_name(eng_dtype t); /* "float32", "float16", "bfloat16", "int8", "w8a8" */
 
 /* An ENG_I8 matrix w[N, K] is one block: N * K int8 values q[N, K]
  * row-major, then, at byte offset eng_i8_scales_offset(N, K), N fp32 scales,
@@ -31,13 +31,33 @@ static inline const float *eng_i8_scales(const void *w, size_t N, size_t K)
 {
     return (const float *)(const void *)((const char *)w + eng_i8_scales_offset(N, K));
 }
-/* Bytes of a matrix [N, K] in t, scales included. */
+/* An ENG_W8A8 matrix w[N, K] holds the same int8 values q[N, K] and
+ * per-row scales as ENG_I8 (the same quantiser), packed at load for
+ * vpdpbusd (kernels_vnni.h has the layout and the arithmetic): panels of 16
+ * rows, each Kq = ceil(K / 4) quads of 4 k-values per 32-bit lane, then the
+ * N fp32 scales, then N int32 corrections 128 * sum_k q[n, k]. */
+static inline size_t eng_w8a8_quads(size_t K) { return (K + 3) / 4; }
+static inline size_t eng_w8a8_panels(size_t N) { return (N + 15) / 16; }
+static inline size_t eng_w8a8_scales_offset(size_t N, size_t K) { return eng_w8a8_panels(N) * eng_w8a8_quads(K) * 64; }
+static inline const float *eng_w8a8_scales(const void *w, size_t N, size_t K)
+{
+    return (const float *)(const void *)((const char *)w + eng_w8a8_scales_offset(N, K));
+}
+static inline const int32_t *eng_w8a8_corrections(const void *w, size_t N, size_t K)
+{
+    return (const int32_t *)(const void *)((const char *)w + eng_w8a8_scales_offset(N, K) + N * sizeof(float));
+}
+/* Bytes of a matrix [N, K] in t, scales (and corrections) included. */
 static inline size_t eng_matrix_bytes(eng_dtype t, size_t N, size_t K)
 {
-    return t == ENG_I8 ? eng_i8_scales_offset(N, K) + N * sizeof(float) : N * K * eng_dtype_size(t);
+    return t == ENG_I8     ? eng_i8_scales_offset(N, K) + N * sizeof(float)
+           : t == ENG_W8A8 ? eng_w8a8_scales_offset(N, K) + N * (sizeof(float) + sizeof(int32_t))
+                           : N * K * eng_dtype_size(t);
 }
+/* Is t one of the int8 weight formats (ENG_I8, ENG_W8A8)? */
+static inline int eng_dtype_is_int8(eng_dtype t) { return t == ENG_I8 || t == ENG_W8A8; }
 /* The KV cache's dtype for weights in t: t, except fp32 for int8 weights. */
-static inline eng_dtype eng_kv_dtype(eng_dtype t) { return t == ENG_I8 ? ENG_F32 : t; }
+static inline eng_dtype eng_kv_dtype(eng_dtype t) { return eng_dtype_is_int8(t) ? ENG_F32 : t; }
 
 /* A kernel family, named after the instruction-set tier it needs
  * (plugins/precision/common/cpu_isa.h, same values). */
@@ -60,11 +80,14 @@ typedef struct eng_kernels {
     eng_isa isa;
     /* y[m, n] = sum_k x[m, k] * w[n, k] + (bias ? bias[n] : 0), then ReLU when
      * relu != 0. Computes only rows n in [n0, n1) (threads split N). For
-     * ENG_I8, w is the block above and the sum is scale[n] * sum_k x q. */
+     * ENG_I8, w is the block above and the sum is scale[n] * sum_k x q; for
+     * ENG_W8A8 every row of x is quantised to int8 and the dot products are
+     * integer ones (kernels_vnni.h: the VNNI kernel of the family's tier
+     * where the CPU has it, else the plain-C reference). */
     void (*linear)(float *y, const float *x, const void *w, eng_dtype wt, const float *bias, int M, int K, int N,
                    int n0, int n1, int relu);
     /* dot, axpy, to_f32, from_f32 and attend take fp32, fp16 or bf16; to_f32
-     * and from_f32 also ENG_I8 elements alone (no scale). */
+     * and from_f32 also ENG_I8 / ENG_W8A8 elements alone (no scale). */
     /* Dot product of fp32 a[n] with b[n] in dtype. */
     float (*dot)(const float *a, const void *b, eng_dtype bt, int n);
     /* y[n] += alpha * x[n], x in dtype. */

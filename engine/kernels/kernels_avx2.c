@@ -932,7 +932,9 @@ static void linear_avx2(float *y, const float *x, const void *w, eng_dtype wt, c
 {
     if (n0 >= n1 || M <= 0)
         return;
-    if (M >= COLS_MIN_M)
+    if (wt == ENG_W8A8)
+        eng_linear_w8a8(eng_vnni_for_family(ENG_ISA_AVX2), y, x, w, bias, M, K, N, n0, n1, relu);
+    else if (M >= COLS_MIN_M)
         eng_linear_cols(&cols_avx2, y, x, w, wt, bias, M, K, N, n0, n1, relu);
     else if ((long)M * K <= DIRECT_MAX_XK)
         linear_direct(y, x, w, wt, bias, M, K, N, n0, n1, relu);

@@ -1007,7 +1007,9 @@ static void linear_avx512(float *y, const float *x, const void *w, eng_dtype wt,
 {
     if (n0 >= n1 || M <= 0)
         return;
-    if (M >= COLS_MIN_M)
+    if (wt == ENG_W8A8)
+        eng_linear_w8a8(eng_vnni_for_family(ENG_ISA_AVX512), y, x, w, bias, M, K, N, n0, n1, relu);
+    else if (M >= COLS_MIN_M)
         eng_linear_cols(&cols_avx512, y, x, w, wt, bias, M, K, N, n0, n1, relu);
     else if ((long)M * K <= DIRECT_MAX_XK)
         linear_direct(y, x, w, wt, bias, M, K, N, n0, n1, relu);

@@ -13,6 +13,7 @@
 #include "convert.h"
 #include "formats.h" /* prec_int8_ops: int8 elements, one rule for every tier */
 #include "kernels.h"
+#include "kernels_vnni.h" /* the W8A8 linear every family dispatches to */
 
 const eng_kernels *eng_kernels_portable(void);    /* kernels_portable.c */
 const eng_kernels *eng_kernels_avx2(void);        /* kernels_avx2.c */
@@ -32,7 +33,8 @@ static inline void eng_convert_to_f32(const prec_converters *cv, float *dst, con
     case ENG_F32: memmove(dst, src, n * sizeof(float)); return;
     case ENG_F16: cv->f16_to_f32(src, dst, n); return;
     case ENG_BF16: cv->bf16_to_f32(src, dst, n); return;
-    case ENG_I8: prec_int8_ops.to_f32(src, dst, n); return;
+    case ENG_I8:
+    case ENG_W8A8: prec_int8_ops.to_f32(src, dst, n); return;
     }
 }
 
@@ -42,7 +44,8 @@ static inline void eng_convert_from_f32(const prec_converters *cv, void *dst, en
     case ENG_F32: memmove(dst, src, n * sizeof(float)); return;
     case ENG_F16: cv->f32_to_f16(src, dst, n); return;
     case ENG_BF16: cv->f32_to_bf16(src, dst, n); return;
-    case ENG_I8: prec_int8_ops.from_f32(src, dst, n); return;
+    case ENG_I8:
+    case ENG_W8A8: prec_int8_ops.from_f32(src, dst, n); return;
     }
 }
 

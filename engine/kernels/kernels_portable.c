@@ -25,6 +25,10 @@ static void row_to_f32(float *dst, const void *src, eng_dtype st, size_t off, si
 static void linear_portable(float *y, const float *x, const void *w, eng_dtype wt, const float *bias, int M, int K,
                             int N, int n0, int n1, int relu)
 {
+    if (wt == ENG_W8A8) {
+        eng_linear_w8a8(eng_vnni_for_family(ENG_ISA_PORTABLE), y, x, w, bias, M, K, N, n0, n1, relu);
+        return;
+    }
     float wbuf[PORT_KB];
     const float *scale = wt == ENG_I8 ? eng_i8_scales(w, (size_t)N, (size_t)K) : NULL;
     for (int n = n0; n < n1; n++) {

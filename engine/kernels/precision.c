@@ -15,6 +15,7 @@ const bc_precision_ops *eng_dtype_precision(eng_dtype dt)
     case ENG_F16: return &prec_fp16_ops;
     case ENG_BF16: return &prec_bf16_ops;
     case ENG_I8: return &prec_int8_ops;
+    case ENG_W8A8: return &prec_w8a8_ops;
     case ENG_F32: break;
     }
     return &prec_fp32_ops;
@@ -79,7 +80,8 @@ bc_status eng_precision_dtype(const char *name, const bc_precision_ops *ops, eng
     const eng_dtype all[] = {ENG_F32, ENG_F16, ENG_BF16, ENG_I8};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (same_layout(ops, eng_dtype_precision(all[i]))) {
-            *dt = all[i];
+            /* int8 elements with the w8a8 format's name: the W8A8 kernels */
+            *dt = all[i] == ENG_I8 && ops->dtype && strcmp(ops->dtype, prec_w8a8_ops.dtype) == 0 ? ENG_W8A8 : all[i];
             return BC_OK;
         }
     return bc_error_set(err, BC_ERR_UNSUPPORTED,
@@ -153,8 +155,72 @@ static float i8_row_pass(int8_t *q, float scale, const void *src, eng_dtype st, 
     return absmax;
 }
 
+/* The byte of q[n, k] in an ENG_W8A8 block of K columns (kernels_vnni.h). */
+static size_t w8a8_at(size_t K, size_t n, size_t k)
+{
+    return ((n / 16 * eng_w8a8_quads(K) + k / 4) * 16 + n % 16) * 4 + k % 4;
+}
+
+/* Stores the int8 values q[c0, c0 + n) of row r into the packed block w;
+ * returns their sum. */
+static int32_t w8a8_scatter(void *w, size_t K, size_t r, size_t c0, const int8_t *q, size_t n)
+{
+    int8_t *b = w;
+    int32_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        b[w8a8_at(K, r, c0 + i)] = q[i];
+        sum += q[i];
+    }
+    return sum;
+}
+
+void eng_w8a8_clear(void *w, size_t N, size_t K) { memset(w, 0, eng_w8a8_scales_offset(N, K)); }
+
+void eng_w8a8_pack_row(void *w, size_t N, size_t K, size_t r, const float *src)
+{
+    float *scale = (float *)(void *)((char *)w + eng_w8a8_scales_offset(N, K));
+    int32_t *corr = (int32_t *)(void *)(scale + N);
+    scale[r] = eng_i8_row_scale(eng_i8_row_absmax(src, K));
+    int8_t q[CHUNK];
+    int32_t sum = 0;
+    for (size_t c = 0; c < K; c += CHUNK) {
+        const size_t k = K - c < CHUNK ? K - c : CHUNK;
+        eng_i8_quantize(q, src + c, k, scale[r]);
+        sum += w8a8_scatter(w, K, r, c, q, k);
+    }
+    corr[r] = 128 * sum;
+}
+
+void eng_w8a8_row_to_f32(float *dst, const void *w, size_t N, size_t K, size_t r)
+{
+    const int8_t *b = w;
+    const float s = eng_w8a8_scales(w, N, K)[r];
+    for (size_t k = 0; k < K; k++)
+        dst[k] = s * (float)b[w8a8_at(K, r, k)];
+}
+
 void eng_convert_matrix(void *dst, eng_dtype dt, const void *src, eng_dtype st, size_t rows, size_t cols)
 {
+    if (dt == ENG_W8A8) {
+        float *scale = (float *)(void *)((char *)dst + eng_w8a8_scales_offset(rows, cols));
+        int32_t *corr = (int32_t *)(void *)(scale + rows);
+        const size_t ss = eng_dtype_size(st);
+        eng_w8a8_clear(dst, rows, cols);
+        for (size_t r = 0; r < rows; r++) {
+            scale[r] = eng_i8_row_scale(i8_row_pass(NULL, 0.0f, src, st, r, cols));
+            float f32[CHUNK];
+            int8_t q[CHUNK];
+            int32_t sum = 0;
+            for (size_t c = 0; c < cols; c += CHUNK) {
+                const size_t k = cols - c < CHUNK ? cols - c : CHUNK;
+                eng_convert_values(f32, ENG_F32, (const char *)src + (r * cols + c) * ss, st, k);
+                eng_i8_quantize(q, f32, k, scale[r]);
+                sum += w8a8_scatter(dst, cols, r, c, q, k);
+            }
+            corr[r] = 128 * sum;
+        }
+        return;
+    }
     if (dt != ENG_I8) {
         eng_convert_values(dst, dt, src, st, rows * cols);
         return;

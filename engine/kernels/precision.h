@@ -1,7 +1,8 @@
 /* precision.h: the engine's number formats (eng_dtype) and the precision
  * plugins behind them. The engine's kernels read four storage layouts
  * (float32, float16, bfloat16, int8 with a scale per row); a case's precision plugin is accepted when
- * its conversions produce one of them, and every weight conversion (at load,
+ * its conversions produce one of them (int8 elements whose dtype is named
+ * "w8a8": ENG_W8A8, the same int8 rows packed for the integer kernels), and every weight conversion (at load,
  * synthetic or from a checkpoint) goes through that format's
  * bc_precision_ops, the same tables the precision plugins hand the host
  * (plugins/precision/common/formats.c).
@@ -45,5 +46,15 @@ float eng_i8_quantize_row(int8_t *q, const float *src, size_t n);
  * the block of kernels.h (eng_matrix_bytes), each row quantized with
  * eng_i8_row_scale and eng_i8_quantize; for the other dtypes eng_convert_values. src may be unaligned. */
 void eng_convert_matrix(void *dst, eng_dtype dt, const void *src, eng_dtype st, size_t rows, size_t cols);
+
+/* ENG_W8A8 blocks (kernels.h; the pack layout: kernels_vnni.h). The whole
+ * matrix [N, K] is packed by eng_convert_matrix, or row by row: clear sets
+ * every packed byte to 0 (the padding rows and quads), then pack_row stores
+ * row r from src[K] with the int8 quantiser above (its scale, its values,
+ * its correction 128 * sum_k q[r, k]); rows may be packed by different
+ * threads. row_to_f32: dst[K] = scale[r] * q[r, :] (an embedding row). */
+void eng_w8a8_clear(void *w, size_t N, size_t K);
+void eng_w8a8_pack_row(void *w, size_t N, size_t K, size_t r, const float *src);
+void eng_w8a8_row_to_f32(float *dst, const void *w, size_t N, size_t K, size_t r);
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include "family.h"
 #include "forward.h"
+#include "precision.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,10 @@ void eng_residual(float *x, const float *y, size_t n) {
 
 void eng_matrix_row_to_f32(const eng_kernels *k, float *dst, const eng_matrix *a, int r) {
     const size_t cols = (size_t)a->cols;
+    if (a->dtype == ENG_W8A8) { /* packed for the integer kernels (precision.h) */
+        eng_w8a8_row_to_f32(dst, a->data, (size_t)a->rows, cols, (size_t)r);
+        return;
+    }
     k->to_f32(dst, (const char *)a->data + (size_t)r * cols * eng_dtype_size(a->dtype), a->dtype, cols);
     if (a->dtype == ENG_I8) {
         const float s = eng_i8_scales(a->data, (size_t)a->rows, cols)[r];

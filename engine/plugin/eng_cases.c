@@ -26,16 +26,16 @@
 static bc_status case_dtype(const eng_backend *s, const bc_case *c, eng_dtype *dt, bc_error *err) {
     bc_status st = eng_precision_dtype(c->precision, c->precision_ops, dt, err);
     if (st != BC_OK) return eng_backend_with_family_name(err);
-    if (st == BC_OK && *dt == ENG_I8 && s->dev != &eng_device_cpu)
+    if (st == BC_OK && eng_dtype_is_int8(*dt) && s->dev != &eng_device_cpu)
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
-                            "%s: precision %s (int8) has CPU kernels only; device = \"cuda\" runs float32, float16 "
+                            "%s: precision %s (%s) has CPU kernels only; device = \"cuda\" runs float32, float16 "
                             "and bfloat16", NAME,
-                            c->precision ? c->precision : "?");
-    if (st == BC_OK && *dt == ENG_I8 && s->lora)
+                            c->precision ? c->precision : "?", eng_dtype_name(*dt));
+    if (st == BC_OK && eng_dtype_is_int8(*dt) && s->lora)
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
-                            "%s: precision %s (int8): a LoRA adapter is not fused into int8 weights (one scale per "
+                            "%s: precision %s (%s): a LoRA adapter is not fused into int8 weights (one scale per "
                             "row); use fp32, fp16 or bf16 with lora_adapter / lora_rank", NAME,
-                            c->precision ? c->precision : "?");
+                            c->precision ? c->precision : "?", eng_dtype_name(*dt));
     return st;
 }
 

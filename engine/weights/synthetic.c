@@ -57,7 +57,20 @@ static void fill_rows_i8(const eng_fill_tensor *t, size_t i0, size_t i1, float *
     }
 }
 
+/* Rows [i0 / cols, i1 / cols) of a W8A8 matrix, packed (precision.h). */
+static void fill_rows_w8a8(const eng_fill_tensor *t, size_t i0, size_t i1, float *row) {
+    const size_t cols = t->cols, rows = t->n / cols;
+    for (size_t r = i0 / cols; r < i1 / cols; r++) {
+        fill_values(t, row, r * cols, cols);
+        eng_w8a8_pack_row(t->data, rows, cols, r, row);
+    }
+}
+
 static void fill_chunk(const eng_fill_tensor *t, size_t i0, size_t i1, float *row) {
+    if (t->dtype == ENG_W8A8) {
+        fill_rows_w8a8(t, i0, i1, row);
+        return;
+    }
     if (t->dtype == ENG_I8) {
         fill_rows_i8(t, i0, i1, row);
         return;
@@ -78,7 +91,7 @@ static void fill_worker(void *ctx, int i, int n) {
     for (size_t k = 0; k < job->n_tensors; k++) {
         const eng_fill_tensor *t = &job->t[k];
         /* whole rows per chunk for int8 (t->cols divides t->n) */
-        const size_t step = t->dtype == ENG_I8 ? (job->chunk / t->cols + 1) * t->cols : job->chunk;
+        const size_t step = eng_dtype_is_int8(t->dtype) ? (job->chunk / t->cols + 1) * t->cols : job->chunk;
         for (size_t i0 = 0; i0 < t->n; i0 += step, c++) {
             if ((int)(c % (size_t)n) != i) continue;
             size_t i1 = i0 + step < t->n ? i0 + step : t->n;
@@ -92,7 +105,9 @@ uint64_t eng_synthetic_key(uint64_t seed, uint64_t id) { return splitmix64(seed 
 bc_status eng_synthetic_fill(const eng_fill_tensor *list, size_t n, bc_error *err) {
     fill_job job = {list, n, CHUNK, NULL, 1};
     for (size_t k = 0; k < n; k++)
-        if (list[k].dtype == ENG_I8 && list[k].cols > job.max_cols) job.max_cols = list[k].cols;
+        if (eng_dtype_is_int8(list[k].dtype) && list[k].cols > job.max_cols) job.max_cols = list[k].cols;
+    for (size_t k = 0; k < n; k++) /* the packed padding: zeros (rows pack in parallel below) */
+        if (list[k].dtype == ENG_W8A8) eng_w8a8_clear(list[k].data, list[k].n / list[k].cols, list[k].cols);
     eng_pool *pool = eng_pool_create(eng_online_cores());
     const int threads = pool ? eng_pool_size(pool) : 1;
     job.rows = malloc((size_t)threads * job.max_cols * sizeof *job.rows);

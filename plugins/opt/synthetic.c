@@ -37,6 +37,11 @@ void opt_synthetic_done(eng_weights *base) {
         const float *w2_scale = w2->dtype == ENG_I8 ? eng_i8_scales(w2->data, C, F) : NULL;
         for (size_t c = 0; c < C; c++) {
             double sum = 0.0;
+            if (w2->dtype == ENG_W8A8) { /* packed rows: the sum is the correction's (kernels.h) */
+                sum = (double)(eng_w8a8_corrections(w2->data, C, F)[c] / 128) * eng_w8a8_scales(w2->data, C, F)[c];
+                w->layers[l].fc2_bias[c] = (float)(-m * sum);
+                continue;
+            }
             float row[256];
             for (size_t f0 = 0; f0 < F; f0 += 256) {
                 const size_t k = F - f0 < 256 ? F - f0 : 256;

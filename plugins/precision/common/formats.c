@@ -118,3 +118,23 @@ const bc_precision_ops prec_int8_ops = {
     .from_f32 = int8_from_f32,
     .rel_tolerance = 4e-2,
 };
+
+/* ---- w8a8: int8 weights and int8 activations ---------------------------------
+ * The weights are int8's (the same element codes, conversions and per-row
+ * scales); the backend also rounds each row of activations entering a
+ * linear layer to int8 with its own scale (max |row| / 127) and sums
+ * integer products (the OPT engine: engine/kernels/kernels_vnni.h). The
+ * element conversions are int8's; dtype "w8a8" is what tells the backend.
+ * rel_tolerance = 1e-1: each activation now also carries an error up to
+ * max|row| / 254, which compounds with the weights' through every layer;
+ * measured on the golden checkpoints (docs/plugins.md, "Precision
+ * tolerances"). */
+
+const bc_precision_ops prec_w8a8_ops = {
+    .struct_size = sizeof(bc_precision_ops),
+    .dtype = "w8a8",
+    .element_size = 1,
+    .to_f32 = int8_to_f32,
+    .from_f32 = int8_from_f32,
+    .rel_tolerance = 1e-1,
+};

@@ -12,5 +12,6 @@ extern const bc_precision_ops prec_fp32_ops; /* "float32" */
 extern const bc_precision_ops prec_fp16_ops; /* "float16" */
 extern const bc_precision_ops prec_bf16_ops; /* "bfloat16" */
 extern const bc_precision_ops prec_int8_ops; /* "int8" (per-row scales: the backend's) */
+extern const bc_precision_ops prec_w8a8_ops; /* "w8a8": int8 weights as prec_int8_ops, int8 activations */
 
 #endif
