@@ -13,7 +13,7 @@ static const bc_plugin_desc w8a8_desc = {
     .name = "w8a8",
     .version = "0.1.0",
     .description = "int8 weights (a float32 scale per output channel) and int8 activations (a scale per row), "
-                   "integer dot products; tolerance 1e-1",
+                   "integer dot products; tolerance 8e-2",
     .settings = NULL,
     .n_settings = 0,
     .ops = &prec_w8a8_ops,

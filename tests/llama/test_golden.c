@@ -233,6 +233,16 @@ static const golden_case_cfg cfgs[] = {
     {"qwen2_gqa4", "qwen2_gqa4", ENG_BF16, -1, 0},
     {"mistral_hd16", "mistral_hd16", ENG_BF16, -1, 0},
     {"llama_gqa3_bias", "llama_gqa3_bias", ENG_BF16, -1, 0},
+    {"llama_mha", "llama_mha", ENG_W8A8, -1, 0},
+    {"llama_gqa_llama3", "llama_gqa_llama3", ENG_W8A8, -1, 0},
+    {"qwen2_gqa4", "qwen2_gqa4", ENG_W8A8, -1, 0},
+    {"mistral_hd16", "mistral_hd16", ENG_W8A8, -1, 0},
+    {"llama_gqa3_bias", "llama_gqa3_bias", ENG_W8A8, -1, 0},
+    {"llama_mha", "llama_mha", ENG_I8, -1, 0},
+    {"llama_gqa_llama3", "llama_gqa_llama3", ENG_I8, -1, 0},
+    {"qwen2_gqa4", "qwen2_gqa4", ENG_I8, -1, 0},
+    {"mistral_hd16", "mistral_hd16", ENG_I8, -1, 0},
+    {"llama_gqa3_bias", "llama_gqa3_bias", ENG_I8, -1, 0},
 };
 
 #define N_CFGS (sizeof cfgs / sizeof cfgs[0])

@@ -151,6 +151,9 @@ static const golden_case_cfg cfgs[] = {
     {"preln", "preln", ENG_I8, -1, 0},
     {"postln_proj", "postln_proj", ENG_I8, -1, 0},
     {"hd80", "hd80", ENG_I8, -1, 0},
+    {"preln", "preln", ENG_W8A8, -1, 0},
+    {"postln_proj", "postln_proj", ENG_W8A8, -1, 0},
+    {"hd80", "hd80", ENG_W8A8, -1, 0},
     /* preln with the PEFT adapter of preln_lora fused (tools/golden/make_lora_golden.py) */
     {"preln", "preln_lora", ENG_F32, -1, 0},
     {"preln", "preln_lora", ENG_F16, -1, 0},

@@ -125,10 +125,11 @@ const bc_precision_ops prec_int8_ops = {
  * linear layer to int8 with its own scale (max |row| / 127) and sums
  * integer products (the OPT engine: engine/kernels/kernels_vnni.h). The
  * element conversions are int8's; dtype "w8a8" is what tells the backend.
- * rel_tolerance = 1e-1: each activation now also carries an error up to
- * max|row| / 254, which compounds with the weights' through every layer;
- * measured on the golden checkpoints (docs/plugins.md, "Precision
- * tolerances"). */
+ * rel_tolerance = 8e-2: each activation now also carries an error up to
+ * max|row| / 254, which compounds with the weights' through every layer.
+ * Measured on the golden checkpoints, max error 4.2e-2 of the logit scale
+ * (llama_gqa3_bias; int8 weight-only 2.9e-2 at most, on llama_gqa_llama3),
+ * so 8e-2 leaves a margin of 1.9x (docs/kernels.md, "W8A8"). */
 
 const bc_precision_ops prec_w8a8_ops = {
     .struct_size = sizeof(bc_precision_ops),
@@ -136,5 +137,5 @@ const bc_precision_ops prec_w8a8_ops = {
     .element_size = 1,
     .to_f32 = int8_to_f32,
     .from_f32 = int8_from_f32,
-    .rel_tolerance = 1e-1,
+    .rel_tolerance = 8e-2,
 };
