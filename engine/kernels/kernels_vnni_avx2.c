@@ -13,6 +13,14 @@
 
 enum { YMM_NP = 1 }; /* panels per tile: 2 ymm each */
 
+/* acc += vpdpbusd(x, w), VEX-encoded, in asm with acc tied to its register
+ * (GCC 12 copies the intrinsic's accumulators every step). */
+static inline __attribute__((always_inline)) __m256i dpbusd(__m256i acc, __m256i x, __m256i w)
+{
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(x), "x"(w));
+    return acc;
+}
+
 static inline __attribute__((always_inline)) void tile_ymm(int MR, int NP, int32_t *acc, const uint8_t *xu,
                                                            size_t ldx, const int8_t *wp, size_t Kq)
 {
@@ -32,7 +40,7 @@ static inline __attribute__((always_inline)) void tile_ymm(int MR, int NP, int32
             memcpy(&q4, xu + (size_t)i * ldx + 4 * kq, 4);
             const __m256i xb = _mm256_set1_epi32(q4);
             for (int h = 0; h < 2 * NP; h++)
-                a[i][h] = _mm256_dpbusd_avx_epi32(a[i][h], xb, wv[h]);
+                a[i][h] = dpbusd(a[i][h], xb, wv[h]);
         }
     }
     for (int i = 0; i < MR; i++)
