@@ -117,10 +117,10 @@ import math
 import shlex
 import sys
 
-ELEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
+ELEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1, "w8a8": 1}
 # The KV cache's element size per precision (the engine's eng_kv_dtype:
 # int8 weights keep an fp32 cache).
-KV_ELEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 4}
+KV_ELEM_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 4, "w8a8": 4}
 
 # OPT-125m's shape (facebook/opt-125m config.json).
 OPT125M = dict(vocab_size=50272, hidden_size=768, num_hidden_layers=12, ffn_dim=3072,
