@@ -15,6 +15,7 @@
 #ifndef ENG_DEVICE_H
 #define ENG_DEVICE_H
 
+#include "cpu_threads.h"
 #include "rollout.h"
 
 /* ------------------------------------------------------------ rollout steps */
@@ -96,6 +97,7 @@ void eng_cpu_rollout_free(eng_rollout *ro, eng_model *m);
 /* The settings a device is made from. */
 typedef struct eng_device_config {
     int threads;      /* CPU worker threads (>= 1) */
+    int measure_threads; /* CPU, threads = 0: each phase on the fastest count up to `threads`, measured per case */
     int isa;          /* CPU kernel family (eng_isa), -1 = the best this CPU has */
     int index;        /* CUDA device index */
     int graphs;       /* CUDA: capture and replay decode steps */
@@ -152,6 +154,10 @@ typedef struct eng_device_ops {
      * plugin's accounting calls it after every hook that allocates. */
     int64_t (*host_bytes)(void *ctx, const eng_rollout *ro);
     bc_status (*read_memory)(void *ctx, const eng_rollout *ro, eng_device_memory *out, bc_error *err);
+    /* The threads each phase ran on and, with threads = 0, what the case's
+     * probe measured (cpu_threads.h; n = 0 without a probe); NULL off the
+     * CPU. */
+    void (*threads_probe)(void *ctx, eng_threads_probe *out);
 } eng_device_ops;
 
 extern const eng_device_ops eng_device_cpu;
