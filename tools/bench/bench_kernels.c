@@ -2,7 +2,7 @@
  * pool, on OPT-125m's shapes (C = 768, F = 3072, V = 50272).
  *
  *   bench_kernels [--threads N] [--isa NAME] [--dtype NAME] [--m LIST] [--cpu-time]
- *                 [--quick] [--attend] [--step MODEL]
+ *                 [--quick] [--attend] [--step MODEL [--rows LIST]]
  *
  * --cpu-time times by the process's CPU time instead of the wall clock: on
  * a loaded machine, with --threads 1, that leaves out the time the thread
@@ -29,6 +29,9 @@
  * --step qwen0.5b does the same on Qwen2.5-0.5B's linears (C = 896, 24
  * layers: q | k | v fused [1152 x 896], o [896 x 896], gate | up fused
  * [9728 x 896], down [896 x 4864], the tied lm_head [151936 x 896]).
+ * --rows 1,2,4,8,16,32,64 times the same step at each row count M (x
+ * [M, widest K], y [M, V]): a decode step of M rows' linears, the step time
+ * against the rows (tools/bench/crossover.sh); default 1.
  *
  * Prints, for every kernel variant this CPU has (or just --isa), and 1..N
  * threads:
@@ -179,6 +182,7 @@ typedef struct step_ctx {
     eng_pool *pool;
     const eng_kernels *k;
     eng_dtype wt;
+    int M;             /* rows of x */
     int n;             /* linears in the step */
     void **w;          /* w[i]: the weights of linear i */
     const int (*kn)[2]; /* kn[i]: its K and N */
@@ -190,14 +194,15 @@ static void step_run(void *vctx)
 {
     step_ctx *c = vctx;
     for (int i = 0; i < c->n; i++)
-        eng_linear_parallel(c->pool, c->k, c->y, c->x, c->w[i], c->wt, NULL, 1, c->kn[i][0], c->kn[i][1], 0);
+        eng_linear_parallel(c->pool, c->k, c->y, c->x, c->w[i], c->wt, NULL, c->M, c->kn[i][0], c->kn[i][1], 0);
 }
 
 /* Times step_run for every family (or --isa), dtype (or --dtype) and 1..max_threads
  * threads on the model's linears: C = 768, 12 layers (125m) or C = 2048, 24
- * layers (1.3b), F = 4 C, V = 50272; or Qwen2.5-0.5B's (qwen0.5b). Returns 0, 1 when out of memory, 2 for
- * an unknown model. */
-static int bench_step(const char *model, const char *isa_only, const char *dtype_only, int max_threads, double min_s)
+ * layers (1.3b), F = 4 C, V = 50272; or Qwen2.5-0.5B's (qwen0.5b), at each of the n_rows row counts
+ * rows[]. Returns 0, 1 when out of memory, 2 for an unknown model. */
+static int bench_step(const char *model, const char *isa_only, const char *dtype_only, int max_threads, double min_s,
+                      const int *rows, int n_rows)
 {
     const int qwen = !strcmp(model, "qwen0.5b");
     const int C = qwen ? 896 : !strcmp(model, "125m") ? 768 : !strcmp(model, "1.3b") ? 2048 : 0;
@@ -209,16 +214,24 @@ static int bench_step(const char *model, const char *isa_only, const char *dtype
     const int F = qwen ? 4864 : 4 * C, V = qwen ? 151936 : 50272, n = 4 * L + 1;
     int(*kn)[2] = malloc(sizeof *kn * (size_t)n);
     void **w = calloc((size_t)n, sizeof *w);
-    float *x = malloc(sizeof(float) * (size_t)F), *y = malloc(sizeof(float) * (size_t)V);
-    if (!kn || !w || !x || !y)
+    int max_m = 1;
+    for (int r = 0; r < n_rows; r++)
+        max_m = rows[r] > max_m ? rows[r] : max_m;
+    float *x = malloc(sizeof(float) * (size_t)F * (size_t)max_m), *y = malloc(sizeof(float) * (size_t)V * (size_t)max_m);
+    if (!kn || !w || !x || !y) {
+        free(kn);
+        free(w);
+        free(x);
+        free(y);
         return 1;
+    }
     for (int i = 0; i < n; i++) {
         /* K, N per layer: qkv fused, out, fc1 (gate | up), fc2 (down) */
         const int layer[4][2] = {{C, qwen ? 1152 : 3 * C}, {C, C}, {C, qwen ? 2 * F : F}, {F, C}};
         kn[i][0] = i == n - 1 ? C : layer[i % 4][0];
         kn[i][1] = i == n - 1 ? V : layer[i % 4][1];
     }
-    for (int i = 0; i < F; i++)
+    for (long i = 0; i < (long)F * max_m; i++)
         x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
     int rc = 0;
     for (int isa = 0; isa <= (int)eng_isa_detect() && !rc; isa++) {
@@ -235,16 +248,20 @@ static int bench_step(const char *model, const char *isa_only, const char *dtype
                 bytes += (double)kn[i][0] * kn[i][1] * eng_dtype_size((eng_dtype)wt);
             }
             for (int nt = 1; nt <= max_threads && !rc; nt++) {
-                step_ctx sc = {eng_pool_create(nt), k, (eng_dtype)wt, n, w, (const int(*)[2])kn, x, y};
-                if (!sc.pool) {
+                eng_pool *pool = eng_pool_create(nt);
+                if (!pool) {
                     rc = 1;
                     break;
                 }
-                double t = time_median(step_run, &sc, min_s);
-                printf("step %s %-11s %-8s M=1 threads=%d: %9.3f ms  %7.1f GB/s\n", model, eng_isa_name((eng_isa)isa),
-                       eng_dtype_name((eng_dtype)wt), nt, t * 1e3, bytes / t * 1e-9);
-                fflush(stdout);
-                eng_pool_destroy(sc.pool);
+                for (int r = 0; r < n_rows; r++) {
+                    step_ctx sc = {pool, k, (eng_dtype)wt, rows[r], n, w, (const int(*)[2])kn, x, y};
+                    double t = time_median(step_run, &sc, min_s);
+                    printf("step %s %-11s %-8s M=%d threads=%d: %9.3f ms  %7.1f GB/s\n", model,
+                           eng_isa_name((eng_isa)isa), eng_dtype_name((eng_dtype)wt), rows[r], nt, t * 1e3,
+                           bytes / t * 1e-9);
+                    fflush(stdout);
+                }
+                eng_pool_destroy(pool);
             }
             for (int i = 0; i < n; i++) {
                 free(w[i]);
@@ -446,7 +463,7 @@ static int bench_attend(const char *isa_only, const char *dtype_only, double min
 int main(int argc, char **argv)
 {
     int max_threads = 2;
-    const char *isa_only = NULL, *dtype_only = NULL, *m_list = NULL, *step_model = NULL;
+    const char *isa_only = NULL, *dtype_only = NULL, *m_list = NULL, *step_model = NULL, *rows_list = "1";
     int attend_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -459,6 +476,8 @@ int main(int argc, char **argv)
             m_list = argv[++i];
         else if (!strcmp(argv[i], "--step") && i + 1 < argc)
             step_model = argv[++i];
+        else if (!strcmp(argv[i], "--rows") && i + 1 < argc)
+            rows_list = argv[++i];
         else if (!strcmp(argv[i], "--cpu-time"))
             g_cpu_time = 1;
         else if (!strcmp(argv[i], "--quick"))
@@ -467,7 +486,8 @@ int main(int argc, char **argv)
             attend_only = 1;
         else {
             fprintf(stderr, "usage: %s [--threads N] [--isa portable|avx2|avx512|avx512_bf16] [--dtype NAME] "
-                            "[--m LIST] [--cpu-time] [--quick] [--attend] [--step 125m|1.3b|qwen0.5b]\n", argv[0]);
+                            "[--m LIST] [--cpu-time] [--quick] [--attend] [--step 125m|1.3b|qwen0.5b [--rows LIST]]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -476,8 +496,20 @@ int main(int argc, char **argv)
     double min_s = g_quick ? 0.02 : 0.1;
     printf("detected ISA: %s; threads 1..%d; medians of %d batches of >= %.0f ms\n", eng_isa_name(eng_isa_detect()),
            max_threads, g_quick ? 3 : 7, min_s * 1e3);
-    if (step_model)
-        return bench_step(step_model, isa_only, dtype_only, max_threads, min_s);
+    if (step_model) {
+        int rows[32], n_rows = 0;
+        for (const char *p = rows_list; *p && n_rows < 32;) {
+            char *end;
+            long m = strtol(p, &end, 10);
+            if (end == p || m < 1 || m > 4096 || (*end && *end != ',')) {
+                fprintf(stderr, "%s: --rows wants comma-separated row counts in 1..4096, not '%s'\n", argv[0], rows_list);
+                return 2;
+            }
+            rows[n_rows++] = (int)m;
+            p = *end ? end + 1 : end;
+        }
+        return bench_step(step_model, isa_only, dtype_only, max_threads, min_s, rows, n_rows);
+    }
 
     if (attend_only)
         return bench_attend(isa_only, dtype_only, min_s);
