@@ -19,7 +19,10 @@
 #       lists the engine's families) or the CPU cannot run gets a line saying
 #       so and no column; when the engine has it, its columns come like the
 #       others'
-#   DTYPES ["float32 bfloat16 int8"]  THREADS [2] (bench_kernels times 1..THREADS)
+#   DTYPES ["float32 bfloat16 int8"]  THREADS [1] (bench_kernels times 1..THREADS)
+#   CPU_TIME [1] bench_kernels --cpu-time: the process's CPU time, which on a
+#       shared machine leaves out the time a thread waited for a core (with
+#       THREADS 1 only: more threads' CPU times add up); 0: the wall clock
 #   QUICK [1] bench_kernels --quick (medians of 3 batches of >= 20 ms; 0: 7 of >= 100 ms)
 #   BUILD_DIR [build] where bench_kernels is built (cmake --build BUILD_DIR --target bench_kernels)
 set -uo pipefail
@@ -29,7 +32,8 @@ cd "$ROOT" || exit 1
 MODELS=${MODELS:-125m qwen0.5b}
 ROWS=${ROWS:-1,2,4,8,16,32,64}
 DTYPES=${DTYPES:-float32 bfloat16 int8}
-THREADS=${THREADS:-2}
+THREADS=${THREADS:-1}
+CPU_TIME=${CPU_TIME:-1}
 QUICK=${QUICK:-1}
 BUILD_DIR=${BUILD_DIR:-build}
 CC=${CC:-cc}
@@ -40,6 +44,10 @@ failed=0
 say() { printf '== %s\n' "$*" >&2; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
+if [[ $CPU_TIME == 1 && $THREADS != 1 ]]; then
+    echo "crossover: CPU_TIME=1 times one thread (THREADS=1); CPU_TIME=0 for $THREADS threads on the wall clock" >&2
+    exit 2
+fi
 if [[ ! -x "$BK" ]] && ! cmake --build "$BUILD_DIR" --target bench_kernels >/dev/null; then
     echo "crossover: no $BK (configure $BUILD_DIR with cmake first)" >&2
     exit 1
@@ -63,7 +71,7 @@ KERNELS=${KERNELS:-$(for f in $CPU_FAMILIES; do [[ $f == portable ]] || printf '
     echo "cpu: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1); $(nproc) CPUs online"
     echo "isa flags: $(grep -o -w 'avx2\|avx512f\|avx512_bf16\|avx512_vnni\|avx_vnni\|amx_[a-z0-9]*' /proc/cpuinfo | sort -u | tr '\n' ' ')"
     echo "engine families: $ENGINE_FAMILIES; this CPU's best: $CPU_BEST; measured: $KERNELS"
-    echo "command: $BK --step MODEL --rows $ROWS --isa FAMILY --dtype DTYPE --threads $THREADS$([[ $QUICK == 1 ]] && echo ' --quick')"
+    echo "command: $BK --step MODEL --rows $ROWS --isa FAMILY --dtype DTYPE --threads $THREADS$([[ $QUICK == 1 ]] && echo ' --quick')$([[ $CPU_TIME == 1 ]] && echo ' --cpu-time')"
     echo "models: $MODELS; dtypes: $DTYPES"
     echo "loadavg_start: $(load)"
 } >"$OUT/machine.txt"
@@ -97,7 +105,8 @@ for fam in $KERNELS; do
             say "$model $fam $dt"
             echo "# load $(load) before $model $fam $dt" >>"$OUT/step.txt"
             if ! "$BK" --step "$model" --rows "$ROWS" --isa "$fam" --dtype "$dt" --threads "$THREADS" \
-                $([[ $QUICK == 1 ]] && echo --quick) >"$OUT/step_${model}_${fam}_$dt.log" 2>&1; then
+                $([[ $QUICK == 1 ]] && echo --quick) $([[ $CPU_TIME == 1 ]] && echo --cpu-time) \
+                >"$OUT/step_${model}_${fam}_$dt.log" 2>&1; then
                 echo "crossover: bench_kernels failed ($OUT/step_${model}_${fam}_$dt.log)" >&2
                 failed=1
             fi
