@@ -212,6 +212,11 @@ est_case() {
         c["hf 125m bf16 -"] = "3.759 193.77 66.827 7.6"
         c["ct2 125m fp32 -"] = "2.823 79.85 8.271 8.9"
         c["ct2int8 125m int8 -"] = "1.890 14.07 5.994 6.7"
+        # OpenVINO (ov): the same scaled-down run (B=1 and 16 rows; the per-row step at 16 rows, prefill
+        # per token at 16 rows, build = exporting and compiling the model, once per dtype) at load average
+        # 13 to 18 (2026-12-02), divided by the slow of the other peers: no quiet run of it to scale by
+        c["ov 125m fp32 -"] = "17.268 491.43 70.805 133"
+        c["ov 125m bf16 -"] = "8.513 400.97 40.475 133"
         # the peers held to AVX2 (PEERS_AVX2): the native figures above x the ratios (avx2 / native:
         # prefill, B=1 step, step per row at 16 or 64 rows) of one scaled-down run of both, back to back
         # at load average 4.7, rounded: CT2 float32 1.5 1.15 2.3, int8 2.8 1.9 2.4; HF fp32 1.4 2.6 3.6,
