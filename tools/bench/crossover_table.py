@@ -16,6 +16,11 @@ bench_kernels call, and per column:
                 variants"); below 1: the many-row path at its first M is
                 faster than the few-row path at the M before, in absolute
                 time;
+  overtakes     the first M of the many-row path whose step beats the
+                few-row path run in chunks of the M before it (M / Mb x
+                t(Mb), Mb the last few-row M: what the step would cost if
+                the many-row path started later); "-": not up to the
+                largest M measured;
   1 -> T threads  t(1 thread) / t(T threads) at M = 1 and at the largest M.
 The machine.txt of the directory gives the header (machine, ISA flags, the
 command, dates) and bandwidth_{before,after}.json the read bandwidth.
@@ -71,7 +76,10 @@ def column_figures(t, family, threads, rows):
     first = COLS_MIN_M.get(family)
     before = max((m for m in rows if first and m < first), default=None)
     path = ratio(t.get((first, threads)), t.get((before, threads))) if before and first in rows else None
-    return x_last, knee, (before, first, path)
+    tb = t.get((before, threads)) if before else None
+    overtakes = next((m for m in rows if tb and first and m >= first and t.get((m, threads))
+                      and t[(m, threads)] < m / before * tb), None)
+    return x_last, knee, (before, first, path), overtakes
 
 
 def tables(cols):
@@ -97,6 +105,7 @@ def tables(cols):
             lines.append("| knee | " + " | ".join("-" if f[1] is None else "%d" % f[1] for f in figs) + " |")
             lines.append("| path | " + " | ".join(
                 "-" if f[2][2] is None else "%d->%d: %.2f" % f[2] for f in figs) + " |")
+            lines.append("| overtakes | " + " | ".join("-" if f[3] is None else "%d" % f[3] for f in figs) + " |")
             if th > 1:
                 lines.append("| 1 -> %d thr, M=1 | " % th + " | ".join(
                     fmt(ratio(cols[k]["t"].get((1, 1)), cols[k]["t"].get((1, th)))) for k in keys) + " |")

@@ -4,7 +4,8 @@ standard library (ctest: pyworker_crossover_table), on a step.txt written
 here in bench_kernels' format:
 - every column (model, family, dtype) with its load average before and after;
 - x1 -> 64 is 64 x t(1) / t(64), the knee the first M above 1.5 t(1), the
-  path ratio t(16) / t(8) on the avx512 families and t(8) / t(4) on avx2;
+  path ratio t(16) / t(8) on the avx512 families and t(8) / t(4) on avx2,
+  and the first many-row M that beats the few-row path in chunks (or none);
 - 1 -> 2 threads at M = 1 and at the largest M;
 - the header from machine.txt and the bandwidth JSONs; no rows: exit 1.
 """
@@ -48,16 +49,21 @@ class CrossoverTable(unittest.TestCase):
         c = cols[("125m", "avx512", "float32")]
         self.assertEqual(c["load"], ["1.00 0.90 0.80", "1.10 0.95 0.82"])
         self.assertAlmostEqual(c["t"][(16, 1)], 18.0)
-        x64, knee, path = crossover_table.column_figures(c["t"], "avx512", 1, list(ROWS))
+        x64, knee, path, over = crossover_table.column_figures(c["t"], "avx512", 1, list(ROWS))
         self.assertAlmostEqual(x64, 64 * 10.0 / 66.0, places=3)
         self.assertEqual(knee, 16)  # 18 ms > 15 ms
         self.assertEqual(path[:2], (8, 16))
         self.assertAlmostEqual(path[2], 18.0 / 10.0)
-        x64, knee, path = crossover_table.column_figures(cols[("125m", "avx2", "bfloat16")]["t"], "avx2", 1,
-                                                         list(ROWS))
+        self.assertEqual(over, 16)  # 18 ms < 2 x 10 ms
+        x64, knee, path, over = crossover_table.column_figures(cols[("125m", "avx2", "bfloat16")]["t"], "avx2", 1,
+                                                               list(ROWS))
         self.assertEqual(path[:2], (4, 8))  # avx2's column path starts at 8 rows
         self.assertAlmostEqual(path[2], 19.0 / 21.0)
         self.assertEqual(knee, 16)  # 31 > 1.5 x 20
+        self.assertEqual(over, 8)  # 19 < 2 x 21
+        # a many-row path that never beats the few-row one in chunks
+        slow = {(m, 1): (5.0 if m <= 8 else 3.0 * m) for m in ROWS}
+        self.assertIsNone(crossover_table.column_figures(slow, "avx512", 1, list(ROWS))[3])
 
     def test_tables_and_main(self):
         d = tempfile.mkdtemp()
@@ -85,6 +91,7 @@ class CrossoverTable(unittest.TestCase):
         self.assertIn("| 1 -> 2 thr, M=1 | 1.60 |", text)
         self.assertIn("| 1 -> 2 thr, M=64 | 1.60 |", text)
         self.assertIn("| path | 8->16: 1.80 |", text)
+        self.assertIn("| overtakes | 16 |", text)
         self.assertIn("| load | 1.00 0.90 0.80 / 1.10 0.95 0.82 |", text)
         # no step lines: exit 1
         with open(os.path.join(d, "step.txt"), "w") as f:
