@@ -17,6 +17,7 @@
 
 #include "cpu_threads.h"
 #include "rollout.h"
+#include "score.h"
 
 /* ------------------------------------------------------------ rollout steps */
 
@@ -154,6 +155,14 @@ typedef struct eng_device_ops {
      * plugin's accounting calls it after every hook that allocates. */
     int64_t (*host_bytes)(void *ctx, const eng_rollout *ro);
     bc_status (*read_memory)(void *ctx, const eng_rollout *ro, eng_device_memory *out, bc_error *err);
+    /* The score path (score.h) on the case's model, between begin_case and
+     * end_case: frees the rollout's cache first (a scorer does not
+     * generate; a later generate takes it back), then its own buffers,
+     * kept until end_case (host_bytes counts them). NULL: the device does
+     * not score. */
+    bc_status (*score)(void *ctx, eng_rollout *ro, const bc_rollout_tokens *in, float *logprobs, bc_error *err);
+    /* 1: generate fills ro->logprobs (the sampling runs on the host). */
+    int logprobs;
     /* The threads each phase ran on and, with threads = 0, what the case's
      * probe measured (cpu_threads.h; n = 0 without a probe); NULL off the
      * CPU. */
