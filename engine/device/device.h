@@ -17,7 +17,7 @@
 
 #include "cpu_threads.h"
 #include "rollout.h"
-#include "score.h"
+#include "scorer.h"
 
 /* ------------------------------------------------------------ rollout steps */
 
