@@ -15,6 +15,7 @@
 #ifndef ENG_DEVICE_H
 #define ENG_DEVICE_H
 
+#include "cpu_threads.h"
 #include "rollout.h"
 #include "scorer.h"
 
@@ -97,6 +98,7 @@ void eng_cpu_rollout_free(eng_rollout *ro, eng_model *m);
 /* The settings a device is made from. */
 typedef struct eng_device_config {
     int threads;      /* CPU worker threads (>= 1) */
+    int measure_threads; /* CPU, threads = 0: each phase on the fastest count up to `threads`, measured per case */
     int isa;          /* CPU kernel family (eng_isa), -1 = the best this CPU has */
     int index;        /* CUDA device index */
     int graphs;       /* CUDA: capture and replay decode steps */
@@ -161,6 +163,10 @@ typedef struct eng_device_ops {
     bc_status (*score)(void *ctx, eng_rollout *ro, const bc_rollout_tokens *in, float *logprobs, bc_error *err);
     /* 1: generate fills ro->logprobs (the sampling runs on the host). */
     int logprobs;
+    /* The threads each phase ran on and, with threads = 0, what the case's
+     * probe measured (cpu_threads.h; n = 0 without a probe); NULL off the
+     * CPU. */
+    void (*threads_probe)(void *ctx, eng_threads_probe *out);
 } eng_device_ops;
 
 extern const eng_device_ops eng_device_cpu;

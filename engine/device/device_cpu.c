@@ -269,7 +269,10 @@ const eng_step_ops eng_cpu_steps = {
 /* ----------------------------------------------------------------- device */
 
 typedef struct cpu_device {
-    int threads;
+    int threads;            /* the pool's threads; threads = 0: the most a phase may run on */
+    int measure_threads;    /* threads = 0: each phase on what the case's probe found fastest */
+    int probed_prefill, probed_decode; /* the rows the probe ran at (0: none yet for this model) */
+    eng_threads_probe probe;
     int isa;                /* eng_model_init_isa's: -1 = the best */
     int have_model;
     eng_model m;            /* owned: pool + workspace; borrows the plugin's weights */
@@ -282,6 +285,7 @@ static bc_status cpu_create(const eng_device_config *cfg, void **out, bc_error *
     cpu_device *d = calloc(1, sizeof *d);
     if (!d) return bc_error_set(err, BC_ERR_NOMEM, "CPU device: out of memory");
     d->threads = cfg->threads > 0 ? cfg->threads : eng_online_cores();
+    d->measure_threads = cfg->measure_threads && d->threads > 1;
     d->isa = cfg->isa;
     *out = d;
     return BC_OK;
@@ -362,10 +366,35 @@ static bc_status cpu_begin_case(void *ctx, const eng_weights *w, eng_rollout *ro
     if (!d->have_model) {
         if ((st = eng_model_init_isa(&d->m, w, d->threads, d->isa, err)) != BC_OK) return st;
         d->have_model = 1;
+        d->probed_prefill = d->probed_decode = 0;
     }
     if ((st = eng_rollout_acquire(ro, &d->m, err)) != BC_OK) return st;
     cache_held(ro, &d->m, &d->case_kv, &d->case_ws);
+    if (d->measure_threads) { /* threads = 0: measured again when the case's rows differ from the last probe's */
+        const int rows = eng_rollout_cache_rows(ro);
+        const int prefill = (eng_rollout_shared_prefill(ro) ? ro->Bp : rows) * ro->Tp;
+        if (prefill != d->probed_prefill || rows != d->probed_decode) {
+            if ((st = eng_threads_probe_model(&d->m, prefill, rows, &d->probe, err)) != BC_OK) return st;
+            d->probed_prefill = prefill;
+            d->probed_decode = rows;
+        }
+        d->m.phase_threads[ENG_PHASE_PREFILL] = d->probe.chosen[ENG_PHASE_PREFILL];
+        d->m.phase_threads[ENG_PHASE_DECODE] = d->probe.chosen[ENG_PHASE_DECODE];
+    }
     return BC_OK;
+}
+
+static void cpu_threads_probe(void *ctx, eng_threads_probe *out) {
+    const cpu_device *d = ctx;
+    if (d->measure_threads && d->probed_decode > 0) {
+        *out = d->probe;
+        return;
+    }
+    memset(out, 0, sizeof *out);
+    for (int ph = 0; ph < ENG_PHASE_COUNT; ph++) {
+        out->chosen[ph] = d->threads;
+        for (int i = 0; i < ENG_THREADS_MAX_CANDIDATES; i++) out->ms[ph][i] = NAN;
+    }
 }
 
 /* The CPU device picks the batching below the device interface: continuous
@@ -471,4 +500,5 @@ const eng_device_ops eng_device_cpu = {
     .read_memory = cpu_read_memory,
     .score = cpu_score,
     .logprobs = 1,
+    .threads_probe = cpu_threads_probe,
 };

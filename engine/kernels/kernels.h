@@ -139,18 +139,30 @@ eng_isa eng_kernels_auto_isa(eng_isa cpu, double dpbf16_over_fma);
 const eng_kernels *eng_kernels_best(void);
 
 /* A fixed pool of worker threads. eng_pool_run calls fn(ctx, i, n) once for
- * every i in [0, n), n = n_threads, on the pool's n_threads threads (the
- * caller is one of them) and returns when all are done. i is a unit of work,
- * not a thread identity: the caller runs i = 0 and may also run an index
- * whose worker is not scheduled yet; no index runs twice. n_threads == 1 runs
- * inline, creating no threads. */
+ * every i in [0, n), n = the active count (n_threads unless
+ * eng_pool_set_active lowered it), on the pool's threads (the caller is one
+ * of them) and returns when all are done. i is a unit of work, not a thread
+ * identity: the caller runs i = 0 and may also run an index whose worker is
+ * not scheduled yet; no index runs twice. n == 1 runs inline (n_threads == 1
+ * creates no threads). eng_pool_size is n_threads (what per-thread scratch is
+ * sized for); eng_pool_active the n of the next run. */
 typedef struct eng_pool eng_pool;
 eng_pool *eng_pool_create(int n_threads);
 int eng_pool_size(const eng_pool *p);
+int eng_pool_active(const eng_pool *p);
+/* Runs use n of the pool's threads from now on (n outside [1, n_threads]:
+ * all of them); returns the count before. Called by the thread that calls
+ * eng_pool_run, between runs. NULL pool: 1. */
+int eng_pool_set_active(eng_pool *p, int n);
 void eng_pool_run(eng_pool *p, void (*fn)(void *ctx, int i, int n), void *ctx);
 void eng_pool_destroy(eng_pool *p);
-/* The online CPU cores (at least 1): what a thread count of 0 means. */
+/* The online CPUs (at least 1): what `threads = 0` measures from
+ * (docs/engine.md). */
 int eng_online_cores(void);
+/* The physical cores among the online CPUs, from sysfs's
+ * thread_siblings_list (a core counted at its first sibling); the online
+ * CPUs where sysfs has no topology. */
+int eng_physical_cores(void);
 
 /* y = x w^T + b over a pool: splits N into per-thread blocks aligned to 64
  * bytes of output, so no two threads write the same cache line. */

@@ -1,21 +1,25 @@
 /* pool.c: the engine's thread pool and eng_linear_parallel.
  *
- * n_threads - 1 persistent pthreads plus the caller. A run of n indices:
- *   1. the caller stores fn/ctx, sets `remaining` = n - 1 and `next` = 1, and
- *      bumps `generation`;
+ * n_threads - 1 persistent pthreads plus the caller. A run of n indices
+ * (n = the active count, eng_pool_set_active: n_threads unless lowered):
+ *   1. the caller stores fn/ctx, sets `remaining` = n - 1 and `claim` =
+ *      (n, next index 1), and bumps `generation`;
  *   2. a worker that is spinning on `generation` sees it at once; one that
  *      has spun for too long sleeps on a condition variable, so the caller
  *      broadcasts only when `sleepers` > 0;
  *   3. the caller runs index 0; every thread, the caller included, then
- *      claims indices from `next` (fetch_add) until they run out, runs each
+ *      claims indices from `claim` (a compare-and-swap of the next index,
+ *      which carries the run's n beside it) until they run out, runs each
  *      and decrements `remaining`; the caller spins on `remaining`, then
  *      sleeps the same way. Claiming means that when a worker is not
  *      scheduled (a 2-core machine shared with other processes) the caller
  *      runs its index instead of waiting a whole time slice for it.
  * So an index is a unit of work, not a thread identity: it runs exactly once,
  * on some pool thread. A worker that wakes late may claim an index of the
- * next run; that is safe because the caller resets `next` only after the
- * previous run's indices are all done, and fn/ctx are published before it.
+ * next run; that is safe because the caller resets `claim` only after the
+ * previous run's indices are all done, and fn/ctx are published before it;
+ * n travels in the same word as the index, so a claimer never pairs one
+ * run's index with another run's n when the active count changes.
  * The wake-up handshake is Dekker style on seq_cst atomics: the waiter
  * publishes itself (sleepers / caller_waiting) before rechecking the
  * condition under the mutex; the notifier changes the condition before
@@ -36,6 +40,7 @@
 #include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,7 +74,10 @@ struct eng_pool {
     void (*fn)(void *ctx, int i, int n);
     void *ctx;
     int n_threads;
-    alignas(64) atomic_int next;        /* the next index to claim */
+    int active;                         /* indices per run, [1, n_threads]; the caller's */
+    /* (n << 32) | next index: the run's index count and the next index to
+     * claim, one word so a claim reads both from the same run */
+    alignas(64) atomic_ullong claim;
     alignas(64) atomic_int remaining;   /* indices 1..n-1 not yet done */
     alignas(64) atomic_int sleepers;    /* workers in (or entering) cond_wait */
     atomic_int caller_waiting;          /* the caller is in (or entering) cond_wait */
@@ -89,14 +97,18 @@ static long now_ns(void)
 }
 
 /* Claims and runs indices until none are left. fn/ctx are read after the
- * claim, which synchronises with the caller's store of `next`. */
+ * claim, which synchronises with the caller's store of `claim`. */
 static void run_claimed(eng_pool *p, int notify)
 {
-    const int n = p->n_threads;
     for (;;) {
-        int i = atomic_fetch_add(&p->next, 1);
-        if (i >= n)
-            return;
+        unsigned long long c = atomic_load(&p->claim);
+        int i, n;
+        do {
+            n = (int)(c >> 32);
+            i = (int)(c & 0xffffffffu);
+            if (i >= n)
+                return;
+        } while (!atomic_compare_exchange_weak(&p->claim, &c, c + 1));
         p->fn(p->ctx, i, n);
         if (atomic_fetch_sub(&p->remaining, 1) == 1 && notify && atomic_load(&p->caller_waiting)) {
             pthread_mutex_lock(&p->mu);
@@ -148,6 +160,34 @@ int eng_online_cores(void) {
     return n > 0 ? (int)n : 1;
 }
 
+/* The first CPU a sysfs list such as "0-1,4" names; -1 when unreadable. */
+static int first_listed_cpu(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int cpu = -1;
+    if (fscanf(f, "%d", &cpu) != 1)
+        cpu = -1;
+    fclose(f);
+    return cpu;
+}
+
+int eng_physical_cores(void)
+{
+    const int online = eng_online_cores();
+    int cores = 0;
+    for (int cpu = 0; cpu < online; cpu++) {
+        char path[128];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
+        const int first = first_listed_cpu(path);
+        if (first < 0)
+            return online; /* no topology (or offline CPUs among the first ones): every CPU a core */
+        cores += first == cpu; /* a core counted once, at its first sibling */
+    }
+    return cores > 0 ? cores : online;
+}
+
 eng_pool *eng_pool_create(int n_threads)
 {
     if (n_threads < 1)
@@ -156,7 +196,7 @@ eng_pool *eng_pool_create(int n_threads)
     if (!p)
         return NULL;
     atomic_init(&p->generation, 0);
-    atomic_init(&p->next, n_threads);
+    atomic_init(&p->claim, (unsigned long long)n_threads << 32 | (unsigned)n_threads);
     atomic_init(&p->remaining, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_waiting, 0);
@@ -164,6 +204,7 @@ eng_pool *eng_pool_create(int n_threads)
     p->fn = NULL;
     p->ctx = NULL;
     p->n_threads = n_threads;
+    p->active = n_threads;
     p->spin_ns = n_threads > eng_online_cores() ? POOL_SPIN_NS_OVERSUBSCRIBED : POOL_SPIN_NS;
     p->workers = NULL;
     pthread_mutex_init(&p->mu, NULL);
@@ -194,23 +235,37 @@ eng_pool *eng_pool_create(int n_threads)
 
 int eng_pool_size(const eng_pool *p) { return p ? p->n_threads : 1; }
 
+int eng_pool_active(const eng_pool *p) { return p ? p->active : 1; }
+
+int eng_pool_set_active(eng_pool *p, int n)
+{
+    if (!p)
+        return 1;
+    if (n < 1 || n > p->n_threads)
+        n = p->n_threads;
+    const int before = p->active;
+    p->active = n;
+    return before;
+}
+
 void eng_pool_run(eng_pool *p, void (*fn)(void *ctx, int i, int n), void *ctx)
 {
-    if (!p || p->n_threads == 1) {
+    if (!p || p->active == 1) {
         fn(ctx, 0, 1);
         return;
     }
+    const int n = p->active;
     p->fn = fn;
     p->ctx = ctx;
-    atomic_store(&p->remaining, p->n_threads - 1);
-    atomic_store(&p->next, 1);           /* seq_cst: publishes fn, ctx, remaining to claimers */
+    atomic_store(&p->remaining, n - 1);
+    atomic_store(&p->claim, (unsigned long long)n << 32 | 1u); /* seq_cst: publishes fn, ctx, remaining */
     atomic_fetch_add(&p->generation, 1); /* seq_cst: wakes the spinning workers */
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
     }
-    fn(ctx, 0, p->n_threads);
+    fn(ctx, 0, n);
     run_claimed(p, 0);
     if (atomic_load_explicit(&p->remaining, memory_order_acquire) != 0) {
         long t0 = now_ns();
@@ -283,7 +338,7 @@ void eng_linear_parallel(eng_pool *pool, const eng_kernels *k, float *y, const f
                          const float *bias, int M, int K, int N, int relu)
 {
     linear_job j = {k, y, x, w, bias, wt, M, K, N, relu};
-    if (!pool || pool->n_threads == 1 || N <= LINEAR_BLOCK) {
+    if (!pool || pool->active == 1 || N <= LINEAR_BLOCK) {
         k->linear(y, x, w, wt, bias, M, K, N, 0, N, relu);
         return;
     }

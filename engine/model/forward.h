@@ -52,6 +52,10 @@ typedef struct eng_model {
     const eng_weights *w;  /* borrowed; w->family runs the layers */
     const eng_kernels *k;  /* static */
     eng_pool *pool;        /* owned */
+    /* The pool's threads a prefill forward (T > 1) and a decode forward
+     * (T == 1) run on; 0: all of them (the device sets them: threads = 0,
+     * cpu_threads.h) */
+    int phase_threads[2];
     eng_workspace ws;      /* owned; grows in eng_model_reserve or eng_forward */
 } eng_model;
 

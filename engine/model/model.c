@@ -290,6 +290,7 @@ bc_status eng_forward(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, con
             if (s >= s0) ws->pos[b * T + (s - s0)] = (mk[s] ? cum : 0) - 1;
         }
     }
+    eng_pool_set_active(m->pool, m->phase_threads[T > 1 ? 0 : 1]); /* 0: all */
     w->family->forward(m, kv, tokens, mask, mask_stride, B, T, mode, logits);
     if (!kv->slot_of) kv->len = S1;
     return BC_OK;

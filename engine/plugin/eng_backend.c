@@ -171,6 +171,7 @@ bc_status eng_backend_create(const bc_host *host, const bc_settings *v, void **o
      * with "no CUDA device: ..." (the backend cannot start) */
     s->dev = strcmp(setting_str(v, S_DEVICE), "cuda") == 0 ? eng_plugin.cuda_device() : &eng_device_cpu;
     const eng_device_config cfg = {.threads = s->threads,
+                                   .measure_threads = setting_int(v, S_THREADS) == 0,
                                    .isa = s->kernels_isa,
                                    .index = (int)setting_int(v, S_DEVICE_INDEX),
                                    .graphs = setting_int(v, S_CUDA_GRAPHS) != 0};

@@ -301,6 +301,20 @@ static void take_metrics(eng_backend *s) {
         m[M_LORA_FUSE_MS] = s->lora->fuse_ms;
         m[M_LORA_UNFUSE_MS] = s->lora->unfuse_ms;
     }
+    if (s->dev->threads_probe) {
+        eng_threads_probe p;
+        s->dev->threads_probe(s->dev_ctx, &p);
+        m[M_THREADS_PREFILL] = p.chosen[ENG_PHASE_PREFILL];
+        m[M_THREADS_DECODE] = p.chosen[ENG_PHASE_DECODE];
+        /* the candidates are 1, the cores when SMT siblings share them, every CPU (eng_threads_candidates) */
+        const int cores = p.n == 3;
+        for (int ph = 0; ph < ENG_PHASE_COUNT && p.n > 0; ph++) {
+            double *row = m + (ph == ENG_PHASE_PREFILL ? M_THREADS_PROBE_PREFILL_1_MS : M_THREADS_PROBE_DECODE_1_MS);
+            row[0] = p.ms[ph][0];
+            if (cores) row[1] = p.ms[ph][1];
+            if (p.n > 1) row[2] = p.ms[ph][p.n - 1];
+        }
+    }
 }
 
 /* The device's generate stage, as eng_lora_around runs it. */

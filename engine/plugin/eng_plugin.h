@@ -31,7 +31,7 @@ extern const char eng_plugin_model_help[];
 #define ENG_N_SETTINGS 35
 extern const bc_setting_desc eng_settings[ENG_N_SETTINGS];
 /* The engine's metrics, the rows read_metrics fills (docs/opt.md lists them). */
-#define ENG_N_METRICS 17
+#define ENG_N_METRICS 25
 extern const bc_metric_desc eng_metrics[ENG_N_METRICS];
 extern const bc_backend_ops eng_backend_ops;
 bc_status eng_backend_check_settings(const bc_host *host, const bc_settings *settings, bc_error *err);

@@ -53,8 +53,9 @@ const bc_setting_desc eng_settings[S_COUNT] = {
                       .help = "Hugging Face checkpoint directory (config.json + weights); \"\" = synthetic weights"},
     [S_WEIGHTS_SEED] = {.name = "weights_seed", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1, .min = 0,
                         .max = 9007199254740992.0, .help = "seed of the synthetic weights"},
-    [S_THREADS] = {.name = "threads", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1, .min = 0, .max = 1024,
-                   .help = "worker threads (0 = all online cores)"},
+    [S_THREADS] = {.name = "threads", .type = BC_SETTING_INT, .default_int = -1, .has_range = 1, .min = -1,
+                   .max = 1024, .help = "worker threads (-1 = every online CPU; 0 = per phase the fastest of 1, one "
+                                        "per core and every CPU, measured as each case begins)"},
     [S_DEVICE] = {.name = "device", .type = BC_SETTING_ENUM, .default_string = "cpu", .choices = device_choices,
                   .help = "where the model runs"},
     [S_STOP_AT_EOS] = {.name = "stop_at_eos", .type = BC_SETTING_BOOL, .default_int = 0,
@@ -190,6 +191,23 @@ const bc_metric_desc eng_metrics[M_COUNT] = {
            "a contiguous cache's bytes minus the paged peak (0 contiguous)"),
     METRIC(M_LORA_FUSE_MS, "lora_fuse_ms", "ms", LOWER, "fusing the LoRA adapter into the weights before generate"),
     METRIC(M_LORA_UNFUSE_MS, "lora_unfuse_ms", "ms", LOWER, "unfusing it after generate"),
+    /* the engine's own (no host field): threads = 0 (docs/engine.md, "Threads") */
+    METRIC(M_THREADS_PREFILL, "threads_prefill", "threads", NEITHER,
+           "CPU threads the prefill ran on (threads = 0: the probe's choice)"),
+    METRIC(M_THREADS_DECODE, "threads_decode", "threads", NEITHER,
+           "CPU threads the decode steps ran on (threads = 0: the probe's choice)"),
+    METRIC(M_THREADS_PROBE_PREFILL_1_MS, "threads_probe_prefill_1_ms", "ms", LOWER,
+           "threads = 0: layer 0's matrices at the prefill's rows (at most 256), 1 thread"),
+    METRIC(M_THREADS_PROBE_PREFILL_CORES_MS, "threads_probe_prefill_cores_ms", "ms", LOWER,
+           "the same, one thread per physical core (null without SMT siblings)"),
+    METRIC(M_THREADS_PROBE_PREFILL_ALL_MS, "threads_probe_prefill_all_ms", "ms", LOWER,
+           "the same, every online CPU"),
+    METRIC(M_THREADS_PROBE_DECODE_1_MS, "threads_probe_decode_1_ms", "ms", LOWER,
+           "threads = 0: the first 4 layers' matrices at the decode rows, 1 thread"),
+    METRIC(M_THREADS_PROBE_DECODE_CORES_MS, "threads_probe_decode_cores_ms", "ms", LOWER,
+           "the same, one thread per physical core (null without SMT siblings)"),
+    METRIC(M_THREADS_PROBE_DECODE_ALL_MS, "threads_probe_decode_all_ms", "ms", LOWER,
+           "the same, every online CPU"),
 };
 
 #undef METRIC

@@ -189,7 +189,6 @@ static void test_descriptor(void **state) {
                              "scheduler_overhead_ms", "cache_management_overhead_ms", "active_batch_size",
                              "continuous_batch_size", "occupancy", "kv_pages_peak", "kv_bytes_peak",
                              "kv_fragmentation", "kv_bytes_saved", "lora_fuse_ms", "lora_unfuse_ms"};
-    assert_int_equal(f->d->n_metrics, sizeof metrics / sizeof metrics[0]);
     for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++) {
         const bc_metric_desc *m = BC_AT(bc_metric_desc, f->d->metrics, f->d->metric_size, metric(f, metrics[i]));
         const bc_metric_desc *h = bc_host_field_desc(metrics[i]);
@@ -201,6 +200,23 @@ static void test_descriptor(void **state) {
         assert_int_equal(m->scope, h->scope);
         assert_true(m->help && m->help[0]);
     }
+    /* the engine's own: threads per phase and threads = 0's probe, no host field of those names */
+    const char *own[] = {"threads_prefill", "threads_decode", "threads_probe_prefill_1_ms",
+                         "threads_probe_prefill_cores_ms", "threads_probe_prefill_all_ms",
+                         "threads_probe_decode_1_ms", "threads_probe_decode_cores_ms", "threads_probe_decode_all_ms"};
+    assert_int_equal(f->d->n_metrics, sizeof metrics / sizeof metrics[0] + sizeof own / sizeof own[0]);
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        const bc_metric_desc *m = BC_AT(bc_metric_desc, f->d->metrics, f->d->metric_size, metric(f, own[i]));
+        char why[160];
+        assert_int_equal(bc_metric_desc_invalid(m, why, sizeof why), 0);
+        assert_null(bc_host_field_desc(own[i]));
+        assert_int_equal(m->scope, BC_METRIC_PER_ITERATION);
+    }
+    /* threads: -1 (every online CPU) by default; 0 measures */
+    const bc_setting_desc *th = BC_AT(bc_setting_desc, f->d->settings, f->d->setting_size, 3);
+    assert_string_equal(th->name, "threads");
+    assert_int_equal(th->default_int, -1);
+    assert_true(th->min == -1.0);
 }
 
 static char *read_all(const char *path) {
@@ -306,6 +322,10 @@ static void test_rollout_and_memory(void **state) {
     assert_double_equal(m[metric(f, "response_length_min")], 3.0, 0.0);
     assert_double_equal(m[metric(f, "response_length_max")], 3.0, 0.0);
     assert_double_equal(m[metric(f, "num_prefill_forwards")], 1.0, 0.0);
+    /* threads = 2: both phases on 2, no probe */
+    assert_double_equal(m[metric(f, "threads_prefill")], 2.0, 0.0);
+    assert_double_equal(m[metric(f, "threads_decode")], 2.0, 0.0);
+    assert_true(isnan(m[metric(f, "threads_probe_prefill_1_ms")]) && isnan(m[metric(f, "threads_probe_decode_all_ms")]));
     assert_double_equal(m[metric(f, "kv_bytes_peak")], (double)plan.kv_cache_bytes, 0.0);
     assert_double_equal(m[metric(f, "kv_bytes_saved")], 0.0, 0.0);
     assert_true(isnan(m[metric(f, "continuous_batch_size")])); /* static */
@@ -865,6 +885,49 @@ static void test_kernels_setting(void **state) {
     if (st == BC_ERR_SETTING) assert_non_null(strstr(err.message, "picks CPU kernels, but device = \"cuda\""));
 }
 
+/* threads = 0: each phase's threads are one of the candidates (1, the
+ * physical cores, every online CPU), the probe's times in the metrics
+ * (1 thread and every CPU measured; the cores only with SMT siblings), the
+ * pool back at every CPU for describe. The choice itself is
+ * test_cpu_threads' (a fake clock). */
+static void test_threads_zero(void **state) {
+    fixture *f = *state;
+    bc_error err = {0};
+    setting(f, "checkpoint")->s = GOLDEN "preln";
+    setting(f, "threads")->i = 0;
+    assert_int_equal(f->d->check_settings(&host, &f->settings, &err), BC_OK);
+    void *inst = NULL;
+    assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+    bc_case c = make_case(&prec_bf16_ops, "bf16");
+    assert_int_equal(f->ops->prepare(inst, &err), BC_OK);
+    assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
+    assert_int_equal(f->ops->expand_prompts(inst, &err), BC_OK);
+    bc_generation_stats g = {.struct_size = sizeof g};
+    assert_int_equal(f->ops->generate(inst, &g, &err), BC_OK);
+    double m[32];
+    read_metrics(f, inst, m);
+    const int online = eng_online_cores(), cores = eng_physical_cores();
+    for (int ph = 0; ph < 2; ph++) {
+        const double t = m[metric(f, ph ? "threads_decode" : "threads_prefill")];
+        assert_true(t == 1.0 || t == (double)online || t == (double)cores);
+        const double one = m[metric(f, ph ? "threads_probe_decode_1_ms" : "threads_probe_prefill_1_ms")];
+        const double all = m[metric(f, ph ? "threads_probe_decode_all_ms" : "threads_probe_prefill_all_ms")];
+        const double core = m[metric(f, ph ? "threads_probe_decode_cores_ms" : "threads_probe_prefill_cores_ms")];
+        if (online > 1) {
+            assert_true(one > 0.0 && all > 0.0); /* fail on NaN */
+            assert_true((cores > 1 && cores < online) ? core > 0.0 : isnan(core));
+        } else {
+            assert_true(isnan(one) && isnan(all) && isnan(core)); /* one CPU: nothing to choose */
+            assert_true(t == 1.0);
+        }
+    }
+    bc_backend_info info = {.struct_size = sizeof info};
+    assert_int_equal(f->ops->describe(inst, &info, &err), BC_OK);
+    assert_int_equal(info.cpu_threads, online); /* the pool's threads: the most a phase runs on */
+    f->ops->end_case(inst);
+    f->ops->destroy(inst);
+}
+
 int main(void) {
     bc_host_init(&host, "test");
     const struct CMUnitTest tests[] = {
@@ -880,6 +943,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kernels_setting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads_zero, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

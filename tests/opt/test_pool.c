@@ -2,7 +2,10 @@
  * runs exactly once per eng_pool_run, for 1..4 threads and many runs in a
  * row (both back to back, where workers are still spinning, and after a
  * pause long enough for them to sleep); eng_linear_parallel matches the
- * single-threaded kernel bit for bit and writes every output once.
+ * single-threaded kernel bit for bit and writes every output once. With
+ * the active count changed between runs (eng_pool_set_active, back to back
+ * so late workers of one run meet the next), each run hands out exactly its
+ * own n indices.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -67,6 +70,29 @@ static void test_pool_runs(void **state)
         run_counted(p, nt, 200, 50000L);      /* around the spin limit */
         eng_pool_destroy(p);
     }
+}
+
+static void test_pool_active(void **state)
+{
+    (void)state;
+    eng_pool *p = eng_pool_create(MAX_THREADS);
+    assert_non_null(p);
+    assert_int_equal(eng_pool_active(p), MAX_THREADS);
+    assert_int_equal(eng_pool_set_active(p, 2), MAX_THREADS); /* returns the count before */
+    assert_int_equal(eng_pool_active(p), 2);
+    assert_int_equal(eng_pool_set_active(p, 0), 2); /* outside [1, n_threads]: all */
+    assert_int_equal(eng_pool_active(p), MAX_THREADS);
+    eng_pool_set_active(p, MAX_THREADS + 1);
+    assert_int_equal(eng_pool_active(p), MAX_THREADS);
+    assert_int_equal(eng_pool_size(p), MAX_THREADS); /* the threads made do not change */
+    for (int r = 0; r < 4000; r++) {
+        const int n = 1 + (r * 7 + r / 3) % MAX_THREADS; /* every count, in an irregular order */
+        eng_pool_set_active(p, n);
+        run_counted(p, n, 1, r % 500 == 0 ? 2 * 1000000L : 0);
+    }
+    eng_pool_destroy(p);
+    assert_int_equal(eng_pool_set_active(NULL, 3), 1);
+    assert_int_equal(eng_pool_active(NULL), 1);
 }
 
 static void test_pool_create_destroy(void **state)
@@ -159,6 +185,7 @@ int main(void)
         cmocka_unit_test(test_pool_create_destroy),
         cmocka_unit_test(test_pool_runs),
         cmocka_unit_test(test_pool_visibility),
+        cmocka_unit_test(test_pool_active),
         cmocka_unit_test(test_linear_parallel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,7 @@
  * pool, on OPT-125m's shapes (C = 768, F = 3072, V = 50272).
  *
  *   bench_kernels [--threads N] [--isa NAME] [--dtype NAME] [--m LIST] [--cpu-time]
- *                 [--quick] [--attend] [--step MODEL]
+ *                 [--quick] [--attend] [--step MODEL [--rows LIST]]
  *
  * --cpu-time times by the process's CPU time instead of the wall clock: on
  * a loaded machine, with --threads 1, that leaves out the time the thread
@@ -26,12 +26,12 @@
  * fused, out, fc1, fc2, then the lm_head), each layer's weights in their own
  * buffer, so the whole set (250 MB in bf16 for OPT-125m) streams from memory
  * as in the engine; ms per step and the weight bytes per second.
- * With --m LIST (e.g. 1,16,64) --step runs every linear at each M rows (a
- * batched decode step; rows/s = M / step time); --dtype may name several
- * (int8,w8a8; w8a8, the W8A8 integer kernels, runs only when named).
  * --step qwen0.5b does the same on Qwen2.5-0.5B's linears (C = 896, 24
  * layers: q | k | v fused [1152 x 896], o [896 x 896], gate | up fused
  * [9728 x 896], down [896 x 4864], the tied lm_head [151936 x 896]).
+ * --rows 1,2,4,8,16,32,64 times the same step at each row count M (x
+ * [M, widest K], y [M, V]): a decode step of M rows' linears, the step time
+ * against the rows (tools/bench/crossover.sh); default 1, or --m's list.
  *
  * Prints, for every kernel variant this CPU has (or just --isa), and 1..N
  * threads:
@@ -153,12 +153,6 @@ static void lin_run(void *vctx)
  * stores; the speed of int8 does not depend on the values. */
 static void *make_weights(eng_dtype wt, size_t n)
 {
-    if (wt == ENG_W8A8) { /* the same bytes 0x3c; packed [N, K] (K >= 8) takes at most 2 n + 4 KiB */
-        void *w = malloc(2 * n + 4096);
-        if (w)
-            memset(w, 0x3c, 2 * n + 4096);
-        return w;
-    }
     if (wt == ENG_I8) { /* values and scales 0x3c: up to n rows of scales (rows >= 1 column) */
         void *w = malloc(eng_matrix_bytes(ENG_I8, n, 1));
         if (w)
@@ -188,10 +182,10 @@ typedef struct step_ctx {
     eng_pool *pool;
     const eng_kernels *k;
     eng_dtype wt;
+    int M;             /* rows of x */
     int n;             /* linears in the step */
     void **w;          /* w[i]: the weights of linear i */
     const int (*kn)[2]; /* kn[i]: its K and N */
-    int M;             /* rows of x */
     const float *x;
     float *y;
 } step_ctx;
@@ -205,10 +199,10 @@ static void step_run(void *vctx)
 
 /* Times step_run for every family (or --isa), dtype (or --dtype) and 1..max_threads
  * threads on the model's linears: C = 768, 12 layers (125m) or C = 2048, 24
- * layers (1.3b), F = 4 C, V = 50272; or Qwen2.5-0.5B's (qwen0.5b). Returns 0, 1 when out of memory, 2 for
- * an unknown model. */
-static int bench_step(const char *model, const char *isa_only, const char *dtype_only, const char *m_list,
-                      int max_threads, double min_s)
+ * layers (1.3b), F = 4 C, V = 50272; or Qwen2.5-0.5B's (qwen0.5b), at each of the n_rows row counts
+ * rows[]. Returns 0, 1 when out of memory, 2 for an unknown model. */
+static int bench_step(const char *model, const char *isa_only, const char *dtype_only, int max_threads, double min_s,
+                      const int *rows, int n_rows)
 {
     const int qwen = !strcmp(model, "qwen0.5b");
     const int C = qwen ? 896 : !strcmp(model, "125m") ? 768 : !strcmp(model, "1.3b") ? 2048 : 0;
@@ -220,33 +214,32 @@ static int bench_step(const char *model, const char *isa_only, const char *dtype
     const int F = qwen ? 4864 : 4 * C, V = qwen ? 151936 : 50272, n = 4 * L + 1;
     int(*kn)[2] = malloc(sizeof *kn * (size_t)n);
     void **w = calloc((size_t)n, sizeof *w);
-    int Ms[16], nm = 0; /* --m: rows of x (decode rows), default 1 */
-    for (const char *p = m_list ? m_list : "1"; *p && nm < 16;) {
-        Ms[nm] = atoi(p);
-        nm += Ms[nm] > 0 && Ms[nm] <= 4096;
-        p = strchr(p, ',') ? strchr(p, ',') + 1 : p + strlen(p);
-    }
-    int Mmax = 1;
-    for (int i = 0; i < nm; i++)
-        Mmax = Ms[i] > Mmax ? Ms[i] : Mmax;
-    float *x = malloc(sizeof(float) * (size_t)F * Mmax), *y = malloc(sizeof(float) * (size_t)V * Mmax);
-    if (!kn || !w || !x || !y)
+    int max_m = 1;
+    for (int r = 0; r < n_rows; r++)
+        max_m = rows[r] > max_m ? rows[r] : max_m;
+    float *x = malloc(sizeof(float) * (size_t)F * (size_t)max_m), *y = malloc(sizeof(float) * (size_t)V * (size_t)max_m);
+    if (!kn || !w || !x || !y) {
+        free(kn);
+        free(w);
+        free(x);
+        free(y);
         return 1;
+    }
     for (int i = 0; i < n; i++) {
         /* K, N per layer: qkv fused, out, fc1 (gate | up), fc2 (down) */
         const int layer[4][2] = {{C, qwen ? 1152 : 3 * C}, {C, C}, {C, qwen ? 2 * F : F}, {F, C}};
         kn[i][0] = i == n - 1 ? C : layer[i % 4][0];
         kn[i][1] = i == n - 1 ? V : layer[i % 4][1];
     }
-    for (long i = 0; i < (long)F * Mmax; i++)
+    for (long i = 0; i < (long)F * max_m; i++)
         x[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
     int rc = 0;
     for (int isa = 0; isa <= (int)eng_isa_detect() && !rc; isa++) {
         const eng_kernels *k = eng_kernels_for((eng_isa)isa);
         if (!k || (isa_only && strcmp(isa_only, eng_isa_name((eng_isa)isa))))
             continue;
-        for (int wt = 0; wt <= ENG_W8A8 && !rc; wt++) {
-            if (dtype_only ? !strstr(dtype_only, eng_dtype_name((eng_dtype)wt)) : wt == ENG_W8A8)
+        for (int wt = 0; wt <= ENG_I8 && !rc; wt++) {
+            if (dtype_only && strcmp(dtype_only, eng_dtype_name((eng_dtype)wt)))
                 continue;
             double bytes = 0;
             for (int i = 0; i < n && !rc; i++) {
@@ -254,20 +247,22 @@ static int bench_step(const char *model, const char *isa_only, const char *dtype
                 rc = w[i] ? 0 : 1;
                 bytes += (double)kn[i][0] * kn[i][1] * eng_dtype_size((eng_dtype)wt);
             }
-            for (int nt = 1; nt <= max_threads && !rc; nt++)
-                for (int im = 0; im < nm && !rc; im++) {
-                    step_ctx sc = {eng_pool_create(nt), k, (eng_dtype)wt, n, w, (const int(*)[2])kn, Ms[im], x, y};
-                    if (!sc.pool) {
-                        rc = 1;
-                        break;
-                    }
-                    double t = time_median(step_run, &sc, min_s);
-                    printf("step %s %-11s %-8s M=%d threads=%d: %9.3f ms  %7.1f GB/s  %8.0f rows/s\n", model,
-                           eng_isa_name((eng_isa)isa), eng_dtype_name((eng_dtype)wt), Ms[im], nt, t * 1e3,
-                           bytes / t * 1e-9, Ms[im] / t);
-                    fflush(stdout);
-                    eng_pool_destroy(sc.pool);
+            for (int nt = 1; nt <= max_threads && !rc; nt++) {
+                eng_pool *pool = eng_pool_create(nt);
+                if (!pool) {
+                    rc = 1;
+                    break;
                 }
+                for (int r = 0; r < n_rows; r++) {
+                    step_ctx sc = {pool, k, (eng_dtype)wt, rows[r], n, w, (const int(*)[2])kn, x, y};
+                    double t = time_median(step_run, &sc, min_s);
+                    printf("step %s %-11s %-8s M=%d threads=%d: %9.3f ms  %7.1f GB/s\n", model,
+                           eng_isa_name((eng_isa)isa), eng_dtype_name((eng_dtype)wt), rows[r], nt, t * 1e3,
+                           bytes / t * 1e-9);
+                    fflush(stdout);
+                }
+                eng_pool_destroy(pool);
+            }
             for (int i = 0; i < n; i++) {
                 free(w[i]);
                 w[i] = NULL;
@@ -468,7 +463,7 @@ static int bench_attend(const char *isa_only, const char *dtype_only, double min
 int main(int argc, char **argv)
 {
     int max_threads = 2;
-    const char *isa_only = NULL, *dtype_only = NULL, *m_list = NULL, *step_model = NULL;
+    const char *isa_only = NULL, *dtype_only = NULL, *m_list = NULL, *step_model = NULL, *rows_list = NULL;
     int attend_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
@@ -481,6 +476,8 @@ int main(int argc, char **argv)
             m_list = argv[++i];
         else if (!strcmp(argv[i], "--step") && i + 1 < argc)
             step_model = argv[++i];
+        else if (!strcmp(argv[i], "--rows") && i + 1 < argc)
+            rows_list = argv[++i];
         else if (!strcmp(argv[i], "--cpu-time"))
             g_cpu_time = 1;
         else if (!strcmp(argv[i], "--quick"))
@@ -489,7 +486,8 @@ int main(int argc, char **argv)
             attend_only = 1;
         else {
             fprintf(stderr, "usage: %s [--threads N] [--isa portable|avx2|avx512|avx512_bf16] [--dtype NAME] "
-                            "[--m LIST] [--cpu-time] [--quick] [--attend] [--step 125m|1.3b|qwen0.5b]\n", argv[0]);
+                            "[--m LIST] [--cpu-time] [--quick] [--attend] [--step 125m|1.3b|qwen0.5b [--rows LIST]]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -498,8 +496,21 @@ int main(int argc, char **argv)
     double min_s = g_quick ? 0.02 : 0.1;
     printf("detected ISA: %s; threads 1..%d; medians of %d batches of >= %.0f ms\n", eng_isa_name(eng_isa_detect()),
            max_threads, g_quick ? 3 : 7, min_s * 1e3);
-    if (step_model)
-        return bench_step(step_model, isa_only, dtype_only, m_list, max_threads, min_s);
+    if (step_model) {
+        int rows[32], n_rows = 0;
+        if (!rows_list) rows_list = m_list ? m_list : "1"; /* --m names the step's rows too */
+        for (const char *p = rows_list; *p && n_rows < 32;) {
+            char *end;
+            long m = strtol(p, &end, 10);
+            if (end == p || m < 1 || m > 4096 || (*end && *end != ',')) {
+                fprintf(stderr, "%s: --rows wants comma-separated row counts in 1..4096, not '%s'\n", argv[0], rows_list);
+                return 2;
+            }
+            rows[n_rows++] = (int)m;
+            p = *end ? end + 1 : end;
+        }
+        return bench_step(step_model, isa_only, dtype_only, max_threads, min_s, rows, n_rows);
+    }
 
     if (attend_only)
         return bench_attend(isa_only, dtype_only, min_s);

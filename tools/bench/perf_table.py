@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """perf_table.py: reads benchctl's JSON reports of the native engine and of
-the peers (the `worker` backend running transformers or CTranslate2,
-docs/pyworkers.md) and the bandwidth and FMA-peak probes' JSON, and prints
+the peers (the `worker` backend running transformers, CTranslate2 or
+OpenVINO, docs/pyworkers.md) and the bandwidth and FMA-peak probes' JSON, and prints
 two tables (markdown) for docs/performance.md: every row measured, and the
 targets, met or not. Standard library only.
 
@@ -70,8 +70,9 @@ Columns of the first table, per engine x kernel family x precision x shape
   vs fp32       tok/s over the same engine's, family's, model's and shape's
                 fp32 row (bf16 and int8 rows).
   vs bf16       the same over the bf16 row (int8 rows).
-  vs HF, vs CT2 tok/s divided by the HF / CT2 row of the same precision and
-                shape (OPT-125m only; CT2's int8 row is its int8 compute type)
+  vs HF, vs OV, vs CT2 tok/s divided by the HF / OpenVINO / CT2 row of the
+                same precision and shape (OPT-125m or the Llama shape the
+                peers ran; CT2's int8 row is its int8 compute type)
                 and of the matching ISA (peer_row): the avx2 family (and a
                 peer held to AVX2) against the peers held to AVX2, every other
                 family against the native peers; the native peer's row where
@@ -230,14 +231,14 @@ def median(xs):
     return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
-WORKER_ENGINES = {"transformers": "HF", "ctranslate2": "CT2", "deepspeed": "DS"}
+WORKER_ENGINES = {"transformers": "HF", "ctranslate2": "CT2", "deepspeed": "DS", "openvino": "OV"}
 
 
 LABELS = dict(WORKER_ENGINES, native="benchctl", opt="benchctl", llama="benchctl")
 
 
 def engine_of(doc, case):
-    """benchctl, or the engine a worker backend ran, as HF / CT2 / DS: from
+    """benchctl, or the engine a worker backend ran, as HF / CT2 / DS / OV: from
     the case's backend label (a run over several backends, configs/peers.cfg),
     else from the run's one backend (a worker's engine is the last word of its
     command, e.g. "tools/peers-worker transformers")."""
@@ -495,6 +496,8 @@ def add_metrics(rows, gbs, peaks):
         isa = comparison_isa(r)
         r["vs_hf"] = ratio(r["tps"], tps_of(peer_row(rows, "HF", r["model"], r["shape"], r["dtype"], isa))) \
             if ok and same else None
+        r["vs_ov"] = ratio(r["tps"], tps_of(peer_row(rows, "OV", r["model"], r["shape"], r["dtype"], isa))) \
+            if ok and same else None
         r["vs_ct2"] = ratio(r["tps"], tps_of(peer_row(rows, "CT2", r["model"], r["shape"], r["dtype"], isa))) \
             if ok and same else None
         r["vs_ct2_int8"] = ratio(r["tps"], tps_of(peer_row(rows, "CT2", r["model"], r["shape"], "int8", isa))) \
@@ -509,9 +512,9 @@ def shape_name(shape):
 
 def main_table(rows):
     lines = ["| engine | kernels | model | dtype | B x S, P->R | tok/s | tok/s range | step ms | fwd ms | bound ms "
-             "| step/bound | prefill GFLOP/s | of peak | vs fp32 | vs bf16 | vs HF | vs CT2 | vs CT2 int8 "
+             "| step/bound | prefill GFLOP/s | of peak | vs fp32 | vs bf16 | vs HF | vs OV | vs CT2 | vs CT2 int8 "
              "| vs CT2 best | note |",
-             "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         rng = "%.1f-%.1f" % (r["tps_min"], r["tps_max"]) if r["ok"] and r["tps_min"] is not None else "-"
         lines.append("| %s |" % " | ".join([
@@ -519,7 +522,8 @@ def main_table(rows):
             fmt(r["tps"] if r["ok"] else None, ".1f"), rng, fmt(r["step"], ".2f"), fmt(r["fwd"], ".2f"),
             "-" if r["bound_ms"] is None else "%.2f %s" % (r["bound_ms"], r["limit"]), fmt(r["step_bound"], ".2f"),
             fmt(r["prefill_gflops"], ".1f"), "-" if r["prefill_share"] is None else "%.0f%%" % (100 * r["prefill_share"]),
-            fmt(r["vs_fp32"], ".2f"), fmt(r["vs_bf16"], ".2f"), fmt(r["vs_hf"], ".2f"), fmt(r["vs_ct2"], ".2f"),
+            fmt(r["vs_fp32"], ".2f"), fmt(r["vs_bf16"], ".2f"), fmt(r["vs_hf"], ".2f"), fmt(r["vs_ov"], ".2f"),
+            fmt(r["vs_ct2"], ".2f"),
             fmt(r["vs_ct2_int8"], ".2f"), fmt(r["vs_ct2_best"], ".2f"), r["note"].replace("|", "/")]))
     return lines
 
@@ -666,7 +670,7 @@ def main(argv=None):
     gbs = best_bandwidth(args.bandwidth, args.threads) if args.bandwidth else None
     peaks = fma_peaks(args.fmapeak, args.threads)
 
-    order = {"benchctl": 0, "HF": 1, "CT2": 2}
+    order = {"benchctl": 0, "HF": 1, "OV": 2, "CT2": 3}
     dorder = {"float32": 0, "bfloat16": 1, "int8": 2}
     rows.sort(key=lambda r: (param_count(r["cfg"]), -r["shape"][0] * r["shape"][1], r["shape"],
                              order.get(r["engine"], 9), r["family"] or "", dorder.get(r["dtype"], 9)))

@@ -13,6 +13,9 @@
 #   4. Hugging Face transformers generate: the same file with the `worker`
 #      backend running `tools/peers-worker transformers` (docs/pyworkers.md);
 #   5. CTranslate2, the same way: float32, and int8 (compute_type);
+#   5a. OpenVINO (`tools/peers-worker openvino`, its own environment:
+#      tools/peers-venv --openvino), f32 and bf16, when that environment is
+#      installed; a line says it is skipped when not;
 #   5b. on an AVX-512 CPU with avx2 among KERNELS, the peers of PEERS_AVX2
 #      again with their libraries restricted to AVX2 (PEER_AVX2_ENV in the
 #      worker's environment: the backend's `env` setting, which the JSON
@@ -43,6 +46,9 @@
 #   SHAPES_HF ["1,1,128,128 4,4,128,128"] transformers' shapes (no 64 rows:
 #       about 4 minutes there, and no target compares with it)
 #   SHAPES_CT2 [the OPT-125m shapes] CTranslate2's (float32 and int8)
+#   SHAPES_OV [SHAPES_HF] OpenVINO's (f32 and bf16)
+#   PEERS ["hf ct2 ct2int8 ov"] the peers that run (ov: OpenVINO, skipped
+#       with a line when tools/peers-venv --openvino --check fails)
 #   SHAPES: when set, every model's and the peers' shapes (for quick checks)
 #   PRECISIONS_<model>, WARMUP_<model>, ITERATIONS_<model>: one model's
 #       precisions, warmup and iterations (default: all three precisions,
@@ -85,10 +91,23 @@ SHAPES_125m=${SHAPES_125m:-1,1,128,128 4,4,128,128 16,4,128,128}
 SHAPES_1_3b=${SHAPES_1_3b:-1,1,128,128 4,4,128,128}
 SHAPES_HF=${SHAPES_HF:-1,1,128,128 4,4,128,128}
 SHAPES_CT2=${SHAPES_CT2:-$SHAPES_125m}
+SHAPES_OV=${SHAPES_OV:-$SHAPES_HF}
 SHAPES=${SHAPES:-}
 if [[ -n "$SHAPES" ]]; then
     SHAPES_HF=$SHAPES
     SHAPES_CT2=$SHAPES
+    SHAPES_OV=$SHAPES
+fi
+PEERS=${PEERS-hf ct2 ct2int8 ov}
+for p in $PEERS; do
+    [[ " hf ct2 ct2int8 ov " == *" $p "* ]] || { echo "run_performance: PEERS: '$p' is no peer (hf, ct2, ct2int8, ov)" >&2; exit 2; }
+done
+# OpenVINO runs only where its environment is installed (tools/peers-venv --openvino)
+OV_SKIPPED=""
+if [[ " $PEERS " == *" ov "* ]] && ! tools/peers-venv --openvino --check >/dev/null 2>&1; then
+    OV_SKIPPED="OpenVINO skipped: no environment (tools/peers-venv --openvino makes it)"
+    printf '== %s\n' "$OV_SKIPPED" >&2
+    PEERS=$(echo " $PEERS " | sed 's/ ov / /; s/^ *//; s/ *$//')
 fi
 PRECISIONS_1_3b=${PRECISIONS_1_3b:-fp32 bf16}
 WARMUP_1_3b=${WARMUP_1_3b:-0}
@@ -146,13 +165,13 @@ done
 # PEER_RUNS: "NAME ISA" for every run of a peer: each one native and, when in
 # PEERS_AVX2, on avx2 right after it (the two side by side).
 PEER_RUNS=()
-for p in hf ct2 ct2int8; do
+for p in $PEERS; do
     PEER_RUNS+=("$p native")
     [[ " $PEERS_AVX2 " == *" $p "* ]] && PEER_RUNS+=("$p avx2")
 done
-peer_shapes() { [[ $1 == hf ]] && echo "$SHAPES_HF" || echo "$SHAPES_CT2"; }
+peer_shapes() { case $1 in hf) echo "$SHAPES_HF" ;; ov) echo "$SHAPES_OV" ;; *) echo "$SHAPES_CT2" ;; esac; }
 # peer_precisions NAME: the precisions est_case knows a peer's rows by.
-peer_precisions() { case $1 in hf) echo "fp32 bf16" ;; ct2) echo fp32 ;; ct2int8) echo int8 ;; esac; }
+peer_precisions() { case $1 in hf | ov) echo "fp32 bf16" ;; ct2) echo fp32 ;; ct2int8) echo int8 ;; esac; }
 
 # --- the estimate ------------------------------------------------------------
 # est_case ENGINE MODEL DTYPE FAMILY B S P R RUNS: seconds one case takes,
@@ -193,6 +212,11 @@ est_case() {
         c["hf 125m bf16 -"] = "3.759 193.77 66.827 7.6"
         c["ct2 125m fp32 -"] = "2.823 79.85 8.271 8.9"
         c["ct2int8 125m int8 -"] = "1.890 14.07 5.994 6.7"
+        # OpenVINO (ov): the same scaled-down run (B=1 and 16 rows; the per-row step at 16 rows, prefill
+        # per token at 16 rows, build = exporting and compiling the model, once per dtype) at load average
+        # 13 to 18 (2026-12-02), divided by the slow of the other peers: no quiet run of it to scale by
+        c["ov 125m fp32 -"] = "17.268 491.43 70.805 133"
+        c["ov 125m bf16 -"] = "8.513 400.97 40.475 133"
         # the peers held to AVX2 (PEERS_AVX2): the native figures above x the ratios (avx2 / native:
         # prefill, B=1 step, step per row at 16 or 64 rows) of one scaled-down run of both, back to back
         # at load average 4.7, rounded: CT2 float32 1.5 1.15 2.3, int8 2.8 1.9 2.4; HF fp32 1.4 2.6 3.6,
@@ -263,7 +287,8 @@ mkdir -p "$OUT" || exit 1
         echo "benchctl $model: shapes (B,S,P,R) $(shapes_of "$model"); precisions $(precisions_of "$model");" \
             "warmup $(per_model WARMUP "$model" "$WARMUP"), iterations $(per_model ITERATIONS "$model" "$ITERATIONS")"
     done
-    echo "transformers' shapes: $SHAPES_HF; CTranslate2's: $SHAPES_CT2"
+    echo "transformers' shapes: $SHAPES_HF; CTranslate2's: $SHAPES_CT2; OpenVINO's: $SHAPES_OV"
+    echo "peers: ${PEERS:-none}${OV_SKIPPED:+ ($OV_SKIPPED)}"
     echo "peers again restricted to AVX2: ${PEERS_AVX2:-none} ($PEER_AVX2_ENV)"
     echo "config: $CONFIG  benchctl models: $MODELS  kernels: $KERNELS"
     echo "estimate: $(estimate)"
@@ -376,6 +401,8 @@ if [[ -n "$BENCHCTL" && "${SKIP_PEERS:-0}" != 1 ]]; then
             ct2) peer_args=(--set 'backend.settings.command="tools/peers-worker ctranslate2"' --set 'precisions=["fp32"]') ;;
             ct2int8) peer_args=(--set 'backend.settings.command="tools/peers-worker ctranslate2"'
                 --set 'backend.settings.compute_type="int8"' --set 'precisions=["fp32"]') ;;
+            # OpenVINO: INFERENCE_PRECISION_HINT f32 and bf16 (ov.py)
+            ov) peer_args=(--set 'backend.settings.command="tools/peers-worker openvino"' --set 'precisions=["fp32","bf16"]') ;;
             esac
             OMP_NUM_THREADS=$THREADS engine "$tag" "$(peer_shapes "$peer")" --set 'backend.name="worker"' \
                 --set "backend.settings.env=\"$env\"" "${peer_args[@]}"
@@ -389,7 +416,7 @@ echo "loadavg_end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 
 # --- 7. the table ---------------------------------------------------------------------
 reports=()
-for f in "$OUT"/benchctl_*.json "$OUT"/hf_*.json "$OUT"/ct2_*.json "$OUT"/ct2int8_*.json; do
+for f in "$OUT"/benchctl_*.json "$OUT"/hf_*.json "$OUT"/ct2_*.json "$OUT"/ct2int8_*.json "$OUT"/ov_*.json; do
     [[ -f "$f" ]] && reports+=("$f")
 done
 bws=()

@@ -16,7 +16,10 @@ library (ctest: pyworker_perf_table):
   avx2 family is compared with the peers held to AVX2 (target 3 too, which
   then names them and gives the native comparison), every other family with
   the native peers, and the avx2 family falls back to the native peers where
-  no AVX2 row was run; a peer held to AVX2 gets the avx2 FMA peak.
+  no AVX2 row was run; a peer held to AVX2 gets the avx2 FMA peak;
+- OpenVINO's rows (the openvino worker) are engine OV, sorted after HF, and
+  benchctl's rows get "vs OV" against OV's row of the same precision and
+  shape (none where OV has no such row).
 """
 
 import json
@@ -311,6 +314,50 @@ class PerfTable(unittest.TestCase):
         text = "\n".join(perf_table.main_table(rs))
         self.assertIn("| CT2 | avx2 | 125m | float32 | 1x1, 128->128 | 75.0 |", text)
         self.assertIn("| CT2 | native | 125m | float32 | 1x1, 128->128 | 90.0 |", text)
+
+    def test_openvino_rows(self):
+        def ov_report(dtype, B, S, tps):
+            doc = bench_report(None, dtype, B, S, 10.0, tps=tps)
+            doc.update(backend="worker", backend_settings={"command": "tools/peers-worker openvino", "env": ""})
+            doc["cases"][0]["backend"] = "worker"
+            del doc["environment"]
+            return doc
+        one, sixteen = (1, 1, 128, 128), (4, 4, 128, 128)
+        docs = [bench_report("avx512_bf16", "bfloat16", 1, 1, 5.0, tps=130.0),
+                bench_report("avx512_bf16", "bfloat16", 4, 4, 12.0, tps=400.0),
+                bench_report("avx512_bf16", "int8", 4, 4, 12.0, tps=420.0),
+                ov_report("float32", 1, 1, 40.0), ov_report("bfloat16", 1, 1, 65.0),
+                ov_report("bfloat16", 4, 4, 200.0)]
+        rs = []
+        for doc in docs:
+            rs += rows(doc)
+        perf_table.add_metrics(rs, 50.0, {"avx512": 200.0, "avx512_bf16": 300.0})
+
+        def row(engine, dtype, shape):
+            return [r for r in rs if r["engine"] == engine and r["dtype"] == dtype and r["shape"] == shape][0]
+        self.assertEqual(row("OV", "float32", one)["family"], "native")
+        self.assertAlmostEqual(row("benchctl", "bfloat16", one)["vs_ov"], 130.0 / 65.0)
+        self.assertAlmostEqual(row("benchctl", "bfloat16", sixteen)["vs_ov"], 400.0 / 200.0)
+        self.assertIsNone(row("benchctl", "int8", sixteen)["vs_ov"])  # OV ran no int8
+        self.assertAlmostEqual(row("OV", "bfloat16", one)["vs_fp32"], 65.0 / 40.0)
+        lines = perf_table.main_table(rs)
+        self.assertIn("| vs HF | vs OV | vs CT2 |", lines[0])
+        self.assertEqual(len(lines[0].split("|")), len(lines[1].split("|")))
+        bench = [x for x in lines if x.startswith("| benchctl | avx512_bf16 | 125m | bfloat16 | 1x1")][0]
+        self.assertEqual(len(bench.split("|")), len(lines[0].split("|")))
+        self.assertIn("| 2.00 |", bench)
+        self.assertIn("| OV | native | 125m | bfloat16 | 1x1, 128->128 | 65.0 |", "\n".join(lines))
+        out = os.path.join(tempfile.mkdtemp(), "t.md")
+        paths = [write(os.path.dirname(out), "r%d.json" % i, d) for i, d in enumerate(docs)]
+        with open(os.devnull, "w") as null:
+            stdout, sys.stdout = sys.stdout, null
+            try:
+                perf_table.main(["--markdown", out] + paths)
+            finally:
+                sys.stdout = stdout
+        with open(out) as f:
+            engines = [x.split("|")[1].strip() for x in f.read().splitlines() if x.startswith("| ") and "125m" in x]
+        self.assertLess(engines.index("benchctl"), engines.index("OV"))
 
 
 if __name__ == "__main__":
