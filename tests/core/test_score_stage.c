@@ -1,4 +1,4 @@
-/* test_score.c: the score stage's arithmetic (core/src/run/score.c) on
+/* test_score_stage.c: the score stage's arithmetic (core/src/run/rollout_score.c) on
  * rollouts worked out by hand: the logprob gap, the k3 estimate and the
  * importance ratios; zero gap for a scorer that agrees; the RL-named
  * lengths and clip ratio; the checks of what read_rollout and score hand
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "memcpy_bound.h"
-#include "score.h"
+#include "rollout_score.h"
 
 /* 2 rows, stride 3: row 0 prompt [5 6] response [1 2 3], row 1 prompt [7]
  * response [4] (clipped, eos). */
