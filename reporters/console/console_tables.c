@@ -221,7 +221,8 @@ static const column row_columns[] = {
 };
 
 /* The score stage, refit and the RL frameworks' names (a 2.6 host's
- * fields), shown when a case measured any of them. */
+ * fields), shown when a case scored or refit (the lengths alone, which
+ * every backend gives, do not make the table). */
 static const column rl_columns[] = {
     {"#", 1, fill_index, NULL, NULL, 0, 0},
     {"score_ms", 1, NULL, "score_ms", "mean", 3, 0},
@@ -569,7 +570,8 @@ bc_status console_build_report(bc_text *t, const bc_run_report *run, double max_
          put_table(t, v, row_columns, N_OF(row_columns))) != BC_OK)
         return BC_ERR_NOMEM;
     int rl = 0;
-    for (size_t k = 1; k < N_OF(rl_columns); k++) rl |= any_measured(v->run, rl_columns[k].field);
+    for (size_t k = 1; k < N_OF(rl_columns) && strcmp(rl_columns[k].field, "rollout_step_ms") != 0; k++)
+        rl |= any_measured(v->run, rl_columns[k].field);
     if (rl && (bc_text_put(t, "\n", 1), replicate ? bc_text_puts(t, "rank 0:\n") : (void)0,
                put_table(t, v, rl_columns, N_OF(rl_columns))) != BC_OK)
         return BC_ERR_NOMEM;

@@ -87,9 +87,39 @@ static void test_bad_schedule(void **state) {
     assert_nan(l.ttft_ms[BC_ROWLAT_P50]);
 }
 
+/* The slowest row (the slowest_row fields): of test_static_batch's schedule, row 3
+ * (token 0 at 10 ms, then 1 + 2 + 3 + 4 ms: its last token at 20 ms, 5
+ * tokens); none when rows joined later or without a schedule. */
+static void test_slowest(void **state) {
+    (void)state;
+    double first[4] = {10, 10, 10, 10}, steps[4] = {1, 2, 3, 4};
+    int32_t done[4] = {0, 4, 3, 1};
+    bc_generation_stats g = {.struct_size = sizeof g};
+    g.schedule_rows = 4, g.row_first_token_ms = first, g.row_done_step = done;
+    g.decode_step_ms = steps, g.n_decode_steps = 4;
+    int64_t row, tokens;
+    double ms;
+    bc_row_slowest(&g, &row, &ms, &tokens);
+    assert_int_equal(row, 1);
+    assert_double_equal(ms, 20.0, 1e-12);
+    assert_int_equal(tokens, 5);
+    first[2] = 30; /* a row that joined later: the steps are not every row's */
+    bc_row_slowest(&g, &row, &ms, &tokens);
+    assert_int_equal(row, -1);
+    assert_nan(ms);
+    assert_int_equal(tokens, -1);
+    first[2] = 10, done[0] = 5; /* a done step past the steps run */
+    bc_row_slowest(&g, &row, &ms, &tokens);
+    assert_int_equal(row, -1);
+    g.schedule_rows = -1;
+    bc_row_slowest(&g, &row, &ms, &tokens);
+    assert_int_equal(row, -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_static_batch),
+        cmocka_unit_test(test_slowest),
         cmocka_unit_test(test_ranks),
         cmocka_unit_test(test_continuous),
         cmocka_unit_test(test_bad_schedule),

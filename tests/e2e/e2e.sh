@@ -253,7 +253,7 @@ expect 2 dir_config run "$WORK"
 one_error dir_config
 expect 2 abi run "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-abinext.so\""
 one_error abi
-has abi.err "ABI 3.0, benchctl speaks ABI 2.5"
+has abi.err "ABI 3.0, benchctl speaks ABI 2.6"
 has abi.err "benchctl: hint: rebuild the plugin"
 expect 2 notelf validate "$SRC/good.cfg" --set "backend.name=\"$FIX/benchctl-notelf.so\""
 one_error notelf
@@ -285,7 +285,7 @@ expect 0 bare_list validate "$SRC/good.cfg" --set precisions=testfp32 --set matr
 has bare_list.out "4 cases"
 # plugins NAME.so: the example names the file, since a search by name would not find it
 expect 0 plugins_path plugins "$FIX/benchctl-newminor.so"
-has plugins_path.out "ABI 2.6"
+has plugins_path.out "ABI 2.7"
 has plugins_path.out "name = \"$FIX/benchctl-newminor.so\""
 # --- --resume after SIGKILL: the cases the journal holds are taken as they
 # were, the rest run, and the reports hold all of them in requested order

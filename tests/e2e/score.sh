@@ -96,6 +96,11 @@ has shift.out 'gap_mean'
 expect 0 replay report score.json --reporter json -o replay.json
 near "replay response_length/mean" "$(nth response_length/mean 1 replay.json)" 3 0
 near "replay logprob_gap_mean" "$(nth logprob_gap_mean 1 replay.json)" 0.15 1e-6
+# the header read back: the scorer, the refit policy, the bound
+has replay.json '"precision": "testbf16",'
+has replay.json '"refit": "per_case",'
+[ "$(grep -o '"memcpy_gb_per_s": [0-9.e+-]*' replay.json)" = "$(grep -o '"memcpy_gb_per_s": [0-9.e+-]*' score.json)" ] ||
+    fail "replay.json: memcpy_gb_per_s differs from score.json's"
 # compare: the gap fields are metrics, lower is better; a '/' name is a metric too
 expect 0 cmp compare score.json score.json --metric logprob_gap_mean,kl_k3,response_length/mean,timing_per_token_ms/gen
 has cmp.out "logprob_gap_mean (lower is better)"
@@ -142,6 +147,9 @@ expect 0 plain run plain.cfg
 has plain.json '"scorer": null,'
 has plain.json '"refit": "off",'
 has plain.json '"memcpy_gb_per_s": null'
+expect 0 plain_replay report plain.json --reporter json -o plain_replay.json
+has plain_replay.json '"scorer": null,'
+has plain_replay.json '"memcpy_gb_per_s": null'
 near "plain response_length/clip_ratio" "$(nth response_length/clip_ratio 1 plain.json)" 1 0
 # timing_per_token_ms/gen = generation_ms / 24 tokens
 near "plain timing_per_token_ms/gen" "$(nth timing_per_token_ms/gen 1 plain.json)" \

@@ -180,4 +180,15 @@ mpi resume 2 "$BENCHCTL" run "$CFG" --resume "$WORK/straggler2/report.json"
 grep -q "resuming" resume/err.txt && fail "resume: a rank printed 'resuming'"
 [ -f resume/report.json ] && fail "resume: the refused job wrote a report"
 
+# 14. the score stage and refit on every rank (replicate) and on a case's own rank (shard): each rank
+# scores its own rows; the fixture's scorer shifts by 0.1 and 0.2 in turn (tests/e2e/score.sh)
+for mode in replicate shard; do
+    mpi "score_$mode" 2 "$BENCHCTL" run "$CFG" --cases 0,1 --set "distributed.mode=\"$mode\"" \
+        --set 'run.refit="per_rollout"' --set score.settings.score_shift=0.1
+    [ "$code" -eq 0 ] || { fail "score_$mode: exited $code"; sed 's/^/    /' "score_$mode/err.txt"; }
+    [ "$(grep -Ec '"logprob_gap_mean": 0\.150000' "score_$mode/report.json")" -eq 6 ] ||
+        fail "score_$mode: logprob_gap_mean is not 0.15 in the 2 cases' 3 iterations"
+    [ "$(grep -Ec '"refit_ms": [0-9]' "score_$mode/report.json")" -eq 6 ] || fail "score_$mode: refit_ms not measured"
+done
+
 bc_test_finish mpirun

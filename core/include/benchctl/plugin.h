@@ -725,7 +725,9 @@ typedef struct bc_backend_ops {
      * from the source the backend's settings name (host memory or a
      * checkpoint), with whatever conversion, quantising or packing the
      * engine's kernels need, so that the next rollout runs on them. Called
-     * between rollouts of a case (run.refit); host-timed (refit_ms). */
+     * between rollouts of a case (run.refit): before each rollout
+     * (per_rollout, the warmup's included) or before the case's first
+     * measured one (per_case), after begin_case; host-timed (refit_ms). */
     bc_status (*refit)(void *instance, bc_refit_stats *out, bc_error *err);
     BC_ABI_TAIL(bc_backend_ops)
 } bc_backend_ops;

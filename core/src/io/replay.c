@@ -187,6 +187,18 @@ bc_status bc_replay_build(const bc_runfile *rf, bc_replay *rp, bc_error *err) {
     run->cpu_threads_per_core = rf->cpu_threads_per_core > 0 ? (uint32_t)rf->cpu_threads_per_core : 0;
     run->cpu_topology_note = rf->cpu_topology_note;
     run->quiet_check = rf->quiet_check;
+    run->refit = rf->refit;
+    run->memcpy_gb_per_s = rf->memcpy_gb_per_s;
+    if (rf->scorer_backend) {
+        bc_backend_info *sb = &rp->scorer;
+        *sb = (bc_backend_info){.struct_size = sizeof *sb};
+        sb->model = rf->scorer_model, sb->device = rf->scorer_device, sb->model_family = rf->scorer_family;
+        sb->n_parameters = rf->scorer_parameters, sb->vocab_size = rf->scorer_vocab_size;
+        sb->n_layers = sb->hidden_size = sb->n_heads = sb->ffn_size = sb->max_positions = sb->cpu_threads = -1;
+        run->scorer_name = rf->scorer_backend;
+        run->scorer = sb;
+        run->scorer_precision = rf->scorer_precision;
+    }
     run->backend_name = rf->backend;
     run->backend = &rp->backend;
     run->warmup = rf->warmup;

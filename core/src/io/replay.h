@@ -22,6 +22,7 @@ typedef struct bc_replay {
     bc_memory_stats *memory;    /* n_cases */
     bc_precision_ops *dtypes;   /* one per case (only dtype set) */
     bc_backend_info backend;
+    bc_backend_info scorer; /* the score stage's scorer, when the file names one */
     bc_setting_desc *setting_descs; /* the backend settings as strings */
     bc_setting_value *setting_values;
     bc_settings settings;

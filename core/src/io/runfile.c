@@ -196,6 +196,7 @@ static int is_journal(const char *line, size_t n) {
 
 bc_status bc_runfile_read(const char *path, bc_runfile *out, bc_error *err) {
     memset(out, 0, sizeof *out);
+    out->memcpy_gb_per_s = NAN; /* until the header says */
     line_reader r;
     bc_status st = reader_open(&r, path, err);
     if (st != BC_OK) return st;

@@ -111,6 +111,12 @@ typedef struct bc_runfile {
     int64_t cpu_logical, cpu_cores, cpu_packages, cpu_threads_per_core;
     char *cpu_topology_note;
     char *quiet_check; /* environment.quiet_check, NULL: none */
+    /* the score stage's scorer ("scorer"; scorer_backend NULL: none) and
+     * run.refit ("refit"), environment.memcpy_gb_per_s (NAN: none) */
+    char *scorer_backend, *scorer_precision, *scorer_model, *scorer_device, *scorer_family;
+    int64_t scorer_parameters, scorer_vocab_size;
+    char *refit;
+    double memcpy_gb_per_s;
     int64_t n_parameters, n_layers, hidden_size, n_heads, ffn_size, vocab_size, max_positions;
     uint32_t warmup, iterations;
     int has_sampling;                    /* the file has a "sampling" object */

@@ -70,6 +70,16 @@ bc_status bc_rf_read_header(bc_runfile *rf, const json_t *top, bc_error *err) {
     rf->cpu_threads_per_core = bc_rf_int(cpu, "threads_per_core", 0);
     rf->cpu_topology_note = bc_rf_string(cpu, "topology_note");
     rf->quiet_check = bc_rf_string(json_object_get(top, "environment"), "quiet_check");
+    rf->memcpy_gb_per_s = bc_rf_number(json_object_get(top, "environment"), "memcpy_gb_per_s", NAN);
+    const json_t *scorer = json_object_get(top, "scorer");
+    rf->scorer_backend = bc_rf_string(scorer, "backend");
+    rf->scorer_precision = bc_rf_string(scorer, "precision");
+    rf->scorer_model = bc_rf_string(scorer, "model");
+    rf->scorer_device = bc_rf_string(scorer, "device");
+    rf->scorer_family = bc_rf_string(scorer, "family");
+    rf->scorer_parameters = bc_rf_int(scorer, "parameters", -1);
+    rf->scorer_vocab_size = bc_rf_int(scorer, "vocab_size", -1);
+    rf->refit = bc_rf_string(top, "refit");
     const json_t *shape = json_object_get(top, "model_shape");
     rf->model_family = bc_rf_string(shape, "family");
     rf->n_parameters = bc_rf_int(shape, "parameters", -1);

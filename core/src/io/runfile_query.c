@@ -40,7 +40,9 @@ void bc_runfile_free(bc_runfile *rf) {
                         &rf->driver,        &rf->backend,    &rf->benchctl_version, &rf->git_commit,
                         &rf->config_sha256, &rf->start_time, &rf->cpu_model,    &rf->cpu_kernels,
                         &rf->hostname,      &rf->config_path, &rf->model_family, &rf->selected_cases,
-                        &rf->selected_only, &rf->cpu_topology_note, &rf->quiet_check};
+                        &rf->selected_only, &rf->cpu_topology_note, &rf->quiet_check,
+                        &rf->scorer_backend, &rf->scorer_precision, &rf->scorer_model, &rf->scorer_device,
+                        &rf->scorer_family, &rf->refit};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
     for (size_t i = 0; i < rf->n_backend_settings; i++) {
         free(rf->backend_settings[i].name);

@@ -221,10 +221,11 @@ static bc_status check_stage_hooks(bc_context *ctx, bc_error *err) {
         if (cfg->refit != BC_CFG_REFIT_OFF && !cp->plugin->backend.refit) {
             char where[PATH_MAX + 64];
             bc_config_setting_location(cfg, "run.refit", where, sizeof where);
+            int named = strstr(where, "run.refit") != NULL; /* "--set run.refit" */
             return bc_error_set(err, BC_ERR_UNSUPPORTED,
-                                "%s: run.refit: backend '%s' (%s) has no refit hook (ABI 2.6): it cannot load new "
-                                "weights between rollouts",
-                                where, cp->plugin->desc->name, cp->where);
+                                "%s%s: backend '%s' (%s) has no refit hook (ABI 2.6): it cannot load new weights "
+                                "between rollouts",
+                                where, named ? "" : ": run.refit", cp->plugin->desc->name, cp->where);
         }
     }
     return BC_OK;

@@ -15,7 +15,7 @@
 #include "host.h"
 #include "rowlat.h"
 #include "runner_internal.h"
-#include "score.h"
+#include "rollout_score.h"
 
 const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_PROMPT_EXPANSION_MS] = "prompt_expansion_ms",

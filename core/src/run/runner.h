@@ -52,7 +52,7 @@
  *   per output token and end-to-end latency from the backend's schedule,
  *   p50/p90/p99 over the rows (rowlat.h); rows_per_second = rows / total_ms
  *   score_ms .. importance_ratio_max: the score stage and the logprob gap
- *   on the rollout's own response tokens (score.h)
+ *   on the rollout's own response tokens (rollout_score.h)
  *   refit_ms, refit_bytes (source_bytes), refit_gb_per_s = refit_bytes /
  *   refit_ms, refit_bound_share = refit_gb_per_s / memcpy_gb_per_s: only
  *   when the refit ran; rollout_step_ms = refit_ms (when it ran) + total_ms
@@ -145,7 +145,7 @@ typedef enum bc_field {
     BC_FIELD_ROW_E2E_MS_P90,
     BC_FIELD_ROW_E2E_MS_P99,
     BC_FIELD_ROWS_PER_SECOND,       /* rows (batch x samples) over total_ms */
-    /* the score stage (score.c): the scorer's forward over the rollout's
+    /* the score stage (rollout_score.c): the scorer's forward over the rollout's
      * rows, and the gap between the rollout's and the scorer's logprobs */
     BC_FIELD_SCORE_MS,
     BC_FIELD_SCORE_TOKENS_PER_SECOND,
@@ -275,7 +275,7 @@ typedef struct bc_runner_config {
      * score_precision (its ops score_precision_ops), end_case after the
      * rollout backend's. Every iteration, after post_process (and before
      * the cache policy's release), the rollout backend's read_rollout,
-     * then the scorer's score, host-timed (score.h has the fields). NULL:
+     * then the scorer's score, host-timed (rollout_score.h has the fields). NULL:
      * no scoring. The caller has checked the hooks (score, read_rollout). */
     const bc_runner_backend *scorer;
     const char *score_precision;

@@ -1,5 +1,5 @@
-/* score.c: the score stage's checks and arithmetic (score.h). */
-#include "score.h"
+/* rollout_score.c: the score stage's checks and arithmetic (rollout_score.h). */
+#include "rollout_score.h"
 
 #include <math.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* score.h: the score stage's arithmetic (runner.h), apart from the hooks:
+/* rollout_score.h: the score stage's arithmetic (runner.h), apart from the hooks:
  * the checks of what read_rollout and score hand back, the logprob gap
  * between a rollout and its scorer, and the RL-named fields a rollout's
  * tokens give.
@@ -15,8 +15,8 @@
  * over score_ms.
  *
  * Nothing here prints, exits or allocates. */
-#ifndef BENCHCTL_SCORE_H
-#define BENCHCTL_SCORE_H
+#ifndef BENCHCTL_ROLLOUT_SCORE_H
+#define BENCHCTL_ROLLOUT_SCORE_H
 
 #include <stdint.h>
 
