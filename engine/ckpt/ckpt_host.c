@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "ckpt_host.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,4 +109,43 @@ uint64_t eng_ck_set_bytes(const eng_ck_set *s) {
     uint64_t n = 0;
     for (size_t i = 0; i < s->n_tensors; i++) n += s->by_name[i]->nbytes;
     return n;
+}
+
+bc_status eng_ck_host_write_safetensors(const eng_ck_set *s, const char *path, bc_error *err) {
+    size_t cap = 64 + s->n_tensors * 64, at = 0;
+    for (size_t i = 0; i < s->n_tensors; i++) cap += strlen(s->by_name[i]->name) + 24 * (size_t)s->by_name[i]->ndim;
+    char *hdr = malloc(cap);
+    if (!hdr) return bc_error_set(err, BC_ERR_NOMEM, "%s: no memory for the header", path);
+    uint64_t off = 0;
+    at += (size_t)snprintf(hdr + at, cap - at, "{");
+    for (size_t i = 0; i < s->n_tensors && at < cap; i++) {
+        const eng_ck_tensor *t = s->by_name[i];
+        at += (size_t)snprintf(hdr + at, cap - at, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "", t->name,
+                               eng_ck_dtype_name(t->dtype));
+        for (int d = 0; d < t->ndim && at < cap; d++)
+            at += (size_t)snprintf(hdr + at, cap - at, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+        if (at < cap)
+            at += (size_t)snprintf(hdr + at, cap - at, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                                   (unsigned long long)(off + t->nbytes));
+        off += t->nbytes;
+    }
+    if (at < cap) at += (size_t)snprintf(hdr + at, cap - at, "}");
+    while (at < cap && at % 8) hdr[at++] = ' ';
+    if (at >= cap) {
+        free(hdr);
+        return bc_error_set(err, BC_ERR_INTERNAL, "%s: header larger than planned", path);
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(hdr);
+        return bc_error_set(err, BC_ERR_IO, "%s: %s", path, strerror(errno));
+    }
+    unsigned char len[8];
+    for (int b = 0; b < 8; b++) len[b] = (unsigned char)((uint64_t)at >> (8 * b));
+    int ok = fwrite(len, 1, 8, f) == 8 && fwrite(hdr, 1, at, f) == at;
+    for (size_t i = 0; ok && i < s->n_tensors; i++)
+        ok = fwrite(s->by_name[i]->data, 1, (size_t)s->by_name[i]->nbytes, f) == (size_t)s->by_name[i]->nbytes;
+    free(hdr);
+    if (fclose(f) != 0) ok = 0;
+    return ok ? BC_OK : bc_error_set(err, BC_ERR_IO, "%s: write failed: %s", path, strerror(errno));
 }

@@ -29,6 +29,11 @@ void *eng_ck_host_add(eng_ck_host_builder *b, const char *name, eng_ck_dtype dty
 bc_status eng_ck_host_finish(eng_ck_host_builder *b, eng_ck_set *s, bc_error *err);
 /* Every tensor of src copied into host memory, as stored (dtype, shape). */
 bc_status eng_ck_host_copy(eng_ck_set *out, const eng_ck_set *src, const char *source, bc_error *err);
+/* s written as one safetensors file at path (its tensors in name order,
+ * as stored): how a trainer's weights become a checkpoint the readers
+ * open (refit_source = "checkpoint" reads them back). BC_ERR_IO naming
+ * path. */
+bc_status eng_ck_host_write_safetensors(const eng_ck_set *s, const char *path, bc_error *err);
 /* The bytes of every tensor of s. */
 uint64_t eng_ck_set_bytes(const eng_ck_set *s);
 

@@ -13,33 +13,13 @@
 #include <cmocka.h>
 
 #include "ckpt_export.h"
+#include "ckpt_host.h"
 
 void write_checkpoint(const char *dir, const eng_ck_set *set, const char *config) {
-    char path[600], *hdr = malloc(1 << 20);
-    assert_non_null(hdr);
-    size_t at = (size_t)snprintf(hdr, 1 << 20, "{"), off = 0;
-    for (size_t i = 0; i < set->n_tensors; i++) {
-        const eng_ck_tensor *t = set->by_name[i];
-        at += (size_t)snprintf(hdr + at, (1 << 20) - at, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%lld", i ? "," : "",
-                               t->name, (long long)t->shape[0]);
-        if (t->ndim == 2) at += (size_t)snprintf(hdr + at, (1 << 20) - at, ",%lld", (long long)t->shape[1]);
-        at += (size_t)snprintf(hdr + at, (1 << 20) - at, "],\"data_offsets\":[%zu,%zu]}", off, off + (size_t)t->nbytes);
-        off += (size_t)t->nbytes;
-    }
-    at += (size_t)snprintf(hdr + at, (1 << 20) - at, "}");
-    while (at % 8) hdr[at++] = ' ';
+    char path[600];
+    bc_error err = {0};
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    const uint64_t n = at;
-    unsigned char len[8];
-    for (int b = 0; b < 8; b++) len[b] = (unsigned char)(n >> (8 * b));
-    assert_int_equal(fwrite(len, 1, 8, f), 8);
-    assert_int_equal(fwrite(hdr, 1, at, f), at);
-    for (size_t i = 0; i < set->n_tensors; i++)
-        assert_int_equal(fwrite(set->by_name[i]->data, 1, set->by_name[i]->nbytes, f), set->by_name[i]->nbytes);
-    assert_int_equal(fclose(f), 0);
-    free(hdr);
+    if (eng_ck_host_write_safetensors(set, path, &err) != BC_OK) fail_msg("%s", err.message);
     char buf[1 << 14];
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *in = fopen(config, "rb"), *out = fopen(path, "wb");
