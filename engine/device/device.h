@@ -16,7 +16,7 @@
 #define ENG_DEVICE_H
 
 #include "rollout.h"
-#include "score.h"
+#include "scorer.h"
 
 /* ------------------------------------------------------------ rollout steps */
 
