@@ -32,7 +32,7 @@
 #include "device.h"
 #include "family.h"
 #include "llama_model.h"
-#include "score.h"
+#include "scorer.h"
 
 static void die(const char *what, const bc_error *err) {
     fprintf(stderr, "bench_score: %s: %s\n", what, err->message);
