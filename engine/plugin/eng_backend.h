@@ -73,7 +73,7 @@ typedef struct eng_backend {
     uint32_t case_index;   /* of the current case (save_tokens) */
     uint64_t n_generates;  /* generates in the current case (sample_stream) */
     int64_t peak_bytes;    /* high-water mark of eng_backend_current_bytes() */
-    eng_rollout_tokens tokens; /* owned: the last read_rollout's arrays (score.h), until end_case */
+    eng_rollout_tokens tokens; /* owned: the last read_rollout's arrays (scorer.h), until end_case */
     int refit_source;      /* REFIT_* */
     const char *refit_checkpoint; /* host-owned: refit's checkpoint directory ("" = the engine's own) */
     uint64_t refit_seed;   /* synthetic weights: the seed of refit's new weights */

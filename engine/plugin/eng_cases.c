@@ -96,7 +96,7 @@ static bc_status plan_case(const eng_backend *s, const bc_case *c, bc_memory_sta
     const int on_host = f.dev.device_peak < 0; /* the cache is on the host */
     int64_t peak = on_host ? add_bytes(add_bytes(host_fixed, f.dev.kv_cache), f.dev.workspace) : host_fixed;
     /* a scorer of this case's shape frees the rollout's cache and takes the
-     * score path's (score.h): the peak is the larger of the two */
+     * score path's (scorer.h): the peak is the larger of the two */
     if (on_host && s->dev->score && peak >= 0) {
         eng_weights_describe(s->desc, s->fam, s->hp, dt);
         const size_t sb = eng_score_plan_bytes(hp, &s->desc->ws, dt, ro.R, ro.Tp, ro.Tr, s->threads);
@@ -454,7 +454,7 @@ static bc_status backend_read_memory(void *inst, bc_memory_stats *out, bc_error 
     return st;
 }
 
-/* The last rollout's tokens (score.h), with its log-probabilities when the
+/* The last rollout's tokens (scorer.h), with its log-probabilities when the
  * device's sampling kept them (the CPU's; the CUDA device's samples on the
  * GPU and keeps none: response_logprobs NULL). */
 static bc_status backend_read_rollout(void *inst, bc_rollout_tokens *out, bc_error *err) {
@@ -472,7 +472,7 @@ static bc_status device_score(void *inst, bc_error *err) {
 }
 
 /* One forward over each row's prompt + response on this instance's weights
- * (score.h), a fused LoRA adapter fused around it as around a generate. */
+ * (scorer.h), a fused LoRA adapter fused around it as around a generate. */
 static bc_status backend_score(void *inst, const bc_rollout_tokens *in, float *logprobs, bc_error *err) {
     eng_backend *s = inst;
     if (!s->have_rollout || !s->have_weights) return bc_error_set(err, BC_ERR_INTERNAL, "%s: score outside a case", NAME);

@@ -2,10 +2,11 @@
  * log-probability pass on a Llama-family preset's synthetic weights
  * (docs/engine.md, "Score, log-probabilities and refit": the figures).
  *
- *   bench_score [preset] [threads] [what]
+ *   bench_score [preset] [threads] [what] [kernels]
  *     preset   smollm2-135m (default), qwen2.5-0.5b, ... (plugins/llama presets)
  *     threads  2 (default)
  *     what     all (default) | score | refit | logprob
+ *     kernels  score: one kernel family only (avx2, avx512, avx512_bf16)
  *
  * score:   4 x 4 = 16 rows, prompt 128 + response 64 random ids, one score
  *          per precision (fp32, bf16, int8) and kernel family this CPU runs
@@ -53,7 +54,7 @@ static void drop(eng_weights *w) {
 
 static const char *dt_name(eng_dtype d) { return d == ENG_F32 ? "fp32" : d == ENG_BF16 ? "bf16" : "int8"; }
 
-static void bench_score(const void *hp, int threads) {
+static void bench_score(const void *hp, int threads, const char *only) {
     const eng_shape *sh = hp;
     enum { ROWS = 16, P = 128, R = 64 };
     static int32_t prompt[ROWS * P], response[ROWS * R];
@@ -74,6 +75,7 @@ static void bench_score(const void *hp, int threads) {
         eng_weights *w = synthetic(hp, dts[d], 1);
         for (size_t k = 0; k < 3; k++) {
             if (!eng_kernels_for((eng_isa)isas[k]) || isas[k] > (int)eng_isa_detect()) continue;
+            if (only && strcmp(only, eng_isa_name((eng_isa)isas[k])) != 0) continue;
             eng_model m;
             bc_error err = {0};
             if (eng_model_init_isa(&m, w, threads, isas[k], &err) != BC_OK) continue; /* no such table */
@@ -186,7 +188,7 @@ int main(int argc, char **argv) {
     if (!hp || llama_model_family.preset(preset, hp, &err) != BC_OK) die(preset, &err);
     if (!strcmp(what, "all") || !strcmp(what, "logprob")) bench_logprob(hp, threads);
     if (!strcmp(what, "all") || !strcmp(what, "refit")) bench_refit(hp);
-    if (!strcmp(what, "all") || !strcmp(what, "score")) bench_score(hp, threads);
+    if (!strcmp(what, "all") || !strcmp(what, "score")) bench_score(hp, threads, argc > 4 ? argv[4] : NULL);
     free(hp);
     return 0;
 }
