@@ -188,23 +188,29 @@ bc_status eng_ck_check_files(const char *dir, bc_error *err) {
     return bc_error_hint(err, "download the weights next to config.json (docs/checkpoints.md)");
 }
 
+bc_status eng_ck_loader_over(eng_ck_loader *c, const eng_ck_set *set, eng_dtype dtype, int check_only, bc_error *err) {
+    *c = (eng_ck_loader){.set = set, .dtype = dtype, .check_only = check_only,
+                         .used = calloc(set->n_tensors ? set->n_tensors : 1, 1)};
+    if (!c->used) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", set->source);
+    return BC_OK;
+}
+
+void eng_ck_loader_end(eng_ck_loader *c) {
+    free(c->used);
+    c->used = NULL;
+}
+
 bc_status eng_ck_loader_open(eng_ck_loader *c, eng_ck_set *set, const char *dir, eng_dtype dtype, int check_only,
                              bc_error *err) {
     memset(c, 0, sizeof *c);
     bc_status st = eng_ck_set_open_dir(set, dir, err);
     if (st != BC_OK) return st;
-    *c = (eng_ck_loader){.set = set, .dtype = dtype, .check_only = check_only,
-                         .used = calloc(set->n_tensors ? set->n_tensors : 1, 1)};
-    if (!c->used) {
-        eng_ck_set_close(set);
-        return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", set->source);
-    }
-    return BC_OK;
+    if ((st = eng_ck_loader_over(c, set, dtype, check_only, err)) != BC_OK) eng_ck_set_close(set);
+    return st;
 }
 
 void eng_ck_loader_close(eng_ck_loader *c, eng_ck_set *set) {
-    free(c->used);
-    c->used = NULL;
+    eng_ck_loader_end(c);
     eng_ck_set_close(set);
 }
 

@@ -24,6 +24,11 @@ typedef struct eng_ck_loader {
  * check_only: names, dtypes and shapes are checked, nothing converted. */
 bc_status eng_ck_loader_open(eng_ck_loader *c, eng_ck_set *set, const char *dir, eng_dtype dtype, int check_only,
                              bc_error *err);
+/* A loader over a set already open (a directory's, or host memory's,
+ * ckpt_host.h), marking none used; eng_ck_loader_end frees its marks (the
+ * set stays the caller's). */
+bc_status eng_ck_loader_over(eng_ck_loader *c, const eng_ck_set *set, eng_dtype dtype, int check_only, bc_error *err);
+void eng_ck_loader_end(eng_ck_loader *c);
 /* Frees what eng_ck_loader_open opened. */
 void eng_ck_loader_close(eng_ck_loader *c, eng_ck_set *set);
 /* The first tensor left unused, refused as not part of the `what` model

@@ -155,7 +155,7 @@ typedef struct eng_device_ops {
      * plugin's accounting calls it after every hook that allocates. */
     int64_t (*host_bytes)(void *ctx, const eng_rollout *ro);
     bc_status (*read_memory)(void *ctx, const eng_rollout *ro, eng_device_memory *out, bc_error *err);
-    /* The score path (score.h) on the case's model, between begin_case and
+    /* The score path (scorer.h) on the case's model, between begin_case and
      * end_case: frees the rollout's cache first (a scorer does not
      * generate; a later generate takes it back), then its own buffers,
      * kept until end_case (host_bytes counts them). NULL: the device does

@@ -277,7 +277,7 @@ typedef struct cpu_device {
     int have_model;
     eng_model m;            /* owned: pool + workspace; borrows the plugin's weights */
     int64_t case_kv, case_ws; /* what the case holds while generating */
-    eng_scorer sc;          /* owned: the score path's buffers (score.h), until end_case */
+    eng_scorer sc;          /* owned: the score path's buffers (scorer.h), until end_case */
     int scored;             /* the model's workspace is the score's (the rollout's cache released) */
 } cpu_device;
 

@@ -34,6 +34,11 @@ typedef struct eng_nra_kernels {
     /* y[n, f] = silu(gate[n, f]) * up[n, f], silu(g) = g / (1 + exp(-g)).
      * gate, up, y [N, F]; y may be gate or up. */
     void (*silu_mul_rows)(float *y, const float *gate, const float *up, int N, int F);
+    /* log(sum_v exp(x[v])) over x[n], n >= 1: max + log(sum exp(x - max)),
+     * two reads of the row (the log-probability of a token at temperature
+     * 1 is x[id] minus it). -inf when every x[v] is -inf; -inf entries add
+     * nothing (the vector exp's clamp at -87 adds under 1e-37 each). */
+    float (*logsumexp)(const float *x, int n);
 } eng_nra_kernels;
 
 /* The tables as built (NULL: this build lacks the tier's compiler flags),

@@ -123,11 +123,44 @@ static void silu_mul_rows_avx2(float *y, const float *gate, const float *up, int
     }
 }
 
+static float logsumexp_avx2(const float *x, int n)
+{
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 m0 = ninf, m1 = ninf;
+    int v = 0;
+    for (; v + 16 <= n; v += 16) {
+        m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + v));
+        m1 = _mm256_max_ps(m1, _mm256_loadu_ps(x + v + 8));
+    }
+    float mx;
+    __m256 mm = _mm256_max_ps(m0, m1);
+    float lanes[8];
+    _mm256_storeu_ps(lanes, mm);
+    mx = lanes[0];
+    for (int i = 1; i < 8; i++) mx = lanes[i] > mx ? lanes[i] : mx;
+    for (; v < n; v++) mx = x[v] > mx ? x[v] : mx;
+    if (mx == -INFINITY || mx != mx) return mx;
+    const __m256 vm = _mm256_set1_ps(mx);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    for (v = 0; v + 16 <= n; v += 16) {
+        s0 = _mm256_add_ps(s0, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + v), vm)));
+        s1 = _mm256_add_ps(s1, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + v + 8), vm)));
+    }
+    for (; v + 8 <= n; v += 8) s0 = _mm256_add_ps(s0, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + v), vm)));
+    if (v < n) {
+        __m256i k = tail_mask8(n - v);
+        __m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(x + v, k), vm));
+        s0 = _mm256_add_ps(s0, _mm256_and_ps(e, _mm256_castsi256_ps(k)));
+    }
+    return mx + logf(hsum8(_mm256_add_ps(s0, s1)));
+}
+
 static const eng_nra_kernels avx2_table = {
     .isa = "avx2",
     .rms_norm_rows = rms_norm_rows_avx2,
     .rope_rows = rope_rows_avx2,
     .silu_mul_rows = silu_mul_rows_avx2,
+    .logsumexp = logsumexp_avx2,
 };
 
 const eng_nra_kernels *eng_nra_avx2(void) { return &avx2_table; }

@@ -111,11 +111,37 @@ static void silu_mul_rows_avx512(float *y, const float *gate, const float *up, i
     }
 }
 
+static float logsumexp_avx512(const float *x, int n)
+{
+    __m512 m0 = _mm512_set1_ps(-INFINITY), m1 = m0;
+    int v = 0;
+    for (; v + 32 <= n; v += 32) {
+        m0 = _mm512_max_ps(m0, _mm512_loadu_ps(x + v));
+        m1 = _mm512_max_ps(m1, _mm512_loadu_ps(x + v + 16));
+    }
+    for (; v < n; v += 16)
+        m0 = _mm512_max_ps(m0, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask16(n - v < 16 ? n - v : 16), x + v));
+    const float mx = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+    if (mx == -INFINITY || mx != mx) return mx;
+    const __m512 vm = _mm512_set1_ps(mx);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    for (v = 0; v + 32 <= n; v += 32) {
+        s0 = _mm512_add_ps(s0, exp16(_mm512_sub_ps(_mm512_loadu_ps(x + v), vm)));
+        s1 = _mm512_add_ps(s1, exp16(_mm512_sub_ps(_mm512_loadu_ps(x + v + 16), vm)));
+    }
+    for (; v < n; v += 16) {
+        __mmask16 k = tail_mask16(n - v < 16 ? n - v : 16);
+        s0 = _mm512_add_ps(s0, _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + v), vm))));
+    }
+    return mx + logf(_mm512_reduce_add_ps(_mm512_add_ps(s0, s1)));
+}
+
 static const eng_nra_kernels avx512_table = {
     .isa = "avx512",
     .rms_norm_rows = rms_norm_rows_avx512,
     .rope_rows = rope_rows_avx512,
     .silu_mul_rows = silu_mul_rows_avx512,
+    .logsumexp = logsumexp_avx512,
 };
 
 const eng_nra_kernels *eng_nra_avx512(void) { return &avx512_table; }

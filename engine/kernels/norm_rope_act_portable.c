@@ -53,11 +53,34 @@ static void silu_mul_rows_portable(float *y, const float *gate, const float *up,
     }
 }
 
+/* 16 independent lanes for the max and the sum (the compiler may vectorise
+ * the max; expf stays scalar), the lanes' sums added in double. */
+static float logsumexp_portable(const float *x, int n)
+{
+    float m[16];
+    for (int i = 0; i < 16; i++) m[i] = -INFINITY;
+    int v = 0;
+    for (; v + 16 <= n; v += 16)
+        for (int i = 0; i < 16; i++) m[i] = x[v + i] > m[i] ? x[v + i] : m[i];
+    for (; v < n; v++) m[0] = x[v] > m[0] ? x[v] : m[0];
+    float mx = m[0];
+    for (int i = 1; i < 16; i++) mx = m[i] > mx ? m[i] : mx;
+    if (mx == -INFINITY || mx != mx) return mx;
+    float acc[16] = {0};
+    for (v = 0; v + 16 <= n; v += 16)
+        for (int i = 0; i < 16; i++) acc[i] += expf(x[v + i] - mx);
+    double sum = 0.0;
+    for (; v < n; v++) sum += expf(x[v] - mx);
+    for (int i = 0; i < 16; i++) sum += acc[i];
+    return mx + (float)log(sum);
+}
+
 static const eng_nra_kernels portable_table = {
     .isa = "portable",
     .rms_norm_rows = rms_norm_rows_portable,
     .rope_rows = rope_rows_portable,
     .silu_mul_rows = silu_mul_rows_portable,
+    .logsumexp = logsumexp_portable,
 };
 
 const eng_nra_kernels *eng_nra_portable(void) { return &portable_table; }

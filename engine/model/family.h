@@ -26,7 +26,7 @@ typedef struct eng_family {
      * of the residual stream h [M, C] (what the layers leave in m->ws.x)
      * into logits [M, V]; M at most the workspace's tokens, h none of the
      * workspace's buffers. The forward's logits are this over its rows; the
-     * score path (engine/rollout/score.c) runs it in chunks of positions. */
+     * score path (engine/rollout/scorer.c) runs it in chunks of positions. */
     void (*head)(eng_model *m, const float *h, int M, float *logits);
     /* ---- the weights (engine/weights/tensor_table.h) ---- */
     /* The tensor table, [n_tensors] rows, and where the weights struct

@@ -76,6 +76,7 @@ int64_t eng_backend_current_bytes(const eng_backend *s) {
     const footprint f = eng_backend_footprint(s, s->hp, s->have_weights ? s->w->dtype : ENG_F32, s->have_rollout ? &s->ro : NULL);
     int64_t n = f.prompts + (s->have_rollout ? f.buffers : 0);
     if (s->have_weights) n += (int64_t)s->w->arena_bytes + f.layer_table;
+    if (s->have_refit_host) n += (int64_t)eng_ck_set_bytes(&s->refit_host);
     return n + s->dev->host_bytes(s->dev_ctx, s->have_rollout ? &s->ro : NULL);
 }
 
@@ -115,6 +116,7 @@ void eng_backend_destroy(void *inst) {
         s->dev->destroy(s->dev_ctx);
     }
     if (s->have_weights) eng_weights_free(s->w);
+    if (s->have_refit_host) eng_ck_set_close(&s->refit_host);
     free(s->w);
     free(s->desc);
     free(s->hp);
@@ -163,6 +165,10 @@ bc_status eng_backend_create(const bc_host *host, const bc_settings *v, void **o
     s->kv_paged = strcmp(setting_str(v, S_KV_LAYOUT), "paged") == 0;
     s->page_tokens = (int)setting_int(v, S_KV_PAGE_TOKENS);
     s->save_schedule = setting_str(v, S_SAVE_SCHEDULE);
+    const char *refit = setting_str(v, S_REFIT_SOURCE);
+    s->refit_source = !strcmp(refit, "host") ? REFIT_HOST : !strcmp(refit, "checkpoint") ? REFIT_CHECKPOINT : REFIT_OFF;
+    s->refit_checkpoint = setting_str(v, S_REFIT_CHECKPOINT);
+    s->refit_seed = setting_int(v, S_REFIT_SEED) >= 0 ? (uint64_t)setting_int(v, S_REFIT_SEED) : s->weights_seed + 1;
     const char *mc = setting_str(v, S_MEMORY_CHECK);
     eng_kernels_choose(setting_str(v, S_KERNELS), eng_isa_detect(), &s->kernels_isa, err); /* checked above */
     s->memory_check = strcmp(mc, "off") == 0 ? MEMCHECK_OFF : strcmp(mc, "warn") == 0 ? MEMCHECK_WARN : MEMCHECK_REFUSE;

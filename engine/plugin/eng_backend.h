@@ -14,6 +14,7 @@
 #include "eng_plugin.h"
 #include "lora.h"
 #include "text_prompts.h"
+#include "ckpt_host.h"
 
 /* The plugin's family name, for messages ("opt: ..."). */
 #define NAME (eng_plugin.family->name)
@@ -26,7 +27,12 @@ enum { S_MODEL, S_CHECKPOINT, S_WEIGHTS_SEED, S_THREADS, S_DEVICE, S_STOP_AT_EOS
        S_LORA_ADAPTER, S_LORA_RANK, S_LORA_ALPHA, S_LORA_TARGETS, S_LORA_UNFUSE, S_LORA_MODE,
        /* response lengths, continuous batching, paged KV (rollout.h) */
        S_RESPONSE_LENGTHS, S_LENGTH_MIN_RATIO, S_LENGTH_MEAN, S_LENGTH_SIGMA, S_LENGTHS_FILE, S_BATCHING,
-       S_BATCH_CAPACITY, S_SAVE_SCHEDULE, S_KV_LAYOUT, S_KV_PAGE_TOKENS, S_COUNT };
+       S_BATCH_CAPACITY, S_SAVE_SCHEDULE, S_KV_LAYOUT, S_KV_PAGE_TOKENS,
+       /* refit (eng_cases.c) */
+       S_REFIT_SOURCE, S_REFIT_CHECKPOINT, S_REFIT_SEED, S_COUNT };
+
+/* refit_source: where refit takes the new weights from. */
+enum { REFIT_OFF, REFIT_HOST, REFIT_CHECKPOINT };
 
 /* memory_check: what a case whose planned memory exceeds what there is gets. */
 enum { MEMCHECK_REFUSE, MEMCHECK_WARN, MEMCHECK_OFF };
@@ -71,7 +77,13 @@ typedef struct eng_backend {
     uint32_t case_index;   /* of the current case (save_tokens) */
     uint64_t n_generates;  /* generates in the current case (sample_stream) */
     int64_t peak_bytes;    /* high-water mark of eng_backend_current_bytes() */
-    eng_rollout_tokens tokens; /* owned: the last read_rollout's arrays (score.h), until end_case */
+    eng_rollout_tokens tokens; /* owned: the last read_rollout's arrays (scorer.h), until end_case */
+    int refit_source;      /* REFIT_* */
+    const char *refit_checkpoint; /* host-owned: refit's checkpoint directory ("" = the engine's own) */
+    uint64_t refit_seed;   /* synthetic weights: the seed of refit's new weights */
+    int refitted;          /* the case's weights are refit's: the next case builds its own again */
+    int have_refit_host;
+    eng_ck_set refit_host; /* owned: refit_source = "host", the new weights in host memory (prepare) */
     const bc_rollout_tokens *score_in; /* the score hook's arguments while eng_lora_around runs it */
     float *score_out;
     char model_desc[600];

@@ -66,6 +66,9 @@ static bc_status rollout_params(const eng_backend *s, const bc_case *c, eng_roll
     return BC_OK;
 }
 
+/* a size as a byte count, -1 past int64 */
+static int64_t size_bytes_of(size_t n) { return n > (size_t)INT64_MAX ? -1 : (int64_t)n; }
+
 /* a + b, or -1 once either is -1 or the sum leaves int64 */
 static int64_t add_bytes(int64_t a, int64_t b) {
     int64_t r;
@@ -85,11 +88,15 @@ static bc_status plan_case(const eng_backend *s, const bc_case *c, bc_memory_sta
     if (st != BC_OK) return st;
     const eng_shape *hp = shape_of(s);
     const footprint f = eng_backend_footprint(s, s->hp, dt, &ro);
-    const int64_t host_fixed = add_bytes(add_bytes(add_bytes(f.weights, f.layer_table), f.prompts), f.buffers);
+    int64_t host_fixed = add_bytes(add_bytes(add_bytes(f.weights, f.layer_table), f.prompts), f.buffers);
+    /* refit_source = "host": the new weights' copy (made at prepare; before, its float32 size) */
+    if (s->refit_source == REFIT_HOST)
+        host_fixed = add_bytes(host_fixed, s->have_refit_host ? (int64_t)eng_ck_set_bytes(&s->refit_host)
+                                                              : size_bytes_of(eng_weights_bytes(s->fam, s->hp, ENG_F32)));
     const int on_host = f.dev.device_peak < 0; /* the cache is on the host */
     int64_t peak = on_host ? add_bytes(add_bytes(host_fixed, f.dev.kv_cache), f.dev.workspace) : host_fixed;
     /* a scorer of this case's shape frees the rollout's cache and takes the
-     * score path's (score.h): the peak is the larger of the two */
+     * score path's (scorer.h): the peak is the larger of the two */
     if (on_host && s->dev->score && peak >= 0) {
         eng_weights_describe(s->desc, s->fam, s->hp, dt);
         const size_t sb = eng_score_plan_bytes(hp, &s->desc->ws, dt, ro.R, ro.Tp, ro.Tr, s->threads);
@@ -157,15 +164,22 @@ static bc_status backend_plan_memory(void *inst, const bc_case *c, bc_memory_sta
 
 /* Heavy checks, once before the first case: the device and the
  * checkpoint's tensors (so a broken file stops the run before it starts). */
+static bc_status refit_host_copy(eng_backend *s, bc_error *err);
+
 static bc_status backend_prepare(void *inst, bc_error *err) {
     eng_backend *s = inst;
     bc_status st = s->dev->open(s->dev_ctx, err);
     if (st == BC_OK && s->checkpoint[0]) st = eng_weights_validate(s->fam, s->checkpoint, err);
+    if (st == BC_OK && s->refit_source != REFIT_OFF && s->refit_checkpoint[0])
+        st = eng_weights_validate(s->fam, s->refit_checkpoint, err);
+    if (st == BC_OK && s->refit_source == REFIT_HOST && !s->have_refit_host) st = refit_host_copy(s, err);
+    eng_backend_account(s);
     return st;
 }
 
 static bc_status build_weights(eng_backend *s, eng_dtype dt, bc_error *err) {
-    if (s->have_weights && s->w->dtype == dt) return BC_OK;
+    if (s->have_weights && s->w->dtype == dt && !s->refitted) return BC_OK;
+    s->refitted = 0; /* every case starts from the engine's own weights */
     eng_backend_end_rollout(s);
     if (s->have_weights) eng_weights_free(s->w);
     s->have_weights = 0;
@@ -454,7 +468,7 @@ static bc_status backend_read_memory(void *inst, bc_memory_stats *out, bc_error 
     return st;
 }
 
-/* The last rollout's tokens (score.h), with its log-probabilities when the
+/* The last rollout's tokens (scorer.h), with its log-probabilities when the
  * device's sampling kept them (the CPU's; the CUDA device's samples on the
  * GPU and keeps none: response_logprobs NULL). */
 static bc_status backend_read_rollout(void *inst, bc_rollout_tokens *out, bc_error *err) {
@@ -472,7 +486,7 @@ static bc_status device_score(void *inst, bc_error *err) {
 }
 
 /* One forward over each row's prompt + response on this instance's weights
- * (score.h), a fused LoRA adapter fused around it as around a generate. */
+ * (scorer.h), a fused LoRA adapter fused around it as around a generate. */
 static bc_status backend_score(void *inst, const bc_rollout_tokens *in, float *logprobs, bc_error *err) {
     eng_backend *s = inst;
     if (!s->have_rollout || !s->have_weights) return bc_error_set(err, BC_ERR_INTERNAL, "%s: score outside a case", NAME);
@@ -488,6 +502,71 @@ static bc_status backend_score(void *inst, const bc_rollout_tokens *in, float *l
     s->score_out = NULL;
     eng_backend_account(s);
     return st;
+}
+
+/* ------------------------------------------------------------------ refit */
+
+/* The directory refit reads: refit_checkpoint, else the engine's own
+ * checkpoint; "" for synthetic weights of refit_seed. */
+static const char *refit_dir(const eng_backend *s) { return s->refit_checkpoint[0] ? s->refit_checkpoint : s->checkpoint; }
+
+/* refit_source = "host": the new weights in host memory, in the
+ * checkpoint's layout and dtype (a copy of its tensors as stored), or for
+ * synthetic weights the float32 weights of refit_seed by the family's
+ * checkpoint names: what a trainer hands to inference. */
+static bc_status refit_host_copy(eng_backend *s, bc_error *err) {
+    const char *dir = refit_dir(s);
+    char source[300];
+    bc_status st;
+    if (dir[0]) {
+        snprintf(source, sizeof source, "refit weights (host copy of %.250s)", dir);
+        eng_ck_set set;
+        if ((st = eng_ck_set_open_dir(&set, dir, err)) != BC_OK) return st;
+        st = eng_ck_host_copy(&s->refit_host, &set, source, err);
+        eng_ck_set_close(&set);
+    } else {
+        snprintf(source, sizeof source, "refit weights (synthetic, seed %llu)", (unsigned long long)s->refit_seed);
+        eng_weights *tmp = calloc(1, s->fam->weights_size);
+        if (!tmp) return bc_error_set(err, BC_ERR_NOMEM, "%s: out of memory", NAME);
+        st = eng_weights_synthetic(tmp, s->fam, s->hp, ENG_F32, s->refit_seed, err);
+        if (st == BC_OK) st = eng_weights_export(tmp, &s->refit_host, source, err);
+        eng_weights_free(tmp);
+        free(tmp);
+    }
+    s->have_refit_host = st == BC_OK;
+    return st;
+}
+
+/* New weights into the case's: the host copy or the checkpoint's files,
+ * through the loader's walk and conversion (eng_weights_refit). The CPU
+ * model reads the weights where they are, so the next rollout runs on them;
+ * a LoRA adapter is fused around each generate, so the next fuse adds it
+ * to the new weights (restore: its copy of the base is taken then). */
+static bc_status backend_refit(void *inst, bc_refit_stats *out, bc_error *err) {
+    eng_backend *s = inst;
+    if (s->refit_source == REFIT_OFF) {
+        bc_error_set(err, BC_ERR_SETTING, "%s: refit_source = \"off\": the engine has no new weights to load", NAME);
+        return bc_error_hint(err, "set backend setting refit_source = \"host\" or \"checkpoint\"");
+    }
+    if (!s->have_weights) return bc_error_set(err, BC_ERR_INTERNAL, "%s: refit outside a case", NAME);
+    if (s->dev != &eng_device_cpu)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED, "%s: refit runs on device = \"cpu\" only", NAME);
+    uint64_t source_bytes = 0;
+    bc_status st;
+    if (s->refit_source == REFIT_HOST) {
+        if (!s->have_refit_host && (st = refit_host_copy(s, err)) != BC_OK) return st; /* prepare did not run */
+        st = eng_weights_refit(s->w, &s->refit_host, err);
+        source_bytes = eng_ck_set_bytes(&s->refit_host);
+    } else {
+        st = eng_weights_refit_dir(s->w, refit_dir(s), &source_bytes, err);
+    }
+    s->refitted = 1;
+    eng_backend_account(s);
+    if (st != BC_OK) return st;
+    BC_SET(out, bc_refit_stats, source_bytes, (int64_t)source_bytes);
+    BC_SET(out, bc_refit_stats, engine_bytes, (int64_t)eng_weights_loaded_bytes(s->w));
+    BC_SET(out, bc_refit_stats, source, s->refit_source == REFIT_HOST ? "host" : "checkpoint");
+    return BC_OK;
 }
 
 static void backend_end_case(void *inst) {
@@ -518,5 +597,6 @@ const bc_backend_ops eng_backend_ops = {
     .read_metrics = backend_read_metrics, /* eng_metrics (the descriptor's table) */
     .read_rollout = backend_read_rollout,
     .score = backend_score,
+    .refit = backend_refit,
 };
 

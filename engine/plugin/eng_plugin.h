@@ -28,7 +28,7 @@ extern const char *const eng_plugin_presets[];
 extern const char eng_plugin_model_help[];
 
 /* The engine's settings (eng_settings.c) and backend ops (eng_cases.c). */
-#define ENG_N_SETTINGS 35
+#define ENG_N_SETTINGS 38
 extern const bc_setting_desc eng_settings[ENG_N_SETTINGS];
 /* The engine's metrics, the rows read_metrics fills (docs/opt.md lists them). */
 #define ENG_N_METRICS 25

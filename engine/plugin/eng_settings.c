@@ -43,6 +43,7 @@ static const char *const lora_mode_choices[] = {"fuse", "unfused", NULL};
 const char *const eng_response_lengths_choices[] = {"fixed", "uniform", "lognormal", "empirical", NULL};
 static const char *const batching_choices[] = {"static", "continuous", NULL};
 static const char *const kv_layout_choices[] = {"contiguous", "paged", NULL};
+static const char *const refit_source_choices[] = {"off", "host", "checkpoint", NULL};
 
 _Static_assert(S_COUNT == ENG_N_SETTINGS, "eng_plugin.h counts the settings");
 
@@ -152,6 +153,19 @@ const bc_setting_desc eng_settings[S_COUNT] = {
     [S_KV_PAGE_TOKENS] = {.name = "kv_page_tokens", .type = BC_SETTING_INT, .default_int = 0, .has_range = 1,
                           .min = 0, .max = 65536,
                           .help = "paged: tokens per page (0 = the smallest a system page allows)"},
+    /* refit (docs/engine.md, "Refit") */
+    [S_REFIT_SOURCE] = {.name = "refit_source", .type = BC_SETTING_ENUM, .default_string = "off",
+                        .choices = refit_source_choices,
+                        .help = "where refit takes new weights from: \"host\" (a copy in host memory made at "
+                                "prepare, as a trainer hands them over), \"checkpoint\" (the files, read again at "
+                                "each refit); \"off\": refit refused"},
+    [S_REFIT_CHECKPOINT] = {.name = "refit_checkpoint", .type = BC_SETTING_STRING, .default_string = "",
+                            .help = "refit's new weights: a checkpoint directory of the model's shape (\"\" = the "
+                                    "engine's own checkpoint)"},
+    [S_REFIT_SEED] = {.name = "refit_seed", .type = BC_SETTING_INT, .default_int = -1, .has_range = 1, .min = -1,
+                      .max = 9007199254740992.0,
+                      .help = "synthetic weights without refit_checkpoint: the seed of refit's new weights (-1 = "
+                              "weights_seed + 1)"},
 };
 
 /* ---------------------------------------------------------------- metrics */
@@ -292,6 +306,24 @@ bc_status eng_settings_check(const bc_settings *v, bc_error *err) {
     if (setting_int(v, S_LORA_RANK) > 0 &&
         (st = eng_lora_targets_parse(eng_plugin.family, setting_str(v, S_LORA_TARGETS), &targets, err)))
         return st;
+    const char *refit_source = setting_str(v, S_REFIT_SOURCE), *refit_ckpt = setting_str(v, S_REFIT_CHECKPOINT);
+    if (strcmp(refit_source, "off") != 0 && strcmp(setting_str(v, S_DEVICE), "cpu") != 0)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                            "refit_source = \"%s\": refit runs on device = \"cpu\" only (the CUDA device's copy of "
+                            "the weights is not refitted)", refit_source);
+    if (!strcmp(refit_source, "checkpoint") && !refit_ckpt[0] && !checkpoint[0])
+        return bc_error_set(err, BC_ERR_SETTING,
+                            "refit_source = \"checkpoint\" with synthetic weights: set refit_checkpoint (a checkpoint "
+                            "directory of the preset's shape), or refit_source = \"host\"");
+    if (refit_ckpt[0] && (st = eng_plugin.family->check_files(refit_ckpt, err)) != BC_OK) {
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s", err->message);
+        snprintf(err->message, sizeof err->message, "refit_checkpoint: %.*s", (int)sizeof msg - 20, msg);
+        return st;
+    }
+    if (refit_ckpt[0] && setting_int(v, S_REFIT_SEED) >= 0)
+        return bc_error_set(err, BC_ERR_SETTING, "refit_checkpoint and refit_seed both set: the checkpoint holds the "
+                            "new weights; remove refit_seed");
     if ((setting_str(v, S_LORA_ADAPTER)[0] || setting_int(v, S_LORA_RANK) > 0) && !strcmp(setting_str(v, S_DEVICE), "cuda"))
         return bc_error_set(err, BC_ERR_UNSUPPORTED,
                             "lora: the CUDA path neither fuses nor applies unfused LoRA adapters; use device = \"cpu\"");

@@ -13,6 +13,8 @@
  * sorted at every step.
  */
 #include "sampling.h"
+
+#include "norm_rope_act.h"
 #include "splitmix.h"
 
 #include <math.h>
@@ -218,24 +220,13 @@ int32_t eng_sample(eng_sampler *s, const float *logits, eng_rng *rng) {
     return s->kept[s->n_kept - 1].i;
 }
 
+/* The best row kernels this CPU runs (norm_rope_act.h), chosen once. */
 float eng_logsumexp(const float *x, int n) {
-    /* the max in 16 independent lanes (vectorisable), then the sum of
-     * exp(x - max) in 16 float lanes added in double: one read of the row
-     * each; -inf entries add exp(-inf) = 0 */
-    float m[16];
-    for (int i = 0; i < 16; i++) m[i] = -INFINITY;
-    int v = 0;
-    for (; v + 16 <= n; v += 16)
-        for (int i = 0; i < 16; i++) m[i] = x[v + i] > m[i] ? x[v + i] : m[i];
-    for (; v < n; v++) m[0] = x[v] > m[0] ? x[v] : m[0];
-    float mx = m[0];
-    for (int i = 1; i < 16; i++) mx = m[i] > mx ? m[i] : mx;
-    if (mx == -INFINITY || mx != mx) return mx;
-    float acc[16] = {0};
-    for (v = 0; v + 16 <= n; v += 16)
-        for (int i = 0; i < 16; i++) acc[i] += expf(x[v + i] - mx);
-    double sum = 0.0;
-    for (; v < n; v++) sum += expf(x[v] - mx);
-    for (int i = 0; i < 16; i++) sum += acc[i];
-    return mx + (float)log(sum);
+    static const eng_nra_kernels *k;
+    const eng_nra_kernels *t = __atomic_load_n(&k, __ATOMIC_ACQUIRE);
+    if (!t) {
+        t = eng_nra_for(cpu_isa_detect());
+        __atomic_store_n(&k, t, __ATOMIC_RELEASE);
+    }
+    return t->logsumexp(x, n);
 }

@@ -65,8 +65,9 @@ void eng_sampler_filter(eng_sampler *s, const float *logits);
 int32_t eng_sample(eng_sampler *s, const float *logits, eng_rng *rng);
 
 /* log(sum_v exp(x[v])) over x[n], n >= 1, computed as max + log(sum exp(x -
- * max)): a token's natural-log probability at temperature 1 is x[id] minus
- * it. -inf when every entry is -inf. */
+ * max)) by the row kernels of the best tier this CPU runs (norm_rope_act.h,
+ * logsumexp): a token's natural-log probability at temperature 1 is x[id]
+ * minus it. -inf when every entry is -inf. */
 float eng_logsumexp(const float *x, int n);
 
 #endif

@@ -5,11 +5,13 @@
  * layer's.
  */
 #include "tensor_table.h"
+#include "ckpt_host.h"
 
 #include "ckpt_load.h"
 #include "family.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,6 +319,25 @@ static bc_status check_tie(eng_ck_loader *c, const table_ctx *tc, const eng_tens
     return BC_OK;
 }
 
+/* The table's rows from the loader's set into w (w NULL: checked only),
+ * ties checked, every tensor of the set used. */
+static bc_status walk_set(eng_ck_loader *c, const eng_family *f, const void *hp, eng_weights *w, bc_error *err) {
+    table_ctx tc;
+    ctx_init(&tc, f, hp);
+    const char *what = f->display_name ? f->display_name(hp) : f->name;
+    bc_status st = choose_prefix(c, f, err);
+    for (int l = -1; st == BC_OK && l < tc.n_layers; l++) /* -1: the model's rows */
+        for (int i = 0; st == BC_OK && i < f->n_tensors; i++) {
+            const eng_tensor *t = &f->tensors[i];
+            if (((t->flags & ENG_TENSOR_LAYER) != 0) == (l >= 0)) st = load_row(c, &tc, w, t, l < 0 ? 0 : l, err);
+        }
+    for (int i = 0; st == BC_OK && i < f->n_tensors; i++)
+        if (!(f->tensors[i].flags & ENG_TENSOR_LAYER) && row_tied(&tc, &f->tensors[i]))
+            st = check_tie(c, &tc, &f->tensors[i], what, err);
+    if (st == BC_OK) st = eng_ck_all_used(c, what, err);
+    return st;
+}
+
 /* dir's tensors by the table: into w (allocated here in dtype), or, with w
  * NULL, every name, dtype and shape checked only. */
 static bc_status load_walk(const eng_family *f, const char *dir, eng_dtype dtype, eng_weights *w, bc_error *err) {
@@ -330,22 +351,122 @@ static bc_status load_walk(const eng_family *f, const char *dir, eng_dtype dtype
         free(hp);
         return st;
     }
-    table_ctx tc;
-    ctx_init(&tc, f, hp);
-    const char *what = f->display_name ? f->display_name(hp) : f->name;
-    st = choose_prefix(&c, f, err);
-    for (int l = -1; st == BC_OK && l < tc.n_layers; l++) /* -1: the model's rows */
-        for (int i = 0; st == BC_OK && i < f->n_tensors; i++) {
-            const eng_tensor *t = &f->tensors[i];
-            if (((t->flags & ENG_TENSOR_LAYER) != 0) == (l >= 0)) st = load_row(&c, &tc, w, t, l < 0 ? 0 : l, err);
-        }
-    for (int i = 0; st == BC_OK && i < f->n_tensors; i++)
-        if (!(f->tensors[i].flags & ENG_TENSOR_LAYER) && row_tied(&tc, &f->tensors[i]))
-            st = check_tie(&c, &tc, &f->tensors[i], what, err);
-    if (st == BC_OK) st = eng_ck_all_used(&c, what, err);
+    st = walk_set(&c, f, hp, w, err);
     eng_ck_loader_close(&c, &set);
     free(hp);
     return st;
+}
+
+bc_status eng_weights_refit(eng_weights *w, const eng_ck_set *set, bc_error *err) {
+    if (!w || !w->family || !w->arena)
+        return bc_error_set(err, BC_ERR_INTERNAL, "refit: no weights to load into");
+    eng_ck_loader c;
+    bc_status st = eng_ck_loader_over(&c, set, w->dtype, 0, err);
+    if (st != BC_OK) return st;
+    st = walk_set(&c, w->family, hp_of(w), w, err);
+    eng_ck_loader_end(&c);
+    return st;
+}
+
+bc_status eng_weights_refit_dir(eng_weights *w, const char *dir, uint64_t *source_bytes, bc_error *err) {
+    eng_ck_set set;
+    bc_status st = eng_ck_set_open_dir(&set, dir, err);
+    if (st != BC_OK) return st;
+    st = eng_weights_refit(w, &set, err);
+    if (source_bytes) *source_bytes = eng_ck_set_bytes(&set);
+    eng_ck_set_close(&set);
+    return st;
+}
+
+uint64_t eng_weights_loaded_bytes(const eng_weights *w) {
+    const eng_family *f = w->family;
+    table_ctx c;
+    ctx_init(&c, f, hp_of(w));
+    uint64_t n = 0;
+    for (int i = 0; i < f->n_tensors; i++) {
+        const eng_tensor *t = &f->tensors[i];
+        if (!row_stored(&c, t) || (t->flags & ENG_TENSOR_COMPUTED)) continue;
+        const size_t rows = (size_t)c.dims[t->rows], cols = (size_t)c.dims[t->cols];
+        const uint64_t b = t->kind == ENG_TENSOR_MATRIX ? eng_matrix_bytes(w->dtype, rows, cols) : rows * sizeof(float);
+        n += (t->flags & ENG_TENSOR_LAYER) ? b * (uint64_t)c.n_layers : b;
+    }
+    return n;
+}
+
+int eng_weights_same(const eng_weights *a, const eng_weights *b) {
+    const eng_family *f = a->family;
+    if (f != b->family || a->dtype != b->dtype ||
+        memcmp(&a->shape, &b->shape, offsetof(eng_shape, name)) != 0) /* the dimensions and ids, not the name */
+        return 0;
+    table_ctx c;
+    ctx_init(&c, f, hp_of(a));
+    eng_weights *ma = (eng_weights *)(void *)a, *mb = (eng_weights *)(void *)b; /* field_of's pointer */
+    for (int l = -1; l < c.n_layers; l++)
+        for (int i = 0; i < f->n_tensors; i++) {
+            const eng_tensor *t = &f->tensors[i];
+            if (((t->flags & ENG_TENSOR_LAYER) != 0) != (l >= 0) || !row_stored(&c, t) || t->offset == ENG_TENSOR_NO_FIELD)
+                continue;
+            const void *fa = field_of(ma, t, l < 0 ? 0 : l), *fb = field_of(mb, t, l < 0 ? 0 : l);
+            const size_t rows = (size_t)c.dims[t->rows], cols = (size_t)c.dims[t->cols];
+            const int mat = t->kind == ENG_TENSOR_MATRIX;
+            const void *da = mat ? ((const eng_matrix *)fa)->data : *(float *const *)fa;
+            const void *db = mat ? ((const eng_matrix *)fb)->data : *(float *const *)fb;
+            if ((da == NULL) != (db == NULL)) return 0;
+            if (!da) continue;
+            if (mat && a->dtype == ENG_I8) { /* the values, then the scales (padding between) */
+                if (memcmp(da, db, rows * cols) != 0 ||
+                    memcmp(eng_i8_scales(da, rows, cols), eng_i8_scales(db, rows, cols), rows * sizeof(float)) != 0)
+                    return 0;
+            } else if (memcmp(da, db, mat ? eng_matrix_bytes(a->dtype, rows, cols) : rows * sizeof(float)) != 0) {
+                return 0;
+            }
+        }
+    return 1;
+}
+
+bc_status eng_weights_export(const eng_weights *w, eng_ck_set *out, const char *source, bc_error *err) {
+    const eng_family *f = w->family;
+    if (w->dtype != ENG_F32)
+        return bc_error_set(err, BC_ERR_INTERNAL, "export: weights in %s, not float32", eng_dtype_name(w->dtype));
+    table_ctx c;
+    ctx_init(&c, f, hp_of(w));
+    const char *prefix = f->ckpt_prefixes && f->ckpt_prefixes[0] ? f->ckpt_prefixes[0] : "";
+    size_t n = 0, names = 0, data = 0;
+    for (int l = -1; l < c.n_layers; l++)
+        for (int i = 0; i < f->n_tensors; i++) {
+            const eng_tensor *t = &f->tensors[i];
+            if (((t->flags & ENG_TENSOR_LAYER) != 0) != (l >= 0) || !row_stored(&c, t) ||
+                (t->flags & ENG_TENSOR_COMPUTED) || t->offset == ENG_TENSOR_NO_FIELD)
+                continue;
+            n++;
+            names += strlen(prefix) + strlen(t->name) + 24;
+            data += ((size_t)c.dims[t->rows] * (size_t)c.dims[t->cols] * sizeof(float) + 63) / 64 * 64;
+        }
+    eng_ck_host_builder b;
+    bc_status st = eng_ck_host_begin(&b, out, n, names, data, source, err);
+    if (st != BC_OK) return st;
+    eng_weights *mw = (eng_weights *)(void *)w; /* field_of reads through a non-const pointer */
+    for (int l = -1; l < c.n_layers; l++)
+        for (int i = 0; i < f->n_tensors; i++) {
+            const eng_tensor *t = &f->tensors[i];
+            if (((t->flags & ENG_TENSOR_LAYER) != 0) != (l >= 0) || !row_stored(&c, t) ||
+                (t->flags & ENG_TENSOR_COMPUTED) || t->offset == ENG_TENSOR_NO_FIELD)
+                continue;
+            char name[256], full[320];
+            expand_name(name, sizeof name, t->name, l < 0 ? 0 : l);
+            snprintf(full, sizeof full, "%s%s", (t->flags & ENG_TENSOR_TOP) ? "" : prefix, name);
+            const void *fld = field_of(mw, t, l < 0 ? 0 : l);
+            const int64_t shape[2] = {c.dims[t->rows], c.dims[t->cols]};
+            const int ndim = t->kind == ENG_TENSOR_MATRIX ? 2 : 1;
+            const void *src = t->kind == ENG_TENSOR_MATRIX ? ((const eng_matrix *)fld)->data : *(float *const *)fld;
+            void *dst = eng_ck_host_add(&b, full, ENG_CK_F32, ndim, shape);
+            if (!dst || !src) {
+                eng_ck_set_close(out);
+                return bc_error_set(err, BC_ERR_INTERNAL, "export: tensor '%s' has no room or no data", full);
+            }
+            memcpy(dst, src, (size_t)shape[0] * (size_t)(ndim == 2 ? shape[1] : 1) * sizeof(float));
+        }
+    return eng_ck_host_finish(&b, out, err);
 }
 
 bc_status eng_weights_load(eng_weights *w, const eng_family *f, const char *dir, eng_dtype dtype, bc_error *err) {

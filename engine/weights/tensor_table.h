@@ -108,6 +108,25 @@ bc_status eng_weights_synthetic(eng_weights *w, const struct eng_family *f, cons
  * tensor. */
 bc_status eng_weights_load(eng_weights *w, const struct eng_family *f, const char *dir, eng_dtype dtype,
                            bc_error *err);
+/* Refit: the tensors of set (a directory's or host memory's, ckpt_host.h)
+ * into w's arena, as eng_weights_load puts a checkpoint's there (the same
+ * walk over the table, checks and conversion to w's dtype: int8
+ * quantisation, bf16 rounding); w keeps its shape and computed tensors. A
+ * tensor of another shape or dtype, or one the table does not name, is
+ * refused naming the set and the tensor (w then holds a mix: refit again). */
+struct eng_ck_set;
+bc_status eng_weights_refit(eng_weights *w, const struct eng_ck_set *set, bc_error *err);
+/* dir's files opened through the checkpoint readers (ckpt_set.h), then
+ * eng_weights_refit; *source_bytes (may be NULL): the tensors' bytes read. */
+bc_status eng_weights_refit_dir(eng_weights *w, const char *dir, uint64_t *source_bytes, bc_error *err);
+/* The bytes a load or refit writes into w's arena (every stored tensor). */
+uint64_t eng_weights_loaded_bytes(const eng_weights *w);
+/* 1 when a and b hold the same bytes in every tensor (the arena's
+ * alignment padding aside). */
+int eng_weights_same(const eng_weights *a, const eng_weights *b);
+/* float32 weights w as a checkpoint holds them, into a host set (ckpt_host.h):
+ * one F32 tensor per stored row under the family's first prefix. */
+bc_status eng_weights_export(const eng_weights *w, struct eng_ck_set *out, const char *source, bc_error *err);
 /* Everything eng_weights_load checks, nothing allocated or converted. */
 bc_status eng_weights_validate(const struct eng_family *f, const char *dir, bc_error *err);
 /* Frees what eng_weights_alloc made (nothing made: nothing); twice is safe. */

@@ -219,6 +219,33 @@ static void run_variant(const eng_nra_kernels *v)
     }
 }
 
+/* logsumexp of a row against a double-precision reference: every n from 1
+ * to 70, then large ones (a vocabulary's), with -inf entries (a suppressed
+ * token) and a row of logits' spread. */
+static void check_logsumexp(const eng_nra_kernels *k)
+{
+    for (int n = 1; n <= 160000; n = n < 70 ? n + 1 : n * 5 + 3) {
+        float *x = filled((size_t)n, -30.0f, 30.0f);
+        if (n > 2) x[n / 2] = -INFINITY;
+        double mx = -INFINITY, sum = 0.0;
+        for (int v = 0; v < n; v++) mx = x[v] > mx ? x[v] : mx;
+        for (int v = 0; v < n; v++) sum += exp((double)x[v] - mx);
+        const double ref = mx + log(sum), got = k->logsumexp(x, n);
+        assert_false(isnan(got));
+        if (fabs(got - ref) > 2e-6 * fmax(1.0, fabs(ref)))
+            fail_msg("%s logsumexp n %d: %.9g, reference %.9g", k->isa, n, got, ref);
+        free(x);
+    }
+    float all[3] = {-INFINITY, -INFINITY, -INFINITY};
+    assert_true(k->logsumexp(all, 3) == -INFINITY);
+}
+
+static void test_portable_logsumexp(void **state)
+{
+    (void)state;
+    check_logsumexp(eng_nra_portable());
+}
+
 static void test_variant(cpu_isa isa, const eng_nra_kernels *k, const char *name)
 {
     if (cpu_isa_detect() < isa) {
@@ -230,6 +257,7 @@ static void test_variant(cpu_isa isa, const eng_nra_kernels *k, const char *name
     assert_non_null(k);
     assert_string_equal(k->isa, name);
     run_variant(k);
+    check_logsumexp(k);
 }
 
 static void test_avx2(void **state) { (void)state; test_variant(CPU_ISA_AVX2, eng_nra_avx2(), "avx2"); }
@@ -518,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_portable_rms_norm),
         cmocka_unit_test(test_portable_rope),
         cmocka_unit_test(test_portable_silu_mul),
+        cmocka_unit_test(test_portable_logsumexp),
         cmocka_unit_test(test_avx2),
         cmocka_unit_test(test_avx512),
         cmocka_unit_test(test_dispatch),

@@ -1,7 +1,7 @@
 /* test_score.c: the engine's log-probabilities against Hugging Face
  * transformers (tools/golden/make_logprob_golden.py: logprobs.txt beside the
  * OPT preln, Qwen2 gqa4 and Llama-3 golden checkpoints), both families:
- *   - the score path (engine/rollout/score.c) over three ragged rows in one
+ *   - the score path (engine/rollout/scorer.c) over three ragged rows in one
  *     left-padded batch, fp32 within SCORE_TOL_F32 of transformers' fp32,
  *     bf16 and int8 within their looser bounds (and not equal to fp32);
  *   - the rollout's own log-probabilities of a greedy rollout (the same

@@ -10,6 +10,7 @@
  * table is benchctl's own (bc_host_init, core/src/host/host.c).
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* mkdtemp */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +29,9 @@
 #include "../plugins/plugin_dl.h"
 #include "../../core/src/run/fields.h" /* the host's descriptors, which the metric table must match */
 #include "formats.h" /* the precision plugins' ops: the engine checks their layout */
+#include "ckpt_export.h" /* the refit test's checkpoint of new weights */
+#include "ckpt_host.h"
+#include "opt_model.h"
 #include "checkpoint.h"
 #include "ckpt_set.h"
 
@@ -928,6 +932,97 @@ static void test_threads_zero(void **state) {
     f->ops->destroy(inst);
 }
 
+/* One rollout of case c on inst: its tokens and log-probabilities (as
+ * int32 bits) into out[2 * rows * 3]. */
+static void rollout_of(fixture *f, void *inst, const bc_case *c, int32_t *out) {
+    bc_error err = {0};
+    bc_generation_stats g = {.struct_size = sizeof g};
+    assert_int_equal(f->ops->expand_prompts(inst, &err), BC_OK);
+    assert_int_equal(f->ops->generate(inst, &g, &err), BC_OK);
+    assert_int_equal(f->ops->post_process(inst, &err), BC_OK);
+    bc_rollout_tokens t = {.struct_size = sizeof t};
+    assert_int_equal(f->ops->read_rollout(inst, &t, &err), BC_OK);
+    const int64_t rows = (int64_t)c->batch_size * c->samples_per_prompt;
+    assert_int_equal(t.rows, rows);
+    assert_non_null(t.response_logprobs);
+    for (int64_t r = 0; r < rows; r++) {
+        assert_int_equal(t.response_lengths[r], c->response_length);
+        assert_int_equal(t.row_stop[r], BC_ROW_STOP_LENGTH); /* EOS suppressed */
+        assert_int_equal(t.prompt_lengths[r], c->prompt_length);
+        memcpy(out + r * 3, t.response_tokens + r * t.response_stride, 3 * sizeof(int32_t));
+        memcpy(out + rows * 3 + r * 3, t.response_logprobs + r * t.response_stride, 3 * sizeof(float));
+    }
+}
+
+/* refit through the hook, both sources: the next rollout equals a fresh
+ * instance's on the refit checkpoint (tokens and log-probabilities), and
+ * differs from the one before; fp32, bf16 and int8. Without a source, refit
+ * is refused naming the setting. */
+static void test_refit_hook(void **state) {
+    fixture *f = *state;
+    bc_error err = {0};
+    /* new weights of preln's shape: synthetic ones, written as a checkpoint */
+    opt_hparams hp;
+    assert_int_equal(opt_hparams_from_checkpoint(GOLDEN "preln", &hp, &err), BC_OK);
+    opt_weights nw;
+    assert_int_equal(eng_weights_synthetic(&nw.base, &opt_family, &hp, ENG_F32, 77, &err), BC_OK);
+    eng_ck_set set;
+    assert_int_equal(eng_weights_export(&nw.base, &set, "new weights", &err), BC_OK);
+    char dir[] = "/tmp/bc_opt_refit_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    write_checkpoint(dir, &set, GOLDEN "preln/config.json");
+    const uint64_t set_bytes = eng_ck_set_bytes(&set);
+    eng_ck_set_close(&set);
+    eng_weights_free(&nw.base);
+
+    setting(f, "threads")->i = 2;
+    const bc_precision_ops *ops[] = {&prec_fp32_ops, &prec_bf16_ops, &prec_int8_ops};
+    const char *names[] = {"fp32", "bf16", "int8"};
+    const char *sources[] = {"checkpoint", "host"};
+    for (int src = 0; src < 2; src++)
+        for (int p = 0; p < 3; p++) {
+            bc_case c = make_case(ops[p], names[p]);
+            int32_t before[12], after[12], fresh[12];
+            /* the fresh instance on the new weights */
+            setting(f, "checkpoint")->s = dir;
+            setting(f, "refit_source")->s = "off";
+            setting(f, "refit_checkpoint")->s = "";
+            void *inst = NULL;
+            assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+            if (f->ops->begin_case(inst, &c, &err) != BC_OK) fail_msg("begin_case %s: %s", names[p], err.message);
+            rollout_of(f, inst, &c, fresh);
+            bc_refit_stats rs = {.struct_size = sizeof rs, .source_bytes = -1, .engine_bytes = -1};
+            assert_int_equal(f->ops->refit(inst, &rs, &err), BC_ERR_SETTING); /* refit_source = "off" */
+            assert_non_null(strstr(err.message, "refit_source"));
+            f->ops->end_case(inst);
+            f->ops->destroy(inst);
+            /* preln, refit with them */
+            setting(f, "checkpoint")->s = GOLDEN "preln";
+            setting(f, "refit_source")->s = sources[src];
+            setting(f, "refit_checkpoint")->s = dir;
+            assert_int_equal(f->ops->create(&host, &f->settings, &inst, &err), BC_OK);
+            assert_int_equal(f->ops->prepare(inst, &err), BC_OK);
+            assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
+            rollout_of(f, inst, &c, before);
+            rs = (bc_refit_stats){.struct_size = sizeof rs, .source_bytes = -1, .engine_bytes = -1};
+            if (f->ops->refit(inst, &rs, &err) != BC_OK) fail_msg("refit: %s", err.message);
+            assert_string_equal(rs.source, sources[src]);
+            assert_int_equal(rs.source_bytes, (int64_t)set_bytes);
+            assert_true(rs.engine_bytes > 0 && rs.engine_bytes <= rs.source_bytes);
+            rollout_of(f, inst, &c, after);
+            assert_memory_equal(after, fresh, sizeof after);
+            assert_memory_not_equal(before, after, sizeof after);
+            /* the next case starts from the engine's own weights again */
+            f->ops->end_case(inst);
+            assert_int_equal(f->ops->begin_case(inst, &c, &err), BC_OK);
+            rollout_of(f, inst, &c, after);
+            assert_memory_equal(after, before, sizeof after);
+            f->ops->end_case(inst);
+            f->ops->destroy(inst);
+        }
+    remove_checkpoint(dir);
+}
+
 int main(void) {
     bc_host_init(&host, "test");
     const struct CMUnitTest tests[] = {
@@ -944,6 +1039,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_checkpoint_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kernels_setting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_zero, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refit_hook, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
