@@ -319,7 +319,6 @@ class Session:
         self.table = engine.settings_table()
         self.configured = False
         self.in_case = False
-        self.capabilities = set()
         self.case = None
 
     def hello(self):
@@ -363,7 +362,6 @@ class Session:
                 raise WorkerError("internal", "describe: unknown capabilities %s" % ", ".join(map(str, unknown)))
             if caps:
                 d["capabilities"] = caps
-            self.capabilities = set(caps)
             return d, False
         if op == "begin_case":
             self._need_configured()
@@ -389,13 +387,13 @@ class Session:
             if self.case.get("return_rollout"):
                 if ro is None:
                     raise WorkerError("internal", "generate: the case asked for the rollout and the engine made none")
-                if "logprobs" in self.capabilities and ro.get("logprobs") is None:
+                if "logprobs" in self.engine.capabilities() and ro.get("logprobs") is None:
                     raise WorkerError("internal", "generate: the engine lists logprobs and its rollout has none")
                 out["rollout"] = ro
             return out, False
         if op == "score":
             self._need_case(op)
-            if "score" not in self.capabilities:
+            if "score" not in self.engine.capabilities():
                 raise WorkerError("unsupported", "the %s engine has no score request" % self.engine.name)
             prompts, responses = check_score_request(req)
             lp = self.engine.score(prompts, responses)
@@ -408,7 +406,7 @@ class Session:
             return {"logprobs": lp}, False
         if op == "refit":
             self._need_case(op)
-            if "refit" not in self.capabilities:
+            if "refit" not in self.engine.capabilities():
                 raise WorkerError("unsupported", "the %s engine has no refit request" % self.engine.name)
             got = self.engine.refit()
             return {"source_bytes": int(got["source_bytes"]), "engine_bytes": int(got["engine_bytes"]),
