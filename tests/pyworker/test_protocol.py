@@ -279,10 +279,12 @@ class TestProtocol(unittest.TestCase):
 
     def test_adapters_capabilities(self):
         """Without their packages (describe loads nothing): transformers lists
-        all four, the others none (their refusals are the C side's one line)."""
+        all four, ctranslate2 rollout and score, the others none (their
+        refusals are the C side's one line)."""
         from benchctl_worker import ct2, hf, ov
         self.assertEqual(hf.TransformersEngine().capabilities(), ["rollout", "logprobs", "score", "refit"])
-        for cls in (ct2.CTranslate2Engine, ds.DeepSpeedEngine, ov.OpenVINOEngine):
+        self.assertEqual(ct2.CTranslate2Engine().capabilities(), ["rollout", "score"])
+        for cls in (ds.DeepSpeedEngine, ov.OpenVINOEngine):
             self.assertEqual(cls().capabilities(), [])
 
     def test_describe_without_the_engine(self):

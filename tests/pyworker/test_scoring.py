@@ -26,8 +26,10 @@ Checks:
     checkpoint's tensor bytes (its safetensors header), engine_bytes the
     model's in the run's dtype (half in bfloat16); a refit of the model's
     own weights leaves the tokens as they were;
-  - the ctranslate2 engine lists no capabilities and refuses score and
-    refit with one line.
+  - the ctranslate2 engine: its rollout (no log-probabilities) has
+    transformers' tokens, its score (Generator.score_batch) equals the
+    transformers rollout's log-probabilities within 1e-4 in float32, and it
+    refuses refit in one line.
 Exit status 0 when all pass, 1 otherwise, 77 when the environment is missing.
 """
 
@@ -226,17 +228,26 @@ class TestScoring(unittest.TestCase):
             self.assertEqual(rep["error"]["code"], "setting")
             self.assertIn("set refit_checkpoint, or refit_source", rep["error"]["message"])
 
-    def test_ctranslate2_has_none(self):
+    def test_ctranslate2_scores_as_transformers(self):
+        S, R = 2, 10
+        case = rollout_case(batch_size=3, samples_per_prompt=S, prompt_length=8, response_length=R)
+        with worker(checkpoint=self.a) as w:
+            ref = self.rollout(w, case, PROMPTS)["rollout"]
         with worker("ctranslate2", checkpoint=self.a) as w:
             d = w.request("describe")
-            self.assertNotIn("capabilities", d)
-            w.request("begin_case", case=harness.case(batch_size=1, prompt_length=8, response_length=4),
-                      prompt_ids=[PROMPTS[0]])
-            for op, fields in (("score", {"prompt_ids": [[5]], "response_ids": [[6]]}), ("refit", {})):
-                rep = w.call(op, **fields)
-                self.assertFalse(rep["ok"])
-                self.assertEqual(rep["error"], {"code": "unsupported",
-                                                "message": "the ctranslate2 engine has no %s request" % op})
+            self.assertEqual(d["capabilities"], ["rollout", "score"])
+            g = self.rollout(w, case, PROMPTS)
+            ro = g["rollout"]
+            self.assertEqual(ro["prompt_ids"], ref["prompt_ids"])
+            self.assertEqual(ro["response_ids"], ref["response_ids"])
+            self.assertNotIn("logprobs", ro)
+            s = w.request("score", prompt_ids=ro["prompt_ids"], response_ids=ro["response_ids"])
+            gap = max_gap(s["logprobs"], ref["logprobs"])
+            print("ctranslate2 score vs the transformers rollout, fp32: max |delta log p| = %.3g" % gap)
+            self.assertLessEqual(gap, 1e-4)
+            rep = w.call("refit")
+            self.assertFalse(rep["ok"])
+            self.assertEqual(rep["error"], {"code": "unsupported", "message": "the ctranslate2 engine has no refit request"})
 
 
 def main():
