@@ -164,6 +164,22 @@ bc_status wk_rollout_take(const char *engine, const json_t *ro, const wk_shape *
     return st;
 }
 
+bc_status wk_rollout_from_tokens(const char *engine, const wk_shape *sh, const int32_t *prompts, int64_t samples,
+                                 const int32_t *ids, wk_rollout *r, bc_error *err) {
+    const int64_t rows = sh->rows, P = sh->prompt_length, R = sh->response_length;
+    if (samples <= 0) return bc_error_set(err, BC_ERR_INTERNAL, "worker %s: %lld samples a prompt", engine, (long long)samples);
+    bc_status st = size_rollout(engine, r, rows, P, R, err);
+    if (st != BC_OK) return st;
+    for (int64_t i = 0; i < rows; i++) {
+        memcpy(r->prompt_ids + i * P, prompts + (i / samples) * P, (size_t)P * sizeof *prompts);
+        memcpy(r->response_ids + i * R, ids + i * R, (size_t)R * sizeof *ids);
+        r->prompt_lengths[i] = P, r->response_lengths[i] = R, r->row_stop[i] = BC_ROW_STOP_LENGTH;
+    }
+    r->generated_tokens = rows * R;
+    r->has_logprobs = 0;
+    return BC_OK;
+}
+
 bc_status wk_logprobs_take(const char *engine, const char *op, const char *key, const json_t *list, int64_t rows,
                            const int64_t *lengths, int64_t stride, float *out, bc_error *err) {
     char text[64];

@@ -56,6 +56,14 @@ void wk_rollout_free(wk_rollout *r);
 bc_status wk_rollout_take(const char *engine, const json_t *ro, const wk_shape *sh, const int32_t *prompts,
                           int64_t samples, int want_logprobs, wk_rollout *out, bc_error *err);
 
+/* The rollout of an engine that sends none (no "rollout" capability),
+ * from what the host has: its prompts (as wk_rollout_take) and the checked
+ * tokens ids[rows][sh->response_length] (wk_tokens_take), every row
+ * BC_ROW_STOP_LENGTH (protocol 1: each row generates exactly
+ * response_length tokens), no log-probabilities. */
+bc_status wk_rollout_from_tokens(const char *engine, const wk_shape *sh, const int32_t *prompts, int64_t samples,
+                                 const int32_t *ids, wk_rollout *out, bc_error *err);
+
 /* Checks a list (key, in request op) of rows log-probability lists, row r
  * of lengths[r] numbers, each finite and <= WK_MAX_LOGPROB, into out[r *
  * stride + t]. */

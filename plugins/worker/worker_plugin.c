@@ -17,12 +17,16 @@
  *
  * What the engine does beyond rollouts its describe reply lists
  * ("capabilities", docs/pyworkers.md): "rollout" (each generate reply
- * carries the rollout's tokens, read back by read_rollout), "logprobs" (and
- * each response token's log-probability), "score" (the score hook sends a
+ * carries the rollout, read back by read_rollout), "logprobs" (and each
+ * response token's log-probability), "score" (the score hook sends a
  * `score` request), "refit" (the refit hook sends a `refit` request). The
- * hooks are always in the table; for an engine without the capability they
- * refuse with one line naming the engine. Every value of those replies is
- * checked before use (rollout.h).
+ * hooks are always in the table (the host calls read_rollout after every
+ * rollout): for an engine without "rollout", every case asks for the
+ * tokens (return_tokens) and read_rollout hands back the host's prompts
+ * and those tokens, every row stopped at the length (protocol 1: each row
+ * generates exactly response_length) and no log-probabilities; score and
+ * refit for an engine without them refuse with one line naming the engine.
+ * Every value of those replies is checked before use (rollout.h).
  *
  * A worker that fails (exits, hangs, writes garbage) fails the hook that was
  * talking to it; the client stops it, and the next begin_case starts a new
@@ -128,6 +132,7 @@ typedef struct worker {
     int warmup;                  /* 1 until reset_peak_memory */
     uint32_t iteration;
     int want_tokens;
+    int ask_tokens;              /* return_tokens: want_tokens, or every case of an engine without "rollout" */
     json_t *tokens;              /* the last rollout's, owned, when want_tokens */
     int32_t *token_ids;          /* the same, checked: rows x response_length ids, owned */
     size_t token_cap;
@@ -351,12 +356,13 @@ static bc_status begin_case_args(worker *w, const bc_case *c, json_t **out, bc_e
     int greedy = !(s->temperature > 0);
     const char *dtype = c->precision_ops ? c->precision_ops->dtype : c->precision;
     w->want_tokens = greedy && strcmp(dtype, "float32") == 0; /* the token agreement, and save_tokens */
+    w->ask_tokens = w->want_tokens || !w->can_rollout;        /* and read_rollout's tokens without a rollout */
     json_t *cs = json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:b, s:f, s:I, s:f, s:b, s:b}", "batch_size",
                            (json_int_t)c->batch_size, "samples_per_prompt", (json_int_t)c->samples_per_prompt,
                            "prompt_length", (json_int_t)c->prompt_length, "response_length",
                            (json_int_t)c->response_length, "dtype", dtype, "seed", (json_int_t)s->seed, "do_sample",
                            !greedy, "temperature", greedy ? 1.0 : s->temperature, "top_k", (json_int_t)s->top_k,
-                           "top_p", s->top_p, "return_tokens", w->want_tokens, "release_cache",
+                           "top_p", s->top_p, "return_tokens", w->ask_tokens, "release_cache",
                            c->release_cache != 0);
     if (cs && w->can_rollout) json_object_set_new(cs, "return_rollout", json_true());
     json_t *prompts = json_array();
@@ -496,12 +502,16 @@ static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_er
     if (st == BC_OK) st = take_metrics(w, profile, p.engine_total_ms, err);
     json_decref(w->tokens);
     w->tokens = NULL;
-    if (st == BC_OK && w->want_tokens) {
+    if (st == BC_OK && w->ask_tokens) {
         st = wk_tokens_take(w->hello.engine, json_object_get(reply, "tokens"), &sh, &w->token_ids, &w->token_cap, err);
-        if (st == BC_OK) w->tokens = json_incref(json_object_get(reply, "tokens")); /* save_tokens writes them */
+        if (st == BC_OK && w->want_tokens)
+            w->tokens = json_incref(json_object_get(reply, "tokens")); /* save_tokens writes them */
         if (st == BC_OK && w->can_rollout) st = same_tokens(w, err);
+        if (st == BC_OK && !w->can_rollout)
+            st = wk_rollout_from_tokens(w->hello.engine, &sh, w->prompts, (int64_t)w->c.samples_per_prompt,
+                                        w->token_ids, &w->rollout, err);
     }
-    if (st == BC_OK && w->can_rollout) w->have_rollout = 1;
+    if (st == BC_OK) w->have_rollout = 1;
     json_decref(reply);
     if (st != BC_OK) return st;
     /* rows x forwards: both bounded by the case (profile.h), so no overflow */
@@ -612,7 +622,6 @@ static bc_status lacks(const worker *w, const char *what, bc_error *err) {
 
 static bc_status worker_read_rollout(void *instance, bc_rollout_tokens *out, bc_error *err) {
     worker *w = instance;
-    if (!w->can_rollout) return lacks(w, "rollout tokens", err);
     if (!w->have_rollout)
         return bc_error_set(err, BC_ERR_INTERNAL, "worker %s: read_rollout before a rollout of the case",
                             w->hello.engine);

@@ -672,20 +672,53 @@ static void test_rollout_score_refit(void **state) {
     f->ops->end_case(f->inst);
 }
 
-/* An engine whose describe lists none of them: each hook refuses in one
- * line naming the engine, and no request is sent. */
-static void test_engine_without_them_refused(void **state) {
+/* An engine whose describe lists none of them: read_rollout hands back the
+ * host's prompts and the engine's tokens (asked for in every case, sampled
+ * ones too), every row stopped at the length, no log-probabilities; score
+ * and refit refuse in one line naming the engine, sending nothing. */
+static void test_engine_without_them(void **state) {
     fixture *f = *state;
     bc_error err = {0};
     bc_status st = open_rollout(f, GOOD_PROFILE "}", "", "", "", "", &err);
     if (st != BC_OK) fail_msg("%s", err.message);
-    bc_rollout_tokens ro = {.struct_size = sizeof ro, .rows = 2};
-    expect_line(f->ops->read_rollout(f->inst, &ro, &err), BC_ERR_UNSUPPORTED, &err,
-                "worker engine 'min' has no rollout tokens");
+    bc_rollout_tokens ro = {.struct_size = sizeof ro, .rows = -1};
+    assert_int_equal(f->ops->read_rollout(f->inst, &ro, &err), BC_OK);
+    int32_t ids[4];
+    bc_synthetic_prompt(1234, 1, 300, ids, 4);
+    assert_int_equal(ro.rows, 2);
+    assert_int_equal(ro.prompt_tokens[4], ids[0]);
+    assert_int_equal(ro.response_tokens[15], 299);
+    assert_int_equal(ro.response_lengths[1], 8);
+    assert_int_equal(ro.row_stop[0], BC_ROW_STOP_LENGTH);
+    assert_null(ro.response_logprobs);
     float lp[16];
     expect_line(f->ops->score(f->inst, &ro, lp, &err), BC_ERR_UNSUPPORTED, &err, "worker engine 'min' has no score request");
     bc_refit_stats rs = {.struct_size = sizeof rs};
     expect_line(f->ops->refit(f->inst, &rs, &err), BC_ERR_UNSUPPORTED, &err, "worker engine 'min' has no refit request");
+    f->ops->end_case(f->inst);
+    /* a sampled case of the fake (its tokens only when asked): the rollout is still there, the
+     * report's tokens (the greedy float32 agreement) are not */
+    f->ops->destroy(f->inst);
+    f->inst = NULL;
+    snprintf(f->command, sizeof f->command, "%s", FAKE_WORKER);
+    f->settings.count = N_VALUES;
+    create_ok(f);
+    bc_sampling sampled = {.struct_size = sizeof sampled, .temperature = 1.0, .top_p = 1.0, .seed = 99};
+    bc_case c = make_case(3, &fp32_ops);
+    c.sampling = &sampled;
+    assert_int_equal(f->ops->begin_case(f->inst, &c, &err), BC_OK);
+    bc_generation_stats g = unknown_stats();
+    if (f->ops->generate(f->inst, &g, &err) != BC_OK) fail_msg("%s", err.message);
+    assert_null(g.tokens);
+    ro = (bc_rollout_tokens){.struct_size = sizeof ro};
+    assert_int_equal(f->ops->read_rollout(f->inst, &ro, &err), BC_OK);
+    assert_int_equal(ro.rows, 6);
+    int32_t p[8];
+    bc_synthetic_prompt(99, 2, 50272, p, 8);
+    for (int t = 0; t < 4; t++) { /* the fake's rule: (prompt[t % 8] + t) % vocab; row 5 is prompt 2 */
+        assert_int_equal(ro.response_tokens[5 * ro.response_stride + t], (p[t % 8] + t) % 50272);
+        assert_int_equal(ro.prompt_tokens[5 * ro.prompt_stride + t], p[t]);
+    }
     f->ops->end_case(f->inst);
 }
 
@@ -975,7 +1008,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_descendants_reaped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_line_named_for_what_it_is, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollout_score_refit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_engine_without_them_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_without_them, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollout_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_score_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refit_checked, setup, teardown),
