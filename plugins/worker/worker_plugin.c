@@ -663,7 +663,7 @@ static bc_status score_args(const worker *w, const bc_rollout_tokens *in, json_t
     bc_status st = prompts && responses ? BC_OK : bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for score");
     for (int64_t r = 0; st == BC_OK && r < in->rows; r++) {
         const int64_t np = in->prompt_lengths[r], nr = in->response_lengths[r];
-        if (np < 1 || nr < 1 || np > in->prompt_stride || nr > in->response_stride)
+        if (np < 1 || nr < 0 || np > in->prompt_stride || nr > in->response_stride)
             st = bc_error_set(err, BC_ERR_INTERNAL, "worker %s: score: row %lld has %lld + %lld tokens (strides %lld, "
                               "%lld)", w->hello.engine, (long long)r, (long long)np, (long long)nr,
                               (long long)in->prompt_stride, (long long)in->response_stride);

@@ -8,7 +8,10 @@ python (docs/pyworkers.md, "Rollouts, scoring and refit").
 Defaults: transformers, float32, 4 x 4 rows, prompt 32, response 16, N = 10
 score requests after one warm-up. Prints one JSON line: the case, the
 round trips' median, min and max in ms, scored tokens per second at the
-median, and the 1-minute load average before and after.
+median, the generate round trip's median with the rollout (and its
+log-probabilities, for an engine that keeps them) and without (N each,
+alternating, in two cases of one worker), and the 1-minute load average
+before and after.
 """
 
 import json
@@ -50,12 +53,25 @@ def main(argv):
             w.request("score", **args)
             ms.append((time.perf_counter() - t0) * 1e3)
         w.request("end_case")
+        # generate with and without the rollout, alternating
+        gen = {True: [], False: []}
+        for i in range(2 * N + 2):
+            want = i % 2 == 0
+            c = dict(case, return_rollout=want)
+            w.request("begin_case", case=c, prompt_ids=prompts)
+            t0 = time.perf_counter()
+            w.request("generate", iteration=0, warmup=False)
+            if i >= 2:  # the first of each: warm-up
+                gen[want].append((time.perf_counter() - t0) * 1e3)
+            w.request("end_case")
         w.shutdown()
     med = statistics.median(ms)
     print(json.dumps({"engine": engine, "dtype": dtype, "rows": B * S, "prompt": P, "response": R, "n": N,
                       "score_ms_median": round(med, 2), "score_ms_min": round(min(ms), 2),
                       "score_ms_max": round(max(ms), 2),
                       "scored_tokens_per_s": round(B * S * R / med * 1e3, 1),
+                      "generate_ms_median_with_rollout": round(statistics.median(gen[True]), 2),
+                      "generate_ms_median_without": round(statistics.median(gen[False]), 2),
                       "load_before": load0, "load_after": os.getloadavg()[0]}))
     return 0
 

@@ -154,6 +154,10 @@ class TestScoring(unittest.TestCase):
             print("fp32 rollout vs score: max |delta log p| = %.3g" % gap)
             self.assertLessEqual(gap, 1e-4)
             self.assertTrue(all(v < 0 for row in ro["logprobs"] for v in row))
+            # a row with no response has nothing to score; the others are scored as before
+            s2 = w.request("score", prompt_ids=ro["prompt_ids"][:2], response_ids=[ro["response_ids"][0], []])
+            self.assertEqual(s2["logprobs"][1], [])
+            self.assertLessEqual(max_gap(s2["logprobs"][:1], s["logprobs"][:1]), 1e-6)
             self.assertEqual(w.shutdown(), 0)
         want = self.reference(self.a, {"op": "generate", "S": S, "R": R, "prompts": PROMPTS})
         self.assertEqual(ro["response_ids"], want["tokens"])

@@ -236,7 +236,7 @@ class CTranslate2Engine(Engine):
             if len(lp) != len(rows[r]) - 1:
                 raise WorkerError("internal", "score_batch gave %d log-probabilities for %d tokens"
                                   % (len(lp), len(rows[r])))
-            out.append([float(v) for v in lp[-len(q):]])
+            out.append([float(v) for v in lp[len(lp) - len(q):]])
         return out
 
     def _options(self, step_marks, row_marks):

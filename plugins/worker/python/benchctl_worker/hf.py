@@ -276,6 +276,9 @@ def score_rows(torch, model, prompts, responses, pad_id, device):
         rows = []
         for r, q in enumerate(responses):
             n = len(q)
+            if n == 0:
+                rows.append(lsm.new_empty(0))
+                continue
             # response token t sits at T - n + t and is predicted at T - n - 1 + t, kept index K - n - 1 + t
             pred = lsm[r, K - n - 1:K - 1, :]                   # [n, V]
             tok = ids[r, T - n:]                                # [n]

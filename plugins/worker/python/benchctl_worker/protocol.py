@@ -184,16 +184,18 @@ def rollout(prompt_ids, response_ids, stop, logprobs=None):
 
 def check_score_request(req):
     """score's prompt_ids and response_ids: lists of as many rows of ids >=
-    0, each row non-empty. Returns them; raises WorkerError("internal")."""
+    0, each prompt non-empty (a response may be: nothing to score). Returns
+    them; raises WorkerError("internal")."""
     prompts, responses = req.get("prompt_ids"), req.get("response_ids")
-    def ids(row):
-        return (isinstance(row, list) and row
+    def ids(row, empty=False):
+        return (isinstance(row, list) and (row or empty)
                 and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in row))
     if not isinstance(prompts, list) or not isinstance(responses, list) or len(prompts) != len(responses) or not prompts:
         raise WorkerError("internal", "score: prompt_ids and response_ids must be lists of as many rows")
     for r, (p, q) in enumerate(zip(prompts, responses)):
-        if not ids(p) or not ids(q):
-            raise WorkerError("internal", "score: row %d must have prompt and response ids (integers >= 0)" % r)
+        if not ids(p) or not ids(q, empty=True):
+            raise WorkerError("internal", "score: row %d must have prompt ids and a list of response ids (integers "
+                              ">= 0)" % r)
     return prompts, responses
 
 
