@@ -95,6 +95,27 @@ static void write_environment(bc_jw *w, const bc_run_report *run) {
     bc_jw_end_object(w);
     /* the quiet-machine check (since 2.5); null where it did not run */
     key_string_or_null(w, "quiet_check", BC_HAS(run, bc_run_report, quiet_check) ? run->quiet_check : NULL);
+    /* the host's memcpy bandwidth, measured with run.refit on (since 2.6); null otherwise */
+    bc_jw_key_double(w, "memcpy_gb_per_s", BC_HAS(run, bc_run_report, memcpy_gb_per_s) ? run->memcpy_gb_per_s : NAN);
+    bc_jw_end_object(w);
+}
+
+/* The score stage's scorer (since 2.6): its label, precision and what its
+ * describe said; null when the run scores nothing. */
+static void write_scorer(bc_jw *w, const bc_run_report *run) {
+    if (!BC_HAS(run, bc_run_report, scorer_precision) || !run->scorer_name) {
+        bc_jw_null(w);
+        return;
+    }
+    const bc_backend_info *b = run->scorer;
+    bc_jw_begin_object(w);
+    bc_jw_key_string(w, "backend", run->scorer_name);
+    key_string_or_null(w, "precision", run->scorer_precision);
+    key_string_or_null(w, "model", b && BC_HAS(b, bc_backend_info, model) ? b->model : NULL);
+    key_string_or_null(w, "device", b && BC_HAS(b, bc_backend_info, device) ? b->device : NULL);
+    key_string_or_null(w, "family", b && BC_HAS(b, bc_backend_info, model_family) ? b->model_family : NULL);
+    bc_jw_key_int_or_null(w, "parameters", b && BC_HAS(b, bc_backend_info, n_parameters) ? b->n_parameters : -1);
+    bc_jw_key_int_or_null(w, "vocab_size", b && BC_HAS(b, bc_backend_info, vocab_size) ? b->vocab_size : -1);
     bc_jw_end_object(w);
 }
 
@@ -253,6 +274,9 @@ void bc_rj_run_metadata(bc_jw *w, const bc_run_report *run) {
                 bc_jw_string(w, bc_run_backend_setting(run, i)->name);
         bc_jw_end_array(w);
     }
+    bc_jw_key(w, "scorer");
+    write_scorer(w, run);
+    key_string_or_null(w, "refit", BC_HAS(run, bc_run_report, refit) ? run->refit : NULL);
     key_string_or_null(w, "gpu", BC_RUN_BACKEND(run, device_name, NULL));
     key_string_or_null(w, "driver", BC_RUN_BACKEND(run, driver, NULL));
     bc_jw_key_string(w, "cpu_model", run->cpu_model);

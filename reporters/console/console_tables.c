@@ -220,6 +220,29 @@ static const column row_columns[] = {
     {"rows/s", 1, NULL, "rows_per_second", "mean", 2, 0},
 };
 
+/* The score stage, refit and the RL frameworks' names (a 2.6 host's
+ * fields), shown when a case measured any of them. */
+static const column rl_columns[] = {
+    {"#", 1, fill_index, NULL, NULL, 0, 0},
+    {"score_ms", 1, NULL, "score_ms", "mean", 3, 0},
+    {"gap_mean", 1, NULL, "logprob_gap_mean", "mean", 5, 0},
+    {"gap_max", 1, NULL, "logprob_gap_max", "mean", 5, 0},
+    {"kl_k3", 1, NULL, "kl_k3", "mean", 6, 0},
+    {"refit_ms", 1, NULL, "refit_ms", "mean", 3, 0},
+    {"refit_GB/s", 1, NULL, "refit_gb_per_s", "mean", 2, 0},
+    {"step_ms", 1, NULL, "rollout_step_ms", "mean", 3, 0},
+    {"response_length/mean", 1, NULL, "response_length/mean", "mean", 1, 0},
+    {"clip_ratio", 1, NULL, "response_length/clip_ratio", "mean", 3, 0},
+};
+
+/* 1 when some case has a measured value of the field called name. */
+static int any_measured(const bc_run_report *run, const char *name) {
+    int f = bc_run_field_index(run, name), n = bc_run_stat_index(run, "n");
+    for (uint32_t i = 0; f >= 0 && n >= 0 && i < run->n_cases; i++)
+        if (bc_case_stat(run, bc_run_case(run, i), f, n) > 0) return 1;
+    return 0;
+}
+
 /* A distributed case (docs/scale.md); NULL in a single-process run. */
 static const bc_case_distributed *case_dist(const view *v, const bc_case_report *cr) {
     return BC_RUN_FIELD(v->run, distributed, NULL) ? BC_CASE_FIELD(v->run, cr, distributed, NULL) : NULL;
@@ -544,6 +567,11 @@ bc_status console_build_report(bc_text *t, const bc_run_report *run, double max_
     if (bc_run_field_index(v->run, "row_ttft_ms_p50") >= 0 &&
         (bc_text_put(t, "\n", 1), replicate ? bc_text_puts(t, "rank 0:\n") : (void)0,
          put_table(t, v, row_columns, N_OF(row_columns))) != BC_OK)
+        return BC_ERR_NOMEM;
+    int rl = 0;
+    for (size_t k = 1; k < N_OF(rl_columns); k++) rl |= any_measured(v->run, rl_columns[k].field);
+    if (rl && (bc_text_put(t, "\n", 1), replicate ? bc_text_puts(t, "rank 0:\n") : (void)0,
+               put_table(t, v, rl_columns, N_OF(rl_columns))) != BC_OK)
         return BC_ERR_NOMEM;
     if (put_declared(t, v) != BC_OK) return BC_ERR_NOMEM;
     const bc_distributed *d = BC_RUN_FIELD(v->run, distributed, NULL);

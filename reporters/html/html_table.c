@@ -168,6 +168,18 @@ static void put_declared(hp_page *pg) {
     put_field_table(pg, BC_RUN_FIELD(run, n_host_fields, run->n_fields), run->n_fields);
     int a = bc_run_field_index(run, "row_ttft_ms_p50"), b = bc_run_field_index(run, "rows_per_second");
     if (a >= 0 && b >= a) put_field_table(pg, (uint32_t)a, (uint32_t)b + 1);
+    /* a 2.6 host's: the score stage and refit, then the RL frameworks' names,
+     * each table when some case measured one of its fields */
+    static const char *const ranges[][2] = {{"score_ms", "rollout_step_ms"},
+                                            {"response_length/mean", "slowest_row/response_length"}};
+    for (size_t r = 0; r < 2; r++) {
+        a = bc_run_field_index(run, ranges[r][0]), b = bc_run_field_index(run, ranges[r][1]);
+        int measured = 0;
+        for (uint32_t i = 0; a >= 0 && b >= a && i < pg->n && !measured; i++)
+            for (int f = a; f <= b && !measured; f++)
+                measured = bc_is_measured(hp_case_stat(run, pg->cases[i].cr, f, "mean"));
+        if (measured) put_field_table(pg, (uint32_t)a, (uint32_t)b + 1);
+    }
 }
 
 void hp_put_table(hp_page *pg) {

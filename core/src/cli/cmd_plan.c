@@ -47,6 +47,42 @@ static void plan_memory_columns(const bc_context *ctx, size_t k, char *last_erro
     }
 }
 
+/* The scorer (the score group), when the run has one: its name and
+ * precision, and what its plan_memory says for its own case of each case
+ * (the rollout's shape in the score precision), the largest one (weights +
+ * KV + workspace). */
+static void plan_scorer(const bc_context *ctx) {
+    if (!ctx->scorer_instance) return;
+    const bc_backend_ops *ops = &ctx->scorer.plugin->backend;
+    printf("scorer %s (backend %s, precision %s)", ctx->scorer_label, ctx->scorer.plugin->desc->name,
+           ctx->score_precision_name);
+    bc_memory_stats best = {.struct_size = 0};
+    int64_t best_total = -1;
+    uint32_t best_case = 0;
+    for (size_t k = 0; ops->plan_memory && k < ctx->n_cases; k++) {
+        bc_case sc = ctx->cases[k];
+        sc.precision = ctx->score_precision_name;
+        sc.precision_ops = ctx->score_precision_ops;
+        bc_memory_stats m = {.struct_size = sizeof m, -1, -1, -1, -1, -1, -1, -1, -1};
+        bc_error err = {0};
+        if (ops->plan_memory(ctx->scorer_instance, &sc, &m, &err) != BC_OK) continue;
+        int64_t total = (m.weights_bytes > 0 ? m.weights_bytes : 0) + (m.kv_cache_bytes > 0 ? m.kv_cache_bytes : 0) +
+                        (m.workspace_bytes > 0 ? m.workspace_bytes : 0);
+        if (total > best_total) best = m, best_total = total, best_case = sc.index;
+    }
+    if (best_total < 0) {
+        printf(": memory unknown in advance\n");
+        return;
+    }
+    printf(": at most weights_MiB");
+    print_mib(best.weights_bytes);
+    printf(" kv_MiB");
+    print_mib(best.kv_cache_bytes);
+    printf(" work_MiB");
+    print_mib(best.workspace_bytes);
+    printf(" (case %u), beside the rollout backend's\n", best_case);
+}
+
 /* A case's backend settings the matrix varies, "batching=static,kv_layout=paged"
  * ("" without any); returns the length written. */
 static int plan_settings_text(const bc_case *c, char *buf, size_t cap) {
@@ -267,6 +303,10 @@ int bc_cli_plan(const bc_cli_args *a) {
     printf("%zu build%s of the backend's costly state (the cases marked 'build')\n", n_builds,
            n_builds == 1 ? "" : "s");
     if (!ops->plan_memory) printf("(backend %s cannot tell its memory in advance)\n", ctx.backend.plugin->desc->name);
+    plan_scorer(&ctx);
+    if (ctx.cfg.refit != BC_CFG_REFIT_OFF)
+        printf("refit %s: the backend's refit hook before %s\n", ctx.run.refit,
+               ctx.cfg.refit == BC_CFG_REFIT_PER_CASE ? "each case's first measured rollout" : "every rollout");
     if (a->estimate_from) {
         char total[32];
         format_duration(total_s, total, sizeof total);

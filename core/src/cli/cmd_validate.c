@@ -19,6 +19,10 @@ int bc_cli_validate(const bc_cli_args *a) {
                ctx.backend.plugin->desc->name, ctx.cfg.n_precisions,
                ctx.cfg.n_precisions == 1 ? "" : "s", ctx.cfg.n_cache_policies,
                ctx.cfg.n_cache_policies == 1 ? "y" : "ies", ctx.cfg.n_reporters, ctx.cfg.n_reporters == 1 ? "" : "s");
+    if (!rc && ctx.scorer_instance)
+        printf("%s: scorer %s (backend %s, precision %s)\n", ctx.cfg.path, ctx.scorer_label,
+               ctx.scorer.plugin->desc->name, ctx.score_precision_name);
+    if (!rc && ctx.cfg.refit != BC_CFG_REFIT_OFF) printf("%s: refit %s\n", ctx.cfg.path, ctx.run.refit);
     bc_context_free(&ctx);
     return rc;
 }

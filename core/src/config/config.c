@@ -114,14 +114,16 @@ static int ok_seconds(double v) { return v > 0.0; }
 /* ---------------------------------------------------------------- schema */
 
 static const char *const k_top_keys[] = {"plugin_path", "backend", "backends", "precisions", "cache_policies",
-                                         "matrix",      "sampling", "run",      "reporters", "distributed"};
+                                         "matrix",      "sampling", "run",      "reporters", "distributed",
+                                         "score"};
+static const char *const k_score_keys[] = {"backend", "precision", "settings"};
 static const char *const k_distributed_keys[] = {"mode", "comm", "timeout_s"};
 static const char *const k_matrix_keys[] = {"batch_sizes", "samples_per_prompt", "prompt_lengths",
                                             "response_lengths", "backend_settings"};
 static const char *const k_sampling_keys[] = {"temperature", "top_p", "top_k", "seed"};
 static const char *const k_run_keys[] = {"warmup", "iterations", "min_iterations", "max_iterations", "target_rel_ci",
                                          "max_seconds_per_case", "isolation",
-                                         "case_timeout_s", "quiet_check"};
+                                         "case_timeout_s", "quiet_check", "refit"};
 #define SIZES_WHAT "a non-empty list of integers >= 1"
 
 /* One matrix value e (at path) into *out: an integer in [1, BC_CFG_MAX_SIZE]. */
@@ -247,6 +249,21 @@ static bc_status parse_run(bc_config *cfg, const config_setting_t *root, bc_erro
                                "must be \"warn\", \"refuse\" or \"off\" (got %s)", got);
         cfg->quiet_check = found;
     }
+    cfg->refit = BC_CFG_REFIT_OFF;
+    const config_setting_t *refit_s = run ? config_setting_get_member(run, "refit") : NULL;
+    if (refit_s) {
+        static const char *const names[] = {"off", "per_rollout", "per_case"};
+        const char *v = config_setting_type(refit_s) == CONFIG_TYPE_STRING ? config_setting_get_string(refit_s) : NULL;
+        int found = -1;
+        for (int i = 0; v && i < 3; i++)
+            if (strcmp(v, names[i]) == 0) found = i;
+        char got[96];
+        bc_cfg_describe(refit_s, got, sizeof got);
+        if (found < 0)
+            return bc_cfg_fail(cfg, err, BC_ERR_SETTING, refit_s, "run.refit",
+                               "must be \"off\", \"per_rollout\" or \"per_case\" (got %s)", got);
+        cfg->refit = found;
+    }
 
     const config_setting_t *it_s = run ? config_setting_get_member(run, "iterations") : NULL;
     const config_setting_t *min_s = run ? config_setting_get_member(run, "min_iterations") : NULL;
@@ -358,6 +375,47 @@ static bc_status parse_distributed(bc_config *cfg, const config_setting_t *root,
     return BC_OK;
 }
 
+/* A string member key of group at path, or NULL when absent; anything but a
+ * non-empty string fails. */
+static bc_status get_name(const bc_config *cfg, const config_setting_t *group, const char *key, const char *path,
+                          const char *what, const config_setting_t **out, bc_error *err) {
+    *out = config_setting_get_member(group, key);
+    if (!*out) return BC_OK;
+    if (config_setting_type(*out) == CONFIG_TYPE_STRING && config_setting_get_string(*out)[0]) return BC_OK;
+    char got[96];
+    bc_cfg_describe(*out, got, sizeof got);
+    return bc_cfg_fail(cfg, err, BC_ERR_SETTING, *out, path, "must be %s (got %s)", what, got);
+}
+
+/* The score group: { backend = "..."; precision = "fp32"; settings = { ... }; },
+ * every key optional (an empty group scores with the run's backend in fp32). */
+static bc_status parse_score(bc_config *cfg, const config_setting_t *root, bc_error *err) {
+    config_setting_t *score = NULL;
+    bc_status st = bc_cfg_get_group(cfg, root, "score", "score", &score, err);
+    if (st || !score) return st;
+    if ((st = bc_cfg_check_keys(cfg, score, "score", k_score_keys, COUNT(k_score_keys), err))) return st;
+    const config_setting_t *backend_s = NULL, *precision_s = NULL;
+    if ((st = get_name(cfg, score, "backend", "score.backend",
+                       "a backend plugin's name or the label of an entry of backends", &backend_s, err)) ||
+        (st = get_name(cfg, score, "precision", "score.precision", "a precision plugin's name (\"fp32\")",
+                       &precision_s, err)))
+        return st;
+    config_setting_t *settings = NULL;
+    if ((st = bc_cfg_get_group(cfg, score, "settings", "score.settings", &settings, err))) return st;
+    cfg->score_given = 1;
+    cfg->score.name = backend_s ? bc_cfg_strdup(config_setting_get_string(backend_s)) : NULL;
+    cfg->score.settings = settings;
+    cfg->score.where = bc_cfg_strdup("score");
+    cfg->score.line = (int)config_setting_source_line(backend_s ? backend_s : score);
+    cfg->score_precision.name = bc_cfg_strdup(precision_s ? config_setting_get_string(precision_s) : "fp32");
+    cfg->score_precision.where = bc_cfg_strdup(precision_s ? "score.precision" : "score.precision (default)");
+    cfg->score_precision.line = (int)config_setting_source_line(precision_s ? precision_s : score);
+    if ((backend_s && !cfg->score.name) || !cfg->score.where || !cfg->score_precision.name ||
+        !cfg->score_precision.where)
+        return bc_cfg_nomem(err);
+    return BC_OK;
+}
+
 /* Walks the whole tree; fills cfg. */
 static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error *err) {
     bc_status st = bc_cfg_check_keys(cfg, root, "", k_top_keys, COUNT(k_top_keys), err);
@@ -430,6 +488,7 @@ static bc_status validate(bc_config *cfg, const config_setting_t *root, bc_error
     cfg->sampling.seed = (uint64_t)v;
 
     if ((st = parse_run(cfg, root, err))) return st;
+    if ((st = parse_score(cfg, root, err))) return st;
 
     return bc_cfg_parse_spec_list(cfg, root, "reporters", "console", 0, &cfg->reporters, &cfg->n_reporters, err);
 }
@@ -491,6 +550,8 @@ void bc_config_free(bc_config *cfg) {
     free_specs(cfg->precisions, cfg->n_precisions);
     free_specs(cfg->cache_policies, cfg->n_cache_policies);
     free_specs(cfg->reporters, cfg->n_reporters);
+    free_spec_strings(&cfg->score);
+    free_spec_strings(&cfg->score_precision);
     free(cfg->batch_sizes);
     free(cfg->samples_per_prompt);
     free(cfg->prompt_lengths);

@@ -38,6 +38,9 @@ typedef struct bc_setting_axis {
 } bc_setting_axis;
 
 enum { BC_CFG_DIST_REPLICATE = 0, BC_CFG_DIST_SHARD = 1 };
+/* run.refit (docs/config.md): no refit, before every rollout (warmup
+ * included), or before the case's first measured rollout. */
+enum { BC_CFG_REFIT_OFF = 0, BC_CFG_REFIT_PER_ROLLOUT = 1, BC_CFG_REFIT_PER_CASE = 2 };
 
 /* run.quiet_check: what run does when the machine is not quiet before the
  * first case (run/hostload.h): nothing, a warning (the default), or stop. */
@@ -87,6 +90,15 @@ typedef struct bc_config {
     int isolation;               /* run.isolation: 0 "none", 1 "process" (default BC_CFG_DEFAULT_ISOLATION) */
     double case_timeout_s;       /* run.case_timeout_s; NAN: not given (no timeout) */
     int quiet_check;             /* run.quiet_check: BC_CFG_QUIET_* (default warn) */
+    int refit;                   /* run.refit: BC_CFG_REFIT_* (default off) */
+    /* The score group (docs/config.md): score_given 0 when absent. score's
+     * name is score.backend (a backend plugin, or the label of a backends
+     * entry; NULL: the run's backend), its settings score.settings (NULL:
+     * the named entry's own), where "score"; score_precision's name is
+     * score.precision (default "fp32"), where "score.precision". */
+    int score_given;
+    bc_plugin_spec score;
+    bc_plugin_spec score_precision;
 
     /* distributed (docs/scale.md): the mode, and the comm plugin bench.cfg
      * names (NULL: "auto", the one the launcher implies; owned). */

@@ -84,6 +84,9 @@ static void device_index_from_local_rank(const bc_plugin_spec *spec, bc_context_
             b->values[i].i = local_rank;
 }
 
+static bc_status load_scorer(bc_context *ctx, const bc_context_args *a, bc_error *err);
+static bc_status check_stage_hooks(bc_context *ctx, bc_error *err);
+
 /* Steps 1 and 2: the config and its plugins. */
 static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args *a, bc_error *err) {
     if (!a->file) return bc_error_set(err, BC_ERR_INVALID, "missing FILE");
@@ -127,7 +130,8 @@ static bc_status load_config_and_plugins(bc_context *ctx, const bc_context_args 
     for (size_t i = 0; i < nr; i++)
         if ((st = load_plugin(ctx, &ctx->cfg.reporters[i], BC_KIND_REPORTER, &ctx->reporters[i], err)) != BC_OK)
             return st;
-    return BC_OK;
+    if ((st = load_scorer(ctx, a, err)) != BC_OK) return st;
+    return check_stage_hooks(ctx, err);
 }
 
 /* Backend i's label, as cases and reports name it (0: the first). */
@@ -145,6 +149,85 @@ static const bc_plugin_spec *entry_spec(const bc_context *ctx, size_t b) {
 }
 static bc_context_plugin *entry_plugin(bc_context *ctx, size_t b) {
     return b == 0 ? &ctx->backend : &ctx->more_backends[b - 1];
+}
+
+/* Step 2, the score group: the scorer named by score.backend (a backends
+ * entry's label: that entry's plugin, with score.settings or else the
+ * entry's own; another name: that backend plugin, with score.settings;
+ * none: the run's one backend with its settings), and the score
+ * precision (one of precisions, or loaded for the scorer). */
+static bc_status load_scorer(bc_context *ctx, const bc_context_args *a, bc_error *err) {
+    const bc_config *cfg = &ctx->cfg;
+    if (!cfg->score_given) return BC_OK;
+    bc_plugin_spec spec = cfg->score; /* borrows cfg's strings */
+    size_t entry = SIZE_MAX;
+    char where[PATH_MAX + 64];
+    bc_config_spec_location(cfg, &cfg->score, where, sizeof where);
+    if (!spec.name) {
+        if (n_backends(ctx) > 1)
+            return bc_error_set(err, BC_ERR_SETTING,
+                                "%s: score.backend: the run has %zu backends: name the scorer (a backend plugin, or "
+                                "the label of an entry of backends)",
+                                where, n_backends(ctx));
+        entry = 0;
+    }
+    for (size_t b = 0; spec.name && b < n_backends(ctx) && entry == SIZE_MAX; b++)
+        if (strcmp(backend_label(ctx, b), spec.name) == 0) entry = b;
+    if (entry != SIZE_MAX) {
+        const bc_plugin_spec *es = entry_spec(ctx, entry);
+        spec.name = es->name;
+        if (!spec.settings) spec.settings = es->settings;
+    }
+    ctx->scorer_label = entry != SIZE_MAX ? backend_label(ctx, entry) : cfg->score.name;
+    bc_status st = load_plugin(ctx, &spec, BC_KIND_BACKEND, &ctx->scorer, err);
+    if (st != BC_OK) return st;
+    const bc_plugin_desc *d = ctx->scorer.plugin->desc;
+    if (cfg->n_setting_axes && d->check_settings && /* load_plugin left it to the axes */
+        (st = d->check_settings(&ctx->scorer.plugin->host, &ctx->scorer.settings, err)) != BC_OK) {
+        char prefix[sizeof where + 128];
+        text(prefix, sizeof prefix, "%s: score: backend '%s'", where, d->name);
+        return bc_context_prefix_error(err, prefix);
+    }
+    if (a->local_rank) device_index_from_local_rank(&spec, &ctx->scorer, *a->local_rank);
+    for (size_t i = 0; i < cfg->n_precisions; i++)
+        if (strcmp(cfg->precisions[i].name, cfg->score_precision.name) == 0 ||
+            strcmp(ctx->precision_names[i], cfg->score_precision.name) == 0) {
+            ctx->score_precision_name = ctx->precision_names[i];
+            ctx->score_precision_ops = &ctx->precisions[i].plugin->precision;
+            return BC_OK;
+        }
+    st = load_plugin(ctx, &cfg->score_precision, BC_KIND_PRECISION, &ctx->score_precision_own, err);
+    if (st != BC_OK) return st;
+    ctx->score_precision_name = ctx->score_precision_own.plugin->desc->name;
+    ctx->score_precision_ops = &ctx->score_precision_own.plugin->precision;
+    return BC_OK;
+}
+
+/* Step 2, last: the hooks the score stage and run.refit call, refused
+ * before any case when a plugin lacks one. */
+static bc_status check_stage_hooks(bc_context *ctx, bc_error *err) {
+    const bc_config *cfg = &ctx->cfg;
+    if (cfg->score_given && !ctx->scorer.plugin->backend.score)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                            "%s: score: backend '%s' has no score hook (ABI 2.6): it cannot be the scorer",
+                            ctx->scorer.where, ctx->scorer.plugin->desc->name);
+    for (size_t b = 0; b < n_backends(ctx); b++) {
+        const bc_context_plugin *cp = entry_plugin(ctx, b);
+        if (cfg->score_given && !cp->plugin->backend.read_rollout)
+            return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                                "%s: %s: backend '%s' has no read_rollout hook (ABI 2.6): the score group needs the "
+                                "rollout's tokens",
+                                cp->where, entry_spec(ctx, b)->where, cp->plugin->desc->name);
+        if (cfg->refit != BC_CFG_REFIT_OFF && !cp->plugin->backend.refit) {
+            char where[PATH_MAX + 64];
+            bc_config_setting_location(cfg, "run.refit", where, sizeof where);
+            return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                                "%s: run.refit: backend '%s' (%s) has no refit hook (ABI 2.6): it cannot load new "
+                                "weights between rollouts",
+                                where, cp->plugin->desc->name, cp->where);
+        }
+    }
+    return BC_OK;
 }
 
 /* The index of combination s's value of axis a (the first axis outermost). */
@@ -369,8 +452,16 @@ static bc_status create_backend(bc_context *ctx, bc_error *err) {
         if (st != BC_OK) return st;
         ctx->runner_backends[i] = (bc_runner_backend){
             .label = backend_label(ctx, b), .plugin = cp->plugin, .instance = *inst, .where = cp->where,
-            .setting_values = na ? ctx->combo_texts + (i % ctx->n_combos) * na : NULL, .n_settings = na};
+            .setting_values = na ? ctx->combo_texts + (i % ctx->n_combos) * na : NULL, .n_settings = na,
+            .info = info};
     }
+    if (!ctx->scorer.plugin) return BC_OK;
+    bc_status st = create_one_backend(&ctx->scorer, &ctx->scorer.settings, &ctx->scorer_instance, &ctx->scorer_info,
+                                      err);
+    if (st != BC_OK) return st;
+    ctx->scorer_backend = (bc_runner_backend){.label = ctx->scorer_label, .plugin = ctx->scorer.plugin,
+                                              .instance = ctx->scorer_instance, .where = ctx->scorer.where,
+                                              .info = &ctx->scorer_info};
     return BC_OK;
 }
 
@@ -399,12 +490,21 @@ static bc_status check_cases(bc_context *ctx, int allow_infeasible, bc_error *er
     size_t first = ctx->n_cases;
     for (size_t k = 0; k < ctx->n_cases; k++) {
         const bc_runner_backend *rb = bc_context_backend_of(ctx, k);
-        if (!rb->plugin->backend.check_case) continue;
         bc_error cerr = {0};
-        bc_status st = rb->plugin->backend.check_case(rb->instance, &ctx->cases[k], &cerr);
+        bc_status st = rb->plugin->backend.check_case ? rb->plugin->backend.check_case(rb->instance, &ctx->cases[k], &cerr)
+                                                      : BC_OK;
+        const char *who = "";
+        if (st == BC_OK && ctx->scorer_instance && ctx->scorer.plugin->backend.check_case) {
+            bc_case sc = ctx->cases[k]; /* the scorer's case: the rollout's shape in the score precision */
+            sc.precision = ctx->score_precision_name;
+            sc.precision_ops = ctx->score_precision_ops;
+            st = ctx->scorer.plugin->backend.check_case(ctx->scorer_instance, &sc, &cerr);
+            who = "the scorer: ";
+        }
         ctx->checks[k].code = st;
         if (st == BC_OK) continue;
-        text(ctx->checks[k].message, sizeof ctx->checks[k].message, "%s", cerr.message);
+        text(ctx->checks[k].message, sizeof ctx->checks[k].message, "%s%s", who, cerr.message);
+        text(cerr.message, sizeof cerr.message, "%s", ctx->checks[k].message);
         if (ctx->n_infeasible++ == 0) {
             first = k;
             *err = cerr;
@@ -426,7 +526,8 @@ static bc_status check_cases(bc_context *ctx, int allow_infeasible, bc_error *er
 
 /* Step 6: the run report's header. */
 static bc_status fill_header(bc_context *ctx, const bc_context_args *a, bc_error *err) {
-    size_t n_all = n_backends(ctx) + ctx->cfg.n_precisions + ctx->cfg.n_cache_policies + ctx->cfg.n_reporters, k = 0;
+    size_t n_all = n_backends(ctx) + ctx->cfg.n_precisions + ctx->cfg.n_cache_policies + ctx->cfg.n_reporters + 2,
+           k = 0;
     const bc_plugin **all = calloc(n_all, sizeof *all);
     if (!all) return bc_error_set(err, BC_ERR_NOMEM, "out of memory");
     all[k++] = ctx->backend.plugin;
@@ -434,6 +535,12 @@ static bc_status fill_header(bc_context *ctx, const bc_context_args *a, bc_error
     for (size_t i = 0; i < ctx->cfg.n_precisions; i++) all[k++] = ctx->precisions[i].plugin;
     for (size_t i = 0; i < ctx->cfg.n_cache_policies; i++) all[k++] = ctx->caches[i].plugin;
     for (size_t i = 0; i < ctx->cfg.n_reporters; i++) all[k++] = ctx->reporters[i].plugin;
+    const bc_plugin *extra[2] = {ctx->scorer.plugin, ctx->score_precision_own.plugin}; /* listed once each */
+    for (size_t e = 0; e < 2; e++) {
+        int listed = !extra[e];
+        for (size_t j = 0; j < k && !listed; j++) listed = all[j] == extra[e];
+        if (!listed) all[k++] = extra[e];
+    }
     bc_status st = bc_run_meta_init(&ctx->meta, all, k, err);
     free(all);
     if (st != BC_OK) return st;
@@ -460,6 +567,14 @@ static bc_status fill_header(bc_context *ctx, const bc_context_args *a, bc_error
     run->n_precisions = (uint32_t)ctx->cfg.n_precisions;
     run->cache_policies = ctx->cache_names;
     run->n_cache_policies = (uint32_t)ctx->cfg.n_cache_policies;
+    static const char *const refit_names[] = {"off", "per_rollout", "per_case"};
+    run->refit = refit_names[ctx->cfg.refit];
+    run->memcpy_gb_per_s = NAN; /* the runner measures it, with refit on */
+    if (ctx->scorer_instance) {
+        run->scorer_name = ctx->scorer_label;
+        run->scorer = &ctx->scorer_info;
+        run->scorer_precision = ctx->score_precision_name;
+    }
     return BC_OK;
 }
 
@@ -500,6 +615,10 @@ void bc_context_runner_config(const bc_context *ctx, bc_runner_config *rc, bc_ru
         .reporters = reps,
         .n_reporters = ctx->cfg.n_reporters,
         .run = ctx->run,
+        .scorer = ctx->scorer_instance ? &ctx->scorer_backend : NULL,
+        .score_precision = ctx->score_precision_name,
+        .score_precision_ops = ctx->score_precision_ops,
+        .refit = ctx->cfg.refit, /* BC_CFG_REFIT_* == BC_RUN_REFIT_* */
     };
 }
 
@@ -511,6 +630,10 @@ static void free_plugins(bc_context_plugin *p, size_t n) {
 void bc_context_free(bc_context *ctx) {
     if (ctx->backend_instance) ctx->backend.plugin->backend.destroy(ctx->backend_instance);
     ctx->backend_instance = NULL;
+    if (ctx->scorer_instance) ctx->scorer.plugin->backend.destroy(ctx->scorer_instance);
+    ctx->scorer_instance = NULL;
+    bc_context_free_settings(&ctx->scorer);
+    bc_context_free_settings(&ctx->score_precision_own);
     for (size_t i = 1; ctx->more_instances && i < ctx->n_instances; i++)
         if (ctx->more_instances[i - 1])
             entry_plugin(ctx, i / ctx->n_combos)->plugin->backend.destroy(ctx->more_instances[i - 1]);
@@ -537,3 +660,8 @@ void bc_context_free(bc_context *ctx) {
     bc_config_free(&ctx->cfg);
     *ctx = (bc_context){0};
 }
+
+_Static_assert((int)BC_CFG_REFIT_OFF == (int)BC_RUN_REFIT_OFF &&
+                   (int)BC_CFG_REFIT_PER_ROLLOUT == (int)BC_RUN_REFIT_PER_ROLLOUT &&
+                   (int)BC_CFG_REFIT_PER_CASE == (int)BC_RUN_REFIT_PER_CASE,
+               "run.refit: config.h's values are runner.h's");

@@ -6,6 +6,9 @@
  *   2. the plugins it names: loaded, their settings resolved against their
  *      tables, then each plugin's check_settings (paths exist, settings that
  *      contradict each other) -- for reporters, that their files can be made;
+ *      the scorer (score group) and its precision; the hooks the score
+ *      stage and run.refit need (score, read_rollout, refit), each missing
+ *      one refused naming the plugin;
  *      then the axes over backend settings (matrix.backend_settings):
  *      each value checked against every backend's table, and each
  *      combination through the backend's check_settings;
@@ -17,7 +20,9 @@
  *   4. the backend instances, one per backends entry and combination of
  *      setting-axis values: created (light: no weights) and described;
  *   5. every case checked by the backend's check_case (a prompt plus response
- *      longer than the model's positions, a precision it has no kernels for);
+ *      longer than the model's positions, a precision it has no kernels for),
+ *      and, with a score group, the scorer's check_case of the case in the
+ *      score precision;
  *   6. the run report's header (metadata, plugins, backend info, settings).
  * The runner (runner.h) then prepares the backend (loads weights) and runs.
  *
@@ -114,6 +119,20 @@ typedef struct bc_context {
     const char **combo_texts; /* n_combos x cfg.n_setting_axes, owned array of borrowed texts */
     bc_settings *instance_settings;
     bc_setting_value **instance_values;
+    /* The score stage (cfg.score_given; docs/config.md): the scorer's
+     * plugin and settings (scorer.plugin NULL without one), its label, its
+     * instance (created light and described in step 4, destroyed by
+     * bc_context_free) and description, and the runner's view of it; its
+     * precision: one of the run's precisions (borrowed) or one loaded for
+     * it (score_precision_own). */
+    bc_context_plugin scorer;
+    const char *scorer_label;
+    void *scorer_instance;
+    bc_backend_info scorer_info;
+    bc_runner_backend scorer_backend;
+    bc_context_plugin score_precision_own;
+    const char *score_precision_name;
+    const bc_precision_ops *score_precision_ops;
     bc_run_meta meta;
     bc_run_report run;                                  /* the header for reporters */
 } bc_context;

@@ -10,9 +10,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "host.h"
 #include "rowlat.h"
 #include "runner_internal.h"
+#include "score.h"
 
 const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_PROMPT_EXPANSION_MS] = "prompt_expansion_ms",
@@ -62,6 +65,26 @@ const char *const bc_field_names[BC_N_FIELDS] = {
     [BC_FIELD_ROW_E2E_MS_P90] = "row_e2e_ms_p90",
     [BC_FIELD_ROW_E2E_MS_P99] = "row_e2e_ms_p99",
     [BC_FIELD_ROWS_PER_SECOND] = "rows_per_second",
+    [BC_FIELD_SCORE_MS] = "score_ms",
+    [BC_FIELD_SCORE_TOKENS_PER_SECOND] = "score_tokens_per_second",
+    [BC_FIELD_LOGPROB_GAP_MEAN] = "logprob_gap_mean",
+    [BC_FIELD_LOGPROB_GAP_MAX] = "logprob_gap_max",
+    [BC_FIELD_KL_K3] = "kl_k3",
+    [BC_FIELD_IMPORTANCE_RATIO_MIN] = "importance_ratio_min",
+    [BC_FIELD_IMPORTANCE_RATIO_MEAN] = "importance_ratio_mean",
+    [BC_FIELD_IMPORTANCE_RATIO_MAX] = "importance_ratio_max",
+    [BC_FIELD_REFIT_MS] = "refit_ms",
+    [BC_FIELD_REFIT_BYTES] = "refit_bytes",
+    [BC_FIELD_REFIT_GB_PER_S] = "refit_gb_per_s",
+    [BC_FIELD_REFIT_BOUND_SHARE] = "refit_bound_share",
+    [BC_FIELD_ROLLOUT_STEP_MS] = "rollout_step_ms",
+    [BC_FIELD_RL_RESPONSE_LENGTH_MEAN] = "response_length/mean",
+    [BC_FIELD_RL_RESPONSE_LENGTH_MIN] = "response_length/min",
+    [BC_FIELD_RL_RESPONSE_LENGTH_MAX] = "response_length/max",
+    [BC_FIELD_RL_RESPONSE_LENGTH_CLIP_RATIO] = "response_length/clip_ratio",
+    [BC_FIELD_RL_TIMING_PER_TOKEN_MS_GEN] = "timing_per_token_ms/gen",
+    [BC_FIELD_RL_SLOWEST_ROW_GENERATION_MS] = "slowest_row/generation_ms",
+    [BC_FIELD_RL_SLOWEST_ROW_RESPONSE_LENGTH] = "slowest_row/response_length",
 };
 
 void bc_runner_memory_unknown(bc_memory_stats *m) {
@@ -171,11 +194,92 @@ bc_status bc_runner_declared_metrics(const bc_run_result *res, size_t b, const b
     return BC_OK;
 }
 
-/* One rollout of case c on instance b (rb). row (res->n_fields) gets the
- * values. On a hook error returns it, with out->hook naming the hook. */
+/* The refit hook, timed, into row's refit fields. */
+static bc_status refit_fields(const bc_backend_ops *ops, void *inst, double memcpy_gb_per_s, double *row,
+                              bc_error *err) {
+    bc_refit_stats rs = {.struct_size = sizeof rs, .source_bytes = -1, .engine_bytes = -1, .source = NULL};
+    uint64_t t0 = bc_now_ns();
+    bc_status st = ops->refit(inst, &rs, err);
+    double ms = ms_since(t0);
+    if (st != BC_OK) return st;
+    if (rs.source_bytes < -1 || rs.engine_bytes < -1)
+        return bc_error_set(err, BC_ERR_INVALID, "source_bytes %lld, engine_bytes %lld: a byte count is >= 0 (-1: unknown)",
+                            (long long)rs.source_bytes, (long long)rs.engine_bytes);
+    row[BC_FIELD_REFIT_MS] = ms;
+    if (rs.source_bytes >= 0) {
+        row[BC_FIELD_REFIT_BYTES] = (double)rs.source_bytes;
+        if (ms > 0) row[BC_FIELD_REFIT_GB_PER_S] = (double)rs.source_bytes / 1e9 / (ms / 1000.0);
+        if (bc_is_measured(row[BC_FIELD_REFIT_GB_PER_S]) && bc_is_measured(memcpy_gb_per_s) && memcpy_gb_per_s > 0)
+            row[BC_FIELD_REFIT_BOUND_SHARE] = row[BC_FIELD_REFIT_GB_PER_S] / memcpy_gb_per_s;
+    }
+    return BC_OK;
+}
+
+/* The RL-named length fields from the rollout's tokens. */
+static void rollout_length_fields(const bc_rollout_tokens *t, double *row) {
+    bc_rollout_lengths l;
+    bc_rollout_lengths_compute(t, &l);
+    row[BC_FIELD_RL_RESPONSE_LENGTH_MEAN] = l.mean;
+    row[BC_FIELD_RL_RESPONSE_LENGTH_MIN] = l.min;
+    row[BC_FIELD_RL_RESPONSE_LENGTH_MAX] = l.max;
+    row[BC_FIELD_RL_RESPONSE_LENGTH_CLIP_RATIO] = l.clip_ratio;
+}
+
+/* The scorer's score hook over t, timed, into row's score fields. */
+static bc_status score_fields(const bc_runner_backend *scorer, const bc_rollout_tokens *t, double *row,
+                              bc_error *err) {
+    const size_t n = (size_t)t->rows * (size_t)t->response_stride;
+    float *lp = malloc((n ? n : 1) * sizeof *lp); /* owned here; filled by the scorer */
+    if (!lp) return bc_error_set(err, BC_ERR_NOMEM, "out of memory for %zu log-probabilities", n);
+    for (size_t i = 0; i < n; i++) lp[i] = NAN;
+    uint64_t t0 = bc_now_ns();
+    bc_status st = scorer->plugin->backend.score(scorer->instance, t, lp, err);
+    double ms = ms_since(t0);
+    int64_t vocab = scorer->info ? scorer->info->vocab_size : -1;
+    if (st == BC_OK) st = bc_score_check(t, lp, vocab, err);
+    if (st == BC_OK) {
+        row[BC_FIELD_SCORE_MS] = ms;
+        int64_t tokens = bc_rollout_scored_tokens(t);
+        if (ms > 0) row[BC_FIELD_SCORE_TOKENS_PER_SECOND] = (double)tokens / (ms / 1000.0);
+        bc_score_gap g;
+        bc_score_gap_compute(t, lp, &g);
+        row[BC_FIELD_LOGPROB_GAP_MEAN] = g.gap_mean;
+        row[BC_FIELD_LOGPROB_GAP_MAX] = g.gap_max;
+        row[BC_FIELD_KL_K3] = g.kl_k3;
+        row[BC_FIELD_IMPORTANCE_RATIO_MIN] = g.ratio_min;
+        row[BC_FIELD_IMPORTANCE_RATIO_MEAN] = g.ratio_mean;
+        row[BC_FIELD_IMPORTANCE_RATIO_MAX] = g.ratio_max;
+    }
+    free(lp);
+    return st;
+}
+
+/* The RL-named fields bc_generation_stats and the schedule give (those
+ * read_rollout gave stay). */
+static void rl_fields_from_generation(const bc_generation_stats *g, const bc_case *c, double gen_ms, double *row) {
+    const int64_t rows = (int64_t)bc_case_effective_batch(c);
+    if (isnan(row[BC_FIELD_RL_RESPONSE_LENGTH_MEAN])) {
+        if (g->num_generated_tokens >= 0 && rows > 0)
+            row[BC_FIELD_RL_RESPONSE_LENGTH_MEAN] = (double)g->num_generated_tokens / (double)rows;
+        row[BC_FIELD_RL_RESPONSE_LENGTH_MIN] = g->response_length_min;
+        row[BC_FIELD_RL_RESPONSE_LENGTH_MAX] = g->response_length_max;
+    }
+    if (g->num_generated_tokens > 0) row[BC_FIELD_RL_TIMING_PER_TOKEN_MS_GEN] = gen_ms / (double)g->num_generated_tokens;
+    int64_t slow = -1, tokens = -1;
+    double last_ms = NAN;
+    bc_row_slowest(g, &slow, &last_ms, &tokens);
+    if (slow >= 0) {
+        row[BC_FIELD_RL_SLOWEST_ROW_GENERATION_MS] = last_ms;
+        row[BC_FIELD_RL_SLOWEST_ROW_RESPONSE_LENGTH] = (double)tokens;
+    }
+}
+
+/* One rollout of case c on instance b (rb), with in's refit and scorer.
+ * row (res->n_fields) gets the values. On a hook error returns it, with
+ * out->hook naming the hook. */
 bc_status bc_runner_one_iteration(const bc_runner_config *cfg, const bc_run_result *res, size_t b,
-                                         const bc_runner_backend *rb, const bc_case *c, int *released, double *row,
-                                         iteration_out *out, bc_error *err) {
+                                  const bc_runner_backend *rb, const bc_case *c, const iteration_in *in, int *released,
+                                  double *row, iteration_out *out, bc_error *err) {
     const bc_backend_ops *ops = &rb->plugin->backend;
     void *inst = rb->instance;
     for (uint32_t f = 0; f < res->n_fields; f++) row[f] = NAN;
@@ -183,6 +287,11 @@ bc_status bc_runner_one_iteration(const bc_runner_config *cfg, const bc_run_resu
     out->abandoned = 0;
     bc_status st;
     uint64_t t0;
+    if (in->refit) {
+        if (!ops->refit) return out->hook = "refit", bc_error_set(err, BC_ERR_UNSUPPORTED, "the backend has no refit hook");
+        if ((st = refit_fields(ops, inst, in->memcpy_gb_per_s, row, err)) != BC_OK) return out->hook = "refit", st;
+        if (stop_level(cfg) >= 2) return out->abandoned = 1, BC_OK;
+    }
     if (*released && ops->cache_acquire) {
         t0 = bc_now_ns();
         if ((st = ops->cache_acquire(inst, err)) != BC_OK) return out->hook = "cache_acquire", st;
@@ -204,6 +313,22 @@ bc_status bc_runner_one_iteration(const bc_runner_config *cfg, const bc_run_resu
     if ((st = ops->post_process(inst, err)) != BC_OK) return out->hook = "post_process", st;
     double post_ms = ms_since(t0);
 
+    /* the rollout's tokens, valid until the backend's next hook: scored
+     * before the cache policy's release */
+    if (ops->read_rollout) {
+        bc_rollout_tokens t;
+        bc_rollout_unknown(&t);
+        if ((st = ops->read_rollout(inst, &t, err)) != BC_OK) return out->hook = "read_rollout", st;
+        int64_t vocab = rb->info ? rb->info->vocab_size : -1;
+        if ((st = bc_rollout_check(&t, c, vocab, err)) != BC_OK) return out->hook = "read_rollout", st;
+        rollout_length_fields(&t, row);
+        if (in->scorer && (st = score_fields(in->scorer, &t, row, err)) != BC_OK) return out->hook = "score", st;
+        if (stop_level(cfg) >= 2) return out->abandoned = 1, BC_OK;
+    } else if (in->scorer) {
+        return out->hook = "read_rollout",
+               bc_error_set(err, BC_ERR_UNSUPPORTED, "the backend has no read_rollout hook: nothing to score");
+    }
+
     if (c->release_cache && ops->cache_release) {
         t0 = bc_now_ns();
         if ((st = ops->cache_release(inst, err)) != BC_OK) return out->hook = "cache_release", st;
@@ -216,6 +341,13 @@ bc_status bc_runner_one_iteration(const bc_runner_config *cfg, const bc_run_resu
     row[BC_FIELD_POST_PROCESSING_MS] = post_ms;
     row[BC_FIELD_TOTAL_MS] = expand_ms + gen_ms + post_ms;
     fields_from_generation(&out->gen, gen_ms, expand_ms, row);
+    rl_fields_from_generation(&out->gen, c, gen_ms, row);
+    if (in->scorer || cfg->refit != BC_RUN_REFIT_OFF) {
+        double step = row[BC_FIELD_TOTAL_MS];
+        if (bc_is_measured(row[BC_FIELD_REFIT_MS])) step += row[BC_FIELD_REFIT_MS];
+        if (in->scorer) step += row[BC_FIELD_SCORE_MS];
+        row[BC_FIELD_ROLLOUT_STEP_MS] = step;
+    }
     if ((st = bc_row_latency_fields(&out->gen, expand_ms, c, row, err)) != BC_OK) return out->hook = "generate", st;
     if ((st = bc_runner_declared_metrics(res, b, rb, BC_METRIC_PER_ITERATION, row, err)) != BC_OK)
         return out->hook = "read_metrics", st;

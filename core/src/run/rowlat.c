@@ -84,3 +84,29 @@ bc_status bc_row_latency_fields(const bc_generation_stats *g, double expand_ms, 
     }
     return BC_OK;
 }
+
+void bc_row_slowest(const bc_generation_stats *g, int64_t *row, double *last_ms, int64_t *tokens) {
+    *row = -1, *last_ms = NAN, *tokens = -1;
+    if (!BC_HAS(g, bc_generation_stats, row_done_step) || g->schedule_rows <= 0 || !g->row_first_token_ms ||
+        !g->row_done_step || (g->n_decode_steps > 0 && !g->decode_step_ms))
+        return;
+    const uint32_t n_steps = g->n_decode_steps;
+    for (uint32_t k = 0; k < n_steps; k++)
+        if (!isfinite(g->decode_step_ms[k]) || g->decode_step_ms[k] < 0) return;
+    int same_start = 1;
+    int64_t best = -1;
+    double best_ms = -INFINITY;
+    for (int64_t r = 0; r < g->schedule_rows; r++) {
+        const double f = g->row_first_token_ms[r];
+        const int32_t d = g->row_done_step[r];
+        if (!isfinite(f) || f < 0 || d < 0 || (uint32_t)d > n_steps) return;
+        if (f != g->row_first_token_ms[0]) same_start = 0;
+        double end = f;
+        for (int32_t k = 0; k < d; k++) end += g->decode_step_ms[k];
+        if (end > best_ms) best_ms = end, best = r;
+    }
+    if (!same_start) return; /* decode steps are the batch's: a row's time needs a common start */
+    *row = best;
+    *last_ms = best_ms;
+    *tokens = 1 + (int64_t)g->row_done_step[best];
+}

@@ -52,4 +52,13 @@ bc_status bc_row_latency_compute(int64_t n_rows, const double *row_first_token_m
 bc_status bc_row_latency_fields(const bc_generation_stats *g, double expand_ms, const bc_case *c, double *row,
                                 bc_error *err);
 
+/* The slowest row of g's schedule (the RL frameworks' "slowest sample"):
+ * the row whose last token came last, row_first_token_ms[r] plus the
+ * decode steps up to row_done_step[r]. *row its index, *last_ms the ms
+ * from generate's start to that token, *tokens its response length (1 +
+ * its done step). Only when every row started together (a static batch:
+ * the decode steps are then every row's); -1, NAN, -1 otherwise, and
+ * without a schedule or with one that does not hold. */
+void bc_row_slowest(const bc_generation_stats *g, int64_t *row, double *last_ms, int64_t *tokens);
+
 #endif

@@ -149,13 +149,25 @@ void bc_runner_run_case(run_state *rs, size_t k) {
     uint64_t t_case = bc_now_ns();
 
     cr->status = BC_CASE_OK;
+    const bc_runner_backend *scorer = cfg->scorer;
+    int scorer_began = 0;
+    iteration_in in = {.refit = cfg->refit == BC_RUN_REFIT_PER_ROLLOUT, .scorer = scorer,
+                       .memcpy_gb_per_s = rs->memcpy_gb_per_s};
     st = ops->begin_case(inst, c, &err);
     hook = st != BC_OK ? "begin_case" : NULL;
+    if (st == BC_OK && scorer) { /* the scorer's case: the rollout's shape in the score precision */
+        bc_case sc = *c;
+        sc.precision = cfg->score_precision;
+        sc.precision_ops = cfg->score_precision_ops;
+        st = scorer->plugin->backend.begin_case(scorer->instance, &sc, &err);
+        scorer_began = 1; /* end_case is owed even after a failed begin_case */
+        hook = st != BC_OK ? "scorer begin_case" : NULL;
+    }
     seam->after_step(seam->ctx, &st, &hook, &err, cfg->stop, NULL); /* fails everywhere or nowhere */
     if (st != BC_OK) goto done;
     for (uint32_t w = 0; w < cfg->warmup; w++) {
         seam->before_iteration(seam->ctx);
-        st = bc_runner_one_iteration(cfg, res, b, rb, c, &released, row, &it_out, &err);
+        st = bc_runner_one_iteration(cfg, res, b, rb, c, &in, &released, row, &it_out, &err);
         seam->after_step(seam->ctx, &st, &it_out.hook, &err, cfg->stop, NULL);
         if (st != BC_OK) {
             hook = it_out.hook;
@@ -179,7 +191,8 @@ void bc_runner_run_case(run_state *rs, size_t k) {
     for (uint32_t it = 0; it < hi; it++) {
         double *out = values + (size_t)it * nf;
         seam->before_iteration(seam->ctx); /* the processes start together, outside the timed stages */
-        st = bc_runner_one_iteration(cfg, res, b, rb, c, &released, out, &it_out, &err);
+        in.refit = cfg->refit == BC_RUN_REFIT_PER_ROLLOUT || (cfg->refit == BC_RUN_REFIT_PER_CASE && it == 0);
+        st = bc_runner_one_iteration(cfg, res, b, rb, c, &in, &released, out, &it_out, &err);
         double elapsed = ms_since(t_case);
         double rel = st == BC_OK && has_target(cfg) ? case_rel_ci(res, k, it + 1) : NAN;
         int32_t rule = st == BC_OK ? (int32_t)stop_rule(cfg, it + 1, rel, elapsed) : BC_STOP_NONE;
@@ -231,6 +244,7 @@ done:
         bc_runner_set_message(res, k, "%s: %s", hook, err.message[0] ? err.message : "failed");
     }
     ops->end_case(inst);
+    if (scorer_began) scorer->plugin->backend.end_case(scorer->instance);
     cr->wall_ms = ms_since(t_case);
     bc_hostload_read(&load_end);
     cr->load_avg_start = load_start.load_avg_1m;

@@ -17,6 +17,7 @@
 #include "eta.h"
 #include "host.h"
 #include "matrix.h"
+#include "memcpy_bound.h"
 #include "plan.h"
 #include "seam.h"
 #include "runner_internal.h"
@@ -136,6 +137,24 @@ static bc_status prepare_backends(const bc_run_seam *seam, const bc_plan *plan, 
     return BC_OK;
 }
 
+/* Prepares the scorer (runner.h), when the run scores; every process's
+ * starts, or none. */
+static bc_status prepare_scorer(const bc_run_seam *seam, const bc_runner_backend *scorer, bc_error *err) {
+    if (!scorer) return BC_OK;
+    const bc_plugin *be = scorer->plugin;
+    bc_status st = be->backend.prepare ? be->backend.prepare(scorer->instance, err) : BC_OK;
+    st = seam->agree(seam->ctx, st, err);
+    if (st == BC_OK) return BC_OK;
+    char msg[sizeof err->message + 512];
+    snprintf(msg, sizeof msg, "%.300s%sscorer '%s' could not start: prepare: %s", scorer->where ? scorer->where : "",
+             scorer->where ? ": " : "", scorer->label ? scorer->label : be->desc->name, err->message);
+    char hint[sizeof err->hint];
+    memcpy(hint, err->hint, sizeof hint);
+    bc_error_set(err, st, "%s", msg);
+    memcpy(err->hint, hint, sizeof hint);
+    return st;
+}
+
 /* Case k finished for every process: the reporters' journal gets it, with
  * the finished cases so far in requested order. */
 static void case_done(const bc_runner_config *cfg, run_scratch *s, bc_run_report *run, bc_run_result *res, size_t k) {
@@ -194,10 +213,13 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
         return st;
     }
     const size_t *order = plan->order;
-    if ((st = prepare_backends(seam, plan, backends, err)) != BC_OK) {
+    if ((st = prepare_backends(seam, plan, backends, err)) != BC_OK ||
+        (st = prepare_scorer(seam, cfg->scorer, err)) != BC_OK) {
         free_scratch(&scratch);
         return st;
     }
+    /* the bound a refit's rate is set against, once, before the first case */
+    double memcpy_gb_per_s = cfg->refit != BC_RUN_REFIT_OFF ? bc_memcpy_gb_per_s(cfg->memcpy_probe_bytes, 0) : NAN;
 
     uint32_t lo, hi;
     bc_runner_iteration_bounds(cfg, &lo, &hi);
@@ -220,6 +242,10 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     run.n_cases = 0;
     run.cases = scratch.finished;
     run.distributed = seam->report;
+    static const char *const refit_names[] = {"off", "per_rollout", "per_case"};
+    run.refit = refit_names[cfg->refit >= 0 && cfg->refit <= BC_RUN_REFIT_PER_CASE ? cfg->refit : 0];
+    run.memcpy_gb_per_s = memcpy_gb_per_s;
+    if (!cfg->scorer) run.scorer_name = NULL, run.scorer = NULL, run.scorer_precision = NULL;
     reporter_slot *slots = scratch.slots;
     st = bc_runner_open_reporters(cfg, &run, slots, res, err);
     st = seam->agree(seam->ctx, st, err); /* a rank's reporters failed to open: no rank runs a case */
@@ -231,7 +257,8 @@ bc_status bc_run(const bc_runner_config *cfg, bc_run_result *res, bc_error *err)
     }
 
     run_state rs = {.cfg = cfg, .res = res, .slots = slots, .run = &run, .plan = plan, .backends = backends,
-                    .seam = seam, .order = order, .child_fd = -1, .row = scratch.row};
+                    .seam = seam, .order = order, .child_fd = -1, .row = scratch.row,
+                    .memcpy_gb_per_s = memcpy_gb_per_s};
     int64_t last = -1; /* the case this process handled before, -1 none yet */
     for (size_t i = 0; i < n; i++) {
         size_t k = order[i];

@@ -27,8 +27,12 @@
  *   interrupted     *stop is set (below)
  * A hook failure stops the case with stop_reason failed.
  * One iteration:
+ *   [refit, when run.refit says (per_rollout: every one; per_case: the
+ *    first measured one)]
  *   [cache_acquire, if the previous iteration released the cache]
  *   expand_prompts, generate, post_process
+ *   [read_rollout, when the backend has it; then the scorer's score, when
+ *    the run scores]
  *   [cache_release, if the case's cache policy says release]
  * Each stage is timed with the monotonic clock. Per-iteration values are the
  * bc_field columns; a field the backend does not measure is NaN, never
@@ -47,6 +51,17 @@
  *   row_ttft_ms_p50 .. row_e2e_ms_p99: each row's time to first token, time
  *   per output token and end-to-end latency from the backend's schedule,
  *   p50/p90/p99 over the rows (rowlat.h); rows_per_second = rows / total_ms
+ *   score_ms .. importance_ratio_max: the score stage and the logprob gap
+ *   on the rollout's own response tokens (score.h)
+ *   refit_ms, refit_bytes (source_bytes), refit_gb_per_s = refit_bytes /
+ *   refit_ms, refit_bound_share = refit_gb_per_s / memcpy_gb_per_s: only
+ *   when the refit ran; rollout_step_ms = refit_ms (when it ran) + total_ms
+ *   + score_ms (when scoring), with scoring or refit on
+ *   response_length/{mean,min,max,clip_ratio}: from read_rollout, else
+ *   from bc_generation_stats (mean = num_generated_tokens / rows; no
+ *   clip_ratio); timing_per_token_ms/gen = generation_ms /
+ *   num_generated_tokens; slowest_row/{generation_ms,response_length}: the
+ *   row whose last token came last in the schedule (rowlat.h)
  * then the backend's declared metrics (bc_plugin_desc.metrics, then its
  * instance's more_metrics rows; fields.h maps them to columns): read_metrics
  * after post_process for the per-iteration ones, after the last measured
@@ -130,6 +145,30 @@ typedef enum bc_field {
     BC_FIELD_ROW_E2E_MS_P90,
     BC_FIELD_ROW_E2E_MS_P99,
     BC_FIELD_ROWS_PER_SECOND,       /* rows (batch x samples) over total_ms */
+    /* the score stage (score.c): the scorer's forward over the rollout's
+     * rows, and the gap between the rollout's and the scorer's logprobs */
+    BC_FIELD_SCORE_MS,
+    BC_FIELD_SCORE_TOKENS_PER_SECOND,
+    BC_FIELD_LOGPROB_GAP_MEAN,
+    BC_FIELD_LOGPROB_GAP_MAX,
+    BC_FIELD_KL_K3,
+    BC_FIELD_IMPORTANCE_RATIO_MIN,
+    BC_FIELD_IMPORTANCE_RATIO_MEAN,
+    BC_FIELD_IMPORTANCE_RATIO_MAX,
+    /* run.refit: the refit hook before a rollout */
+    BC_FIELD_REFIT_MS,
+    BC_FIELD_REFIT_BYTES,
+    BC_FIELD_REFIT_GB_PER_S,
+    BC_FIELD_REFIT_BOUND_SHARE,
+    BC_FIELD_ROLLOUT_STEP_MS,       /* refit_ms + total_ms + score_ms: the rollout side of an RL step */
+    /* the RL frameworks' names (verl's), from read_rollout or the stats */
+    BC_FIELD_RL_RESPONSE_LENGTH_MEAN,
+    BC_FIELD_RL_RESPONSE_LENGTH_MIN,
+    BC_FIELD_RL_RESPONSE_LENGTH_MAX,
+    BC_FIELD_RL_RESPONSE_LENGTH_CLIP_RATIO,
+    BC_FIELD_RL_TIMING_PER_TOKEN_MS_GEN,
+    BC_FIELD_RL_SLOWEST_ROW_GENERATION_MS,
+    BC_FIELD_RL_SLOWEST_ROW_RESPONSE_LENGTH,
     BC_N_FIELDS
 } bc_field;
 
@@ -165,7 +204,11 @@ typedef struct bc_runner_backend {
     const char *where;  /* "bench.cfg:7", prefixed to prepare errors; may be NULL */
     const char *const *setting_values; /* borrowed; NULL with n_settings 0 */
     size_t n_settings;
+    const bc_backend_info *info; /* what describe said (vocab_size checks the rollout's ids); may be NULL */
 } bc_runner_backend;
+
+/* run.refit (the values of config.h's BC_CFG_REFIT_*). */
+enum { BC_RUN_REFIT_OFF = 0, BC_RUN_REFIT_PER_ROLLOUT = 1, BC_RUN_REFIT_PER_CASE = 2 };
 
 struct bc_plan;
 struct bc_run_seam;
@@ -225,6 +268,26 @@ typedef struct bc_runner_config {
      * cases. Only the caller's rank 0 passes reporters. Not with isolation
      * or prior. */
     const struct bc_run_seam *seam;
+    /* The score stage (bench.cfg's score group, docs/config.md): a second
+     * backend instance, created and described by the caller (destroyed by
+     * it after bc_run), prepared by bc_run once after the rollout
+     * backends; per case begin_case with the rollout case's shape and
+     * score_precision (its ops score_precision_ops), end_case after the
+     * rollout backend's. Every iteration, after post_process (and before
+     * the cache policy's release), the rollout backend's read_rollout,
+     * then the scorer's score, host-timed (score.h has the fields). NULL:
+     * no scoring. The caller has checked the hooks (score, read_rollout). */
+    const bc_runner_backend *scorer;
+    const char *score_precision;
+    const bc_precision_ops *score_precision_ops;
+    /* run.refit (BC_RUN_REFIT_*): the rollout backend's refit hook, timed,
+     * before every rollout (per_rollout, warmup included) or before the
+     * case's first measured one (per_case); with it on, bc_run measures
+     * the host's memcpy bandwidth once before the first case
+     * (memcpy_bound.h; memcpy_probe_bytes, 0: its default) for the run
+     * report's memcpy_gb_per_s and refit_bound_share. */
+    int refit;
+    size_t memcpy_probe_bytes;
     /* Called with a one-line message when a reporter fails; may be NULL. */
     void (*on_error)(void *ctx, const char *message);
     void *on_error_ctx;

@@ -41,6 +41,7 @@ typedef struct run_state {
     bc_eta eta;               /* fitted on the finished cases */
     int child_fd;             /* >= 0 in an isolated case's child: events go to the parent over it */
     double *row;              /* res->n_fields: a warmup iteration's values, an event's; bc_run's */
+    double memcpy_gb_per_s;   /* measured before the first case when refit is on; NAN otherwise */
 } run_state;
 
 
@@ -49,6 +50,12 @@ static inline int has_target(const bc_runner_config *cfg) { return cfg->max_iter
 
 
 /* iteration.c */
+/* What one iteration does besides the rollout (run_case.c decides). */
+typedef struct iteration_in {
+    int refit;                       /* the refit hook before the rollout */
+    const bc_runner_backend *scorer; /* scores the rollout (cfg->scorer), or NULL */
+    double memcpy_gb_per_s;          /* refit_bound_share's bound; NAN unknown */
+} iteration_in;
 /* Where one iteration stopped, when it did not complete. */
 typedef struct iteration_out {
     const char *hook;        /* the hook that failed, or NULL */
@@ -64,8 +71,8 @@ bc_status bc_runner_declared_metrics(const bc_run_result *res, size_t b, const b
 /* One rollout of case c on instance b (rb). row (res->n_fields) gets the
  * values. On a hook error returns it, with out->hook naming the hook. */
 bc_status bc_runner_one_iteration(const bc_runner_config *cfg, const bc_run_result *res, size_t b,
-                                  const bc_runner_backend *rb, const bc_case *c, int *released, double *row,
-                                  iteration_out *out, bc_error *err);
+                                  const bc_runner_backend *rb, const bc_case *c, const iteration_in *in, int *released,
+                                  double *row, iteration_out *out, bc_error *err);
 
 /* run_case.c */
 void bc_runner_set_message(bc_run_result *res, size_t k, const char *fmt, ...) BC_PRINTF(3, 4);
