@@ -4,7 +4,7 @@ score request and its refit request, through the worker protocol
 and 1), in the peers' virtual environment (tools/peers-venv; skipped, exit
 77, without it).
 
-    test_scoring.py WORK_DIR
+    test_scoring.py WORK_DIR [BENCHCTL]
 
 Checks:
   - greedy float32, left-padded prompts of three lengths, 2 samples each: the
@@ -29,7 +29,15 @@ Checks:
   - the ctranslate2 engine: its rollout (no log-probabilities) has
     transformers' tokens, its score (Generator.score_batch) equals the
     transformers rollout's log-probabilities within 1e-4 in float32, and it
-    refuses refit in one line.
+    refuses refit in one line;
+  - with BENCHCTL, through `benchctl run` (the worker backend as rollout
+    engine and as the score group's scorer, run.refit per_rollout from the
+    host copy): the logprob gap of the fp32 rollout scored by the same
+    checkpoint is below 1e-4 (and k3 below 1e-8), scored by the other
+    checkpoint above 0.1; refit_bytes is the checkpoint's tensor bytes;
+    every row ran the whole length (response_length/mean R, clip_ratio 1);
+    a ctranslate2 rollout with run.refit fails its case with the one line
+    that names the engine.
 Exit status 0 when all pass, 1 otherwise, 77 when the environment is missing.
 """
 
@@ -46,7 +54,7 @@ sys.path.insert(0, HERE)
 
 import harness  # noqa: E402
 
-WORK = PYTHON = None
+WORK = PYTHON = BENCHCTL = None
 
 # A direct transformers computation, the reference. argv: checkpoint, a JSON
 # request. "generate": greedy generate with output_logits on the left-padded
@@ -254,17 +262,80 @@ class TestScoring(unittest.TestCase):
             self.assertEqual(rep["error"], {"code": "unsupported", "message": "the ctranslate2 engine has no refit request"})
 
 
+class TestThroughBenchctl(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not BENCHCTL:
+            raise unittest.SkipTest("no BENCHCTL given")
+        TestScoring.setUpClass()
+        cls.a, cls.b = TestScoring.a, TestScoring.b
+
+    def run_cfg(self, name, engine, ckpt, scorer_ckpt, refit="per_rollout", R=6):
+        worker_cmd = "%s -m benchctl_worker" % PYTHON
+        cfg = os.path.join(WORK, name + ".cfg")
+        out = os.path.join(WORK, name + ".json")
+        with open(cfg, "w") as f:
+            f.write("""
+backend = { name = "worker"; settings = { command = "%(w)s %(engine)s"; env = "%(env)s"; checkpoint = "%(a)s";
+                                          threads = 1;%(extra)s }; };
+precisions = [ "fp32" ];
+matrix = { batch_sizes = [2]; samples_per_prompt = [2]; prompt_lengths = [8]; response_lengths = [%(R)d]; };
+run = { warmup = 1; iterations = 2; quiet_check = "off"; refit = "%(refit)s"; };
+score = { backend = "worker"; precision = "fp32";
+          settings = { command = "%(w)s transformers"; env = "%(env)s"; checkpoint = "%(s)s"; threads = 1; }; };
+reporters = ( { name = "json"; settings = { path = "%(out)s"; }; } );
+""" % dict(w=worker_cmd, env="PYTHONPATH=%s XDG_CACHE_HOME=%s OMP_NUM_THREADS=1" % (os.path.abspath(harness.PYTHON_DIR),
+                                                                         os.path.join(WORK, "cache")), engine=engine, a=ckpt, s=scorer_ckpt, refit=refit, R=R, out=out,
+           extra=' refit_source = "host";' if engine == "transformers" else ""))
+        p = subprocess.run([BENCHCTL, "run", cfg], capture_output=True, text=True, timeout=1200, cwd=WORK)
+        rep = None
+        if os.path.isfile(out):
+            with open(out) as f:
+                rep = json.load(f)
+        return p, rep
+
+    @staticmethod
+    def stat(rep, name):
+        return rep["cases"][0]["extended"]["stats"][name]["mean"]
+
+    def test_zero_and_nonzero_gap_refit_and_rl_fields(self):
+        p, rep = self.run_cfg("same", "transformers", self.a, self.a)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        gap_mean, gap_max, k3 = (self.stat(rep, k) for k in ("logprob_gap_mean", "logprob_gap_max", "kl_k3"))
+        print("benchctl, fp32 scored by itself: logprob_gap_mean %.3g, max %.3g, kl_k3 %.3g" % (gap_mean, gap_max, k3))
+        self.assertLessEqual(gap_max, 1e-4)
+        self.assertLessEqual(abs(k3), 1e-8)
+        self.assertGreater(self.stat(rep, "score_ms"), 0)
+        self.assertGreater(self.stat(rep, "refit_ms"), 0)
+        self.assertEqual(self.stat(rep, "refit_bytes"), tensor_bytes(os.path.join(self.a, "model.safetensors")))
+        self.assertEqual(self.stat(rep, "response_length/mean"), 6)
+        self.assertEqual(self.stat(rep, "response_length/clip_ratio"), 1)
+        p, rep = self.run_cfg("other", "transformers", self.a, self.b, refit="off")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        print("benchctl, scored by the other checkpoint: logprob_gap_mean %.3g, max %.3g"
+              % (self.stat(rep, "logprob_gap_mean"), self.stat(rep, "logprob_gap_max")))
+        self.assertGreater(self.stat(rep, "logprob_gap_max"), 0.1)
+
+    def test_an_engine_without_refit_fails_its_case_in_one_line(self):
+        p, _ = self.run_cfg("ct2_refit", "ctranslate2", self.a, self.a)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("worker engine 'ctranslate2' has no refit request", p.stderr + p.stdout)
+
+
 def main():
-    global WORK, PYTHON
+    global WORK, PYTHON, BENCHCTL
     if len(sys.argv) < 2:
         print("usage: test_scoring.py WORK_DIR [unittest args]")
         return 2
     WORK = os.path.abspath(sys.argv[1])
+    args = sys.argv[2:]
+    if args and not args[0].startswith("Test") and not args[0].startswith("-"):
+        BENCHCTL, args = os.path.abspath(args[0]), args[1:]
     PYTHON = peers_python()
     if PYTHON is None:
         return 77
     os.makedirs(WORK, exist_ok=True)
-    prog = unittest.main(argv=[sys.argv[0]] + sys.argv[2:], exit=False, verbosity=2)
+    prog = unittest.main(argv=[sys.argv[0]] + args, exit=False, verbosity=2)
     return 0 if prog.result.wasSuccessful() else 1
 
 
