@@ -487,6 +487,8 @@ static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_er
     wk_shape sh = {.rows = rows, .prompt_length = w->c.prompt_length, .response_length = w->c.response_length,
                    .vocab_size = w->vocab_size};
     w->have_rollout = 0;
+    json_decref(w->tokens); /* the last rollout's, gone whatever this reply holds */
+    w->tokens = NULL;
     if (w->can_rollout) {
         st = wk_rollout_take(w->hello.engine, json_object_get(reply, "rollout"), &sh, w->prompts,
                              (int64_t)w->c.samples_per_prompt, w->can_logprobs, &w->rollout, err);
@@ -500,8 +502,6 @@ static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_er
     const json_t *profile = json_object_get(reply, "profile");
     st = wk_profile_take(w->hello.engine, profile, &sh, round_trip_ms, &p, &w->step_ms, &w->step_cap, err);
     if (st == BC_OK) st = take_metrics(w, profile, p.engine_total_ms, err);
-    json_decref(w->tokens);
-    w->tokens = NULL;
     if (st == BC_OK && w->ask_tokens) {
         st = wk_tokens_take(w->hello.engine, json_object_get(reply, "tokens"), &sh, &w->token_ids, &w->token_cap, err);
         if (st == BC_OK && w->want_tokens)
