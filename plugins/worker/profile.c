@@ -16,9 +16,7 @@ static int64_t mul_sat(int64_t a, int64_t b) {
     return a > INT64_MAX / b ? INT64_MAX : a * b;
 }
 
-/* A value as the message shows it: integers exactly, reals with %.6g, and
- * anything else as compact ASCII JSON (controls escaped), cut at 40. */
-static void value_text(const json_t *v, char *buf, size_t n) {
+void wk_value_text(const json_t *v, char *buf, size_t n) {
     if (json_is_integer(v)) {
         snprintf(buf, n, "%lld", (long long)json_integer_value(v));
     } else if (json_is_real(v)) {
@@ -44,7 +42,7 @@ static bc_status take_int(const char *engine, const char *op, const char *where,
         return bc_error_set(err, BC_ERR_DEVICE, "worker %s: %s: the reply has no %s%s%s (an integer)", engine, op,
                             where, *where ? "." : "", key);
     }
-    value_text(v, text, sizeof text);
+    wk_value_text(v, text, sizeof text);
     if (!json_is_integer(v))
         return bc_error_set(err, BC_ERR_DEVICE, "worker %s: %s: %s%s%s = %s is not an integer", engine, op, where,
                             *where ? "." : "", key, text);
@@ -62,7 +60,7 @@ static bc_status check_ms(const char *engine, const char *name, const json_t *v,
     *out = NAN;
     if (!v || json_is_null(v)) return BC_OK;
     char text[64];
-    value_text(v, text, sizeof text);
+    wk_value_text(v, text, sizeof text);
     if (!json_is_number(v))
         return bc_error_set(err, BC_ERR_DEVICE, "worker %s: generate: %s = %s is not a number (ms)", engine, name,
                             text);
@@ -104,7 +102,7 @@ static bc_status take_steps(const char *engine, const json_t *list, size_t max_s
     char text[64];
     size_t n = json_array_size(list);
     if (!json_is_array(list)) {
-        value_text(list, text, sizeof text);
+        wk_value_text(list, text, sizeof text);
         return bc_error_set(err, BC_ERR_DEVICE, "worker %s: generate: profile.decode_step_ms = %s is not a list",
                             engine, text);
     }
@@ -151,7 +149,12 @@ bc_status wk_profile_take(const char *engine, const json_t *profile, const wk_sh
     const int64_t tokens = mul_sat(sh->rows, sh->response_length);
     bc_status st = take_int(engine, "generate", "profile", profile, "num_generated_tokens", 1, 0, INT64_MAX,
                             &p->num_generated_tokens, err);
-    if (st == BC_OK && p->num_generated_tokens != tokens)
+    if (st == BC_OK && sh->generated_tokens > 0 && p->num_generated_tokens != sh->generated_tokens)
+        return bc_error_set(err, BC_ERR_DEVICE,
+                            "worker %s: generate: profile.num_generated_tokens = %lld is not the rollout's response "
+                            "lengths summed = %lld",
+                            engine, (long long)p->num_generated_tokens, (long long)sh->generated_tokens);
+    if (st == BC_OK && sh->generated_tokens <= 0 && p->num_generated_tokens != tokens)
         return bc_error_set(err, BC_ERR_DEVICE,
                             "worker %s: generate: profile.num_generated_tokens = %lld is not the case's rows x "
                             "response_length = %lld x %lld = %lld",
@@ -209,7 +212,7 @@ bc_status wk_tokens_take(const char *engine, const json_t *tokens, const wk_shap
     if (!json_is_array(tokens)) {
         if (!tokens) return bc_error_set(err, BC_ERR_DEVICE, "worker %s: generate: the case asked for tokens "
                                                              "(return_tokens) and the reply has none", engine);
-        value_text(tokens, text, sizeof text);
+        wk_value_text(tokens, text, sizeof text);
         return bc_error_set(err, BC_ERR_DEVICE, "worker %s: generate: tokens = %s is not a list of rows", engine,
                             text);
     }
@@ -231,7 +234,7 @@ bc_status wk_tokens_take(const char *engine, const json_t *tokens, const wk_shap
                                     "worker %s: generate: tokens[%zu] has %zu tokens, the case's response_length is "
                                     "%zu",
                                     engine, r, json_array_size(row), cols);
-            value_text(row, text, sizeof text);
+            wk_value_text(row, text, sizeof text);
             return bc_error_set(err, BC_ERR_DEVICE, "worker %s: generate: tokens[%zu] = %s is not a list of ids",
                                 engine, r, text);
         }
@@ -239,7 +242,7 @@ bc_status wk_tokens_take(const char *engine, const json_t *tokens, const wk_shap
             const json_t *v = json_array_get(row, t);
             json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
             if (!json_is_integer(v) || id < 0 || id >= sh->vocab_size) {
-                value_text(v, text, sizeof text);
+                wk_value_text(v, text, sizeof text);
                 return bc_error_set(err, BC_ERR_DEVICE,
                                     "worker %s: generate: tokens[%zu][%zu] = %s is %s [0, %lld), the vocabulary",
                                     engine, r, t, text, json_is_integer(v) ? "outside" : "not an id in",

@@ -31,6 +31,10 @@ typedef struct wk_shape {
     int64_t prompt_length;   /* tokens per prompt */
     int64_t response_length; /* tokens each row generates */
     int64_t vocab_size;      /* ids are in [0, vocab_size) */
+    /* the rollout's response lengths summed, when the reply carried a
+     * checked rollout (rollout.h): what num_generated_tokens must be; 0:
+     * rows x response_length */
+    int64_t generated_tokens;
 } wk_shape;
 
 /* describe's numbers: vocab_size required, the others -1 when absent. */
@@ -63,5 +67,10 @@ bc_status wk_profile_take(const char *engine, const json_t *profile, const wk_sh
  * its size in ids; owned by the caller), row-major. */
 bc_status wk_tokens_take(const char *engine, const json_t *tokens, const wk_shape *sh, int32_t **ids, size_t *cap,
                          bc_error *err);
+
+/* A value as the messages show it, into buf[n]: integers exactly, reals
+ * with %.6g, anything else as compact ASCII JSON (controls escaped), cut at
+ * 40 characters. */
+void wk_value_text(const json_t *v, char *buf, size_t n);
 
 #endif

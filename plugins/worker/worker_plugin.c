@@ -15,6 +15,19 @@
  * declares are its profile's extra keys, each value checked (a number,
  * finite, in the declared range) before it reaches the host.
  *
+ * What the engine does beyond rollouts its describe reply lists
+ * ("capabilities", docs/pyworkers.md): "rollout" (each generate reply
+ * carries the rollout, read back by read_rollout), "logprobs" (and each
+ * response token's log-probability), "score" (the score hook sends a
+ * `score` request), "refit" (the refit hook sends a `refit` request). The
+ * hooks are always in the table (the host calls read_rollout after every
+ * rollout): for an engine without "rollout", every case asks for the
+ * tokens (return_tokens) and read_rollout hands back the host's prompts
+ * and those tokens, every row stopped at the length (protocol 1: each row
+ * generates exactly response_length) and no log-probabilities; score and
+ * refit for an engine without them refuse with one line naming the engine.
+ * Every value of those replies is checked before use (rollout.h).
+ *
  * A worker that fails (exits, hangs, writes garbage) fails the hook that was
  * talking to it; the client stops it, and the next begin_case starts a new
  * one, so the run goes on with the next case.
@@ -30,6 +43,7 @@
 #include "client.h"
 #include "command.h"
 #include "profile.h"
+#include "rollout.h"
 #include "../common/synthetic_prompts.h"
 
 enum { S_COMMAND = 0, S_ENV, S_TIMEOUT_S, S_SAVE_TOKENS, N_OWN_SETTINGS };
@@ -118,12 +132,20 @@ typedef struct worker {
     int warmup;                  /* 1 until reset_peak_memory */
     uint32_t iteration;
     int want_tokens;
+    int ask_tokens;              /* return_tokens: want_tokens, or every case of an engine without "rollout" */
     json_t *tokens;              /* the last rollout's, owned, when want_tokens */
     int32_t *token_ids;          /* the same, checked: rows x response_length ids, owned */
     size_t token_cap;
     double *step_ms;             /* decode_step_ms of the last rollout, owned */
     size_t step_cap;
     int64_t peak_bytes;          /* the largest peak_memory_bytes since reset_peak_memory, -1 unknown */
+    /* describe's capabilities */
+    int can_rollout, can_logprobs, can_score, can_refit;
+    int32_t *prompts;            /* the case's prompts as sent: batch_size x prompt_length ids, owned */
+    size_t prompt_cap;
+    wk_rollout rollout;          /* the last rollout's, checked, when can_rollout */
+    int have_rollout;            /* 1 once a generate of this case carried it */
+    wk_refit refit;              /* the last refit's (its source backs bc_refit_stats.source) */
 } worker;
 
 static const char *json_str(const json_t *o, const char *key) { return json_string_value(json_object_get(o, key)); }
@@ -163,6 +185,30 @@ static bc_status configure_args(worker *w, json_t **out, bc_error *err) {
     return BC_OK;
 }
 
+/* describe's "capabilities": absent (none), or a list of words; those
+ * this plugin knows set their flag ("logprobs" implies "rollout"), others
+ * are ignored (a later protocol's). */
+static bc_status take_capabilities(worker *w, const json_t *caps, bc_error *err) {
+    w->can_rollout = w->can_logprobs = w->can_score = w->can_refit = 0;
+    if (!caps || json_is_null(caps)) return BC_OK;
+    size_t i;
+    json_t *v;
+    if (!json_is_array(caps) || json_array_size(caps) > 64)
+        return bc_error_set(err, BC_ERR_DEVICE, "worker %s: describe: capabilities must be a list of at most 64 words",
+                            w->client.engine);
+    json_array_foreach(caps, i, v) {
+        const char *c = json_string_value(v);
+        if (!c)
+            return bc_error_set(err, BC_ERR_DEVICE, "worker %s: describe: capabilities[%zu] is not a string",
+                                w->client.engine, i);
+        if (strcmp(c, "rollout") == 0) w->can_rollout = 1;
+        else if (strcmp(c, "logprobs") == 0) w->can_logprobs = w->can_rollout = 1;
+        else if (strcmp(c, "score") == 0) w->can_score = 1;
+        else if (strcmp(c, "refit") == 0) w->can_refit = 1;
+    }
+    return BC_OK;
+}
+
 /* Keeps what describe's reply says. */
 static bc_status take_description(worker *w, const json_t *r, bc_error *err) {
     forget_description(w);
@@ -189,6 +235,10 @@ static bc_status take_description(worker *w, const json_t *r, bc_error *err) {
     keep_text(w->device, sizeof w->device, device && device[0] ? device : w->hello.device);
     keep_text(w->engine_version, sizeof w->engine_version, w->hello.engine_version);
     w->dtypes = json_incref(dtypes);
+    if ((st = take_capabilities(w, json_object_get(r, "capabilities"), err)) != BC_OK) {
+        wk_client_kill(&w->client);
+        return st;
+    }
     snprintf(w->model_text, sizeof w->model_text, "%s (%s %s)", model, w->hello.engine, w->hello.engine_version);
     return BC_OK;
 }
@@ -232,6 +282,8 @@ static void worker_destroy(void *instance) {
     json_decref(w->tokens);
     free(w->token_ids);
     free(w->step_ms);
+    free(w->prompts);
+    wk_rollout_free(&w->rollout);
     wk_launch_free(&w->launch);
     free(w);
 }
@@ -304,25 +356,31 @@ static bc_status begin_case_args(worker *w, const bc_case *c, json_t **out, bc_e
     int greedy = !(s->temperature > 0);
     const char *dtype = c->precision_ops ? c->precision_ops->dtype : c->precision;
     w->want_tokens = greedy && strcmp(dtype, "float32") == 0; /* the token agreement, and save_tokens */
+    w->ask_tokens = w->want_tokens || !w->can_rollout;        /* and read_rollout's tokens without a rollout */
     json_t *cs = json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:b, s:f, s:I, s:f, s:b, s:b}", "batch_size",
                            (json_int_t)c->batch_size, "samples_per_prompt", (json_int_t)c->samples_per_prompt,
                            "prompt_length", (json_int_t)c->prompt_length, "response_length",
                            (json_int_t)c->response_length, "dtype", dtype, "seed", (json_int_t)s->seed, "do_sample",
                            !greedy, "temperature", greedy ? 1.0 : s->temperature, "top_k", (json_int_t)s->top_k,
-                           "top_p", s->top_p, "return_tokens", w->want_tokens, "release_cache",
+                           "top_p", s->top_p, "return_tokens", w->ask_tokens, "release_cache",
                            c->release_cache != 0);
+    if (cs && w->can_rollout) json_object_set_new(cs, "return_rollout", json_true());
     json_t *prompts = json_array();
-    int32_t *ids = malloc(((size_t)c->prompt_length + 1) * sizeof *ids);
+    const size_t n_ids = (size_t)c->batch_size * c->prompt_length;
     bc_status st = BC_OK;
-    if (!cs || !prompts || !ids) st = bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for the prompts");
+    if (n_ids > w->prompt_cap) {
+        int32_t *q = realloc(w->prompts, n_ids * sizeof *q);
+        if (q) w->prompts = q, w->prompt_cap = n_ids;
+    }
+    if (!cs || !prompts || n_ids > w->prompt_cap) st = bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for the prompts");
     for (uint32_t b = 0; st == BC_OK && b < c->batch_size; b++) {
+        int32_t *ids = w->prompts + (size_t)b * c->prompt_length; /* kept: the rollout's prompts are checked against them */
         bc_synthetic_prompt(s->seed, b, (int32_t)w->vocab_size, ids, (int32_t)c->prompt_length);
         json_t *row = json_array();
         for (uint32_t t = 0; row && t < c->prompt_length; t++) json_array_append_new(row, json_integer(ids[t]));
         if (!row || json_array_append_new(prompts, row))
             st = bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for the prompts");
     }
-    free(ids);
     json_t *args = st == BC_OK ? json_pack("{s:O, s:O}", "case", cs, "prompt_ids", prompts) : NULL;
     json_decref(cs), json_decref(prompts);
     if (st == BC_OK && !args) st = bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for the prompts");
@@ -342,7 +400,7 @@ static bc_status worker_begin_case(void *instance, const bc_case *c, bc_error *e
     w->c.precision = w->c.cache_policy = NULL, w->c.precision_ops = NULL, w->c.sampling = NULL;
     w->sampling = *c->sampling;
     w->warmup = 1, w->iteration = 0, w->peak_bytes = -1;
-    w->in_case = 1;
+    w->in_case = 1, w->have_rollout = 0;
     return wk_client_call(&w->client, "begin_case", w->begin_args, NULL, NULL, err);
 }
 
@@ -402,6 +460,19 @@ static bc_status worker_read_metrics(void *instance, bc_metric_scope scope, doub
     return BC_OK;
 }
 
+/* The tokens of a reply that carries both are the rollout's responses. */
+static bc_status same_tokens(const worker *w, bc_error *err) {
+    const wk_rollout *r = &w->rollout;
+    const int64_t R = w->c.response_length;
+    for (int64_t i = 0; i < r->rows; i++)
+        for (int64_t t = 0; t < R; t++)
+            if (t >= r->response_lengths[i] || w->token_ids[i * R + t] != r->response_ids[i * r->response_stride + t])
+                return bc_error_set(err, BC_ERR_DEVICE,
+                                    "worker %s: generate: tokens[%lld][%lld] is not rollout.response_ids[%lld][%lld]",
+                                    w->hello.engine, (long long)i, (long long)t, (long long)i, (long long)t);
+    return BC_OK;
+}
+
 static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_error *err) {
     worker *w = instance;
     if (!wk_client_running(&w->client))
@@ -413,18 +484,34 @@ static bc_status worker_generate(void *instance, bc_generation_stats *out, bc_er
     json_decref(args);
     if (st != BC_OK) return st;
     const int64_t rows = (int64_t)w->c.batch_size * w->c.samples_per_prompt;
-    const wk_shape sh = {.rows = rows, .prompt_length = w->c.prompt_length, .response_length = w->c.response_length,
-                         .vocab_size = w->vocab_size};
+    wk_shape sh = {.rows = rows, .prompt_length = w->c.prompt_length, .response_length = w->c.response_length,
+                   .vocab_size = w->vocab_size};
+    w->have_rollout = 0;
+    json_decref(w->tokens); /* the last rollout's, gone whatever this reply holds */
+    w->tokens = NULL;
+    if (w->can_rollout) {
+        st = wk_rollout_take(w->hello.engine, json_object_get(reply, "rollout"), &sh, w->prompts,
+                             (int64_t)w->c.samples_per_prompt, w->can_logprobs, &w->rollout, err);
+        if (st != BC_OK) {
+            json_decref(reply);
+            return st;
+        }
+        sh.generated_tokens = w->rollout.generated_tokens;
+    }
     wk_profile p;
     const json_t *profile = json_object_get(reply, "profile");
     st = wk_profile_take(w->hello.engine, profile, &sh, round_trip_ms, &p, &w->step_ms, &w->step_cap, err);
     if (st == BC_OK) st = take_metrics(w, profile, p.engine_total_ms, err);
-    json_decref(w->tokens);
-    w->tokens = NULL;
-    if (st == BC_OK && w->want_tokens) {
+    if (st == BC_OK && w->ask_tokens) {
         st = wk_tokens_take(w->hello.engine, json_object_get(reply, "tokens"), &sh, &w->token_ids, &w->token_cap, err);
-        if (st == BC_OK) w->tokens = json_incref(json_object_get(reply, "tokens")); /* save_tokens writes them */
+        if (st == BC_OK && w->want_tokens)
+            w->tokens = json_incref(json_object_get(reply, "tokens")); /* save_tokens writes them */
+        if (st == BC_OK && w->can_rollout) st = same_tokens(w, err);
+        if (st == BC_OK && !w->can_rollout)
+            st = wk_rollout_from_tokens(w->hello.engine, &sh, w->prompts, (int64_t)w->c.samples_per_prompt,
+                                        w->token_ids, &w->rollout, err);
     }
+    if (st == BC_OK) w->have_rollout = 1;
     json_decref(reply);
     if (st != BC_OK) return st;
     /* rows x forwards: both bounded by the case (profile.h), so no overflow */
@@ -525,6 +612,111 @@ static void worker_end_case(void *instance) {
         w->host->log(w->host, BC_LOG_WARN, "%s", err.message);
 }
 
+/* ------------------------------------------- rollout tokens, score, refit */
+
+/* The one line for a hook the engine's describe did not list. */
+static bc_status lacks(const worker *w, const char *what, bc_error *err) {
+    return bc_error_set(err, BC_ERR_UNSUPPORTED, "worker engine '%s' has no %s (its describe reply does not list it "
+                        "in capabilities)", w->hello.engine, what);
+}
+
+static bc_status worker_read_rollout(void *instance, bc_rollout_tokens *out, bc_error *err) {
+    worker *w = instance;
+    if (!w->have_rollout)
+        return bc_error_set(err, BC_ERR_INTERNAL, "worker %s: read_rollout before a rollout of the case",
+                            w->hello.engine);
+    const wk_rollout *r = &w->rollout;
+    BC_SET(out, bc_rollout_tokens, rows, r->rows);
+    BC_SET(out, bc_rollout_tokens, prompt_tokens, r->prompt_ids);
+    BC_SET(out, bc_rollout_tokens, prompt_lengths, r->prompt_lengths);
+    BC_SET(out, bc_rollout_tokens, prompt_stride, r->prompt_stride);
+    BC_SET(out, bc_rollout_tokens, response_tokens, r->response_ids);
+    BC_SET(out, bc_rollout_tokens, response_lengths, r->response_lengths);
+    BC_SET(out, bc_rollout_tokens, response_stride, r->response_stride);
+    BC_SET(out, bc_rollout_tokens, row_stop, r->row_stop);
+    BC_SET(out, bc_rollout_tokens, response_logprobs, r->has_logprobs ? r->logprobs : NULL);
+    return BC_OK;
+}
+
+/* ids[0..n) as a JSON list; each must be in [0, vocab) of this model and
+ * n at most INT32_MAX (the host's rows, checked for the scorer's model). */
+static bc_status id_row(const worker *w, const int32_t *ids, int64_t n, int64_t row, const char *what, json_t *rows,
+                        bc_error *err) {
+    json_t *list = json_array();
+    if (!list || json_array_append_new(rows, list)) return bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for score");
+    for (int64_t t = 0; t < n; t++) {
+        if (ids[t] < 0 || ids[t] >= w->vocab_size)
+            return bc_error_set(err, BC_ERR_INFEASIBLE,
+                                "worker %s: score: row %lld's %s id %lld = %d is outside the scorer's vocabulary [0, "
+                                "%lld)",
+                                w->hello.engine, (long long)row, what, (long long)t, (int)ids[t],
+                                (long long)w->vocab_size);
+        if (json_array_append_new(list, json_integer(ids[t])))
+            return bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for score");
+    }
+    return BC_OK;
+}
+
+/* The score request's fields: every row's prompt and response ids. */
+static bc_status score_args(const worker *w, const bc_rollout_tokens *in, json_t **out, bc_error *err) {
+    json_t *prompts = json_array(), *responses = json_array();
+    bc_status st = prompts && responses ? BC_OK : bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for score");
+    for (int64_t r = 0; st == BC_OK && r < in->rows; r++) {
+        const int64_t np = in->prompt_lengths[r], nr = in->response_lengths[r];
+        if (np < 1 || nr < 0 || np > in->prompt_stride || nr > in->response_stride)
+            st = bc_error_set(err, BC_ERR_INTERNAL, "worker %s: score: row %lld has %lld + %lld tokens (strides %lld, "
+                              "%lld)", w->hello.engine, (long long)r, (long long)np, (long long)nr,
+                              (long long)in->prompt_stride, (long long)in->response_stride);
+        else if (w->max_positions > 0 && np + nr > w->max_positions)
+            st = bc_error_set(err, BC_ERR_INFEASIBLE,
+                              "worker %s: score: row %lld's %lld + %lld tokens exceed the scorer's %lld positions",
+                              w->hello.engine, (long long)r, (long long)np, (long long)nr, (long long)w->max_positions);
+        if (st == BC_OK) st = id_row(w, in->prompt_tokens + r * in->prompt_stride, np, r, "prompt", prompts, err);
+        if (st == BC_OK) st = id_row(w, in->response_tokens + r * in->response_stride, nr, r, "response", responses, err);
+    }
+    *out = st == BC_OK ? json_pack("{s:O, s:O}", "prompt_ids", prompts, "response_ids", responses) : NULL;
+    json_decref(prompts), json_decref(responses);
+    if (st == BC_OK && !*out) st = bc_error_set(err, BC_ERR_NOMEM, "worker: no memory for score");
+    return st;
+}
+
+static bc_status worker_score(void *instance, const bc_rollout_tokens *in, float *logprobs, bc_error *err) {
+    worker *w = instance;
+    if (!w->can_score) return lacks(w, "score request", err);
+    if (!w->in_case || !wk_client_running(&w->client))
+        return bc_error_set(err, BC_ERR_INTERNAL, "worker %s: score outside a case, or the worker is not running",
+                            w->hello.engine);
+    if (!in || in->rows < 1 || !in->prompt_tokens || !in->prompt_lengths || !in->response_tokens ||
+        !in->response_lengths || !logprobs)
+        return bc_error_set(err, BC_ERR_INTERNAL, "worker %s: score: the rollout has no rows or arrays", w->hello.engine);
+    json_t *args = NULL, *reply = NULL;
+    bc_status st = score_args(w, in, &args, err);
+    if (st == BC_OK) st = wk_client_call(&w->client, "score", args, &reply, NULL, err);
+    json_decref(args);
+    if (st == BC_OK)
+        st = wk_logprobs_take(w->hello.engine, "score", "logprobs", json_object_get(reply, "logprobs"), in->rows,
+                              in->response_lengths, in->response_stride, logprobs, err);
+    json_decref(reply);
+    return st;
+}
+
+static bc_status worker_refit(void *instance, bc_refit_stats *out, bc_error *err) {
+    worker *w = instance;
+    if (!w->can_refit) return lacks(w, "refit request", err);
+    if (!w->in_case || !wk_client_running(&w->client))
+        return bc_error_set(err, BC_ERR_INTERNAL, "worker %s: refit outside a case, or the worker is not running",
+                            w->hello.engine);
+    json_t *reply = NULL;
+    bc_status st = wk_client_call(&w->client, "refit", NULL, &reply, NULL, err);
+    if (st == BC_OK) st = wk_refit_take(w->hello.engine, reply, wk_refit_max_bytes(w->n_parameters), &w->refit, err);
+    json_decref(reply);
+    if (st != BC_OK) return st;
+    BC_SET(out, bc_refit_stats, source_bytes, w->refit.source_bytes);
+    BC_SET(out, bc_refit_stats, engine_bytes, w->refit.engine_bytes);
+    BC_SET(out, bc_refit_stats, source, w->refit.source);
+    return BC_OK;
+}
+
 static const bc_backend_ops worker_ops = {
     .struct_size = sizeof(bc_backend_ops),
     .create = worker_create,
@@ -543,6 +735,9 @@ static const bc_backend_ops worker_ops = {
     .rebuild_axes = BC_AXIS_PRECISION,
     .more_metrics = worker_more_metrics,
     .read_metrics = worker_read_metrics,
+    .read_rollout = worker_read_rollout,
+    .score = worker_score,
+    .refit = worker_refit,
 };
 
 static const bc_plugin_desc worker_desc = {

@@ -223,6 +223,70 @@ class TestProtocol(unittest.TestCase):
             protocol.profile(num_generated_tokens=True)
         self.assertIsNone(protocol.profile()["generation_ms"])
 
+    def test_rollout_score_and_refit(self):
+        """An engine with capabilities: describe lists them, a return_rollout
+        case's generate replies carry the rollout, score and refit go to the
+        engine's hooks; an engine without them refuses each in one line."""
+        class Scorer(FakeEngine):
+            def capabilities(self):
+                return ["rollout", "logprobs", "score", "refit"]
+
+            def generate(self, iteration, warmup):
+                prof, tokens = FakeEngine.generate(self, iteration, warmup)
+                return prof, tokens, protocol.rollout([[1, 2, 3, 4]], tokens, ["length"], [[-1.0, -2.0, -0.5, -0.25]])
+
+            def score(self, prompt_ids, response_ids):
+                self.calls.append(("score", prompt_ids, response_ids))
+                return [[-0.5] * len(r) for r in response_ids]
+
+            def refit(self):
+                return {"source_bytes": 10, "engine_bytes": 5, "source": "host"}
+
+        c = dict(good_case(), return_rollout=True)
+        reqs = [{"op": "describe", "id": 1}, {"op": "begin_case", "id": 2, "case": c, "prompt_ids": [[1, 2, 3, 4]]},
+                {"op": "generate", "id": 3}, {"op": "score", "id": 4, "prompt_ids": [[1, 2]], "response_ids": [[3, 4, 5]]},
+                {"op": "refit", "id": 5}, {"op": "score", "id": 6, "prompt_ids": [[1]], "response_ids": [[-3]]},
+                {"op": "score", "id": 7, "prompt_ids": [[1]], "response_ids": []}]
+        e = Scorer()
+        _, msgs = run(e, reqs)
+        self.assertEqual(msgs[1]["capabilities"], ["rollout", "logprobs", "score", "refit"])
+        self.assertEqual(msgs[3]["rollout"], {"prompt_ids": [[1, 2, 3, 4]], "response_ids": [[5, 6, 7, 8]],
+                                              "stop": ["length"], "logprobs": [[-1.0, -2.0, -0.5, -0.25]]})
+        self.assertEqual(msgs[4], {"id": 4, "ok": True, "logprobs": [[-0.5, -0.5, -0.5]]})
+        self.assertIn(("score", [[1, 2]], [[3, 4, 5]]), e.calls)
+        self.assertEqual(msgs[5], {"id": 5, "ok": True, "source_bytes": 10, "engine_bytes": 5, "source": "host"})
+        for m in msgs[6:8]:
+            self.assertEqual(m["error"]["code"], "internal")
+            self.assertIn("score: ", m["error"]["message"])
+        # a plain case of the same engine has no rollout; an engine without capabilities refuses
+        _, msgs = run(Scorer(), reqs[:1] + [dict(reqs[1], case=good_case()), reqs[2]])
+        self.assertNotIn("rollout", msgs[3])
+        _, msgs = run(FakeEngine(), [reqs[0], dict(reqs[1], case=good_case())] + reqs[2:5])
+        self.assertNotIn("capabilities", msgs[1])
+        self.assertEqual(msgs[4]["error"], {"code": "unsupported", "message": "the fake engine has no score request"})
+        self.assertEqual(msgs[5]["error"], {"code": "unsupported", "message": "the fake engine has no refit request"})
+        # an engine whose score is not a log-probability: refused, not sent
+        class Liar(Scorer):
+            def score(self, prompt_ids, response_ids):
+                return [[float("nan")] * len(r) for r in response_ids]
+        _, msgs = run(Liar(), reqs[:5])
+        self.assertEqual(msgs[4]["error"]["code"], "internal")
+        self.assertIn("logprobs[0][0] = nan is not a log-probability", msgs[4]["error"]["message"])
+        with self.assertRaises(ValueError):
+            protocol.rollout([[1]], [[2]], ["length"], [[0.5]])
+        with self.assertRaises(ValueError):
+            protocol.rollout([[1]], [[2]], ["stopped"])
+
+    def test_adapters_capabilities(self):
+        """Without their packages (describe loads nothing): transformers lists
+        all four, ctranslate2 rollout and score, the others none (their
+        refusals are the C side's one line)."""
+        from benchctl_worker import ct2, hf, ov
+        self.assertEqual(hf.TransformersEngine().capabilities(), ["rollout", "logprobs", "score", "refit"])
+        self.assertEqual(ct2.CTranslate2Engine().capabilities(), ["rollout", "score"])
+        for cls in (ds.DeepSpeedEngine, ov.OpenVINOEngine):
+            self.assertEqual(cls().capabilities(), [])
+
     def test_describe_without_the_engine(self):
         values = {"model": "350m", "checkpoint": "", "weights_seed": 0}
         d = models.describe_reply(models.resolve_model(values, "test"), ["float32"])

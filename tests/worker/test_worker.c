@@ -4,7 +4,9 @@
  * hooks), and every way a worker can fail (crash, exit, hang, garbage, a
  * wrong reply id, another protocol version, no hello, an error reply), each
  * failing only the hook talking to it, with its stderr in the message, and
- * the next case running on a restarted worker. Also: the host's synthetic
+ * the next case running on a restarted worker; the rollout tokens, score
+ * and refit hooks and the checks of their replies (repro_worker.sh with
+ * hostile rollouts, scores and byte counts). Also: the host's synthetic
  * prompts are the native engine's (plugins/common/synthetic_prompts.h against
  * the engine's row generators, engine/rollout/sampling.h).
  */
@@ -568,6 +570,300 @@ static void test_tokens_checked(void **state) {
     assert_int_equal(g.tokens[15], 299);
 }
 
+/* ------------------------------------------- rollout tokens, score, refit */
+
+#define CAPS_DESCRIBE "\"model\":\"m\",\"dtypes\":[\"float32\"],\"vocab_size\":300,\"parameters\":1000,\"capabilities\":[%s]"
+#define ALL_CAPS "\"rollout\",\"logprobs\",\"score\",\"refit\""
+#define GOOD_LOGPROBS "[[-1,-1,-1,-1,-1,-1,-1,-1],[-2.5,-2.5,-2.5,-2.5,-2.5,-2.5,-2.5,-0.0]]"
+#define GOOD_SCORE "\"logprobs\":[[-1,-1,-1,-1,-1,-1,-1,-1],[-2,-2,-2,-2,-2,-2,-2,-0.5]]"
+#define GOOD_REFIT "\"source_bytes\":8000,\"engine_bytes\":4000,\"source\":\"host\""
+
+/* repro_case()'s prompts (the host's synthetic ones, vocab 300) as JSON rows, into buf. */
+static void repro_prompts(char *buf, size_t n) {
+    int32_t ids[4];
+    size_t len = (size_t)snprintf(buf, n, "[");
+    for (uint32_t b = 0; b < 2; b++) {
+        bc_synthetic_prompt(1234, b, 300, ids, 4);
+        len += (size_t)snprintf(buf + len, n - len, "%s[%d,%d,%d,%d]", b ? "," : "", ids[0], ids[1], ids[2], ids[3]);
+    }
+    snprintf(buf + len, n - len, "]");
+}
+
+/* A generate reply's rollout field: PROMPTS ("" = the host's), RESPONSES
+ * ("" = GOOD_TOKENS'), STOP ("" = both "length"), LOGPROBS (NULL = none). */
+static void rollout_field(char *buf, size_t n, const char *prompts, const char *responses, const char *stop,
+                          const char *logprobs) {
+    char sent[256];
+    repro_prompts(sent, sizeof sent);
+    snprintf(buf, n, "\"rollout\":{\"prompt_ids\":%s,\"response_ids\":%s,\"stop\":%s%s%s}", prompts[0] ? prompts : sent,
+             responses[0] ? responses : GOOD_TOKENS, stop[0] ? stop : "[\"length\",\"length\"]",
+             logprobs ? ",\"logprobs\":" : "", logprobs ? logprobs : "");
+}
+
+/* Starts repro_worker.sh with the capabilities CAPS, the generate reply's
+ * extra fields MORE and the score and refit replies; begins repro_case()
+ * and runs one rollout, leaving the case open (the caller ends it). */
+static bc_status open_rollout(fixture *f, const char *profile, const char *caps, const char *more, const char *score,
+                              const char *refit, bc_error *err) {
+    char describe[512];
+    snprintf(describe, sizeof describe, CAPS_DESCRIBE, caps);
+    snprintf(f->command, sizeof f->command, "sh %s '%s' '%s' '%s' '%s' '%s' '%s'", REPRO_WORKER, profile, GOOD_TOKENS,
+             describe, more, score, refit);
+    f->settings.count = V_MODEL;
+    if (f->inst) f->ops->destroy(f->inst);
+    f->inst = NULL;
+    bc_status st = f->ops->create(test_plugin_host(), &f->settings, &f->inst, err);
+    if (st != BC_OK) return st;
+    bc_case c = repro_case();
+    if ((st = f->ops->begin_case(f->inst, &c, err)) != BC_OK) return st;
+    bc_generation_stats g = unknown_stats();
+    return f->ops->generate(f->inst, &g, err);
+}
+
+static void expect_line(bc_status st, bc_status want, const bc_error *err, const char *message_part) {
+    if (st != want) fail_msg("status %d (%s), expected %d", st, err->message, want);
+    if (!strstr(err->message, message_part)) fail_msg("'%s' lacks '%s'", err->message, message_part);
+    if (strchr(err->message, '\n')) fail_msg("'%s' is more than one line", err->message);
+}
+
+/* A sound rollout is read back as sent; the score request sends its rows and
+ * the scores come back in the host's layout; refit's figures as sent. */
+static void test_rollout_score_refit(void **state) {
+    fixture *f = *state;
+    char more[1024];
+    rollout_field(more, sizeof more, "", "", "", GOOD_LOGPROBS);
+    bc_error err = {0};
+    bc_status st = open_rollout(f, GOOD_PROFILE "}", ALL_CAPS, more, GOOD_SCORE, GOOD_REFIT, &err);
+    if (st != BC_OK) fail_msg("%s", err.message);
+    bc_rollout_tokens ro = {.struct_size = sizeof ro, .rows = -1};
+    assert_int_equal(f->ops->read_rollout(f->inst, &ro, &err), BC_OK);
+    assert_int_equal(ro.rows, 2);
+    assert_int_equal(ro.prompt_stride, 4);
+    assert_int_equal(ro.response_stride, 8);
+    int32_t ids[4];
+    bc_synthetic_prompt(1234, 1, 300, ids, 4);
+    assert_int_equal(ro.prompt_lengths[1], 4);
+    assert_int_equal(ro.prompt_tokens[4 + 3], ids[3]);
+    assert_int_equal(ro.response_lengths[0], 8);
+    assert_int_equal(ro.response_tokens[15], 299);
+    assert_int_equal(ro.row_stop[1], BC_ROW_STOP_LENGTH);
+    assert_non_null(ro.response_logprobs);
+    assert_double_equal(ro.response_logprobs[8], -2.5, 0.0);
+    assert_double_equal(ro.response_logprobs[15], 0.0, 0.0);
+    float lp[16];
+    for (int i = 0; i < 16; i++) lp[i] = 1.0f; /* not a log-probability: each must be written */
+    assert_int_equal(f->ops->score(f->inst, &ro, lp, &err), BC_OK);
+    assert_double_equal(lp[0], -1.0, 0.0);
+    assert_double_equal(lp[8], -2.0, 0.0);
+    assert_double_equal(lp[15], -0.5, 0.0);
+    bc_refit_stats rs = {.struct_size = sizeof rs, .source_bytes = -1, .engine_bytes = -1};
+    assert_int_equal(f->ops->refit(f->inst, &rs, &err), BC_OK);
+    assert_int_equal(rs.source_bytes, 8000);
+    assert_int_equal(rs.engine_bytes, 4000);
+    assert_string_equal(rs.source, "host");
+    f->ops->end_case(f->inst);
+    /* "rollout" alone: the tokens without log-probabilities */
+    rollout_field(more, sizeof more, "", "", "", NULL);
+    if ((st = open_rollout(f, GOOD_PROFILE "}", "\"rollout\"", more, "", "", &err)) != BC_OK) fail_msg("%s", err.message);
+    ro = (bc_rollout_tokens){.struct_size = sizeof ro};
+    assert_int_equal(f->ops->read_rollout(f->inst, &ro, &err), BC_OK);
+    assert_null(ro.response_logprobs);
+    assert_int_equal(ro.rows, 2);
+    f->ops->end_case(f->inst);
+}
+
+/* An engine whose describe lists none of them: read_rollout hands back the
+ * host's prompts and the engine's tokens (asked for in every case, sampled
+ * ones too), every row stopped at the length, no log-probabilities; score
+ * and refit refuse in one line naming the engine, sending nothing. */
+static void test_engine_without_them(void **state) {
+    fixture *f = *state;
+    bc_error err = {0};
+    bc_status st = open_rollout(f, GOOD_PROFILE "}", "", "", "", "", &err);
+    if (st != BC_OK) fail_msg("%s", err.message);
+    bc_rollout_tokens ro = {.struct_size = sizeof ro, .rows = -1};
+    assert_int_equal(f->ops->read_rollout(f->inst, &ro, &err), BC_OK);
+    int32_t ids[4];
+    bc_synthetic_prompt(1234, 1, 300, ids, 4);
+    assert_int_equal(ro.rows, 2);
+    assert_int_equal(ro.prompt_tokens[4], ids[0]);
+    assert_int_equal(ro.response_tokens[15], 299);
+    assert_int_equal(ro.response_lengths[1], 8);
+    assert_int_equal(ro.row_stop[0], BC_ROW_STOP_LENGTH);
+    assert_null(ro.response_logprobs);
+    float lp[16];
+    expect_line(f->ops->score(f->inst, &ro, lp, &err), BC_ERR_UNSUPPORTED, &err, "worker engine 'min' has no score request");
+    bc_refit_stats rs = {.struct_size = sizeof rs};
+    expect_line(f->ops->refit(f->inst, &rs, &err), BC_ERR_UNSUPPORTED, &err, "worker engine 'min' has no refit request");
+    f->ops->end_case(f->inst);
+    /* a sampled case of the fake (its tokens only when asked): the rollout is still there, the
+     * report's tokens (the greedy float32 agreement) are not */
+    f->ops->destroy(f->inst);
+    f->inst = NULL;
+    snprintf(f->command, sizeof f->command, "%s", FAKE_WORKER);
+    f->settings.count = N_VALUES;
+    create_ok(f);
+    bc_sampling sampled = {.struct_size = sizeof sampled, .temperature = 1.0, .top_p = 1.0, .seed = 99};
+    bc_case c = make_case(3, &fp32_ops);
+    c.sampling = &sampled;
+    assert_int_equal(f->ops->begin_case(f->inst, &c, &err), BC_OK);
+    bc_generation_stats g = unknown_stats();
+    if (f->ops->generate(f->inst, &g, &err) != BC_OK) fail_msg("%s", err.message);
+    assert_null(g.tokens);
+    ro = (bc_rollout_tokens){.struct_size = sizeof ro};
+    assert_int_equal(f->ops->read_rollout(f->inst, &ro, &err), BC_OK);
+    assert_int_equal(ro.rows, 6);
+    int32_t p[8];
+    bc_synthetic_prompt(99, 2, 50272, p, 8);
+    for (int t = 0; t < 4; t++) { /* the fake's rule: (prompt[t % 8] + t) % vocab; row 5 is prompt 2 */
+        assert_int_equal(ro.response_tokens[5 * ro.response_stride + t], (p[t % 8] + t) % 50272);
+        assert_int_equal(ro.prompt_tokens[5 * ro.prompt_stride + t], p[t]);
+    }
+    f->ops->end_case(f->inst);
+}
+
+/* Every value of a generate reply's rollout is checked before use. */
+static void test_rollout_checked(void **state) {
+    fixture *f = *state;
+    char sent[256], wrong_prompt[256];
+    repro_prompts(sent, sizeof sent);
+    snprintf(wrong_prompt, sizeof wrong_prompt, "%s", sent);
+    wrong_prompt[2] = wrong_prompt[2] == '9' ? '8' : '9'; /* the first id's first digit */
+    static const struct {
+        const char *responses, *stop, *logprobs, *message;
+    } bad[] = {
+        {"[[1,2,3,4,5,6,7,8]]", "", GOOD_LOGPROBS, "rollout.response_ids has 1 rows, the case has 2"},
+        {"[[1,2,3,4,5,6,7,300],[9,10,11,12,13,14,15,299]]", "", GOOD_LOGPROBS,
+         "rollout.response_ids[0][7] = 300 is outside [0, 300)"},
+        {"[[1,2,3,4,5,6,7,8],[9,10,11,12,13,14,15,-4]]", "", GOOD_LOGPROBS, "rollout.response_ids[1][7] = -4 is outside"},
+        {"[[1,2,3,4,5,6,7,8,9],[9,10,11,12,13,14,15,299]]", "", GOOD_LOGPROBS,
+         "rollout.response_ids[0] has 9 ids, outside [1, 8]"},
+        {"[[1,2,3,4,5,6,7],[9,10,11,12,13,14,15,299]]", "", GOOD_LOGPROBS,
+         "rollout.stop[0] = \"length\" but the row has 7 ids, not the case's response_length 8"},
+        {"", "[\"length\",\"maybe\"]", GOOD_LOGPROBS, "rollout.stop[1] = \"maybe\" is not \"eos\" or \"length\""},
+        {"", "[\"length\"]", GOOD_LOGPROBS, "rollout.stop has 1 rows, the case has 2"},
+        {"", "", "[[-1,-1,-1,-1,-1,-1,-1,-1],[-1,-1,-1,0.5,-1,-1,-1,-1]]",
+         "generate: rollout.logprobs[1][3] = 0.5 is above 0.001 (a log-probability)"},
+        {"", "", "[[-1,-1,-1,-1,-1,-1,-1,-1],[-1,-1,-1,\"nan\",-1,-1,-1,-1]]",
+         "rollout.logprobs[1][3] = \"nan\" is not a number (a log-probability)"},
+        {"", "", "[[-1,-1,-1,-1,-1,-1,-1,-1e300],[-1,-1,-1,-1,-1,-1,-1,-1]]",
+         "rollout.logprobs[0][7] = -1e+300 is not a finite float (a log-probability)"},
+        {"", "", "[[-1,-1,-1,-1,-1,-1,-1,-1]]", "rollout.logprobs has 1 rows, 2 were generated"},
+        {"", "", "[[-1,-1,-1,-1,-1,-1,-1],[-1,-1,-1,-1,-1,-1,-1,-1]]",
+         "rollout.logprobs[0] has 7 values, the row's response has 8 tokens"},
+        {"", "", NULL, "the engine keeps log-probabilities (describe's capabilities) and rollout.logprobs is missing"},
+        {"[[1,2,3,4,5,6,7,8],[9,10,11,12,13,14,15,298]]", "", GOOD_LOGPROBS,
+         "tokens[1][7] is not rollout.response_ids[1][7]"},
+    };
+    char more[1024];
+    bc_error err = {0};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rollout_field(more, sizeof more, "", bad[i].responses, bad[i].stop, bad[i].logprobs);
+        expect_line(open_rollout(f, GOOD_PROFILE "}", ALL_CAPS, more, "", "", &err), BC_ERR_DEVICE, &err,
+                    bad[i].message);
+        bc_rollout_tokens ro = {.struct_size = sizeof ro};
+        assert_int_equal(f->ops->read_rollout(f->inst, &ro, &err), BC_ERR_INTERNAL); /* nothing kept */
+        f->ops->end_case(f->inst);
+    }
+    /* the prompt as it ran must be the one the host sent */
+    rollout_field(more, sizeof more, wrong_prompt, "", "", GOOD_LOGPROBS);
+    expect_line(open_rollout(f, GOOD_PROFILE "}", ALL_CAPS, more, "", "", &err), BC_ERR_DEVICE, &err,
+                "rollout.prompt_ids[0][0] = ");
+    assert_non_null(strstr(err.message, "is not the id the host sent"));
+    rollout_field(more, sizeof more, "[[1,2,3],[4,5,6]]", "", "", GOOD_LOGPROBS);
+    expect_line(open_rollout(f, GOOD_PROFILE "}", ALL_CAPS, more, "", "", &err), BC_ERR_DEVICE, &err,
+                "rollout.prompt_ids[0] has 3 ids, its prompt has 4");
+    /* NaN is not JSON: the line is refused for what it is */
+    rollout_field(more, sizeof more, "", "", "", "[[-1,-1,-1,-1,-1,-1,-1,NaN],[-1,-1,-1,-1,-1,-1,-1,-1]]");
+    expect_line(open_rollout(f, GOOD_PROFILE "}", ALL_CAPS, more, "", "", &err), BC_ERR_DEVICE, &err,
+                "a line on stdout that is not JSON");
+    /* no rollout at all, and a rollout of the wrong type */
+    expect_line(open_rollout(f, GOOD_PROFILE "}", ALL_CAPS, "", "", "", &err), BC_ERR_DEVICE, &err,
+                "the case asked for the rollout (return_rollout) and the reply has none");
+    expect_line(open_rollout(f, GOOD_PROFILE "}", ALL_CAPS, "\"rollout\":[1]", "", "", &err), BC_ERR_DEVICE, &err,
+                "rollout = [1] is not an object");
+    /* an eos row of 7 ids: the profile must count 15 tokens */
+    rollout_field(more, sizeof more, "", "[[1,2,3,4,5,6,7],[9,10,11,12,13,14,15,299]]", "[\"eos\",\"length\"]",
+                  "[[-1,-1,-1,-1,-1,-1,-1],[-1,-1,-1,-1,-1,-1,-1,-1]]");
+    expect_line(open_rollout(f, GOOD_PROFILE "}", "\"logprobs\"", more, "", "", &err), BC_ERR_DEVICE, &err,
+                "profile.num_generated_tokens = 16 is not the rollout's response lengths summed = 15");
+    f->ops->end_case(f->inst);
+}
+
+/* Every value of a score reply is checked; the scorer's own vocabulary
+ * bounds the rows the host sends. */
+static void test_score_checked(void **state) {
+    fixture *f = *state;
+    static const struct {
+        const char *score, *message;
+    } bad[] = {
+        {"\"logprobs\":[[-1,-1,-1,-1,-1,-1,-1,-1]]", "worker min: score: logprobs has 1 rows, 2 were sent"},
+        {"\"logprobs\":[[-1,-1,-1,-1,-1,-1,-1,-1],[-1,-1,-1,-1,-1,-1,-1,-1],[-1]]", "logprobs has 3 rows, 2 were sent"},
+        {"\"logprobs\":[[-1,-1,-1,-1,-1,-1,-1,-1],[-1,-1,-1,-1,-1,-1,-1]]",
+         "score: logprobs[1] has 7 values, the row's response has 8 tokens"},
+        {"\"logprobs\":[[-1,-1,-1,-1,-1,-1,-1,-1],[-1,-1,-1,-1,-1,-1,-1,0.01]]",
+         "score: logprobs[1][7] = 0.01 is above 0.001 (a log-probability)"},
+        {"\"logprobs\":[[-1,-1,-1,-1,-1,-1,-1,-1],[-1,-1,\"NaN\",-1,-1,-1,-1,-1]]",
+         "score: logprobs[1][2] = \"NaN\" is not a number"},
+        {"\"logprobs\":[[-1,-1,-1,-1,-1,-1,-1,-1],[-1,-1,-1,-1,-1,-1,-1,-1e39]]",
+         "score: logprobs[1][7] = -1e+39 is not a finite float"},
+        {"\"logprobs\":7", "score: logprobs = 7 is not a list of rows"},
+        {"\"scores\":[]", "score: the reply has no logprobs"},
+    };
+    char more[1024];
+    rollout_field(more, sizeof more, "", "", "", GOOD_LOGPROBS);
+    bc_error err = {0};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        bc_status st = open_rollout(f, GOOD_PROFILE "}", ALL_CAPS, more, bad[i].score, GOOD_REFIT, &err);
+        if (st != BC_OK) fail_msg("%s", err.message);
+        bc_rollout_tokens ro = {.struct_size = sizeof ro};
+        assert_int_equal(f->ops->read_rollout(f->inst, &ro, &err), BC_OK);
+        float lp[16];
+        expect_line(f->ops->score(f->inst, &ro, lp, &err), BC_ERR_DEVICE, &err, bad[i].message);
+        f->ops->end_case(f->inst);
+    }
+    /* the host's rows against the scorer's vocabulary (300) */
+    bc_status st = open_rollout(f, GOOD_PROFILE "}", ALL_CAPS, more, GOOD_SCORE, GOOD_REFIT, &err);
+    if (st != BC_OK) fail_msg("%s", err.message);
+    int32_t prompt[2 * 4] = {5, 6, 7, 8, 5, 6, 7, 8}, response[2 * 8] = {1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 300};
+    int64_t plen[2] = {4, 4}, rlen[2] = {8, 8};
+    bc_rollout_tokens in = {.struct_size = sizeof in, .rows = 2, .prompt_tokens = prompt, .prompt_lengths = plen,
+                            .prompt_stride = 4, .response_tokens = response, .response_lengths = rlen,
+                            .response_stride = 8};
+    float lp[16];
+    expect_line(f->ops->score(f->inst, &in, lp, &err), BC_ERR_INFEASIBLE, &err,
+                "score: row 1's response id 7 = 300 is outside the scorer's vocabulary [0, 300)");
+    f->ops->end_case(f->inst);
+}
+
+/* A refit reply's byte counts and source are checked. */
+static void test_refit_checked(void **state) {
+    fixture *f = *state;
+    static const struct {
+        const char *refit, *message;
+    } bad[] = {
+        {"\"source_bytes\":4611686018427387904,\"engine_bytes\":4000,\"source\":\"host\"",
+         "worker min: refit: source_bytes = 4611686018427387904 is outside [1, 67116864]"},
+        {"\"source_bytes\":8000,\"engine_bytes\":67116865,\"source\":\"host\"", "refit: engine_bytes = 67116865 is outside"},
+        {"\"source_bytes\":0,\"engine_bytes\":4000,\"source\":\"host\"", "refit: source_bytes = 0 is outside [1, "},
+        {"\"source_bytes\":8000.5,\"engine_bytes\":4000,\"source\":\"host\"", "refit: source_bytes = 8000.5 is not an integer"},
+        {"\"source_bytes\":8000,\"source\":\"host\"", "refit: the reply has no engine_bytes (an integer)"},
+        {"\"source_bytes\":8000,\"engine_bytes\":4000,\"source\":\"Host memory\"", "refit: source = \"Host memory\" is not a word"},
+        {"\"source_bytes\":8000,\"engine_bytes\":4000", "refit: source = (missing) is not a word"},
+    };
+    char more[1024];
+    rollout_field(more, sizeof more, "", "", "", GOOD_LOGPROBS);
+    bc_error err = {0};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        bc_status st = open_rollout(f, GOOD_PROFILE "}", ALL_CAPS, more, GOOD_SCORE, bad[i].refit, &err);
+        if (st != BC_OK) fail_msg("%s", err.message);
+        bc_refit_stats rs = {.struct_size = sizeof rs, .source_bytes = -1, .engine_bytes = -1};
+        expect_line(f->ops->refit(f->inst, &rs, &err), BC_ERR_DEVICE, &err, bad[i].message);
+        assert_int_equal(rs.source_bytes, -1); /* nothing written */
+        f->ops->end_case(f->inst);
+    }
+}
+
 /* A hello of 80,000 settings is refused at once (before: 47.6 s of a
  * quadratic duplicate check); 4,000 are read, and a duplicate among them
  * is found. */
@@ -711,6 +1007,11 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_hello_settings_capped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_descendants_reaped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_line_named_for_what_it_is, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_score_refit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_without_them, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_score_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refit_checked, setup, teardown),
         cmocka_unit_test(test_prompts_are_opts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

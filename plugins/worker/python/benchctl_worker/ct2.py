@@ -44,7 +44,7 @@ import tempfile
 import time
 
 from . import models
-from .protocol import Engine, WorkerError, setting
+from .protocol import Engine, WorkerError, rollout, setting
 
 DTYPE_COMPUTE_TYPE = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 COMPUTE_TYPES = ["", "float32", "bfloat16", "float16", "int8", "int8_float32", "int8_bfloat16", "int8_float16",
@@ -209,6 +209,35 @@ class CTranslate2Engine(Engine):
         models.reset_peak_rss()  # the peak is since begin_case
         self.case = case
         self.prompts = [[self.vocab.string(t) for t in row] for row in prompt_ids]
+        self.prompt_ids = [list(row) for row in prompt_ids]
+
+    def capabilities(self):
+        # no "logprobs": generate_batch's per-step log_prob is of the
+        # processed distribution (min_length's EOS mask, the sampling
+        # temperature), its scores a sum; no "refit": a Generator loads its
+        # converted model whole (a refit would be a new Generator)
+        return ["rollout", "score"]
+
+    def score(self, prompt_ids, response_ids):
+        """Generator.score_batch over each row's prompt + response (token
+        strings of the synthetic vocabulary): its log_probs, one per token
+        after the first, natural log at temperature 1; the last
+        len(response) of each row."""
+        V = self.info.shape["vocab_size"]
+        rows = []
+        for r, (p, q) in enumerate(zip(prompt_ids, response_ids)):
+            if any(t >= V for t in p + q):
+                raise WorkerError("infeasible", "score: row %d has an id outside the vocabulary [0, %d)" % (r, V))
+            rows.append([self.vocab.string(t) for t in p + q])
+        results = self.generator.score_batch(rows, max_batch_size=0, max_input_length=0)
+        out = []
+        for r, (res, q) in enumerate(zip(results, response_ids)):
+            lp = list(res.log_probs)
+            if len(lp) != len(rows[r]) - 1:
+                raise WorkerError("internal", "score_batch gave %d log-probabilities for %d tokens"
+                                  % (len(lp), len(rows[r])))
+            out.append([float(v) for v in lp[len(lp) - len(q):]])
+        return out
 
     def _options(self, step_marks, row_marks):
         c = self.case
@@ -259,7 +288,11 @@ class CTranslate2Engine(Engine):
             time_to_first_token_ms=expand_ms + (max(row_marks.values()) - t1) * 1e3,
             decode_step_ms=step_ms,
             peak_memory_bytes=models.peak_rss_bytes() if on_cpu else None)
-        return prof, (ids if c["return_tokens"] else None)
+        tokens = ids if c["return_tokens"] else None
+        if not c.get("return_rollout"):
+            return prof, tokens
+        prompts = [self.prompt_ids[r // S] for r in range(len(ids))]
+        return prof, tokens, rollout(prompts, [list(r) for r in ids], ["length"] * len(ids))
 
     def end_case(self):
         self.case = None

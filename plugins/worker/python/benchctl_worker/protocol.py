@@ -38,7 +38,19 @@ CASE_KEYS = {
 # Keys a case may carry (hosts before them send none), with their JSON types:
 # release_cache, whether the case's cache policy releases the cache after each
 # rollout (the host then sends release_cache / acquire_cache around them).
-OPTIONAL_CASE_KEYS = {"release_cache": bool}
+# return_rollout, whether every generate reply carries the rollout (sent, true,
+# to an engine whose describe lists "rollout" in its capabilities).
+OPTIONAL_CASE_KEYS = {"release_cache": bool, "return_rollout": bool}
+
+# What an engine does beyond rollouts, as describe's "capabilities" lists it:
+# "rollout" (generate replies carry the rollout: prompt and response ids and
+# how each row stopped, when the case says return_rollout), "logprobs" (and
+# each response token's log-probability; implies "rollout"), "score" (the
+# score request), "refit" (the refit request).
+CAPABILITIES = ("rollout", "logprobs", "score", "refit")
+
+# How a rollout row stopped.
+STOP_REASONS = ("eos", "length")
 
 # The profile a generate reply carries: the case report's per-iteration fields
 # (docs/reporters.md) a worker measures; None is sent as null (not measured).
@@ -143,6 +155,50 @@ def check_case(case, prompt_ids):
                               % (i, case["prompt_length"]))
 
 
+def rollout(prompt_ids, response_ids, stop, logprobs=None):
+    """A generate reply's rollout, row by row: each row's prompt ids as it
+    ran (no padding), its response ids, its stop reason ("eos" or
+    "length"), and optionally each response token's log-probability
+    (log_softmax of the raw logits at temperature 1, natural log). Refuses
+    rows of different counts, unknown stop reasons, non-finite or positive
+    log-probabilities."""
+    n = len(prompt_ids)
+    if len(response_ids) != n or len(stop) != n or (logprobs is not None and len(logprobs) != n):
+        raise ValueError("rollout: %d prompt rows, %d response rows, %d stop reasons%s"
+                         % (n, len(response_ids), len(stop),
+                            "" if logprobs is None else ", %d log-probability rows" % len(logprobs)))
+    for r, why in enumerate(stop):
+        if why not in STOP_REASONS:
+            raise ValueError("rollout: stop[%d] = %r is not one of %s" % (r, why, ", ".join(STOP_REASONS)))
+    out = {"prompt_ids": prompt_ids, "response_ids": response_ids, "stop": list(stop)}
+    if logprobs is not None:
+        for r, row in enumerate(logprobs):
+            if len(row) != len(response_ids[r]):
+                raise ValueError("rollout: logprobs[%d] has %d values for %d tokens" % (r, len(row), len(response_ids[r])))
+            for t, v in enumerate(row):
+                if not (isinstance(v, float) and math.isfinite(v) and v <= 1e-3):
+                    raise ValueError("rollout: logprobs[%d][%d] = %r is not a finite log-probability" % (r, t, v))
+        out["logprobs"] = logprobs
+    return out
+
+
+def check_score_request(req):
+    """score's prompt_ids and response_ids: lists of as many rows of ids >=
+    0, each prompt non-empty (a response may be: nothing to score). Returns
+    them; raises WorkerError("internal")."""
+    prompts, responses = req.get("prompt_ids"), req.get("response_ids")
+    def ids(row, empty=False):
+        return (isinstance(row, list) and (row or empty)
+                and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in row))
+    if not isinstance(prompts, list) or not isinstance(responses, list) or len(prompts) != len(responses) or not prompts:
+        raise WorkerError("internal", "score: prompt_ids and response_ids must be lists of as many rows")
+    for r, (p, q) in enumerate(zip(prompts, responses)):
+        if not ids(p) or not ids(q, empty=True):
+            raise WorkerError("internal", "score: row %d must have prompt ids and a list of response ids (integers "
+                              ">= 0)" % r)
+    return prompts, responses
+
+
 def profile(extra_names=(), **fields):
     """A generate reply's profile: every PROFILE_FIELDS name and every one of
     the engine's extra_names (its own profile fields, Engine.profile_extra_fields),
@@ -219,9 +275,29 @@ class Engine:
         raise NotImplementedError
 
     def generate(self, iteration, warmup):
-        """Required: one rollout; returns (profile dict, token rows or None).
-        Tokens are returned when the case asked for them."""
+        """Required: one rollout; returns (profile dict, token rows or None),
+        or (profile, tokens, rollout) with rollout a rollout() dict.
+        Tokens are returned when the case asked for them, the rollout when
+        it said return_rollout."""
         raise NotImplementedError
+
+    def capabilities(self):
+        """describe's "capabilities": the CAPABILITIES this configured
+        engine has (default: none)."""
+        return []
+
+    def score(self, prompt_ids, response_ids):
+        """With "score": the natural-log probability (temperature 1) of each
+        response token given everything before it, one forward pass over
+        each row's prompt + response; returns a list of rows, row r of
+        len(response_ids[r]) floats. Called inside a case (its dtype)."""
+        raise WorkerError("unsupported", "the %s engine has no score request" % self.name)
+
+    def refit(self):
+        """With "refit": loads the model's weights anew from the source the
+        engine's settings name, so the next rollout runs on them; returns
+        {"source_bytes", "engine_bytes", "source"}. Called inside a case."""
+        raise WorkerError("unsupported", "the %s engine has no refit request" % self.name)
 
     def release_cache(self):
         """Frees what the engine keeps between rollouts (default: nothing)."""
@@ -245,6 +321,7 @@ class Session:
         self.table = engine.settings_table()
         self.configured = False
         self.in_case = False
+        self.case = None
 
     def hello(self):
         hello = {"op": "hello", "protocol": PROTOCOL_VERSION, "engine": self.engine.name,
@@ -281,6 +358,12 @@ class Session:
                 if key not in d:
                     raise WorkerError("internal", "describe: the engine gave no %s" % key)
             d.setdefault("device", self.engine.device())  # the configured one; the hello's is the default's
+            caps = list(self.engine.capabilities())
+            unknown = [c for c in caps if c not in CAPABILITIES]
+            if unknown:
+                raise WorkerError("internal", "describe: unknown capabilities %s" % ", ".join(map(str, unknown)))
+            if caps:
+                d["capabilities"] = caps
             return d, False
         if op == "begin_case":
             self._need_configured()
@@ -290,17 +373,46 @@ class Session:
             check_case(case, prompt_ids)
             self.engine.begin_case(case, prompt_ids)
             self.in_case = True
+            self.case = case
             return {}, False
         if op == "generate":
             self._need_case(op)
             it, warm = req.get("iteration", 0), req.get("warmup", False)
             if not isinstance(it, int) or isinstance(it, bool) or not isinstance(warm, bool):
                 raise WorkerError("internal", "generate: iteration must be an int and warmup a bool")
-            prof, tokens = self.engine.generate(it, warm)
+            got = self.engine.generate(it, warm)
+            prof, tokens = got[0], got[1]
+            ro = got[2] if len(got) > 2 else None
             out = {"profile": profile(self.engine.profile_extra_fields, **prof)}
             if tokens is not None:
                 out["tokens"] = tokens
+            if self.case.get("return_rollout"):
+                if ro is None:
+                    raise WorkerError("internal", "generate: the case asked for the rollout and the engine made none")
+                if "logprobs" in self.engine.capabilities() and ro.get("logprobs") is None:
+                    raise WorkerError("internal", "generate: the engine lists logprobs and its rollout has none")
+                out["rollout"] = ro
             return out, False
+        if op == "score":
+            self._need_case(op)
+            if "score" not in self.engine.capabilities():
+                raise WorkerError("unsupported", "the %s engine has no score request" % self.engine.name)
+            prompts, responses = check_score_request(req)
+            lp = self.engine.score(prompts, responses)
+            if len(lp) != len(responses) or any(len(a) != len(b) for a, b in zip(lp, responses)):
+                raise WorkerError("internal", "score: the engine gave log-probabilities of another shape")
+            for r, row in enumerate(lp):
+                for t, v in enumerate(row):
+                    if not (isinstance(v, float) and math.isfinite(v) and v <= 1e-3):
+                        raise WorkerError("internal", "score: logprobs[%d][%d] = %r is not a log-probability" % (r, t, v))
+            return {"logprobs": lp}, False
+        if op == "refit":
+            self._need_case(op)
+            if "refit" not in self.engine.capabilities():
+                raise WorkerError("unsupported", "the %s engine has no refit request" % self.engine.name)
+            got = self.engine.refit()
+            return {"source_bytes": int(got["source_bytes"]), "engine_bytes": int(got["engine_bytes"]),
+                    "source": str(got["source"])}, False
         if op in ("release_cache", "acquire_cache"):
             self._need_case(op)
             getattr(self.engine, op)()
@@ -308,6 +420,7 @@ class Session:
         if op == "end_case":
             if self.in_case:
                 self.in_case = False
+                self.case = None
                 self.engine.end_case()
             return {}, False
         if op == "shutdown":
