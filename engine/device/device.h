@@ -16,6 +16,7 @@
 #define ENG_DEVICE_H
 
 #include "rollout.h"
+#include "score.h"
 
 /* ------------------------------------------------------------ rollout steps */
 
@@ -152,6 +153,14 @@ typedef struct eng_device_ops {
      * plugin's accounting calls it after every hook that allocates. */
     int64_t (*host_bytes)(void *ctx, const eng_rollout *ro);
     bc_status (*read_memory)(void *ctx, const eng_rollout *ro, eng_device_memory *out, bc_error *err);
+    /* The score path (score.h) on the case's model, between begin_case and
+     * end_case: frees the rollout's cache first (a scorer does not
+     * generate; a later generate takes it back), then its own buffers,
+     * kept until end_case (host_bytes counts them). NULL: the device does
+     * not score. */
+    bc_status (*score)(void *ctx, eng_rollout *ro, const bc_rollout_tokens *in, float *logprobs, bc_error *err);
+    /* 1: generate fills ro->logprobs (the sampling runs on the host). */
+    int logprobs;
 } eng_device_ops;
 
 extern const eng_device_ops eng_device_cpu;

@@ -274,6 +274,8 @@ typedef struct cpu_device {
     int have_model;
     eng_model m;            /* owned: pool + workspace; borrows the plugin's weights */
     int64_t case_kv, case_ws; /* what the case holds while generating */
+    eng_scorer sc;          /* owned: the score path's buffers (score.h), until end_case */
+    int scored;             /* the model's workspace is the score's (the rollout's cache released) */
 } cpu_device;
 
 static bc_status cpu_create(const eng_device_config *cfg, void **out, bc_error *err) {
@@ -289,6 +291,7 @@ static void cpu_destroy(void *ctx) {
     cpu_device *d = ctx;
     if (!d) return;
     if (d->have_model) eng_model_free(&d->m);
+    eng_scorer_free(&d->sc);
     free(d);
 }
 
@@ -408,7 +411,21 @@ static void cpu_cache_release(void *ctx, eng_rollout *ro) {
 static void cpu_end_case(void *ctx, eng_rollout *ro) {
     cpu_device *d = ctx;
     eng_rollout_release(ro, d->have_model ? &d->m : NULL);
+    eng_scorer_free(&d->sc);
+    if (d->scored && d->have_model) eng_model_release_workspace(&d->m);
+    d->scored = 0;
     d->case_kv = d->case_ws = 0;
+}
+
+static bc_status cpu_score(void *ctx, eng_rollout *ro, const bc_rollout_tokens *in, float *logprobs, bc_error *err) {
+    cpu_device *d = ctx;
+    if (!d->have_model) return bc_error_set(err, BC_ERR_INTERNAL, "cpu: score outside a case");
+    if (ro->have_cache) eng_rollout_release(ro, &d->m); /* the scorer's memory instead of the rollout's */
+    d->scored = 1;
+    bc_status st = eng_score(&d->sc, &d->m, in, logprobs, err);
+    d->case_kv = (int64_t)d->sc.kv.bytes;
+    d->case_ws = (int64_t)(d->sc.bytes - d->sc.kv.bytes + d->m.ws.bytes);
+    return st;
 }
 
 static void cpu_reset_peak(void *ctx) { (void)ctx; }
@@ -418,6 +435,8 @@ static int64_t cpu_host_bytes(void *ctx, const eng_rollout *ro) {
     int64_t kv = 0, ws = 0;
     if (ro) cache_held(ro, d->have_model ? &d->m : NULL, &kv, &ws);
     else if (d->have_model) ws = (int64_t)d->m.ws.bytes;
+    if (d->scored) /* the score's buffers, and the model's workspace when the rollout's cache does not count it */
+        ws += (int64_t)d->sc.bytes + (ro && !ro->have_cache && d->have_model ? (int64_t)d->m.ws.bytes : 0);
     return kv + ws;
 }
 
@@ -450,4 +469,6 @@ const eng_device_ops eng_device_cpu = {
     .reset_peak = cpu_reset_peak,
     .host_bytes = cpu_host_bytes,
     .read_memory = cpu_read_memory,
+    .score = cpu_score,
+    .logprobs = 1,
 };

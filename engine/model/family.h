@@ -22,6 +22,12 @@ typedef struct eng_family {
      * family's weights. Never fails once eng_forward's checks passed. */
     void (*forward)(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
                     int B, int T, eng_logits_mode mode, float *logits);
+    /* The forward's last part alone: the final norm and the head of M rows
+     * of the residual stream h [M, C] (what the layers leave in m->ws.x)
+     * into logits [M, V]; M at most the workspace's tokens, h none of the
+     * workspace's buffers. The forward's logits are this over its rows; the
+     * score path (engine/rollout/score.c) runs it in chunks of positions. */
+    void (*head)(eng_model *m, const float *h, int M, float *logits);
     /* ---- the weights (engine/weights/tensor_table.h) ---- */
     /* The tensor table, [n_tensors] rows, and where the weights struct
      * holds its pointer to the layers' structs (layer_size bytes each,

@@ -103,6 +103,7 @@ void eng_backend_end_rollout(eng_backend *s) {
         s->dev->end_case(s->dev_ctx, &s->ro);
         eng_rollout_free(&s->ro);
     }
+    eng_rollout_tokens_free(&s->tokens);
     s->have_rollout = 0;
 }
 

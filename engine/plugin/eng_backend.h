@@ -67,6 +67,9 @@ typedef struct eng_backend {
     uint32_t case_index;   /* of the current case (save_tokens) */
     uint64_t n_generates;  /* generates in the current case (sample_stream) */
     int64_t peak_bytes;    /* high-water mark of eng_backend_current_bytes() */
+    eng_rollout_tokens tokens; /* owned: the last read_rollout's arrays (score.h), until end_case */
+    const bc_rollout_tokens *score_in; /* the score hook's arguments while eng_lora_around runs it */
+    float *score_out;
     char model_desc[600];
 } eng_backend;
 

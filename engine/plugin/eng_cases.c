@@ -87,7 +87,15 @@ static bc_status plan_case(const eng_backend *s, const bc_case *c, bc_memory_sta
     const footprint f = eng_backend_footprint(s, s->hp, dt, &ro);
     const int64_t host_fixed = add_bytes(add_bytes(add_bytes(f.weights, f.layer_table), f.prompts), f.buffers);
     const int on_host = f.dev.device_peak < 0; /* the cache is on the host */
-    const int64_t peak = on_host ? add_bytes(add_bytes(host_fixed, f.dev.kv_cache), f.dev.workspace) : host_fixed;
+    int64_t peak = on_host ? add_bytes(add_bytes(host_fixed, f.dev.kv_cache), f.dev.workspace) : host_fixed;
+    /* a scorer of this case's shape frees the rollout's cache and takes the
+     * score path's (score.h): the peak is the larger of the two */
+    if (on_host && s->dev->score && peak >= 0) {
+        eng_weights_describe(s->desc, s->fam, s->hp, dt);
+        const size_t sb = eng_score_plan_bytes(hp, &s->desc->ws, dt, ro.R, ro.Tp, ro.Tr, s->threads);
+        const int64_t score_peak = sb > (size_t)INT64_MAX ? -1 : add_bytes(host_fixed, (int64_t)sb);
+        if (score_peak < 0 || score_peak > peak) peak = score_peak;
+    }
     if (f.weights <= 0 || peak < 0)
         return bc_error_set(err, BC_ERR_INFEASIBLE,
                             "the case's memory does not fit in 64 bits (%d layers x %d rows x %d positions x "
@@ -432,6 +440,42 @@ static bc_status backend_read_memory(void *inst, bc_memory_stats *out, bc_error 
     return st;
 }
 
+/* The last rollout's tokens (score.h), with its log-probabilities when the
+ * device's sampling kept them (the CPU's; the CUDA device's samples on the
+ * GPU and keeps none: response_logprobs NULL). */
+static bc_status backend_read_rollout(void *inst, bc_rollout_tokens *out, bc_error *err) {
+    eng_backend *s = inst;
+    if (!s->have_rollout || s->n_generates == 0)
+        return bc_error_set(err, BC_ERR_INTERNAL, "%s: read_rollout before a rollout of the case", NAME);
+    bc_status st = eng_rollout_tokens_fill(&s->tokens, &s->ro, s->dev->logprobs, out, err);
+    eng_backend_account(s);
+    return st;
+}
+
+static bc_status device_score(void *inst, bc_error *err) {
+    eng_backend *s = inst;
+    return s->dev->score(s->dev_ctx, &s->ro, s->score_in, s->score_out, err);
+}
+
+/* One forward over each row's prompt + response on this instance's weights
+ * (score.h), a fused LoRA adapter fused around it as around a generate. */
+static bc_status backend_score(void *inst, const bc_rollout_tokens *in, float *logprobs, bc_error *err) {
+    eng_backend *s = inst;
+    if (!s->have_rollout || !s->have_weights) return bc_error_set(err, BC_ERR_INTERNAL, "%s: score outside a case", NAME);
+    if (!s->dev->score)
+        return bc_error_set(err, BC_ERR_UNSUPPORTED,
+                            "%s: score runs on device = \"cpu\" only (the %s device's score path is not tested on a "
+                            "GPU)", NAME, s->dev->name);
+    s->score_in = in;
+    s->score_out = logprobs;
+    bc_status st = s->lora && !s->lora_unfused ? eng_lora_around(s->lora, s->w, device_score, s, s->host, err)
+                                               : device_score(s, err);
+    s->score_in = NULL;
+    s->score_out = NULL;
+    eng_backend_account(s);
+    return st;
+}
+
 static void backend_end_case(void *inst) {
     eng_backend *s = inst;
     eng_backend_end_rollout(s);
@@ -458,5 +502,7 @@ const bc_backend_ops eng_backend_ops = {
      * else is costly to switch */
     .rebuild_axes = BC_AXIS_PRECISION,
     .read_metrics = backend_read_metrics, /* eng_metrics (the descriptor's table) */
+    .read_rollout = backend_read_rollout,
+    .score = backend_score,
 };
 

@@ -232,6 +232,7 @@ bc_status eng_rollout_init(eng_rollout *ro, const eng_shape *hp, const eng_rollo
     ro->prefill_ids = malloc(R * ro->Tp * sizeof *ro->prefill_ids);
     ro->step_tokens = malloc(R * sizeof *ro->step_tokens);
     ro->eos_at = malloc(R * sizeof *ro->eos_at);
+    ro->logprobs = calloc(R * (size_t)ro->Tr, sizeof *ro->logprobs);
     ro->rngs = malloc(R * sizeof *ro->rngs);
     ro->step_ms = malloc((size_t)ro->max_steps * sizeof *ro->step_ms);
     ro->marks = malloc((size_t)eng_rollout_n_marks(ro->Tr) * sizeof *ro->marks);
@@ -259,7 +260,7 @@ bc_status eng_rollout_init(eng_rollout *ro, const eng_shape *hp, const eng_rollo
              ro->batch_row && ro->batch_k && ro->batch_more && ro->batch_prefix && ro->join_slot && ro->prompt_slot && ro->prompt_rows;
     }
     if (!ok || !ro->prompt_ids || !ro->prompt_mask || !ro->seq || !ro->mask || !ro->prefill_ids || !ro->step_tokens ||
-        !ro->eos_at || !ro->rngs || !ro->step_ms || !ro->marks || !ro->row_len || !ro->step_active ||
+        !ro->eos_at || !ro->logprobs || !ro->rngs || !ro->step_ms || !ro->marks || !ro->row_len || !ro->step_active ||
         !ro->row_first_ms || !ro->row_done_step) {
         eng_rollout_free(ro);
         return bc_error_set(err, BC_ERR_NOMEM, "rollout: no memory for %d rows x %d tokens", (int)R, ro->Stot);
@@ -316,6 +317,7 @@ eng_rollout_bytes eng_rollout_plan(const eng_rollout *ro, const eng_shape *hp, c
     b.workspace += (size_t)n_threads * ((size_t)ro->V * sizeof(eng_sample_pair) + sizeof(eng_sampler));
     b.buffers = (size_t)ro->Bp * ro->Tp * 5 + (size_t)ro->R * ro->Stot * 5 + (size_t)ro->R * ro->Tp * sizeof(int32_t) +
                 (size_t)ro->R * (sizeof(int32_t) + sizeof(int) + sizeof(eng_rng)) +
+                (size_t)ro->R * ro->Tr * sizeof(float) +
                 (size_t)ro->max_steps * (sizeof(double) + sizeof(int)) +
                 (size_t)eng_rollout_n_marks(ro->Tr) * sizeof(double) + (size_t)ro->R * (2 * sizeof(int) + sizeof(double)) +
                 (size_t)ro->Cap * (9 * sizeof(int) + (size_t)ro->Stot + (size_t)ro->Tp * sizeof(int32_t)) +
@@ -341,18 +343,23 @@ bc_status eng_rollout_expand(eng_rollout *ro, bc_error *err) {
 
 int eng_rollout_sample_row(eng_rollout *ro, eng_sampler *smp, float *lg, int r, int k, int *running) {
     int32_t *seq = ro->seq + (size_t)r * ro->Stot;
+    float *lp = ro->logprobs + (size_t)r * ro->Tr + k;
     *running = 0;
     if (ro->eos_at[r] >= 0) {
         seq[ro->Tp + k] = ro->pad_id;
+        *lp = 0.0f;
         return 0;
     }
     const int has_eos = ro->eos_id >= 0 && ro->eos_id < ro->V;
+    /* the model's distribution before any change to the row: one pass */
+    const float lse = eng_logsumexp(lg, ro->V), eos_logit = has_eos ? lg[ro->eos_id] : 0.0f;
     if (!ro->p.stop_at_eos && has_eos) lg[ro->eos_id] = -INFINITY;
     int32_t tok = eng_sample(smp, lg, &ro->rngs[r]);
     /* the drawn length: the row's last token is EOS (the draw still advances
      * the row's generator, as it would have without the length) */
     if (ro->forced_lengths && k + 1 >= ro->row_len[r] && has_eos) tok = ro->eos_id;
     seq[ro->Tp + k] = tok;
+    *lp = (has_eos && tok == ro->eos_id ? eos_logit : lg[tok]) - lse;
     if ((ro->p.stop_at_eos || ro->forced_lengths) && tok == ro->eos_id) ro->eos_at[r] = k;
     else *running = 1;
     return 1;
@@ -405,6 +412,7 @@ void eng_rollout_free(eng_rollout *ro) {
     free(ro->prefill_ids);
     free(ro->step_tokens);
     free(ro->eos_at);
+    free(ro->logprobs);
     free(ro->rngs);
     free(ro->step_ms);
     free(ro->marks);

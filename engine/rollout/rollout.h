@@ -87,6 +87,10 @@ typedef struct eng_rollout {
     int32_t *prefill_ids;    /* [R, Tp] the expanded prompts, contiguous for the prefill; owned */
     int32_t *step_tokens;    /* [R] tokens fed to one decode step; owned */
     int *eos_at;             /* [R] response index of the row's EOS, -1 if none; owned */
+    float *logprobs;         /* [R, Tr] the natural-log probability of each sampled token under
+                              * log_softmax(logits) at temperature 1, before EOS suppression,
+                              * temperature, top-k and top-p (eng_rollout_sample_row; 0 after a row's
+                              * EOS); owned. Filled by the host-side sampling only (the CPU device) */
     eng_rng *rngs;           /* [R] per-row generators; owned */
     uint64_t iteration;      /* index of this generate in the case (set by the caller; per_iteration_stream) */
     double *marks;           /* [eng_rollout_n_marks(Tr)] the loop's timing marks on the CPU device; owned */
@@ -185,8 +189,10 @@ int eng_rollout_cache_rows(const eng_rollout *ro);
 int eng_rollout_cache_positions(const eng_rollout *ro, const eng_shape *shape, eng_dtype dtype);
 /* Samples row r's token k from its logits lg [V] (which it may change) with
  * smp and the row's generator: EOS suppressed unless stop_at_eos, forced at
- * the row's drawn length; a row already finished gets the pad id. Returns 1
- * when a token was generated, and sets *running to whether the row goes on. */
+ * the row's drawn length; a row already finished gets the pad id. Records
+ * the token's log-probability (ro->logprobs: lg[token] minus the logsumexp
+ * of the row as it came). Returns 1 when a token was generated, and sets
+ * *running to whether the row goes on. */
 int eng_rollout_sample_row(eng_rollout *ro, eng_sampler *smp, float *lg, int r, int k, int *running);
 /* The results every generate starts from: rows' generators, no EOS, no
  * token, no step (the loops call it). */

@@ -118,7 +118,7 @@ static float kth_largest(const float *x, int V, int k, float *heap) {
     return n < k ? -INFINITY : heap[0];
 }
 
-void eng_sampler_filter(eng_sampler *s, float *logits) {
+void eng_sampler_filter(eng_sampler *s, const float *logits) {
     const int V = s->V;
     const float inv_t = (float)(1.0 / s->p.temperature);
     int n = 0;
@@ -142,15 +142,11 @@ void eng_sampler_filter(eng_sampler *s, float *logits) {
             n = 0;
         }
         for (int v = 0; v < V; v++)
-            if (logits[v] != -INFINITY && logits[v] >= kth) {
-                logits[v] *= inv_t;
-                s->pairs[n++] = (eng_sample_pair){logits[v], v};
-            }
+            if (logits[v] != -INFINITY && logits[v] >= kth) s->pairs[n++] = (eng_sample_pair){logits[v] * inv_t, v};
     } else {
         for (int v = 0; v < V; v++) {
             if (logits[v] == -INFINITY) continue;
-            logits[v] *= inv_t;
-            s->pairs[n++] = (eng_sample_pair){logits[v], v};
+            s->pairs[n++] = (eng_sample_pair){logits[v] * inv_t, v};
         }
     }
     if (n == 0) return;
@@ -207,7 +203,7 @@ static int argmax_first(const float *x, int n) {
     return 0;
 }
 
-int32_t eng_sample(eng_sampler *s, float *logits, eng_rng *rng) {
+int32_t eng_sample(eng_sampler *s, const float *logits, eng_rng *rng) {
     if (s->p.temperature == 0.0) return argmax_first(logits, s->V);
     eng_sampler_filter(s, logits);
     double u = eng_rng_uniform(rng);
@@ -220,4 +216,26 @@ int32_t eng_sample(eng_sampler *s, float *logits, eng_rng *rng) {
         if (target < cum) return s->kept[i].i;
     }
     return s->kept[s->n_kept - 1].i;
+}
+
+float eng_logsumexp(const float *x, int n) {
+    /* the max in 16 independent lanes (vectorisable), then the sum of
+     * exp(x - max) in 16 float lanes added in double: one read of the row
+     * each; -inf entries add exp(-inf) = 0 */
+    float m[16];
+    for (int i = 0; i < 16; i++) m[i] = -INFINITY;
+    int v = 0;
+    for (; v + 16 <= n; v += 16)
+        for (int i = 0; i < 16; i++) m[i] = x[v + i] > m[i] ? x[v + i] : m[i];
+    for (; v < n; v++) m[0] = x[v] > m[0] ? x[v] : m[0];
+    float mx = m[0];
+    for (int i = 1; i < 16; i++) mx = m[i] > mx ? m[i] : mx;
+    if (mx == -INFINITY || mx != mx) return mx;
+    float acc[16] = {0};
+    for (v = 0; v + 16 <= n; v += 16)
+        for (int i = 0; i < 16; i++) acc[i] += expf(x[v + i] - mx);
+    double sum = 0.0;
+    for (; v < n; v++) sum += expf(x[v] - mx);
+    for (int i = 0; i < 16; i++) sum += acc[i];
+    return mx + (float)log(sum);
 }

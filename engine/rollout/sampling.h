@@ -54,15 +54,19 @@ typedef struct eng_sampler {
 bc_status eng_sampler_init(eng_sampler *s, int V, const eng_sampling *p, bc_error *err);
 void eng_sampler_free(eng_sampler *s);
 
-/* Applies temperature, top-k and top-p to logits[V] (which it may rescale in
- * place) and leaves the allowed tokens with their renormalised probabilities
+/* Applies temperature, top-k and top-p to logits[V] (left as they are) and leaves the allowed tokens with their renormalised probabilities
  * in s->kept[0..n_kept). Tokens whose logit is -inf are never kept; when all
  * are -inf, the result is empty. Not used for greedy. */
-void eng_sampler_filter(eng_sampler *s, float *logits);
+void eng_sampler_filter(eng_sampler *s, const float *logits);
 
 /* The next token of one row: argmax (first maximum) when temperature == 0,
  * else a draw after eng_sampler_filter with one uniform from rng. logits[V]
- * may be modified. */
-int32_t eng_sample(eng_sampler *s, float *logits, eng_rng *rng);
+ * are left as they are. */
+int32_t eng_sample(eng_sampler *s, const float *logits, eng_rng *rng);
+
+/* log(sum_v exp(x[v])) over x[n], n >= 1, computed as max + log(sum exp(x -
+ * max)): a token's natural-log probability at temperature 1 is x[id] minus
+ * it. -inf when every entry is -inf. */
+float eng_logsumexp(const float *x, int n);
 
 #endif

@@ -164,12 +164,22 @@ static void decoder_layer(eng_model *m, eng_kv_cache *kv, int l, const uint8_t *
     eng_residual(x, xn, (size_t)N * C);
 }
 
+/* The family's head (family.h): the final RMS norm and lm_head of M rows. */
+static void llama_head_cpu(eng_model *m, const float *h, int M, float *logits) {
+    const llama_weights *w = (const llama_weights *)m->w;
+    const eng_shape *s = &w->cfg.shape;
+    eng_workspace *ws = &m->ws;
+    nra_of(m)->rms_norm_rows(ws->xn, h, w->final_norm, M, s->hidden_size, (float)w->cfg.rms_norm_eps);
+    eng_linear_parallel(m->pool, m->k, logits, ws->xn, w->lm_head.data, w->base.dtype, NULL, M, s->hidden_size,
+                        s->vocab_size, 0);
+}
+
 /* The family's forward (family.h), after eng_forward's checks. */
 static void llama_forward_cpu(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, const uint8_t *mask,
                               int mask_stride, int B, int T, eng_logits_mode mode, float *logits) {
     const llama_weights *w = (const llama_weights *)m->w;
     const eng_shape *s = &w->cfg.shape;
-    const int C = s->hidden_size, V = s->vocab_size, N = B * T;
+    const int C = s->hidden_size, N = B * T;
     eng_workspace *ws = &m->ws;
     for (int n = 0; n < N; n++) {
         eng_matrix_row_to_f32(m->k, ws->x + (size_t)n * C, &w->embed_tokens, tokens[n]);
@@ -187,8 +197,7 @@ static void llama_forward_cpu(eng_model *m, eng_kv_cache *kv, const int32_t *tok
             h = ws->kk;
         }
     }
-    nra_of(m)->rms_norm_rows(ws->xn, h, w->final_norm, M, C, (float)w->cfg.rms_norm_eps);
-    eng_linear_parallel(m->pool, m->k, logits, ws->xn, w->lm_head.data, w->base.dtype, NULL, M, C, V, 0);
+    llama_head_cpu(m, h, M, logits);
 }
 
 /* ------------------------------------------------------------------ LoRA */
@@ -272,7 +281,7 @@ static const char *fam_display_name(const void *hp) { return llama_family_name((
 static const char *const ckpt_prefixes[] = {"model.", NULL};
 
 const eng_family llama_model_family = {
-    .name = "llama", .forward = llama_forward_cpu,
+    .name = "llama", .forward = llama_forward_cpu, .head = llama_head_cpu,
     .tensors = tensors, .n_tensors = (int)(sizeof tensors / sizeof tensors[0]),
     .layers_offset = offsetof(llama_weights, layers), .extra_dims = fam_extra_dims, .conditions = fam_conditions,
     .check = check_config, .ws_needs = ws_needs, .computed = rope_tables, .ckpt_prefixes = ckpt_prefixes,

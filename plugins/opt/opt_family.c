@@ -118,6 +118,7 @@ static const char *const ckpt_prefixes[] = {"model.decoder.", "decoder.", NULL};
 const eng_family opt_family = {
     .name = "opt",
     .forward = opt_forward_cpu,
+    .head = opt_head_cpu,
     .tensors = tensors,
     .n_tensors = (int)(sizeof tensors / sizeof tensors[0]),
     .layers_offset = offsetof(opt_weights, layers),

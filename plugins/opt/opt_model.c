@@ -234,13 +234,32 @@ static void decoder_layer_forward(eng_model *m, eng_kv_cache *kv, int l, const u
 }
 
 
+/* The family's head (family.h): final layer norm (pre-LN models),
+ * project_out (when P != C) and the tied lm_head of M rows of h. */
+void opt_head_cpu(eng_model *m, const float *h, int M, float *logits) {
+    const opt_weights *w = (const opt_weights *)m->w;
+    const opt_hparams *hp = &w->hp;
+    const int C = hp->s.hidden_size, P = hp->word_embed_proj_dim, V = hp->s.vocab_size;
+    eng_workspace *ws = &m->ws;
+    if (w->final_ln_gamma) {
+        layernorm_forward(ws->xn, h, w->final_ln_gamma, w->final_ln_beta, M, C);
+        h = ws->xn;
+    }
+    if (P != C) {
+        eng_linear_parallel(m->pool, m->k, ws->emb, h, w->project_out.data, w->base.dtype, NULL, M, C, P, 0);
+        h = ws->emb;
+    }
+    /* lm_head tied to embed_tokens: logits[M, V] = h[M, P] embed_tokens[V, P]^T */
+    eng_linear_parallel(m->pool, m->k, logits, h, w->embed_tokens.data, w->base.dtype, NULL, M, P, V, 0);
+}
+
 /* The family's forward (family.h): eng_forward checked the arguments and put
  * the positions in m->ws.pos. */
 void opt_forward_cpu(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, const uint8_t *mask,
                             int mask_stride, int B, int T, eng_logits_mode mode, float *logits) {
     const opt_weights *w = (const opt_weights *)m->w;
     const opt_hparams *hp = &w->hp;
-    const int C = hp->s.hidden_size, P = hp->word_embed_proj_dim, V = hp->s.vocab_size, L = hp->s.n_layers;
+    const int C = hp->s.hidden_size, L = hp->s.n_layers;
     const int N = B * T;
     eng_workspace *ws = &m->ws;
     embedding_forward(m, ws->x, ws->emb, ws->xn, tokens, ws->pos, N);
@@ -258,14 +277,5 @@ void opt_forward_cpu(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, cons
     } else if (mode == ENG_LOGITS_LAST) {
         M = B;
     }
-    if (w->final_ln_gamma) {
-        layernorm_forward(ws->xn, h, w->final_ln_gamma, w->final_ln_beta, M, C);
-        h = ws->xn;
-    }
-    if (P != C) {
-        eng_linear_parallel(m->pool, m->k, ws->emb, h, w->project_out.data, w->base.dtype, NULL, M, C, P, 0);
-        h = ws->emb;
-    }
-    /* lm_head tied to embed_tokens: logits[M, V] = h[M, P] embed_tokens[V, P]^T */
-    eng_linear_parallel(m->pool, m->k, logits, h, w->embed_tokens.data, w->base.dtype, NULL, M, P, V, 0);
+    opt_head_cpu(m, h, M, logits);
 }

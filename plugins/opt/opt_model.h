@@ -95,6 +95,8 @@ void opt_weights_describe(opt_weights *w, const opt_hparams *hp, eng_dtype dtype
  * CUDA path (opt_nocuda.c). */
 extern const eng_device_ops *const opt_device_cuda;
 /* The family's forward (opt_model.c; family.h). */
+/* The family's head (family.h): final norm, project_out, lm_head of M rows. */
+void opt_head_cpu(eng_model *m, const float *h, int M, float *logits);
 void opt_forward_cpu(eng_model *m, eng_kv_cache *kv, const int32_t *tokens, const uint8_t *mask, int mask_stride,
                      int B, int T, eng_logits_mode mode, float *logits);
 /* The family's check (family.h): positive dimensions, whole heads, sizes
