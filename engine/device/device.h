@@ -16,7 +16,7 @@
 #define ENG_DEVICE_H
 
 #include "rollout.h"
-#include "../rollout/score.h" /* engine/rollout (core/src/run has a score.h) */
+#include "scorer.h"
 
 /* ------------------------------------------------------------ rollout steps */
 

@@ -29,7 +29,7 @@
 #include "family.h"
 #include "llama_model.h"
 #include "opt_model.h"
-#include "../../engine/rollout/score.h" /* not core/src/run/score.h */
+#include "scorer.h"
 
 /* transformers computes in fp32 (log_softmax in double); the engine's fp32
  * logits match its logits to ~1e-5 (the golden tests), and logsumexp adds

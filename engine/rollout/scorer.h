@@ -1,4 +1,4 @@
-/* score.h: the score path of the engine (a scoring model's one forward pass
+/* scorer.h: the score path of the engine (a scoring model's one forward pass
  * over each row's prompt + response, giving the log-probability of every
  * response token), and the rollout's tokens as the ABI's bc_rollout_tokens
  * hands them to a scorer (read_rollout).

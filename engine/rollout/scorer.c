@@ -1,10 +1,10 @@
-/* score.c: the score path (score.h): one forward over every row's prompt +
+/* scorer.c: the score path (scorer.h): one forward over every row's prompt +
  * response on the CPU model, the family's head over chunks of response
  * positions, each chunk's rows reduced to the log-probability of their
  * token on the model's pool; and the rollout's tokens for read_rollout.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "score.h"
+#include "scorer.h"
 
 #include <limits.h>
 #include <math.h>
