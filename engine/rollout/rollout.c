@@ -203,7 +203,13 @@ bc_status eng_rollout_dims(eng_rollout *ro, const eng_shape *hp, const eng_rollo
     ro->p = *p;
     ro->p.prompts = NULL; /* borrowed for eng_rollout_init only */
     ro->V = hp->vocab_size;
-    ro->pad_id = hp->pad_token_id;
+    /* The id pad slots and finished rows feed the forward: the model's pad
+     * id, or, for a model without one (pad_token_id -1, the Llama presets),
+     * its EOS or id 0. Its value never matters (the mask hides it, see
+     * eng_rollout_post_process), but the forward takes only ids in [0, V). */
+    const int pad_ok = hp->pad_token_id >= 0 && hp->pad_token_id < hp->vocab_size;
+    const int eos_ok = hp->eos_token_id >= 0 && hp->eos_token_id < hp->vocab_size;
+    ro->pad_id = pad_ok ? hp->pad_token_id : eos_ok ? hp->eos_token_id : 0;
     ro->eos_id = hp->eos_token_id;
     ro->Bp = p->batch_size;
     ro->Sp = p->samples_per_prompt;

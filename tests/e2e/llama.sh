@@ -54,6 +54,13 @@ grep -q '4 cases: 4 ok' run.err || { fail "qwen2_gqa4: not 4 cases ok"; cat run.
     --set 'matrix.batch_sizes=[1]' --set 'matrix.samples_per_prompt=[1]' --set 'precisions=["bf16"]' \
     >syn.out 2>syn.err || { fail "smollm2-135m synthetic run exited non-zero"; cat syn.err; }
 grep -q 'smollm2-135m (synthetic weights' syn.out || { fail "smollm2-135m: the model is not named"; cat syn.out; }
+# a preset has no pad id: rows that finish early (drawn lengths, a static
+# batch) feed the forward a valid filler id, not -1
+"$BENCHCTL" run llama.cfg --set 'backend.settings.checkpoint=""' --set 'backend.settings.model="smollm2-135m"' \
+    --set 'matrix.batch_sizes=[2]' --set 'matrix.samples_per_prompt=[2]' --set 'precisions=["bf16"]' \
+    --set 'matrix.response_lengths=[12]' --set 'backend.settings.response_lengths="lognormal"' \
+    --set 'backend.settings.response_length_mean=6.0' >ragged.out 2>ragged.err ||
+    { fail "smollm2-135m static batch with drawn lengths exited non-zero"; cat ragged.err; }
 
 refused "device cuda" 'the llama family has no CUDA device yet' --set 'backend.settings.device="cuda"'
 refused "sliding window" 'sliding_window 32 is smaller than the case.s 38 positions' \
