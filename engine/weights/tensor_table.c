@@ -59,6 +59,13 @@ static int row_tied(const table_ctx *c, const eng_tensor *t) { return t->tie && 
 static int row_stored(const table_ctx *c, const eng_tensor *t) {
     return t->kind != ENG_TENSOR_IGNORED && !row_tied(c, t) && conds_hold(c, t);
 }
+/* A row the weights read at layer l (-1: the model's own rows), from a
+ * checkpoint or as synthetic values: stored, not computed at load, kept in
+ * a field of the weights. */
+static int row_read_at(const table_ctx *c, const eng_tensor *t, int l) {
+    return ((t->flags & ENG_TENSOR_LAYER) != 0) == (l >= 0) && row_stored(c, t) && !(t->flags & ENG_TENSOR_COMPUTED) &&
+           t->offset != ENG_TENSOR_NO_FIELD;
+}
 
 static size_t align_up(size_t n) { return (n + 63) / 64 * 64; }
 
@@ -210,9 +217,7 @@ bc_status eng_weights_fill_synthetic(eng_weights *w, uint64_t seed, bc_error *er
     for (int l = -1; l < c.n_layers; l++) /* -1: the model's rows */
         for (int i = 0; i < f->n_tensors; i++) {
             const eng_tensor *t = &f->tensors[i];
-            if (((t->flags & ENG_TENSOR_LAYER) != 0) != (l >= 0) || !row_stored(&c, t) ||
-                (t->flags & ENG_TENSOR_COMPUTED) || t->offset == ENG_TENSOR_NO_FIELD)
-                continue;
+            if (!row_read_at(&c, t, l)) continue;
             list[n++] = fill_of(&c, w, t, l < 0 ? 0 : l, seed);
         }
     bc_status st = eng_synthetic_fill(list, n, err);
@@ -435,9 +440,7 @@ bc_status eng_weights_export(const eng_weights *w, eng_ck_set *out, const char *
     for (int l = -1; l < c.n_layers; l++)
         for (int i = 0; i < f->n_tensors; i++) {
             const eng_tensor *t = &f->tensors[i];
-            if (((t->flags & ENG_TENSOR_LAYER) != 0) != (l >= 0) || !row_stored(&c, t) ||
-                (t->flags & ENG_TENSOR_COMPUTED) || t->offset == ENG_TENSOR_NO_FIELD)
-                continue;
+            if (!row_read_at(&c, t, l)) continue;
             n++;
             names += strlen(prefix) + strlen(t->name) + 24;
             data += ((size_t)c.dims[t->rows] * (size_t)c.dims[t->cols] * sizeof(float) + 63) / 64 * 64;
@@ -449,9 +452,7 @@ bc_status eng_weights_export(const eng_weights *w, eng_ck_set *out, const char *
     for (int l = -1; l < c.n_layers; l++)
         for (int i = 0; i < f->n_tensors; i++) {
             const eng_tensor *t = &f->tensors[i];
-            if (((t->flags & ENG_TENSOR_LAYER) != 0) != (l >= 0) || !row_stored(&c, t) ||
-                (t->flags & ENG_TENSOR_COMPUTED) || t->offset == ENG_TENSOR_NO_FIELD)
-                continue;
+            if (!row_read_at(&c, t, l)) continue;
             char name[256], full[320];
             expand_name(name, sizeof name, t->name, l < 0 ? 0 : l);
             snprintf(full, sizeof full, "%s%s", (t->flags & ENG_TENSOR_TOP) ? "" : prefix, name);
