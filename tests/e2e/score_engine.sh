@@ -61,4 +61,10 @@ done
 expect 3 norefit run engine.cfg --set 'run.refit="per_rollout"' --set 'reporters.[0].settings.path="norefit.json"'
 has norefit.json 'refit_source'
 
+# a scorer of another vocabulary is refused before the first case, in one line
+expect 2 vocab run engine.cfg --set 'score.settings.checkpoint=""' --set 'score.settings.model="smollm2-135m"'
+grep -q 'score: the scorer (.llama., smollm2-135m.*) has 49152 token ids, the rollout.s backend .llama. (.*) 160: a scorer scores the rollout.s own token ids' vocab.err ||
+    { fail "vocab: no refusal naming both vocabularies"; cat vocab.err; }
+[ "$(grep -c . vocab.err)" -le 2 ] || { fail "vocab: more than one line"; cat vocab.err; }
+
 bc_test_finish score_engine

@@ -463,6 +463,20 @@ static bc_status create_backend(bc_context *ctx, bc_error *err) {
     ctx->scorer_backend = (bc_runner_backend){.label = ctx->scorer_label, .plugin = ctx->scorer.plugin,
                                               .instance = ctx->scorer_instance, .where = ctx->scorer.where,
                                               .info = &ctx->scorer_info};
+    /* the gap is over token ids: a scorer of another vocabulary would score
+     * other tokens (or fail on ids past its own), so it is refused here */
+    const int64_t sv = ctx->scorer_info.vocab_size;
+    for (size_t i = 0; i < ni && sv > 0; i++) {
+        const bc_runner_backend *rb = &ctx->runner_backends[i];
+        const int64_t rv = rb->info ? rb->info->vocab_size : -1;
+        if (rv > 0 && rv != sv)
+            return bc_error_set(err, BC_ERR_SETTING,
+                                "%s: score: the scorer ('%s', %s) has %lld token ids, the rollout's backend '%s' (%s) "
+                                "%lld: a scorer scores the rollout's own token ids, so both need one vocabulary",
+                                ctx->scorer.where, ctx->scorer.plugin->desc->name,
+                                ctx->scorer_info.model ? ctx->scorer_info.model : "?", (long long)sv, rb->label,
+                                rb->info->model ? rb->info->model : "?", (long long)rv);
+    }
     return BC_OK;
 }
 
