@@ -248,13 +248,22 @@ int main(int argc, char **argv) {
     }
     if (orphan_file) {
         fflush(stdout);
+        int ready[2];
+        if (pipe(ready) != 0) return 2;
         pid_t child = fork();
         if (child == 0) { /* out of our session and group, stdout still open */
+            close(ready[0]);
             setsid();
+            (void)!write(ready[1], "s", 1); /* the pid is written only once it left */
+            close(ready[1]);
             for (;;) pause();
         }
-        FILE *f = fopen(orphan_file, "w");
-        if (!f || child < 0) return 2;
+        close(ready[1]);
+        char b;
+        const int left = child > 0 && read(ready[0], &b, 1) == 1;
+        close(ready[0]);
+        FILE *f = left ? fopen(orphan_file, "w") : NULL;
+        if (!f) return 2;
         fprintf(f, "%ld\n", (long)child);
         fclose(f);
     }
