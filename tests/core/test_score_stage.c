@@ -149,6 +149,10 @@ static void test_rollout_check(void **state) {
     expect_bad(&f, 8, "row 0: response token 2 has log-probability 0.5");
     make(&f), f.lp[3] = NAN;
     expect_bad(&f, 8, "row 1: response token 0 has log-probability nan");
+    make(&f), f.lp[1] = -1e30f; /* finite, but exp of its gap would overflow */
+    expect_bad(&f, 8, "row 0: response token 1 has log-probability -1e+30, not a finite number in [-700, 0]");
+    make(&f), f.lp[1] = -699.0f; /* the floor's side that is taken */
+    assert_int_equal(bc_rollout_check(&f.t, &f.c, 8, &err), BC_OK);
     make(&f), f.lp[0] = (float)(BC_SCORE_LOGPROB_TOLERANCE / 2); /* a float log_softmax's rounding passes */
     assert_int_equal(bc_rollout_check(&f.t, &f.c, 8, &err), BC_OK);
     make(&f), f.lp[4] = 1.0f; /* padding past the row's length is never read */

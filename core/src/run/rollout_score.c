@@ -19,7 +19,9 @@ static bc_status check_ids(const int32_t *ids, int64_t n, int64_t vocab, int64_t
     return BC_OK;
 }
 
-static int bad_logprob(float v) { return !isfinite(v) || v > BC_SCORE_LOGPROB_TOLERANCE; }
+static int bad_logprob(float v) {
+    return !isfinite(v) || v > BC_SCORE_LOGPROB_TOLERANCE || v < BC_SCORE_LOGPROB_FLOOR;
+}
 
 bc_status bc_rollout_check(const bc_rollout_tokens *t, const bc_case *c, int64_t vocab_size, bc_error *err) {
     const int64_t rows = (int64_t)bc_case_effective_batch(c);
@@ -59,7 +61,7 @@ bc_status bc_rollout_check(const bc_rollout_tokens *t, const bc_case *c, int64_t
             float v = t->response_logprobs[r * t->response_stride + k];
             if (bad_logprob(v))
                 return bc_error_set(err, BC_ERR_INVALID,
-                                    "row %lld: response token %lld has log-probability %g, not a finite number <= 0",
+                                    "row %lld: response token %lld has log-probability %g, not a finite number in [-700, 0]",
                                     (long long)r, (long long)k, (double)v);
         }
     }
@@ -79,7 +81,7 @@ bc_status bc_score_check(const bc_rollout_tokens *t, const float *score_lp, int6
             float v = score_lp[r * t->response_stride + k];
             if (bad_logprob(v))
                 return bc_error_set(err, BC_ERR_INVALID,
-                                    "row %lld: response token %lld has log-probability %g, not a finite number <= 0",
+                                    "row %lld: response token %lld has log-probability %g, not a finite number in [-700, 0]",
                                     (long long)r, (long long)k, (double)v);
         }
     }

@@ -25,6 +25,10 @@
 /* How far above 0 a log-probability may be (rounding of a float
  * log_softmax) before it is a bad value. */
 #define BC_SCORE_LOGPROB_TOLERANCE 1e-4
+/* The lowest log-probability taken, nats: below it exp() of a gap between
+ * two log-probabilities (the importance ratio) would overflow a double,
+ * and no float softmax gives a probability that small a meaning. */
+#define BC_SCORE_LOGPROB_FLOOR (-700.0)
 
 /* The fields a bc_rollout_tokens starts from before read_rollout (-1 and
  * NULL: not given). */
@@ -34,7 +38,7 @@ void bc_rollout_unknown(bc_rollout_tokens *t);
  * batch): every array given, lengths in [0, stride] and responses no
  * longer than the case's response_length, ids in [0, vocab_size) when
  * vocab_size > 0, row_stop values known, logprobs (when given) finite and
- * <= BC_SCORE_LOGPROB_TOLERANCE. The first bad value fails with a message
+ * in [BC_SCORE_LOGPROB_FLOOR, BC_SCORE_LOGPROB_TOLERANCE]. The first bad value fails with a message
  * naming the row ("row 3: response length 20 is more than its stride
  * 16"); the caller prefixes the hook. */
 bc_status bc_rollout_check(const bc_rollout_tokens *t, const bc_case *c, int64_t vocab_size, bc_error *err);
