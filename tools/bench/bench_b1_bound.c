@@ -26,8 +26,9 @@
  *     --steps   decode steps of each rollout (default 16)
  *     --passes  probe passes before and after each rollout (default 3)
  * Prints one line per round and a summary line per precision:
- *   b1 qwen2.5-0.5b fp32 avx512_bf16 threads=2: step/probe median 1.08 (min 1.01, max 1.22) over 12 rounds;
- *      step 52.10 ms, probe 48.20 ms (41.2 GB/s of 1984.3 MB)
+ *   b1 qwen2.5-0.5b fp32 avx512_bf16 threads=2 prompt=128 steps=16: step/probe median 1.085 (min 1.029,
+ *      max 1.344) over 24 rounds; step 53.10 ms, probe 48.84 ms (40.6 GB/s of 1984.5 MB, read kernel avx512)
+ * (tools/bench/perf_table.py --b1 reads these lines for target 1's paired line).
  * Exit status 0, 1 on a failure (the engine's message), 2 on a bad option.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -136,10 +137,10 @@ static void bench_dtype(const void *hp, eng_dtype dt, const b1_opts *o) {
     }
     const double sm = median(steps_med, o->rounds), pm = median(probe_med, o->rounds);
     const double rm = median(ratio, o->rounds); /* sorted now: [0] min, [rounds - 1] max */
-    printf("b1 %s %s %s threads=%d: step/probe median %.3f (min %.3f, max %.3f) over %d rounds; step %.2f ms, "
-           "probe %.2f ms (%.1f GB/s of %.1f MB, read kernel %s)\n",
-           sh->name, dt_name(dt), eng_isa_name(m.k->isa), eng_pool_size(m.pool), rm, ratio[0], ratio[o->rounds - 1],
-           o->rounds, sm, pm, (double)job.bytes / (pm * 1e6), (double)job.bytes / 1e6, kname);
+    printf("b1 %s %s %s threads=%d prompt=%d steps=%d: step/probe median %.3f (min %.3f, max %.3f) over %d rounds; "
+           "step %.2f ms, probe %.2f ms (%.1f GB/s of %.1f MB, read kernel %s)\n",
+           sh->name, dt_name(dt), eng_isa_name(m.k->isa), eng_pool_size(m.pool), o->prompt, o->steps, rm, ratio[0],
+           ratio[o->rounds - 1], o->rounds, sm, pm, (double)job.bytes / (pm * 1e6), (double)job.bytes / 1e6, kname);
     fflush(stdout);
     uint64_t sink = 0;
     for (int i = 0; i < 64; i++) sink += job.sink[i];

@@ -106,15 +106,22 @@ target needs that is missing or failed is a line saying "no row", not met
   7. a Llama-family shape against its peers of the same shape (native ISA),
      every shape: fp32 / CT2 float32 and int8 / CT2 int8 >= 1.2, fp32 / HF
      fp32 and bf16 / HF bf16 >= 1.0 (target 1 then has int8's line too).
+  1p. with --b1 FILE (tools/bench/bench_b1_bound's output): target 1 once
+     more, from the B=1 step paired in time with read passes over the
+     model's own weights (the median ratio of its rounds, their min and max
+     in the notes), one line per precision it ran; on a machine whose
+     bandwidth moves between minutes this is the line that decides target 1
+     (docs/performance.md, "B=1 against the bound, paired").
 
 Usage:
   perf_table.py --bandwidth bw1.json [--bandwidth bw2.json] [--fmapeak fp.json] [--threads 2]
-             [--markdown out.md] report.json [report.json ...]
+             [--b1 b1.txt] [--markdown out.md] report.json [report.json ...]
 """
 
 import argparse
 import json
 import math
+import re
 import shlex
 import sys
 
@@ -542,7 +549,36 @@ def limit_of(r, value, threshold):
     return "neither"
 
 
-def targets(rows):
+B1_LINE = re.compile(r"^b1 (\S+) (fp32|bf16|int8) (\S+) threads=(\d+) prompt=(\d+) steps=(\d+): "
+                     r"step/probe median ([0-9.]+) \(min ([0-9.]+), max ([0-9.]+)\) over (\d+) rounds")
+B1_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "int8": "int8"}
+
+
+def b1_results(paths):
+    """bench_b1_bound's summary lines (tools/bench/bench_b1_bound.c) in the
+    files at paths: one dict per line (model, dtype, family, threads, shape
+    (1, 1, prompt, steps), ratio, lo, hi, rounds); other lines are skipped. A
+    file without one such line is an error, so a failed run is not read as
+    none."""
+    out = []
+    for path in paths:
+        found = 0
+        with open(path) as f:
+            for text in f:
+                m = B1_LINE.match(text)
+                if not m:
+                    continue
+                found += 1
+                out.append({"model": m.group(1), "dtype": B1_DTYPES[m.group(2)], "family": m.group(3),
+                            "threads": int(m.group(4)), "shape": (1, 1, int(m.group(5)), int(m.group(6))),
+                            "ratio": float(m.group(7)), "lo": float(m.group(8)), "hi": float(m.group(9)),
+                            "rounds": int(m.group(10))})
+        if not found:
+            raise ValueError("%s: no bench_b1_bound summary line (\"b1 MODEL DTYPE ...: step/probe median ...\")" % path)
+    return out
+
+
+def targets(rows, b1=()):
     """The targets (docs/performance.md, "The targets"), one line per target, kernel family, model, shape
     and dtype where that applies: (target, family, model, shape, dtype,
     value text, threshold text, met, limit). A missing row is a line that
@@ -643,6 +679,12 @@ def targets(rows):
                 if rows_n == 1:  # 6: int8 over bf16 at B=1
                     line("6. int8 / bf16 tok/s", fam, model, shape, "int8",
                          ratio(ok(i8) and i8["tps"], ok(b16) and b16["tps"]), ">=", 1.6, i8)
+    for e in b1:  # 1p: the same step paired in time with reads of its own weights (bench_b1_bound)
+        value = e["ratio"]
+        out.append(("1p. B=1 step / read of its weights, paired", e["family"], e["model"], shape_name(e["shape"]),
+                    e["dtype"], "%.2f" % value, "<= 1.25", value <= 1.25,
+                    "; ".join(x for x in ("" if value <= 1.25 else "bandwidth",
+                                          "min %.2f, max %.2f over %d rounds" % (e["lo"], e["hi"], e["rounds"])) if x)))
     return out
 
 
@@ -661,6 +703,8 @@ def main(argv=None):
     ap.add_argument("--fmapeak", action="append", default=[], help="FMA-peak probe JSON; repeatable")
     ap.add_argument("--threads", type=int, default=2, help="thread count whose bandwidth and FMA peak set the bound")
     ap.add_argument("--markdown", help="also write the tables here")
+    ap.add_argument("--b1", action="append", default=[],
+                    help="bench_b1_bound's output (target 1's paired line); repeatable")
     ap.add_argument("reports", nargs="+")
     args = ap.parse_args(argv)
 
@@ -702,7 +746,7 @@ def main(argv=None):
         lines.append("")
     lines += main_table(rows)
     lines += ["", "The targets (docs/performance.md):", ""]
-    lines += targets_table(targets(rows))
+    lines += targets_table(targets(rows, b1_results(args.b1)))
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if args.markdown:

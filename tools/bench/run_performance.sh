@@ -10,6 +10,11 @@
 #      kernel family, model and shape (CONFIG: another file of that form,
 #      e.g. tools/bench/performance-qwen2.cfg, the llama backend; the peers
 #      then run its backend's `model` too);
+#   3a. with a Llama-family CONFIG (backend "llama"): tools/bench/bench_b1_bound
+#      on each model, B1_ROUNDS rounds per precision: the B=1 decode step
+#      paired in time with read passes over the model's own weights, the
+#      line that decides target 1 on a machine whose bandwidth moves between
+#      minutes (docs/performance.md, "B=1 against the bound, paired");
 #   4. Hugging Face transformers generate: the same file with the `worker`
 #      backend running `tools/peers-worker transformers` (docs/pyworkers.md);
 #   5. CTranslate2, the same way: float32, and int8 (compute_type);
@@ -73,6 +78,7 @@
 #   CONFIG [tools/bench/performance.cfg] the file every engine runs (its
 #       backend's settings, `model` included, are the peers' too)
 #   BUILD_DIR [build-perf]  BUILD_TYPE [RelWithDebInfo]  CC [cc]
+#   B1_ROUNDS [24] bench_b1_bound's rounds per precision (3a); 0 leaves it out
 #   SKIP_BENCHCTL=1 / SKIP_PEERS=1 leave the native / the peers' rows out.
 #   ESTIMATE_ONLY=1 prints the estimate and exits.
 # Exit status: 0 when every step ran; 1 when one failed (the tables are still
@@ -385,6 +391,17 @@ if [[ -n "$BENCHCTL" && "${SKIP_BENCHCTL:-0}" != 1 ]]; then
         done
     done
 fi
+B1_ROUNDS=${B1_ROUNDS:-24}
+if [[ -n "$BENCHCTL" && "${SKIP_BENCHCTL:-0}" != 1 && "$B1_ROUNDS" != 0 ]] &&
+    grep -Eq '^[[:space:]]*name[[:space:]]*=[[:space:]]*"llama"' "$CONFIG"; then
+    for model in $MODELS; do
+        dtypes=$(for d in $(precisions_of "$model"); do case $d in fp32 | bf16 | int8) printf '%s,' "$d" ;; esac; done)
+        [[ -n "$dtypes" ]] || continue
+        say "bench_b1_bound: $model, $B1_ROUNDS rounds per precision (${dtypes%,})"
+        "$BUILD_DIR/tools/bench/bench_b1_bound" --preset "$model" --threads "$THREADS" --rounds "$B1_ROUNDS" \
+            --dtype "${dtypes%,}" >"$OUT/b1_$model.txt" 2>&1 || fail "b1-$model (see $OUT/b1_$model.txt)"
+    done
+fi
 if [[ -n "$BENCHCTL" && "${SKIP_PEERS:-0}" != 1 ]]; then
     if ! tools/peers-venv --check >/dev/null; then
         fail "peers (no environment: run tools/peers-venv)"
@@ -425,6 +442,9 @@ for f in "$OUT"/bandwidth_*.json; do
 done
 for f in "$OUT"/fmapeak_*.json; do
     [[ -f "$f" ]] && bws+=(--fmapeak "$f")
+done
+for f in "$OUT"/b1_*.txt; do
+    [[ -f "$f" ]] && grep -q '^b1 ' "$f" && bws+=(--b1 "$f")
 done
 if ((${#reports[@]})); then
     say "table ($OUT/table.md)"

@@ -229,6 +229,35 @@ class PerfTable(unittest.TestCase):
         f32_16 = [r for r in rows if r["shape"][0] == 4][0]
         self.assertAlmostEqual(f32_16["prefill_share"], 0.8)
 
+    def test_b1_paired_lines(self):
+        # bench_b1_bound's summary lines become target 1's paired lines; its round lines are skipped
+        out = ("bench_b1_bound: qwen2.5-0.5b, 2 threads; 24 rounds per precision, ...\n"
+               "  round  1: step    53.00 ms (median of 16), probe    49.00 ms ( 40.5 GB/s, median of 6) -> 1.082\n"
+               "b1 qwen2.5-0.5b fp32 avx512_bf16 threads=2 prompt=128 steps=16: step/probe median 1.085 "
+               "(min 1.029, max 1.344) over 24 rounds; step 53.10 ms, probe 48.84 ms (40.6 GB/s of 1984.5 MB, "
+               "read kernel avx512)\n"
+               "b1 qwen2.5-0.5b int8 avx512_bf16 threads=2 prompt=128 steps=16: step/probe median 1.300 "
+               "(min 0.911, max 1.376) over 24 rounds; step 15.04 ms, probe 12.82 ms (39.4 GB/s of 504.5 MB, "
+               "read kernel avx512)\n")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "b1.txt")
+            with open(path, "w") as f:
+                f.write(out)
+            b1 = perf_table.b1_results([path])
+            empty = os.path.join(d, "empty.txt")
+            with open(empty, "w") as f:
+                f.write("bench_b1_bound: rollout: no memory\n")
+            with self.assertRaises(ValueError):
+                perf_table.b1_results([empty])
+        self.assertEqual([(e["dtype"], e["shape"], e["rounds"]) for e in b1],
+                         [("float32", (1, 1, 128, 16), 24), ("int8", (1, 1, 128, 16), 24)])
+        got = {t[4]: t for t in perf_table.targets([], b1)}
+        self.assertEqual(got["float32"][:8], ("1p. B=1 step / read of its weights, paired", "avx512_bf16",
+                                              "qwen2.5-0.5b", "1x1, 128->16", "float32", "1.08", "<= 1.25", True))
+        self.assertEqual(got["float32"][8], "min 1.03, max 1.34 over 24 rounds")
+        self.assertEqual((got["int8"][5], got["int8"][7]), ("1.30", False))
+        self.assertEqual(got["int8"][8], "bandwidth; min 0.91, max 1.38 over 24 rounds")
+
     def test_peer_isa(self):
         self.assertEqual(perf_table.peer_isa(""), "native")
         self.assertEqual(perf_table.peer_isa(None), "native")
