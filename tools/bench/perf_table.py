@@ -600,6 +600,7 @@ def targets(rows, b1=()):
         return None
 
     ran = {(r["model"], r["dtype"]) for r in bench}  # a precision a model never ran is no target of it
+    b1_of = {(e["model"], e["dtype"]): e for e in b1}  # target 1's paired figure, named on line 1 too
 
     def line(t, fam, model, shape, dtype, value, op, threshold, r, spec=".2f", limit=None, info=""):
         """One line; info (text for the reader, e.g. another comparison) goes
@@ -629,9 +630,11 @@ def targets(rows, b1=()):
                 llama = next(r["cfg"] for r in bench if r["model"] == model).get("family") == "llama"
                 if rows_n == 1:  # 1: B=1 step within 1.25x the bandwidth bound (a Llama shape: int8 too)
                     for r, d in ((f32, "float32"), (b16, "bfloat16")) + (((i8, "int8"),) if llama else ()):
+                        paired = b1_of.get((model, d))
                         line("1. B=1 step / bandwidth bound", fam, model, shape, d,
                              ratio(r["step"], r["bw_ms"]) if ok(r) else None, "<=", 1.25, r,
-                             limit="bandwidth" if ok(r) and r["bw_ms"] and (r["fma_ms"] or 0) <= r["bw_ms"] else "FMA")
+                             limit="bandwidth" if ok(r) and r["bw_ms"] and (r["fma_ms"] or 0) <= r["bw_ms"] else "FMA",
+                             info="paired (1p): %.2f" % paired["ratio"] if paired else "")
                 if rows_n in (1, 16):  # 2: bf16 over fp32
                     thr = 1.6 if rows_n == 1 else 1.0
                     v = ratio(ok(b16) and b16["tps"], ok(f32) and f32["tps"])

@@ -257,6 +257,17 @@ class PerfTable(unittest.TestCase):
         self.assertEqual(got["float32"][8], "min 1.03, max 1.34 over 24 rounds")
         self.assertEqual((got["int8"][5], got["int8"][7]), ("1.30", False))
         self.assertEqual(got["int8"][8], "bandwidth; min 0.91, max 1.38 over 24 rounds")
+        # line 1 of the same model and precision names the paired figure
+        shape = {"family": "llama", "parameters": 494032768, "layers": 24, "hidden_size": 896, "heads": 14,
+                 "ffn_size": 4864, "vocab_size": 151936, "max_positions": 32768}
+        native = bench_report("avx512_bf16", "float32", 1, 1, 80.0, tps=11.0)
+        native.update(backend="llama", model_shape=shape, backend_settings={"model": "qwen2.5-0.5b"})
+        native["cases"][0]["backend"] = "llama"
+        with tempfile.TemporaryDirectory() as d:
+            rows = perf_table.rows_from(write(d, "q.json", native))[1]
+        perf_table.add_metrics(rows, 40.0, {})
+        t1 = [t for t in perf_table.targets(rows, b1) if t[0].startswith("1. ")]
+        self.assertEqual([(t[4], t[8]) for t in t1], [("float32", "bandwidth; paired (1p): 1.08")])
 
     def test_peer_isa(self):
         self.assertEqual(perf_table.peer_isa(""), "native")
