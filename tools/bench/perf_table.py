@@ -749,7 +749,12 @@ def main(argv=None):
         lines.append("")
     lines += main_table(rows)
     lines += ["", "The targets (docs/performance.md):", ""]
-    lines += targets_table(targets(rows, b1_results(args.b1)))
+    try:
+        b1 = b1_results(args.b1)
+    except (OSError, ValueError) as e:
+        sys.stderr.write("perf_table: --b1: %s\n" % e)
+        return 2
+    lines += targets_table(targets(rows, b1))
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if args.markdown:
