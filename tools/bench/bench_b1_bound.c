@@ -229,7 +229,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_b1_bound: no memory\n");
         return 1;
     }
-    if (llama_model_family.preset(preset, hp, &err) != BC_OK) die(preset, &err);
+    if (llama_model_family.preset(preset, hp, &err) != BC_OK) { /* a bad --preset: an option's error */
+        fprintf(stderr, "bench_b1_bound: --preset %s\n", err.message);
+        free(hp);
+        return 2;
+    }
     const eng_shape *sh = hp;
     if (o.prompt + o.steps + 1 > sh->max_positions) {
         fprintf(stderr, "bench_b1_bound: --prompt %d + --steps %d + 1 exceed %s's %d positions\n", o.prompt, o.steps,
