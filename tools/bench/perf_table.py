@@ -104,8 +104,9 @@ target needs that is missing or failed is a line saying "no row", not met
   5. each bigger model's fp32 and bf16 rows at B=1 and 16 rows exist;
   6. int8 / bf16 tok/s >= 1.6 at B=1;
   7. a Llama-family shape against its peers of the same shape (native ISA),
-     every shape: fp32 / CT2 float32 and int8 / CT2 int8 >= 1.2, fp32 / HF
-     fp32 and bf16 / HF bf16 >= 1.0 (target 1 then has int8's line too).
+     every shape: fp32 / CT2 float32 and int8 / CT2 int8 >= 1.2 (and w8a8 /
+     CT2 int8 >= 1.2 where w8a8 ran: the same arithmetic as CT2's int8), fp32
+     / HF fp32 and bf16 / HF bf16 >= 1.0 (target 1 then has int8's line too).
   1p. with --b1 FILE (tools/bench/bench_b1_bound's output): target 1 once
      more, from the B=1 step paired in time with read passes over the
      model's own weights (the median ratio of its rounds, their min and max
@@ -624,8 +625,9 @@ def targets(rows, b1=()):
         for model in models:
             for shape in shapes:
                 rows_n = shape[0] * shape[1]
-                f32, b16, i8 = (get("benchctl", fam, model, shape, d) for d in ("float32", "bfloat16", "int8"))
-                if not (f32 or b16 or i8):
+                f32, b16, i8, w8 = (get("benchctl", fam, model, shape, d)
+                                    for d in ("float32", "bfloat16", "int8", "w8a8"))
+                if not (f32 or b16 or i8 or w8):
                     continue
                 llama = next(r["cfg"] for r in bench if r["model"] == model).get("family") == "llama"
                 if rows_n == 1:  # 1: B=1 step within 1.25x the bandwidth bound (a Llama shape: int8 too)
@@ -668,11 +670,16 @@ def targets(rows, b1=()):
                         line("4. prefill share of FMA peak", fam, model, shape, d,
                              r["prefill_share"] if ok(r) else None, ">=", 0.6, r, limit="neither")
                 if llama:  # 7: a Llama shape against its peers at every shape, on the native ISA
+                    # w8a8 (int8 weights and activations) is CT2 int8's arithmetic (int8_float32
+                    # quantizes the activations too): its line when the run has w8a8 rows
                     for what, r, engine, dtype, thr in (
                             ("fp32 / CT2 float32", f32, "CT2", "float32", 1.2), ("int8 / CT2 int8", i8, "CT2", "int8", 1.2),
+                            ("w8a8 / CT2 int8", w8, "CT2", "int8", 1.2),
                             ("fp32 / HF fp32", f32, "HF", "float32", 1.0), ("bf16 / HF bf16", b16, "HF", "bfloat16", 1.0)):
+                        if r is None and what.startswith("w8a8"):
+                            continue
                         theirs = peer_row(rows, engine, model, shape, dtype, "native")
-                        line("7. benchctl %s tok/s" % what, fam, model, shape, dtype,
+                        line("7. benchctl %s tok/s" % what, fam, model, shape, r["dtype"] if r else dtype,
                              ratio(ok(r) and r["tps"], theirs and theirs["tps"]), ">=", thr, r,
                              info="" if theirs else "no %s row" % engine)
                 if not llama and model != "125m" and rows_n in (1, 16):  # 5: the bigger model in the table

@@ -163,6 +163,18 @@ class PerfTable(unittest.TestCase):
         self.assertEqual(got["7. benchctl fp32 / HF fp32 tok/s"], ("1.10", True))
         self.assertEqual(got["7. benchctl int8 / CT2 int8 tok/s"] if "7. benchctl int8 / CT2 int8 tok/s" in got
                          else None, None)  # benchctl ran no int8: no line
+        self.assertNotIn("7. benchctl w8a8 / CT2 int8 tok/s", got)  # nor w8a8
+        # w8a8 at 1.3x CT2 int8 (int8_float32): its own line, met
+        with tempfile.TemporaryDirectory() as d:
+            w8 = llama(bench_report("avx512_bf16", "w8a8", 1, 1, 20.0, tps=13.0))
+            w8["backend"] = w8["cases"][0]["backend"] = "llama"
+            paths = [write(d, "w.json", w8), write(d, "c8.json", llama(ct2_report("int8", "", 1, 1, 10.0)))]
+            rs = []
+            for path in paths:
+                rs += perf_table.rows_from(path)[1]
+            perf_table.add_metrics(rs, 20.0, {})
+            got = {t[0]: (t[4], t[5], t[7]) for t in perf_table.targets(rs) if t[0].startswith("7.")}
+        self.assertEqual(got["7. benchctl w8a8 / CT2 int8 tok/s"], ("w8a8", "1.30", True))
 
     def test_prefill_flops(self):
         # OPT-125m's layers: 12 x (4 x (768^2 + 768) + 2 x 768 x 3072 + 3072 + 768 + 4 x 768)
