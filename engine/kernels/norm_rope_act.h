@@ -41,6 +41,12 @@ typedef struct eng_nra_kernels {
     float (*logsumexp)(const float *x, int n);
 } eng_nra_kernels;
 
+/* The largest of init and x[0, n) in plain C, NaNs in x ignored (a NaN never
+ * compares greater): 16 independent lanes, so the compiler may vectorise it
+ * without a chain through one running max. The portable logsumexp's first
+ * pass (init -inf) and the greedy sampler's argmax (init x[0]) share it. */
+float eng_max_f32(const float *x, int n, float init);
+
 /* The tables as built (NULL: this build lacks the tier's compiler flags),
  * whatever this CPU runs; the caller checks the CPU (cpu_isa_detect). */
 const eng_nra_kernels *eng_nra_portable(void);

@@ -53,20 +53,27 @@ static void silu_mul_rows_portable(float *y, const float *gate, const float *up,
     }
 }
 
-/* 16 independent lanes for the max and the sum (the compiler may vectorise
- * the max; expf stays scalar), the lanes' sums added in double. */
-static float logsumexp_portable(const float *x, int n)
+float eng_max_f32(const float *x, int n, float init)
 {
     float m[16];
-    for (int i = 0; i < 16; i++) m[i] = -INFINITY;
+    for (int i = 0; i < 16; i++) m[i] = init;
     int v = 0;
     for (; v + 16 <= n; v += 16)
         for (int i = 0; i < 16; i++) m[i] = x[v + i] > m[i] ? x[v + i] : m[i];
     for (; v < n; v++) m[0] = x[v] > m[0] ? x[v] : m[0];
     float mx = m[0];
     for (int i = 1; i < 16; i++) mx = m[i] > mx ? m[i] : mx;
+    return mx;
+}
+
+/* The max in 16 lanes (eng_max_f32), then the sum in 16 lanes (expf stays
+ * scalar), the lanes' sums added in double. */
+static float logsumexp_portable(const float *x, int n)
+{
+    const float mx = eng_max_f32(x, n, -INFINITY);
     if (mx == -INFINITY || mx != mx) return mx;
     float acc[16] = {0};
+    int v;
     for (v = 0; v + 16 <= n; v += 16)
         for (int i = 0; i < 16; i++) acc[i] += expf(x[v + i] - mx);
     double sum = 0.0;

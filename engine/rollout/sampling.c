@@ -188,19 +188,12 @@ void eng_sampler_filter(eng_sampler *s, const float *logits) {
 
 /* The first index of the largest of x[0, n), NaNs ignored (and 0 when x[0]
  * is NaN): what `for v: if (x[v] > x[best]) best = v` returns, but the max
- * runs in 16 independent lanes (vectorisable, no chain through a load of
+ * runs in 16 independent lanes (eng_max_f32: no chain through a load of
  * x[best]), then one pass finds its first index. */
 static int argmax_first(const float *x, int n) {
     if (x[0] != x[0]) return 0; /* nothing compares greater than a NaN x[0] */
-    float m[16];
-    for (int i = 0; i < 16; i++) m[i] = x[0];
-    int v = 0;
-    for (; v + 16 <= n; v += 16)
-        for (int i = 0; i < 16; i++) m[i] = x[v + i] > m[i] ? x[v + i] : m[i];
-    for (; v < n; v++) m[0] = x[v] > m[0] ? x[v] : m[0];
-    float mx = m[0];
-    for (int i = 1; i < 16; i++) mx = m[i] > mx ? m[i] : mx;
-    for (v = 0; v < n; v++)
+    const float mx = eng_max_f32(x, n, x[0]);
+    for (int v = 0; v < n; v++)
         if (x[v] == mx) return v;
     return 0;
 }
